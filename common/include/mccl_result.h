@@ -1,0 +1,45 @@
+/**
+ * @file mccl_result.h
+ * @brief Result codes shared by every minccl layer (NCCL's ncclResult_t values, plus a timeout).
+ * @ingroup common
+ */
+#ifndef MCCL_RESULT_H_
+#define MCCL_RESULT_H_
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * @defgroup common common: results, checks, logging, parameters, test harness
+ * @brief The ground floor every lab stands on; mirrors NCCL's checks.h, debug.cc and param.h.
+ * @{
+ */
+
+/** @brief Result of every minccl library call. Values 0..7 equal NCCL's ncclResult_t. */
+typedef enum {
+  mcclSuccess = 0,            /**< The call did what it was asked. */
+  mcclUnhandledCudaError = 1, /**< A CUDA driver/runtime call failed. */
+  mcclSystemError = 2,        /**< A system call failed (errno is logged). */
+  mcclInternalError = 3,      /**< A minccl bug or broken invariant. */
+  mcclInvalidArgument = 4,    /**< An argument was out of range or malformed; the message names it. */
+  mcclInvalidUsage = 5,       /**< Calls made in an order or state the API does not allow. */
+  mcclRemoteError = 6,        /**< A peer process failed, closed or sent something invalid. */
+  mcclInProgress = 7,         /**< Non-blocking operation not finished yet; call again. */
+  mcclTimeout = 8,            /**< A wait on a peer exceeded its timeout (no NCCL twin). */
+  mcclNumResults = 9
+} mcclResult_t;
+
+/**
+ * @brief Human-readable name of a result code.
+ * @param[in] res any value; unknown values give "unknown result code".
+ * @return a static string, never NULL.
+ */
+const char* mcclGetErrorString(mcclResult_t res);
+
+/** @} */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

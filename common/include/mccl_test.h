@@ -1,0 +1,169 @@
+/**
+ * @file mccl_test.h
+ * @brief The one test harness of the repository (after Redis's testhelp.h and Pintos' make check).
+ * @ingroup common
+ *
+ * A test is a `static void name(void)` function; the EXPECT_* macros record the first failure
+ * (file:line, expected and actual values) and return from it. Output, one line per test:
+ * `PASS suite.name (3 ms)`, `FAIL suite.name (file:line: expected ..., got ...)`,
+ * `SKIP suite.name (reason)`, then `N passed, N failed, N skipped`; the exit status is 1 when
+ * anything failed. MCCL_TEST_FILTER (or argv[1], or `make test T=...`) selects tests by glob or
+ * substring of the full name. Random inputs come from mcclTestRand(), seeded from
+ * MCCL_TEST_SEED or the clock; the seed is printed so a failure can be replayed.
+ *
+ * @code
+ * static void allocRoundTrip(void) {
+ *   void* p = NULL;
+ *   EXPECT_OK(mcclMemAlloc(&p, 1 << 20));
+ *   EXPECT_TRUE(p != NULL);
+ *   EXPECT_OK(mcclMemFree(p));
+ * }
+ * MCCL_TEST_MAIN(MCCL_TEST_CASE(allocRoundTrip))
+ * @endcode
+ */
+#ifndef MCCL_TEST_H_
+#define MCCL_TEST_H_
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include "mccl_result.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** @addtogroup common
+ * @{ */
+
+/** @brief One named test function. */
+typedef struct {
+  const char* name;
+  void (*fn)(void);
+} mcclTestCase;
+
+/** @brief Hooks that let a multi-process harness (mccl_test_mpi.h) agree on results. */
+typedef struct {
+  /** Combine this process's status (0 pass, 1 skip, 2 fail) and message with its peers'. */
+  int (*combine)(int status, char* msg, size_t msgLen);
+  /** Share the seed so every process draws the same inputs; returns the agreed seed. */
+  uint64_t (*shareSeed)(uint64_t seed);
+  /** Non-zero if this process prints the result lines. */
+  int reporter;
+  /** Number of cooperating processes; above 1 the suite name gets "@npN". */
+  int nprocs;
+} mcclTestHooks;
+
+/** @brief Record a failure of the running test (use the EXPECT macros). */
+void mcclTestFailAt(const char* file, int line, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+/** @brief Mark the running test skipped, with a reason (use SKIP). */
+void mcclTestSkipWith(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+/** @brief Non-zero once the running test has failed or skipped: helpers' callers check it. */
+int mcclTestStopped(void);
+/** @brief The seed of this run. */
+uint64_t mcclTestSeed(void);
+/** @brief Next pseudo-random number from the run's seed (xorshift64*). */
+uint64_t mcclTestRand(void);
+/** @brief Name of the running test. */
+const char* mcclTestName(void);
+/** @brief Run the selected cases and print the results; returns the exit status. */
+int mcclTestMain(int argc, char** argv, const mcclTestCase* cases, int nCases, const mcclTestHooks* hooks);
+
+/** @brief Build a case from a function: MCCL_TEST_CASE(fn). */
+#define MCCL_TEST_CASE(fn) {#fn, fn}
+/** @brief main() of a single-process test binary. */
+#define MCCL_TEST_MAIN(...)                                                       \
+  int main(int argc, char** argv) {                                               \
+    static const mcclTestCase cases_[] = {__VA_ARGS__};                          \
+    return mcclTestMain(argc, argv, cases_, (int)(sizeof(cases_) / sizeof(cases_[0])), NULL); \
+  }
+
+#define EXPECT_TRUE(cond)                                                             \
+  do {                                                                                \
+    if (!(cond)) { mcclTestFailAt(__FILE__, __LINE__, "expected %s", #cond); return; } \
+  } while (0)
+#define EXPECT_FALSE(cond)                                                                  \
+  do {                                                                                      \
+    if (cond) { mcclTestFailAt(__FILE__, __LINE__, "expected !(%s)", #cond); return; }       \
+  } while (0)
+#define EXPECT_CMP_(a, op, b)                                                                    \
+  do {                                                                                           \
+    long long A_ = (long long)(a), B_ = (long long)(b);                                          \
+    if (!(A_ op B_)) {                                                                           \
+      mcclTestFailAt(__FILE__, __LINE__, "expected %s %s %s (%lld), got %lld", #a, #op, #b, B_, A_); \
+      return;                                                                                    \
+    }                                                                                            \
+  } while (0)
+/** @brief Integers: EXPECT_EQ(actual, expected). */
+#define EXPECT_EQ(a, b) EXPECT_CMP_(a, ==, b)
+#define EXPECT_NE(a, b) EXPECT_CMP_(a, !=, b)
+#define EXPECT_LT(a, b) EXPECT_CMP_(a, <, b)
+#define EXPECT_LE(a, b) EXPECT_CMP_(a, <=, b)
+#define EXPECT_GT(a, b) EXPECT_CMP_(a, >, b)
+#define EXPECT_GE(a, b) EXPECT_CMP_(a, >=, b)
+/** @brief A minccl call returns `expected` (names both results on failure). */
+#define EXPECT_RES(call, expected)                                                               \
+  do {                                                                                           \
+    mcclResult_t R_ = (call), E_ = (expected);                                                   \
+    if (R_ != E_) {                                                                              \
+      mcclTestFailAt(__FILE__, __LINE__, "expected %s to return %d (%s), got %d (%s)", #call, E_, \
+                     mcclGetErrorString(E_), R_, mcclGetErrorString(R_));                        \
+      return;                                                                                    \
+    }                                                                                            \
+  } while (0)
+#define EXPECT_OK(call) EXPECT_RES(call, mcclSuccess)
+/** @brief A CUDA driver call returns `expected` (CUresult; names both on failure). */
+#define EXPECT_CU(call, expected)                                                                  \
+  do {                                                                                             \
+    CUresult R_ = (call), E_ = (expected);                                                         \
+    if (R_ != E_) {                                                                                \
+      const char *rn_ = "?", *en_ = "?";                                                           \
+      cuGetErrorName(R_, &rn_);                                                                    \
+      cuGetErrorName(E_, &en_);                                                                    \
+      mcclTestFailAt(__FILE__, __LINE__, "expected %s to return %s, got %s (%d)", #call, en_, rn_, (int)R_); \
+      return;                                                                                      \
+    }                                                                                              \
+  } while (0)
+#define EXPECT_CU_OK(call) EXPECT_CU(call, CUDA_SUCCESS)
+/** @brief A CUDA runtime call returns `expected` (cudaError_t). */
+#define EXPECT_CUDA(call, expected)                                                                \
+  do {                                                                                             \
+    cudaError_t R_ = (call), E_ = (expected);                                                      \
+    if (R_ != E_) {                                                                                \
+      mcclTestFailAt(__FILE__, __LINE__, "expected %s to return %s, got %s (%d)", #call,          \
+                     cudaGetErrorName(E_), cudaGetErrorName(R_), (int)R_);                         \
+      return;                                                                                      \
+    }                                                                                              \
+  } while (0)
+#define EXPECT_CUDA_OK(call) EXPECT_CUDA(call, cudaSuccess)
+/** @brief n bytes at a equal those at b; reports the first differing offset and bytes. */
+#define EXPECT_MEM_EQ(a, b, n)                                                                   \
+  do {                                                                                           \
+    const unsigned char *A_ = (const unsigned char*)(a), *B_ = (const unsigned char*)(b);        \
+    size_t N_ = (size_t)(n);                                                                     \
+    for (size_t I_ = 0; I_ < N_; I_++)                                                           \
+      if (A_[I_] != B_[I_]) {                                                                    \
+        mcclTestFailAt(__FILE__, __LINE__, "expected %s[%zu] == %s[%zu] (0x%02x), got 0x%02x", #a, I_, #b, I_, \
+                       B_[I_], A_[I_]);                                                          \
+        return;                                                                                  \
+      }                                                                                          \
+  } while (0)
+/** @brief Skip the running test with a reason (missing hardware is a SKIP, never a FAIL). */
+#define SKIP(...)                   \
+  do {                              \
+    mcclTestSkipWith(__VA_ARGS__);  \
+    return;                         \
+  } while (0)
+/** @brief After calling a helper that uses EXPECT_*, return if it failed or skipped. */
+#define CHECK_STOPPED() \
+  do {                  \
+    if (mcclTestStopped()) return; \
+  } while (0)
+
+/** @} */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

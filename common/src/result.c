@@ -1,0 +1,28 @@
+#include <stdio.h>
+#include "mccl_checks.h"
+#include "mccl_result.h"
+
+const char* mcclGetErrorString(mcclResult_t res) {
+  switch (res) {
+    case mcclSuccess: return "no error";
+    case mcclUnhandledCudaError: return "unhandled cuda error (run with MCCL_DEBUG=INFO for details)";
+    case mcclSystemError: return "unhandled system error (run with MCCL_DEBUG=INFO for details)";
+    case mcclInternalError: return "internal error - please report this issue to the minccl developers";
+    case mcclInvalidArgument: return "invalid argument (run with MCCL_DEBUG=WARN for details)";
+    case mcclInvalidUsage: return "invalid usage (run with MCCL_DEBUG=WARN for details)";
+    case mcclRemoteError: return "remote process exited or there was a network error";
+    case mcclInProgress: return "MCCL operation in progress";
+    case mcclTimeout: return "timed out waiting for a peer";
+    default: return "unknown result code";
+  }
+}
+
+const char* mcclCuErrorString(CUresult err) {
+  static __thread char buf[256];
+  const char* name = NULL;
+  const char* desc = NULL;
+  if (cuGetErrorName(err, &name) != CUDA_SUCCESS) name = "CUDA_ERROR_UNKNOWN_CODE";
+  if (cuGetErrorString(err, &desc) != CUDA_SUCCESS) desc = "unknown error";
+  snprintf(buf, sizeof(buf), "%s (%d): %s", name, (int)err, desc);
+  return buf;
+}

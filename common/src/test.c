@@ -1,0 +1,119 @@
+// The test harness (see mccl_test.h).
+#include <fnmatch.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "mccl_debug.h"
+#include "mccl_test.h"
+
+enum { ST_PASS = 0, ST_SKIP = 1, ST_FAIL = 2 };
+
+static int curStatus;
+static char curMsg[1024];
+static const char* curName = "";
+static uint64_t seed;
+static uint64_t rngState;
+
+void mcclTestFailAt(const char* file, int line, const char* fmt, ...) {
+  if (curStatus == ST_FAIL) return;  // keep the first failure
+  const char* base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
+  int n = snprintf(curMsg, sizeof(curMsg), "%s:%d: ", base, line);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(curMsg + n, sizeof(curMsg) - n, fmt, ap);
+  va_end(ap);
+  curStatus = ST_FAIL;
+}
+
+void mcclTestSkipWith(const char* fmt, ...) {
+  if (curStatus == ST_FAIL) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(curMsg, sizeof(curMsg), fmt, ap);
+  va_end(ap);
+  curStatus = ST_SKIP;
+}
+
+int mcclTestStopped(void) { return curStatus != ST_PASS; }
+uint64_t mcclTestSeed(void) { return seed; }
+const char* mcclTestName(void) { return curName; }
+
+uint64_t mcclTestRand(void) {
+  rngState ^= rngState >> 12;
+  rngState ^= rngState << 25;
+  rngState ^= rngState >> 27;
+  return rngState * 0x2545F4914F6CDD1DULL;
+}
+
+static double nowMs(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+// Suite name: the directory the binary lives in (the module, e.g. 01_vmm_alloc) and its name.
+static void suiteName(const char* argv0, char* out, size_t len) {
+  char buf[512];
+  snprintf(buf, sizeof(buf), "%s", argv0);
+  char* base = strrchr(buf, '/');
+  if (base == NULL) { snprintf(out, len, "%s", buf); return; }
+  *base++ = '\0';
+  char* dir = strrchr(buf, '/');
+  snprintf(out, len, "%s/%s", dir ? dir + 1 : buf, base);
+}
+
+static int selected(const char* pattern, const char* full) {
+  if (pattern == NULL || *pattern == '\0') return 1;
+  char glob[512];
+  if (strpbrk(pattern, "*?[")) snprintf(glob, sizeof(glob), "%s", pattern);
+  else snprintf(glob, sizeof(glob), "*%s*", pattern);
+  return fnmatch(glob, full, 0) == 0;
+}
+
+int mcclTestMain(int argc, char** argv, const mcclTestCase* cases, int nCases, const mcclTestHooks* hooks) {
+  static const mcclTestHooks single = {NULL, NULL, 1, 1};
+  if (hooks == NULL) hooks = &single;
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  const char* pattern = argc > 1 ? argv[1] : getenv("MCCL_TEST_FILTER");
+  char suite[256];
+  suiteName(argv[0], suite, sizeof(suite));
+  if (hooks->nprocs > 1) snprintf(suite + strlen(suite), sizeof(suite) - strlen(suite), "@np%d", hooks->nprocs);
+
+  const char* s = getenv("MCCL_TEST_SEED");
+  seed = (s && *s) ? strtoull(s, NULL, 0) : ((uint64_t)time(NULL) * 2654435761u) ^ ((uint64_t)getpid() << 16);
+  if (hooks->shareSeed) seed = hooks->shareSeed(seed);
+  if (seed == 0) seed = 1;
+
+  int counts[3] = {0, 0, 0};
+  int printedSeed = 0;
+  for (int i = 0; i < nCases; i++) {
+    char full[512];
+    snprintf(full, sizeof(full), "%s.%s", suite, cases[i].name);
+    if (!selected(pattern, full)) continue;
+    if (!printedSeed && hooks->reporter) {
+      printf("# %s: seed %llu (replay with MCCL_TEST_SEED=%llu)\n", suite, (unsigned long long)seed,
+             (unsigned long long)seed);
+      printedSeed = 1;
+    }
+    curStatus = ST_PASS;
+    curMsg[0] = '\0';
+    curName = cases[i].name;
+    rngState = seed ^ (0x9E3779B97F4A7C15ULL * (uint64_t)(i + 1));
+    double t0 = nowMs();
+    cases[i].fn();
+    double ms = nowMs() - t0;
+    int st = curStatus;
+    if (hooks->combine) st = hooks->combine(st, curMsg, sizeof(curMsg));
+    counts[st]++;
+    if (!hooks->reporter) continue;
+    if (st == ST_PASS) printf("PASS %s (%.0f ms)\n", full, ms);
+    else if (st == ST_SKIP) printf("SKIP %s (%s)\n", full, curMsg);
+    else printf("FAIL %s (%s)\n", full, curMsg);
+  }
+  if (hooks->reporter) printf("%d passed, %d failed, %d skipped\n", counts[ST_PASS], counts[ST_FAIL], counts[ST_SKIP]);
+  fflush(stdout);
+  return counts[ST_FAIL] ? 1 : 0;
+}

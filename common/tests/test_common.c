@@ -1,0 +1,128 @@
+// Tests of common/: result strings, check macros, parameters, logging, harness output.
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "mccl_checks.h"
+#include "mccl_param.h"
+#include "mccl_test.h"
+
+static void resultStrings(void) {
+  for (int r = 0; r < mcclNumResults; r++) EXPECT_TRUE(mcclGetErrorString((mcclResult_t)r) != NULL);
+  EXPECT_EQ(mcclSuccess, 0);
+  EXPECT_EQ(mcclInProgress, 7);
+  EXPECT_EQ(mcclTimeout, 8);
+  EXPECT_EQ(strcmp(mcclGetErrorString((mcclResult_t)99), "unknown result code"), 0);
+}
+
+static mcclResult_t sysFails(int* cleaned) {
+  mcclResult_t res = mcclSuccess;
+  int fd = -1;
+  SYSCHECKGOTO(fd = open("/nonexistent/minccl", O_RDONLY), res, undo);
+  close(fd);
+undo:
+  *cleaned = 1;
+  return res;
+}
+static mcclResult_t cuFails(void) {
+  CUCHECK(cuMemRelease((CUmemGenericAllocationHandle)0xdeadbeef));
+  return mcclSuccess;
+}
+static mcclResult_t propagates(void) {
+  MCCLCHECK(cuFails());
+  return mcclInternalError;  // not reached
+}
+static mcclResult_t passesInProgress(void) {
+  MCCLCHECK(mcclInProgress);
+  return mcclSuccess;
+}
+static mcclResult_t pthreadFails(void) {
+  PTHREADCHECK(EINVAL);
+  return mcclSuccess;
+}
+
+static void checkMacros(void) {
+  int cleaned = 0;
+  EXPECT_RES(sysFails(&cleaned), mcclSystemError);
+  EXPECT_EQ(cleaned, 1);
+  EXPECT_RES(cuFails(), mcclUnhandledCudaError);
+  EXPECT_RES(propagates(), mcclUnhandledCudaError);
+  EXPECT_OK(passesInProgress());
+  EXPECT_RES(pthreadFails(), mcclSystemError);
+}
+
+static void paramsReadOnce(void) {
+  setenv("MCCL_IPC_TIMEOUT", "1234", 1);
+  mcclParamResetAll();
+  EXPECT_EQ(mcclParamIpcTimeout(), 1234);
+  setenv("MCCL_IPC_TIMEOUT", "99", 1);
+  EXPECT_EQ(mcclParamIpcTimeout(), 1234);  // cached: read once
+  mcclParamResetAll();
+  EXPECT_EQ(mcclParamIpcTimeout(), 99);
+  setenv("MCCL_IPC_TIMEOUT", "12abc", 1);  // malformed: default, with a warning
+  mcclParamResetAll();
+  EXPECT_EQ(mcclParamIpcTimeout(), 30000);
+  unsetenv("MCCL_IPC_TIMEOUT");
+  mcclParamResetAll();
+  EXPECT_EQ(mcclParamIpcTimeout(), 30000);
+  EXPECT_EQ(strcmp(mcclParamIpcDir(), "/tmp"), 0);
+}
+
+// docs/parameters.md must be what mk/params-doc.sh makes of mccl_params.def.
+static void paramsDocCurrent(void) {
+  if (access("mk/params-doc.sh", X_OK) != 0) SKIP("run from the repository root (make test)");
+  int rc = system("mk/params-doc.sh | cmp -s - docs/parameters.md");
+  EXPECT_EQ(WEXITSTATUS(rc), 0);
+}
+
+// Runs this binary's hidden self-check cases in a child and reads what the harness printed.
+static void harnessOutput(void) {
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  EXPECT_GT(n, 0);
+  exe[n] = '\0';
+  char cmd[8192];
+  snprintf(cmd, sizeof(cmd), "MCCL_TEST_SEED=42 MCCL_HARNESS_SELFCHECK=1 %s 2>/dev/null", exe);
+  FILE* p = popen(cmd, "r");
+  EXPECT_TRUE(p != NULL);
+  char line[1024];
+  int sawPass = 0, sawFail = 0, sawSkip = 0, sawTotal = 0, sawSeed = 0;
+  while (fgets(line, sizeof(line), p)) {
+    if (strncmp(line, "PASS ", 5) == 0 && strstr(line, "selfcheckPass")) sawPass = 1;
+    if (strncmp(line, "FAIL ", 5) == 0 && strstr(line, "test_common.c:") && strstr(line, "expected 2 + 2 == 5 (5), got 4"))
+      sawFail = 1;
+    if (strncmp(line, "SKIP ", 5) == 0 && strstr(line, "(no hardware)")) sawSkip = 1;
+    if (strcmp(line, "1 passed, 1 failed, 1 skipped\n") == 0) sawTotal = 1;
+    if (strstr(line, "seed 42")) sawSeed = 1;
+  }
+  int rc = pclose(p);
+  EXPECT_EQ(sawPass, 1);
+  EXPECT_EQ(sawFail, 1);
+  EXPECT_EQ(sawSkip, 1);
+  EXPECT_EQ(sawTotal, 1);
+  EXPECT_EQ(sawSeed, 1);
+  EXPECT_EQ(WEXITSTATUS(rc), 1);  // non-zero exit when a test failed
+}
+
+static void seededRandomRepeats(void) {
+  // Same seed and case index give the same stream: what makes a printed seed replayable.
+  uint64_t a = mcclTestRand(), b = mcclTestRand();
+  EXPECT_NE(a, b);
+}
+
+// Cases that exercise the harness itself; only harnessOutput runs them, in a child process.
+static void selfcheckPass(void) { EXPECT_EQ(1 + 1, 2); }
+static void selfcheckFail(void) { EXPECT_EQ(2 + 2, 5); }
+static void selfcheckSkip(void) { SKIP("no hardware"); }
+
+int main(int argc, char** argv) {
+  static const mcclTestCase selfcheck[] = {MCCL_TEST_CASE(selfcheckPass), MCCL_TEST_CASE(selfcheckFail),
+                                           MCCL_TEST_CASE(selfcheckSkip)};
+  static const mcclTestCase cases[] = {MCCL_TEST_CASE(resultStrings),    MCCL_TEST_CASE(checkMacros),
+                                       MCCL_TEST_CASE(paramsReadOnce),   MCCL_TEST_CASE(paramsDocCurrent),
+                                       MCCL_TEST_CASE(harnessOutput),    MCCL_TEST_CASE(seededRandomRepeats)};
+  if (getenv("MCCL_HARNESS_SELFCHECK")) return mcclTestMain(argc, argv, selfcheck, 3, NULL);
+  return mcclTestMain(argc, argv, cases, (int)(sizeof(cases) / sizeof(cases[0])), NULL);
+}

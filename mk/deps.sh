@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# make deps: install what minccl needs from Debian/Ubuntu packages.
+#   deps.sh install        install every missing package (apt-get as root, else print the command)
+#   deps.sh ensure TARGET  called by make test/demo/bench/docs: install what is missing if we can;
+#                          fail only if something TARGET cannot work without is still missing.
+set -u
+mode=${1:-install}; target=${2:-all}
+CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")")}
+
+# command -> package
+declare -A pkg=([mpicc]=libopenmpi-dev [mpirun]=openmpi-bin [doxygen]=doxygen [dot]=graphviz [gdb]=gdb)
+case "$target" in
+  test|demo|bench|all) required="mpicc mpirun" ;;
+  docs) required="doxygen dot" ;;
+  *) required="" ;;
+esac
+
+missing_pkgs() {
+  local out=""
+  for c in "${!pkg[@]}"; do command -v "$c" >/dev/null 2>&1 || out="$out ${pkg[$c]}"; done
+  echo "$out" | tr ' ' '\n' | sort -u | tr '\n' ' ' | sed 's/^ *//;s/ *$//'
+}
+
+if [ ! -f "$CUDA_HOME/include/cuda.h" ]; then
+  echo "minccl needs the CUDA Toolkit headers (cuda.h) even for the sim backend: none under $CUDA_HOME." >&2
+  echo "Install the CUDA Toolkit (https://developer.nvidia.com/cuda-downloads) or set CUDA_HOME." >&2
+  exit 1
+fi
+
+missing=$(missing_pkgs)
+if [ -n "$missing" ]; then
+  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+    echo "deps: installing $missing"
+    export DEBIAN_FRONTEND=noninteractive
+    { apt-get update -qq && apt-get install -y -qq --no-install-recommends $missing; } >/tmp/minccl-deps.log 2>&1 \
+      || echo "deps: apt-get failed (see /tmp/minccl-deps.log)" >&2
+  else
+    echo "deps: missing packages: $missing"
+    echo "deps: install them with: sudo apt-get install $missing"
+  fi
+fi
+still=""
+for c in $required; do command -v "$c" >/dev/null 2>&1 || still="$still $c"; done
+if [ -n "$still" ]; then
+  echo "deps: '$target' cannot run without:$still (packages: $(for c in $still; do printf '%s ' "${pkg[$c]}"; done))" >&2
+  exit 1
+fi
+if [ "$mode" = install ] && [ -z "$(missing_pkgs)" ]; then echo "deps: everything minccl uses is installed"; fi
+exit 0

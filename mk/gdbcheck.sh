@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Runs a lab's lab.gdb in batch mode against its demo and checks that every breakpoint was hit.
+# lab.gdb is written for people (it stops at each breakpoint); with $mccl_autorun = 1 each
+# breakpoint's commands end in `continue`, so the same script runs unattended here:
+#     break mcclCuMemAlloc
+#     commands
+#       print size
+#       if $mccl_autorun
+#         continue
+#       end
+#     end
+# Usage: gdbcheck.sh LAB_DIR DEMO_BIN
+set -u
+dir=$1 bin=$2
+name="gdb.$(basename "$dir")"
+if [ "${BACKEND:-sim}" != sim ]; then echo "SKIP $name (lab.gdb is checked on the sim backend)"; exit 0; fi
+if ! command -v gdb >/dev/null; then echo "SKIP $name (gdb not installed: make deps)"; exit 0; fi
+if [ ! -x "$bin" ]; then echo "FAIL $name (no demo binary $bin)"; exit 1; fi
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+timeout -k 5 300 gdb -q -batch -nx -ex 'set $mccl_autorun = 1' -ex 'set pagination off' -ex 'set confirm off' \
+  -x "$dir/lab.gdb" -ex 'info breakpoints' --args "$bin" >"$log" 2>&1
+rc=$?
+# Breakpoint rows of `info breakpoints`: "<num> breakpoint keep y <addr> in <fn> at file:line"
+total=$(awk '/^Num +Type/{t=1;next} t && $2=="breakpoint"{n++} END{print n+0}' "$log")
+unhit=$(awk '/^Num +Type/{t=1;next} t && $2=="breakpoint"{id=$1; what=$0; getline nxt; if (nxt !~ /already hit/) print id} ' "$log" | tr '\n' ' ')
+if [ "$total" -eq 0 ]; then
+  echo "FAIL $name (no breakpoints listed; gdb exit $rc)"; tail -20 "$log" | sed 's/^/#   /'; exit 1
+fi
+if [ -n "$unhit" ]; then
+  echo "FAIL $name (breakpoints never hit: $unhit of $total)"; tail -30 "$log" | sed 's/^/#   /'; exit 1
+fi
+echo "PASS $name ($total breakpoints, all hit)"
