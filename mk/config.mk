@@ -13,7 +13,8 @@ ifeq ($(SANITIZE),1)
 endif
 
 VARIANT := $(BACKEND)$(if $(filter 1,$(DEBUG)),-debug)$(if $(filter 1,$(SANITIZE)),-asan)
-BUILD := build/$(VARIANT)
+BUILD_ROOT ?= build
+BUILD := $(BUILD_ROOT)/$(VARIANT)
 BIN := $(BUILD)/bin
 LIB := $(BUILD)/lib
 OBJ := $(BUILD)/obj
