@@ -93,6 +93,11 @@ BENCH_ENTRIES := $(foreach m,$(TEST_MODULES),$(foreach s,$(sort $(wildcard $(m)/
 DEMO_MODULES := $(call selected,$(LAB_DIRS) $(wildcard final))
 
 export MPIRUN MPIRUN_FLAGS BACKEND
+ifeq ($(SANITIZE),1)
+  export LSAN_OPTIONS := suppressions=$(abspath mk/lsan.supp):print_suppressions=0
+  export ASAN_OPTIONS := detect_leaks=1:abort_on_error=0
+  export UBSAN_OPTIONS := print_stacktrace=1:halt_on_error=1
+endif
 export MCCL_TEST_FILTER := $(T)
 
 .PHONY: all test bench demo docs gdb deps clean help params-doc

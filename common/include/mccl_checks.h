@@ -22,7 +22,11 @@
 /** @addtogroup common
  * @{ */
 
-/** @brief The CUresult's name and description for logs, "CUDA_ERROR_X: text". */
+/**
+ * @brief The CUresult's name, number and description for logs: "CUDA_ERROR_X (n): text".
+ * @param[in] err any CUresult.
+ * @return a thread-local string, valid until the next call on the same thread.
+ */
 const char* mcclCuErrorString(CUresult err);
 
 /** @brief Propagate a non-success mcclResult_t (mcclInProgress passes through as success). */

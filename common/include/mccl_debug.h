@@ -45,12 +45,25 @@ typedef enum {
   MCCL_ALL = ~0
 } mcclDebugLogSubSys;
 
-/** @brief Write one log line if level and subsystem are enabled. Use the macros below. */
+/**
+ * @brief Write one log line if its level and subsystem are enabled. Use WARN/INFO/TRACE instead.
+ * @param[in] level line's level.
+ * @param[in] flags subsystem bits (mcclDebugLogSubSys).
+ * @param[in] file source file (__FILE__).
+ * @param[in] line source line (__LINE__).
+ * @param[in] fmt printf format, then its arguments.
+ */
 void mcclDebugLog(mcclDebugLogLevel level, unsigned long flags, const char* file, int line, const char* fmt, ...)
     __attribute__((format(printf, 5, 6)));
-/** @brief Current level (reads MCCL_DEBUG on first use). */
+/**
+ * @brief Current log level (reads MCCL_DEBUG on first use).
+ * @return the level in force.
+ */
 mcclDebugLogLevel mcclDebugLevel(void);
-/** @brief Tag this thread's lines with a rank ("[rank]"); -1 clears it. */
+/**
+ * @brief Tag this thread's log lines with a rank, printed as "[rank]".
+ * @param[in] rank the rank, or -1 to clear the tag.
+ */
 void mcclDebugSetRank(int rank);
 
 /** @brief An error, printed unless MCCL_DEBUG=NONE, always with file:line. */

@@ -15,10 +15,12 @@ extern "C" {
 /** @addtogroup common
  * @{ */
 
+/// @cond INTERNAL
 #define MCCL_PARAM_INT(name, env, deflt, doc) int64_t mcclParam##name(void);
 #define MCCL_PARAM_STR(name, env, deflt, doc) const char* mcclParam##name(void);
 #define MCCL_PARAM_SIM(name, env, deflt, doc)
 #include "mccl_params.def"
+/// @endcond
 #undef MCCL_PARAM_INT
 #undef MCCL_PARAM_STR
 #undef MCCL_PARAM_SIM

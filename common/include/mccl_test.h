@@ -39,8 +39,8 @@ extern "C" {
 
 /** @brief One named test function. */
 typedef struct {
-  const char* name;
-  void (*fn)(void);
+  const char* name;  /**< Name printed in the result line and matched by the filter. */
+  void (*fn)(void);  /**< The test body. */
 } mcclTestCase;
 
 /** @brief Hooks that let a multi-process harness (mccl_test_mpi.h) agree on results. */
@@ -55,19 +55,46 @@ typedef struct {
   int nprocs;
 } mcclTestHooks;
 
-/** @brief Record a failure of the running test (use the EXPECT macros). */
+/**
+ * @brief Record a failure of the running test (the EXPECT macros call it). The first one is kept.
+ * @param[in] file source file of the failed check.
+ * @param[in] line its line.
+ * @param[in] fmt printf format of the message ("expected ..., got ..."), then its arguments.
+ */
 void mcclTestFailAt(const char* file, int line, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
-/** @brief Mark the running test skipped, with a reason (use SKIP). */
+/**
+ * @brief Mark the running test skipped, with a reason (SKIP calls it).
+ * @param[in] fmt printf format of the reason, then its arguments.
+ */
 void mcclTestSkipWith(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-/** @brief Non-zero once the running test has failed or skipped: helpers' callers check it. */
+/**
+ * @brief Whether the running test has failed or skipped: callers of helpers check it.
+ * @return non-zero once the running test failed or skipped.
+ */
 int mcclTestStopped(void);
-/** @brief The seed of this run. */
+/**
+ * @brief The seed of this run (MCCL_TEST_SEED, or from the clock; printed at start).
+ * @return the seed.
+ */
 uint64_t mcclTestSeed(void);
-/** @brief Next pseudo-random number from the run's seed (xorshift64*). */
+/**
+ * @brief Next pseudo-random number; each test's stream depends only on the seed and its position.
+ * @return 64 pseudo-random bits (xorshift64*).
+ */
 uint64_t mcclTestRand(void);
-/** @brief Name of the running test. */
+/**
+ * @brief Name of the running test.
+ * @return the test's name.
+ */
 const char* mcclTestName(void);
-/** @brief Run the selected cases and print the results; returns the exit status. */
+/**
+ * @brief Run the selected cases and print one result line each, then the totals.
+ * @param[in] argc,argv the program's arguments; argv[1], if any, is the name filter.
+ * @param[in] cases the test cases.
+ * @param[in] nCases how many.
+ * @param[in] hooks multi-process hooks, or NULL for a single process.
+ * @return the exit status: 0 if nothing failed, else 1.
+ */
 int mcclTestMain(int argc, char** argv, const mcclTestCase* cases, int nCases, const mcclTestHooks* hooks);
 
 /** @brief Build a case from a function: MCCL_TEST_CASE(fn). */
@@ -79,14 +106,17 @@ int mcclTestMain(int argc, char** argv, const mcclTestCase* cases, int nCases, c
     return mcclTestMain(argc, argv, cases_, (int)(sizeof(cases_) / sizeof(cases_[0])), NULL); \
   }
 
+/** @brief Fails the test unless cond holds. */
 #define EXPECT_TRUE(cond)                                                             \
   do {                                                                                \
     if (!(cond)) { mcclTestFailAt(__FILE__, __LINE__, "expected %s", #cond); return; } \
   } while (0)
+/** @brief Fails the test if cond holds. */
 #define EXPECT_FALSE(cond)                                                                  \
   do {                                                                                      \
     if (cond) { mcclTestFailAt(__FILE__, __LINE__, "expected !(%s)", #cond); return; }       \
   } while (0)
+/// @cond INTERNAL
 #define EXPECT_CMP_(a, op, b)                                                                    \
   do {                                                                                           \
     long long A_ = (long long)(a), B_ = (long long)(b);                                          \
@@ -95,12 +125,18 @@ int mcclTestMain(int argc, char** argv, const mcclTestCase* cases, int nCases, c
       return;                                                                                    \
     }                                                                                            \
   } while (0)
-/** @brief Integers: EXPECT_EQ(actual, expected). */
+/// @endcond
+/** @brief Integers: EXPECT_EQ(actual, expected); the message shows both. */
 #define EXPECT_EQ(a, b) EXPECT_CMP_(a, ==, b)
+/** @brief Integers differ. */
 #define EXPECT_NE(a, b) EXPECT_CMP_(a, !=, b)
+/** @brief Integer a < b. */
 #define EXPECT_LT(a, b) EXPECT_CMP_(a, <, b)
+/** @brief Integer a <= b. */
 #define EXPECT_LE(a, b) EXPECT_CMP_(a, <=, b)
+/** @brief Integer a > b. */
 #define EXPECT_GT(a, b) EXPECT_CMP_(a, >, b)
+/** @brief Integer a >= b. */
 #define EXPECT_GE(a, b) EXPECT_CMP_(a, >=, b)
 /** @brief A minccl call returns `expected` (names both results on failure). */
 #define EXPECT_RES(call, expected)                                                               \
@@ -112,6 +148,7 @@ int mcclTestMain(int argc, char** argv, const mcclTestCase* cases, int nCases, c
       return;                                                                                    \
     }                                                                                            \
   } while (0)
+/** @brief A minccl call returns mcclSuccess. */
 #define EXPECT_OK(call) EXPECT_RES(call, mcclSuccess)
 /** @brief A CUDA driver call returns `expected` (CUresult; names both on failure). */
 #define EXPECT_CU(call, expected)                                                                  \
@@ -125,6 +162,7 @@ int mcclTestMain(int argc, char** argv, const mcclTestCase* cases, int nCases, c
       return;                                                                                      \
     }                                                                                              \
   } while (0)
+/** @brief A CUDA driver call returns CUDA_SUCCESS. */
 #define EXPECT_CU_OK(call) EXPECT_CU(call, CUDA_SUCCESS)
 /** @brief A CUDA runtime call returns `expected` (cudaError_t). */
 #define EXPECT_CUDA(call, expected)                                                                \
@@ -136,6 +174,7 @@ int mcclTestMain(int argc, char** argv, const mcclTestCase* cases, int nCases, c
       return;                                                                                      \
     }                                                                                              \
   } while (0)
+/** @brief A CUDA runtime call returns cudaSuccess. */
 #define EXPECT_CUDA_OK(call) EXPECT_CUDA(call, cudaSuccess)
 /** @brief n bytes at a equal those at b; reports the first differing offset and bytes. */
 #define EXPECT_MEM_EQ(a, b, n)                                                                   \
