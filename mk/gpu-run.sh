@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# One call on a GPU host: environment report, build, tests, demo and benchmarks (BACKEND=cuda),
+# each logged under $OUT. MCCL_COMMIT names the commit (the copied tree may have no .git).
+set -u
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+export NCCL_NVLS_ENABLE=0  # never use NVLink multicast on shared hosts
+export MCCL_TEST_TIMEOUT=${MCCL_TEST_TIMEOUT:-240}
+if [ -z "${MCCL_NCCL_LIB:-}" ]; then
+  d=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)
+  [ -n "$d" ] && [ -f "$d/lib/libnccl.so.2" ] && export MCCL_NCCL_LIB="$d/lib/libnccl.so.2"
+fi
+{
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "commit: ${MCCL_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}"
+  nvidia-smi --query-gpu=index,name,driver_version,memory.total,pci.bus_id --format=csv
+  nvidia-smi topo -m
+  echo "nvcc: $(nvcc --version | tail -1)"
+  echo "mpirun: $(mpirun --version | head -1)"
+  echo "NCCL library: ${MCCL_NCCL_LIB:-not found}"
+  echo "NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE"
+} > "$OUT/env.txt" 2>&1
+cat "$OUT/env.txt"
+step() { echo; echo "######## $1 ($SECONDS s)"; }
+step build
+make -j16 BACKEND=cuda all > "$OUT/build.log" 2>&1 || { tail -50 "$OUT/build.log"; exit 1; }
+step "test (${1:-all})"
+make BACKEND=cuda test ${LAB:+LAB=$LAB} 2>&1 | tee "$OUT/test.log" | grep -E '^(FAIL|SKIP)|passed,'
+step demo
+make BACKEND=cuda demo > "$OUT/demo.log" 2>&1; echo "demo exit $?"
+step bench
+make BACKEND=cuda bench ${LAB:+LAB=$LAB} 2>&1 | tee "$OUT/bench.log" | tail -80
+step done
