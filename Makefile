@@ -123,7 +123,7 @@ gdb: all
 	if [ -z "$(LAB)" ] || [ -z "$$m" ]; then echo "usage: make gdb LAB=NN (one of: $(notdir $(LAB_DIRS)))"; exit 2; fi; \
 	dbg=$$(command -v gdb || command -v cuda-gdb); \
 	[ -n "$$dbg" ] || { echo "no gdb found: run 'make deps'"; exit 2; }; \
-	exec $$dbg -q -x $$m/lab.gdb --args $(BIN)/$${m#labs/}/demo
+	exec $$dbg -q -ex 'set breakpoint pending on' -x $$m/lab.gdb --args $(BIN)/$${m#labs/}/demo
 
 docs:
 	@mk/deps.sh ensure docs && mk/docs.sh

@@ -19,6 +19,7 @@ if [ ! -x "$bin" ]; then echo "FAIL $name (no demo binary $bin)"; exit 1; fi
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 timeout -k 5 300 gdb -q -batch -nx -ex 'set $mccl_autorun = 1' -ex 'set pagination off' -ex 'set confirm off' \
+  -ex 'set breakpoint pending on' \
   -x "$dir/lab.gdb" -ex 'info breakpoints' --args "$bin" >"$log" 2>&1
 rc=$?
 # Breakpoint rows of `info breakpoints`: "<num> breakpoint keep y <addr> in <fn> at file:line"
@@ -26,6 +27,11 @@ total=$(awk '/^Num +Type/{t=1;next} t && $2=="breakpoint"{n++} END{print n+0}' "
 unhit=$(awk '/^Num +Type/{t=1;next} t && $2=="breakpoint"{id=$1; what=$0; getline nxt; if (nxt !~ /already hit/) print id} ' "$log" | tr '\n' ' ')
 if [ "$total" -eq 0 ]; then
   echo "FAIL $name (no breakpoints listed; gdb exit $rc)"; tail -20 "$log" | sed 's/^/#   /'; exit 1
+fi
+# A breakpoint gdb could not set silently disappears in batch mode: compare with the script.
+wanted=$(grep -cE '^[[:space:]]*(break|b|tbreak|rbreak)[[:space:]]' "$dir/lab.gdb")
+if [ "$total" -ne "$wanted" ]; then
+  echo "FAIL $name (lab.gdb asks for $wanted breakpoints, gdb set $total)"; grep -iE 'not defined|no symbol|error' "$log" | head -5 | sed 's/^/#   /'; exit 1
 fi
 if [ -n "$unhit" ]; then
   echo "FAIL $name (breakpoints never hit: $unhit of $total)"; tail -30 "$log" | sed 's/^/#   /'; exit 1
