@@ -60,8 +60,8 @@ static size_t granularity(CUmemAllocationGranularity_flags which) {
 // Writes a pattern through the device (H2D copy), reads it back (D2H), compares.
 static void roundTrip(void* p, size_t size, unsigned seed) {
   size_t n = size < 3 * MiB ? size : 3 * MiB;
-  unsigned char* src = malloc(n);
-  unsigned char* dst = malloc(n);
+  unsigned char* src = calloc(1, n);
+  unsigned char* dst = calloc(1, n);
   EXPECT_TRUE(src != NULL && dst != NULL);
   for (size_t i = 0; i < n; i++) src[i] = (unsigned char)(i * 31 + seed);
   EXPECT_CUDA_OK(cudaMemcpy(p, src, n, cudaMemcpyHostToDevice));
