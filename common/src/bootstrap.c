@@ -1,0 +1,632 @@
+// Single-host bootstrap over abstract Unix stream sockets, after NCCL's src/bootstrap.cc: rank 0
+// hosts the rendezvous named in the unique id (NCCL runs it as the bootstrapRoot thread), every rank
+// listens on its own socket, and point-to-point messages are one connection each with a small
+// header, kept in an "unexpected" list when they arrive before their Recv (NCCL's
+// unexpectedEnqueue/Dequeue).
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+#include "mccl_bootstrap.h"
+#include "mccl_checks.h"
+#include "mccl_param.h"
+
+#define BOOT_ID_MAGIC 0x6d63636c2d627331ULL  // "mccl-bs1": rejects ids that are not ours
+#define BOOT_NAME_LEN 48
+
+// The layout hidden in mcclUniqueId.
+typedef struct {
+  uint64_t magic;
+  uint64_t secret;
+  char name[BOOT_NAME_LEN];
+} bootId;
+_Static_assert(sizeof(bootId) <= MCCL_UNIQUE_ID_BYTES, "bootId must fit in mcclUniqueId");
+
+typedef struct {
+  mcclPeerInfo info;
+  char listenName[MCCL_SOCKET_NAME_LEN];
+} bootPeer;
+
+// Rank -> rank 0 at init.
+typedef struct {
+  uint64_t secret;
+  int32_t rank;
+  int32_t nranks;
+  bootPeer peer;
+} bootHello;
+
+// Kinds keep internal traffic (allgather, barrier) apart from user tags.
+enum { KIND_USER = 0, KIND_ALLGATHER = 1, KIND_BARRIER = 2 };
+
+typedef struct {
+  uint64_t secret;
+  int32_t from;
+  int32_t kind;
+  int32_t tag;
+  int32_t pad;
+  uint64_t size;
+} msgHeader;
+
+typedef struct unexpected {
+  int peer, kind, tag;
+  uint64_t size;
+  int fd;       // connection whose payload is still unread, or -1
+  void* data;   // self-sent payload, or NULL
+  struct unexpected* next;
+} unexpected;
+
+struct mcclBootstrap {
+  int rank, nranks;
+  uint64_t secret;
+  int listenFd;
+  int64_t timeoutMs;
+  volatile uint32_t* abortFlag;
+  uint32_t allgatherSeq, barrierSeq;
+  bootPeer* peers;
+  unexpected* unexp;
+};
+
+static uint64_t nowMs(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int isAborted(volatile uint32_t* abortFlag) {
+  return abortFlag != NULL && __atomic_load_n(abortFlag, __ATOMIC_ACQUIRE) != 0;
+}
+
+static socklen_t abstractAddr(const char* name, struct sockaddr_un* addr) {
+  memset(addr, 0, sizeof(*addr));
+  addr->sun_family = AF_UNIX;
+  size_t len = strnlen(name, sizeof(addr->sun_path) - 2);
+  memcpy(addr->sun_path + 1, name, len);  // sun_path[0] == '\0': the abstract namespace
+  return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len);
+}
+
+static mcclResult_t randomBytes(void* buf, size_t n) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = getrandom((char*)buf + got, n - got, 0);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      WARN("getrandom(%zu bytes) failed: %s", n, strerror(errno));
+      return mcclSystemError;
+    }
+    got += (size_t)r;
+  }
+  return mcclSuccess;
+}
+
+// Wait for `events` on fd until the deadline, checking the abort flag every 50 ms.
+static mcclResult_t waitFd(int fd, short events, uint64_t deadline, volatile uint32_t* abortFlag, const char* what) {
+  for (;;) {
+    if (isAborted(abortFlag)) {
+      WARN("Bootstrap: aborted while waiting to %s", what);
+      return mcclRemoteError;
+    }
+    uint64_t now = nowMs();
+    if (now >= deadline) {
+      WARN("Bootstrap: timed out waiting to %s (MCCL_BOOTSTRAP_TIMEOUT=%lld ms)", what,
+           (long long)mcclParamBootstrapTimeout());
+      return mcclTimeout;
+    }
+    uint64_t left = deadline - now;
+    struct pollfd p = {.fd = fd, .events = events, .revents = 0};
+    int r = poll(&p, 1, left < 50 ? (int)left : 50);
+    if (r < 0 && errno != EINTR) {
+      WARN("Bootstrap: poll failed while waiting to %s: %s", what, strerror(errno));
+      return mcclSystemError;
+    }
+    if (r > 0) return mcclSuccess;  // readable, writable, or an error/hang-up the next call reports
+  }
+}
+
+static mcclResult_t sendAll(int fd, const void* data, size_t size, uint64_t deadline, volatile uint32_t* abortFlag,
+                            const char* what) {
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = send(fd, (const char*)data + done, size - done, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) { done += (size_t)n; continue; }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+      MCCLCHECK(waitFd(fd, POLLOUT, deadline, abortFlag, what));
+      continue;
+    }
+    WARN("Bootstrap: peer closed the connection during %s: %s", what, strerror(errno));
+    return mcclRemoteError;
+  }
+  return mcclSuccess;
+}
+
+static mcclResult_t recvAll(int fd, void* data, size_t size, uint64_t deadline, volatile uint32_t* abortFlag,
+                            const char* what) {
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = recv(fd, (char*)data + done, size - done, MSG_DONTWAIT);
+    if (n > 0) { done += (size_t)n; continue; }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+      MCCLCHECK(waitFd(fd, POLLIN, deadline, abortFlag, what));
+      continue;
+    }
+    WARN("Bootstrap: peer closed the connection during %s (%zu of %zu bytes): %s", what, done, size,
+         n == 0 ? "end of stream" : strerror(errno));
+    return mcclRemoteError;
+  }
+  return mcclSuccess;
+}
+
+static mcclResult_t listenOn(const char* name, int* outFd) {
+  struct sockaddr_un addr;
+  socklen_t len = abstractAddr(name, &addr);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    WARN("Bootstrap: socket() failed: %s", strerror(errno));
+    return mcclSystemError;
+  }
+  if (bind(fd, (struct sockaddr*)&addr, len) != 0) {
+    int err = errno;
+    close(fd);
+    if (err == EADDRINUSE) {
+      WARN("Bootstrap: socket name @%s is already bound (duplicate rank, or a unique id used twice)", name);
+      return mcclInvalidUsage;
+    }
+    WARN("Bootstrap: bind(@%s) failed: %s", name, strerror(err));
+    return mcclSystemError;
+  }
+  if (listen(fd, 256) != 0) {
+    WARN("Bootstrap: listen(@%s) failed: %s", name, strerror(errno));
+    close(fd);
+    return mcclSystemError;
+  }
+  *outFd = fd;
+  return mcclSuccess;
+}
+
+// Connect to an abstract name. retryRefused: at init the listener may not exist yet, so keep
+// trying; afterwards a refused connection means the peer is gone.
+static mcclResult_t connectTo(const char* name, int retryRefused, uint64_t deadline, volatile uint32_t* abortFlag,
+                              const char* what, int* outFd) {
+  struct sockaddr_un addr;
+  socklen_t len = abstractAddr(name, &addr);
+  for (;;) {
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      WARN("Bootstrap: socket() failed: %s", strerror(errno));
+      return mcclSystemError;
+    }
+    if (connect(fd, (struct sockaddr*)&addr, len) == 0) {
+      *outFd = fd;
+      return mcclSuccess;
+    }
+    int err = errno;
+    close(fd);
+    if (err == ECONNREFUSED && !retryRefused) {
+      WARN("Bootstrap: nobody listens on @%s any more (%s): the peer is gone", name, what);
+      return mcclRemoteError;
+    }
+    if (err != ECONNREFUSED && err != EAGAIN && err != ENOENT && err != EINTR) {
+      WARN("Bootstrap: connect(@%s) failed (%s): %s", name, what, strerror(err));
+      return mcclSystemError;
+    }
+    if (isAborted(abortFlag)) {
+      WARN("Bootstrap: aborted while trying to %s", what);
+      return mcclRemoteError;
+    }
+    if (nowMs() >= deadline) {
+      WARN("Bootstrap: timed out trying to %s: nobody accepted on @%s (MCCL_BOOTSTRAP_TIMEOUT=%lld ms)", what, name,
+           (long long)mcclParamBootstrapTimeout());
+      return mcclTimeout;
+    }
+    struct timespec ts = {0, 5 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+static mcclResult_t acceptOne(int listenFd, uint64_t deadline, volatile uint32_t* abortFlag, const char* what,
+                              int* outFd) {
+  for (;;) {
+    int fd = accept4(listenFd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd >= 0) {
+      *outFd = fd;
+      return mcclSuccess;
+    }
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED) {
+      WARN("Bootstrap: accept failed while waiting to %s: %s", what, strerror(errno));
+      return mcclSystemError;
+    }
+    MCCLCHECK(waitFd(listenFd, POLLIN, deadline, abortFlag, what));
+  }
+}
+
+uint64_t mcclGetHostHash(void) {
+  char buf[512] = {0};
+  gethostname(buf, 255);
+  size_t len = strlen(buf);
+  int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    ssize_t n = read(fd, buf + len, sizeof(buf) - len - 1);
+    if (n > 0) len += (size_t)n;
+    close(fd);
+  }
+  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a
+  for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)buf[i]) * 0x100000001b3ULL;
+  return h;
+}
+
+mcclResult_t mcclGetUniqueId(mcclUniqueId* out) {
+  MCCL_ARGCHECK(out != NULL, "mcclGetUniqueId: out is NULL");
+  unsigned char rnd[16];
+  bootId id;
+  memset(&id, 0, sizeof(id));
+  id.magic = BOOT_ID_MAGIC;
+  MCCLCHECK(randomBytes(rnd, sizeof(rnd)));
+  MCCLCHECK(randomBytes(&id.secret, sizeof(id.secret)));
+  int o = snprintf(id.name, sizeof(id.name), "mccl-bs-");
+  for (size_t i = 0; i < sizeof(rnd); i++) o += snprintf(id.name + o, sizeof(id.name) - (size_t)o, "%02x", rnd[i]);
+  memset(out, 0, sizeof(*out));
+  memcpy(out->internal, &id, sizeof(id));
+  INFO(MCCL_BOOTSTRAP, "Unique id: rendezvous @%s", id.name);
+  return mcclSuccess;
+}
+
+static void closeAll(int* fds, int n) {
+  for (int i = 0; i < n; i++)
+    if (fds[i] >= 0) { close(fds[i]); fds[i] = -1; }
+}
+
+// Rank 0 tells every connected rank how the rendezvous ended.
+static void rootReplyAll(int* conns, int nranks, int32_t status, uint64_t deadline) {
+  for (int r = 1; r < nranks; r++)
+    if (conns[r] >= 0) (void)sendAll(conns[r], &status, sizeof(status), deadline, NULL, "send a rendezvous status");
+}
+
+// Rank 0: accept nranks-1 hellos, check them, send the full table back (NCCL's bootstrapRoot).
+static mcclResult_t rootGather(mcclBootstrap* st, const bootId* id, uint64_t deadline) {
+  mcclResult_t res = mcclSuccess;
+  int rootFd = -1, arrived = 1;
+  int* conns = NULL;
+  MCCLCHECK(listenOn(id->name, &rootFd));
+  conns = malloc(sizeof(int) * (size_t)st->nranks);
+  if (conns == NULL) { WARN("Bootstrap: out of memory"); res = mcclSystemError; goto close_root; }
+  for (int r = 0; r < st->nranks; r++) conns[r] = -1;
+  while (arrived < st->nranks) {
+    int fd = -1;
+    res = acceptOne(rootFd, deadline, st->abortFlag, "gather every rank at the rendezvous", &fd);
+    if (res != mcclSuccess) {
+      if (res == mcclTimeout) {
+        char missing[256] = "";
+        size_t o = 0;
+        for (int r = 1; r < st->nranks && o < sizeof(missing) - 16; r++)
+          if (conns[r] < 0) o += snprintf(missing + o, sizeof(missing) - o, "%s%d", o ? "," : "", r);
+        WARN("Bootstrap: rank(s) %s of %d never arrived at @%s", missing, st->nranks, id->name);
+      }
+      rootReplyAll(conns, st->nranks, res, nowMs() + 100);
+      goto free_conns;
+    }
+    bootHello h;
+    mcclResult_t r = recvAll(fd, &h, sizeof(h), deadline, st->abortFlag, "read a rank's hello");
+    if (r != mcclSuccess) { close(fd); continue; }  // a stranger or a rank that died: not fatal here
+    int32_t status = mcclSuccess;
+    if (h.secret != st->secret) {
+      // Someone holding a different id (or a forged one) reached our name: turn it away, keep waiting.
+      WARN("Bootstrap: rejected a connection claiming rank %d: wrong secret", (int)h.rank);
+      status = mcclInvalidUsage;
+      (void)sendAll(fd, &status, sizeof(status), nowMs() + 100, NULL, "reject a wrong secret");
+      close(fd);
+      continue;
+    }
+    if (h.nranks != st->nranks) {
+      WARN("Bootstrap: rank %d says there are %d ranks, rank 0 says %d", (int)h.rank, (int)h.nranks, st->nranks);
+      res = mcclInvalidUsage;
+    } else if (h.rank <= 0 || h.rank >= st->nranks || conns[h.rank] >= 0) {
+      WARN("Bootstrap: rank %d arrived twice (duplicate rank)", (int)h.rank);
+      res = mcclInvalidUsage;
+    }
+    if (res != mcclSuccess) {
+      // A configuration error: fail everyone who came so far instead of letting them wait.
+      status = res;
+      (void)sendAll(fd, &status, sizeof(status), nowMs() + 100, NULL, "reject a bad rank");
+      close(fd);
+      rootReplyAll(conns, st->nranks, res, nowMs() + 100);
+      goto free_conns;
+    }
+    conns[h.rank] = fd;
+    st->peers[h.rank] = h.peer;
+    arrived++;
+    TRACE(MCCL_BOOTSTRAP, "Rendezvous: rank %d arrived (%d/%d)", (int)h.rank, arrived, st->nranks);
+  }
+  for (int r = 1; r < st->nranks; r++) {
+    int32_t status = mcclSuccess;
+    MCCLCHECKGOTO(sendAll(conns[r], &status, sizeof(status), deadline, st->abortFlag, "send the rendezvous status"),
+                  res, free_conns);
+    MCCLCHECKGOTO(sendAll(conns[r], st->peers, sizeof(bootPeer) * (size_t)st->nranks, deadline, st->abortFlag,
+                          "send the peer table"),
+                  res, free_conns);
+  }
+free_conns:
+  closeAll(conns, st->nranks);
+  free(conns);
+close_root:
+  close(rootFd);
+  return res;
+}
+
+static mcclResult_t joinRoot(mcclBootstrap* st, const bootId* id, uint64_t deadline) {
+  mcclResult_t res = mcclSuccess;
+  int fd = -1;
+  MCCLCHECK(connectTo(id->name, 1, deadline, st->abortFlag, "reach rank 0's rendezvous", &fd));
+  bootHello h;
+  memset(&h, 0, sizeof(h));
+  h.secret = st->secret;
+  h.rank = st->rank;
+  h.nranks = st->nranks;
+  h.peer = st->peers[st->rank];
+  MCCLCHECKGOTO(sendAll(fd, &h, sizeof(h), deadline, st->abortFlag, "send the hello to rank 0"), res, out);
+  int32_t status = -1;
+  MCCLCHECKGOTO(recvAll(fd, &status, sizeof(status), deadline, st->abortFlag, "hear back from rank 0"), res, out);
+  if (status != mcclSuccess) {
+    if (status == mcclInvalidUsage)
+      WARN("Bootstrap: rank 0 refused rank %d: wrong secret, duplicate rank or rank count %d mismatch", st->rank,
+           st->nranks);
+    else
+      WARN("Bootstrap: rank 0 ended the rendezvous with %d (%s)", (int)status, mcclGetErrorString(status));
+    res = (status > 0 && status < mcclNumResults) ? (mcclResult_t)status : mcclRemoteError;
+    goto out;
+  }
+  MCCLCHECKGOTO(recvAll(fd, st->peers, sizeof(bootPeer) * (size_t)st->nranks, deadline, st->abortFlag,
+                        "receive the peer table"),
+                res, out);
+out:
+  close(fd);
+  return res;
+}
+
+mcclResult_t mcclBootstrapInit(const mcclUniqueId* id, int rank, int nranks, int cudaDev, const char* proxyAddr,
+                               volatile uint32_t* abortFlag, mcclBootstrap** out) {
+  MCCL_ARGCHECK(id != NULL, "mcclBootstrapInit: id is NULL");
+  MCCL_ARGCHECK(out != NULL, "mcclBootstrapInit: out is NULL");
+  MCCL_ARGCHECK(nranks >= 1 && nranks <= 65536, "mcclBootstrapInit: nranks=%d (must be 1..65536)", nranks);
+  MCCL_ARGCHECK(rank >= 0 && rank < nranks, "mcclBootstrapInit: rank=%d (nranks=%d)", rank, nranks);
+  MCCL_ARGCHECK(proxyAddr == NULL || strlen(proxyAddr) < MCCL_SOCKET_NAME_LEN,
+                "mcclBootstrapInit: proxyAddr '%s' is longer than %d bytes", proxyAddr, MCCL_SOCKET_NAME_LEN - 1);
+  bootId bid;
+  memcpy(&bid, id->internal, sizeof(bid));
+  MCCL_ARGCHECK(bid.magic == BOOT_ID_MAGIC && memchr(bid.name, '\0', sizeof(bid.name)) != NULL && bid.name[0] != '\0',
+                "mcclBootstrapInit: id is not a mcclUniqueId (magic 0x%llx)", (unsigned long long)bid.magic);
+
+  mcclResult_t res = mcclSuccess;
+  mcclBootstrap* st = calloc(1, sizeof(*st));
+  if (st == NULL) { WARN("Bootstrap: out of memory"); return mcclSystemError; }
+  st->rank = rank;
+  st->nranks = nranks;
+  st->secret = bid.secret;
+  st->listenFd = -1;
+  st->abortFlag = abortFlag;
+  st->timeoutMs = mcclParamBootstrapTimeout();
+  if (st->timeoutMs <= 0) st->timeoutMs = 1;
+  st->peers = calloc((size_t)nranks, sizeof(bootPeer));
+  if (st->peers == NULL) { WARN("Bootstrap: out of memory"); res = mcclSystemError; goto free_state; }
+
+  bootPeer* me = &st->peers[rank];
+  me->info.rank = rank;
+  me->info.pid = (int)getpid();
+  me->info.cudaDev = cudaDev;
+  me->info.hostHash = mcclGetHostHash();
+  struct stat sb;
+  me->info.shmDev = stat("/dev/shm", &sb) == 0 ? (uint64_t)sb.st_dev : 0;
+  if (proxyAddr) snprintf(me->info.proxyAddr, sizeof(me->info.proxyAddr), "%s", proxyAddr);
+  uint32_t salt;
+  MCCLCHECKGOTO(randomBytes(&salt, sizeof(salt)), res, free_peers);
+  snprintf(me->listenName, sizeof(me->listenName), "%s.%d.%08x", bid.name, rank, salt);
+  MCCLCHECKGOTO(listenOn(me->listenName, &st->listenFd), res, free_peers);
+
+  uint64_t deadline = nowMs() + (uint64_t)st->timeoutMs;
+  if (rank == 0) MCCLCHECKGOTO(rootGather(st, &bid, deadline), res, close_listen);
+  else MCCLCHECKGOTO(joinRoot(st, &bid, deadline), res, close_listen);
+  INFO(MCCL_BOOTSTRAP | MCCL_INIT, "Bootstrap: rank %d of %d ready at @%s", rank, nranks, me->listenName);
+  *out = st;
+  return mcclSuccess;
+
+close_listen:
+  close(st->listenFd);
+free_peers:
+  free(st->peers);
+free_state:
+  free(st);
+  return res;
+}
+
+int mcclBootstrapRank(const mcclBootstrap* state) { return state ? state->rank : -1; }
+int mcclBootstrapNRanks(const mcclBootstrap* state) { return state ? state->nranks : -1; }
+
+mcclResult_t mcclBootstrapGetPeerInfo(const mcclBootstrap* state, int peer, mcclPeerInfo* out) {
+  MCCL_ARGCHECK(state != NULL, "mcclBootstrapGetPeerInfo: state is NULL");
+  MCCL_ARGCHECK(out != NULL, "mcclBootstrapGetPeerInfo: out is NULL");
+  MCCL_ARGCHECK(peer >= 0 && peer < state->nranks, "mcclBootstrapGetPeerInfo: peer=%d (nranks=%d)", peer,
+                state->nranks);
+  *out = state->peers[peer].info;
+  return mcclSuccess;
+}
+
+static mcclResult_t sendMsg(mcclBootstrap* st, int peer, int kind, int tag, const void* data, size_t size) {
+  if (peer == st->rank) {
+    // A message to ourselves goes straight to the unexpected list: connecting to our own listener
+    // would block on a large payload nobody is reading yet.
+    unexpected* u = calloc(1, sizeof(*u));
+    if (u == NULL || (size > 0 && (u->data = malloc(size)) == NULL)) {
+      free(u);
+      WARN("Bootstrap: out of memory for a %zu-byte message to self", size);
+      return mcclSystemError;
+    }
+    if (size > 0) memcpy(u->data, data, size);
+    u->peer = peer; u->kind = kind; u->tag = tag; u->size = size; u->fd = -1;
+    unexpected** tail = &st->unexp;
+    while (*tail) tail = &(*tail)->next;
+    *tail = u;
+    return mcclSuccess;
+  }
+  mcclResult_t res = mcclSuccess;
+  uint64_t deadline = nowMs() + (uint64_t)st->timeoutMs;
+  int fd = -1;
+  char what[96];
+  snprintf(what, sizeof(what), "send %zu bytes (tag %d) to rank %d", size, tag, peer);
+  MCCLCHECK(connectTo(st->peers[peer].listenName, 0, deadline, st->abortFlag, what, &fd));
+  msgHeader h = {.secret = st->secret, .from = st->rank, .kind = kind, .tag = tag, .pad = 0, .size = size};
+  if (size <= 4096) {
+    // Header and payload in one write: a receiver that refuses the message (size mismatch) and
+    // closes early then cannot turn our second write into EPIPE.
+    char buf[sizeof(h) + 4096];
+    memcpy(buf, &h, sizeof(h));
+    if (size > 0) memcpy(buf + sizeof(h), data, size);
+    MCCLCHECKGOTO(sendAll(fd, buf, sizeof(h) + size, deadline, st->abortFlag, what), res, out);
+  } else {
+    MCCLCHECKGOTO(sendAll(fd, &h, sizeof(h), deadline, st->abortFlag, what), res, out);
+    MCCLCHECKGOTO(sendAll(fd, data, size, deadline, st->abortFlag, what), res, out);
+  }
+out:
+  close(fd);
+  return res;
+}
+
+static mcclResult_t readPayload(int fd, uint64_t have, void* data, size_t size, int peer, int tag, uint64_t deadline,
+                                volatile uint32_t* abortFlag) {
+  if (have != size) {
+    WARN("Bootstrap: rank %d sent %llu bytes under tag %d, the receiver expected %zu", peer, (unsigned long long)have,
+         tag, size);
+    return mcclInvalidUsage;
+  }
+  if (size == 0) return mcclSuccess;
+  return recvAll(fd, data, size, deadline, abortFlag, "receive a message payload");
+}
+
+static mcclResult_t recvMsg(mcclBootstrap* st, int peer, int kind, int tag, void* data, size_t size) {
+  uint64_t deadline = nowMs() + (uint64_t)st->timeoutMs;
+  mcclResult_t res = mcclSuccess;
+  for (unexpected **pu = &st->unexp, *u = *pu; u; pu = &u->next, u = *pu) {
+    if (u->peer != peer || u->kind != kind || u->tag != tag) continue;
+    *pu = u->next;
+    if (u->fd >= 0) {
+      res = readPayload(u->fd, u->size, data, size, peer, tag, deadline, st->abortFlag);
+      close(u->fd);
+    } else if (u->size != size) {
+      WARN("Bootstrap: rank %d sent %llu bytes under tag %d, the receiver expected %zu", peer,
+           (unsigned long long)u->size, tag, size);
+      res = mcclInvalidUsage;
+    } else if (size > 0) {
+      memcpy(data, u->data, size);
+    }
+    free(u->data);
+    free(u);
+    return res;
+  }
+  char what[96];
+  snprintf(what, sizeof(what), "receive tag %d from rank %d", tag, peer);
+  for (;;) {
+    int fd = -1;
+    MCCLCHECK(acceptOne(st->listenFd, deadline, st->abortFlag, what, &fd));
+    msgHeader h;
+    if (recvAll(fd, &h, sizeof(h), deadline, st->abortFlag, what) != mcclSuccess) { close(fd); continue; }
+    if (h.secret != st->secret || h.from < 0 || h.from >= st->nranks) {
+      WARN("Bootstrap: dropped a message with a wrong secret or sender %d", (int)h.from);
+      close(fd);
+      continue;
+    }
+    if (h.from == peer && h.kind == kind && h.tag == tag) {
+      res = readPayload(fd, h.size, data, size, peer, tag, deadline, st->abortFlag);
+      close(fd);
+      return res;
+    }
+    unexpected* u = calloc(1, sizeof(*u));
+    if (u == NULL) { close(fd); WARN("Bootstrap: out of memory"); return mcclSystemError; }
+    u->peer = h.from; u->kind = h.kind; u->tag = h.tag; u->size = h.size; u->fd = fd;
+    unexpected** tail = &st->unexp;
+    while (*tail) tail = &(*tail)->next;
+    *tail = u;
+  }
+}
+
+mcclResult_t mcclBootstrapSend(mcclBootstrap* state, int peer, int tag, const void* data, size_t size) {
+  MCCL_ARGCHECK(state != NULL, "mcclBootstrapSend: state is NULL");
+  MCCL_ARGCHECK(peer >= 0 && peer < state->nranks, "mcclBootstrapSend: peer=%d (nranks=%d)", peer, state->nranks);
+  MCCL_ARGCHECK(data != NULL || size == 0, "mcclBootstrapSend: data is NULL with size=%zu", size);
+  return sendMsg(state, peer, KIND_USER, tag, data, size);
+}
+
+mcclResult_t mcclBootstrapRecv(mcclBootstrap* state, int peer, int tag, void* data, size_t size) {
+  MCCL_ARGCHECK(state != NULL, "mcclBootstrapRecv: state is NULL");
+  MCCL_ARGCHECK(peer >= 0 && peer < state->nranks, "mcclBootstrapRecv: peer=%d (nranks=%d)", peer, state->nranks);
+  MCCL_ARGCHECK(data != NULL || size == 0, "mcclBootstrapRecv: data is NULL with size=%zu", size);
+  return recvMsg(state, peer, KIND_USER, tag, data, size);
+}
+
+mcclResult_t mcclBootstrapAllGather(mcclBootstrap* state, void* allData, size_t size) {
+  MCCL_ARGCHECK(state != NULL, "mcclBootstrapAllGather: state is NULL");
+  MCCL_ARGCHECK(allData != NULL, "mcclBootstrapAllGather: allData is NULL");
+  MCCL_ARGCHECK(size > 0, "mcclBootstrapAllGather: size=%zu", size);
+  int rank = state->rank, n = state->nranks;
+  int next = (rank + 1) % n, prev = (rank + n - 1) % n;
+  int tag = (int)(state->allgatherSeq++ & 0x7fffffff);
+  char* d = allData;
+  // Ring: at step s send the slot received at step s-1. Even ranks send first, odd ranks receive
+  // first, so a payload larger than the socket buffer cannot deadlock the ring.
+  for (int s = 0; s < n - 1; s++) {
+    int sendSlot = (rank - s + n) % n, recvSlot = (rank - s - 1 + n) % n;
+    if (rank % 2 == 0) {
+      MCCLCHECK(sendMsg(state, next, KIND_ALLGATHER, tag, d + (size_t)sendSlot * size, size));
+      MCCLCHECK(recvMsg(state, prev, KIND_ALLGATHER, tag, d + (size_t)recvSlot * size, size));
+    } else {
+      MCCLCHECK(recvMsg(state, prev, KIND_ALLGATHER, tag, d + (size_t)recvSlot * size, size));
+      MCCLCHECK(sendMsg(state, next, KIND_ALLGATHER, tag, d + (size_t)sendSlot * size, size));
+    }
+  }
+  return mcclSuccess;
+}
+
+mcclResult_t mcclBootstrapBarrier(mcclBootstrap* state) {
+  MCCL_ARGCHECK(state != NULL, "mcclBootstrapBarrier: state is NULL");
+  int rank = state->rank, n = state->nranks;
+  int seq = (int)(state->barrierSeq++ & 0xffffff);
+  // Dissemination: after round k each rank has heard, directly or not, from 2^(k+1) ranks.
+  for (int mask = 1, round = 0; mask < n; mask <<= 1, round++) {
+    char b = 0;
+    int tag = seq * 32 + round;
+    MCCLCHECK(sendMsg(state, (rank + mask) % n, KIND_BARRIER, tag, &b, 1));
+    MCCLCHECK(recvMsg(state, (rank - mask % n + n) % n, KIND_BARRIER, tag, &b, 1));
+  }
+  return mcclSuccess;
+}
+
+static void freeState(mcclBootstrap* st, int warnUnread) {
+  for (unexpected* u = st->unexp; u;) {
+    unexpected* next = u->next;
+    if (warnUnread) WARN("Bootstrap: closing with an unread message from rank %d (tag %d, %llu bytes)", u->peer, u->tag,
+                         (unsigned long long)u->size);
+    if (u->fd >= 0) close(u->fd);
+    free(u->data);
+    free(u);
+    u = next;
+  }
+  if (st->listenFd >= 0) close(st->listenFd);
+  free(st->peers);
+  free(st);
+}
+
+mcclResult_t mcclBootstrapClose(mcclBootstrap* state) {
+  if (state == NULL) return mcclSuccess;
+  freeState(state, 1);
+  return mcclSuccess;
+}
+
+mcclResult_t mcclBootstrapAbort(mcclBootstrap* state) {
+  if (state == NULL) return mcclSuccess;
+  freeState(state, 0);
+  return mcclSuccess;
+}

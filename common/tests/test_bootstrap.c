@@ -1,0 +1,350 @@
+// Tests of the bootstrap in one process: one thread per rank sharing one unique id (the
+// single-process, several-devices model), plus fork() for a peer that dies.
+#include <dirent.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "mccl_bootstrap.h"
+#include "mccl_param.h"
+#include "mccl_test.h"
+
+static int countDir(const char* path) {
+  DIR* d = opendir(path);
+  if (d == NULL) return -1;
+  int n = 0;
+  for (struct dirent* e; (e = readdir(d)) != NULL;)
+    if (e->d_name[0] != '.') n++;
+  closedir(d);
+  return n - (strcmp(path, "/proc/self/fd") == 0 ? 1 : 0);  // the DIR's own fd
+}
+static int countFds(void) { return countDir("/proc/self/fd"); }
+static int countThreads(void) { return countDir("/proc/self/task"); }
+
+static long nowMs(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void setTimeoutMs(const char* ms) {
+  if (ms) setenv("MCCL_BOOTSTRAP_TIMEOUT", ms, 1);
+  else unsetenv("MCCL_BOOTSTRAP_TIMEOUT");
+  mcclParamResetAll();
+}
+
+#define MAXR 8
+typedef struct {
+  mcclUniqueId id;
+  int rank, nranks;
+  volatile uint32_t* abortFlag;
+  mcclResult_t initRes;
+  long ms;
+  int (*body)(mcclBootstrap* bs, int rank, int nranks, char* err, size_t errLen);
+  int bodyOk;
+  char err[256];
+} rankArgs;
+
+static void* rankMain(void* p) {
+  rankArgs* a = p;
+  char addr[MCCL_SOCKET_NAME_LEN];
+  snprintf(addr, sizeof(addr), "proxy-of-rank-%d", a->rank);
+  long t0 = nowMs();
+  mcclBootstrap* bs = NULL;
+  a->initRes = mcclBootstrapInit(&a->id, a->rank, a->nranks, a->rank, addr, a->abortFlag, &bs);
+  a->ms = nowMs() - t0;
+  a->bodyOk = 1;
+  if (a->initRes == mcclSuccess) {
+    if (a->body) a->bodyOk = a->body(bs, a->rank, a->nranks, a->err, sizeof(a->err));
+    mcclBootstrapClose(bs);
+  }
+  return NULL;
+}
+
+// Runs n ranks as threads; ranks[i] is thread i's claimed rank, nr[i] its rank count.
+static void runRanks(rankArgs* args, int n) {
+  pthread_t th[MAXR];
+  for (int i = 0; i < n; i++) pthread_create(&th[i], NULL, rankMain, &args[i]);
+  for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
+}
+
+#define BODY_CHECK(cond)                                                   \
+  do {                                                                     \
+    if (!(cond)) {                                                         \
+      snprintf(err, errLen, "rank %d: %s:%d: %s", rank, __FILE__, __LINE__, #cond); \
+      return 0;                                                            \
+    }                                                                      \
+  } while (0)
+
+static int exchangeBody(mcclBootstrap* bs, int rank, int nranks, char* err, size_t errLen) {
+  BODY_CHECK(mcclBootstrapRank(bs) == rank && mcclBootstrapNRanks(bs) == nranks);
+  for (int p = 0; p < nranks; p++) {
+    mcclPeerInfo info;
+    BODY_CHECK(mcclBootstrapGetPeerInfo(bs, p, &info) == mcclSuccess);
+    char want[MCCL_SOCKET_NAME_LEN];
+    snprintf(want, sizeof(want), "proxy-of-rank-%d", p);
+    BODY_CHECK(info.rank == p && info.cudaDev == p && info.pid == (int)getpid());
+    BODY_CHECK(info.hostHash == mcclGetHostHash() && strcmp(info.proxyAddr, want) == 0);
+  }
+  // Allgather of a payload larger than a socket buffer: the ring must not deadlock.
+  size_t sz = 1 << 20;
+  unsigned char* all = malloc(sz * (size_t)nranks);
+  BODY_CHECK(all != NULL);
+  for (size_t i = 0; i < sz; i++) all[(size_t)rank * sz + i] = (unsigned char)(i * 7 + (size_t)rank * 13);
+  int ok = mcclBootstrapAllGather(bs, all, sz) == mcclSuccess;
+  for (int r = 0; ok && r < nranks; r++)
+    for (size_t i = 0; i < sz; i += 4093) ok &= all[(size_t)r * sz + i] == (unsigned char)(i * 7 + (size_t)r * 13);
+  free(all);
+  BODY_CHECK(ok);
+  BODY_CHECK(mcclBootstrapBarrier(bs) == mcclSuccess);
+  // Tagged messages out of order: tag 2 is sent first, received second (the unexpected list).
+  int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks;
+  int v1 = 100 + rank, v2 = 200 + rank, got1 = -1, got2 = -1;
+  BODY_CHECK(mcclBootstrapSend(bs, next, 2, &v2, sizeof(v2)) == mcclSuccess);
+  BODY_CHECK(mcclBootstrapSend(bs, next, 1, &v1, sizeof(v1)) == mcclSuccess);
+  BODY_CHECK(mcclBootstrapRecv(bs, prev, 1, &got1, sizeof(got1)) == mcclSuccess);
+  BODY_CHECK(mcclBootstrapRecv(bs, prev, 2, &got2, sizeof(got2)) == mcclSuccess);
+  BODY_CHECK(got1 == 100 + prev && got2 == 200 + prev);
+  // To self, and a size mismatch is refused without writing the output.
+  int self = 7, back = -1;
+  BODY_CHECK(mcclBootstrapSend(bs, rank, 9, &self, sizeof(self)) == mcclSuccess);
+  BODY_CHECK(mcclBootstrapRecv(bs, rank, 9, &back, sizeof(back)) == mcclSuccess && back == 7);
+  char small = 0;
+  BODY_CHECK(mcclBootstrapSend(bs, next, 3, &v1, sizeof(v1)) == mcclSuccess);
+  BODY_CHECK(mcclBootstrapRecv(bs, prev, 3, &small, 1) == mcclInvalidUsage && small == 0);
+  BODY_CHECK(mcclBootstrapBarrier(bs) == mcclSuccess);
+  return 1;
+}
+
+static void threadsOneId(void) {
+  setTimeoutMs("10000");
+  int fds0 = countFds(), th0 = countThreads();
+  for (int n = 1; n <= 4; n++) {
+    rankArgs a[MAXR];
+    memset(a, 0, sizeof(a));
+    mcclUniqueId id;
+    EXPECT_OK(mcclGetUniqueId(&id));
+    for (int i = 0; i < n; i++) { a[i].id = id; a[i].rank = i; a[i].nranks = n; a[i].body = exchangeBody; }
+    runRanks(a, n);
+    for (int i = 0; i < n; i++) {
+      EXPECT_RES(a[i].initRes, mcclSuccess);
+      if (!a[i].bodyOk) {
+        mcclTestFailAt(__FILE__, __LINE__, "n=%d: %s", n, a[i].err);
+        return;
+      }
+    }
+  }
+  EXPECT_EQ(countFds(), fds0);
+  EXPECT_EQ(countThreads(), th0);
+  setTimeoutMs(NULL);
+}
+
+static void uniqueIdsDiffer(void) {
+  mcclUniqueId a, b;
+  EXPECT_OK(mcclGetUniqueId(&a));
+  EXPECT_OK(mcclGetUniqueId(&b));
+  EXPECT_TRUE(memcmp(&a, &b, sizeof(a)) != 0);
+  EXPECT_EQ(sizeof(mcclUniqueId), 128);
+  EXPECT_RES(mcclGetUniqueId(NULL), mcclInvalidArgument);
+}
+
+static void badArguments(void) {
+  int fds0 = countFds();
+  mcclUniqueId id, junk;
+  EXPECT_OK(mcclGetUniqueId(&id));
+  memset(&junk, 0x5a, sizeof(junk));
+  mcclBootstrap* bs = (mcclBootstrap*)0x1;
+  EXPECT_RES(mcclBootstrapInit(NULL, 0, 1, 0, NULL, NULL, &bs), mcclInvalidArgument);
+  EXPECT_RES(mcclBootstrapInit(&id, 2, 2, 0, NULL, NULL, &bs), mcclInvalidArgument);
+  EXPECT_RES(mcclBootstrapInit(&id, -1, 2, 0, NULL, NULL, &bs), mcclInvalidArgument);
+  EXPECT_RES(mcclBootstrapInit(&id, 0, 0, 0, NULL, NULL, &bs), mcclInvalidArgument);
+  EXPECT_RES(mcclBootstrapInit(&junk, 0, 1, 0, NULL, NULL, &bs), mcclInvalidArgument);
+  char longName[100];
+  memset(longName, 'x', sizeof(longName) - 1);
+  longName[sizeof(longName) - 1] = '\0';
+  EXPECT_RES(mcclBootstrapInit(&id, 0, 1, 0, longName, NULL, &bs), mcclInvalidArgument);
+  EXPECT_RES(mcclBootstrapInit(&id, 0, 1, 0, NULL, NULL, NULL), mcclInvalidArgument);
+  EXPECT_TRUE(bs == (mcclBootstrap*)0x1);  // untouched on failure
+  EXPECT_OK(mcclBootstrapInit(&id, 0, 1, 0, NULL, NULL, &bs));
+  mcclPeerInfo info;
+  int x = 0;
+  EXPECT_RES(mcclBootstrapGetPeerInfo(bs, 1, &info), mcclInvalidArgument);
+  EXPECT_RES(mcclBootstrapSend(bs, 1, 0, &x, sizeof(x)), mcclInvalidArgument);
+  EXPECT_RES(mcclBootstrapRecv(bs, -1, 0, &x, sizeof(x)), mcclInvalidArgument);
+  EXPECT_RES(mcclBootstrapSend(bs, 0, 0, NULL, 4), mcclInvalidArgument);
+  EXPECT_RES(mcclBootstrapAllGather(bs, NULL, 4), mcclInvalidArgument);
+  EXPECT_OK(mcclBootstrapBarrier(bs));
+  EXPECT_OK(mcclBootstrapClose(bs));
+  EXPECT_OK(mcclBootstrapClose(NULL));
+  EXPECT_EQ(countFds(), fds0);
+}
+
+// Rank 2 of 3 never comes: rank 0 and rank 1 both fail with mcclTimeout, within the timeout.
+static void missingRankTimesOut(void) {
+  setTimeoutMs("600");
+  int fds0 = countFds();
+  rankArgs a[2];
+  memset(a, 0, sizeof(a));
+  EXPECT_OK(mcclGetUniqueId(&a[0].id));
+  a[1].id = a[0].id;
+  for (int i = 0; i < 2; i++) { a[i].rank = i; a[i].nranks = 3; }
+  runRanks(a, 2);
+  for (int i = 0; i < 2; i++) {
+    EXPECT_RES(a[i].initRes, mcclTimeout);
+    EXPECT_LT(a[i].ms, 3000);
+  }
+  EXPECT_GE(a[0].ms, 500);
+  EXPECT_EQ(countFds(), fds0);
+  setTimeoutMs(NULL);
+}
+
+// A rank alone whose rank 0 never exists: mcclTimeout.
+static void noRootTimesOut(void) {
+  setTimeoutMs("300");
+  int fds0 = countFds();
+  mcclUniqueId id;
+  EXPECT_OK(mcclGetUniqueId(&id));
+  mcclBootstrap* bs = NULL;
+  long t0 = nowMs();
+  EXPECT_RES(mcclBootstrapInit(&id, 1, 2, 0, NULL, NULL, &bs), mcclTimeout);
+  EXPECT_LT(nowMs() - t0, 2000);
+  EXPECT_TRUE(bs == NULL);
+  EXPECT_EQ(countFds(), fds0);
+  setTimeoutMs(NULL);
+}
+
+// A rank with a forged secret is refused at once; rank 0 keeps waiting and times out.
+static void wrongSecret(void) {
+  setTimeoutMs("600");
+  int fds0 = countFds();
+  rankArgs a[2];
+  memset(a, 0, sizeof(a));
+  EXPECT_OK(mcclGetUniqueId(&a[0].id));
+  a[1].id = a[0].id;
+  a[1].id.internal[8] ^= 0x1;  // the secret follows the 8-byte magic
+  for (int i = 0; i < 2; i++) { a[i].rank = i; a[i].nranks = 2; }
+  runRanks(a, 2);
+  EXPECT_RES(a[1].initRes, mcclInvalidUsage);
+  EXPECT_LT(a[1].ms, 500);
+  EXPECT_RES(a[0].initRes, mcclTimeout);
+  EXPECT_EQ(countFds(), fds0);
+  setTimeoutMs(NULL);
+}
+
+// Two threads claim rank 1 of 3: rank 0 fails the whole rendezvous with mcclInvalidUsage.
+static void duplicateRank(void) {
+  setTimeoutMs("2000");
+  int fds0 = countFds();
+  rankArgs a[3];
+  memset(a, 0, sizeof(a));
+  EXPECT_OK(mcclGetUniqueId(&a[0].id));
+  a[1].id = a[2].id = a[0].id;
+  a[0].rank = 0; a[1].rank = 1; a[2].rank = 1;
+  for (int i = 0; i < 3; i++) a[i].nranks = 3;
+  runRanks(a, 3);
+  for (int i = 0; i < 3; i++) {
+    EXPECT_RES(a[i].initRes, mcclInvalidUsage);
+    EXPECT_LT(a[i].ms, 1500);
+  }
+  // Two threads claim rank 0 of 2: the second cannot bind the rendezvous; the other pair meets.
+  memset(a, 0, sizeof(a));
+  EXPECT_OK(mcclGetUniqueId(&a[0].id));
+  a[1].id = a[2].id = a[0].id;
+  a[0].rank = 0; a[1].rank = 0; a[2].rank = 1;
+  for (int i = 0; i < 3; i++) a[i].nranks = 2;
+  runRanks(a, 3);
+  int refused = 0, ok = 0;
+  for (int i = 0; i < 3; i++) {
+    refused += a[i].initRes == mcclInvalidUsage;
+    ok += a[i].initRes == mcclSuccess;
+  }
+  EXPECT_EQ(refused, 1);
+  EXPECT_EQ(ok, 2);
+  EXPECT_EQ(countFds(), fds0);
+  setTimeoutMs(NULL);
+}
+
+static void countMismatch(void) {
+  setTimeoutMs("2000");
+  int fds0 = countFds();
+  rankArgs a[2];
+  memset(a, 0, sizeof(a));
+  EXPECT_OK(mcclGetUniqueId(&a[0].id));
+  a[1].id = a[0].id;
+  a[0].rank = 0; a[0].nranks = 2;
+  a[1].rank = 1; a[1].nranks = 3;
+  runRanks(a, 2);
+  EXPECT_RES(a[0].initRes, mcclInvalidUsage);
+  EXPECT_RES(a[1].initRes, mcclInvalidUsage);
+  EXPECT_LT(a[0].ms, 1500);
+  EXPECT_EQ(countFds(), fds0);
+  setTimeoutMs(NULL);
+}
+
+static volatile uint32_t abortFlag;
+static void* setAbortLater(void* p) {
+  (void)p;
+  struct timespec ts = {0, 150 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+  __atomic_store_n(&abortFlag, 1, __ATOMIC_RELEASE);
+  return NULL;
+}
+
+// The abort flag ends a wait long before the timeout.
+static void abortFlagEndsWait(void) {
+  setTimeoutMs("20000");
+  int fds0 = countFds();
+  abortFlag = 0;
+  rankArgs a;
+  memset(&a, 0, sizeof(a));
+  EXPECT_OK(mcclGetUniqueId(&a.id));
+  a.rank = 0; a.nranks = 2; a.abortFlag = &abortFlag;
+  pthread_t t;
+  pthread_create(&t, NULL, setAbortLater, NULL);
+  rankMain(&a);
+  pthread_join(t, NULL);
+  EXPECT_RES(a.initRes, mcclRemoteError);
+  EXPECT_LT(a.ms, 2000);
+  EXPECT_EQ(countFds(), fds0);
+  setTimeoutMs(NULL);
+}
+
+// A forked peer joins and exits: sending to it fails at once, receiving from it times out.
+static void deadPeer(void) {
+  setTimeoutMs("500");
+  int fds0 = countFds();
+  mcclUniqueId id;
+  EXPECT_OK(mcclGetUniqueId(&id));
+  pid_t child = fork();
+  if (child == 0) {
+    mcclBootstrap* bs = NULL;
+    if (mcclBootstrapInit(&id, 1, 2, 1, NULL, NULL, &bs) != mcclSuccess) _exit(2);
+    _exit(0);  // dies without closing: the kernel closes its sockets
+  }
+  EXPECT_GT(child, 0);
+  mcclBootstrap* bs = NULL;
+  mcclResult_t r = mcclBootstrapInit(&id, 0, 2, 0, NULL, NULL, &bs);
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_RES(r, mcclSuccess);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  int x = 1;
+  long t0 = nowMs();
+  EXPECT_RES(mcclBootstrapSend(bs, 1, 0, &x, sizeof(x)), mcclRemoteError);
+  EXPECT_LT(nowMs() - t0, 400);
+  t0 = nowMs();
+  EXPECT_RES(mcclBootstrapRecv(bs, 1, 0, &x, sizeof(x)), mcclTimeout);
+  EXPECT_LT(nowMs() - t0, 2000);
+  EXPECT_OK(mcclBootstrapAbort(bs));
+  EXPECT_EQ(countFds(), fds0);
+  setTimeoutMs(NULL);
+}
+
+MCCL_TEST_MAIN(MCCL_TEST_CASE(uniqueIdsDiffer), MCCL_TEST_CASE(badArguments), MCCL_TEST_CASE(threadsOneId),
+               MCCL_TEST_CASE(missingRankTimesOut), MCCL_TEST_CASE(noRootTimesOut), MCCL_TEST_CASE(wrongSecret),
+               MCCL_TEST_CASE(duplicateRank), MCCL_TEST_CASE(countMismatch), MCCL_TEST_CASE(abortFlagEndsWait),
+               MCCL_TEST_CASE(deadPeer))
