@@ -1,0 +1,693 @@
+// Streams, events and copies. A stream is an ordered queue run by one worker thread, so async copies
+// really overlap with host work. The NULL (legacy) stream runs its op inline in the calling thread after
+// draining the current device's blocking streams; cudaStreamPerThread runs inline without draining.
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "sim_internal.h"
+
+#define SIM_STREAM_MAGIC 0x5c7c7c02u
+#define SIM_EVENT_MAGIC 0x5c7c7c03u
+
+enum { OP_COPY, OP_SET8, OP_SET32, OP_RECORD, OP_WAIT, OP_HOSTFN, OP_EXIT };
+
+typedef struct simOp {
+  struct simOp* next;
+  int kind;
+  void* dst;
+  const void* src;
+  size_t n;
+  unsigned int val;
+  CUevent ev;
+  unsigned long long seq;
+  void (*fn)(void*);
+  void* arg;
+} simOp;
+
+struct CUstream_st {
+  uint32_t magic;
+  int device;
+  unsigned int flags;
+  int dead, exited, pins;
+  simOp *head, *tail;
+  unsigned long long submitted, completed;
+  pthread_cond_t work;
+  struct CUstream_st* next;
+};
+
+struct CUevent_st {
+  uint32_t magic;
+  unsigned int flags;
+  unsigned long long recorded, reached;  // records issued / markers the stream has passed
+  struct timespec when;
+  struct CUevent_st* next;
+};
+
+static pthread_mutex_t qLock = PTHREAD_MUTEX_INITIALIZER;  // every stream and event field
+static pthread_cond_t qDone = PTHREAD_COND_INITIALIZER;    // broadcast whenever an op completes
+static struct CUstream_st* streams;
+static struct CUevent_st* events;
+
+static int isNullStream(CUstream s) { return s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD; }
+
+static int streamLive(CUstream s) {
+  for (struct CUstream_st* t = streams; t; t = t->next)
+    if (t == s) return t->magic == SIM_STREAM_MAGIC && !t->dead;
+  return 0;
+}
+
+static int eventLive(CUevent e) {
+  for (struct CUevent_st* t = events; t; t = t->next)
+    if (t == e) return t->magic == SIM_EVENT_MAGIC;
+  return 0;
+}
+
+static void freeStreamLocked(struct CUstream_st* s) {
+  for (struct CUstream_st** p = &streams; *p; p = &(*p)->next)
+    if (*p == s) {
+      *p = s->next;
+      break;
+    }
+  pthread_cond_destroy(&s->work);
+  s->magic = 0;
+  free(s);
+}
+
+static void runOp(simOp* op) {
+  switch (op->kind) {
+    case OP_COPY: memmove(op->dst, op->src, op->n); break;
+    case OP_SET8: memset(op->dst, (int)(op->val & 0xff), op->n); break;
+    case OP_SET32:
+      for (size_t i = 0; i < op->n; i++) ((uint32_t*)op->dst)[i] = op->val;
+      break;
+    case OP_HOSTFN: op->fn(op->arg); break;
+    default: break;
+  }
+}
+
+// Called with qLock held for the ops that touch stream/event state.
+static void markReached(CUevent ev, unsigned long long seq) {
+  clock_gettime(CLOCK_MONOTONIC, &ev->when);
+  if (seq > ev->reached) ev->reached = seq;
+}
+
+static void* worker(void* arg) {
+  struct CUstream_st* s = arg;
+  pthread_mutex_lock(&qLock);
+  for (;;) {
+    while (!s->head) pthread_cond_wait(&s->work, &qLock);
+    simOp* op = s->head;  // stays queued while running, so cudaStreamQuery sees it pending
+    if (op->kind == OP_WAIT) {
+      while (op->ev->reached < op->seq) pthread_cond_wait(&qDone, &qLock);
+    } else if (op->kind == OP_RECORD) {
+      markReached(op->ev, op->seq);
+    } else if (op->kind != OP_EXIT) {
+      pthread_mutex_unlock(&qLock);
+      runOp(op);
+      pthread_mutex_lock(&qLock);
+    }
+    s->head = op->next;
+    if (!s->head) s->tail = NULL;
+    s->completed++;
+    int exit = op->kind == OP_EXIT;
+    free(op);
+    pthread_cond_broadcast(&qDone);
+    if (exit) break;
+  }
+  s->exited = 1;
+  if (s->pins == 0) freeStreamLocked(s);
+  pthread_mutex_unlock(&qLock);
+  return NULL;
+}
+
+static CUresult streamCreate(CUstream* out, unsigned int flags, int dev) {
+  struct CUstream_st* s = calloc(1, sizeof(*s));
+  if (!s) return CUDA_ERROR_OUT_OF_MEMORY;
+  s->magic = SIM_STREAM_MAGIC;
+  s->device = dev;
+  s->flags = flags;
+  pthread_cond_init(&s->work, NULL);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_t t;
+  pthread_mutex_lock(&qLock);
+  s->next = streams;
+  streams = s;
+  int rc = pthread_create(&t, &attr, worker, s);
+  if (rc != 0) freeStreamLocked(s);
+  pthread_mutex_unlock(&qLock);
+  pthread_attr_destroy(&attr);
+  if (rc != 0) return CUDA_ERROR_OUT_OF_MEMORY;
+  *out = s;
+  return CUDA_SUCCESS;
+}
+
+// Appends an op; qLock held. Returns the op's sequence number in the stream.
+static unsigned long long enqueueLocked(struct CUstream_st* s, simOp* op) {
+  op->next = NULL;
+  if (s->tail) s->tail->next = op;
+  else s->head = op;
+  s->tail = op;
+  pthread_cond_signal(&s->work);
+  return ++s->submitted;
+}
+
+static void waitStreamLocked(struct CUstream_st* s, unsigned long long target) {
+  while (s->completed < target) pthread_cond_wait(&qDone, &qLock);
+}
+
+void simDeviceDrain(int dev, int blockingOnly) {
+  pthread_mutex_lock(&qLock);
+  struct CUstream_st* pinned[256];
+  unsigned long long targets[256];
+  int n = 0;
+  for (struct CUstream_st* s = streams; s && n < 256; s = s->next) {
+    if (s->device != dev || s->exited || (blockingOnly && (s->flags & CU_STREAM_NON_BLOCKING))) continue;
+    s->pins++;  // keeps a destroyed stream's memory while we wait on it
+    pinned[n] = s;
+    targets[n++] = s->submitted;
+  }
+  for (int i = 0; i < n; i++) {
+    waitStreamLocked(pinned[i], targets[i]);
+    if (--pinned[i]->pins == 0 && pinned[i]->exited) freeStreamLocked(pinned[i]);
+  }
+  pthread_mutex_unlock(&qLock);
+}
+
+static int nullStreamDevice(void) { return simSelf()->ctx ? simSelf()->ctx->device : simSelf()->rtDevice; }
+
+// Runs an op on a stream: queued on a real stream, inline on the NULL / per-thread stream.
+static CUresult submit(CUstream hStream, simOp* tmpl) {
+  if (isNullStream(hStream)) {
+    if (hStream != CU_STREAM_PER_THREAD) simDeviceDrain(nullStreamDevice(), 1);
+    if (tmpl->kind == OP_RECORD || tmpl->kind == OP_WAIT) {
+      pthread_mutex_lock(&qLock);
+      if (tmpl->kind == OP_RECORD) markReached(tmpl->ev, tmpl->seq);
+      else
+        while (tmpl->ev->reached < tmpl->seq) pthread_cond_wait(&qDone, &qLock);
+      pthread_cond_broadcast(&qDone);
+      pthread_mutex_unlock(&qLock);
+    } else {
+      runOp(tmpl);
+    }
+    return CUDA_SUCCESS;
+  }
+  simOp* op = malloc(sizeof(*op));
+  if (!op) return CUDA_ERROR_OUT_OF_MEMORY;
+  *op = *tmpl;
+  pthread_mutex_lock(&qLock);
+  if (!streamLive(hStream)) {
+    pthread_mutex_unlock(&qLock);
+    free(op);
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
+  enqueueLocked(hStream, op);
+  pthread_mutex_unlock(&qLock);
+  return CUDA_SUCCESS;
+}
+
+static CUresult checkStream(CUstream s) {
+  if (isNullStream(s)) return CUDA_SUCCESS;
+  pthread_mutex_lock(&qLock);
+  int ok = streamLive(s);
+  pthread_mutex_unlock(&qLock);
+  return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+// Runtime twin of a driver result: the codes minccl meets share their values, except these.
+static cudaError_t rt(CUresult r) {
+  switch (r) {
+    case CUDA_ERROR_INVALID_HANDLE: return cudaErrorInvalidResourceHandle;
+    case CUDA_ERROR_OUT_OF_MEMORY: return cudaErrorMemoryAllocation;
+    case CUDA_ERROR_INVALID_CONTEXT: return cudaErrorDeviceUninitialized;
+    default: return (cudaError_t)r;
+  }
+}
+
+// ---- streams -----------------------------------------------------------------------------------
+
+CUresult CUDAAPI cuStreamCreate(CUstream* phStream, unsigned int Flags) {
+  CUresult r = simCheckInit();
+  int dev;
+  if (r != CUDA_SUCCESS) return r;
+  if ((r = simCurrentDevice(&dev)) != CUDA_SUCCESS) return r;
+  if (!phStream || (Flags & ~(unsigned)CU_STREAM_NON_BLOCKING)) return CUDA_ERROR_INVALID_VALUE;
+  return streamCreate(phStream, Flags, dev);
+}
+
+CUresult CUDAAPI cuStreamDestroy(CUstream hStream) {
+  CUresult r = simCheckInit();
+  if (r != CUDA_SUCCESS) return r;
+  if (isNullStream(hStream)) return CUDA_ERROR_INVALID_HANDLE;
+  simOp* op = calloc(1, sizeof(*op));
+  if (!op) return CUDA_ERROR_OUT_OF_MEMORY;
+  op->kind = OP_EXIT;
+  pthread_mutex_lock(&qLock);
+  if (!streamLive(hStream)) {
+    pthread_mutex_unlock(&qLock);
+    free(op);
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
+  // Returns at once, as the driver: queued work still completes, then the worker frees the stream.
+  hStream->dead = 1;
+  enqueueLocked(hStream, op);
+  pthread_mutex_unlock(&qLock);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamSynchronize(CUstream hStream) {
+  CUresult r = simCheckInit();
+  if (r != CUDA_SUCCESS) return r;
+  if (isNullStream(hStream)) {
+    if (!simSelf()->ctx) return CUDA_ERROR_INVALID_CONTEXT;
+    if (hStream != CU_STREAM_PER_THREAD) simDeviceDrain(simSelf()->ctx->device, 1);
+    return CUDA_SUCCESS;
+  }
+  pthread_mutex_lock(&qLock);
+  if (!streamLive(hStream)) {
+    pthread_mutex_unlock(&qLock);
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
+  waitStreamLocked(hStream, hStream->submitted);
+  pthread_mutex_unlock(&qLock);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamQuery(CUstream hStream) {
+  CUresult r = simCheckInit();
+  if (r != CUDA_SUCCESS) return r;
+  pthread_mutex_lock(&qLock);
+  if (isNullStream(hStream)) {
+    int dev = nullStreamDevice();
+    r = CUDA_SUCCESS;
+    if (hStream != CU_STREAM_PER_THREAD)
+      for (struct CUstream_st* s = streams; s; s = s->next)
+        if (s->device == dev && !(s->flags & CU_STREAM_NON_BLOCKING) && !s->exited && s->completed < s->submitted)
+          r = CUDA_ERROR_NOT_READY;
+  } else if (!streamLive(hStream)) {
+    r = CUDA_ERROR_INVALID_HANDLE;
+  } else {
+    r = hStream->completed < hStream->submitted ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+  }
+  pthread_mutex_unlock(&qLock);
+  return r;
+}
+
+CUresult CUDAAPI cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags) {
+  CUresult r = simCheckInit();
+  if (r != CUDA_SUCCESS) return r;
+  if (Flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL) return CUDA_ERROR_INVALID_VALUE;
+  simOp op = {.kind = OP_WAIT, .ev = hEvent};
+  pthread_mutex_lock(&qLock);
+  if (!eventLive(hEvent)) {
+    pthread_mutex_unlock(&qLock);
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
+  op.seq = hEvent->recorded;  // waits for the most recent record issued before this call
+  pthread_mutex_unlock(&qLock);
+  return submit(hStream, &op);
+}
+
+CUresult CUDAAPI cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus* captureStatus) {
+  CUresult r = simCheckInit();
+  if (r != CUDA_SUCCESS) return r;
+  if (!captureStatus) return CUDA_ERROR_INVALID_VALUE;
+  if ((r = checkStream(hStream)) != CUDA_SUCCESS) return r;
+  *captureStatus = CU_STREAM_CAPTURE_STATUS_NONE;  // the sim never captures
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus* captureStatus_out, cuuint64_t* id_out,
+                                        CUgraph* graph_out, const CUgraphNode** dependencies_out,
+                                        const CUgraphEdgeData** edgeData_out, size_t* numDependencies_out) {
+  CUresult r = simCheckInit();
+  if (r != CUDA_SUCCESS) return r;
+  if ((r = checkStream(hStream)) != CUDA_SUCCESS) return r;
+  if (!captureStatus_out) return CUDA_ERROR_INVALID_VALUE;
+  *captureStatus_out = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (id_out) *id_out = 0;
+  if (graph_out) *graph_out = NULL;
+  if (dependencies_out) *dependencies_out = NULL;
+  if (edgeData_out) *edgeData_out = NULL;
+  if (numDependencies_out) *numDependencies_out = 0;
+  return CUDA_SUCCESS;
+}
+
+cudaError_t CUDARTAPI cudaStreamCreateWithFlags(cudaStream_t* pStream, unsigned int flags) {
+  simRtInit();
+  if (!pStream || (flags & ~(unsigned)cudaStreamNonBlocking)) return simRtErr(cudaErrorInvalidValue);
+  return simRtErr(rt(streamCreate(pStream, flags, simSelf()->ctx->device)));
+}
+
+cudaError_t CUDARTAPI cudaStreamCreate(cudaStream_t* pStream) { return cudaStreamCreateWithFlags(pStream, 0); }
+
+cudaError_t CUDARTAPI cudaStreamDestroy(cudaStream_t stream) {
+  simRtInit();
+  return simRtErr(rt(cuStreamDestroy(stream)));
+}
+
+cudaError_t CUDARTAPI cudaStreamSynchronize(cudaStream_t stream) {
+  simRtInit();
+  return simRtErr(rt(cuStreamSynchronize(stream)));
+}
+
+cudaError_t CUDARTAPI cudaStreamQuery(cudaStream_t stream) {
+  simRtInit();
+  CUresult r = cuStreamQuery(stream);
+  // cudaErrorNotReady is a status, not an error: the runtime does not record it as the last error.
+  return r == CUDA_ERROR_NOT_READY ? cudaErrorNotReady : simRtErr(rt(r));
+}
+
+cudaError_t CUDARTAPI cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
+  simRtInit();
+  return simRtErr(rt(cuStreamWaitEvent(stream, event, flags)));
+}
+
+cudaError_t CUDARTAPI cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus* pCaptureStatus) {
+  simRtInit();
+  if (!pCaptureStatus) return simRtErr(cudaErrorInvalidValue);
+  CUresult r = checkStream(stream);
+  if (r != CUDA_SUCCESS) return simRtErr(rt(r));
+  *pCaptureStatus = cudaStreamCaptureStatusNone;
+  return cudaSuccess;
+}
+
+cudaError_t CUDARTAPI cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* userData) {
+  simRtInit();
+  if (!fn) return simRtErr(cudaErrorInvalidValue);
+  simOp op = {.kind = OP_HOSTFN, .fn = fn, .arg = userData};
+  return simRtErr(rt(submit(stream, &op)));
+}
+
+// ---- events ------------------------------------------------------------------------------------
+
+static CUresult eventCreate(CUevent* out, unsigned int flags) {
+  struct CUevent_st* e = calloc(1, sizeof(*e));
+  if (!e) return CUDA_ERROR_OUT_OF_MEMORY;
+  e->magic = SIM_EVENT_MAGIC;
+  e->flags = flags;
+  pthread_mutex_lock(&qLock);
+  e->next = events;
+  events = e;
+  pthread_mutex_unlock(&qLock);
+  *out = e;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventCreate(CUevent* phEvent, unsigned int Flags) {
+  CUresult r = simCheckInit();
+  int dev;
+  if (r != CUDA_SUCCESS) return r;
+  if ((r = simCurrentDevice(&dev)) != CUDA_SUCCESS) return r;
+  unsigned all = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
+  if (!phEvent || (Flags & ~all)) return CUDA_ERROR_INVALID_VALUE;
+  // Interprocess events must disable timing (driver rule); the sim does not share them across processes.
+  if (Flags & CU_EVENT_INTERPROCESS) {
+    if (!(Flags & CU_EVENT_DISABLE_TIMING)) return CUDA_ERROR_INVALID_VALUE;
+    return simNotImplemented("cuEventCreate(CU_EVENT_INTERPROCESS)");
+  }
+  return eventCreate(phEvent, Flags);
+}
+
+CUresult CUDAAPI cuEventDestroy(CUevent hEvent) {
+  CUresult r = simCheckInit();
+  if (r != CUDA_SUCCESS) return r;
+  pthread_mutex_lock(&qLock);
+  if (!eventLive(hEvent)) {
+    pthread_mutex_unlock(&qLock);
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
+  // An event may be destroyed while a stream still has to pass its marker (legal in CUDA): defer the
+  // free until no queued op refers to it.
+  for (;;) {
+    int busy = 0;
+    for (struct CUstream_st* s = streams; s; s = s->next)
+      for (simOp* op = s->head; op; op = op->next)
+        if (op->ev == hEvent) busy = 1;
+    if (!busy) break;
+    pthread_cond_wait(&qDone, &qLock);
+  }
+  for (struct CUevent_st** p = &events; *p; p = &(*p)->next)
+    if (*p == hEvent) {
+      *p = hEvent->next;
+      break;
+    }
+  hEvent->magic = 0;
+  pthread_mutex_unlock(&qLock);
+  free(hEvent);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventRecord(CUevent hEvent, CUstream hStream) {
+  CUresult r = simCheckInit();
+  if (r != CUDA_SUCCESS) return r;
+  simOp op = {.kind = OP_RECORD, .ev = hEvent};
+  simOp* q = NULL;
+  if (!isNullStream(hStream) && !(q = malloc(sizeof(*q)))) return CUDA_ERROR_OUT_OF_MEMORY;
+  pthread_mutex_lock(&qLock);
+  if (!eventLive(hEvent) || (!isNullStream(hStream) && !streamLive(hStream))) {
+    pthread_mutex_unlock(&qLock);
+    free(q);
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
+  op.seq = ++hEvent->recorded;
+  if (q) {
+    // Queued in the same critical section as the count, so records on several streams stay ordered.
+    *q = op;
+    enqueueLocked(hStream, q);
+  }
+  pthread_mutex_unlock(&qLock);
+  return q ? CUDA_SUCCESS : submit(hStream, &op);
+}
+
+CUresult CUDAAPI cuEventQuery(CUevent hEvent) {
+  CUresult r = simCheckInit();
+  if (r != CUDA_SUCCESS) return r;
+  pthread_mutex_lock(&qLock);
+  if (!eventLive(hEvent)) r = CUDA_ERROR_INVALID_HANDLE;
+  else r = hEvent->reached >= hEvent->recorded ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+  pthread_mutex_unlock(&qLock);
+  return r;
+}
+
+CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) {
+  CUresult r = simCheckInit();
+  if (r != CUDA_SUCCESS) return r;
+  pthread_mutex_lock(&qLock);
+  if (!eventLive(hEvent)) {
+    r = CUDA_ERROR_INVALID_HANDLE;
+  } else {
+    unsigned long long target = hEvent->recorded;
+    while (hEvent->reached < target) pthread_cond_wait(&qDone, &qLock);
+  }
+  pthread_mutex_unlock(&qLock);
+  return r;
+}
+
+CUresult CUDAAPI cuEventElapsedTime(float* pMilliseconds, CUevent hStart, CUevent hEnd) {
+  CUresult r = simCheckInit();
+  if (r != CUDA_SUCCESS) return r;
+  if (!pMilliseconds) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&qLock);
+  if (!eventLive(hStart) || !eventLive(hEnd) || ((hStart->flags | hEnd->flags) & CU_EVENT_DISABLE_TIMING) ||
+      hStart->recorded == 0 || hEnd->recorded == 0) {
+    r = CUDA_ERROR_INVALID_HANDLE;  // as the driver: timing disabled, or never recorded
+  } else if (hStart->reached < hStart->recorded || hEnd->reached < hEnd->recorded) {
+    r = CUDA_ERROR_NOT_READY;
+  } else {
+    double ms = (double)(hEnd->when.tv_sec - hStart->when.tv_sec) * 1e3 +
+                (double)(hEnd->when.tv_nsec - hStart->when.tv_nsec) / 1e6;
+    *pMilliseconds = (float)ms;
+  }
+  pthread_mutex_unlock(&qLock);
+  return r;
+}
+
+cudaError_t CUDARTAPI cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
+  simRtInit();
+  return simRtErr(rt(cuEventCreate(event, flags)));
+}
+
+cudaError_t CUDARTAPI cudaEventCreate(cudaEvent_t* event) { return cudaEventCreateWithFlags(event, cudaEventDefault); }
+
+cudaError_t CUDARTAPI cudaEventDestroy(cudaEvent_t event) {
+  simRtInit();
+  return simRtErr(rt(cuEventDestroy(event)));
+}
+
+cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  simRtInit();
+  return simRtErr(rt(cuEventRecord(event, stream)));
+}
+
+cudaError_t CUDARTAPI cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int flags) {
+  simRtInit();
+  if (flags & ~(unsigned)cudaEventRecordExternal) return simRtErr(cudaErrorInvalidValue);
+  return simRtErr(rt(cuEventRecord(event, stream)));
+}
+
+cudaError_t CUDARTAPI cudaEventQuery(cudaEvent_t event) {
+  simRtInit();
+  CUresult r = cuEventQuery(event);
+  return r == CUDA_ERROR_NOT_READY ? cudaErrorNotReady : simRtErr(rt(r));
+}
+
+cudaError_t CUDARTAPI cudaEventSynchronize(cudaEvent_t event) {
+  simRtInit();
+  return simRtErr(rt(cuEventSynchronize(event)));
+}
+
+cudaError_t CUDARTAPI cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  simRtInit();
+  CUresult r = cuEventElapsedTime(ms, start, end);
+  return simRtErr(r == CUDA_ERROR_NOT_READY ? cudaErrorNotReady : rt(r));
+}
+
+// ---- copies and sets ---------------------------------------------------------------------------
+
+static CUresult copy(void* dst, int dstHostOk, const void* src, int srcHostOk, size_t n, CUstream s, int async) {
+  if (n == 0) return checkStream(s);
+  if (!simRangeUsable((uintptr_t)dst, n, dstHostOk) || !simRangeUsable((uintptr_t)src, n, srcHostOk))
+    return CUDA_ERROR_INVALID_VALUE;
+  simOp op = {.kind = OP_COPY, .dst = dst, .src = src, .n = n};
+  CUresult r = submit(s, &op);
+  if (r == CUDA_SUCCESS && !async && !isNullStream(s)) r = cuStreamSynchronize(s);
+  return r;
+}
+
+static CUresult set(void* dst, unsigned int val, size_t count, int width, CUstream s, int async) {
+  size_t bytes = count * (size_t)width;
+  if (count == 0) return checkStream(s);
+  if (((uintptr_t)dst % (uintptr_t)width) || !simRangeUsable((uintptr_t)dst, bytes, 0)) return CUDA_ERROR_INVALID_VALUE;
+  simOp op = {.kind = width == 1 ? OP_SET8 : OP_SET32, .dst = dst, .n = count, .val = val};
+  if (width == 1) op.n = bytes;
+  CUresult r = submit(s, &op);
+  if (r == CUDA_SUCCESS && !async && !isNullStream(s)) r = cuStreamSynchronize(s);
+  return r;
+}
+
+static CUresult driverEntry(void) {
+  CUresult r = simCheckInit();
+  if (r != CUDA_SUCCESS) return r;
+  return simSelf()->ctx ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+#define DRIVER_ENTRY()                        \
+  do {                                        \
+    CUresult e_ = driverEntry();              \
+    if (e_ != CUDA_SUCCESS) return e_;        \
+  } while (0)
+
+CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount) {
+  DRIVER_ENTRY();
+  return copy((void*)dst, 1, (const void*)src, 1, ByteCount, NULL, 0);
+}
+CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream) {
+  DRIVER_ENTRY();
+  return copy((void*)dst, 1, (const void*)src, 1, ByteCount, hStream, 1);
+}
+CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount) {
+  DRIVER_ENTRY();
+  return copy((void*)dstDevice, 0, srcHost, 1, ByteCount, NULL, 0);
+}
+CUresult CUDAAPI cuMemcpyDtoH(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount) {
+  DRIVER_ENTRY();
+  return copy(dstHost, 1, (const void*)srcDevice, 0, ByteCount, NULL, 0);
+}
+CUresult CUDAAPI cuMemcpyDtoD(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount) {
+  DRIVER_ENTRY();
+  return copy((void*)dstDevice, 0, (const void*)srcDevice, 0, ByteCount, NULL, 0);
+}
+CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount, CUstream hStream) {
+  DRIVER_ENTRY();
+  return copy((void*)dstDevice, 0, srcHost, 1, ByteCount, hStream, 1);
+}
+CUresult CUDAAPI cuMemcpyDtoHAsync(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream) {
+  DRIVER_ENTRY();
+  return copy(dstHost, 1, (const void*)srcDevice, 0, ByteCount, hStream, 1);
+}
+CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream) {
+  DRIVER_ENTRY();
+  return copy((void*)dstDevice, 0, (const void*)srcDevice, 0, ByteCount, hStream, 1);
+}
+CUresult CUDAAPI cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                              CUcontext srcContext, size_t ByteCount) {
+  DRIVER_ENTRY();
+  if (!dstContext || !srcContext) return CUDA_ERROR_INVALID_CONTEXT;
+  return copy((void*)dstDevice, 0, (const void*)srcDevice, 0, ByteCount, NULL, 0);
+}
+CUresult CUDAAPI cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                                   CUcontext srcContext, size_t ByteCount, CUstream hStream) {
+  DRIVER_ENTRY();
+  if (!dstContext || !srcContext) return CUDA_ERROR_INVALID_CONTEXT;
+  return copy((void*)dstDevice, 0, (const void*)srcDevice, 0, ByteCount, hStream, 1);
+}
+CUresult CUDAAPI cuMemsetD8(CUdeviceptr dstDevice, unsigned char uc, size_t N) {
+  DRIVER_ENTRY();
+  return set((void*)dstDevice, uc, N, 1, NULL, 0);
+}
+CUresult CUDAAPI cuMemsetD32(CUdeviceptr dstDevice, unsigned int ui, size_t N) {
+  DRIVER_ENTRY();
+  return set((void*)dstDevice, ui, N, 4, NULL, 0);
+}
+CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream) {
+  DRIVER_ENTRY();
+  return set((void*)dstDevice, uc, N, 1, hStream, 1);
+}
+CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream) {
+  DRIVER_ENTRY();
+  return set((void*)dstDevice, ui, N, 4, hStream, 1);
+}
+
+// Which side of a runtime copy must be memory the device knows; cudaMemcpyDefault lets UVA decide.
+static int kindSides(enum cudaMemcpyKind kind, int* dstHostOk, int* srcHostOk) {
+  switch (kind) {
+    case cudaMemcpyHostToHost: *dstHostOk = 1, *srcHostOk = 1; return 1;
+    case cudaMemcpyHostToDevice: *dstHostOk = 0, *srcHostOk = 1; return 1;
+    case cudaMemcpyDeviceToHost: *dstHostOk = 1, *srcHostOk = 0; return 1;
+    case cudaMemcpyDeviceToDevice: *dstHostOk = 0, *srcHostOk = 0; return 1;
+    case cudaMemcpyDefault: *dstHostOk = 1, *srcHostOk = 1; return 1;
+    default: return 0;
+  }
+}
+
+cudaError_t CUDARTAPI cudaMemcpy(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind) {
+  simRtInit();
+  int d, s;
+  if (!kindSides(kind, &d, &s)) return simRtErr(cudaErrorInvalidMemcpyDirection);
+  return simRtErr(rt(copy(dst, d, src, s, count, NULL, 0)));
+}
+
+cudaError_t CUDARTAPI cudaMemcpyAsync(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind,
+                                      cudaStream_t stream) {
+  simRtInit();
+  int d, s;
+  if (!kindSides(kind, &d, &s)) return simRtErr(cudaErrorInvalidMemcpyDirection);
+  return simRtErr(rt(copy(dst, d, src, s, count, stream, 1)));
+}
+
+cudaError_t CUDARTAPI cudaMemcpyPeer(void* dst, int dstDevice, const void* src, int srcDevice, size_t count) {
+  simRtInit();
+  if (!simDeviceValid(dstDevice) || !simDeviceValid(srcDevice)) return simRtErr(cudaErrorInvalidDevice);
+  return simRtErr(rt(copy(dst, 0, src, 0, count, NULL, 0)));
+}
+
+cudaError_t CUDARTAPI cudaMemcpyPeerAsync(void* dst, int dstDevice, const void* src, int srcDevice, size_t count,
+                                          cudaStream_t stream) {
+  simRtInit();
+  if (!simDeviceValid(dstDevice) || !simDeviceValid(srcDevice)) return simRtErr(cudaErrorInvalidDevice);
+  return simRtErr(rt(copy(dst, 0, src, 0, count, stream, 1)));
+}
+
+cudaError_t CUDARTAPI cudaMemset(void* devPtr, int value, size_t count) {
+  simRtInit();
+  return simRtErr(rt(set(devPtr, (unsigned)value, count, 1, NULL, 0)));
+}
+
+cudaError_t CUDARTAPI cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t stream) {
+  simRtInit();
+  return simRtErr(rt(set(devPtr, (unsigned)value, count, 1, stream, 1)));
+}
