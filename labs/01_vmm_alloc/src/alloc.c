@@ -125,33 +125,60 @@ release:
   return res;
 }
 
-// Finds the mapping that starts at ptr and its physical handle. The retain adds a reference that
-// is dropped at once: we only want the handle's value, the mapping keeps the allocation alive.
-static mcclResult_t findMapping(void* ptr, CUmemGenericAllocationHandle* handlep, size_t* sizep) {
+// The mapping that holds ptr: its physical handle (retained: the caller releases it), start and
+// size. cuMemGetAddressRange gives the size, and the start for device memory; for host-NUMA
+// mappings real drivers (580, CUDA 13) report the size but a base of 0. Then we walk back one
+// granule at a time (mappings start on a granule boundary) while cuMemRetainAllocationHandle
+// still names the same physical allocation.
+static mcclResult_t mappingOf(const void* ptr, CUmemGenericAllocationHandle* handlep, CUdeviceptr* basep, size_t* sizep) {
+  mcclResult_t res = mcclSuccess;
   CUdeviceptr base = 0;
-  size_t size = 0;
-  CUmemGenericAllocationHandle handle;
+  size_t size = 0, gran = 0;
+  CUmemGenericAllocationHandle handle, other;
+  CUmemAllocationProp prop = {0};
   if (cuMemGetAddressRange(&base, &size, (CUdeviceptr)ptr) != CUDA_SUCCESS) {
-    WARN("Invalid argument: ptr %p is not a live device allocation (never allocated, or already freed)", ptr);
+    WARN("Invalid argument: ptr %p is not a live allocation (never allocated, or already freed)", ptr);
     return mcclInvalidArgument;
   }
-  MCCL_ARGCHECK(base == (CUdeviceptr)ptr, "ptr %p is inside the allocation at 0x%llx (size %zu), not its start", ptr,
-                (unsigned long long)base, size);
-  if (cuMemRetainAllocationHandle(&handle, ptr) != CUDA_SUCCESS) {
+  if (cuMemRetainAllocationHandle(&handle, (void*)ptr) != CUDA_SUCCESS) {
     WARN("Invalid argument: ptr %p is not a cuMem (VMM) allocation", ptr);
     return mcclInvalidArgument;
   }
-  CUCHECK(cuMemRelease(handle));
+  if (base == 0) {
+    CUCHECKGOTO(cuMemGetAllocationPropertiesFromHandle(&prop, handle), res, release);
+    CUCHECKGOTO(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), res, release);
+    base = (CUdeviceptr)ptr / gran * gran;
+    for (size_t walked = gran; walked < size && base >= gran; walked += gran) {
+      if (cuMemRetainAllocationHandle(&other, (void*)(base - gran)) != CUDA_SUCCESS) break;
+      int same = other == handle;
+      CUCHECKGOTO(cuMemRelease(other), res, release);
+      if (!same) break;
+      base -= gran;
+    }
+  }
   *handlep = handle;
+  *basep = base;
   *sizep = size;
   return mcclSuccess;
+release:
+  cuMemRelease(handle);
+  return res;
 }
 
 mcclResult_t mcclCuMemFree(void* ptr) {
   CUmemGenericAllocationHandle handle;
   size_t size = 0;
+  CUdeviceptr base = 0;
   if (ptr == NULL) return mcclSuccess;
-  MCCLCHECK(findMapping(ptr, &handle, &size));
+  MCCLCHECK(mappingOf(ptr, &handle, &base, &size));
+  // Drop the reference mappingOf took: we only wanted the handle's value; the mapping keeps the
+  // allocation alive until the unmap below.
+  CUCHECK(cuMemRelease(handle));
+  if (base != (CUdeviceptr)ptr) {
+    WARN("Invalid argument: ptr %p is inside the allocation at 0x%llx (size %zu), not its start", ptr,
+         (unsigned long long)base, size);
+    return mcclInvalidArgument;
+  }
   TRACE(MCCL_ALLOC, "CuMem Free size %zu pointer %p handle 0x%llx", size, ptr, (unsigned long long)handle);
   // Reverse of the allocation: the mapping goes first (it holds a reference to the handle), then
   // our own reference, which frees the physical memory, then the virtual range.
@@ -170,11 +197,7 @@ mcclResult_t mcclCuMemRetainHandle(const void* ptr, CUmemGenericAllocationHandle
   CUmemAllocationProp prop = {0};
   MCCL_ARGCHECK(ptr != NULL, "ptr is NULL");
   MCCL_ARGCHECK(handlep != NULL, "handlep is NULL");
-  if (cuMemGetAddressRange(&base, &size, (CUdeviceptr)ptr) != CUDA_SUCCESS ||
-      cuMemRetainAllocationHandle(&handle, (void*)ptr) != CUDA_SUCCESS) {
-    WARN("Invalid argument: ptr %p is not inside a cuMem (VMM) mapping", ptr);
-    return mcclInvalidArgument;
-  }
+  MCCLCHECK(mappingOf(ptr, &handle, &base, &size));
   if (typesp) CUCHECKGOTO(cuMemGetAllocationPropertiesFromHandle(&prop, handle), res, release);
   *handlep = handle;
   if (typesp) *typesp = prop.requestedHandleTypes;

@@ -193,10 +193,10 @@ static void cuMemHostLocationAndAccess(void) {
   EXPECT_EQ(prop.location.type, CU_MEM_LOCATION_TYPE_HOST_NUMA);
   EXPECT_EQ(prop.location.id, numa);
   EXPECT_EQ(prop.requestedHandleTypes, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
-  CUdeviceptr base = 0;
+  // The driver reports the mapping's size; its base it may not (0 for host mappings on real
+  // GPUs), so the start comes from mcclCuMemRetainHandle's walk.
   size_t range = 0;
-  EXPECT_CU_OK(cuMemGetAddressRange(&base, &range, (CUdeviceptr)p));
-  EXPECT_EQ(base, (CUdeviceptr)p);
+  EXPECT_CU_OK(cuMemGetAddressRange(NULL, &range, (CUdeviceptr)p));
   EXPECT_EQ(range, alignUp(size, gran));
   unsigned long long flags = 0;
   CUmemLocation dev = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0};
@@ -208,8 +208,12 @@ static void cuMemHostLocationAndAccess(void) {
   // Lab 04's path: the handle comes back from the pointer and exports as an fd.
   CUmemGenericAllocationHandle h2 = 0;
   CUmemAllocationHandleType types = 0;
-  EXPECT_OK(mcclCuMemRetainHandle((char*)p + 10, &h2, &types, NULL, NULL));
+  void* base = NULL;
+  size_t baseSize = 0;
+  EXPECT_OK(mcclCuMemRetainHandle((char*)p + gran + 10, &h2, &types, &base, &baseSize));
   EXPECT_EQ(types, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  EXPECT_TRUE(base == p);
+  EXPECT_EQ(baseSize, alignUp(size, gran));
   int fd = -1;
   EXPECT_CU_OK(cuMemExportToShareableHandle(&fd, h2, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
   EXPECT_GE(fd, 0);
@@ -356,7 +360,19 @@ static void badArguments(void) {
   if (mcclCuMemHostEnable()) {
     void* h = NULL;
     EXPECT_OK(mcclCuMemHostAlloc(&h, NULL, 3 * MiB));
+    size_t gran = 0;
+    void* base = NULL;
+    CUmemGenericAllocationHandle hh;
+    EXPECT_OK(mcclCuMemRetainHandle((char*)h + 3 * MiB - 1, &hh, NULL, &base, NULL));  // from the last byte
+    EXPECT_CU_OK(cuMemRelease(hh));
+    EXPECT_TRUE(base == h);
     EXPECT_RES(mcclCuMemHostFree((char*)h + 4096), mcclInvalidArgument);
+    CUmemAllocationProp prop = {0};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+    prop.location.id = hostNumaId();
+    EXPECT_CU_OK(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    if (gran < 3 * MiB) EXPECT_RES(mcclCuMemHostFree((char*)h + gran), mcclInvalidArgument);  // granule-aligned, inside
     ((char*)h)[3 * MiB - 1] = 7;  // still mapped for the host
     EXPECT_OK(mcclCuMemHostFree(h));
     EXPECT_RES(mcclCuMemHostFree(h), mcclInvalidArgument);  // double free
