@@ -111,15 +111,17 @@ static void setUp(rankState* st) {
   EXPECT_CUDA_OK(cudaSetDevice(st->dev));
   st->size = 2 * granularity(st->dev) + granularity(st->dev) / 2;  // rounded up by lab 01
   EXPECT_OK(mcclCuMemAlloc(&st->buf, NULL, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, st->size));
-  unsigned char* host = malloc(st->size);
-  EXPECT_TRUE(host != NULL);
-  for (size_t i = 0; i < st->size; i++) host[i] = patternByte(st->rank, st->seed, i);
-  cudaError_t err = cudaMemcpy(st->buf, host, st->size, cudaMemcpyHostToDevice);
-  free(host);
-  EXPECT_CUDA_OK(err);
   EXPECT_OK(mcclIpcExport(st->buf, &st->desc, &st->fd));
   EXPECT_EQ(st->desc.handleType, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
   EXPECT_GE(st->desc.size, st->size);
+  // The whole exported allocation (rounded up to the granularity) carries the pattern.
+  size_t n = (size_t)st->desc.size;
+  unsigned char* host = malloc(n);
+  EXPECT_TRUE(host != NULL);
+  for (size_t i = 0; i < n; i++) host[i] = patternByte(st->rank, st->seed, i);
+  cudaError_t err = cudaMemcpy(st->buf, host, n, cudaMemcpyHostToDevice);
+  free(host);
+  EXPECT_CUDA_OK(err);
   EXPECT_OK(mcclIpcSocketInit(&st->sock, st->rank, st->hash, NULL));
 }
 
