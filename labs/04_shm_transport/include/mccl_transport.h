@@ -1,0 +1,287 @@
+/**
+ * @file mccl_transport.h
+ * @brief Lab 04: what every transport shares: the connection memory (mcclSendMem / mcclRecvMem with
+ * head, tail and connFifo), the connector, the proxy-side connection and operation, and the ops table
+ * (NCCL's struct ncclTransport).
+ * @ingroup lab04
+ */
+#ifndef MCCL_TRANSPORT_H_
+#define MCCL_TRANSPORT_H_
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <cuda_runtime.h>
+#include "mccl_bootstrap.h"
+#include "mccl_result.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** @addtogroup lab04
+ * @{ */
+
+/** @brief Slots of a connection's FIFO (NCCL_STEPS). A power of two, so `step % MCCL_STEPS` stays
+ *  continuous when the 64-bit step counters wrap. */
+#define MCCL_STEPS 8
+/** @brief Cache line used to keep counters that different processes write apart (CACHE_LINE_SIZE). */
+#define MCCL_CACHE_LINE_SIZE 128
+/** @brief Size and alignment of mcclSendMem / mcclRecvMem (MEM_ALIGN): one page each. */
+#define MCCL_MEM_ALIGN 4096
+/** @brief Bytes of the opaque connect information peers exchange (CONNECT_SIZE). */
+#define MCCL_CONNECT_SIZE 256
+
+/** @brief mcclConnFifo::mode values (NCCL_MODE_*): the slot holds the data itself. */
+#define MCCL_MODE_NORMAL 0
+/** @brief mcclConnFifo::mode: the data is at mcclConnFifo::offset in a registered buffer. */
+#define MCCL_MODE_OFFSET 1
+/** @brief mcclConnFifo::mode: the data is at mcclConnFifo::ptr. */
+#define MCCL_MODE_PTR 2
+
+/** @brief Per-slot description the producer writes before publishing tail (NCCL's ncclConnFifo). */
+struct mcclConnFifo {
+  int mode;     /**< MCCL_MODE_NORMAL in this lab */
+  int offset;   /**< byte offset of the slot in the FIFO (MCCL_MODE_OFFSET) */
+  ssize_t size; /**< bytes in the slot; written before the release store of tail */
+  void* ptr;    /**< data address for MCCL_MODE_PTR, else NULL */
+};
+
+/**
+ * @brief The sender's page (NCCL's ncclSendMem): `head` is the credit the receiver returns. The
+ * receiver writes it, the sender reads it; nothing else shares its cache line.
+ */
+struct mcclSendMem {
+  union {
+    struct {
+      uint64_t head;                                        /**< steps the receiver has consumed */
+      char pad1[MCCL_CACHE_LINE_SIZE - sizeof(uint64_t)];   /**< head alone on its line */
+      void* ptrExchange;                                    /**< direct-pointer exchange (unused here) */
+      uint64_t redOpArgExchange[2];                         /**< reduction scalar exchange (unused here) */
+      char pad2[MCCL_CACHE_LINE_SIZE - sizeof(void*) - 2 * sizeof(uint64_t)]; /**< to the next line */
+      int offsFifo[MCCL_STEPS];                             /**< per-slot offsets (unused here) */
+    };
+    char pad3[MCCL_MEM_ALIGN]; /**< one page */
+  };
+};
+
+/**
+ * @brief The receiver's page (NCCL's ncclRecvMem): `tail` is what the sender has published, and
+ * connFifo[step % MCCL_STEPS] describes each published slot. The FIFO's data follows this page in
+ * the receiver's segment.
+ */
+struct mcclRecvMem {
+  union {
+    struct {
+      uint64_t tail;                                       /**< steps the sender has published */
+      char pad1[MCCL_CACHE_LINE_SIZE - sizeof(uint64_t)];  /**< tail alone on its line */
+      struct mcclConnFifo connFifo[MCCL_STEPS];            /**< slot sizes, on their own line(s) */
+      int flush;                                           /**< GDRCopy flush word (unused here) */
+    };
+    char pad4[MCCL_MEM_ALIGN]; /**< one page */
+  };
+};
+
+/** @brief Opaque connect information a transport's setup fills and the peer's connect reads. */
+struct mcclConnect {
+  char data[MCCL_CONNECT_SIZE]; /**< transport-defined (for SHM: struct mcclShmConnectInfo) */
+};
+
+/**
+ * @brief What a device (lab 06) or a host progress loop needs to drive one direction of one
+ * connection (the SIMPLE-protocol part of NCCL's ncclConnInfo). Addresses are device-accessible.
+ */
+struct mcclConnInfo {
+  char* buff;                      /**< the FIFO: MCCL_STEPS slots of stepSize bytes */
+  uint64_t* head;                  /**< mcclSendMem::head (own page for a sender, the peer's for a receiver) */
+  uint64_t* tail;                  /**< mcclRecvMem::tail (the peer's page for a sender, own for a receiver) */
+  struct mcclConnFifo* connFifo;   /**< mcclRecvMem::connFifo */
+  int stepSize;                    /**< bytes per slot: MCCL_BUFFSIZE / MCCL_STEPS */
+  uint64_t step;                   /**< where this side is */
+};
+
+struct mcclTransport;
+struct mcclTransportComm;
+struct mcclConnector;
+
+/**
+ * @brief The proxy-side half of one connection (the lab-04 part of NCCL's ncclProxyConnection).
+ *
+ * The proxy hooks act on it: proxySetup stores its resources in transportResources, proxyFree
+ * releases them, proxyProgress reads them through mcclProxyOp::connection. In this lab it lives in
+ * the mcclConnector and the hooks run on the calling thread; lab 05's proxy thread keeps its own.
+ */
+struct mcclProxyConnection {
+  int send;                                     /**< 1: send side, 0: receive side */
+  int rank;                                     /**< this process's rank */
+  const struct mcclTransportComm* tcomm;        /**< the hooks to call (send or recv half of the table) */
+  void* transportResources;                     /**< owned by the transport's proxy hooks */
+};
+
+/** @brief mcclProxyOp::state values (NCCL's ncclProxyOpState). */
+enum mcclProxyOpState { mcclProxyOpNone = 0, mcclProxyOpReady = 1, mcclProxyOpProgress = 2 };
+
+/**
+ * @brief One message on one connection, progressed by the transport's proxyProgress hook (the
+ * single-sub case of NCCL's ncclProxyArgs + ncclProxySubArgs).
+ *
+ * The caller fills the first block (mcclProxyOpInit does) and then calls proxyProgress until it sets
+ * *done or returns an error. The rest is the state machine's; callers only read it. Counters count
+ * steps relative to base, so they never wrap even when the connection's 64-bit step does.
+ */
+struct mcclProxyOp {
+  struct mcclProxyConnection* connection; /**< resources to progress on */
+  void* buff;                             /**< device buffer: the source (send) or destination (recv) */
+  size_t nbytes;                          /**< message size; 0 is a valid one-step message */
+  volatile uint32_t* abortFlag;           /**< polled while waiting; non-zero aborts; may be NULL */
+  int64_t timeoutMs;                      /**< no-progress limit, from MCCL_SHM_TIMEOUT; <= 0 waits forever */
+
+  int state;              /**< enum mcclProxyOpState */
+  uint64_t base;          /**< connection step at which this message starts */
+  uint64_t nsteps;        /**< slots the message uses: ceil(nbytes / stepSize), at least 1 */
+  uint64_t transmitted;   /**< steps whose copy has been issued */
+  uint64_t done;          /**< steps completed (sender: tail published; receiver: head returned) */
+  uint64_t lastProgressNs; /**< CLOCK_MONOTONIC time of the last step that moved */
+  int idle;               /**< set by proxyProgress: 1 when the call moved nothing (the loop may yield) */
+};
+
+/** @brief Kinds of calls a connector makes to its proxy (NCCL's ncclProxyMsgSetup/Connect/Free). */
+enum mcclProxyMsgType { mcclProxyMsgSetup = 1, mcclProxyMsgConnect = 2, mcclProxyMsgFree = 3 };
+
+/**
+ * @brief How a connector reaches its proxy: run one proxy hook with a request and a response buffer
+ * and return once it is done (NCCL's ncclProxyCallBlocking). mcclProxyCallDirect runs it on the
+ * calling thread; lab 05 installs one that asks its proxy thread.
+ */
+typedef mcclResult_t (*mcclProxyCallFn)(struct mcclConnector* connector, int msgType, const void* req, int reqSize,
+                                        void* resp, int respSize);
+
+/**
+ * @brief How an importer gets a descriptor for a peer's exported allocation (NCCL's
+ * ncclProxyClientGetFdBlocking). `handle`/`handleSize` are the exporter-side bytes the transport put
+ * in its connect information (for SHM: mcclShmIpcDesc_t::cumem.handle); the callee returns a new fd
+ * the caller closes. In this lab the test or demo supplies it (receiving the fd the peer sent over
+ * a lab 03 socket); in lab 05 the peer's proxy service answers it.
+ */
+typedef mcclResult_t (*mcclGetPeerFdFn)(void* ctx, int peerRank, const void* handle, int handleSize, int* fd);
+
+/** @brief One direction of a connection on the user's side (NCCL's ncclConnector). */
+struct mcclConnector {
+  int connected;                           /**< set by connect */
+  int send;                                /**< 1: send side, 0: receive side */
+  const struct mcclTransportComm* transportComm; /**< send or recv half of the transport's table */
+  void* transportResources;                /**< owned by setup/connect/free */
+  struct mcclConnInfo conn;                /**< filled by connect */
+  uint64_t initialStep;                    /**< first step of the connection (0; tests start near UINT64_MAX); both peers must agree */
+  struct mcclProxyConnection* proxyConn;   /**< the proxy half (points at proxyConnStorage by default) */
+  struct mcclProxyConnection proxyConnStorage; /**< in-process proxy half used by mcclProxyCallDirect */
+  mcclProxyCallFn proxyCall;               /**< default mcclProxyCallDirect */
+  mcclGetPeerFdFn getPeerFd;               /**< needed only to import cuMem buffers */
+  void* getPeerFdCtx;                      /**< passed to getPeerFd */
+};
+
+/** @brief One side's transport hooks (NCCL's ncclTransportComm), minus the communicator. */
+struct mcclTransportComm {
+  /** Allocate this side's resources (through proxyCall(mcclProxyMsgSetup)) and fill connectInfo for the peer. */
+  mcclResult_t (*setup)(const mcclPeerInfo* myInfo, const mcclPeerInfo* peerInfo, struct mcclConnect* connectInfo,
+                        struct mcclConnector* connector);
+  /** Import the peer's resources from its connectInfo; fill connector->conn. */
+  mcclResult_t (*connect)(const struct mcclConnect* peerConnectInfo, struct mcclConnector* connector);
+  /** Undo connect and setup's user-side part. */
+  mcclResult_t (*free)(struct mcclConnector* connector);
+  /** Proxy side of setup: allocate what the peer will import; respond with connect information. */
+  mcclResult_t (*proxySetup)(struct mcclProxyConnection* connection, const void* req, int reqSize, void* resp,
+                             int respSize, int* done);
+  /** Proxy side of connect: create what progress needs (stream, events); learn the mapped addresses. */
+  mcclResult_t (*proxyConnect)(struct mcclProxyConnection* connection, const void* req, int reqSize, void* resp,
+                               int respSize, int* done);
+  /** Release everything proxySetup/proxyConnect made (waits for copies in flight first). */
+  mcclResult_t (*proxyFree)(struct mcclProxyConnection* connection);
+  /** Advance one message without blocking; sets *done when it has completed. */
+  mcclResult_t (*proxyProgress)(struct mcclProxyOp* op, int* done);
+};
+
+/** @brief A transport: a name, a rule for which peers it serves, and both sides' hooks (NCCL's ncclTransport). */
+struct mcclTransport {
+  const char name[8];  /**< e.g. "SHM" */
+  /** *ret = 1 when the two peers can use this transport. */
+  mcclResult_t (*canConnect)(int* ret, const mcclPeerInfo* info1, const mcclPeerInfo* info2);
+  struct mcclTransportComm send; /**< sender's hooks */
+  struct mcclTransportComm recv; /**< receiver's hooks */
+};
+
+/**
+ * @brief Describe this process for canConnect, without a bootstrap: rank, pid, device, host hash
+ * (mcclGetHostHash) and the st_dev of /dev/shm.
+ * @param[in]  rank     this process's rank, >= 0.
+ * @param[in]  cudaDev  the device it drives, >= 0.
+ * @param[out] info     the record (zeroed first); written only on success.
+ * @return mcclSuccess; mcclInvalidArgument (NULL info, negative rank or device).
+ */
+mcclResult_t mcclFillPeerInfo(int rank, int cudaDev, mcclPeerInfo* info);
+
+/**
+ * @brief Prepare a connector for one side of a transport: zero it, pick the send or recv hooks,
+ * and route proxy calls to mcclProxyCallDirect (the in-thread proxy of this lab).
+ * @param[out] connector  the connector.
+ * @param[in]  transport  e.g. &mcclShmTransport.
+ * @param[in]  send       1 for the send side, 0 for the receive side.
+ * @param[in]  rank       this process's rank (recorded in the proxy connection).
+ * @return mcclSuccess; mcclInvalidArgument (NULL pointers, send not 0/1).
+ */
+mcclResult_t mcclConnectorInit(struct mcclConnector* connector, const struct mcclTransport* transport, int send,
+                               int rank);
+
+/**
+ * @brief Run a proxy hook on the calling thread (lab 04's stand-in for lab 05's proxy RPC). Loops
+ * while the hook reports not done. mcclProxyMsgFree calls proxyFree and ignores req/resp.
+ * @return the hook's result; mcclInvalidArgument for an unknown msgType or NULL connector.
+ */
+mcclResult_t mcclProxyCallDirect(struct mcclConnector* connector, int msgType, const void* req, int reqSize,
+                                 void* resp, int respSize);
+
+/**
+ * @brief Tear a connector down: the transport's free (user side), then proxyFree through the
+ * connector's proxyCall. Safe after a failed setup or connect, and on a zeroed connector.
+ * @return mcclSuccess, or the first error (every step is still attempted).
+ */
+mcclResult_t mcclConnectorFree(struct mcclConnector* connector);
+
+/**
+ * @brief Prepare one message for the connector's proxyProgress hook.
+ * @param[out] op          the operation (state mcclProxyOpReady).
+ * @param[in]  connector   a connected connector; the op uses connector->proxyConn.
+ * @param[in]  buff        device buffer (source for a sender, destination for a receiver); may be
+ *                         NULL only when nbytes is 0.
+ * @param[in]  nbytes      message size; the receiver must post the same size.
+ * @param[in]  abortFlag   polled while waiting, or NULL.
+ * @return mcclSuccess; mcclInvalidArgument (NULL op/connector, NULL buff with nbytes > 0);
+ *         mcclInvalidUsage (connector not connected).
+ */
+mcclResult_t mcclProxyOpInit(struct mcclProxyOp* op, struct mcclConnector* connector, void* buff, size_t nbytes,
+                             volatile uint32_t* abortFlag);
+
+/**
+ * @brief Call each op's proxyProgress in turn until all are done or one fails: the user-thread
+ * progress loop of this lab (lab 05 runs the same hooks on its progress thread).
+ * @param[in,out] ops   operations from mcclProxyOpInit, on different connections.
+ * @param[in]     nops  how many, >= 1.
+ * @return mcclSuccess; the first error a hook returned (mcclTimeout when a peer stopped moving,
+ *         mcclInternalError when aborted, mcclRemoteError when the peer broke the protocol).
+ *
+ * @code
+ * struct mcclProxyOp s, r;
+ * MCCLCHECK(mcclProxyOpInit(&s, &sendConn, devSrc, n, NULL));   // to the peer
+ * MCCLCHECK(mcclProxyOpInit(&r, &recvConn, devDst, n, NULL));   // from the peer
+ * struct mcclProxyOp ops[2] = {s, r};
+ * MCCLCHECK(mcclProxyOpsWait(ops, 2));                           // both ways at once
+ * @endcode
+ */
+mcclResult_t mcclProxyOpsWait(struct mcclProxyOp* ops, int nops);
+
+/** @} */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,690 @@
+// Lab 04: the SHM transport, as NCCL 2.28.9 src/transport/shm.cc: shareable host buffers
+// (ncclShmAllocateShareableBuffer / ncclShmImportShareableBuffer / ncclShmIpcClose), the transport
+// hooks (shmCanConnect, shm{Send,Recv}{Setup,Connect,Free}, shm{Send,Recv}Proxy{Setup,Connect,Free})
+// and the copy-engine progress functions (shm{Send,Recv}ProxyProgress) driven from the host.
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "mccl_alloc.h"
+#include "mccl_checks.h"
+#include "mccl_debug.h"
+#include "mccl_host_alloc.h"
+#include "mccl_param.h"
+#include "mccl_shm.h"
+
+// ---- shareable host buffers ------------------------------------------------------------------
+
+mcclResult_t mcclShmAllocateShareableBuffer(size_t size, int legacy, mcclShmIpcDesc_t* descOut, void** hptr,
+                                            void** dptr) {
+  MCCL_ARGCHECK(descOut != NULL, "descOut is NULL");
+  MCCL_ARGCHECK(hptr != NULL, "hptr is NULL");
+  MCCL_ARGCHECK(size > 0, "size is 0");
+  mcclShmIpcDesc_t desc;
+  memset(&desc, 0, sizeof(desc));
+  void *h = NULL, *d = NULL;
+  if (mcclCuMemEnable() && mcclCuMemHostEnable() && !legacy) {
+    CUmemGenericAllocationHandle handle;
+    MCCLCHECK(mcclCuMemHostAlloc(&h, &handle, size));
+    desc.kind = MCCL_SHM_IPC_CUMEM;
+    desc.cumem.type = mcclCuMemHandleType;
+    desc.cumem.size = size;
+    // The handle means nothing to the peer; it travels so the peer can ask us (our proxy, in lab 05)
+    // to turn it into an fd, as NCCL's ncclProxyClientGetFdBlocking does.
+    desc.cumem.handle = handle;
+    desc.cumem.ptr = h;
+    d = h;  // one address for host and device
+    INFO(MCCL_SHM, "CUMEM allocated shareable host buffer %p size %zu", h, size);
+  } else {
+    char path[MCCL_SHM_PATH_MAX] = "";
+    mcclShmHandle_t handle;
+    MCCLCHECK(mcclShmOpen(path, sizeof(path), size, &h, dptr ? &d : NULL, 1, &handle));
+    desc.kind = MCCL_SHM_IPC_LEGACY;
+    memcpy(desc.legacy.shmSuffix, path + strlen(MCCL_SHM_PREFIX), sizeof(desc.legacy.shmSuffix) - 1);
+    desc.legacy.shmSuffix[sizeof(desc.legacy.shmSuffix) - 1] = '\0';
+    desc.legacy.shmSize = size;
+    desc.legacy.handle = handle;
+    INFO(MCCL_SHM, "MMAP allocated shareable host buffer %s size %zu ptr %p", path, size, h);
+  }
+  *descOut = desc;
+  *hptr = h;
+  if (dptr) *dptr = d;
+  return mcclSuccess;
+}
+
+mcclResult_t mcclShmExportFd(const mcclShmIpcDesc_t* desc, int* fd) {
+  MCCL_ARGCHECK(desc != NULL, "desc is NULL");
+  MCCL_ARGCHECK(fd != NULL, "fd is NULL");
+  MCCL_ARGCHECK(desc->kind == MCCL_SHM_IPC_CUMEM, "desc->kind %d (only a cuMem descriptor, kind %d, has an fd)",
+                desc->kind, MCCL_SHM_IPC_CUMEM);
+  MCCL_ARGCHECK(desc->cumem.type == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                "desc->cumem.type %d (only POSIX fd handles are exported here)", (int)desc->cumem.type);
+  int out = -1;
+  CUCHECK(cuMemExportToShareableHandle(&out, desc->cumem.handle, desc->cumem.type, 0));
+  *fd = out;
+  return mcclSuccess;
+}
+
+static int validSuffix(const char* s) {
+  for (int i = 0; i < 6; i++)
+    if (!isalnum((unsigned char)s[i])) return 0;  // mkstemp's alphabet: no '/', no '.'
+  return s[6] == '\0';
+}
+
+static mcclResult_t importCuMem(const mcclShmIpcDesc_t* desc, int fd, void** hptr) {
+  mcclResult_t res = mcclSuccess;
+  CUmemGenericAllocationHandle handle;
+  CUdeviceptr addr = 0;
+  CUdevice dev;
+  int cudaDev = 0, numaId = -1;
+  size_t gran = 0, size = desc->cumem.size;
+  CUmemAllocationProp prop;
+  CUmemAccessDesc access[2];
+
+  CUCHECK(cuMemImportFromShareableHandle(&handle, (void*)(uintptr_t)fd, desc->cumem.type));
+  CUDACHECKGOTO(cudaGetDevice(&cudaDev), res, release);
+  CUCHECKGOTO(cuDeviceGet(&dev, cudaDev), res, release);
+  CUCHECKGOTO(cuDeviceGetAttribute(&numaId, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, dev), res, release);
+  if (numaId < 0) numaId = 0;
+  memset(&prop, 0, sizeof(prop));
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+  prop.location.id = numaId;
+  prop.requestedHandleTypes = desc->cumem.type;
+  CUCHECKGOTO(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), res, release);
+  size = (size + gran - 1) / gran * gran;  // the exporter rounded the same way
+  CUCHECKGOTO(cuMemAddressReserve(&addr, size, gran, 0, 0), res, release);
+  CUCHECKGOTO(cuMemMap(addr, size, 0, handle, 0), res, addressFree);
+  // The importer's own device and its host both need a grant, exactly as for a local allocation.
+  memset(access, 0, sizeof(access));
+  access[0].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  access[0].location.id = dev;
+  access[0].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  access[1].location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+  access[1].location.id = numaId;
+  access[1].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  CUCHECKGOTO(cuMemSetAccess(addr, size, &access[0], 1), res, unmap);
+  CUCHECKGOTO(cuMemSetAccess(addr, size, &access[1], 1), res, unmap);
+  // The mapping keeps the import's reference; mcclCuMemHostFree drops it.
+  *hptr = (void*)addr;
+  INFO(MCCL_SHM, "CUMEM imported shareable host buffer size %zu ptr %p granularity %zu", size, *hptr, gran);
+  return mcclSuccess;
+unmap:
+  cuMemUnmap(addr, size);
+addressFree:
+  cuMemAddressFree(addr, size);
+release:
+  cuMemRelease(handle);
+  return res;
+}
+
+mcclResult_t mcclShmImportShareableBuffer(const mcclShmIpcDesc_t* desc, int fd, void** hptr, void** dptr,
+                                          mcclShmIpcDesc_t* descOut) {
+  MCCL_ARGCHECK(desc != NULL, "desc is NULL");
+  MCCL_ARGCHECK(hptr != NULL, "hptr is NULL");
+  MCCL_ARGCHECK(descOut != NULL, "descOut is NULL");
+  mcclShmIpcDesc_t out;
+  memset(&out, 0, sizeof(out));
+  void *h = NULL, *d = NULL;
+  if (desc->kind == MCCL_SHM_IPC_LEGACY) {
+    MCCL_ARGCHECK(validSuffix(desc->legacy.shmSuffix), "desc->legacy.shmSuffix \"%.7s\" (must be 6 letters/digits)",
+                  desc->legacy.shmSuffix);
+    MCCL_ARGCHECK(desc->legacy.shmSize > 0, "desc->legacy.shmSize is 0");
+    char path[MCCL_SHM_PATH_MAX];
+    snprintf(path, sizeof(path), "%s%s", MCCL_SHM_PREFIX, desc->legacy.shmSuffix);
+    mcclShmHandle_t handle;
+    MCCLCHECK(mcclShmOpen(path, sizeof(path), desc->legacy.shmSize, &h, dptr ? &d : NULL, -1, &handle));
+    out.kind = MCCL_SHM_IPC_LEGACY;
+    memcpy(out.legacy.shmSuffix, desc->legacy.shmSuffix, sizeof(out.legacy.shmSuffix));
+    out.legacy.shmSize = desc->legacy.shmSize;
+    out.legacy.handle = handle;
+    INFO(MCCL_SHM, "MMAP imported shareable host buffer %s size %zu ptr %p", path, desc->legacy.shmSize, h);
+  } else if (desc->kind == MCCL_SHM_IPC_CUMEM) {
+    MCCL_ARGCHECK(desc->cumem.type == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                  "desc->cumem.type %d (only POSIX fd handles are imported here)", (int)desc->cumem.type);
+    MCCL_ARGCHECK(desc->cumem.size > 0, "desc->cumem.size is 0");
+    MCCL_ARGCHECK(fd >= 0 && fcntl(fd, F_GETFD) != -1, "fd %d is not an open descriptor (a cuMem descriptor needs "
+                  "the fd its exporter sent)", fd);
+    MCCLCHECK(importCuMem(desc, fd, &h));
+    d = h;
+    out.kind = MCCL_SHM_IPC_CUMEM;
+    out.cumem.type = desc->cumem.type;
+    out.cumem.size = desc->cumem.size;
+    out.cumem.ptr = h;
+  } else {
+    WARN("Invalid argument: desc->kind %d (expected %d legacy or %d cuMem)", desc->kind, MCCL_SHM_IPC_LEGACY,
+         MCCL_SHM_IPC_CUMEM);
+    return mcclInvalidArgument;
+  }
+  *descOut = out;
+  *hptr = h;
+  if (dptr) *dptr = d;
+  return mcclSuccess;
+}
+
+mcclResult_t mcclShmIpcClose(mcclShmIpcDesc_t* desc) {
+  if (desc == NULL) return mcclSuccess;
+  mcclResult_t res = mcclSuccess;
+  if (desc->kind == MCCL_SHM_IPC_LEGACY) {
+    res = mcclShmClose(desc->legacy.handle);
+  } else if (desc->kind == MCCL_SHM_IPC_CUMEM) {
+    res = mcclCuMemHostFree(desc->cumem.ptr);  // finds the handle from the pointer: ours or imported
+  }
+  memset(desc, 0, sizeof(*desc));
+  return res;
+}
+
+mcclResult_t mcclShmBuffSize(int* buffSize) {
+  MCCL_ARGCHECK(buffSize != NULL, "buffSize is NULL");
+  int64_t b = mcclParamBuffsize();
+  MCCL_ARGCHECK(b >= 4096 && b % 4096 == 0 && b <= (1LL << 30), "MCCL_BUFFSIZE %lld (must be a multiple of 4096 "
+                "from 4096 to 1 GiB)", (long long)b);
+  *buffSize = (int)b;
+  return mcclSuccess;
+}
+
+// ---- transport resources ---------------------------------------------------------------------
+
+// User side of a send connection (NCCL's shmSendResources).
+struct shmSendResources {
+  struct mcclRecvMem* remHostMem;
+  struct mcclRecvMem* devRemHostMem;
+  mcclShmIpcDesc_t remDesc;
+  struct mcclSendMem* hostMem;
+  struct mcclSendMem* devHostMem;
+  int buffSize;
+};
+
+// User side of a receive connection (NCCL's shmRecvResources).
+struct shmRecvResources {
+  struct mcclSendMem* remHostMem;
+  struct mcclSendMem* devRemHostMem;
+  mcclShmIpcDesc_t remDesc;
+  struct mcclRecvMem* hostMem;
+  struct mcclRecvMem* devHostMem;
+  int buffSize;
+};
+
+// Proxy side (NCCL's shmProxyInfo): the buffer this side allocated, and what progress needs.
+struct shmProxyInfo {
+  mcclShmIpcDesc_t desc;
+  char* shmFifo;
+  struct mcclSendMem* sendMem;
+  struct mcclRecvMem* recvMem;
+  int stepSize;
+  uint64_t step;
+  cudaStream_t stream;
+  cudaEvent_t events[MCCL_STEPS];
+  int nEvents;
+};
+
+// ---- canConnect ------------------------------------------------------------------------------
+
+static mcclResult_t shmCanConnect(int* ret, const mcclPeerInfo* info1, const mcclPeerInfo* info2) {
+  MCCL_ARGCHECK(ret != NULL, "ret is NULL");
+  MCCL_ARGCHECK(info1 != NULL, "info1 is NULL");
+  MCCL_ARGCHECK(info2 != NULL, "info2 is NULL");
+  *ret = 0;
+  if (mcclParamShmDisable() == 1) return mcclSuccess;
+  TRACE(MCCL_INIT | MCCL_SHM, "peer1 hostHash %llx peer2 hostHash %llx", (unsigned long long)info1->hostHash,
+        (unsigned long long)info2->hostHash);
+  if (info1->hostHash != info2->hostHash) return mcclSuccess;
+  // Same host but different /dev/shm (two containers): a file one creates the other cannot open.
+  TRACE(MCCL_INIT | MCCL_SHM, "peer1 shmDev %llx peer2 shmDev %llx", (unsigned long long)info1->shmDev,
+        (unsigned long long)info2->shmDev);
+  if (info1->shmDev != info2->shmDev) return mcclSuccess;
+  *ret = 1;
+  return mcclSuccess;
+}
+
+// ---- setup: each side asks its proxy for a buffer --------------------------------------------
+
+static int sameProcess(const mcclPeerInfo* a, const mcclPeerInfo* b) {
+  return a->hostHash == b->hostHash && a->pid == b->pid;
+}
+
+static mcclResult_t shmSetup(int send, const mcclPeerInfo* myInfo, const mcclPeerInfo* peerInfo,
+                             struct mcclConnect* connectInfo, struct mcclConnector* c) {
+  MCCL_ARGCHECK(myInfo != NULL, "myInfo is NULL");
+  MCCL_ARGCHECK(peerInfo != NULL, "peerInfo is NULL");
+  MCCL_ARGCHECK(connectInfo != NULL, "connectInfo is NULL");
+  MCCL_ARGCHECK(c != NULL && c->proxyCall != NULL, "connector %p not initialised (mcclConnectorInit)", (void*)c);
+  MCCL_ARGCHECK(c->send == send, "connector is a %s connector, used with the %s hooks", c->send ? "send" : "recv",
+                send ? "send" : "recv");
+  if (c->transportResources) {
+    WARN("Invalid usage: connector %p is already set up", (void*)c);
+    return mcclInvalidUsage;
+  }
+  mcclResult_t res = mcclSuccess;
+  int buffSize;
+  MCCLCHECK(mcclShmBuffSize(&buffSize));
+  struct mcclShmRequest req;
+  memset(&req, 0, sizeof(req));
+  // Receiver-side locality (NCCL's default SHM_LOCALITY=2): the FIFO lives with its reader.
+  req.size = send ? sizeof(struct mcclSendMem) : sizeof(struct mcclRecvMem) + (size_t)buffSize;
+  // Peers in one process cannot pass themselves an fd through a proxy; NCCL uses /dev/shm there.
+  req.legacy = sameProcess(myInfo, peerInfo);
+  req.buffSize = buffSize;
+  req.initialStep = c->initialStep;
+  struct mcclShmConnectInfo info;
+  memset(&info, 0, sizeof(info));
+  void* resources = calloc(1, send ? sizeof(struct shmSendResources) : sizeof(struct shmRecvResources));
+  if (resources == NULL) {
+    WARN("Out of memory allocating SHM resources");
+    return mcclSystemError;
+  }
+  MCCLCHECKGOTO(c->proxyCall(c, mcclProxyMsgSetup, &req, sizeof(req), &info, sizeof(info)), res, fail);
+  info.rank = myInfo->rank;
+  if (send) {
+    struct shmSendResources* r = (struct shmSendResources*)resources;
+    r->hostMem = (struct mcclSendMem*)info.buf.hptr;
+    r->devHostMem = (struct mcclSendMem*)info.buf.dptr;
+    r->buffSize = buffSize;
+  } else {
+    struct shmRecvResources* r = (struct shmRecvResources*)resources;
+    r->hostMem = (struct mcclRecvMem*)info.buf.hptr;
+    r->devHostMem = (struct mcclRecvMem*)info.buf.dptr;
+    r->buffSize = buffSize;
+  }
+  memset(connectInfo, 0, sizeof(*connectInfo));
+  memcpy(connectInfo->data, &info, sizeof(info));
+  c->transportResources = resources;
+  INFO(MCCL_INIT | MCCL_SHM, "%d -> %d via SHM/%s (%s side, FIFO %d bytes)", send ? myInfo->rank : peerInfo->rank,
+       send ? peerInfo->rank : myInfo->rank, info.desc.kind == MCCL_SHM_IPC_CUMEM ? "cuMem" : "/dev/shm",
+       send ? "send" : "recv", buffSize);
+  return mcclSuccess;
+fail:
+  free(resources);
+  return res;
+}
+
+static mcclResult_t shmSendSetup(const mcclPeerInfo* myInfo, const mcclPeerInfo* peerInfo,
+                                 struct mcclConnect* connectInfo, struct mcclConnector* send) {
+  return shmSetup(1, myInfo, peerInfo, connectInfo, send);
+}
+
+static mcclResult_t shmRecvSetup(const mcclPeerInfo* myInfo, const mcclPeerInfo* peerInfo,
+                                 struct mcclConnect* connectInfo, struct mcclConnector* recv) {
+  return shmSetup(0, myInfo, peerInfo, connectInfo, recv);
+}
+
+// ---- connect: import the peer's buffer ---------------------------------------------------------
+
+static mcclResult_t importPeer(struct mcclConnector* c, const struct mcclShmConnectInfo* info, size_t needed,
+                               void** hptr, void** dptr, mcclShmIpcDesc_t* remDesc) {
+  size_t size = info->desc.kind == MCCL_SHM_IPC_CUMEM ? info->desc.cumem.size : info->desc.legacy.shmSize;
+  if ((info->desc.kind == MCCL_SHM_IPC_LEGACY || info->desc.kind == MCCL_SHM_IPC_CUMEM) && size < needed) {
+    WARN("Peer rank %d offers a %zu-byte SHM buffer, this side needs %zu: is MCCL_BUFFSIZE the same in both "
+         "processes?", info->rank, size, needed);
+    return mcclRemoteError;
+  }
+  int fd = -1;
+  if (info->desc.kind == MCCL_SHM_IPC_CUMEM) {
+    if (c->getPeerFd == NULL) {
+      WARN("Invalid usage: peer rank %d shares a cuMem buffer, but the connector has no getPeerFd to fetch its fd",
+           info->rank);
+      return mcclInvalidUsage;
+    }
+    MCCLCHECK(c->getPeerFd(c->getPeerFdCtx, info->rank, &info->desc.cumem.handle, (int)sizeof(info->desc.cumem.handle),
+                           &fd));
+  }
+  mcclResult_t res = mcclShmImportShareableBuffer(&info->desc, fd, hptr, dptr, remDesc);
+  if (fd >= 0) close(fd);  // the mapping holds the memory; the fd was only its passport
+  return res;
+}
+
+static mcclResult_t shmSendConnect(const struct mcclConnect* connectInfo, struct mcclConnector* send) {
+  MCCL_ARGCHECK(connectInfo != NULL, "connectInfo is NULL");
+  MCCL_ARGCHECK(send != NULL && send->send == 1, "send connector %p is NULL or a recv connector", (void*)send);
+  struct shmSendResources* r = (struct shmSendResources*)send->transportResources;
+  if (r == NULL || send->connected) {
+    WARN("Invalid usage: send connector %p is %s", (void*)send, r ? "already connected" : "not set up");
+    return mcclInvalidUsage;
+  }
+  mcclResult_t res = mcclSuccess;
+  struct mcclShmConnectInfo info;
+  memcpy(&info, connectInfo->data, sizeof(info));
+  MCCLCHECK(importPeer(send, &info, sizeof(struct mcclRecvMem) + (size_t)r->buffSize, (void**)&r->remHostMem,
+                       (void**)&r->devRemHostMem, &r->remDesc));
+  // The sender writes the peer's FIFO and tail, and reads its own head.
+  send->conn.buff = (char*)(r->devRemHostMem + 1);
+  send->conn.tail = &r->devRemHostMem->tail;
+  send->conn.head = &r->devHostMem->head;
+  send->conn.connFifo = r->devRemHostMem->connFifo;
+  send->conn.stepSize = r->buffSize / MCCL_STEPS;
+  send->conn.step = send->initialStep;
+  struct mcclShmProxyConnectReq req = {(char*)(r->remHostMem + 1), r->hostMem, r->remHostMem};
+  MCCLCHECKGOTO(send->proxyCall(send, mcclProxyMsgConnect, &req, sizeof(req), NULL, 0), res, fail);
+  send->connected = 1;
+  return mcclSuccess;
+fail:
+  mcclShmIpcClose(&r->remDesc);
+  memset(&send->conn, 0, sizeof(send->conn));
+  return res;
+}
+
+static mcclResult_t shmRecvConnect(const struct mcclConnect* connectInfo, struct mcclConnector* recv) {
+  MCCL_ARGCHECK(connectInfo != NULL, "connectInfo is NULL");
+  MCCL_ARGCHECK(recv != NULL && recv->send == 0, "recv connector %p is NULL or a send connector", (void*)recv);
+  struct shmRecvResources* r = (struct shmRecvResources*)recv->transportResources;
+  if (r == NULL || recv->connected) {
+    WARN("Invalid usage: recv connector %p is %s", (void*)recv, r ? "already connected" : "not set up");
+    return mcclInvalidUsage;
+  }
+  mcclResult_t res = mcclSuccess;
+  struct mcclShmConnectInfo info;
+  memcpy(&info, connectInfo->data, sizeof(info));
+  MCCLCHECK(importPeer(recv, &info, sizeof(struct mcclSendMem), (void**)&r->remHostMem, (void**)&r->devRemHostMem,
+                       &r->remDesc));
+  // The receiver reads its own FIFO and tail, and returns credit in the peer's head.
+  recv->conn.buff = (char*)(r->devHostMem + 1);
+  recv->conn.tail = &r->devHostMem->tail;
+  recv->conn.head = &r->devRemHostMem->head;
+  recv->conn.connFifo = r->devHostMem->connFifo;
+  recv->conn.stepSize = r->buffSize / MCCL_STEPS;
+  recv->conn.step = recv->initialStep;
+  struct mcclShmProxyConnectReq req = {(char*)(r->hostMem + 1), r->remHostMem, r->hostMem};
+  MCCLCHECKGOTO(recv->proxyCall(recv, mcclProxyMsgConnect, &req, sizeof(req), NULL, 0), res, fail);
+  recv->connected = 1;
+  return mcclSuccess;
+fail:
+  mcclShmIpcClose(&r->remDesc);
+  memset(&recv->conn, 0, sizeof(recv->conn));
+  return res;
+}
+
+static mcclResult_t shmFree(struct mcclConnector* c) {
+  if (c == NULL || c->transportResources == NULL) return mcclSuccess;
+  mcclResult_t res;
+  if (c->send) res = mcclShmIpcClose(&((struct shmSendResources*)c->transportResources)->remDesc);
+  else res = mcclShmIpcClose(&((struct shmRecvResources*)c->transportResources)->remDesc);
+  free(c->transportResources);
+  c->transportResources = NULL;
+  memset(&c->conn, 0, sizeof(c->conn));
+  c->connected = 0;
+  return res;
+}
+
+// ---- proxy hooks -----------------------------------------------------------------------------
+
+static mcclResult_t shmProxySetup(struct mcclProxyConnection* connection, const void* reqBuff, int reqSize,
+                                  void* respBuff, int respSize, int* done) {
+  MCCL_ARGCHECK(connection != NULL && reqBuff != NULL && respBuff != NULL && done != NULL,
+                "NULL connection %p, req %p, resp %p or done %p", (void*)connection, reqBuff, respBuff, (void*)done);
+  if (reqSize != (int)sizeof(struct mcclShmRequest) || respSize != (int)sizeof(struct mcclShmConnectInfo)) {
+    WARN("SHM proxySetup: reqSize %d / respSize %d, expected %zu / %zu", reqSize, respSize,
+         sizeof(struct mcclShmRequest), sizeof(struct mcclShmConnectInfo));
+    return mcclInternalError;
+  }
+  if (connection->transportResources) {
+    WARN("Invalid usage: SHM proxy connection %p is already set up", (void*)connection);
+    return mcclInvalidUsage;
+  }
+  const struct mcclShmRequest* req = (const struct mcclShmRequest*)reqBuff;
+  MCCL_ARGCHECK(req->buffSize >= 4096 && req->buffSize % MCCL_STEPS == 0, "req->buffSize %d", req->buffSize);
+  struct shmProxyInfo* pi = (struct shmProxyInfo*)calloc(1, sizeof(*pi));
+  if (pi == NULL) {
+    WARN("Out of memory allocating SHM proxy resources");
+    return mcclSystemError;
+  }
+  mcclResult_t res = mcclSuccess;
+  void *hptr = NULL, *dptr = NULL;
+  MCCLCHECKGOTO(mcclShmAllocateShareableBuffer(req->size, req->legacy, &pi->desc, &hptr, &dptr), res, fail);
+  // Only the page of counters needs known contents: the FIFO is always written before it is read.
+  if (connection->send) {
+    struct mcclSendMem* s = (struct mcclSendMem*)hptr;
+    memset(s, 0, sizeof(*s));
+    __atomic_store_n(&s->head, req->initialStep, __ATOMIC_RELEASE);
+  } else {
+    struct mcclRecvMem* r = (struct mcclRecvMem*)hptr;
+    memset(r, 0, sizeof(*r));
+    __atomic_store_n(&r->tail, req->initialStep, __ATOMIC_RELEASE);
+  }
+  pi->step = req->initialStep;
+  pi->stepSize = req->buffSize / MCCL_STEPS;
+  struct mcclShmConnectInfo* info = (struct mcclShmConnectInfo*)respBuff;
+  memset(info, 0, sizeof(*info));
+  info->desc = pi->desc;
+  info->buf.hptr = hptr;
+  info->buf.dptr = dptr;
+  connection->transportResources = pi;
+  *done = 1;
+  return mcclSuccess;
+fail:
+  free(pi);
+  return res;
+}
+
+static mcclResult_t shmProxyConnect(struct mcclProxyConnection* connection, const void* reqBuff, int reqSize,
+                                    void* respBuff, int respSize, int* done) {
+  (void)respBuff;
+  (void)respSize;
+  MCCL_ARGCHECK(connection != NULL && reqBuff != NULL && done != NULL, "NULL connection %p, req %p or done %p",
+                (void*)connection, reqBuff, (void*)done);
+  if (reqSize != (int)sizeof(struct mcclShmProxyConnectReq)) {
+    WARN("SHM proxyConnect: reqSize %d, expected %zu", reqSize, sizeof(struct mcclShmProxyConnectReq));
+    return mcclInternalError;
+  }
+  struct shmProxyInfo* pi = (struct shmProxyInfo*)connection->transportResources;
+  if (pi == NULL || pi->stream != NULL) {
+    WARN("Invalid usage: SHM proxy connection %p is %s", (void*)connection, pi ? "already connected" : "not set up");
+    return mcclInvalidUsage;
+  }
+  const struct mcclShmProxyConnectReq* req = (const struct mcclShmProxyConnectReq*)reqBuff;
+  mcclResult_t res = mcclSuccess;
+  pi->shmFifo = req->shmFifo;
+  pi->sendMem = req->sendMem;
+  pi->recvMem = req->recvMem;
+  // One stream per side keeps the copies of consecutive steps in order; one event per slot tells
+  // when a slot's copy has landed without waiting for the whole stream.
+  CUDACHECKGOTO(cudaStreamCreateWithFlags(&pi->stream, cudaStreamNonBlocking), res, fail);
+  for (; pi->nEvents < MCCL_STEPS; pi->nEvents++)
+    CUDACHECKGOTO(cudaEventCreateWithFlags(&pi->events[pi->nEvents], cudaEventDisableTiming), res, fail);
+  *done = 1;
+  return mcclSuccess;
+fail:
+  while (pi->nEvents > 0) cudaEventDestroy(pi->events[--pi->nEvents]);
+  if (pi->stream) cudaStreamDestroy(pi->stream);
+  pi->stream = NULL;
+  return res;
+}
+
+static mcclResult_t shmProxyFree(struct mcclProxyConnection* connection) {
+  if (connection == NULL || connection->transportResources == NULL) return mcclSuccess;
+  struct shmProxyInfo* pi = (struct shmProxyInfo*)connection->transportResources;
+  mcclResult_t res = mcclSuccess;
+  if (pi->stream) {
+    // Copies may still be in flight after an error: they must land before the memory goes away.
+    if (cudaStreamSynchronize(pi->stream) != cudaSuccess) res = mcclUnhandledCudaError;
+    while (pi->nEvents > 0) cudaEventDestroy(pi->events[--pi->nEvents]);
+    if (cudaStreamDestroy(pi->stream) != cudaSuccess) res = mcclUnhandledCudaError;
+  }
+  mcclResult_t r = mcclShmIpcClose(&pi->desc);
+  if (res == mcclSuccess) res = r;
+  free(pi);
+  connection->transportResources = NULL;
+  return res;
+}
+
+// ---- progress: the FIFO state machines ---------------------------------------------------------
+
+static uint64_t nowNs(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);  // vDSO: no system call
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static mcclResult_t opStart(struct mcclProxyOp* op, int* done, struct shmProxyInfo** pip) {
+  MCCL_ARGCHECK(op != NULL, "op is NULL");
+  MCCL_ARGCHECK(done != NULL, "done is NULL");
+  MCCL_ARGCHECK(op->connection != NULL, "op->connection is NULL");
+  struct shmProxyInfo* pi = (struct shmProxyInfo*)op->connection->transportResources;
+  if (pi == NULL || pi->stream == NULL) {
+    WARN("Invalid usage: op on SHM connection %p that is not connected", (void*)op->connection);
+    return mcclInvalidUsage;
+  }
+  if (op->state == mcclProxyOpReady) {
+    op->base = pi->step;
+    op->nsteps = op->nbytes == 0 ? 1 : (op->nbytes + (size_t)pi->stepSize - 1) / (size_t)pi->stepSize;
+    op->transmitted = op->done = 0;
+    op->lastProgressNs = nowNs();
+    op->state = mcclProxyOpProgress;
+  }
+  *pip = pi;
+  return mcclSuccess;
+}
+
+static size_t stepBytes(const struct mcclProxyOp* op, const struct shmProxyInfo* pi, uint64_t s) {
+  size_t off = (size_t)s * (size_t)pi->stepSize;
+  size_t left = op->nbytes - off;
+  return left < (size_t)pi->stepSize ? left : (size_t)pi->stepSize;
+}
+
+// Called when a poll moved nothing: has the peer gone quiet for too long, or did someone abort?
+static mcclResult_t opStalled(struct mcclProxyOp* op, const char* side, uint64_t head, uint64_t tail) {
+  if (op->abortFlag && __atomic_load_n(op->abortFlag, __ATOMIC_RELAXED)) {
+    WARN("SHM %s aborted at step %llu of %llu", side, (unsigned long long)op->done, (unsigned long long)op->nsteps);
+    return mcclInternalError;
+  }
+  if (op->timeoutMs > 0 && nowNs() - op->lastProgressNs > (uint64_t)op->timeoutMs * 1000000ull) {
+    WARN("SHM %s: no progress from the peer for %lld ms (MCCL_SHM_TIMEOUT) at step %llu of %llu, head %llu tail "
+         "%llu: the peer died or stopped", side, (long long)op->timeoutMs, (unsigned long long)op->done,
+         (unsigned long long)op->nsteps, (unsigned long long)head, (unsigned long long)tail);
+    return mcclTimeout;
+  }
+  return mcclSuccess;
+}
+
+static void opFinish(struct mcclProxyOp* op, struct shmProxyInfo* pi, int* done) {
+  if (op->done == op->nsteps) {
+    pi->step = op->base + op->nsteps;
+    op->state = mcclProxyOpNone;
+    *done = 1;
+  }
+}
+
+// Sender (NCCL's shmSendProxyProgress, with the device buffer as the source): credit from head,
+// device -> FIFO slot copy, then size in connFifo and tail, in step order.
+static mcclResult_t shmSendProxyProgress(struct mcclProxyOp* op, int* done) {
+  struct shmProxyInfo* pi;
+  MCCLCHECK(opStart(op, done, &pi));
+  *done = 0;
+  if (op->state == mcclProxyOpNone) {
+    *done = 1;
+    return mcclSuccess;
+  }
+  int moved = 0;
+  const size_t stepSize = (size_t)pi->stepSize;
+  uint64_t head = 0;
+  while (op->transmitted < op->done + MCCL_STEPS && op->transmitted < op->nsteps) {
+    uint64_t step = op->base + op->transmitted;
+    head = __atomic_load_n(&pi->sendMem->head, __ATOMIC_ACQUIRE);
+    if (step - head >= MCCL_STEPS) break;  // unsigned, so it holds across the wrap: the slot is still the reader's
+    int slot = (int)(step % MCCL_STEPS);
+    size_t size = stepBytes(op, pi, op->transmitted);
+    if (size > 0)
+      CUDACHECK(cudaMemcpyAsync(pi->shmFifo + (size_t)slot * stepSize, (char*)op->buff + op->transmitted * stepSize,
+                                size, cudaMemcpyDeviceToHost, pi->stream));
+    CUDACHECK(cudaEventRecord(pi->events[slot], pi->stream));
+    op->transmitted++;
+    moved = 1;
+  }
+  while (op->done < op->transmitted) {
+    uint64_t step = op->base + op->done;
+    int slot = (int)(step % MCCL_STEPS);
+    cudaError_t e = cudaEventQuery(pi->events[slot]);
+    if (e == cudaErrorNotReady) break;
+    if (e != cudaSuccess) {
+      WARN("Cuda failure %d '%s' in the copy of SHM send step %llu", (int)e, cudaGetErrorString(e),
+           (unsigned long long)step);
+      return mcclUnhandledCudaError;
+    }
+    struct mcclConnFifo* f = &pi->recvMem->connFifo[slot];
+    f->mode = MCCL_MODE_NORMAL;
+    f->offset = (int)((size_t)slot * stepSize);
+    f->size = (ssize_t)stepBytes(op, pi, op->done);
+    f->ptr = NULL;
+    // Release: the slot's bytes and its connFifo entry are visible before the new tail is.
+    __atomic_store_n(&pi->recvMem->tail, step + 1, __ATOMIC_RELEASE);
+    op->done++;
+    moved = 1;
+  }
+  opFinish(op, pi, done);
+  op->idle = !moved;
+  if (moved) {
+    op->lastProgressNs = nowNs();
+  } else if (!*done) {
+    MCCLCHECK(opStalled(op, "send", __atomic_load_n(&pi->sendMem->head, __ATOMIC_RELAXED),
+                        __atomic_load_n(&pi->recvMem->tail, __ATOMIC_RELAXED)));
+  }
+  return mcclSuccess;
+}
+
+// Receiver (NCCL's shmRecvProxyProgress, with the device buffer as the destination): wait for tail,
+// FIFO slot -> device copy, then return the slot as credit in head, in step order.
+static mcclResult_t shmRecvProxyProgress(struct mcclProxyOp* op, int* done) {
+  struct shmProxyInfo* pi;
+  MCCLCHECK(opStart(op, done, &pi));
+  *done = 0;
+  if (op->state == mcclProxyOpNone) {
+    *done = 1;
+    return mcclSuccess;
+  }
+  int moved = 0;
+  const size_t stepSize = (size_t)pi->stepSize;
+  while (op->transmitted < op->done + MCCL_STEPS && op->transmitted < op->nsteps) {
+    uint64_t step = op->base + op->transmitted;
+    uint64_t tail = __atomic_load_n(&pi->recvMem->tail, __ATOMIC_ACQUIRE);
+    if (tail - step - 1 >= MCCL_STEPS) break;  // ready when 1 <= tail - step <= MCCL_STEPS, across the wrap too
+    int slot = (int)(step % MCCL_STEPS);
+    size_t expected = stepBytes(op, pi, op->transmitted);
+    ssize_t got = pi->recvMem->connFifo[slot].size;
+    if (got != (ssize_t)expected) {
+      WARN("SHM recv: step %llu (slot %d) holds %zd bytes, expected %zu: the peer sent a message of another size",
+           (unsigned long long)step, slot, got, expected);
+      return mcclRemoteError;
+    }
+    if (expected > 0)
+      CUDACHECK(cudaMemcpyAsync((char*)op->buff + op->transmitted * stepSize, pi->shmFifo + (size_t)slot * stepSize,
+                                expected, cudaMemcpyHostToDevice, pi->stream));
+    CUDACHECK(cudaEventRecord(pi->events[slot], pi->stream));
+    op->transmitted++;
+    moved = 1;
+  }
+  while (op->done < op->transmitted) {
+    uint64_t step = op->base + op->done;
+    int slot = (int)(step % MCCL_STEPS);
+    cudaError_t e = cudaEventQuery(pi->events[slot]);
+    if (e == cudaErrorNotReady) break;
+    if (e != cudaSuccess) {
+      WARN("Cuda failure %d '%s' in the copy of SHM recv step %llu", (int)e, cudaGetErrorString(e),
+           (unsigned long long)step);
+      return mcclUnhandledCudaError;
+    }
+    // Release: our reads of the slot are done before the sender may overwrite it.
+    __atomic_store_n(&pi->sendMem->head, step + 1, __ATOMIC_RELEASE);
+    op->done++;
+    moved = 1;
+  }
+  opFinish(op, pi, done);
+  op->idle = !moved;
+  if (moved) {
+    op->lastProgressNs = nowNs();
+  } else if (!*done) {
+    MCCLCHECK(opStalled(op, "recv", __atomic_load_n(&pi->sendMem->head, __ATOMIC_RELAXED),
+                        __atomic_load_n(&pi->recvMem->tail, __ATOMIC_RELAXED)));
+  }
+  return mcclSuccess;
+}
+
+struct mcclTransport mcclShmTransport = {
+  "SHM",
+  shmCanConnect,
+  {shmSendSetup, shmSendConnect, shmFree, shmProxySetup, shmProxyConnect, shmProxyFree, shmSendProxyProgress},
+  {shmRecvSetup, shmRecvConnect, shmFree, shmProxySetup, shmProxyConnect, shmProxyFree, shmRecvProxyProgress},
+};

@@ -1,0 +1,145 @@
+// Lab 04: what every transport shares: peer records, connectors, the in-thread proxy call and the
+// user-thread progress loop. NCCL 2.28.9 spreads these over src/init.cc (fillInfo),
+// src/transport.cc and src/proxy.cc (ncclProxyCallBlocking, progressOps).
+#include <sched.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "mccl_checks.h"
+#include "mccl_debug.h"
+#include "mccl_param.h"
+#include "mccl_shm.h"
+#include "mccl_transport.h"
+
+// The layout is a contract with the peer process (and, in lab 06, with device code): pin it.
+_Static_assert(sizeof(struct mcclSendMem) == MCCL_MEM_ALIGN, "mcclSendMem must be one page");
+_Static_assert(sizeof(struct mcclRecvMem) == MCCL_MEM_ALIGN, "mcclRecvMem must be one page");
+_Static_assert(offsetof(struct mcclSendMem, head) == 0, "head starts the send page");
+_Static_assert(offsetof(struct mcclSendMem, ptrExchange) == MCCL_CACHE_LINE_SIZE, "head alone on its line");
+_Static_assert(offsetof(struct mcclSendMem, offsFifo) == 2 * MCCL_CACHE_LINE_SIZE, "offsFifo on the third line");
+_Static_assert(offsetof(struct mcclRecvMem, tail) == 0, "tail starts the recv page");
+_Static_assert(offsetof(struct mcclRecvMem, connFifo) == MCCL_CACHE_LINE_SIZE, "tail alone on its line");
+_Static_assert((MCCL_STEPS & (MCCL_STEPS - 1)) == 0, "MCCL_STEPS must be a power of two for wrapping steps");
+_Static_assert(sizeof(struct mcclShmConnectInfo) <= MCCL_CONNECT_SIZE, "SHM connect info too big");
+
+mcclResult_t mcclFillPeerInfo(int rank, int cudaDev, mcclPeerInfo* info) {
+  MCCL_ARGCHECK(info != NULL, "info is NULL");
+  MCCL_ARGCHECK(rank >= 0, "rank %d (must be >= 0)", rank);
+  MCCL_ARGCHECK(cudaDev >= 0, "cudaDev %d (must be >= 0)", cudaDev);
+  mcclPeerInfo p;
+  memset(&p, 0, sizeof(p));
+  p.rank = rank;
+  p.pid = (int)getpid();
+  p.cudaDev = cudaDev;
+  p.hostHash = mcclGetHostHash();
+  struct stat sb;
+  // Two containers on one host see the same host hash but maybe not the same /dev/shm (NCCL's shmDev).
+  p.shmDev = stat("/dev/shm", &sb) == 0 ? (uint64_t)sb.st_dev : 0;
+  *info = p;
+  return mcclSuccess;
+}
+
+mcclResult_t mcclConnectorInit(struct mcclConnector* connector, const struct mcclTransport* transport, int send,
+                               int rank) {
+  MCCL_ARGCHECK(connector != NULL, "connector is NULL");
+  MCCL_ARGCHECK(transport != NULL, "transport is NULL");
+  MCCL_ARGCHECK(send == 0 || send == 1, "send %d (must be 0 or 1)", send);
+  memset(connector, 0, sizeof(*connector));
+  connector->send = send;
+  connector->transportComm = send ? &transport->send : &transport->recv;
+  connector->proxyConn = &connector->proxyConnStorage;
+  connector->proxyConn->send = send;
+  connector->proxyConn->rank = rank;
+  connector->proxyConn->tcomm = connector->transportComm;
+  connector->proxyCall = mcclProxyCallDirect;
+  return mcclSuccess;
+}
+
+mcclResult_t mcclProxyCallDirect(struct mcclConnector* connector, int msgType, const void* req, int reqSize, void* resp,
+                                 int respSize) {
+  MCCL_ARGCHECK(connector != NULL && connector->proxyConn != NULL, "connector %p has no proxy connection",
+                (void*)connector);
+  struct mcclProxyConnection* pc = connector->proxyConn;
+  const struct mcclTransportComm* t = pc->tcomm;
+  MCCL_ARGCHECK(t != NULL, "connector %p was not initialised (no transport)", (void*)connector);
+  int done = 0;
+  switch (msgType) {
+    case mcclProxyMsgSetup:
+      if (t->proxySetup == NULL) return mcclSuccess;
+      // A hook may answer "not yet" (NCCL's async proxy ops); here we simply call it again.
+      while (!done) MCCLCHECK(t->proxySetup(pc, req, reqSize, resp, respSize, &done));
+      return mcclSuccess;
+    case mcclProxyMsgConnect:
+      if (t->proxyConnect == NULL) return mcclSuccess;
+      while (!done) MCCLCHECK(t->proxyConnect(pc, req, reqSize, resp, respSize, &done));
+      return mcclSuccess;
+    case mcclProxyMsgFree:
+      return t->proxyFree ? t->proxyFree(pc) : mcclSuccess;
+    default:
+      WARN("Invalid argument: msgType %d (expected setup %d, connect %d or free %d)", msgType, mcclProxyMsgSetup,
+           mcclProxyMsgConnect, mcclProxyMsgFree);
+      return mcclInvalidArgument;
+  }
+}
+
+mcclResult_t mcclConnectorFree(struct mcclConnector* connector) {
+  if (connector == NULL || connector->transportComm == NULL) return mcclSuccess;
+  mcclResult_t res = mcclSuccess, r;
+  if (connector->transportComm->free) {
+    r = connector->transportComm->free(connector);
+    if (r != mcclSuccess) res = r;
+  }
+  if (connector->proxyCall) {
+    r = connector->proxyCall(connector, mcclProxyMsgFree, NULL, 0, NULL, 0);
+    if (r != mcclSuccess && res == mcclSuccess) res = r;
+  }
+  connector->connected = 0;
+  return res;
+}
+
+mcclResult_t mcclProxyOpInit(struct mcclProxyOp* op, struct mcclConnector* connector, void* buff, size_t nbytes,
+                             volatile uint32_t* abortFlag) {
+  MCCL_ARGCHECK(op != NULL, "op is NULL");
+  MCCL_ARGCHECK(connector != NULL, "connector is NULL");
+  MCCL_ARGCHECK(buff != NULL || nbytes == 0, "buff is NULL with nbytes %zu", nbytes);
+  if (!connector->connected || connector->proxyConn == NULL) {
+    WARN("Invalid usage: connector %p is not connected", (void*)connector);
+    return mcclInvalidUsage;
+  }
+  memset(op, 0, sizeof(*op));
+  op->connection = connector->proxyConn;
+  op->buff = buff;
+  op->nbytes = nbytes;
+  op->abortFlag = abortFlag;
+  op->timeoutMs = mcclParamShmTimeout();
+  op->state = mcclProxyOpReady;
+  return mcclSuccess;
+}
+
+mcclResult_t mcclProxyOpsWait(struct mcclProxyOp* ops, int nops) {
+  MCCL_ARGCHECK(ops != NULL, "ops is NULL");
+  MCCL_ARGCHECK(nops >= 1, "nops %d (must be >= 1)", nops);
+  for (int i = 0; i < nops; i++)
+    MCCL_ARGCHECK(ops[i].connection && ops[i].connection->tcomm && ops[i].connection->tcomm->proxyProgress,
+                  "ops[%d] has no connection with a progress hook", i);
+  int remaining = nops;
+  int finished[nops];
+  memset(finished, 0, sizeof(finished));
+  while (remaining > 0) {
+    int idle = 1;
+    for (int i = 0; i < nops; i++) {
+      if (finished[i]) continue;
+      int done = 0;
+      MCCLCHECK(ops[i].connection->tcomm->proxyProgress(&ops[i], &done));
+      if (!ops[i].idle) idle = 0;
+      if (done) {
+        finished[i] = 1;
+        remaining--;
+      }
+    }
+    // Nothing moved: let the peer and the copy threads have the core (as NCCL's proxy loop does).
+    if (idle && remaining > 0) sched_yield();
+  }
+  return mcclSuccess;
+}
