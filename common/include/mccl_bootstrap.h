@@ -14,7 +14,8 @@
  *
  * Every wait is bounded by MCCL_BOOTSTRAP_TIMEOUT (milliseconds) and by the optional abort flag:
  * a rank that never arrives gives mcclTimeout, a wrong secret, a duplicate rank or a rank-count
- * mismatch gives mcclInvalidUsage, a peer that died gives mcclRemoteError; each with a WARN
+ * mismatch gives mcclInvalidUsage, a peer that died gives mcclRemoteError, an abort gives
+ * mcclInternalError (as NCCL); each with a WARN
  * naming what was wrong. Sockets are closed on every path.
  *
  * @code
@@ -86,11 +87,11 @@ mcclResult_t mcclGetUniqueId(mcclUniqueId* out);
  * @param[in] nranks    number of ranks, >= 1.
  * @param[in] cudaDev   device this rank drives, recorded in its mcclPeerInfo.
  * @param[in] proxyAddr abstract socket name of this rank's proxy, or NULL.
- * @param[in] abortFlag optional flag polled during every wait; non-zero aborts (mcclRemoteError).
+ * @param[in] abortFlag optional flag polled during every wait; non-zero aborts (mcclInternalError, as NCCL).
  * @param[out] out      the new state; written only on success.
  * @return mcclSuccess; mcclInvalidArgument (bad id, rank or count; named in the WARN);
  *         mcclInvalidUsage (wrong secret, duplicate rank, rank-count mismatch);
- *         mcclTimeout (a rank never arrived); mcclRemoteError (a peer died or abort was set);
+ *         mcclTimeout (a rank never arrived); mcclRemoteError (a peer died); mcclInternalError (aborted);
  *         mcclSystemError.
  */
 mcclResult_t mcclBootstrapInit(const mcclUniqueId* id, int rank, int nranks, int cudaDev, const char* proxyAddr,
