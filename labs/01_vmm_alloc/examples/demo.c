@@ -97,9 +97,15 @@ static mcclResult_t throughLibrary(int nDev) {
   CUmemAllocationHandleType types;
   MCCLCHECKGOTO(mcclCuMemRetainHandle(buf, &h, &types, NULL, NULL), res, freeBuf);
   cuMemRelease(h);
-  NOTE("handle 0x%llx, requested handle types 0x%x (%s%s)", (unsigned long long)h, (unsigned)types,
+  int fabric = 0;
+  CUdevice dev0;
+  CUCHECKGOTO(cuDeviceGet(&dev0, 0), res, freeBuf);
+  (void)cuDeviceGetAttribute(&fabric, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED, dev0);
+  NOTE("handle 0x%llx, requested handle types 0x%x: %s%s", (unsigned long long)h, (unsigned)types,
        types & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR ? "POSIX fd" : "",
-       types & CU_MEM_HANDLE_TYPE_FABRIC ? " + fabric" : "; fabric refused or unsupported, retried without it");
+       types & CU_MEM_HANDLE_TYPE_FABRIC ? " + fabric"
+       : fabric ? " (fabric was asked for, refused by the driver, retried without it)"
+                : " (the device reports no fabric support: not asked for)");
   for (int d = 0; d < nDev; d++) {
     unsigned long long flags = 0;
     CUmemLocation loc = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = d};
