@@ -1,0 +1,414 @@
+// Tests of the proxy in one process: RPCs through the service thread (with a test transport whose
+// hooks report "in progress"), ops through the progress thread (ordering, many at once, abort,
+// stop), idle CPU and wake-up, CPU pinning, thread/fd counts, and SHM send/recv driven by the proxy.
+#include <dirent.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "mccl_param.h"
+#include "mccl_proxy.h"
+#include "mccl_shm.h"
+#include "mccl_test.h"
+
+static int countDir(const char* path) {
+  DIR* d = opendir(path);
+  if (d == NULL) return -1;
+  int n = 0;
+  for (struct dirent* e; (e = readdir(d)) != NULL;)
+    if (e->d_name[0] != '.') n++;
+  closedir(d);
+  return n - (strcmp(path, "/proc/self/fd") == 0 ? 1 : 0);
+}
+static int countFds(void) { return countDir("/proc/self/fd"); }
+static int countThreads(void) { return countDir("/proc/self/task"); }
+static long nowUs(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+static void sleepMs(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+  nanosleep(&ts, NULL);
+}
+static long threadCpuUs(pthread_t t) {
+  clockid_t c;
+  struct timespec ts;
+  if (pthread_getcpuclockid(t, &c) != 0 || clock_gettime(c, &ts) != 0) return -1;
+  return (long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+// ---- a test transport: hooks that count, report "not done" a few times, and record order ------
+
+static pthread_t hookThread;
+static atomic_int setupCalls, connectCalls, freeCalls, orderErrors;
+static int busy[8];      // per connection: an op has started and not finished (progress thread only)
+static int logSeq[8][2048], logLen[8];
+
+typedef struct {
+  int conn, seq, calls;  // calls: proxyProgress calls the op needs
+} fakeMsg;
+
+static mcclResult_t fakeSetup(struct mcclProxyConnection* c, const void* req, int reqSize, void* resp, int respSize,
+                              int* done) {
+  (void)c;
+  hookThread = pthread_self();
+  int n = atomic_fetch_add(&setupCalls, 1) + 1;
+  if (reqSize != sizeof(int) || respSize != sizeof(int)) return mcclInvalidArgument;
+  *done = n % 4 == 0;  // "in progress" three times, then done: an async op on the service thread
+  if (*done) *(int*)resp = *(const int*)req * 2;
+  return mcclSuccess;
+}
+static mcclResult_t fakeConnect(struct mcclProxyConnection* c, const void* req, int reqSize, void* resp, int respSize,
+                                int* done) {
+  (void)c; (void)req; (void)reqSize; (void)resp; (void)respSize;
+  atomic_fetch_add(&connectCalls, 1);
+  *done = 1;
+  return mcclRemoteError;  // an error from a hook travels back to the caller
+}
+static mcclResult_t fakeFree(struct mcclProxyConnection* c) {
+  (void)c;
+  atomic_fetch_add(&freeCalls, 1);
+  return mcclSuccess;
+}
+static mcclResult_t fakeProgress(struct mcclProxyOp* op, int* done) {
+  fakeMsg* m = op->buff;
+  *done = 0;
+  if (m->calls < 0) return mcclSuccess;  // never finishes: for abort and stop
+  if (op->state == mcclProxyOpReady) {
+    if (busy[m->conn]) atomic_fetch_add(&orderErrors, 1);
+    busy[m->conn] = 1;
+    op->state = mcclProxyOpProgress;
+  }
+  op->transmitted++;
+  if ((int)op->transmitted >= m->calls) {
+    busy[m->conn] = 0;
+    logSeq[m->conn][logLen[m->conn]++] = m->seq;
+    *done = 1;
+  }
+  return mcclSuccess;
+}
+static struct mcclTransport fakeTransport = {
+    "FAKE", NULL,
+    {NULL, NULL, NULL, fakeSetup, fakeConnect, fakeFree, fakeProgress},
+    {NULL, NULL, NULL, fakeSetup, fakeConnect, fakeFree, fakeProgress}};
+
+static void resetFake(void) {
+  atomic_store(&setupCalls, 0);
+  atomic_store(&connectCalls, 0);
+  atomic_store(&freeCalls, 0);
+  atomic_store(&orderErrors, 0);
+  memset(busy, 0, sizeof(busy));
+  memset(logLen, 0, sizeof(logLen));
+}
+
+static void createDestroyCounts(void) {
+  int fds0 = countFds(), th0 = countThreads();
+  mcclProxyState* p = NULL;
+  EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
+  EXPECT_EQ(countThreads(), th0 + 2);
+  EXPECT_TRUE(strncmp(mcclProxyGetAddress(p), "mccl-proxy-", 11) == 0);
+  EXPECT_OK(mcclProxyDestroy(p));
+  EXPECT_EQ(countThreads(), th0);
+  EXPECT_EQ(countFds(), fds0);
+  mcclProxyState* q = (mcclProxyState*)0x1;
+  EXPECT_RES(mcclProxyCreate(-1, 0, NULL, &q), mcclInvalidArgument);
+  EXPECT_RES(mcclProxyCreate(0, -2, NULL, &q), mcclInvalidArgument);
+  EXPECT_RES(mcclProxyCreate(0, 0, NULL, NULL), mcclInvalidArgument);
+  EXPECT_TRUE(q == (mcclProxyState*)0x1);
+  EXPECT_OK(mcclProxyDestroy(NULL));
+}
+
+// Init, Setup (async: in progress three times), Connect (hook error), Free, all on the service thread.
+static void setupRpcs(void) {
+  resetFake();
+  int fds0 = countFds(), th0 = countThreads();
+  mcclProxyState* p = NULL;
+  EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
+  struct mcclConnector c;
+  EXPECT_OK(mcclConnectorInit(&c, &fakeTransport, 1, 0));
+  EXPECT_OK(mcclProxyConnect(p, &c));
+  EXPECT_TRUE(c.proxyConn != &c.proxyConnStorage);
+  EXPECT_TRUE(c.proxyCall == mcclProxyCallBlocking);
+  int in = 21, out = 0;
+  EXPECT_OK(c.proxyCall(&c, mcclProxyMsgSetup, &in, sizeof(in), &out, sizeof(out)));
+  EXPECT_EQ(out, 42);
+  EXPECT_EQ(atomic_load(&setupCalls), 4);
+  pthread_t svc;
+  EXPECT_OK(mcclProxyGetThreads(p, &svc, NULL));
+  EXPECT_TRUE(pthread_equal(hookThread, svc));
+  // Async form: the first polls answer mcclInProgress, the response arrives later.
+  int in2 = 5, out2 = 0, sawInProgress = 0;
+  char opId;
+  EXPECT_OK(mcclProxyCallAsync(&c, mcclProxyMsgSetup, &in2, sizeof(in2), sizeof(out2), &opId));
+  mcclResult_t r;
+  while ((r = mcclPollProxyResponse(&c, &out2, &opId)) == mcclInProgress) sawInProgress = 1;
+  EXPECT_RES(r, mcclSuccess);
+  EXPECT_EQ(out2, 10);
+  EXPECT_EQ(sawInProgress, 1);
+  EXPECT_RES(mcclPollProxyResponse(&c, &out2, &opId), mcclInvalidArgument);  // already collected
+  EXPECT_RES(c.proxyCall(&c, mcclProxyMsgConnect, NULL, 0, NULL, 0), mcclRemoteError);
+  EXPECT_RES(c.proxyCall(&c, 99, NULL, 0, NULL, 0), mcclInvalidArgument);
+  EXPECT_RES(c.proxyCall(&c, mcclProxyMsgSetup, &in, MCCL_PROXY_MAX_MSG + 1, &out, sizeof(out)), mcclInvalidArgument);
+  EXPECT_OK(c.proxyCall(&c, mcclProxyMsgFree, NULL, 0, NULL, 0));
+  EXPECT_EQ(atomic_load(&freeCalls), 1);
+  // A connection the user never freed is freed by destroy.
+  struct mcclConnector d;
+  EXPECT_OK(mcclConnectorInit(&d, &fakeTransport, 0, 0));
+  EXPECT_OK(mcclProxyConnect(p, &d));
+  EXPECT_OK(mcclProxyDestroy(p));
+  EXPECT_EQ(atomic_load(&freeCalls), 2);
+  EXPECT_EQ(countThreads(), th0);
+  EXPECT_EQ(countFds(), fds0);
+}
+
+// 4 connections, 800 ops of random length: every op completes, per connection in posting order,
+// and no op starts before the previous one on its connection finished.
+static void manyOpsInOrder(void) {
+  resetFake();
+  mcclProxyState* p = NULL;
+  EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
+  struct mcclConnector c[4];
+  for (int i = 0; i < 4; i++) {
+    EXPECT_OK(mcclConnectorInit(&c[i], &fakeTransport, i % 2, 0));
+    EXPECT_OK(mcclProxyConnect(p, &c[i]));
+    c[i].connected = 1;
+  }
+  enum { N = 800 };
+  static fakeMsg msgs[N];
+  static mcclProxyRequest reqs[N];
+  int seq[4] = {0};
+  int posted = 0, waited = 0;
+  while (waited < N) {
+    // Post in bursts of up to 300, so the pool and the ring both fill and drain.
+    int burst = 1 + (int)(mcclTestRand() % 300);
+    for (int b = 0; b < burst && posted < N; b++, posted++) {
+      int k = (int)(mcclTestRand() % 4);
+      msgs[posted] = (fakeMsg){k, seq[k]++, 1 + (int)(mcclTestRand() % 5)};
+      EXPECT_OK(mcclProxyPostOp(p, &c[k], &msgs[posted], 1, &reqs[posted]));
+    }
+    for (; waited < posted; waited++) EXPECT_OK(mcclProxyWait(p, reqs[waited]));
+  }
+  EXPECT_EQ(atomic_load(&orderErrors), 0);
+  for (int k = 0; k < 4; k++) {
+    EXPECT_EQ(logLen[k], seq[k]);
+    for (int i = 0; i < logLen[k]; i++) EXPECT_EQ(logSeq[k][i], i);
+  }
+  EXPECT_OK(mcclProxyDestroy(p));
+}
+
+static void badOpArguments(void) {
+  resetFake();
+  mcclProxyState* p = NULL;
+  EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
+  struct mcclConnector c, other;
+  EXPECT_OK(mcclConnectorInit(&c, &fakeTransport, 1, 0));
+  EXPECT_OK(mcclConnectorInit(&other, &fakeTransport, 1, 0));
+  EXPECT_OK(mcclProxyConnect(p, &c));
+  mcclProxyRequest r = -7;
+  fakeMsg m = {0, 0, 1};
+  EXPECT_RES(mcclProxyPostOp(p, &c, &m, 1, &r), mcclInvalidUsage);  // not connected yet
+  c.connected = 1;
+  other.connected = 1;
+  EXPECT_RES(mcclProxyPostOp(p, &other, &m, 1, &r), mcclInvalidArgument);  // not this proxy's
+  EXPECT_RES(mcclProxyPostOp(p, &c, NULL, 1, &r), mcclInvalidArgument);
+  EXPECT_RES(mcclProxyPostOp(NULL, &c, &m, 1, &r), mcclInvalidArgument);
+  EXPECT_EQ(r, -7);
+  int done = 0;
+  EXPECT_RES(mcclProxyTest(p, 5, &done), mcclInvalidArgument);  // never posted
+  EXPECT_RES(mcclProxyTest(p, MCCL_PROXY_MAX_OPS, &done), mcclInvalidArgument);
+  EXPECT_OK(mcclProxyDestroy(p));
+}
+
+static volatile uint32_t abortFlag;
+
+// Ops that never finish; the abort flag makes each fail with mcclInternalError, and destroy
+// still joins and closes everything.
+static void abortInFlight(void) {
+  resetFake();
+  int fds0 = countFds(), th0 = countThreads();
+  abortFlag = 0;
+  mcclProxyState* p = NULL;
+  EXPECT_OK(mcclProxyCreate(0, 0, &abortFlag, &p));
+  struct mcclConnector c[2];
+  static fakeMsg m[16];
+  mcclProxyRequest r[16];
+  for (int i = 0; i < 2; i++) {
+    EXPECT_OK(mcclConnectorInit(&c[i], &fakeTransport, 1, 0));
+    EXPECT_OK(mcclProxyConnect(p, &c[i]));
+    c[i].connected = 1;
+  }
+  for (int i = 0; i < 16; i++) {
+    m[i] = (fakeMsg){i % 2, i / 2, -1};
+    EXPECT_OK(mcclProxyPostOp(p, &c[i % 2], &m[i], 1, &r[i]));
+  }
+  sleepMs(20);
+  int done = 1;
+  EXPECT_OK(mcclProxyTest(p, r[0], &done));
+  EXPECT_EQ(done, 0);
+  long t0 = nowUs();
+  __atomic_store_n(&abortFlag, 1, __ATOMIC_RELEASE);
+  for (int i = 0; i < 16; i++) EXPECT_RES(mcclProxyWait(p, r[i]), mcclInternalError);
+  EXPECT_LT(nowUs() - t0, 1000000);
+  EXPECT_OK(mcclProxyDestroy(p));
+  EXPECT_EQ(atomic_load(&freeCalls), 2);
+  EXPECT_EQ(countThreads(), th0);
+  EXPECT_EQ(countFds(), fds0);
+}
+
+// Stop with ops in flight: they fail, nobody hangs, a later post is refused.
+static void stopInFlight(void) {
+  resetFake();
+  int th0 = countThreads();
+  mcclProxyState* p = NULL;
+  EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
+  struct mcclConnector c;
+  EXPECT_OK(mcclConnectorInit(&c, &fakeTransport, 1, 0));
+  EXPECT_OK(mcclProxyConnect(p, &c));
+  c.connected = 1;
+  fakeMsg m[3] = {{0, 0, -1}, {0, 1, -1}, {0, 2, -1}};
+  mcclProxyRequest r[3];
+  for (int i = 0; i < 3; i++) EXPECT_OK(mcclProxyPostOp(p, &c, &m[i], 1, &r[i]));
+  EXPECT_OK(mcclProxyStop(p));
+  EXPECT_EQ(countThreads(), th0);
+  for (int i = 0; i < 3; i++) EXPECT_RES(mcclProxyWait(p, r[i]), mcclInternalError);
+  EXPECT_RES(mcclProxyPostOp(p, &c, &m[0], 1, &r[0]), mcclInvalidUsage);
+  EXPECT_OK(c.proxyCall(&c, mcclProxyMsgFree, NULL, 0, NULL, 0));  // after stop: left to destroy
+  EXPECT_OK(mcclProxyStop(p));
+  EXPECT_OK(mcclProxyDestroy(p));
+  EXPECT_EQ(atomic_load(&freeCalls), 1);
+}
+
+// An idle proxy costs little: both threads together use < 5% of one core over one second.
+// Then a post wakes the sleeping progress thread quickly.
+static void idleCpuAndWakeup(void) {
+  resetFake();
+  mcclProxyState* p = NULL;
+  EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
+  pthread_t svc, prog;
+  EXPECT_OK(mcclProxyGetThreads(p, &svc, &prog));
+  sleepMs(50);  // past the spin and yield phases
+  long c0 = threadCpuUs(svc) + threadCpuUs(prog), t0 = nowUs();
+  sleepMs(1000);
+  long cpu = threadCpuUs(svc) + threadCpuUs(prog) - c0, wall = nowUs() - t0;
+  printf("# idle proxy: %ld us CPU in %ld us (%.2f%% of one core)\n", cpu, wall, 100.0 * (double)cpu / (double)wall);
+  EXPECT_LT(cpu * 100, wall * 5);
+  struct mcclConnector c;
+  EXPECT_OK(mcclConnectorInit(&c, &fakeTransport, 1, 0));
+  EXPECT_OK(mcclProxyConnect(p, &c));
+  c.connected = 1;
+  long worst = 0;
+  for (int i = 0; i < 5; i++) {
+    sleepMs(30);  // asleep on the condition variable again
+    fakeMsg m = {0, i, 1};
+    mcclProxyRequest r;
+    long s = nowUs();
+    EXPECT_OK(mcclProxyPostOp(p, &c, &m, 1, &r));
+    EXPECT_OK(mcclProxyWait(p, r));
+    long lat = nowUs() - s;
+    if (lat > worst) worst = lat;
+  }
+  printf("# wake-up after idle: worst %ld us over 5 posts\n", worst);
+  EXPECT_LT(worst, 50000);  // far below the 100 ms sleep timeout: the post's signal woke it
+  EXPECT_OK(mcclProxyDestroy(p));
+}
+
+static void cpusetPinning(void) {
+  cpu_set_t s;
+  EXPECT_OK(mcclProxyParseCpuset("0-3,8", &s));
+  EXPECT_EQ(CPU_COUNT(&s), 5);
+  EXPECT_TRUE(CPU_ISSET(8, &s) && CPU_ISSET(0, &s) && !CPU_ISSET(4, &s));
+  EXPECT_RES(mcclProxyParseCpuset("3-1", &s), mcclInvalidArgument);
+  EXPECT_RES(mcclProxyParseCpuset("a", &s), mcclInvalidArgument);
+  EXPECT_RES(mcclProxyParseCpuset("", &s), mcclInvalidArgument);
+  EXPECT_RES(mcclProxyParseCpuset("1,", &s), mcclInvalidArgument);
+  cpu_set_t mine;
+  EXPECT_EQ(sched_getaffinity(0, sizeof(mine), &mine), 0);
+  int last = -1;
+  for (int i = 0; i < CPU_SETSIZE; i++)
+    if (CPU_ISSET(i, &mine)) last = i;
+  char list[16];
+  snprintf(list, sizeof(list), "%d", last);
+  setenv("MCCL_PROXY_CPUSET", list, 1);
+  mcclParamResetAll();
+  mcclProxyState* p = NULL;
+  mcclResult_t r = mcclProxyCreate(0, 0, NULL, &p);
+  unsetenv("MCCL_PROXY_CPUSET");
+  mcclParamResetAll();
+  EXPECT_OK(r);
+  sleepMs(20);
+  pthread_t t[2];
+  EXPECT_OK(mcclProxyGetThreads(p, &t[0], &t[1]));
+  for (int i = 0; i < 2; i++) {
+    cpu_set_t got;
+    EXPECT_EQ(pthread_getaffinity_np(t[i], sizeof(got), &got), 0);
+    EXPECT_EQ(CPU_COUNT(&got), 1);
+    EXPECT_TRUE(CPU_ISSET(last, &got));
+  }
+  EXPECT_OK(mcclProxyDestroy(p));
+  setenv("MCCL_PROXY_CPUSET", "0-x", 1);
+  mcclParamResetAll();
+  p = (mcclProxyState*)0x1;
+  r = mcclProxyCreate(0, 0, NULL, &p);
+  unsetenv("MCCL_PROXY_CPUSET");
+  mcclParamResetAll();
+  EXPECT_RES(r, mcclInvalidArgument);
+  EXPECT_TRUE(p == (mcclProxyState*)0x1);
+}
+
+// SHM send/recv inside one process (the /dev/shm path), both directions driven by one proxy.
+static void shmSendRecvInProcess(void) {
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) SKIP("no CUDA device");
+  int fds0 = countFds(), th0 = countThreads();
+  mcclProxyState* p = NULL;
+  EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
+  mcclPeerInfo me;
+  EXPECT_OK(mcclFillPeerInfo(0, 0, &me));
+  struct mcclConnector s, r;
+  EXPECT_OK(mcclConnectorInit(&s, &mcclShmTransport, 1, 0));
+  EXPECT_OK(mcclConnectorInit(&r, &mcclShmTransport, 0, 0));
+  EXPECT_OK(mcclProxyConnect(p, &s));
+  EXPECT_OK(mcclProxyConnect(p, &r));
+  struct mcclConnect si, ri;
+  EXPECT_OK(mcclShmTransport.send.setup(&me, &me, &si, &s));
+  EXPECT_OK(mcclShmTransport.recv.setup(&me, &me, &ri, &r));
+  EXPECT_OK(mcclShmTransport.send.connect(&ri, &s));
+  EXPECT_OK(mcclShmTransport.recv.connect(&si, &r));
+  size_t max = 3 << 20;
+  char *src = NULL, *dst = NULL;
+  EXPECT_CUDA_OK(cudaMalloc((void**)&src, max));
+  EXPECT_CUDA_OK(cudaMalloc((void**)&dst, max));
+  unsigned char* h = malloc(max);
+  unsigned char* back = malloc(max);
+  for (int it = 0; it < 6; it++) {
+    size_t n = it == 0 ? 0 : it == 1 ? 1 : (size_t)(mcclTestRand() % max);
+    for (size_t i = 0; i < n; i++) h[i] = (unsigned char)(mcclTestRand() >> 11);
+    EXPECT_CUDA_OK(cudaMemcpy(src, h, n, cudaMemcpyHostToDevice));
+    EXPECT_CUDA_OK(cudaMemset(dst, 0, max));
+    mcclProxyRequest rs, rr;
+    EXPECT_OK(mcclProxyPostOp(p, &r, dst, n, &rr));
+    EXPECT_OK(mcclProxyPostOp(p, &s, src, n, &rs));
+    EXPECT_OK(mcclProxyWait(p, rs));
+    EXPECT_OK(mcclProxyWait(p, rr));
+    EXPECT_CUDA_OK(cudaMemcpy(back, dst, n, cudaMemcpyDeviceToHost));
+    EXPECT_MEM_EQ(back, h, n);
+  }
+  free(h);
+  free(back);
+  EXPECT_OK(mcclConnectorFree(&s));
+  EXPECT_OK(mcclConnectorFree(&r));
+  EXPECT_OK(mcclProxyDestroy(p));
+  EXPECT_CUDA_OK(cudaFree(src));
+  EXPECT_CUDA_OK(cudaFree(dst));
+  EXPECT_EQ(countThreads(), th0);
+  EXPECT_EQ(countFds(), fds0);
+}
+
+MCCL_TEST_MAIN(MCCL_TEST_CASE(createDestroyCounts), MCCL_TEST_CASE(setupRpcs), MCCL_TEST_CASE(manyOpsInOrder),
+               MCCL_TEST_CASE(badOpArguments), MCCL_TEST_CASE(abortInFlight), MCCL_TEST_CASE(stopInFlight),
+               MCCL_TEST_CASE(idleCpuAndWakeup), MCCL_TEST_CASE(cpusetPinning), MCCL_TEST_CASE(shmSendRecvInProcess))
