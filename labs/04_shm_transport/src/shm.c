@@ -28,7 +28,7 @@ mcclResult_t mcclShmAllocateShareableBuffer(size_t size, int legacy, mcclShmIpcD
   mcclShmIpcDesc_t desc;
   memset(&desc, 0, sizeof(desc));
   void *h = NULL, *d = NULL;
-  if (mcclCuMemEnable() && mcclCuMemHostEnable() && !legacy) {
+  if (!legacy && mcclCuMemEnable() && mcclCuMemHostEnable()) {
     CUmemGenericAllocationHandle handle;
     MCCLCHECK(mcclCuMemHostAlloc(&h, &handle, size));
     desc.kind = MCCL_SHM_IPC_CUMEM;

@@ -1,0 +1,83 @@
+// Helpers shared by lab 04's tests: /dev/shm and fd accounting, data patterns, loopback connections.
+#ifndef SHM_TEST_UTIL_H_
+#define SHM_TEST_UTIL_H_
+
+#include <dirent.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "mccl_checks.h"
+#include "mccl_param.h"
+#include "mccl_shm.h"
+#include "mccl_test.h"
+
+// Number of /dev/shm entries named mccl-* (ours and, in parallel runs, other labs').
+static inline int countShmFiles(const char* dir) {
+  DIR* d = opendir(dir);
+  if (d == NULL) return -1;
+  int n = 0;
+  struct dirent* e;
+  while ((e = readdir(d)) != NULL)
+    if (strncmp(e->d_name, "mccl-", 5) == 0) n++;
+  closedir(d);
+  return n;
+}
+
+static inline int pathExists(const char* path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+static inline int countOpenFds(void) {
+  DIR* d = opendir("/proc/self/fd");
+  if (d == NULL) return -1;
+  int n = 0;
+  struct dirent* e;
+  while ((e = readdir(d)) != NULL)
+    if (e->d_name[0] != '.') n++;
+  closedir(d);
+  return n - 1;  // the DIR's own fd
+}
+
+// The legacy path of a descriptor, "" for other kinds.
+static inline void descPath(const mcclShmIpcDesc_t* desc, char* out, size_t n) {
+  if (desc->kind == MCCL_SHM_IPC_LEGACY) snprintf(out, n, "%s%s", MCCL_SHM_PREFIX, desc->legacy.shmSuffix);
+  else if (n) out[0] = '\0';
+}
+
+// Deterministic bytes from (seed, offset): a message can be checked without keeping a copy.
+static inline void fillPattern(void* buf, size_t n, uint64_t seed) {
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+  unsigned char* p = (unsigned char*)buf;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+    memcpy(p + i, &x, 8);
+  }
+  for (; i < n; i++) { x ^= x << 13; x ^= x >> 7; x ^= x << 17; p[i] = (unsigned char)x; }
+}
+
+// Offset of the first byte that differs from the pattern, or (size_t)-1.
+static inline size_t checkPattern(const void* buf, size_t n, uint64_t seed) {
+  const size_t chunk = 1 << 20;
+  unsigned char* ref = (unsigned char*)malloc(n < chunk ? (n ? n : 1) : n);
+  if (ref == NULL) return 0;
+  fillPattern(ref, n, seed);
+  size_t bad = (size_t)-1;
+  if (memcmp(ref, buf, n) != 0)
+    for (size_t i = 0; i < n; i++)
+      if (ref[i] != ((const unsigned char*)buf)[i]) { bad = i; break; }
+  free(ref);
+  return bad;
+}
+
+static inline void setParam(const char* name, const char* value) {
+  if (value) setenv(name, value, 1);
+  else unsetenv(name);
+  mcclParamResetAll();
+}
+
+#endif

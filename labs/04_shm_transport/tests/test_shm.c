@@ -1,0 +1,506 @@
+// Lab 04 tests in one process: /dev/shm segments, shareable buffers on both paths, canConnect, the
+// ops table, and the FIFO state machines on a loopback connection (sender and receiver in this
+// process, progressed alternately by one thread).
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stddef.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include "mccl_host_alloc.h"
+#include "mccl_alloc.h"
+#include "shm_test_util.h"
+
+static double nowSec(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void layout(void) {
+  EXPECT_EQ(MCCL_STEPS, 8);
+  EXPECT_EQ(sizeof(struct mcclSendMem), 4096);
+  EXPECT_EQ(sizeof(struct mcclRecvMem), 4096);
+  EXPECT_EQ(offsetof(struct mcclSendMem, head), 0);
+  EXPECT_EQ(offsetof(struct mcclSendMem, ptrExchange), MCCL_CACHE_LINE_SIZE);
+  EXPECT_EQ(offsetof(struct mcclRecvMem, tail), 0);
+  EXPECT_EQ(offsetof(struct mcclRecvMem, connFifo), MCCL_CACHE_LINE_SIZE);
+  EXPECT_LE(sizeof(struct mcclShmConnectInfo), MCCL_CONNECT_SIZE);
+  setParam("MCCL_BUFFSIZE", NULL);
+  int b = 0;
+  EXPECT_OK(mcclShmBuffSize(&b));
+  EXPECT_EQ(b, 4 << 20);  // NCCL's default; a slot is 512 KiB
+  setParam("MCCL_BUFFSIZE", "12345");
+  b = -1;
+  EXPECT_RES(mcclShmBuffSize(&b), mcclInvalidArgument);
+  EXPECT_EQ(b, -1);
+  setParam("MCCL_BUFFSIZE", NULL);
+}
+
+static void shmOpenCreateAttach(void) {
+  int fds = countOpenFds();
+  char path[MCCL_SHM_PATH_MAX] = "";
+  void *a = NULL, *b = NULL;
+  mcclShmHandle_t ha = NULL, hb = NULL;
+  const size_t n = 3 * 4096 + 5;
+  EXPECT_OK(mcclShmOpen(path, sizeof(path), n, &a, NULL, 1, &ha));
+  EXPECT_EQ(strncmp(path, MCCL_SHM_PREFIX, strlen(MCCL_SHM_PREFIX)), 0);
+  EXPECT_EQ(strlen(path), strlen(MCCL_SHM_PREFIX) + 6);
+  struct stat st;
+  EXPECT_EQ(stat(path, &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_GE(st.st_size, (off_t)(n + sizeof(int)));
+  EXPECT_GE((long long)st.st_blocks * 512, (long long)n);  // fallocated, not sparse
+  memset(a, 0x5a, n);
+  EXPECT_OK(mcclShmOpen(path, sizeof(path), n, &b, NULL, -1, &hb));
+  EXPECT_FALSE(pathExists(path));  // the last (only) attacher unlinked it
+  EXPECT_TRUE(a != b);
+  EXPECT_MEM_EQ(a, b, n);
+  ((char*)b)[n - 1] = 7;
+  EXPECT_EQ(((char*)a)[n - 1], 7);
+  EXPECT_OK(mcclShmClose(hb));
+  EXPECT_OK(mcclShmClose(ha));
+  EXPECT_EQ(countOpenFds(), fds);
+}
+
+static void shmCloseUnlinksUnattached(void) {
+  char path[MCCL_SHM_PATH_MAX] = "";
+  void* a;
+  mcclShmHandle_t h;
+  EXPECT_OK(mcclShmOpen(path, sizeof(path), 4096, &a, NULL, 2, &h));
+  EXPECT_TRUE(pathExists(path));
+  EXPECT_OK(mcclShmClose(h));
+  EXPECT_FALSE(pathExists(path));
+  // and explicit unlink, before any attach: the mapping stays usable
+  path[0] = '\0';
+  EXPECT_OK(mcclShmOpen(path, sizeof(path), 4096, &a, NULL, 1, &h));
+  EXPECT_OK(mcclShmUnlink(h));
+  EXPECT_FALSE(pathExists(path));
+  ((char*)a)[0] = 1;
+  EXPECT_OK(mcclShmClose(h));
+}
+
+static void shmOpenRefusesExisting(void) {
+  char path[MCCL_SHM_PATH_MAX];
+  snprintf(path, sizeof(path), "%stest-%d", MCCL_SHM_PREFIX, (int)getpid());
+  int fd = open(path, O_CREAT | O_EXCL | O_RDWR, 0600);
+  EXPECT_GE(fd, 0);
+  EXPECT_EQ(write(fd, "keep", 4), 4);
+  close(fd);
+  void* a = (void*)0x1;
+  mcclShmHandle_t h = (mcclShmHandle_t)0x1;
+  mcclResult_t r = mcclShmOpen(path, sizeof(path), 4096, &a, NULL, 1, &h);
+  struct stat st;
+  int still = stat(path, &st) == 0 && st.st_size == 4;
+  unlink(path);
+  EXPECT_EQ(r, mcclInvalidArgument);
+  EXPECT_TRUE(still);  // untouched: neither truncated nor unlinked
+  EXPECT_TRUE(a == (void*)0x1 && h == (mcclShmHandle_t)0x1);
+}
+
+static void shmOpenBadArgs(void) {
+  int fds = countOpenFds();
+  int files = countShmFiles(MCCL_SHM_DIR);
+  char path[MCCL_SHM_PATH_MAX] = "";
+  void* p = (void*)0x1;
+  mcclShmHandle_t h = (mcclShmHandle_t)0x1;
+  EXPECT_RES(mcclShmOpen(NULL, 10, 4096, &p, NULL, 1, &h), mcclInvalidArgument);
+  EXPECT_RES(mcclShmOpen(path, sizeof(path), 0, &p, NULL, 1, &h), mcclInvalidArgument);
+  EXPECT_RES(mcclShmOpen(path, sizeof(path), 4096, &p, NULL, 0, &h), mcclInvalidArgument);
+  EXPECT_RES(mcclShmOpen(path, sizeof(path), 4096, NULL, NULL, 1, &h), mcclInvalidArgument);
+  EXPECT_RES(mcclShmOpen(path, sizeof(path), 4096, &p, NULL, 1, NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclShmOpen(path, 8, 4096, &p, NULL, 1, &h), mcclInvalidArgument);
+  EXPECT_RES(mcclShmOpen(path, sizeof(path), 4096, &p, NULL, -1, &h), mcclInvalidArgument);  // attach ""
+  EXPECT_RES(mcclShmOpen(path, sizeof(path), (size_t)-1, &p, NULL, 1, &h), mcclInvalidArgument);
+  snprintf(path, sizeof(path), "%snotthere", MCCL_SHM_PREFIX);
+  EXPECT_RES(mcclShmOpen(path, sizeof(path), 4096, &p, NULL, -1, &h), mcclSystemError);
+  // attaching with a size larger than the file
+  char cpath[MCCL_SHM_PATH_MAX] = "";
+  void* a;
+  mcclShmHandle_t ha;
+  EXPECT_OK(mcclShmOpen(cpath, sizeof(cpath), 4096, &a, NULL, 1, &ha));
+  EXPECT_RES(mcclShmOpen(cpath, sizeof(cpath), 1 << 20, &p, NULL, -1, &h), mcclInvalidArgument);
+  EXPECT_TRUE(pathExists(cpath));  // a failed attach does not count
+  EXPECT_OK(mcclShmClose(ha));
+  EXPECT_TRUE(p == (void*)0x1 && h == (mcclShmHandle_t)0x1);
+  EXPECT_EQ(countOpenFds(), fds);
+  EXPECT_EQ(countShmFiles(MCCL_SHM_DIR), files);
+  EXPECT_OK(mcclShmClose(NULL));
+}
+
+// Child side of the "/dev/shm too small" tests: 0 pass, 1 fail, 77 could not set up.
+static int tooSmallChild(int useMount) {
+  if (useMount) {
+    if (unshare(CLONE_NEWNS) != 0) return 77;
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) return 77;
+    if (mount("tmpfs", MCCL_SHM_DIR, "tmpfs", 0, "size=1m") != 0) return 77;
+  } else {
+    struct rlimit rl = {1 << 20, 1 << 20};
+    signal(SIGXFSZ, SIG_IGN);  // so the write limit is an EFBIG, not a kill
+    if (setrlimit(RLIMIT_FSIZE, &rl) != 0) return 77;
+  }
+  int files = countShmFiles(MCCL_SHM_DIR);
+  int fds = countOpenFds();
+  char path[MCCL_SHM_PATH_MAX] = "";
+  void* p = (void*)0x1;
+  mcclShmHandle_t h = (mcclShmHandle_t)0x1;
+  mcclResult_t r = mcclShmOpen(path, sizeof(path), 8 << 20, &p, NULL, 1, &h);
+  if (r != mcclSystemError) return 1;
+  if (p != (void*)0x1 || h != (mcclShmHandle_t)0x1 || path[0] != '\0') return 2;
+  if (countShmFiles(MCCL_SHM_DIR) != files || countOpenFds() != fds) return 3;
+  // and the shareable-buffer layer reports it the same way
+  mcclShmIpcDesc_t d;
+  memset(&d, 0, sizeof(d));
+  if (mcclShmAllocateShareableBuffer(8 << 20, 1, &d, &p, NULL) != mcclSystemError || d.kind != 0) return 4;
+  if (countShmFiles(MCCL_SHM_DIR) != files) return 5;
+  return 0;
+}
+
+static int runChild(int (*fn)(int), int arg) {
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) _exit(fn(arg));
+  int st = 0;
+  if (pid < 0 || waitpid(pid, &st, 0) != pid) return -1;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void shmFullTmpfs(void) {
+  int rc = runChild(tooSmallChild, 1);
+  if (rc == 77) SKIP("cannot mount a small tmpfs on /dev/shm here (needs root and mount namespaces)");
+  EXPECT_EQ(rc, 0);
+}
+
+static void shmFileSizeLimit(void) {
+  int rc = runChild(tooSmallChild, 0);
+  if (rc == 77) SKIP("setrlimit(RLIMIT_FSIZE) refused");
+  EXPECT_EQ(rc, 0);
+}
+
+static void shmDevicePointer(void) {
+  char path[MCCL_SHM_PATH_MAX] = "";
+  void *h = NULL, *d = NULL, *dev = NULL;
+  mcclShmHandle_t sh;
+  const size_t n = 1 << 20;
+  EXPECT_OK(mcclShmOpen(path, sizeof(path), n, &h, &d, 1, &sh));
+  EXPECT_TRUE(d != NULL);
+  unsigned char* src = (unsigned char*)malloc(n);
+  fillPattern(src, n, 42);
+  EXPECT_CUDA_OK(cudaMalloc(&dev, n));
+  EXPECT_CUDA_OK(cudaMemcpy(dev, src, n, cudaMemcpyHostToDevice));
+  EXPECT_CUDA_OK(cudaMemcpy(d, dev, n, cudaMemcpyDeviceToDevice));  // the device writes the segment
+  EXPECT_MEM_EQ(h, src, n);
+  EXPECT_CUDA_OK(cudaFree(dev));
+  free(src);
+  EXPECT_OK(mcclShmClose(sh));
+  EXPECT_FALSE(pathExists(path));
+}
+
+static void ipcLegacyRoundTrip(void) {
+  int fds = countOpenFds();
+  mcclShmIpcDesc_t mine, theirs;
+  void *h, *d, *h2, *d2;
+  EXPECT_OK(mcclShmAllocateShareableBuffer(65536, 1, &mine, &h, &d));
+  EXPECT_EQ(mine.kind, MCCL_SHM_IPC_LEGACY);
+  EXPECT_EQ(mine.legacy.shmSize, 65536);
+  char path[MCCL_SHM_PATH_MAX];
+  descPath(&mine, path, sizeof(path));
+  EXPECT_TRUE(pathExists(path));
+  for (int i = 0; i < 65536; i++) ((unsigned char*)h)[i] = (unsigned char)(i * 7);
+  EXPECT_OK(mcclShmImportShareableBuffer(&mine, -1, &h2, &d2, &theirs));
+  EXPECT_EQ(theirs.kind, MCCL_SHM_IPC_LEGACY);
+  EXPECT_FALSE(pathExists(path));
+  EXPECT_MEM_EQ(h2, h, 65536);
+  int fd = -1;
+  EXPECT_RES(mcclShmExportFd(&mine, &fd), mcclInvalidArgument);  // a file has no cuMem fd
+  EXPECT_EQ(fd, -1);
+  EXPECT_OK(mcclShmIpcClose(&theirs));
+  EXPECT_OK(mcclShmIpcClose(&mine));
+  EXPECT_EQ(mine.kind, 0);
+  EXPECT_EQ(countOpenFds(), fds);
+}
+
+static void ipcCuMemRoundTrip(void) {
+  setParam("MCCL_CUMEM_HOST_ENABLE", "1");
+  if (!mcclCuMemEnable() || !mcclCuMemHostEnable()) {
+    setParam("MCCL_CUMEM_HOST_ENABLE", NULL);
+    SKIP("cuMem host-NUMA memory is not available on this system");
+  }
+  int fds = countOpenFds(), files = countShmFiles(MCCL_SHM_DIR);
+  mcclShmIpcDesc_t mine, theirs;
+  void *h, *d, *h2, *d2;
+  mcclResult_t r = mcclShmAllocateShareableBuffer(3 << 20, 0, &mine, &h, &d);
+  setParam("MCCL_CUMEM_HOST_ENABLE", NULL);
+  EXPECT_OK(r);
+  EXPECT_EQ(mine.kind, MCCL_SHM_IPC_CUMEM);
+  EXPECT_EQ(mine.cumem.type, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  EXPECT_TRUE(h == d);
+  EXPECT_EQ(countShmFiles(MCCL_SHM_DIR), files);  // nothing in /dev/shm on this path
+  fillPattern(h, 3 << 20, 9);
+  int fd = -1;
+  EXPECT_OK(mcclShmExportFd(&mine, &fd));
+  EXPECT_GE(fd, 0);
+  EXPECT_OK(mcclShmImportShareableBuffer(&mine, fd, &h2, &d2, &theirs));
+  close(fd);
+  EXPECT_EQ(theirs.kind, MCCL_SHM_IPC_CUMEM);
+  EXPECT_TRUE(h2 != h);
+  EXPECT_EQ(checkPattern(h2, 3 << 20, 9), (size_t)-1);
+  ((char*)h2)[5] = 99;
+  EXPECT_EQ(((char*)h)[5], 99);
+  EXPECT_OK(mcclShmIpcClose(&theirs));
+  EXPECT_OK(mcclShmIpcClose(&mine));
+  EXPECT_EQ(countOpenFds(), fds);
+}
+
+static void ipcImportBadDesc(void) {
+  int fds = countOpenFds();
+  mcclShmIpcDesc_t bad, out;
+  void* h = (void*)0x1;
+  memset(&out, 0x77, sizeof(out));
+  memset(&bad, 0, sizeof(bad));
+  EXPECT_RES(mcclShmImportShareableBuffer(&bad, -1, &h, NULL, &out), mcclInvalidArgument);  // kind 0
+  bad.kind = 99;
+  EXPECT_RES(mcclShmImportShareableBuffer(&bad, -1, &h, NULL, &out), mcclInvalidArgument);
+  bad.kind = MCCL_SHM_IPC_LEGACY;
+  memcpy(bad.legacy.shmSuffix, "../../", 7);
+  bad.legacy.shmSize = 4096;
+  EXPECT_RES(mcclShmImportShareableBuffer(&bad, -1, &h, NULL, &out), mcclInvalidArgument);
+  memcpy(bad.legacy.shmSuffix, "abcdef", 7);
+  bad.legacy.shmSize = 0;
+  EXPECT_RES(mcclShmImportShareableBuffer(&bad, -1, &h, NULL, &out), mcclInvalidArgument);
+  bad.legacy.shmSize = 4096;
+  EXPECT_RES(mcclShmImportShareableBuffer(&bad, -1, &h, NULL, &out), mcclSystemError);  // no such file
+  memset(&bad, 0, sizeof(bad));
+  bad.kind = MCCL_SHM_IPC_CUMEM;
+  bad.cumem.type = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  bad.cumem.size = 1 << 21;
+  EXPECT_RES(mcclShmImportShareableBuffer(&bad, -1, &h, NULL, &out), mcclInvalidArgument);  // no fd
+  EXPECT_RES(mcclShmImportShareableBuffer(&bad, 1000, &h, NULL, &out), mcclInvalidArgument);  // not open
+  bad.cumem.type = CU_MEM_HANDLE_TYPE_FABRIC;
+  EXPECT_RES(mcclShmImportShareableBuffer(&bad, 0, &h, NULL, &out), mcclInvalidArgument);
+  EXPECT_RES(mcclShmImportShareableBuffer(NULL, -1, &h, NULL, &out), mcclInvalidArgument);
+  EXPECT_RES(mcclShmAllocateShareableBuffer(0, 1, &out, &h, NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclShmAllocateShareableBuffer(4096, 1, NULL, &h, NULL), mcclInvalidArgument);
+  EXPECT_TRUE(h == (void*)0x1);
+  unsigned char* o = (unsigned char*)&out;
+  for (size_t i = 0; i < sizeof(out); i++) EXPECT_EQ(o[i], 0x77);
+  EXPECT_EQ(countOpenFds(), fds);
+}
+
+static void canConnectRules(void) {
+  mcclPeerInfo a, b;
+  EXPECT_OK(mcclFillPeerInfo(0, 0, &a));
+  EXPECT_OK(mcclFillPeerInfo(1, 1, &b));
+  struct stat st;
+  EXPECT_EQ(stat("/dev/shm", &st), 0);
+  EXPECT_EQ(a.shmDev, (uint64_t)st.st_dev);
+  EXPECT_EQ(a.hostHash, mcclGetHostHash());
+  EXPECT_EQ(a.pid, (int)getpid());
+  int ok = -1;
+  setParam("MCCL_SHM_DISABLE", NULL);
+  EXPECT_OK(mcclShmTransport.canConnect(&ok, &a, &b));
+  EXPECT_EQ(ok, 1);
+  mcclPeerInfo c = b;
+  c.hostHash ^= 1;  // another host
+  EXPECT_OK(mcclShmTransport.canConnect(&ok, &a, &c));
+  EXPECT_EQ(ok, 0);
+  c = b;
+  c.shmDev ^= 1;  // same host, another /dev/shm (a different container)
+  EXPECT_OK(mcclShmTransport.canConnect(&ok, &a, &c));
+  EXPECT_EQ(ok, 0);
+  setParam("MCCL_SHM_DISABLE", "1");
+  EXPECT_OK(mcclShmTransport.canConnect(&ok, &a, &b));
+  setParam("MCCL_SHM_DISABLE", NULL);
+  EXPECT_EQ(ok, 0);
+  ok = 5;
+  EXPECT_RES(mcclShmTransport.canConnect(&ok, NULL, &b), mcclInvalidArgument);
+  EXPECT_EQ(ok, 5);
+  EXPECT_RES(mcclFillPeerInfo(-1, 0, &a), mcclInvalidArgument);
+}
+
+static void opsTable(void) {
+  const struct mcclTransport* t = &mcclShmTransport;
+  EXPECT_EQ(strcmp(t->name, "SHM"), 0);
+  EXPECT_TRUE(t->canConnect != NULL);
+  const struct mcclTransportComm* sides[2] = {&t->send, &t->recv};
+  for (int i = 0; i < 2; i++) {
+    EXPECT_TRUE(sides[i]->setup && sides[i]->connect && sides[i]->free);
+    EXPECT_TRUE(sides[i]->proxySetup && sides[i]->proxyConnect && sides[i]->proxyFree && sides[i]->proxyProgress);
+  }
+  EXPECT_TRUE(t->send.proxyProgress != t->recv.proxyProgress);
+  struct mcclConnector c;
+  EXPECT_OK(mcclConnectorInit(&c, t, 1, 3));
+  EXPECT_TRUE(c.transportComm == &t->send);
+  EXPECT_TRUE(c.proxyCall == mcclProxyCallDirect);
+  EXPECT_TRUE(c.proxyConn == &c.proxyConnStorage && c.proxyConn->rank == 3 && c.proxyConn->send == 1);
+  EXPECT_RES(mcclConnectorInit(&c, t, 2, 0), mcclInvalidArgument);
+  EXPECT_RES(mcclProxyCallDirect(&c, 42, NULL, 0, NULL, 0), mcclInvalidArgument);
+}
+
+// ---- loopback: both ends of one connection in this process (the /dev/shm path: same pid) ----
+
+struct loop {
+  struct mcclConnector s, r;
+};
+
+static void loopOpen(struct loop* l, uint64_t initialStep) {
+  mcclPeerInfo me;
+  struct mcclConnect sc, rc;
+  EXPECT_OK(mcclFillPeerInfo(0, 0, &me));
+  EXPECT_OK(mcclConnectorInit(&l->s, &mcclShmTransport, 1, 0));
+  EXPECT_OK(mcclConnectorInit(&l->r, &mcclShmTransport, 0, 0));
+  l->s.initialStep = l->r.initialStep = initialStep;
+  EXPECT_OK(l->s.transportComm->setup(&me, &me, &sc, &l->s));
+  EXPECT_OK(l->r.transportComm->setup(&me, &me, &rc, &l->r));
+  EXPECT_EQ(((struct mcclShmConnectInfo*)rc.data)->desc.kind, MCCL_SHM_IPC_LEGACY);
+  EXPECT_OK(l->s.transportComm->connect(&rc, &l->s));
+  EXPECT_OK(l->r.transportComm->connect(&sc, &l->r));
+  EXPECT_EQ(l->s.connected, 1);
+  EXPECT_EQ(l->r.connected, 1);
+}
+
+static void loopClose(struct loop* l) {
+  EXPECT_OK(mcclConnectorFree(&l->s));
+  EXPECT_OK(mcclConnectorFree(&l->r));
+}
+
+// One message through the loopback; checks the bytes and the counters.
+static void loopMessage(struct loop* l, void* dsrc, void* ddst, unsigned char* hbuf, size_t n, uint64_t seed) {
+  fillPattern(hbuf, n, seed);
+  if (n) EXPECT_CUDA_OK(cudaMemcpy(dsrc, hbuf, n, cudaMemcpyHostToDevice));
+  if (n) EXPECT_CUDA_OK(cudaMemset(ddst, 0, n));
+  struct mcclProxyOp ops[2];
+  EXPECT_OK(mcclProxyOpInit(&ops[0], &l->s, dsrc, n, NULL));
+  EXPECT_OK(mcclProxyOpInit(&ops[1], &l->r, ddst, n, NULL));
+  EXPECT_OK(mcclProxyOpsWait(ops, 2));
+  uint64_t steps = n == 0 ? 1 : (n + l->s.conn.stepSize - 1) / l->s.conn.stepSize;
+  EXPECT_EQ(ops[0].nsteps, steps);
+  EXPECT_EQ(ops[1].done, steps);
+  uint64_t end = ops[0].base + steps;
+  EXPECT_TRUE(__atomic_load_n(l->s.conn.tail, __ATOMIC_ACQUIRE) == end);  // published everything
+  EXPECT_TRUE(__atomic_load_n(l->r.conn.head, __ATOMIC_ACQUIRE) == end);  // and got all credit back
+  memset(hbuf, 0, n);
+  if (n) EXPECT_CUDA_OK(cudaMemcpy(hbuf, ddst, n, cudaMemcpyDeviceToHost));
+  size_t bad = checkPattern(hbuf, n, seed);
+  if (bad != (size_t)-1) mcclTestFailAt(__FILE__, __LINE__, "message of %zu bytes differs at offset %zu", n, bad);
+}
+
+static void loopbackSizesAndWrap(void) {
+  setParam("MCCL_BUFFSIZE", "65536");  // 8 KiB slots: many laps of the FIFO per message
+  int files = countShmFiles(MCCL_SHM_DIR), fds = countOpenFds();
+  struct loop l;
+  const uint64_t start = UINT64_MAX - 13;  // the counters wrap during the second message
+  loopOpen(&l, start);
+  setParam("MCCL_BUFFSIZE", NULL);
+  CHECK_STOPPED();
+  EXPECT_EQ(l.s.conn.stepSize, 8192);
+  const size_t maxN = 4 << 20;
+  void *dsrc, *ddst;
+  EXPECT_CUDA_OK(cudaMalloc(&dsrc, maxN));
+  EXPECT_CUDA_OK(cudaMalloc(&ddst, maxN));
+  unsigned char* hbuf = (unsigned char*)malloc(maxN);
+  size_t sizes[] = {0, 1, 8191, 8192, 8193, 65536, 65537, 100000 + mcclTestRand() % 100000,
+                    1 + mcclTestRand() % maxN, maxN};
+  uint64_t total = 0;
+  for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+    loopMessage(&l, dsrc, ddst, hbuf, sizes[i], mcclTestSeed() + i);
+    CHECK_STOPPED();
+    total += sizes[i] == 0 ? 1 : (sizes[i] + 8191) / 8192;
+  }
+  EXPECT_TRUE(*l.s.conn.tail == start + total);  // wrapped past zero
+  EXPECT_TRUE(*l.s.conn.tail < start);
+  free(hbuf);
+  EXPECT_CUDA_OK(cudaFree(dsrc));
+  EXPECT_CUDA_OK(cudaFree(ddst));
+  loopClose(&l);
+  EXPECT_EQ(countShmFiles(MCCL_SHM_DIR), files);
+  EXPECT_EQ(countOpenFds(), fds);
+}
+
+static void loopbackTimeoutAndAbort(void) {
+  setParam("MCCL_BUFFSIZE", "65536");
+  setParam("MCCL_SHM_TIMEOUT", "300");
+  struct loop l;
+  loopOpen(&l, 0);
+  setParam("MCCL_BUFFSIZE", NULL);
+  CHECK_STOPPED();
+  void* dbuf;
+  EXPECT_CUDA_OK(cudaMalloc(&dbuf, 16 * 8192));
+  // A sender alone fills the 8 slots, then waits for credit that never comes.
+  struct mcclProxyOp op;
+  EXPECT_OK(mcclProxyOpInit(&op, &l.s, dbuf, 16 * 8192, NULL));
+  double t0 = nowSec();
+  EXPECT_RES(mcclProxyOpsWait(&op, 1), mcclTimeout);
+  double dt = nowSec() - t0;
+  EXPECT_EQ(op.transmitted, MCCL_STEPS);  // exactly the credit it had
+  EXPECT_GE(dt * 1000, 290);
+  EXPECT_LT(dt, 10);
+  loopClose(&l);
+  // A receiver alone waits for a tail that never moves.
+  loopOpen(&l, 0);
+  CHECK_STOPPED();
+  EXPECT_OK(mcclProxyOpInit(&op, &l.r, dbuf, 100, NULL));
+  EXPECT_RES(mcclProxyOpsWait(&op, 1), mcclTimeout);
+  EXPECT_EQ(op.transmitted, 0);
+  loopClose(&l);
+  // Abort wins even with no timeout at all.
+  setParam("MCCL_SHM_TIMEOUT", "0");
+  loopOpen(&l, 0);
+  CHECK_STOPPED();
+  volatile uint32_t abortFlag = 1;
+  EXPECT_OK(mcclProxyOpInit(&op, &l.r, dbuf, 100, &abortFlag));
+  EXPECT_RES(mcclProxyOpsWait(&op, 1), mcclInternalError);
+  loopClose(&l);
+  setParam("MCCL_SHM_TIMEOUT", NULL);
+  EXPECT_CUDA_OK(cudaFree(dbuf));
+}
+
+static void connectorMisuse(void) {
+  int files = countShmFiles(MCCL_SHM_DIR), fds = countOpenFds();
+  struct mcclConnector c;
+  struct mcclConnect ci;
+  struct mcclProxyOp op;
+  mcclPeerInfo me;
+  memset(&ci, 0, sizeof(ci));
+  EXPECT_OK(mcclFillPeerInfo(0, 0, &me));
+  EXPECT_OK(mcclConnectorInit(&c, &mcclShmTransport, 0, 0));
+  EXPECT_RES(mcclProxyOpInit(&op, &c, NULL, 0, NULL), mcclInvalidUsage);  // not connected
+  EXPECT_RES(c.transportComm->connect(&ci, &c), mcclInvalidUsage);       // not set up
+  EXPECT_RES(mcclShmTransport.send.setup(&me, &me, &ci, &c), mcclInvalidArgument);  // recv connector, send hooks
+  setParam("MCCL_BUFFSIZE", "1000");
+  EXPECT_RES(c.transportComm->setup(&me, &me, &ci, &c), mcclInvalidArgument);
+  setParam("MCCL_BUFFSIZE", NULL);
+  EXPECT_OK(c.transportComm->setup(&me, &me, &ci, &c));
+  EXPECT_RES(c.transportComm->setup(&me, &me, &ci, &c), mcclInvalidUsage);  // twice
+  struct mcclConnect garbage;
+  memset(&garbage, 0, sizeof(garbage));
+  EXPECT_RES(c.transportComm->connect(&garbage, &c), mcclInvalidArgument);  // kind 0
+  EXPECT_EQ(c.connected, 0);
+  EXPECT_OK(mcclConnectorFree(&c));
+  EXPECT_OK(mcclConnectorFree(&c));  // twice is harmless
+  // sizes that disagree: the receiver notices from connFifo
+  struct loop l;
+  loopOpen(&l, 0);
+  CHECK_STOPPED();
+  void* d;
+  EXPECT_CUDA_OK(cudaMalloc(&d, 1 << 20));
+  struct mcclProxyOp ops[2];
+  EXPECT_OK(mcclProxyOpInit(&ops[0], &l.s, d, 1000, NULL));
+  EXPECT_OK(mcclProxyOpInit(&ops[1], &l.r, d, 2000, NULL));
+  EXPECT_RES(mcclProxyOpsWait(ops, 2), mcclRemoteError);
+  loopClose(&l);
+  EXPECT_CUDA_OK(cudaFree(d));
+  EXPECT_EQ(countShmFiles(MCCL_SHM_DIR), files);
+  EXPECT_EQ(countOpenFds(), fds);
+}
+
+MCCL_TEST_MAIN(MCCL_TEST_CASE(layout), MCCL_TEST_CASE(shmOpenCreateAttach), MCCL_TEST_CASE(shmCloseUnlinksUnattached),
+               MCCL_TEST_CASE(shmOpenRefusesExisting), MCCL_TEST_CASE(shmOpenBadArgs), MCCL_TEST_CASE(shmFullTmpfs),
+               MCCL_TEST_CASE(shmFileSizeLimit), MCCL_TEST_CASE(shmDevicePointer), MCCL_TEST_CASE(ipcLegacyRoundTrip),
+               MCCL_TEST_CASE(ipcCuMemRoundTrip), MCCL_TEST_CASE(ipcImportBadDesc), MCCL_TEST_CASE(canConnectRules),
+               MCCL_TEST_CASE(opsTable), MCCL_TEST_CASE(loopbackSizesAndWrap), MCCL_TEST_CASE(loopbackTimeoutAndAbort),
+               MCCL_TEST_CASE(connectorMisuse))
