@@ -31,7 +31,8 @@ end
 # Granularity: option 0 is MINIMUM (mcclCuMemAlloc), 1 RECOMMENDED (mcclMemAlloc).
 break cuMemGetAllocationGranularity
 commands
-  printf "cuMemGetAllocationGranularity: option %d, location type %d id %d\n", option, prop->location.type, prop->location.id
+  printf "cuMemGetAllocationGranularity: option %d, location type %d id %d\n", \
+    option, prop->location.type, prop->location.id
   if $mccl_autorun
     continue
   end
@@ -40,7 +41,8 @@ end
 # The physical allocation: size already rounded; handle types 0x1 POSIX fd, 0x8 fabric.
 break cuMemCreate
 commands
-  printf "cuMemCreate: %lu bytes, handle types 0x%x, location type %d id %d\n", size, prop->requestedHandleTypes, prop->location.type, prop->location.id
+  printf "cuMemCreate: %lu bytes, handle types 0x%x, location type %d id %d\n", \
+    size, prop->requestedHandleTypes, prop->location.type, prop->location.id
   if $mccl_autorun
     continue
   end
@@ -49,7 +51,8 @@ end
 # Who may touch the mapping: `print *desc@count` lists every device granted access.
 break cuMemSetAccess
 commands
-  printf "cuMemSetAccess: 0x%lx, %lu bytes, %lu descriptor(s); the first for location type %d id %d\n", ptr, size, count, desc[0].location.type, desc[0].location.id
+  printf "cuMemSetAccess: 0x%lx, %lu bytes, %lu descriptor(s); the first for location type %d id %d\n", \
+    ptr, size, count, desc[0].location.type, desc[0].location.id
   if $mccl_autorun
     continue
   end

@@ -31,7 +31,8 @@ end
 # Location type 3 is CU_MEM_LOCATION_TYPE_HOST_NUMA; the id is the device's HOST_NUMA_ID (or 0).
 break cuMemCreate
 commands
-  printf "cuMemCreate: %lu bytes, location type %d id %d, handle types 0x%x\n", size, prop->location.type, prop->location.id, prop->requestedHandleTypes
+  printf "cuMemCreate: %lu bytes, location type %d id %d, handle types 0x%x\n", \
+    size, prop->location.type, prop->location.id, prop->requestedHandleTypes
   if $mccl_autorun
     continue
   end
@@ -48,7 +49,8 @@ end
 # Two grants for a host mapping: location type 1 (the device), then 3 (the host NUMA node).
 break cuMemSetAccess
 commands
-  printf "cuMemSetAccess: 0x%lx, %lu bytes, location type %d id %d, flags %d\n", ptr, size, desc[0].location.type, desc[0].location.id, desc[0].flags
+  printf "cuMemSetAccess: 0x%lx, %lu bytes, location type %d id %d, flags %d\n", \
+    ptr, size, desc[0].location.type, desc[0].location.id, desc[0].flags
   if $mccl_autorun
     continue
   end

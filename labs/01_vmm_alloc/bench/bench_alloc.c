@@ -117,8 +117,10 @@ int main(int argc, char** argv) {
   double med[3][NT];
   double* samples = malloc(sizeof(double) * (size_t)repeats * NT);
   if (samples == NULL) return 1;
-  printf("# Lab 01: allocation cost on device 0 of %d (%s backend), %d device(s) granted access; median of %d rounds "
-         "after 2 warm-up rounds, microseconds of host time per call\n", nDev, MCCL_BACKEND_NAME, nAccess, repeats);
+  printf(
+      "# Lab 01: allocation cost on device 0 of %d (%s backend), %d device(s) granted access; median of %d rounds "
+      "after 2 warm-up rounds, microseconds of host time per call\n",
+      nDev, MCCL_BACKEND_NAME, nAccess, repeats);
   for (int s = 0; s < nSizes; s++) {
     if (sizes[s] * 2 > total) {  // the VMM and cudaMalloc copies are never live together, but leave room
       for (int k = 0; k < NT; k++) med[s][k] = -1;

@@ -92,7 +92,8 @@ static mcclResult_t throughLibrary(int nDev) {
   size_t size = 0;
   CUCHECKGOTO(cuMemGetAddressRange(&base, &size, (CUdeviceptr)buf), res, freeBuf);
   SAY("mcclMemAlloc(%zu bytes) on device 0 -> %p; cuMemGetAddressRange says base 0x%llx size %zu (recommended "
-      "granularity)", want, buf, (unsigned long long)base, size);
+      "granularity)",
+      want, buf, (unsigned long long)base, size);
   CUmemGenericAllocationHandle h;
   CUmemAllocationHandleType types;
   MCCLCHECKGOTO(mcclCuMemRetainHandle(buf, &h, &types, NULL, NULL), res, freeBuf);
@@ -104,8 +105,8 @@ static mcclResult_t throughLibrary(int nDev) {
   NOTE("handle 0x%llx, requested handle types 0x%x: %s%s", (unsigned long long)h, (unsigned)types,
        types & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR ? "POSIX fd" : "",
        types & CU_MEM_HANDLE_TYPE_FABRIC ? " + fabric"
-       : fabric ? " (fabric was asked for, refused by the driver, retried without it)"
-                : " (the device reports no fabric support: not asked for)");
+       : fabric                          ? " (fabric was asked for, refused by the driver, retried without it)"
+                                         : " (the device reports no fabric support: not asked for)");
   for (int d = 0; d < nDev; d++) {
     unsigned long long flags = 0;
     CUmemLocation loc = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = d};
@@ -123,7 +124,8 @@ static mcclResult_t throughLibrary(int nDev) {
     size_t good = 0;
     for (size_t i = 0; i < want; i++) good += host[i] == 0x11 || (i % MiB == 0 && i / MiB < (size_t)d);
     CUDACHECKGOTO(cudaMemset((char*)buf + (size_t)d * MiB, 0x20 + d, 1), res, freeBuf);
-    SAY("device %d reads %zu of %zu bytes as expected, then writes 0x%02x at offset %zu MiB", d, good, want, 0x20 + d, (size_t)d);
+    SAY("device %d reads %zu of %zu bytes as expected, then writes 0x%02x at offset %zu MiB", d, good, want, 0x20 + d,
+        (size_t)d);
     if (good != want) {
       WARN("device %d saw unexpected bytes", d);
       res = mcclInternalError;
@@ -137,8 +139,10 @@ static mcclResult_t throughLibrary(int nDev) {
   printf("\n");
 
 freeBuf:
-  if (res == mcclSuccess) SAY("mcclMemFree(%p): owner from cuPointerGetAttribute, handle from "
-                              "cuMemRetainAllocationHandle, then unmap/release/address free", buf);
+  if (res == mcclSuccess)
+    SAY("mcclMemFree(%p): owner from cuPointerGetAttribute, handle from "
+        "cuMemRetainAllocationHandle, then unmap/release/address free",
+        buf);
   mcclMemFree(buf);
 out:
   free(host);

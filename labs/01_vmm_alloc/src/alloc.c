@@ -12,7 +12,9 @@ CUmemAllocationHandleType mcclCuMemHandleType = CU_MEM_HANDLE_TYPE_POSIX_FILE_DE
 
 static const unsigned kKnownHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | CU_MEM_HANDLE_TYPE_FABRIC;
 
-static size_t alignUp(size_t size, size_t gran) { return (size + gran - 1) / gran * gran; }
+static size_t alignUp(size_t size, size_t gran) {
+  return (size + gran - 1) / gran * gran;
+}
 
 // ---- the cuMem gate --------------------------------------------------------------------------
 
@@ -31,8 +33,8 @@ static void detectCuMem(void) {
   if (cudaGetDevice(&cudaDev) != cudaSuccess || cuDeviceGet(&dev, cudaDev) != CUDA_SUCCESS) return;
   if (cuDeviceGetAttribute(&flag, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev) != CUDA_SUCCESS) return;
   cuMemSupported = flag != 0;
-  INFO(MCCL_INIT | MCCL_ALLOC, "cuMem %ssupported (driver %d, device %d VMM attribute %d)", cuMemSupported ? "" : "not ",
-       driverVersion, cudaDev, flag);
+  INFO(MCCL_INIT | MCCL_ALLOC, "cuMem %ssupported (driver %d, device %d VMM attribute %d)",
+       cuMemSupported ? "" : "not ", driverVersion, cudaDev, flag);
 }
 
 int mcclIsCuMemSupported(void) {
@@ -92,8 +94,9 @@ mcclResult_t mcclCuMemAlloc(void** ptr, CUmemGenericAllocationHandle* handlep, C
 
   MCCL_ARGCHECK(ptr != NULL, "ptr is NULL");
   MCCL_ARGCHECK(size > 0, "size is 0");
-  MCCL_ARGCHECK(((unsigned)type & ~kKnownHandleTypes) == 0, "type 0x%x is not a combination of POSIX fd (0x%x) and fabric (0x%x)",
-                (unsigned)type, (unsigned)CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, (unsigned)CU_MEM_HANDLE_TYPE_FABRIC);
+  MCCL_ARGCHECK(((unsigned)type & ~kKnownHandleTypes) == 0,
+                "type 0x%x is not a combination of POSIX fd (0x%x) and fabric (0x%x)", (unsigned)type,
+                (unsigned)CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, (unsigned)CU_MEM_HANDLE_TYPE_FABRIC);
   CUDACHECK(cudaGetDevice(&cudaDev));
   CUDACHECK(cudaSetDevice(cudaDev));  // makes the primary context current for the driver calls below
   MCCLCHECK(checkFitsDevice(cudaDev, size));
@@ -130,7 +133,8 @@ release:
 // mappings real drivers (580, CUDA 13) report the size but a base of 0. Then we walk back one
 // granule at a time (mappings start on a granule boundary) while cuMemRetainAllocationHandle
 // still names the same physical allocation.
-static mcclResult_t mappingOf(const void* ptr, CUmemGenericAllocationHandle* handlep, CUdeviceptr* basep, size_t* sizep) {
+static mcclResult_t mappingOf(const void* ptr, CUmemGenericAllocationHandle* handlep, CUdeviceptr* basep,
+                              size_t* sizep) {
   mcclResult_t res = mcclSuccess;
   CUdeviceptr base = 0;
   size_t size = 0, gran = 0;
@@ -244,14 +248,15 @@ static mcclResult_t memAllocVmm(int cudaDev, size_t size, void** ptr) {
   if ((types & CU_MEM_HANDLE_TYPE_FABRIC) && (err == CUDA_ERROR_NOT_PERMITTED || err == CUDA_ERROR_NOT_SUPPORTED)) {
     // Fabric needs IMEX channels; without them the driver refuses. POSIX fd alone still works
     // within a node, which is all single-node NCCL needs.
-    INFO(MCCL_ALLOC, "cuMemCreate with fabric handles refused (%s); retrying with POSIX fd only", mcclCuErrorString(err));
+    INFO(MCCL_ALLOC, "cuMemCreate with fabric handles refused (%s); retrying with POSIX fd only",
+         mcclCuErrorString(err));
     types &= ~(unsigned)CU_MEM_HANDLE_TYPE_FABRIC;
     prop.requestedHandleTypes = (CUmemAllocationHandleType)types;
     err = cuMemCreate(&handle, alignedSize, &prop, 0);
   }
   if (err != CUDA_SUCCESS) {
-    WARN("Cuda failure '%s' in cuMemCreate(size %zu, handle types 0x%x, device %d)", mcclCuErrorString(err), alignedSize,
-         types, cudaDev);
+    WARN("Cuda failure '%s' in cuMemCreate(size %zu, handle types 0x%x, device %d)", mcclCuErrorString(err),
+         alignedSize, types, cudaDev);
     return mcclUnhandledCudaError;
   }
 
@@ -278,8 +283,10 @@ static mcclResult_t memAllocVmm(int cudaDev, size_t size, void** ptr) {
   MCCLCHECKGOTO(reserveMapAccess(handle, alignedSize, gran, descs, nDescs, &addr), res, freeDescs);
   free(descs);
   *ptr = (void*)addr;
-  INFO(MCCL_ALLOC, "MemAlloc cuMem size %zu (asked %zu, granularity %zu) pointer %p dev %d handle types 0x%x, %d devices "
-       "have access", alignedSize, size, gran, *ptr, cudaDev, types, nDescs);
+  INFO(MCCL_ALLOC,
+       "MemAlloc cuMem size %zu (asked %zu, granularity %zu) pointer %p dev %d handle types 0x%x, %d devices "
+       "have access",
+       alignedSize, size, gran, *ptr, cudaDev, types, nDescs);
   return mcclSuccess;
 freeDescs:
   free(descs);

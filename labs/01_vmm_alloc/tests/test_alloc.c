@@ -10,32 +10,69 @@
 
 #define MiB (1024UL * 1024UL)
 
-static size_t alignUp(size_t size, size_t gran) { return (size + gran - 1) / gran * gran; }
-static int onSim(void) { return strcmp(MCCL_BACKEND_NAME, "sim") == 0; }
-
-// Leak probe: on the sim every mapping of device memory is a line of /proc/self/maps; on a GPU
-// device memory shows in cuMemGetInfo's free bytes (in MiB here).
-static long mapsCount(void) {
-  FILE* f = fopen("/proc/self/maps", "r");
-  if (f == NULL) return -1;
-  long n = 0;
-  int c;
-  while ((c = fgetc(f)) != EOF) n += c == '\n';
-  fclose(f);
-  return n;
+static size_t alignUp(size_t size, size_t gran) {
+  return (size + gran - 1) / gran * gran;
 }
-static long leakProbe(void) {
-  if (onSim()) return mapsCount();
+static int onSim(void) {
+  return strcmp(MCCL_BACKEND_NAME, "sim") == 0;
+}
+
+// GPU: free device memory in MiB (cuMemGetInfo).
+static long gpuProbe(void) {
   size_t freeMem = 0, total = 0;
   if (cuMemGetInfo(&freeMem, &total) != CUDA_SUCCESS) return -1;
   return (long)(freeMem / MiB);
 }
-// Sim: the same number of mappings. GPU: free memory within a few MiB (driver bookkeeping).
-#define EXPECT_NO_LEAK(before)                  \
-  do {                                          \
-    long after_ = leakProbe();                  \
-    if (onSim()) EXPECT_EQ(after_, (before));   \
-    else EXPECT_GE(after_, (before) - 8);       \
+// Leak probe. On the sim every mapping of device memory (and of cuMem host memory) is a memfd
+// named "minccl-sim:..." in /proc/self/maps, a live physical allocation holds an fd, a VA
+// reservation is a PROT_NONE mapping, and cudaHostAlloc memory an anonymous mapping: we compare
+// the named mappings, the open fds, and every line of /proc/self/maps. Under ASan the
+// sanitizer's own allocator maps and unmaps as it pleases, so there only the named mappings and
+// the fds are compared. On a GPU: free device memory from cuMemGetInfo, within a few MiB (driver bookkeeping).
+typedef struct {
+  long simMaps, allMaps, fds, gpu;
+} leakState;
+static long countFds(void) {
+  long n = 0;
+  char path[64];
+  for (int fd = 0; fd < 4096; fd++) {
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+    n += access(path, F_OK) == 0;
+  }
+  return n;
+}
+static leakState leakProbe(void) {
+  leakState s = {0, 0, 0, 0};
+  if (!onSim()) {
+    s.gpu = gpuProbe();
+    return s;
+  }
+  FILE* f = fopen("/proc/self/maps", "r");
+  if (f == NULL) return s;
+  char line[1024];
+  while (fgets(line, sizeof(line), f)) {
+    s.allMaps++;
+    if (strstr(line, "minccl-sim")) s.simMaps++;
+  }
+  fclose(f);
+  s.fds = countFds();
+  return s;
+}
+#ifdef __SANITIZE_ADDRESS__
+#define MCCL_UNDER_ASAN 1
+#else
+#define MCCL_UNDER_ASAN 0
+#endif
+#define EXPECT_NO_LEAK(before)                                           \
+  do {                                                                   \
+    leakState after_ = leakProbe();                                      \
+    if (onSim()) {                                                       \
+      EXPECT_EQ(after_.simMaps, (before).simMaps);                       \
+      EXPECT_EQ(after_.fds, (before).fds);                               \
+      if (!MCCL_UNDER_ASAN) EXPECT_EQ(after_.allMaps, (before).allMaps); \
+    } else {                                                             \
+      EXPECT_GE(after_.gpu, (before).gpu - 8);                           \
+    }                                                                    \
   } while (0)
 
 static int deviceCount(void) {
@@ -302,7 +339,7 @@ static void freeInteriorPointer(void) {
   CHECK_STOPPED();
   void* p = NULL;
   EXPECT_OK(mcclMemAlloc(&p, 4 * MiB));
-  long before = leakProbe();
+  leakState before = leakProbe();
   EXPECT_RES(mcclMemFree((char*)p + 4096), mcclInvalidArgument);
   EXPECT_RES(mcclCuMemFree((char*)p + 4096), mcclInvalidArgument);
   size_t gran = granularity(CU_MEM_ALLOC_GRANULARITY_MINIMUM);
@@ -311,7 +348,7 @@ static void freeInteriorPointer(void) {
     EXPECT_RES(mcclCuMemFree((char*)p + gran), mcclInvalidArgument);
   }
   // Still mapped and usable: the refusal touched nothing.
-  EXPECT_EQ(leakProbe(), before);
+  EXPECT_NO_LEAK(before);
   roundTrip(p, 4 * MiB, 3);
   CHECK_STOPPED();
   EXPECT_OK(mcclMemFree(p));
@@ -320,7 +357,7 @@ static void freeInteriorPointer(void) {
 static void doubleFree(void) {
   setup();
   CHECK_STOPPED();
-  long before = leakProbe();
+  leakState before = leakProbe();
   void* p = NULL;
   EXPECT_OK(mcclMemAlloc(&p, 2 * MiB));
   EXPECT_OK(mcclMemFree(p));
@@ -334,7 +371,7 @@ static void doubleFree(void) {
 static void zeroSizeAndNullArguments(void) {
   setup();
   CHECK_STOPPED();
-  long before = leakProbe();
+  leakState before = leakProbe();
   void* sentinel = (void*)0x1234;
   void* p = sentinel;
   EXPECT_RES(mcclMemAlloc(&p, 0), mcclInvalidArgument);
@@ -363,7 +400,7 @@ static void sizeLargerThanDevice(void) {
   size_t total = 0;
   EXPECT_CU_OK(cuDeviceGet(&dev, 0));
   EXPECT_CU_OK(cuDeviceTotalMem(&total, dev));
-  long before = leakProbe();
+  leakState before = leakProbe();
   void* sentinel = (void*)0x1234;
   void* p = sentinel;
   EXPECT_RES(mcclMemAlloc(&p, total + 1), mcclInvalidArgument);
@@ -400,7 +437,7 @@ static void thousandCyclesLeakNothing(void) {
   EXPECT_OK(mcclMemFree(p));
   EXPECT_OK(mcclCuMemAlloc(&p, NULL, mcclCuMemHandleType, 2 * MiB));
   EXPECT_OK(mcclCuMemFree(p));
-  long before = leakProbe();
+  leakState before = leakProbe();
   for (int i = 0; i < 1000; i++) {
     size_t size = (1 + (size_t)(mcclTestRand() % 4)) * MiB;
     EXPECT_OK(mcclMemAlloc(&p, size));
@@ -432,7 +469,7 @@ static void fallbackCudaMalloc(void) {
   EXPECT_EQ(mcclCuMemEnable(), 0);
   EXPECT_OK(mcclMemAlloc(&p, MiB));
   EXPECT_OK(mcclMemFree(p));
-  long before = leakProbe();
+  leakState before = leakProbe();
   const size_t size = 3 * MiB + 5;
   EXPECT_OK(mcclMemAlloc(&p, size));
   EXPECT_FALSE(isVmm(p));  // cudaMalloc memory has no VMM handle
@@ -463,7 +500,8 @@ static void fallbackCudaMalloc(void) {
 }
 
 MCCL_TEST_MAIN(MCCL_TEST_CASE(gateFollowsParameter), MCCL_TEST_CASE(cuMemAllocRoundsToMinimum),
-               MCCL_TEST_CASE(memAllocRoundsToRecommended), MCCL_TEST_CASE(memAllocHandleTypes), MCCL_TEST_CASE(fabricRetry),
-               MCCL_TEST_CASE(accessFromEveryDevice), MCCL_TEST_CASE(freeInteriorPointer), MCCL_TEST_CASE(doubleFree),
-               MCCL_TEST_CASE(zeroSizeAndNullArguments), MCCL_TEST_CASE(sizeLargerThanDevice),
-               MCCL_TEST_CASE(thousandCyclesLeakNothing), MCCL_TEST_CASE(fallbackCudaMalloc))
+               MCCL_TEST_CASE(memAllocRoundsToRecommended), MCCL_TEST_CASE(memAllocHandleTypes),
+               MCCL_TEST_CASE(fabricRetry), MCCL_TEST_CASE(accessFromEveryDevice), MCCL_TEST_CASE(freeInteriorPointer),
+               MCCL_TEST_CASE(doubleFree), MCCL_TEST_CASE(zeroSizeAndNullArguments),
+               MCCL_TEST_CASE(sizeLargerThanDevice), MCCL_TEST_CASE(thousandCyclesLeakNothing),
+               MCCL_TEST_CASE(fallbackCudaMalloc))

@@ -61,8 +61,10 @@ int main(int argc, char** argv) {
   if (cudaStreamCreate(&s) != cudaSuccess || cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess)
     return 1;
 
-  printf("# Lab 02: host<->device copy bandwidth, device 0 (%s backend); cudaMemcpyAsync timed with CUDA events, "
-         "median of %d after 2 warm-up copies; GB/s = 1e9 bytes/s\n", MCCL_BACKEND_NAME, repeats);
+  printf(
+      "# Lab 02: host<->device copy bandwidth, device 0 (%s backend); cudaMemcpyAsync timed with CUDA events, "
+      "median of %d after 2 warm-up copies; GB/s = 1e9 bytes/s\n",
+      MCCL_BACKEND_NAME, repeats);
   if (!haveCuMem) printf("# cuMem host-NUMA memory is off or refused here: its columns show n/a\n");
   printf("%12s", "size(B)");
   for (int k = 0; k < NKIND; k++) printf(" %15s", kindName[k]);
@@ -100,8 +102,10 @@ int main(int argc, char** argv) {
     printf("%12zu", bytes);
     for (int dir = 0; dir < 2; dir++)
       for (int k = 0; k < NKIND; k++)
-        if (bw[dir][k] < 0) printf(" %15s", "n/a");
-        else printf(" %15.2f", bw[dir][k]);
+        if (bw[dir][k] < 0)
+          printf(" %15s", "n/a");
+        else
+          printf(" %15.2f", bw[dir][k]);
     printf("\n");
     fflush(stdout);
     if (nowS() - start > 3.0 && bytes * 2 <= maxBytes) {

@@ -57,7 +57,8 @@ int main(void) {
   CUCHECK(cuDeviceGet(&dev, 0));
   CUCHECK(cuDeviceGetAttribute(&numa, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, dev));
   SAY("CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID of device 0: %d%s", numa, numa < 0 ? " (no NUMA info: node 0 is used)" : "");
-  SAY("mcclCuMemHostEnable: MCCL_CUMEM_HOST_ENABLE=%lld, one-granule self-test -> %s", (long long)mcclParamCumemHostEnable(),
+  SAY("mcclCuMemHostEnable: MCCL_CUMEM_HOST_ENABLE=%lld, one-granule self-test -> %s",
+      (long long)mcclParamCumemHostEnable(),
       mcclCuMemHostEnable() ? "cuMem host-NUMA memory works" : "off: cudaHostAlloc fallback");
   CUDACHECK(cudaMalloc(&scratch, n));
 
@@ -71,8 +72,9 @@ int main(void) {
     CUCHECKGOTO(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), res, done);
     CUCHECKGOTO(cuMemGetAddressRange(NULL, &size, (CUdeviceptr)cumem), res, done);
     SAY("mcclCuMemHostAlloc(%zu) -> %p, handle 0x%llx, location type %d (HOST_NUMA=%d) id %d, mapped size %zu "
-        "(granularity %zu)", n, cumem, (unsigned long long)h, (int)prop.location.type, (int)CU_MEM_LOCATION_TYPE_HOST_NUMA,
-        prop.location.id, size, gran);
+        "(granularity %zu)",
+        n, cumem, (unsigned long long)h, (int)prop.location.type, (int)CU_MEM_LOCATION_TYPE_HOST_NUMA, prop.location.id,
+        size, gran);
     unsigned long long fDev = 0, fHost = 0;
     CUmemLocation lDev = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0};
     CUmemLocation lHost = {.type = CU_MEM_LOCATION_TYPE_HOST_NUMA, .id = prop.location.id};
@@ -129,7 +131,9 @@ done:
   free(pageable);
   if (pinned) mcclCudaHostFree(pinned);
   if (scratch) cudaFree(scratch);
-  if (res == mcclSuccess) printf("\nDone: every step above succeeded.\n");
-  else printf("\nFailed: %s\n", mcclGetErrorString(res));
+  if (res == mcclSuccess)
+    printf("\nDone: every step above succeeded.\n");
+  else
+    printf("\nFailed: %s\n", mcclGetErrorString(res));
   return res == mcclSuccess ? 0 : 1;
 }

@@ -10,7 +10,9 @@
 #include "mccl_host_alloc.h"
 #include "mccl_param.h"
 
-static size_t alignUp(size_t size, size_t gran) { return (size + gran - 1) / gran * gran; }
+static size_t alignUp(size_t size, size_t gran) {
+  return (size + gran - 1) / gran * gran;
+}
 
 // The host NUMA node closest to the current device. -1 means the system has no NUMA
 // information; node 0 is then the only node there is.
@@ -51,8 +53,10 @@ static void hostSelfTest(void) {
   if (cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS) return;
   CUresult err = cuMemCreate(&handle, alignUp(1, gran), &prop, 0);
   if (err != CUDA_SUCCESS) {
-    INFO(MCCL_INIT | MCCL_ALLOC, "cuMem host allocations do not work here (%s), using cudaHostAlloc instead; the "
-         "container may block NUMA calls. Set MCCL_CUMEM_HOST_ENABLE=0 to skip this test", mcclCuErrorString(err));
+    INFO(MCCL_INIT | MCCL_ALLOC,
+         "cuMem host allocations do not work here (%s), using cudaHostAlloc instead; the "
+         "container may block NUMA calls. Set MCCL_CUMEM_HOST_ENABLE=0 to skip this test",
+         mcclCuErrorString(err));
     return;
   }
   cuMemRelease(handle);

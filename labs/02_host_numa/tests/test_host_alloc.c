@@ -11,21 +11,15 @@
 
 #define MiB (1024UL * 1024UL)
 
-static size_t alignUp(size_t size, size_t gran) { return (size + gran - 1) / gran * gran; }
-static int onSim(void) { return strcmp(MCCL_BACKEND_NAME, "sim") == 0; }
+static size_t alignUp(size_t size, size_t gran) {
+  return (size + gran - 1) / gran * gran;
+}
+static int onSim(void) {
+  return strcmp(MCCL_BACKEND_NAME, "sim") == 0;
+}
 
-// Leak probe for host memory: on the sim, the lines of /proc/self/maps (each pinned buffer is a
-// mapping); on a GPU host, the process's virtual size in MiB (the driver keeps some mappings).
-static long leakProbe(void) {
-  if (onSim()) {
-    FILE* f = fopen("/proc/self/maps", "r");
-    if (f == NULL) return -1;
-    long n = 0;
-    int c;
-    while ((c = fgetc(f)) != EOF) n += c == '\n';
-    fclose(f);
-    return n;
-  }
+// GPU: the process's virtual size in MiB (pinned host buffers are mappings; the driver keeps some).
+static long gpuProbe(void) {
   FILE* f = fopen("/proc/self/status", "r");
   if (f == NULL) return -1;
   char line[256];
@@ -35,11 +29,56 @@ static long leakProbe(void) {
   fclose(f);
   return kb / 1024;
 }
-#define EXPECT_NO_LEAK(before)                  \
-  do {                                          \
-    long after_ = leakProbe();                  \
-    if (onSim()) EXPECT_EQ(after_, (before));   \
-    else EXPECT_LE(after_, (before) + 64);      \
+// Leak probe. On the sim every mapping of device memory (and of cuMem host memory) is a memfd
+// named "minccl-sim:..." in /proc/self/maps, a live physical allocation holds an fd, a VA
+// reservation is a PROT_NONE mapping, and cudaHostAlloc memory an anonymous mapping: we compare
+// the named mappings, the open fds, and every line of /proc/self/maps. Under ASan the
+// sanitizer's own allocator maps and unmaps as it pleases, so there only the named mappings and
+// the fds are compared. On a GPU: the process's virtual size, within 64 MiB.
+typedef struct {
+  long simMaps, allMaps, fds, gpu;
+} leakState;
+static long countFds(void) {
+  long n = 0;
+  char path[64];
+  for (int fd = 0; fd < 4096; fd++) {
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+    n += access(path, F_OK) == 0;
+  }
+  return n;
+}
+static leakState leakProbe(void) {
+  leakState s = {0, 0, 0, 0};
+  if (!onSim()) {
+    s.gpu = gpuProbe();
+    return s;
+  }
+  FILE* f = fopen("/proc/self/maps", "r");
+  if (f == NULL) return s;
+  char line[1024];
+  while (fgets(line, sizeof(line), f)) {
+    s.allMaps++;
+    if (strstr(line, "minccl-sim")) s.simMaps++;
+  }
+  fclose(f);
+  s.fds = countFds();
+  return s;
+}
+#ifdef __SANITIZE_ADDRESS__
+#define MCCL_UNDER_ASAN 1
+#else
+#define MCCL_UNDER_ASAN 0
+#endif
+#define EXPECT_NO_LEAK(before)                                           \
+  do {                                                                   \
+    leakState after_ = leakProbe();                                      \
+    if (onSim()) {                                                       \
+      EXPECT_EQ(after_.simMaps, (before).simMaps);                       \
+      EXPECT_EQ(after_.fds, (before).fds);                               \
+      if (!MCCL_UNDER_ASAN) EXPECT_EQ(after_.allMaps, (before).allMaps); \
+    } else {                                                             \
+      EXPECT_LE(after_.gpu, (before).gpu + 64);                          \
+    }                                                                    \
   } while (0)
 
 static void useDefaultGate(void) {
@@ -114,8 +153,12 @@ static void bufAlloc(hostBuf* b, hostKind kind, size_t size) {
 
 static void bufFree(hostBuf* b) {
   switch (b->kind) {
-    case KIND_CUMEM_HOST: EXPECT_OK(mcclCuMemHostFree(b->host)); break;
-    case KIND_CUDA_HOST_CALLOC: EXPECT_OK(mcclCudaHostFree(b->host)); break;
+    case KIND_CUMEM_HOST:
+      EXPECT_OK(mcclCuMemHostFree(b->host));
+      break;
+    case KIND_CUDA_HOST_CALLOC:
+      EXPECT_OK(mcclCudaHostFree(b->host));
+      break;
     case KIND_REGISTERED:
       EXPECT_CUDA_OK(cudaHostUnregister(b->host));
       free(b->host);
@@ -166,9 +209,15 @@ static void kindRoundTrip(hostKind kind) {
     bufFree(&b);
   }
 }
-static void cuMemHostSeenBothWays(void) { kindRoundTrip(KIND_CUMEM_HOST); }
-static void cudaHostCallocSeenBothWays(void) { kindRoundTrip(KIND_CUDA_HOST_CALLOC); }
-static void registeredSeenBothWays(void) { kindRoundTrip(KIND_REGISTERED); }
+static void cuMemHostSeenBothWays(void) {
+  kindRoundTrip(KIND_CUMEM_HOST);
+}
+static void cudaHostCallocSeenBothWays(void) {
+  kindRoundTrip(KIND_CUDA_HOST_CALLOC);
+}
+static void registeredSeenBothWays(void) {
+  kindRoundTrip(KIND_REGISTERED);
+}
 
 // ---- cuMem host specifics ---------------------------------------------------------------------
 
@@ -323,7 +372,7 @@ static void fallbackForcedOff(void) {
 static void badArguments(void) {
   setup();
   CHECK_STOPPED();
-  long before = leakProbe();
+  leakState before = leakProbe();
   void* sentinel = (void*)0x1234;
   void* p = sentinel;
   EXPECT_RES(mcclCuMemHostAlloc(NULL, NULL, MiB), mcclInvalidArgument);
@@ -387,7 +436,7 @@ static void manyCyclesLeakNothing(void) {
   CHECK_STOPPED();
   int cuMemHost = mcclCuMemHostEnable();
   for (int warm = 0; warm < 2; warm++) {  // warm-up round, then the measured one
-    long before = leakProbe();
+    leakState before = leakProbe();
     for (int i = 0; i < (warm ? 300 : 1); i++) {
       for (int k = cuMemHost ? 0 : 1; k < 3; k++) {
         hostBuf b;
