@@ -1,0 +1,220 @@
+// The proxy across processes under mpirun (rank r drives device r % devices): GetFd round trips to
+// every peer's proxy, QueryFd, and a ring of SHM connections set up and progressed by the proxies.
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "mccl_alloc.h"
+#include "mccl_checks.h"
+#include "mccl_ipc.h"
+#include "mccl_proxy.h"
+#include "mccl_shm.h"
+#include "mccl_test_mpi.h"
+
+static int countFds(void) {
+  DIR* d = opendir("/proc/self/fd");
+  if (d == NULL) return -1;
+  int n = 0;
+  for (struct dirent* e; (e = readdir(d)) != NULL;)
+    if (e->d_name[0] != '.') n++;
+  closedir(d);
+  return n - 1;
+}
+
+typedef struct {
+  mcclProxyState* proxy;
+  mcclBootstrap* bs;
+  int dev;
+} world;
+
+static int pickDevice(void) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) return -1;
+  int dev = mcclTestMpiRank() % n;
+  return cudaSetDevice(dev) == cudaSuccess ? dev : -1;
+}
+
+// Proxy first (its address goes into the peer record), then the bootstrap, then the proxy learns
+// every peer's address.
+static mcclResult_t worldUp(world* w) {
+  memset(w, 0, sizeof(*w));
+  w->dev = pickDevice();
+  if (w->dev < 0) return mcclUnhandledCudaError;
+  mcclUniqueId id;
+  memset(&id, 0, sizeof(id));
+  if (mcclTestMpiRank() == 0 && mcclGetUniqueId(&id) != mcclSuccess) return mcclSystemError;
+  MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
+  MCCLCHECK(mcclProxyCreate(mcclTestMpiRank(), w->dev, NULL, &w->proxy));
+  MCCLCHECK(mcclBootstrapInit(&id, mcclTestMpiRank(), mcclTestMpiSize(), w->dev, mcclProxyGetAddress(w->proxy), NULL,
+                              &w->bs));
+  MCCLCHECK(mcclProxyInit(w->proxy, w->bs));
+  return mcclSuccess;
+}
+
+static void worldDown(world* w) {
+  if (w->bs) mcclBootstrapClose(w->bs);
+  if (w->proxy) mcclProxyDestroy(w->proxy);
+  memset(w, 0, sizeof(*w));
+}
+
+// Each rank fills a cuMem allocation with its own pattern; every other rank asks the owner's proxy
+// for an fd (GetFd with the raw handle value), imports it, maps it and reads the pattern.
+static void getFdRoundTrips(void) {
+  int fds0 = countFds();
+  world w;
+  mcclResult_t up = worldUp(&w);
+  if (w.dev < 0) SKIP("no CUDA device");
+  EXPECT_OK(up);
+  int rank = mcclTestMpiRank(), n = mcclTestMpiSize();
+  size_t size = 2 << 20;
+  void* buf = NULL;
+  CUmemGenericAllocationHandle handle = 0;
+  EXPECT_OK(mcclCuMemAlloc(&buf, &handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, size));
+  EXPECT_CUDA_OK(cudaMemset(buf, 0x30 + rank, size));
+  EXPECT_CUDA_OK(cudaDeviceSynchronize());
+  uint64_t mine[2] = {(uint64_t)handle, size};
+  uint64_t* all = malloc(sizeof(mine) * (size_t)n);
+  memcpy(all + 2 * rank, mine, sizeof(mine));
+  EXPECT_OK(mcclBootstrapAllGather(w.bs, all, sizeof(mine)));
+  int ok = 1;
+  unsigned char* host = malloc(size);
+  for (int k = 1; k < n && ok; k++) {
+    int peer = (rank + k) % n;
+    CUmemGenericAllocationHandle h = (CUmemGenericAllocationHandle)all[2 * peer];
+    int fd = -1;
+    mcclResult_t r = mcclProxyClientGetFdBlocking(w.proxy, peer, &h, sizeof(h), &fd);
+    ok &= r == mcclSuccess && fd >= 0;
+    if (!ok) break;
+    mcclIpcDesc desc;
+    memset(&desc, 0, sizeof(desc));
+    desc.magic = MCCL_IPC_DESC_MAGIC;
+    desc.handleType = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    desc.size = all[2 * peer + 1];
+    desc.ownerPid = -1;
+    desc.ownerDev = peer;
+    void* mapped = NULL;
+    r = mcclIpcImport(&desc, fd, w.dev, &mapped);
+    close(fd);
+    ok &= r == mcclSuccess;
+    if (!ok) break;
+    ok &= cudaMemcpy(host, mapped, size, cudaMemcpyDeviceToHost) == cudaSuccess;
+    for (size_t i = 0; ok && i < size; i += 4099) ok &= host[i] == (unsigned char)(0x30 + peer);
+    ok &= host[size - 1] == (unsigned char)(0x30 + peer);
+    ok &= mcclIpcUnmap(mapped) == mcclSuccess;
+  }
+  free(host);
+  EXPECT_TRUE(ok);
+  // A handle the owner never had: the owner's proxy refuses it and says so.
+  int peer = (rank + 1) % n, fd = -1;
+  CUmemGenericAllocationHandle bogus = (CUmemGenericAllocationHandle)0xdead0000beefULL;
+  if (n > 1) EXPECT_RES(mcclProxyClientGetFdBlocking(w.proxy, peer, &bogus, sizeof(bogus), &fd), mcclUnhandledCudaError);
+  EXPECT_EQ(fd, -1);
+  EXPECT_RES(mcclProxyClientGetFdBlocking(w.proxy, n, &bogus, sizeof(bogus), &fd), mcclInvalidArgument);
+  EXPECT_RES(mcclProxyClientGetFdBlocking(w.proxy, peer, &bogus, 4, &fd), mcclInvalidArgument);
+  free(all);
+  EXPECT_OK(mcclBootstrapBarrier(w.bs));  // nobody frees before every peer has read
+  EXPECT_OK(mcclCuMemFree(buf));
+  worldDown(&w);
+  EXPECT_EQ(countFds(), fds0);
+}
+
+// QueryFd: the proxy of the next rank receives our eventfd and names its number there; through
+// /proc/<pid>/fd that number refers to the same open file.
+static void queryFdRoundTrip(void) {
+  int fds0 = countFds();
+  world w;
+  mcclResult_t up = worldUp(&w);
+  if (w.dev < 0) SKIP("no CUDA device");
+  EXPECT_OK(up);
+  int rank = mcclTestMpiRank(), n = mcclTestMpiSize(), next = (rank + 1) % n;
+  int efd = eventfd(0, EFD_CLOEXEC);
+  EXPECT_GE(efd, 0);
+  int rmt = -1;
+  EXPECT_OK(mcclProxyClientQueryFdBlocking(w.proxy, next, efd, &rmt));
+  EXPECT_GE(rmt, 0);
+  mcclPeerInfo info;
+  EXPECT_OK(mcclBootstrapGetPeerInfo(w.bs, next, &info));
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/%d/fd/%d", info.pid, rmt);
+  struct stat a, b;
+  EXPECT_EQ(fstat(efd, &a), 0);
+  int st = stat(path, &b);
+  EXPECT_EQ(st, 0);
+  EXPECT_TRUE(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
+  close(efd);
+  EXPECT_OK(mcclBootstrapBarrier(w.bs));
+  worldDown(&w);
+  EXPECT_EQ(countFds(), fds0);
+}
+
+// A ring: each rank sends to rank+1 and receives from rank-1 through SHM, setup RPCs and the
+// cuMem fd exchange done by the proxies, every message progressed by the progress threads.
+static void shmRingThroughProxy(void) {
+  int fds0 = countFds();
+  world w;
+  mcclResult_t up = worldUp(&w);
+  if (w.dev < 0) SKIP("no CUDA device");
+  EXPECT_OK(up);
+  int rank = mcclTestMpiRank(), n = mcclTestMpiSize();
+  if (n < 2) SKIP("needs 2 ranks");
+  int next = (rank + 1) % n, prev = (rank + n - 1) % n;
+  mcclPeerInfo me, pn, pp;
+  EXPECT_OK(mcclBootstrapGetPeerInfo(w.bs, rank, &me));
+  EXPECT_OK(mcclBootstrapGetPeerInfo(w.bs, next, &pn));
+  EXPECT_OK(mcclBootstrapGetPeerInfo(w.bs, prev, &pp));
+  int can = 0;
+  EXPECT_OK(mcclShmTransport.canConnect(&can, &me, &pn));
+  EXPECT_EQ(can, 1);
+  struct mcclConnector s, r;
+  EXPECT_OK(mcclConnectorInit(&s, &mcclShmTransport, 1, rank));
+  EXPECT_OK(mcclConnectorInit(&r, &mcclShmTransport, 0, rank));
+  EXPECT_OK(mcclProxyConnect(w.proxy, &s));
+  EXPECT_OK(mcclProxyConnect(w.proxy, &r));
+  struct mcclConnect si, ri, peerSi, peerRi;
+  EXPECT_OK(mcclShmTransport.send.setup(&me, &pn, &si, &s));
+  EXPECT_OK(mcclShmTransport.recv.setup(&me, &pp, &ri, &r));
+  // My recv info goes to prev (its sender), my send info to next (its receiver).
+  EXPECT_OK(mcclBootstrapSend(w.bs, prev, 1, &ri, sizeof(ri)));
+  EXPECT_OK(mcclBootstrapSend(w.bs, next, 2, &si, sizeof(si)));
+  EXPECT_OK(mcclBootstrapRecv(w.bs, next, 1, &peerRi, sizeof(peerRi)));
+  EXPECT_OK(mcclBootstrapRecv(w.bs, prev, 2, &peerSi, sizeof(peerSi)));
+  EXPECT_OK(mcclShmTransport.send.connect(&peerRi, &s));
+  EXPECT_OK(mcclShmTransport.recv.connect(&peerSi, &r));
+  size_t max = 5 << 20;
+  unsigned char *src = NULL, *dst = NULL;
+  EXPECT_CUDA_OK(cudaMalloc((void**)&src, max));
+  EXPECT_CUDA_OK(cudaMalloc((void**)&dst, max));
+  unsigned char* h = malloc(max);
+  unsigned char* want = malloc(max);
+  int ok = 1;
+  for (int it = 0; it < 5 && ok; it++) {
+    // Sizes from the shared seed, so both ends of every connection agree.
+    size_t sizes[5] = {0, 1, 4 << 20, (size_t)(mcclTestRand() % max), 123457};
+    size_t nb = sizes[it];
+    for (size_t i = 0; i < nb; i++) h[i] = (unsigned char)(i * 13 + (size_t)rank * 7 + (size_t)it);
+    for (size_t i = 0; i < nb; i++) want[i] = (unsigned char)(i * 13 + (size_t)prev * 7 + (size_t)it);
+    ok &= cudaMemcpy(src, h, nb, cudaMemcpyHostToDevice) == cudaSuccess;
+    ok &= cudaMemset(dst, 0xee, max) == cudaSuccess;
+    mcclProxyRequest rs, rr;
+    ok &= mcclProxyPostOp(w.proxy, &r, dst, nb, &rr) == mcclSuccess;
+    ok &= mcclProxyPostOp(w.proxy, &s, src, nb, &rs) == mcclSuccess;
+    ok &= mcclProxyWait(w.proxy, rs) == mcclSuccess;
+    ok &= mcclProxyWait(w.proxy, rr) == mcclSuccess;
+    ok &= cudaMemcpy(h, dst, nb, cudaMemcpyDeviceToHost) == cudaSuccess;
+    ok &= memcmp(h, want, nb) == 0;
+  }
+  free(h);
+  free(want);
+  EXPECT_TRUE(ok);
+  EXPECT_OK(mcclBootstrapBarrier(w.bs));
+  EXPECT_OK(mcclConnectorFree(&s));
+  EXPECT_OK(mcclConnectorFree(&r));
+  EXPECT_CUDA_OK(cudaFree(src));
+  EXPECT_CUDA_OK(cudaFree(dst));
+  worldDown(&w);
+  EXPECT_EQ(countFds(), fds0);
+}
+
+MCCL_TEST_MAIN_MPI(MCCL_TEST_CASE(getFdRoundTrips), MCCL_TEST_CASE(queryFdRoundTrip), MCCL_TEST_CASE(shmRingThroughProxy))
