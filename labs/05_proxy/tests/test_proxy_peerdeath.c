@@ -1,0 +1,114 @@
+// A peer that dies: fork() a receiver, set up SHM through both proxies, SIGKILL the receiver, and
+// check the survivor's send fails with mcclTimeout within MCCL_SHM_TIMEOUT, a GetFd to the dead
+// proxy fails within MCCL_IPC_TIMEOUT, and destroy still returns threads and fds to where they were.
+// The fork happens before this process makes any CUDA call, so the child starts clean.
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "mccl_checks.h"
+#include "mccl_param.h"
+#include "mccl_proxy.h"
+#include "mccl_shm.h"
+#include "mccl_test.h"
+
+static int countDir(const char* path) {
+  DIR* d = opendir(path);
+  if (d == NULL) return -1;
+  int n = 0;
+  for (struct dirent* e; (e = readdir(d)) != NULL;)
+    if (e->d_name[0] != '.') n++;
+  closedir(d);
+  return n - (strcmp(path, "/proc/self/fd") == 0 ? 1 : 0);
+}
+static long nowMs(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+// Both sides: proxy, bootstrap, one SHM connection 0 -> 1 through the proxies.
+static mcclResult_t side(const mcclUniqueId* id, int rank, mcclProxyState** proxy, mcclBootstrap** bs,
+                         struct mcclConnector* c) {
+  MCCLCHECK(mcclProxyCreate(rank, rank, NULL, proxy));
+  MCCLCHECK(mcclBootstrapInit(id, rank, 2, rank, mcclProxyGetAddress(*proxy), NULL, bs));
+  MCCLCHECK(mcclProxyInit(*proxy, *bs));
+  mcclPeerInfo me, peer;
+  MCCLCHECK(mcclBootstrapGetPeerInfo(*bs, rank, &me));
+  MCCLCHECK(mcclBootstrapGetPeerInfo(*bs, 1 - rank, &peer));
+  MCCLCHECK(mcclConnectorInit(c, &mcclShmTransport, rank == 0, rank));
+  MCCLCHECK(mcclProxyConnect(*proxy, c));
+  struct mcclConnect mine, theirs;
+  const struct mcclTransportComm* tc = rank == 0 ? &mcclShmTransport.send : &mcclShmTransport.recv;
+  MCCLCHECK(tc->setup(&me, &peer, &mine, c));
+  MCCLCHECK(mcclBootstrapSend(*bs, 1 - rank, 0, &mine, sizeof(mine)));
+  MCCLCHECK(mcclBootstrapRecv(*bs, 1 - rank, 0, &theirs, sizeof(theirs)));
+  MCCLCHECK(tc->connect(&theirs, c));
+  return mcclBootstrapBarrier(*bs);
+}
+
+static void killedPeerTimesOut(void) {
+  setenv("MCCL_SHM_TIMEOUT", "1000", 1);
+  setenv("MCCL_IPC_TIMEOUT", "500", 1);
+  setenv("MCCL_BOOTSTRAP_TIMEOUT", "10000", 1);
+  mcclParamResetAll();
+  mcclUniqueId id;
+  EXPECT_OK(mcclGetUniqueId(&id));
+  pid_t child = fork();
+  if (child == 0) {
+    mcclProxyState* p;
+    mcclBootstrap* bs;
+    struct mcclConnector c;
+    if (side(&id, 1, &p, &bs, &c) != mcclSuccess) _exit(2);
+    for (;;) pause();  // the parent kills us here
+  }
+  EXPECT_GT(child, 0);
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 2) {
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    SKIP("needs 2 CUDA devices");
+  }
+  EXPECT_CUDA_OK(cudaSetDevice(0));
+  EXPECT_CUDA_OK(cudaFree(NULL));  // CUDA's own threads, if any, exist before we count
+  int fds0 = countDir("/proc/self/fd"), th0 = countDir("/proc/self/task");
+  mcclProxyState* p = NULL;
+  mcclBootstrap* bs = NULL;
+  struct mcclConnector c;
+  mcclResult_t r = side(&id, 0, &p, &bs, &c);
+  kill(child, SIGKILL);
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_OK(r);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  // More than the FIFO holds: the send needs credits the dead receiver will never return.
+  size_t n = 16 << 20;
+  void* src = NULL;
+  EXPECT_CUDA_OK(cudaMalloc(&src, n));
+  mcclProxyRequest req;
+  long t0 = nowMs();
+  EXPECT_OK(mcclProxyPostOp(p, &c, src, n, &req));
+  EXPECT_RES(mcclProxyWait(p, req), mcclTimeout);
+  long took = nowMs() - t0;
+  printf("# send to a killed peer failed after %ld ms (MCCL_SHM_TIMEOUT=1000)\n", took);
+  EXPECT_GE(took, 900);
+  EXPECT_LT(took, 5000);
+  CUmemGenericAllocationHandle h = 1;
+  int fd = -1;
+  t0 = nowMs();
+  EXPECT_RES(mcclProxyClientGetFdBlocking(p, 1, &h, sizeof(h), &fd), mcclTimeout);
+  EXPECT_LT(nowMs() - t0, 3000);
+  EXPECT_EQ(fd, -1);
+  EXPECT_OK(mcclConnectorFree(&c));
+  EXPECT_OK(mcclBootstrapAbort(bs));
+  EXPECT_OK(mcclProxyDestroy(p));
+  EXPECT_CUDA_OK(cudaFree(src));
+  EXPECT_EQ(countDir("/proc/self/task"), th0);
+  EXPECT_EQ(countDir("/proc/self/fd"), fds0);
+}
+
+MCCL_TEST_MAIN(MCCL_TEST_CASE(killedPeerTimesOut))
