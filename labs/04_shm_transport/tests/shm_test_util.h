@@ -48,30 +48,35 @@ static inline void descPath(const mcclShmIpcDesc_t* desc, char* out, size_t n) {
   else if (n) out[0] = '\0';
 }
 
-// Deterministic bytes from (seed, offset): a message can be checked without keeping a copy.
-static inline void fillPattern(void* buf, size_t n, uint64_t seed) {
-  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-  unsigned char* p = (unsigned char*)buf;
+// Deterministic bytes from a seed (xorshift64 words): a message is checked without keeping a copy.
+static inline void patternRun(uint64_t* x, unsigned char* p, size_t n) {  // n % 8 == 0 except at the end
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-    memcpy(p + i, &x, 8);
+    *x ^= *x << 13; *x ^= *x >> 7; *x ^= *x << 17;
+    memcpy(p + i, x, 8);
   }
-  for (; i < n; i++) { x ^= x << 13; x ^= x >> 7; x ^= x << 17; p[i] = (unsigned char)x; }
+  for (; i < n; i++) { *x ^= *x << 13; *x ^= *x >> 7; *x ^= *x << 17; p[i] = (unsigned char)*x; }
 }
 
-// Offset of the first byte that differs from the pattern, or (size_t)-1.
+static inline void fillPattern(void* buf, size_t n, uint64_t seed) {
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+  patternRun(&x, (unsigned char*)buf, n);
+}
+
+// Offset of the first byte that differs from the pattern, or (size_t)-1; compares 1 MiB at a time.
 static inline size_t checkPattern(const void* buf, size_t n, uint64_t seed) {
   const size_t chunk = 1 << 20;
-  unsigned char* ref = (unsigned char*)malloc(n < chunk ? (n ? n : 1) : n);
-  if (ref == NULL) return 0;
-  fillPattern(ref, n, seed);
-  size_t bad = (size_t)-1;
-  if (memcmp(ref, buf, n) != 0)
-    for (size_t i = 0; i < n; i++)
-      if (ref[i] != ((const unsigned char*)buf)[i]) { bad = i; break; }
-  free(ref);
-  return bad;
+  static unsigned char ref[1 << 20];
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+  const unsigned char* b = (const unsigned char*)buf;
+  for (size_t off = 0; off < n; off += chunk) {
+    size_t len = n - off < chunk ? n - off : chunk;
+    patternRun(&x, ref, len);
+    if (memcmp(ref, b + off, len) != 0)
+      for (size_t i = 0; i < len; i++)
+        if (ref[i] != b[off + i]) return off + i;
+  }
+  return (size_t)-1;
 }
 
 static inline void setParam(const char* name, const char* value) {
