@@ -13,7 +13,7 @@ inputs=$(for i in $inputs; do [ -e "$i" ] && printf '%s ' "$i"; done)
 mkdir -p docs/html
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-if ! { cat docs/Doxyfile; echo "INPUT = $inputs"; echo "USE_MDFILE_AS_MAINPAGE = README.md"; } | doxygen - >"$log" 2>&1; then
+if ! { cat docs/Doxyfile; echo "INPUT = $inputs"; echo "USE_MDFILE_AS_MAINPAGE = $PWD/README.md"; } | doxygen - >"$log" 2>&1; then
   cat "$log"
   echo "docs: Doxygen reported warnings or errors (treated as errors)" >&2
   exit 1
