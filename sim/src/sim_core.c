@@ -490,7 +490,7 @@ cudaError_t CUDARTAPI cudaDeviceEnablePeerAccess(int peerDevice, unsigned int fl
   if (flags != 0) return simRtErr(cudaErrorInvalidValue);
   if (!simDeviceValid(peerDevice)) return simRtErr(cudaErrorInvalidDevice);
   int dev = self.ctx->device;
-  if (dev == peerDevice) return simRtErr(cudaErrorInvalidDevice);  // a device cannot be its own peer
+  if (dev == peerDevice) return simRtErr(cudaErrorPeerAccessUnsupported);  // a device is not its own peer
   cudaError_t e = cudaSuccess;
   pthread_mutex_lock(&simG.lock);
   if (simG.dev[dev].peerEnabled & (1ull << peerDevice)) e = cudaErrorPeerAccessAlreadyEnabled;

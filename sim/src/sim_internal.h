@@ -70,8 +70,10 @@ enum { SIM_MEM_NONE = 0, SIM_MEM_DEVICE, SIM_MEM_HOST };
 typedef struct {
   int kind;                 // SIM_MEM_DEVICE / SIM_MEM_HOST; SIM_MEM_NONE when unknown
   int device;
-  uintptr_t base;           // start and size of the range the pointer lies in (allocation or mapping)
+  uintptr_t base;           // the range: the allocation, or for VMM the whole reservation (as the driver)
   size_t size;
+  uintptr_t mapBase;        // the mapping (VMM) or allocation the pointer lies in
+  size_t mapSize;
   int legacyIpc;            // cudaMalloc/cuMemAlloc memory
   int vmm;                  // a cuMemMap mapping
   int mapped;

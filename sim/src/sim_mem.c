@@ -334,8 +334,10 @@ CUresult CUDAAPI cuMemAddressFree(CUdeviceptr ptr, size_t size) {
     pthread_mutex_unlock(&simG.lock);
     return CUDA_ERROR_INVALID_VALUE;
   }
-  // Mappings still in the range go with it (each drops its reference on the memory).
-  while (rg->maps) dropMap(rg, rg->maps);
+  if (rg->maps) {  // the driver refuses to free a range that still has mappings
+    pthread_mutex_unlock(&simG.lock);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
   unlinkRange(rg);
   pthread_mutex_unlock(&simG.lock);
   munmap((void*)rg->base, rg->size);
@@ -347,15 +349,19 @@ CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGene
                           unsigned long long flags) {
   CUresult r = simCheckInit();
   if (r != CUDA_SUCCESS) return r;
-  if (flags != 0 || size == 0 || size % SIM_GRANULARITY || offset % SIM_GRANULARITY || ptr % SIM_GRANULARITY)
-    return CUDA_ERROR_INVALID_VALUE;
+  if (flags != 0 || size == 0 || size % SIM_GRANULARITY || ptr % SIM_GRANULARITY) return CUDA_ERROR_INVALID_VALUE;
+  if (offset != 0) return CUDA_ERROR_NOT_SUPPORTED;  // "currently must be zero": what the driver returns
   simMap* m = calloc(1, sizeof(*m));
   if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
   pthread_mutex_lock(&simG.lock);
   simHandle* h = findHandle(handle);
   simRange* rg = findRangeContaining((uintptr_t)ptr);
-  if (!h || h->refs <= 0 || offset > h->size || size > h->size - offset) {
-    r = h ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_INVALID_HANDLE;
+  if (!h || h->refs <= 0) {
+    r = CUDA_ERROR_INVALID_HANDLE;
+    goto fail;
+  }
+  if (size > h->size) {  // past the end of the allocation: NOT_SUPPORTED on an H200 (driver 580)
+    r = CUDA_ERROR_NOT_SUPPORTED;
     goto fail;
   }
   if (!rg || rg->kind != R_RESERVE || (uintptr_t)ptr + size > rg->base + rg->size) {
@@ -395,6 +401,15 @@ CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size) {
   pthread_mutex_lock(&simG.lock);
   int n = collectMaps((uintptr_t)ptr, size, &rg, maps, 256);
   for (int i = 0; i < n; i++) dropMap(rg, maps[i]);
+  if (n == 0) {
+    // A reserved range with no mapping at all unmaps as a no-op (the driver's answer on an H200);
+    // a range that cuts through a mapping is refused.
+    simRange* r = findRangeContaining((uintptr_t)ptr);
+    int empty = r && r->kind == R_RESERVE && size && (uintptr_t)ptr + size <= r->base + r->size;
+    for (simMap* m = empty ? r->maps : NULL; m; m = m->next)
+      if ((uintptr_t)ptr < m->va + m->size && m->va < (uintptr_t)ptr + size) empty = 0;
+    n = empty;
+  }
   pthread_mutex_unlock(&simG.lock);
   return n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
@@ -750,7 +765,8 @@ static CUresult hostUnregister(void* p) {
   simRange* rg = findRangeContaining((uintptr_t)p);
   if (!rg || rg->kind != R_HOSTREG || rg->base != (uintptr_t)p) {
     pthread_mutex_unlock(&simG.lock);
-    return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+    // Inside a registration but not its start: the driver says invalid value, not "not registered".
+    return rg && rg->kind == R_HOSTREG ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
   }
   unlinkRange(rg);
   pthread_mutex_unlock(&simG.lock);
@@ -857,8 +873,10 @@ int simLookup(uintptr_t p, simPtrInfo* info) {
       int cur = simSelf()->ctx ? simSelf()->ctx->device : 0;
       info->kind = isDev ? SIM_MEM_DEVICE : SIM_MEM_HOST;
       info->device = isDev ? m->h->prop.location.id : cur;
-      info->base = m->va;
-      info->size = m->size;
+      info->base = rg->base;  // the driver reports the whole reservation as the range
+      info->size = rg->size;
+      info->mapBase = m->va;
+      info->mapSize = m->size;
       info->vmm = info->mapped = 1;
       info->handleTypes = (unsigned long long)m->h->prop.requestedHandleTypes;
       info->access = m->access[cur];
@@ -867,8 +885,8 @@ int simLookup(uintptr_t p, simPtrInfo* info) {
   } else {
     info->kind = rg->kind == R_ALLOC ? SIM_MEM_DEVICE : SIM_MEM_HOST;
     info->device = rg->device;
-    info->base = rg->base;
-    info->size = rg->size;
+    info->base = info->mapBase = rg->base;
+    info->size = info->mapSize = rg->size;
     info->legacyIpc = rg->kind == R_ALLOC;
     info->mapped = 1;
     info->access = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
@@ -908,8 +926,9 @@ CUresult CUDAAPI cuMemGetAddressRange(CUdeviceptr* pbase, size_t* psize, CUdevic
   if (r != CUDA_SUCCESS) return r;
   simPtrInfo info;
   if (!simLookup((uintptr_t)dptr, &info)) return CUDA_ERROR_NOT_FOUND;
-  if (pbase) *pbase = (CUdeviceptr)info.base;
-  if (psize) *psize = info.size;
+  // The mapping (or allocation) the pointer lies in, as the driver answers.
+  if (pbase) *pbase = (CUdeviceptr)info.mapBase;
+  if (psize) *psize = info.mapSize;
   return CUDA_SUCCESS;
 }
 
@@ -918,19 +937,8 @@ CUresult CUDAAPI cuPointerGetAttribute(void* data, CUpointer_attribute attribute
   if (r != CUDA_SUCCESS) return r;
   if (!data) return CUDA_ERROR_INVALID_VALUE;
   simPtrInfo info;
-  if (!simLookup((uintptr_t)ptr, &info)) {
-    // A reserved but unbacked address is "not mapped"; anything else is unknown to the driver.
-    if (attribute == CU_POINTER_ATTRIBUTE_MAPPED) {
-      pthread_mutex_lock(&simG.lock);
-      simRange* rg = findRangeContaining((uintptr_t)ptr);
-      pthread_mutex_unlock(&simG.lock);
-      if (rg) {
-        *(int*)data = 0;
-        return CUDA_SUCCESS;
-      }
-    }
-    return CUDA_ERROR_INVALID_VALUE;
-  }
+  // Unknown, and reserved but unmapped, addresses are both invalid to the driver (checked on an H200).
+  if (!simLookup((uintptr_t)ptr, &info)) return CUDA_ERROR_INVALID_VALUE;
   switch (attribute) {
     case CU_POINTER_ATTRIBUTE_CONTEXT: *(CUcontext*)data = &simG.dev[info.device].primaryCtx; break;
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
@@ -953,8 +961,8 @@ CUresult CUDAAPI cuPointerGetAttribute(void* data, CUpointer_attribute attribute
     case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE: *(int*)data = 0; break;
     case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS: *(int*)data = (int)info.access; break;
     case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: *(void**)data = NULL; break;
-    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE: *(size_t*)data = info.size; break;
-    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR: *(void**)data = (void*)info.base; break;
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE: *(size_t*)data = info.mapSize; break;
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR: *(void**)data = (void*)info.mapBase; break;
     case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID: *(unsigned long long*)data = info.bufferId; break;
     default: return simNotImplemented("cuPointerGetAttribute for this attribute");
   }

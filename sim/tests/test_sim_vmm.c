@@ -184,13 +184,18 @@ static void vmmMisuse(void) {
   EXPECT_CU(cuMemAddressReserve(&va, gran + 4096, 0, 0, 0), CUDA_ERROR_INVALID_VALUE);
   EXPECT_CU_OK(cuMemCreate(&h, gran, &prop, 0));
   EXPECT_CU_OK(cuMemAddressReserve(&va, 2 * gran, 0, 0, 0));
-  EXPECT_CU(cuMemMap(va, gran, 4096, h, 0), CUDA_ERROR_INVALID_VALUE);     // unaligned offset
-  EXPECT_CU(cuMemMap(va, 2 * gran, 0, h, 0), CUDA_ERROR_INVALID_VALUE);    // beyond the allocation
-  EXPECT_CU(cuMemUnmap(va, gran), CUDA_ERROR_INVALID_VALUE);               // nothing mapped there
+  EXPECT_CU(cuMemMap(va, gran, gran, h, 0), CUDA_ERROR_NOT_SUPPORTED);     // offset "currently must be zero"
+  EXPECT_CU(cuMemMap(va, 2 * gran, 0, h, 0), CUDA_ERROR_NOT_SUPPORTED);    // beyond the allocation
+  EXPECT_CU_OK(cuMemUnmap(va, gran));  // nothing mapped there: a no-op, as the driver
   CUmemAccessDesc desc = {{CU_MEM_LOCATION_TYPE_DEVICE, 0}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
   EXPECT_CU(cuMemSetAccess(va, gran, &desc, 1), CUDA_ERROR_INVALID_VALUE);  // unmapped range
+  EXPECT_CU_OK(cuMemMap(va, gran, 0, h, 0));
+  EXPECT_CU(cuMemUnmap(va, gran / 2), CUDA_ERROR_INVALID_VALUE);        // cuts through a mapping
+  EXPECT_CU(cuMemAddressFree(va, 2 * gran), CUDA_ERROR_INVALID_VALUE);  // still has a mapping
+  EXPECT_CU_OK(cuMemUnmap(va, gran));
   EXPECT_CU_OK(cuMemRelease(h));
   EXPECT_CU(cuMemRelease(h), CUDA_ERROR_INVALID_VALUE);  // double release
+  EXPECT_CU(cuMemAddressFree(va, gran), CUDA_ERROR_INVALID_VALUE);      // not the reserved size
   EXPECT_CU_OK(cuMemAddressFree(va, 2 * gran));
   void* p = NULL;
   EXPECT_CUDA_OK(cudaMalloc(&p, gran));
