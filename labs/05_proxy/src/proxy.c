@@ -258,7 +258,8 @@ static int findConn(mcclProxyState* p, uint64_t c) {
 }
 
 // One request from client i. Returns non-success only for failures of the service itself.
-static mcclResult_t serviceRequest(mcclProxyState* p, int i) {
+// noinline: lab.gdb stops here with its arguments intact.
+__attribute__((noinline)) static mcclResult_t serviceRequest(mcclProxyState* p, int i) {
   rpcHeader h;
   int eof = 0;
   mcclResult_t r = readFull(p->clientFds[i], &h, sizeof(h), 1000, p->abortFlag, &eof);
@@ -373,7 +374,7 @@ static void progressAsyncOps(mcclProxyState* p) {
 }
 
 // GetFd / QueryFd from any local process, on the lab 03 datagram socket (NCCL's proxyUDSRecvReq).
-static void serviceUds(mcclProxyState* p) {
+__attribute__((noinline)) static void serviceUds(mcclProxyState* p) {
   udsReq q;
   int fd = -1;
   if (mcclIpcSocketRecvMsg(&p->uds, &q, sizeof(q), &fd) != mcclSuccess) return;
