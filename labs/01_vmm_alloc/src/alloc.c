@@ -145,7 +145,7 @@ static mcclResult_t mappingOf(const void* ptr, CUmemGenericAllocationHandle* han
     return mcclInvalidArgument;
   }
   if (cuMemRetainAllocationHandle(&handle, (void*)ptr) != CUDA_SUCCESS) {
-    WARN("Invalid argument: ptr %p is not a cuMem (VMM) allocation", ptr);
+    WARN("Invalid argument: ptr %p is not a VMM (cuMem) allocation", ptr);
     return mcclInvalidArgument;
   }
   if (base == 0) {
