@@ -568,6 +568,25 @@ static void opFinish(struct mcclProxyOp* op, struct shmProxyInfo* pi, int* done)
   }
 }
 
+// One step published by the sender: its connFifo entry, then tail. A function of its own (never
+// inlined) so lab.gdb can stop at every step.
+static __attribute__((noinline)) void shmPostTail(struct mcclRecvMem* recvMem, int slot, int offset, ssize_t size,
+                                                  uint64_t tail) {
+  struct mcclConnFifo* f = &recvMem->connFifo[slot];
+  f->mode = MCCL_MODE_NORMAL;
+  f->offset = offset;
+  f->size = size;
+  f->ptr = NULL;
+  // Release: the slot's bytes and its connFifo entry are visible before the new tail is.
+  __atomic_store_n(&recvMem->tail, tail, __ATOMIC_RELEASE);
+}
+
+// One slot returned by the receiver as credit.
+static __attribute__((noinline)) void shmPostHead(struct mcclSendMem* sendMem, uint64_t head) {
+  // Release: our reads of the slot are done before the sender may overwrite it.
+  __atomic_store_n(&sendMem->head, head, __ATOMIC_RELEASE);
+}
+
 // Sender (NCCL's shmSendProxyProgress, with the device buffer as the source): credit from head,
 // device -> FIFO slot copy, then size in connFifo and tail, in step order.
 static mcclResult_t shmSendProxyProgress(struct mcclProxyOp* op, int* done) {
@@ -604,13 +623,7 @@ static mcclResult_t shmSendProxyProgress(struct mcclProxyOp* op, int* done) {
            (unsigned long long)step);
       return mcclUnhandledCudaError;
     }
-    struct mcclConnFifo* f = &pi->recvMem->connFifo[slot];
-    f->mode = MCCL_MODE_NORMAL;
-    f->offset = (int)((size_t)slot * stepSize);
-    f->size = (ssize_t)stepBytes(op, pi, op->done);
-    f->ptr = NULL;
-    // Release: the slot's bytes and its connFifo entry are visible before the new tail is.
-    __atomic_store_n(&pi->recvMem->tail, step + 1, __ATOMIC_RELEASE);
+    shmPostTail(pi->recvMem, slot, (int)((size_t)slot * stepSize), (ssize_t)stepBytes(op, pi, op->done), step + 1);
     op->done++;
     moved = 1;
   }
@@ -666,8 +679,7 @@ static mcclResult_t shmRecvProxyProgress(struct mcclProxyOp* op, int* done) {
            (unsigned long long)step);
       return mcclUnhandledCudaError;
     }
-    // Release: our reads of the slot are done before the sender may overwrite it.
-    __atomic_store_n(&pi->sendMem->head, step + 1, __ATOMIC_RELEASE);
+    shmPostHead(pi->sendMem, step + 1);
     op->done++;
     moved = 1;
   }
