@@ -84,7 +84,7 @@ struct mcclRecvMem {
 
 /** @brief Opaque connect information a transport's setup fills and the peer's connect reads. */
 struct mcclConnect {
-  char data[MCCL_CONNECT_SIZE]; /**< transport-defined (for SHM: struct mcclShmConnectInfo) */
+  _Alignas(8) char data[MCCL_CONNECT_SIZE]; /**< transport-defined (for SHM: struct mcclShmConnectInfo); 8-aligned */
 };
 
 /**

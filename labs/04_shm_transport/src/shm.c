@@ -425,7 +425,9 @@ static mcclResult_t shmProxySetup(struct mcclProxyConnection* connection, const 
     WARN("Invalid usage: SHM proxy connection %p is already set up", (void*)connection);
     return mcclInvalidUsage;
   }
-  const struct mcclShmRequest* req = (const struct mcclShmRequest*)reqBuff;
+  struct mcclShmRequest reqCopy;
+  memcpy(&reqCopy, reqBuff, sizeof(reqCopy));
+  const struct mcclShmRequest* req = &reqCopy;
   MCCL_ARGCHECK(req->buffSize >= 4096 && req->buffSize % MCCL_STEPS == 0, "req->buffSize %d", req->buffSize);
   struct shmProxyInfo* pi = (struct shmProxyInfo*)calloc(1, sizeof(*pi));
   if (pi == NULL) {
@@ -447,11 +449,13 @@ static mcclResult_t shmProxySetup(struct mcclProxyConnection* connection, const 
   }
   pi->step = req->initialStep;
   pi->stepSize = req->buffSize / MCCL_STEPS;
-  struct mcclShmConnectInfo* info = (struct mcclShmConnectInfo*)respBuff;
-  memset(info, 0, sizeof(*info));
-  info->desc = pi->desc;
-  info->buf.hptr = hptr;
-  info->buf.dptr = dptr;
+  // The response is a byte buffer (lab 05 carries it over a socket): copy, never cast.
+  struct mcclShmConnectInfo info;
+  memset(&info, 0, sizeof(info));
+  info.desc = pi->desc;
+  info.buf.hptr = hptr;
+  info.buf.dptr = dptr;
+  memcpy(respBuff, &info, sizeof(info));
   connection->transportResources = pi;
   *done = 1;
   return mcclSuccess;
@@ -475,7 +479,9 @@ static mcclResult_t shmProxyConnect(struct mcclProxyConnection* connection, cons
     WARN("Invalid usage: SHM proxy connection %p is %s", (void*)connection, pi ? "already connected" : "not set up");
     return mcclInvalidUsage;
   }
-  const struct mcclShmProxyConnectReq* req = (const struct mcclShmProxyConnectReq*)reqBuff;
+  struct mcclShmProxyConnectReq reqCopy;
+  memcpy(&reqCopy, reqBuff, sizeof(reqCopy));
+  const struct mcclShmProxyConnectReq* req = &reqCopy;
   mcclResult_t res = mcclSuccess;
   pi->shmFifo = req->shmFifo;
   pi->sendMem = req->sendMem;

@@ -71,10 +71,11 @@ static mcclResult_t shmPairConnect(struct shmPairEnd* e, int rank, uint64_t hash
     memset(&m, 0, sizeof(m));
     m.fromSend = s;
     MCCLCHECKGOTO(c->transportComm->setup(&e->me, &e->them, &m.info, c), res, fail);
-    const struct mcclShmConnectInfo* ci = (const struct mcclShmConnectInfo*)m.info.data;
-    e->myDesc[s] = ci->desc;
+    struct mcclShmConnectInfo ci;
+    memcpy(&ci, m.info.data, sizeof(ci));
+    e->myDesc[s] = ci.desc;
     int fd = -1;
-    if (ci->desc.kind == MCCL_SHM_IPC_CUMEM) MCCLCHECKGOTO(mcclShmExportFd(&ci->desc, &fd), res, fail);
+    if (ci.desc.kind == MCCL_SHM_IPC_CUMEM) MCCLCHECKGOTO(mcclShmExportFd(&ci.desc, &fd), res, fail);
     res = mcclIpcSocketSendMsg(&e->sock, &m, sizeof(m), fd, e->peer, hash);
     if (fd >= 0) close(fd);
     if (res != mcclSuccess) goto fail;
