@@ -61,8 +61,9 @@ typedef struct {
 typedef struct asyncOp {
   rpcHeader h;
   int client;  // index into clientFds
-  char req[MCCL_PROXY_MAX_MSG];
-  char resp[MCCL_PROXY_MAX_MSG];
+  // Hooks cast these to their request/response structs: keep them aligned like malloc'd memory.
+  _Alignas(16) char req[MCCL_PROXY_MAX_MSG];
+  _Alignas(16) char resp[MCCL_PROXY_MAX_MSG];
   struct asyncOp* next;
 } asyncOp;
 
@@ -72,7 +73,7 @@ typedef struct storedResp {
   int done;
   mcclResult_t res;
   int respSize;
-  char resp[MCCL_PROXY_MAX_MSG];
+  _Alignas(16) char resp[MCCL_PROXY_MAX_MSG];
   struct storedResp* next;
 } storedResp;
 
