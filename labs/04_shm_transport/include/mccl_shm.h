@@ -139,9 +139,10 @@ mcclResult_t mcclShmIpcClose(mcclShmIpcDesc_t* desc);
 struct mcclShmConnectInfo {
   int rank;               /**< the owner's rank (whom to ask for the fd) */
   mcclShmIpcDesc_t desc;  /**< the owner's buffer */
+  /** the owner's own addresses of the buffer, returned to its setup (meaningless to the peer) */
   struct {
-    void* hptr;           /**< owner's host address (meaningless to the peer) */
-    void* dptr;           /**< owner's device address (meaningless to the peer) */
+    void* hptr;           /**< owner's host address */
+    void* dptr;           /**< owner's device address */
   } buf;
 };
 

@@ -235,6 +235,12 @@ mcclResult_t mcclConnectorInit(struct mcclConnector* connector, const struct mcc
 /**
  * @brief Run a proxy hook on the calling thread (lab 04's stand-in for lab 05's proxy RPC). Loops
  * while the hook reports not done. mcclProxyMsgFree calls proxyFree and ignores req/resp.
+ * @param[in,out] connector  the connector whose proxyConn the hook acts on.
+ * @param[in]     msgType    mcclProxyMsgSetup, mcclProxyMsgConnect or mcclProxyMsgFree.
+ * @param[in]     req        request bytes for the hook.
+ * @param[in]     reqSize    bytes of req.
+ * @param[out]    resp       response bytes the hook writes.
+ * @param[in]     respSize   bytes of resp.
  * @return the hook's result; mcclInvalidArgument for an unknown msgType or NULL connector.
  */
 mcclResult_t mcclProxyCallDirect(struct mcclConnector* connector, int msgType, const void* req, int reqSize,
@@ -243,6 +249,7 @@ mcclResult_t mcclProxyCallDirect(struct mcclConnector* connector, int msgType, c
 /**
  * @brief Tear a connector down: the transport's free (user side), then proxyFree through the
  * connector's proxyCall. Safe after a failed setup or connect, and on a zeroed connector.
+ * @param[in,out] connector  the connector, or NULL (a no-op).
  * @return mcclSuccess, or the first error (every step is still attempted).
  */
 mcclResult_t mcclConnectorFree(struct mcclConnector* connector);
