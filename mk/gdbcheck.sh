@@ -24,7 +24,7 @@ timeout -k 5 300 gdb -q -batch -nx -ex 'set $mccl_autorun = 1' -ex 'set paginati
 rc=$?
 # Breakpoint rows of `info breakpoints`: "<num> breakpoint keep y <addr> in <fn> at file:line"
 total=$(awk '/^Num +Type/{t=1;next} t && $2=="breakpoint"{n++} END{print n+0}' "$log")
-unhit=$(awk '/^Num +Type/{t=1;next} t && $2=="breakpoint"{id=$1; what=$0; getline nxt; if (nxt !~ /already hit/) print id} ' "$log" | tr '\n' ' ')
+unhit=$(awk '/^Num +Type/{t=1;next} t && $2=="breakpoint"{id=$1; ids[++n]=id; next} t && /breakpoint already hit/{hit[id]=1} END{for(i=1;i<=n;i++) if(!hit[ids[i]]) printf "%s ", ids[i]}' "$log")
 if [ "$total" -eq 0 ]; then
   echo "FAIL $name (no breakpoints listed; gdb exit $rc)"; tail -20 "$log" | sed 's/^/#   /'; exit 1
 fi
@@ -34,6 +34,6 @@ if [ "$total" -ne "$wanted" ]; then
   echo "FAIL $name (lab.gdb asks for $wanted breakpoints, gdb set $total)"; grep -iE 'not defined|no symbol|error' "$log" | head -5 | sed 's/^/#   /'; exit 1
 fi
 if [ -n "$unhit" ]; then
-  echo "FAIL $name (breakpoints never hit: $unhit of $total)"; tail -30 "$log" | sed 's/^/#   /'; exit 1
+  echo "FAIL $name (breakpoints never hit: ${unhit% } of $total)"; tail -30 "$log" | sed 's/^/#   /'; exit 1
 fi
 echo "PASS $name ($total breakpoints, all hit)"
