@@ -64,8 +64,16 @@ static void allGatherAndSendRecv(void) {
   mcclBootstrap* bs = NULL;
   EXPECT_OK(initFromMpi(&bs));
   size_t sz = 300 * 1000 + (size_t)(mcclTestRand() % 1000);
+  EXPECT_GE(n, 1);
   unsigned char* all = malloc(sz * (size_t)n);
   unsigned char* want = malloc(sz * (size_t)n);
+  if (all == NULL || want == NULL || rank < 0 || rank >= n) {
+    free(all);
+    free(want);
+    mcclBootstrapClose(bs);
+    mcclTestFailAt(__FILE__, __LINE__, "expected %zu bytes for %d ranks (rank %d)", sz * (size_t)n, n, rank);
+    return;
+  }
   uint64_t seed = mcclTestRand();
   for (size_t i = 0; i < sz * (size_t)n; i++) want[i] = (unsigned char)((seed >> (i % 56)) + i * 31);
   memcpy(all + (size_t)rank * sz, want + (size_t)rank * sz, sz);

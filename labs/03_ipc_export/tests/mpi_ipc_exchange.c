@@ -150,12 +150,11 @@ static void exchangeAll(rankState* st, int* peerFd, mcclIpcDesc* peerDesc) {
     int ok = in.rank >= 0 && in.rank < st->nranks && in.rank != st->rank && peerFd[in.rank] == -1 && fd >= 0 &&
              memcmp(&in.desc, &viaMpi[in.rank], sizeof(mcclIpcDesc)) == 0;
     if (!ok) {
+      int same = in.rank >= 0 && in.rank < st->nranks && memcmp(&in.desc, &viaMpi[in.rank], sizeof(mcclIpcDesc)) == 0;
       if (fd >= 0) close(fd);
       free(viaMpi);
       mcclTestFailAt(__FILE__, __LINE__, "bad message: from rank %d, fd %d, descriptor %s the MPI copy", in.rank, fd,
-                     in.rank >= 0 && in.rank < st->nranks && memcmp(&in.desc, &viaMpi[in.rank], sizeof(mcclIpcDesc)) == 0
-                         ? "equal to"
-                         : "differs from");
+                     same ? "equal to" : "differs from");
       return;
     }
     peerFd[in.rank] = fd;
