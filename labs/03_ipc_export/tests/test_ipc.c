@@ -167,6 +167,9 @@ static void exportImportEveryDevice(void) {
     for (size_t i = 0; i < sizeof(mark); i++) mark[i] = (unsigned char)(dev * 17 + i);
     EXPECT_CUDA_OK(cudaMemcpy((char*)q + size - 64, mark, 64, cudaMemcpyHostToDevice));
     memcpy(host + size - 64, mark, 64);
+    // Read back through the exporter's mapping with its own device current: on a GPU a copy from a
+    // VMM range fails (cudaErrorInvalidValue) when the current device was not granted access to it.
+    EXPECT_CUDA_OK(cudaSetDevice(0));
     expectDeviceBytes(p, host, size);  // seen by the exporter's mapping
     CHECK_STOPPED();
     EXPECT_OK(mcclIpcUnmap(q));

@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <cuda.h>
 #include <sys/types.h>
 #include <cuda_runtime.h>
 #include "mccl_bootstrap.h"
@@ -116,6 +117,10 @@ struct mcclProxyConnection {
   int rank;                                     /**< this process's rank */
   const struct mcclTransportComm* tcomm;        /**< the hooks to call (send or recv half of the table) */
   void* transportResources;                     /**< owned by the transport's proxy hooks */
+  /** cuMem handle of memory proxySetup allocated for a peer to import (0: none). The proxy (lab 05)
+   *  exports an fd only for handles named here or registered with it; any other value a peer sends
+   *  is refused before it reaches the driver, which does not validate handles. */
+  CUmemGenericAllocationHandle exportHandle;
 };
 
 /** @brief mcclProxyOp::state values (NCCL's ncclProxyOpState). */

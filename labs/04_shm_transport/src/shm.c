@@ -457,6 +457,7 @@ static mcclResult_t shmProxySetup(struct mcclProxyConnection* connection, const 
   info.buf.dptr = dptr;
   memcpy(respBuff, &info, sizeof(info));
   connection->transportResources = pi;
+  if (pi->desc.kind == MCCL_SHM_IPC_CUMEM) connection->exportHandle = pi->desc.cumem.handle;
   *done = 1;
   return mcclSuccess;
 fail:

@@ -373,6 +373,9 @@ static void loopMessage(struct loop* l, void* dsrc, void* ddst, unsigned char* h
   fillPattern(hbuf, n, seed);
   if (n) EXPECT_CUDA_OK(cudaMemcpy(dsrc, hbuf, n, cudaMemcpyHostToDevice));
   if (n) EXPECT_CUDA_OK(cudaMemset(ddst, 0, n));
+  // The transport's stream is non-blocking (as NCCL's proxy streams): it does not wait for the
+  // legacy stream, so the fill and the memset must be complete before the op is posted.
+  EXPECT_CUDA_OK(cudaDeviceSynchronize());
   struct mcclProxyOp ops[2];
   EXPECT_OK(mcclProxyOpInit(&ops[0], &l->s, dsrc, n, NULL));
   EXPECT_OK(mcclProxyOpInit(&ops[1], &l->r, ddst, n, NULL));

@@ -107,6 +107,7 @@ static int childMain(const struct pairCfg* cfg, int rank, uint64_t hash, uint64_
     }
     if (doRecv) {
       if (n && cudaMemset(drecv, 0xee, n) != cudaSuccess) CHILD_FAIL("memset");
+      if (cudaDeviceSynchronize() != cudaSuccess) CHILD_FAIL("sync");  // the transport's stream is non-blocking
       if (mcclProxyOpInit(&ops[nops++], &e.conns[0], drecv, n, NULL) != mcclSuccess) CHILD_FAIL("op init");
     }
     if (rank == cfg->stallRank) {

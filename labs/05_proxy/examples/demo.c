@@ -94,11 +94,7 @@ done:
 }
 
 int main(void) {
-  int ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 2) {
-    printf("This demo needs 2 CUDA devices (the sim backend has 4).\n");
-    return 0;
-  }
+  // No CUDA call before fork(): a child cannot use CUDA once its parent initialised it.
   mcclUniqueId id;
   if (mcclGetUniqueId(&id) != mcclSuccess) return 1;
   printf("Lab 05 demo (%s backend): rank 0 (this process) sends to rank 1 (a forked child) through the proxies\n",
@@ -107,6 +103,13 @@ int main(void) {
   pid_t child = fork();
   if (child < 0) { perror("fork"); return 1; }
   rank = child == 0 ? 1 : 0;
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 2) {
+    if (child == 0) _exit(0);
+    printf("This demo needs 2 CUDA devices (the sim backend has 4).\n");
+    waitpid(child, NULL, 0);
+    return 0;
+  }
   mcclResult_t r = runRank(&id);
   if (child == 0) _exit(r == mcclSuccess ? 0 : 1);
   int status = 0;

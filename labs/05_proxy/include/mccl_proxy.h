@@ -147,6 +147,27 @@ mcclResult_t mcclProxyCallBlocking(struct mcclConnector* connector, int msgType,
                                    void* resp, int respSize);
 
 /**
+ * @brief Offer a cuMem allocation to peers: GetFd requests naming `handle` will be answered.
+ *
+ * GetFd for any handle not registered (here, or by a transport's proxySetup through
+ * mcclProxyConnection::exportHandle) is refused with mcclInvalidArgument before it reaches the
+ * driver. NCCL's proxy trusts its peers; minccl checks, because the driver does not validate
+ * handles.
+ * @param[in] proxy this process's proxy.
+ * @param[in] handle a live handle of this process (non-zero).
+ * @return mcclSuccess (also if already registered), mcclInvalidArgument, mcclSystemError.
+ */
+mcclResult_t mcclProxyRegisterExport(mcclProxyState* proxy, CUmemGenericAllocationHandle handle);
+
+/**
+ * @brief Withdraw a handle registered with mcclProxyRegisterExport (call before freeing it).
+ * @param[in] proxy this process's proxy.
+ * @param[in] handle the registered handle.
+ * @return mcclSuccess, or mcclInvalidArgument if it was not registered.
+ */
+mcclResult_t mcclProxyDeregisterExport(mcclProxyState* proxy, CUmemGenericAllocationHandle handle);
+
+/**
  * @brief Ask peer's proxy for an fd of its cuMem allocation `handle` (NCCL's
  * ncclProxyClientGetFdBlocking). Has the mcclGetPeerFdFn signature of lab 04.
  *

@@ -109,6 +109,11 @@ struct mcclProxyState {
   int* keptFds;
   int nKept, capKept;
 
+  // Handles a peer may ask GetFd for: registered by the owner or by a Setup hook (exportHandle).
+  pthread_mutex_t exportLock;
+  uint64_t* exports;
+  int nExports, capExports;
+
   // Progress: a single-producer/single-consumer ring of slot indices, and the slots.
   opSlot* slots;
   int* ring;
@@ -240,13 +245,65 @@ static mcclResult_t respond(mcclProxyState* p, int client, uint64_t opId, mcclRe
 }
 
 // Run a Setup/Connect hook once: *done tells whether it finished (NCCL's proxyProgressAsync).
+static int exportIndex(mcclProxyState* p, uint64_t handle) {
+  for (int i = 0; i < p->nExports; i++)
+    if (p->exports[i] == handle) return i;
+  return -1;
+}
+
+mcclResult_t mcclProxyRegisterExport(mcclProxyState* proxy, CUmemGenericAllocationHandle handle) {
+  MCCL_ARGCHECK(proxy != NULL && handle != 0, "proxy %p, handle 0x%llx", (void*)proxy, (unsigned long long)handle);
+  mcclResult_t res = mcclSuccess;
+  pthread_mutex_lock(&proxy->exportLock);
+  if (exportIndex(proxy, (uint64_t)handle) < 0) {
+    if (proxy->nExports == proxy->capExports) {
+      int cap = proxy->capExports ? 2 * proxy->capExports : 16;
+      uint64_t* e = realloc(proxy->exports, sizeof(uint64_t) * (size_t)cap);
+      if (e == NULL) {
+        WARN("Proxy %d: out of memory registering handle 0x%llx", proxy->rank, (unsigned long long)handle);
+        res = mcclSystemError;
+        goto unlock;
+      }
+      proxy->exports = e;
+      proxy->capExports = cap;
+    }
+    proxy->exports[proxy->nExports++] = (uint64_t)handle;
+  }
+unlock:
+  pthread_mutex_unlock(&proxy->exportLock);
+  return res;
+}
+
+mcclResult_t mcclProxyDeregisterExport(mcclProxyState* proxy, CUmemGenericAllocationHandle handle) {
+  MCCL_ARGCHECK(proxy != NULL, "proxy NULL");
+  pthread_mutex_lock(&proxy->exportLock);
+  int i = exportIndex(proxy, (uint64_t)handle);
+  if (i >= 0) proxy->exports[i] = proxy->exports[--proxy->nExports];
+  pthread_mutex_unlock(&proxy->exportLock);
+  if (i < 0) {
+    WARN("Proxy %d: handle 0x%llx was not registered for export", proxy->rank, (unsigned long long)handle);
+    return mcclInvalidArgument;
+  }
+  return mcclSuccess;
+}
+
+static int isExported(mcclProxyState* p, uint64_t handle) {
+  pthread_mutex_lock(&p->exportLock);
+  int found = handle != 0 && exportIndex(p, handle) >= 0;
+  pthread_mutex_unlock(&p->exportLock);
+  return found;
+}
+
 static mcclResult_t runHook(asyncOp* op, int* done) {
   proxyConnEntry* e = (proxyConnEntry*)(uintptr_t)op->h.conn;
   const struct mcclTransportComm* tc = e->conn.tcomm;
   *done = 0;
   if (op->h.type == mcclProxyMsgSetup) {
     if (tc->proxySetup == NULL) { *done = 1; return mcclSuccess; }
-    return tc->proxySetup(&e->conn, op->req, op->h.reqSize, op->resp, op->h.respSize, done);
+    mcclResult_t res = tc->proxySetup(&e->conn, op->req, op->h.reqSize, op->resp, op->h.respSize, done);
+    // What the hook allocated for the peer becomes exportable once setup is done.
+    if (res == mcclSuccess && *done && e->conn.exportHandle) res = mcclProxyRegisterExport(e->proxy, e->conn.exportHandle);
+    return res;
   }
   if (tc->proxyConnect == NULL) { *done = 1; return mcclSuccess; }
   return tc->proxyConnect(&e->conn, op->req, op->h.reqSize, op->resp, op->h.respSize, done);
@@ -336,6 +393,10 @@ __attribute__((noinline)) static mcclResult_t serviceRequest(mcclProxyState* p, 
         fr = mcclInvalidArgument;
       } else {
         proxyConnEntry* e = (proxyConnEntry*)(uintptr_t)h.conn;
+        if (e->conn.exportHandle) {
+          (void)mcclProxyDeregisterExport(p, e->conn.exportHandle);
+          e->conn.exportHandle = 0;
+        }
         if (e->conn.tcomm->proxyFree) fr = e->conn.tcomm->proxyFree(&e->conn);
         e->freed = 1;
       }
@@ -381,7 +442,13 @@ __attribute__((noinline)) static void serviceUds(mcclProxyState* p) {
   if (mcclIpcSocketRecvMsg(&p->uds, &q, sizeof(q), &fd) != mcclSuccess) return;
   udsResp a = {.opId = q.opId, .res = mcclSuccess, .rmtFd = -1};
   int sendFd = -1;
-  if (q.type == mcclProxyMsgGetFd) {
+  if (q.type == mcclProxyMsgGetFd && !isExported(p, q.handle)) {
+    // The driver does not validate handles (a bogus one crashes it), and a peer should only reach
+    // memory its owner offered: NCCL trusts its peers here, minccl checks.
+    WARN("Proxy %d: GetFd from rank %d for handle 0x%llx, which this process never registered for export", p->rank,
+         q.clientRank, (unsigned long long)q.handle);
+    a.res = mcclInvalidArgument;
+  } else if (q.type == mcclProxyMsgGetFd) {
     // Lazy export, as NCCL's proxyGetFd: only now does the owner turn the handle into an fd.
     CUresult cr = cuMemExportToShareableHandle(&sendFd, (CUmemGenericAllocationHandle)q.handle,
                                                CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
@@ -593,6 +660,8 @@ static void closeEverything(mcclProxyState* p) {
     if (p->clientFds[i] >= 0) close(p->clientFds[i]);
   for (int i = 0; i < p->nKept; i++) close(p->keptFds[i]);
   free(p->keptFds);
+  free(p->exports);
+  pthread_mutex_destroy(&p->exportLock);
   if (p->clientFd >= 0) close(p->clientFd);
   if (p->uds.fd >= 0) mcclIpcSocketClose(&p->uds);
   if (p->listenFd >= 0) close(p->listenFd);
@@ -619,6 +688,7 @@ mcclResult_t mcclProxyCreate(int rank, int cudaDev, volatile uint32_t* abortFlag
   p->abortFlag = abortFlag;
   p->listenFd = p->wakeFd = p->clientFd = p->uds.fd = -1;
   pthread_mutex_init(&p->clientLock, NULL);
+  pthread_mutex_init(&p->exportLock, NULL);
   pthread_mutex_init(&p->sleepLock, NULL);
   pthread_cond_init(&p->sleepCond, NULL);
   const char* cpus = mcclParamProxyCpuset();

@@ -74,6 +74,7 @@ static void getFdRoundTrips(void) {
   EXPECT_OK(mcclCuMemAlloc(&buf, &handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, size));
   EXPECT_CUDA_OK(cudaMemset(buf, 0x30 + rank, size));
   EXPECT_CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_OK(mcclProxyRegisterExport(w.proxy, handle));  // offered to peers before they ask
   uint64_t mine[2] = {(uint64_t)handle, size};
   uint64_t* all = malloc(sizeof(mine) * (size_t)n);
   memcpy(all + 2 * rank, mine, sizeof(mine));
@@ -106,15 +107,18 @@ static void getFdRoundTrips(void) {
   }
   free(host);
   EXPECT_TRUE(ok);
-  // A handle the owner never had: the owner's proxy refuses it and says so.
+  // A handle the owner never registered: its proxy refuses it before the driver sees it (a real
+  // driver crashes on a made-up handle).
   int peer = (rank + 1) % n, fd = -1;
   CUmemGenericAllocationHandle bogus = (CUmemGenericAllocationHandle)0xdead0000beefULL;
-  if (n > 1) EXPECT_RES(mcclProxyClientGetFdBlocking(w.proxy, peer, &bogus, sizeof(bogus), &fd), mcclUnhandledCudaError);
+  if (n > 1) EXPECT_RES(mcclProxyClientGetFdBlocking(w.proxy, peer, &bogus, sizeof(bogus), &fd), mcclInvalidArgument);
   EXPECT_EQ(fd, -1);
   EXPECT_RES(mcclProxyClientGetFdBlocking(w.proxy, n, &bogus, sizeof(bogus), &fd), mcclInvalidArgument);
   EXPECT_RES(mcclProxyClientGetFdBlocking(w.proxy, peer, &bogus, 4, &fd), mcclInvalidArgument);
   free(all);
   EXPECT_OK(mcclBootstrapBarrier(w.bs));  // nobody frees before every peer has read
+  EXPECT_OK(mcclProxyDeregisterExport(w.proxy, handle));
+  EXPECT_RES(mcclProxyDeregisterExport(w.proxy, handle), mcclInvalidArgument);
   EXPECT_OK(mcclCuMemFree(buf));
   worldDown(&w);
   EXPECT_EQ(countFds(), fds0);
@@ -197,6 +201,7 @@ static void shmRingThroughProxy(void) {
     for (size_t i = 0; i < nb; i++) want[i] = (unsigned char)(i * 13 + (size_t)prev * 7 + (size_t)it);
     ok &= cudaMemcpy(src, h, nb, cudaMemcpyHostToDevice) == cudaSuccess;
     ok &= cudaMemset(dst, 0xee, max) == cudaSuccess;
+    ok &= cudaDeviceSynchronize() == cudaSuccess;  // the proxy's stream is non-blocking: fills must be done
     mcclProxyRequest rs, rr;
     ok &= mcclProxyPostOp(w.proxy, &r, dst, nb, &rr) == mcclSuccess;
     ok &= mcclProxyPostOp(w.proxy, &s, src, nb, &rs) == mcclSuccess;

@@ -107,6 +107,8 @@ static void resetFake(void) {
 }
 
 static void createDestroyCounts(void) {
+  // The CUDA driver starts threads of its own at initialisation: count from after it.
+  EXPECT_CUDA_OK(cudaFree(NULL));
   int fds0 = countFds(), th0 = countThreads();
   mcclProxyState* p = NULL;
   EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
@@ -390,6 +392,7 @@ static void shmSendRecvInProcess(void) {
     for (size_t i = 0; i < n; i++) h[i] = (unsigned char)(mcclTestRand() >> 11);
     EXPECT_CUDA_OK(cudaMemcpy(src, h, n, cudaMemcpyHostToDevice));
     EXPECT_CUDA_OK(cudaMemset(dst, 0, max));
+    EXPECT_CUDA_OK(cudaDeviceSynchronize());  // the proxy's stream is non-blocking: fills must be done
     mcclProxyRequest rs, rr;
     EXPECT_OK(mcclProxyPostOp(p, &r, dst, n, &rr));
     EXPECT_OK(mcclProxyPostOp(p, &s, src, n, &rs));
