@@ -124,7 +124,8 @@ mcclResult_t mcclIpcImport(const mcclIpcDesc* desc, int fd, int cudaDev, void** 
  * @brief Unmap an imported allocation and free its address range; the physical memory goes when
  * the last process unmaps it.
  * @param[in] ptr  an address mcclIpcImport returned, or NULL (a no-op).
- * @return mcclSuccess; mcclInvalidArgument (not the start of a mapping); mcclUnhandledCudaError.
+ * @return mcclSuccess; mcclInvalidArgument (not an address mcclIpcImport returned, or already unmapped);
+ *         mcclUnhandledCudaError. Works whichever device is current.
  */
 mcclResult_t mcclIpcUnmap(void* ptr);
 

@@ -3,7 +3,9 @@
 #include "mccl_ipc.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -122,6 +124,47 @@ release:
   return res;
 }
 
+// Mappings made by mcclIpcImport, so mcclIpcUnmap knows their size whatever device is current: the
+// driver answers cuMemGetAddressRange only for a device that was granted access to the range.
+typedef struct importedMapping {
+  CUdeviceptr addr;
+  size_t size;
+  struct importedMapping* next;
+} importedMapping;
+static importedMapping* imported = NULL;
+static pthread_mutex_t importedLock = PTHREAD_MUTEX_INITIALIZER;
+
+static mcclResult_t rememberMapping(CUdeviceptr addr, size_t size) {
+  importedMapping* m = malloc(sizeof(*m));
+  if (m == NULL) {
+    WARN("mcclIpcImport: out of memory recording the mapping at %p", (void*)addr);
+    return mcclSystemError;
+  }
+  m->addr = addr;
+  m->size = size;
+  pthread_mutex_lock(&importedLock);
+  m->next = imported;
+  imported = m;
+  pthread_mutex_unlock(&importedLock);
+  return mcclSuccess;
+}
+
+// Removes and returns the size of the mapping starting at addr; 0 if there is none.
+static size_t forgetMapping(CUdeviceptr addr) {
+  size_t size = 0;
+  pthread_mutex_lock(&importedLock);
+  for (importedMapping** pm = &imported; *pm; pm = &(*pm)->next)
+    if ((*pm)->addr == addr) {
+      importedMapping* m = *pm;
+      size = m->size;
+      *pm = m->next;
+      free(m);
+      break;
+    }
+  pthread_mutex_unlock(&importedLock);
+  return size;
+}
+
 mcclResult_t mcclIpcImport(const mcclIpcDesc* desc, int fd, int cudaDev, void** ptr) {
   MCCL_ARGCHECK(desc != NULL, "mcclIpcImport: desc is NULL");
   MCCL_ARGCHECK(ptr != NULL, "mcclIpcImport: ptr is NULL");
@@ -166,6 +209,7 @@ mcclResult_t mcclIpcImport(const mcclIpcDesc* desc, int fd, int cudaDev, void** 
   // The mapping holds its own reference to the physical memory; dropping ours now means unmapping
   // is all it takes to free the importer's side.
   CUCHECKGOTO(cuMemRelease(handle), res, unmap_only);
+  MCCLCHECKGOTO(rememberMapping(addr, size), res, unmap_only);
   INFO(MCCL_IPC | MCCL_P2P, "imported %s size %zu from pid %d dev %d at %p for dev %d", typeName(type), size,
        desc->ownerPid, desc->ownerDev, (void*)addr, cudaDev);
   *ptr = (void*)addr;
@@ -186,10 +230,10 @@ release:
 
 mcclResult_t mcclIpcUnmap(void* ptr) {
   if (ptr == NULL) return mcclSuccess;
-  CUdeviceptr base = 0;
-  size_t size = 0;
-  if (cuMemGetAddressRange(&base, &size, (CUdeviceptr)ptr) != CUDA_SUCCESS || base != (CUdeviceptr)ptr) {
-    WARN("Invalid argument: mcclIpcUnmap: ptr %p is not the start of a mapping", ptr);
+  CUdeviceptr base = (CUdeviceptr)ptr;
+  size_t size = forgetMapping(base);
+  if (size == 0) {
+    WARN("Invalid argument: mcclIpcUnmap: ptr %p is not a mapping returned by mcclIpcImport", ptr);
     return mcclInvalidArgument;
   }
   CUCHECK(cuMemUnmap(base, size));

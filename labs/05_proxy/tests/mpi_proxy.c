@@ -62,6 +62,12 @@ static void worldDown(world* w) {
 // Each rank fills a cuMem allocation with its own pattern; every other rank asks the owner's proxy
 // for an fd (GetFd with the raw handle value), imports it, maps it and reads the pattern.
 static void getFdRoundTrips(void) {
+  // The CUDA driver opens fds of its own at initialisation and first allocation: count from after.
+  if (pickDevice() >= 0) {
+    void* warm = NULL;
+    EXPECT_OK(mcclCuMemAlloc(&warm, NULL, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 2 << 20));
+    EXPECT_OK(mcclCuMemFree(warm));
+  }
   int fds0 = countFds();
   world w;
   mcclResult_t up = worldUp(&w);
