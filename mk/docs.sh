@@ -3,7 +3,7 @@
 # Any Doxygen warning fails the build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-inputs="README.md docs common/include sim/README.md"
+inputs="README.md docs docs/results common/include sim/README.md"
 for d in labs/[0-9][0-9]_* final; do
   [ -d "$d" ] || continue
   [ -f "$d/README.md" ] && inputs="$inputs $d/README.md"

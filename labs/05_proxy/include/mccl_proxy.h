@@ -141,6 +141,12 @@ mcclResult_t mcclPollProxyResponse(struct mcclConnector* connector, void* resp, 
 /**
  * @brief Async call and poll until its response, MCCL_PROXY_TIMEOUT at most (NCCL's
  * ncclProxyCallBlocking). Has the mcclProxyCallFn signature of lab 04.
+ * @param[in]  connector a connector bound to this process's proxy by mcclProxyConnect.
+ * @param[in]  msgType   mcclProxyMsgSetup, mcclProxyMsgConnect or mcclProxyMsgFree.
+ * @param[in]  req       request bytes for the transport's proxy hook.
+ * @param[in]  reqSize   their size (at most MCCL_PROXY_MAX_MSG).
+ * @param[out] resp      where the hook's response is copied.
+ * @param[in]  respSize  its size (at most MCCL_PROXY_MAX_MSG).
  * @return the proxy hook's result; mcclTimeout; mcclRemoteError; mcclInternalError (aborted).
  */
 mcclResult_t mcclProxyCallBlocking(struct mcclConnector* connector, int msgType, const void* req, int reqSize,
@@ -221,6 +227,8 @@ mcclResult_t mcclProxyTest(mcclProxyState* proxy, mcclProxyRequest req, int* don
 
 /**
  * @brief Wait for a posted op (spin briefly, then yield) and release its handle.
+ * @param[in] proxy from mcclProxyCreate.
+ * @param[in] req   from mcclProxyPostOp.
  * @return the op's result; mcclInvalidArgument for a bad handle.
  */
 mcclResult_t mcclProxyWait(mcclProxyState* proxy, mcclProxyRequest req);
