@@ -88,6 +88,24 @@ uint64_t mcclTestRand(void);
  */
 const char* mcclTestName(void);
 /**
+ * @brief Entries of a directory other than . and .. (e.g. /dev/shm). For /proc/self/fd the
+ *        descriptor used to read it is not counted.
+ * @param[in] path directory to count.
+ * @return the count, or -1 if it cannot be read.
+ */
+int mcclTestCountDir(const char* path);
+/**
+ * @brief Open file descriptors of this process: compare before and after to find fd leaks.
+ * @return the count, or -1 if /proc/self/fd cannot be read.
+ */
+int mcclTestCountFds(void);
+/**
+ * @brief Threads of this process: compare before and after to find threads left running.
+ * @return the count, or -1 if /proc/self/task cannot be read.
+ */
+int mcclTestCountThreads(void);
+
+/**
  * @brief Run the selected cases and print one result line each, then the totals.
  * @param[in] argc,argv the program's arguments; argv[1], if any, is the name filter.
  * @param[in] cases the test cases.

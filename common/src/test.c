@@ -1,4 +1,5 @@
 // The test harness (see mccl_test.h).
+#include <dirent.h>
 #include <fnmatch.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -47,6 +48,18 @@ uint64_t mcclTestRand(void) {
   rngState ^= rngState >> 27;
   return rngState * 0x2545F4914F6CDD1DULL;
 }
+
+int mcclTestCountDir(const char* path) {
+  DIR* d = opendir(path);
+  if (d == NULL) return -1;
+  int n = 0;
+  for (struct dirent* e; (e = readdir(d)) != NULL;)
+    if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) n++;
+  closedir(d);
+  return strcmp(path, "/proc/self/fd") == 0 ? n - 1 : n;
+}
+int mcclTestCountFds(void) { return mcclTestCountDir("/proc/self/fd"); }
+int mcclTestCountThreads(void) { return mcclTestCountDir("/proc/self/task"); }
 
 static double nowMs(void) {
   struct timespec ts;

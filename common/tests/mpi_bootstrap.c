@@ -6,15 +6,6 @@
 #include "mccl_bootstrap.h"
 #include "mccl_test_mpi.h"
 
-static int countFds(void) {
-  DIR* d = opendir("/proc/self/fd");
-  if (d == NULL) return -1;
-  int n = 0;
-  for (struct dirent* e; (e = readdir(d)) != NULL;)
-    if (e->d_name[0] != '.') n++;
-  closedir(d);
-  return n - 1;
-}
 
 static mcclResult_t initFromMpi(mcclBootstrap** bs) {
   mcclUniqueId id;
@@ -31,7 +22,7 @@ static mcclResult_t initFromMpi(mcclBootstrap** bs) {
 
 // Peer records match what MPI says about the same processes.
 static void peerRecords(void) {
-  int fds0 = countFds();
+  int fds0 = mcclTestCountFds();
   int rank = mcclTestMpiRank(), n = mcclTestMpiSize();
   mcclBootstrap* bs = NULL;
   EXPECT_OK(initFromMpi(&bs));
@@ -52,14 +43,14 @@ static void peerRecords(void) {
   EXPECT_OK(mcclBootstrapClose(bs));
   EXPECT_TRUE(ok);
   EXPECT_EQ(mcclBootstrapRank(NULL), -1);
-  EXPECT_EQ(countFds(), fds0);
+  EXPECT_EQ(mcclTestCountFds(), fds0);
   (void)rank;
 }
 
 // Allgather of random bytes (seeded, so every rank can check every slot), then tagged
 // point-to-point messages to every peer in a rotating order.
 static void allGatherAndSendRecv(void) {
-  int fds0 = countFds();
+  int fds0 = mcclTestCountFds();
   int rank = mcclTestMpiRank(), n = mcclTestMpiSize();
   mcclBootstrap* bs = NULL;
   EXPECT_OK(initFromMpi(&bs));
@@ -94,7 +85,7 @@ static void allGatherAndSendRecv(void) {
   EXPECT_TRUE(okAll);
   EXPECT_OK(mcclBootstrapBarrier(bs));
   EXPECT_OK(mcclBootstrapClose(bs));
-  EXPECT_EQ(countFds(), fds0);
+  EXPECT_EQ(mcclTestCountFds(), fds0);
 }
 
 MCCL_TEST_MAIN_MPI(MCCL_TEST_CASE(peerRecords), MCCL_TEST_CASE(allGatherAndSendRecv))

@@ -13,17 +13,6 @@
 #include "mccl_param.h"
 #include "mccl_test.h"
 
-static int countDir(const char* path) {
-  DIR* d = opendir(path);
-  if (d == NULL) return -1;
-  int n = 0;
-  for (struct dirent* e; (e = readdir(d)) != NULL;)
-    if (e->d_name[0] != '.') n++;
-  closedir(d);
-  return n - (strcmp(path, "/proc/self/fd") == 0 ? 1 : 0);  // the DIR's own fd
-}
-static int countFds(void) { return countDir("/proc/self/fd"); }
-static int countThreads(void) { return countDir("/proc/self/task"); }
 
 static long nowMs(void) {
   struct timespec ts;
@@ -122,7 +111,7 @@ static int exchangeBody(mcclBootstrap* bs, int rank, int nranks, char* err, size
 
 static void threadsOneId(void) {
   setTimeoutMs("10000");
-  int fds0 = countFds(), th0 = countThreads();
+  int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads();
   for (int n = 1; n <= 4; n++) {
     rankArgs a[MAXR];
     memset(a, 0, sizeof(a));
@@ -138,8 +127,8 @@ static void threadsOneId(void) {
       }
     }
   }
-  EXPECT_EQ(countFds(), fds0);
-  EXPECT_EQ(countThreads(), th0);
+  EXPECT_EQ(mcclTestCountFds(), fds0);
+  EXPECT_EQ(mcclTestCountThreads(), th0);
   setTimeoutMs(NULL);
 }
 
@@ -153,7 +142,7 @@ static void uniqueIdsDiffer(void) {
 }
 
 static void badArguments(void) {
-  int fds0 = countFds();
+  int fds0 = mcclTestCountFds();
   mcclUniqueId id, junk;
   EXPECT_OK(mcclGetUniqueId(&id));
   memset(&junk, 0x5a, sizeof(junk));
@@ -180,13 +169,13 @@ static void badArguments(void) {
   EXPECT_OK(mcclBootstrapBarrier(bs));
   EXPECT_OK(mcclBootstrapClose(bs));
   EXPECT_OK(mcclBootstrapClose(NULL));
-  EXPECT_EQ(countFds(), fds0);
+  EXPECT_EQ(mcclTestCountFds(), fds0);
 }
 
 // Rank 2 of 3 never comes: rank 0 and rank 1 both fail with mcclTimeout, within the timeout.
 static void missingRankTimesOut(void) {
   setTimeoutMs("600");
-  int fds0 = countFds();
+  int fds0 = mcclTestCountFds();
   rankArgs a[2];
   memset(a, 0, sizeof(a));
   EXPECT_OK(mcclGetUniqueId(&a[0].id));
@@ -198,14 +187,14 @@ static void missingRankTimesOut(void) {
     EXPECT_LT(a[i].ms, 3000);
   }
   EXPECT_GE(a[0].ms, 500);
-  EXPECT_EQ(countFds(), fds0);
+  EXPECT_EQ(mcclTestCountFds(), fds0);
   setTimeoutMs(NULL);
 }
 
 // A rank alone whose rank 0 never exists: mcclTimeout.
 static void noRootTimesOut(void) {
   setTimeoutMs("300");
-  int fds0 = countFds();
+  int fds0 = mcclTestCountFds();
   mcclUniqueId id;
   EXPECT_OK(mcclGetUniqueId(&id));
   mcclBootstrap* bs = NULL;
@@ -213,14 +202,14 @@ static void noRootTimesOut(void) {
   EXPECT_RES(mcclBootstrapInit(&id, 1, 2, 0, NULL, NULL, &bs), mcclTimeout);
   EXPECT_LT(nowMs() - t0, 2000);
   EXPECT_TRUE(bs == NULL);
-  EXPECT_EQ(countFds(), fds0);
+  EXPECT_EQ(mcclTestCountFds(), fds0);
   setTimeoutMs(NULL);
 }
 
 // A rank with a forged secret is refused at once; rank 0 keeps waiting and times out.
 static void wrongSecret(void) {
   setTimeoutMs("600");
-  int fds0 = countFds();
+  int fds0 = mcclTestCountFds();
   rankArgs a[2];
   memset(a, 0, sizeof(a));
   EXPECT_OK(mcclGetUniqueId(&a[0].id));
@@ -231,14 +220,14 @@ static void wrongSecret(void) {
   EXPECT_RES(a[1].initRes, mcclInvalidUsage);
   EXPECT_LT(a[1].ms, 500);
   EXPECT_RES(a[0].initRes, mcclTimeout);
-  EXPECT_EQ(countFds(), fds0);
+  EXPECT_EQ(mcclTestCountFds(), fds0);
   setTimeoutMs(NULL);
 }
 
 // Two threads claim rank 1 of 3: rank 0 fails the whole rendezvous with mcclInvalidUsage.
 static void duplicateRank(void) {
   setTimeoutMs("2000");
-  int fds0 = countFds();
+  int fds0 = mcclTestCountFds();
   rankArgs a[3];
   memset(a, 0, sizeof(a));
   EXPECT_OK(mcclGetUniqueId(&a[0].id));
@@ -268,13 +257,13 @@ static void duplicateRank(void) {
   }
   EXPECT_EQ(failed, 1);
   EXPECT_EQ(ok, 2);
-  EXPECT_EQ(countFds(), fds0);
+  EXPECT_EQ(mcclTestCountFds(), fds0);
   setTimeoutMs(NULL);
 }
 
 static void countMismatch(void) {
   setTimeoutMs("2000");
-  int fds0 = countFds();
+  int fds0 = mcclTestCountFds();
   rankArgs a[2];
   memset(a, 0, sizeof(a));
   EXPECT_OK(mcclGetUniqueId(&a[0].id));
@@ -285,7 +274,7 @@ static void countMismatch(void) {
   EXPECT_RES(a[0].initRes, mcclInvalidUsage);
   EXPECT_RES(a[1].initRes, mcclInvalidUsage);
   EXPECT_LT(a[0].ms, 1500);
-  EXPECT_EQ(countFds(), fds0);
+  EXPECT_EQ(mcclTestCountFds(), fds0);
   setTimeoutMs(NULL);
 }
 
@@ -301,7 +290,7 @@ static void* setAbortLater(void* p) {
 // The abort flag ends a wait long before the timeout.
 static void abortFlagEndsWait(void) {
   setTimeoutMs("20000");
-  int fds0 = countFds();
+  int fds0 = mcclTestCountFds();
   abortFlag = 0;
   rankArgs a;
   memset(&a, 0, sizeof(a));
@@ -313,14 +302,14 @@ static void abortFlagEndsWait(void) {
   pthread_join(t, NULL);
   EXPECT_RES(a.initRes, mcclInternalError);
   EXPECT_LT(a.ms, 2000);
-  EXPECT_EQ(countFds(), fds0);
+  EXPECT_EQ(mcclTestCountFds(), fds0);
   setTimeoutMs(NULL);
 }
 
 // A forked peer joins and exits: sending to it fails at once, receiving from it times out.
 static void deadPeer(void) {
   setTimeoutMs("500");
-  int fds0 = countFds();
+  int fds0 = mcclTestCountFds();
   mcclUniqueId id;
   EXPECT_OK(mcclGetUniqueId(&id));
   pid_t child = fork();
@@ -344,7 +333,7 @@ static void deadPeer(void) {
   EXPECT_RES(mcclBootstrapRecv(bs, 1, 0, &x, sizeof(x)), mcclTimeout);
   EXPECT_LT(nowMs() - t0, 2000);
   EXPECT_OK(mcclBootstrapAbort(bs));
-  EXPECT_EQ(countFds(), fds0);
+  EXPECT_EQ(mcclTestCountFds(), fds0);
   setTimeoutMs(NULL);
 }
 

@@ -19,14 +19,6 @@ typedef struct {
   mcclIpcDesc desc;
 } exchangeMsg;
 
-static int countFds(void) {
-  DIR* d = opendir("/proc/self/fd");
-  if (d == NULL) return -1;
-  int n = 0;
-  while (readdir(d) != NULL) n++;
-  closedir(d);
-  return n;
-}
 
 // Open MPI and the device backend may open descriptors on first use; count after both are warm.
 static int fdBaseline(void) {
@@ -38,7 +30,7 @@ static int fdBaseline(void) {
   }
   if (mcclTestMpiSize() <= 64) MPI_Allgather(&one, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD);
   MPI_Barrier(MPI_COMM_WORLD);
-  return countFds();
+  return mcclTestCountFds();
 }
 
 static int myDevice(void) {
@@ -193,7 +185,7 @@ static void allPairsExchange(void) {
   }
   MPI_Barrier(MPI_COMM_WORLD);  // nobody frees before every peer has read
   tearDown(&st);
-  EXPECT_EQ(countFds(), fdBase);
+  EXPECT_EQ(mcclTestCountFds(), fdBase);
 }
 
 // The exporters free their memory (and close their fds) before the importers read it.
@@ -222,7 +214,7 @@ static void exporterFreesFirst(void) {
     CHECK_STOPPED();
     EXPECT_OK(mcclIpcUnmap(mapped[peer]));
   }
-  EXPECT_EQ(countFds(), fdBase);
+  EXPECT_EQ(mcclTestCountFds(), fdBase);
 }
 
 // Each rank sends its right neighbour damaged descriptors with a real fd: each import fails with
@@ -275,7 +267,7 @@ static void badDescriptorFromPeer(void) {
   EXPECT_RES(mcclIpcImport(&st.desc, dupFd, st.dev, &mapped), mcclInvalidArgument);
   MPI_Barrier(MPI_COMM_WORLD);
   tearDown(&st);
-  EXPECT_EQ(countFds(), fdBase);
+  EXPECT_EQ(mcclTestCountFds(), fdBase);
 }
 
 MCCL_TEST_MAIN_MPI(MCCL_TEST_CASE(allPairsExchange), MCCL_TEST_CASE(exporterFreesFirst),

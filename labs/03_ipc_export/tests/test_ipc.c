@@ -16,14 +16,6 @@
 
 static int onSim(void) { return strcmp(MCCL_BACKEND_NAME, "sim") == 0; }
 
-static int countFds(void) {
-  DIR* d = opendir("/proc/self/fd");
-  if (d == NULL) return -1;
-  int n = 0;
-  while (readdir(d) != NULL) n++;
-  closedir(d);
-  return n;
-}
 
 // Leak probe for mappings and reservations: on the sim each is a line of /proc/self/maps; on a
 // GPU, device memory shows in cuMemGetInfo's free bytes (MiB).
@@ -138,14 +130,14 @@ static void exportImportEveryDevice(void) {
   if (nDev < 1) SKIP("no device");
   warmUp();
   size_t size = 2 * granularity(0);
-  int fdBase = countFds();
+  int fdBase = mcclTestCountFds();
   long memBase = leakProbe();
   void* p = NULL;
   unsigned char* host = NULL;
   uint64_t seed;
   allocPattern(&p, size, &host, &seed);
   CHECK_STOPPED();
-  int fdAllocated = countFds();  // the sim keeps a memfd per allocation; a GPU driver does not
+  int fdAllocated = mcclTestCountFds();  // the sim keeps a memfd per allocation; a GPU driver does not
   mcclIpcDesc desc;
   int fd = -1;
   EXPECT_OK(mcclIpcExport(p, &desc, &fd));
@@ -155,7 +147,7 @@ static void exportImportEveryDevice(void) {
   EXPECT_EQ(desc.ownerPid, getpid());
   EXPECT_EQ(desc.ownerDev, 0);
   EXPECT_GE(fd, 0);
-  EXPECT_EQ(countFds(), fdAllocated + 1);  // exactly one new fd: the exported one
+  EXPECT_EQ(mcclTestCountFds(), fdAllocated + 1);  // exactly one new fd: the exported one
   for (int dev = 0; dev < nDev; dev++) {
     void* q = NULL;
     EXPECT_CUDA_OK(cudaSetDevice(dev));
@@ -178,7 +170,7 @@ static void exportImportEveryDevice(void) {
   EXPECT_EQ(close(fd), 0);
   EXPECT_OK(mcclCuMemFree(p));
   hostFree(host, size);
-  EXPECT_EQ(countFds(), fdBase);
+  EXPECT_EQ(mcclTestCountFds(), fdBase);
   EXPECT_NO_LEAK(memBase);
 }
 
@@ -189,7 +181,7 @@ static void mappingOutlivesExporter(void) {
   warmUp();
   int dev = nDev > 1 ? 1 : 0;
   size_t size = granularity(0);
-  int fdBase = countFds();
+  int fdBase = mcclTestCountFds();
   long memBase = leakProbe();
   void *p = NULL, *q = NULL;
   unsigned char* host = NULL;
@@ -209,7 +201,7 @@ static void mappingOutlivesExporter(void) {
   EXPECT_RES(mcclIpcUnmap(q), mcclInvalidArgument);  // already gone
   EXPECT_CUDA_OK(cudaSetDevice(0));
   hostFree(host, size);
-  EXPECT_EQ(countFds(), fdBase);
+  EXPECT_EQ(mcclTestCountFds(), fdBase);
   EXPECT_NO_LEAK(memBase);
 }
 
@@ -219,7 +211,7 @@ static void badDescriptors(void) {
   if (deviceCount() < 1) SKIP("no device");
   warmUp();
   size_t gran = granularity(0);
-  int fdBase = countFds();
+  int fdBase = mcclTestCountFds();
   void *p = NULL, *q = (void*)0x1;
   unsigned char* host = NULL;
   uint64_t seed;
@@ -269,7 +261,7 @@ static void badDescriptors(void) {
   EXPECT_EQ(close(fd), 0);
   EXPECT_OK(mcclCuMemFree(p));
   hostFree(host, gran);
-  EXPECT_EQ(countFds(), fdBase);
+  EXPECT_EQ(mcclTestCountFds(), fdBase);
 }
 
 static void exportBadInput(void) {
@@ -277,7 +269,7 @@ static void exportBadInput(void) {
   warmUp();
   EXPECT_CUDA_OK(cudaSetDevice(0));
   size_t gran = granularity(0);
-  int fdBase = countFds();
+  int fdBase = mcclTestCountFds();
   long memBase = leakProbe();
   mcclIpcDesc desc;
   memset(&desc, 0xab, sizeof(desc));
@@ -301,7 +293,7 @@ static void exportBadInput(void) {
   EXPECT_EQ(fd, -42);
   EXPECT_EQ(desc.magic, 0xabababab);
   EXPECT_OK(mcclCuMemFree(p));
-  EXPECT_EQ(countFds(), fdBase);
+  EXPECT_EQ(mcclTestCountFds(), fdBase);
   EXPECT_NO_LEAK(memBase);
 }
 
@@ -316,7 +308,7 @@ static void fabricUnsupportedFails(void) {
   EXPECT_RES(mcclIpcFabricSupported(99, &supported), mcclInvalidArgument);
   if (supported) SKIP("device 0 supports fabric handles: fabricRoundTrip covers it");
   size_t gran = granularity(0);
-  int fdBase = countFds();
+  int fdBase = mcclTestCountFds();
   long memBase = leakProbe();
   mcclIpcDesc d;
   memset(&d, 0, sizeof(d));
@@ -340,7 +332,7 @@ static void fabricUnsupportedFails(void) {
   EXPECT_EQ(out.magic, 0);
   EXPECT_CU_OK(cuMemRelease(h));
   EXPECT_OK(mcclCuMemFree(p));
-  EXPECT_EQ(countFds(), fdBase);
+  EXPECT_EQ(mcclTestCountFds(), fdBase);
   EXPECT_NO_LEAK(memBase);
 }
 
@@ -383,7 +375,7 @@ static void exportMemAlloc(void) {
   if (deviceCount() < 1) SKIP("no device");
   warmUp();
   EXPECT_CUDA_OK(cudaSetDevice(0));
-  int fdBase = countFds();
+  int fdBase = mcclTestCountFds();
   void *p = NULL, *q = NULL;
   EXPECT_OK(mcclMemAlloc(&p, 1000));
   unsigned char host[1000];
@@ -404,7 +396,7 @@ static void exportMemAlloc(void) {
   CHECK_STOPPED();
   EXPECT_OK(mcclIpcUnmap(q));
   EXPECT_OK(mcclMemFree(p));
-  EXPECT_EQ(countFds(), fdBase);
+  EXPECT_EQ(mcclTestCountFds(), fdBase);
 }
 
 MCCL_TEST_MAIN(MCCL_TEST_CASE(descriptorLayout), MCCL_TEST_CASE(exportImportEveryDevice),

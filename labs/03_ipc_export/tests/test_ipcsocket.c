@@ -21,14 +21,6 @@
 #include "mccl_param.h"
 #include "mccl_test.h"
 
-static int countFds(void) {
-  DIR* d = opendir("/proc/self/fd");
-  if (d == NULL) return -1;
-  int n = 0;
-  while (readdir(d) != NULL) n++;
-  closedir(d);
-  return n;
-}
 
 static long long msSince(const struct timespec* t0) {
   struct timespec t;
@@ -65,25 +57,25 @@ static int patternFd(unsigned char pattern, size_t n) {
 
 static void initCloseAbstract(void) {
   setIpcEnv(2000, 1, NULL);
-  int base = countFds();
+  int base = mcclTestCountFds();
   uint64_t hash = freshHash();
   mcclIpcSocket s, dup;
   EXPECT_OK(mcclIpcSocketInit(&s, 3, hash, NULL));
   EXPECT_GE(s.fd, 0);
   EXPECT_EQ(s.isAbstract, 1);
   EXPECT_EQ(s.socketName[0], '@');
-  EXPECT_EQ(countFds(), base + 1);
+  EXPECT_EQ(mcclTestCountFds(), base + 1);
   int fd = -1;
   EXPECT_OK(mcclIpcSocketGetFd(&s, &fd));
   EXPECT_EQ(fd, s.fd);
   // The same (rank, hash) is taken: bind fails, nothing is left open.
   EXPECT_RES(mcclIpcSocketInit(&dup, 3, hash, NULL), mcclSystemError);
   EXPECT_EQ(dup.fd, -1);
-  EXPECT_EQ(countFds(), base + 1);
+  EXPECT_EQ(mcclTestCountFds(), base + 1);
   EXPECT_OK(mcclIpcSocketClose(&s));
   EXPECT_EQ(s.fd, -1);
   EXPECT_OK(mcclIpcSocketClose(&s));  // twice is a no-op
-  EXPECT_EQ(countFds(), base);
+  EXPECT_EQ(mcclTestCountFds(), base);
   // The name is free again once closed.
   EXPECT_OK(mcclIpcSocketInit(&s, 3, hash, NULL));
   EXPECT_OK(mcclIpcSocketClose(&s));
@@ -93,7 +85,7 @@ static void initClosePath(void) {
   char dir[] = "/tmp/mccl-lab03-XXXXXX";
   EXPECT_TRUE(mkdtemp(dir) != NULL);
   setIpcEnv(2000, 0, dir);
-  int base = countFds();
+  int base = mcclTestCountFds();
   mcclIpcSocket a, b;
   uint64_t hash = freshHash();
   EXPECT_OK(mcclIpcSocketInit(&a, 0, hash, NULL));
@@ -119,14 +111,14 @@ static void initClosePath(void) {
   EXPECT_OK(mcclIpcSocketClose(&a));
   EXPECT_EQ(stat(path, &st), -1);  // unlinked on close
   EXPECT_EQ(errno, ENOENT);
-  EXPECT_EQ(countFds(), base);
+  EXPECT_EQ(mcclTestCountFds(), base);
   EXPECT_EQ(rmdir(dir), 0);  // nothing left inside
   setIpcEnv(2000, 1, NULL);
 }
 
 static void badArguments(void) {
   setIpcEnv(2000, 1, NULL);
-  int base = countFds();
+  int base = mcclTestCountFds();
   mcclIpcSocket s;
   EXPECT_RES(mcclIpcSocketInit(NULL, 0, 1, NULL), mcclInvalidArgument);
   EXPECT_RES(mcclIpcSocketInit(&s, -1, 1, NULL), mcclInvalidArgument);
@@ -140,7 +132,7 @@ static void badArguments(void) {
   EXPECT_RES(mcclIpcSocketInit(&s, 0, 1, NULL), mcclInvalidArgument);
   EXPECT_EQ(s.fd, -1);
   setIpcEnv(2000, 1, NULL);
-  EXPECT_EQ(countFds(), base);
+  EXPECT_EQ(mcclTestCountFds(), base);
 
   uint64_t hash = freshHash();
   EXPECT_OK(mcclIpcSocketInit(&s, 0, hash, NULL));
@@ -163,14 +155,14 @@ static void badArguments(void) {
   EXPECT_RES(mcclIpcSocketRecvMsg(&s, hdr, 8, &fd), mcclInvalidArgument);
   EXPECT_RES(mcclIpcSocketClose(NULL), mcclInvalidArgument);
   EXPECT_EQ(fd, -1);  // never written
-  EXPECT_EQ(countFds(), base);
+  EXPECT_EQ(mcclTestCountFds(), base);
 }
 
 // Header and fd between two sockets of one process: the fd received is a new descriptor for the
 // same open file (same inode, shared contents).
 static void sendRecvMsgWithFd(void) {
   setIpcEnv(2000, 1, NULL);
-  int base = countFds();
+  int base = mcclTestCountFds();
   uint64_t hash = freshHash();
   mcclIpcSocket a, b;
   EXPECT_OK(mcclIpcSocketInit(&a, 0, hash, NULL));
@@ -205,12 +197,12 @@ static void sendRecvMsgWithFd(void) {
   EXPECT_OK(mcclIpcSocketRecvMsg(&a, NULL, 0, NULL));
   EXPECT_OK(mcclIpcSocketClose(&a));
   EXPECT_OK(mcclIpcSocketClose(&b));
-  EXPECT_EQ(countFds(), base);
+  EXPECT_EQ(mcclTestCountFds(), base);
 }
 
 static void sendFdRecvFd(void) {
   setIpcEnv(2000, 1, NULL);
-  int base = countFds();
+  int base = mcclTestCountFds();
   uint64_t hash = freshHash();
   mcclIpcSocket a, b;
   EXPECT_OK(mcclIpcSocketInit(&a, 0, hash, NULL));
@@ -233,13 +225,13 @@ static void sendFdRecvFd(void) {
   close(fd);
   EXPECT_OK(mcclIpcSocketClose(&a));
   EXPECT_OK(mcclIpcSocketClose(&b));
-  EXPECT_EQ(countFds(), base);
+  EXPECT_EQ(mcclTestCountFds(), base);
 }
 
 // A datagram of the wrong length is rejected and the fd it carried is closed.
 static void wrongLengthRejected(void) {
   setIpcEnv(2000, 1, NULL);
-  int base = countFds();
+  int base = mcclTestCountFds();
   uint64_t hash = freshHash();
   mcclIpcSocket a, b;
   EXPECT_OK(mcclIpcSocketInit(&a, 0, hash, NULL));
@@ -256,13 +248,13 @@ static void wrongLengthRejected(void) {
   close(fd);
   EXPECT_OK(mcclIpcSocketClose(&a));
   EXPECT_OK(mcclIpcSocketClose(&b));
-  EXPECT_EQ(countFds(), base);
+  EXPECT_EQ(mcclTestCountFds(), base);
 }
 
 // Two fds in one message (built by hand: the API sends one): the receiver closes both.
 static void twoFdsRejected(void) {
   setIpcEnv(2000, 1, NULL);
-  int base = countFds();
+  int base = mcclTestCountFds();
   uint64_t hash = freshHash();
   mcclIpcSocket b;
   EXPECT_OK(mcclIpcSocketInit(&b, 1, hash, NULL));
@@ -303,12 +295,12 @@ static void twoFdsRejected(void) {
   EXPECT_RES(mcclIpcSocketRecvFd(&b, &rfd), mcclRemoteError);
   EXPECT_EQ(rfd, -3);
   EXPECT_OK(mcclIpcSocketClose(&b));
-  EXPECT_EQ(countFds(), base);
+  EXPECT_EQ(mcclTestCountFds(), base);
 }
 
 static void recvTimesOut(void) {
   setIpcEnv(200, 1, NULL);
-  int base = countFds();
+  int base = mcclTestCountFds();
   uint64_t hash = freshHash();
   mcclIpcSocket b;
   EXPECT_OK(mcclIpcSocketInit(&b, 1, hash, NULL));
@@ -327,13 +319,13 @@ static void recvTimesOut(void) {
   EXPECT_GE(ms, 190);
   EXPECT_LT(ms, 2000);
   EXPECT_OK(mcclIpcSocketClose(&b));
-  EXPECT_EQ(countFds(), base);
+  EXPECT_EQ(mcclTestCountFds(), base);
 }
 
 // The real thing: a memfd written by one process, read through the fd another received.
 static void crossProcessFd(void) {
   setIpcEnv(5000, 1, NULL);
-  int base = countFds();
+  int base = mcclTestCountFds();
   uint64_t hash = freshHash();
   mcclIpcSocket s;
   EXPECT_OK(mcclIpcSocketInit(&s, 0, hash, NULL));
@@ -366,14 +358,14 @@ static void crossProcessFd(void) {
   EXPECT_EQ(buf[0], 0xa5);
   close(rfd);
   EXPECT_OK(mcclIpcSocketClose(&s));
-  EXPECT_EQ(countFds(), base);
+  EXPECT_EQ(mcclTestCountFds(), base);
 }
 
 // A peer that dies mid-exchange: the first message arrives, the second never does. The receive
 // must end in mcclTimeout within the timeout, and sending to the dead peer too.
 static void peerDiesMidExchange(void) {
   setIpcEnv(300, 1, NULL);
-  int base = countFds();
+  int base = mcclTestCountFds();
   uint64_t hash = freshHash();
   mcclIpcSocket s;
   EXPECT_OK(mcclIpcSocketInit(&s, 0, hash, NULL));
@@ -402,13 +394,13 @@ static void peerDiesMidExchange(void) {
   EXPECT_RES(mcclIpcSocketSendMsg(&s, NULL, 0, -1, 1, hash), mcclTimeout);  // its name died with it
   EXPECT_LT(msSince(&t0), 3000);
   EXPECT_OK(mcclIpcSocketClose(&s));
-  EXPECT_EQ(countFds(), base);
+  EXPECT_EQ(mcclTestCountFds(), base);
 }
 
 // A peer that exits before sending anything at all.
 static void peerExitsBeforeSending(void) {
   setIpcEnv(300, 1, NULL);
-  int base = countFds();
+  int base = mcclTestCountFds();
   uint64_t hash = freshHash();
   mcclIpcSocket s;
   EXPECT_OK(mcclIpcSocketInit(&s, 0, hash, NULL));
@@ -423,14 +415,14 @@ static void peerExitsBeforeSending(void) {
   int status = 0;
   EXPECT_EQ(waitpid(pid, &status, 0), pid);
   EXPECT_OK(mcclIpcSocketClose(&s));
-  EXPECT_EQ(countFds(), base);
+  EXPECT_EQ(mcclTestCountFds(), base);
 }
 
 // An fd from a process of another uid is refused and closed (needs root to make such a process).
 static void otherUidRejected(void) {
   if (geteuid() != 0) SKIP("needs root to fork a peer that setuid()s to nobody (65534)");
   setIpcEnv(3000, 1, NULL);
-  int base = countFds();
+  int base = mcclTestCountFds();
   uint64_t hash = freshHash();
   mcclIpcSocket s;
   EXPECT_OK(mcclIpcSocketInit(&s, 0, hash, NULL));
@@ -465,7 +457,7 @@ static void otherUidRejected(void) {
   EXPECT_EQ(res, mcclRemoteError);
   EXPECT_EQ(rfd, -4);
   EXPECT_OK(mcclIpcSocketClose(&s));
-  EXPECT_EQ(countFds(), base);  // the received fd was closed
+  EXPECT_EQ(mcclTestCountFds(), base);  // the received fd was closed
 }
 
 static volatile uint32_t abortFlag;
@@ -480,7 +472,7 @@ static void* setAbortLater(void* arg) {
 // With no timeout at all, only the abort flag ends a wait: it must, promptly.
 static void abortFlagEndsWait(void) {
   setIpcEnv(0, 1, NULL);
-  int base = countFds();
+  int base = mcclTestCountFds();
   uint64_t hash = freshHash();
   abortFlag = 0;
   mcclIpcSocket s;
@@ -496,7 +488,7 @@ static void abortFlagEndsWait(void) {
   EXPECT_LT(msSince(&t0), 2000);
   EXPECT_RES(mcclIpcSocketSendFd(&s, 0, 5, hash), mcclInternalError);  // nobody at rank 5, flag set
   EXPECT_OK(mcclIpcSocketClose(&s));
-  EXPECT_EQ(countFds(), base);
+  EXPECT_EQ(mcclTestCountFds(), base);
   setIpcEnv(2000, 1, NULL);
 }
 

@@ -31,16 +31,6 @@ static inline int pathExists(const char* path) {
   return stat(path, &st) == 0;
 }
 
-static inline int countOpenFds(void) {
-  DIR* d = opendir("/proc/self/fd");
-  if (d == NULL) return -1;
-  int n = 0;
-  struct dirent* e;
-  while ((e = readdir(d)) != NULL)
-    if (e->d_name[0] != '.') n++;
-  closedir(d);
-  return n - 1;  // the DIR's own fd
-}
 
 // The legacy path of a descriptor, "" for other kinds.
 static inline void descPath(const mcclShmIpcDesc_t* desc, char* out, size_t n) {

@@ -41,7 +41,7 @@ static void layout(void) {
 }
 
 static void shmOpenCreateAttach(void) {
-  int fds = countOpenFds();
+  int fds = mcclTestCountFds();
   char path[MCCL_SHM_PATH_MAX] = "";
   void *a = NULL, *b = NULL;
   mcclShmHandle_t ha = NULL, hb = NULL;
@@ -64,7 +64,7 @@ static void shmOpenCreateAttach(void) {
   EXPECT_EQ(((char*)a)[n - 1], 7);
   EXPECT_OK(mcclShmClose(hb));
   EXPECT_OK(mcclShmClose(ha));
-  EXPECT_EQ(countOpenFds(), fds);
+  EXPECT_EQ(mcclTestCountFds(), fds);
 }
 
 static void shmCloseUnlinksUnattached(void) {
@@ -103,7 +103,7 @@ static void shmOpenRefusesExisting(void) {
 }
 
 static void shmOpenBadArgs(void) {
-  int fds = countOpenFds();
+  int fds = mcclTestCountFds();
   int files = countShmFiles(MCCL_SHM_DIR);
   char path[MCCL_SHM_PATH_MAX] = "";
   void* p = (void*)0x1;
@@ -127,7 +127,7 @@ static void shmOpenBadArgs(void) {
   EXPECT_TRUE(pathExists(cpath));  // a failed attach does not count
   EXPECT_OK(mcclShmClose(ha));
   EXPECT_TRUE(p == (void*)0x1 && h == (mcclShmHandle_t)0x1);
-  EXPECT_EQ(countOpenFds(), fds);
+  EXPECT_EQ(mcclTestCountFds(), fds);
   EXPECT_EQ(countShmFiles(MCCL_SHM_DIR), files);
   EXPECT_OK(mcclShmClose(NULL));
 }
@@ -144,14 +144,14 @@ static int tooSmallChild(int useMount) {
     if (setrlimit(RLIMIT_FSIZE, &rl) != 0) return 77;
   }
   int files = countShmFiles(MCCL_SHM_DIR);
-  int fds = countOpenFds();
+  int fds = mcclTestCountFds();
   char path[MCCL_SHM_PATH_MAX] = "";
   void* p = (void*)0x1;
   mcclShmHandle_t h = (mcclShmHandle_t)0x1;
   mcclResult_t r = mcclShmOpen(path, sizeof(path), 8 << 20, &p, NULL, 1, &h);
   if (r != mcclSystemError) return 1;
   if (p != (void*)0x1 || h != (mcclShmHandle_t)0x1 || path[0] != '\0') return 2;
-  if (countShmFiles(MCCL_SHM_DIR) != files || countOpenFds() != fds) return 3;
+  if (countShmFiles(MCCL_SHM_DIR) != files || mcclTestCountFds() != fds) return 3;
   // and the shareable-buffer layer reports it the same way
   mcclShmIpcDesc_t d;
   memset(&d, 0, sizeof(d));
@@ -201,7 +201,7 @@ static void shmDevicePointer(void) {
 }
 
 static void ipcLegacyRoundTrip(void) {
-  int fds = countOpenFds();
+  int fds = mcclTestCountFds();
   mcclShmIpcDesc_t mine, theirs;
   void *h, *d, *h2, *d2;
   EXPECT_OK(mcclShmAllocateShareableBuffer(65536, 1, &mine, &h, &d));
@@ -221,7 +221,7 @@ static void ipcLegacyRoundTrip(void) {
   EXPECT_OK(mcclShmIpcClose(&theirs));
   EXPECT_OK(mcclShmIpcClose(&mine));
   EXPECT_EQ(mine.kind, 0);
-  EXPECT_EQ(countOpenFds(), fds);
+  EXPECT_EQ(mcclTestCountFds(), fds);
 }
 
 static void ipcCuMemRoundTrip(void) {
@@ -230,7 +230,7 @@ static void ipcCuMemRoundTrip(void) {
     setParam("MCCL_CUMEM_HOST_ENABLE", NULL);
     SKIP("cuMem host-NUMA memory is not available on this system");
   }
-  int fds = countOpenFds(), files = countShmFiles(MCCL_SHM_DIR);
+  int fds = mcclTestCountFds(), files = countShmFiles(MCCL_SHM_DIR);
   mcclShmIpcDesc_t mine, theirs;
   void *h, *d, *h2, *d2;
   mcclResult_t r = mcclShmAllocateShareableBuffer(3 << 20, 0, &mine, &h, &d);
@@ -253,11 +253,11 @@ static void ipcCuMemRoundTrip(void) {
   EXPECT_EQ(((char*)h)[5], 99);
   EXPECT_OK(mcclShmIpcClose(&theirs));
   EXPECT_OK(mcclShmIpcClose(&mine));
-  EXPECT_EQ(countOpenFds(), fds);
+  EXPECT_EQ(mcclTestCountFds(), fds);
 }
 
 static void ipcImportBadDesc(void) {
-  int fds = countOpenFds();
+  int fds = mcclTestCountFds();
   mcclShmIpcDesc_t bad, out;
   void* h = (void*)0x1;
   memset(&out, 0x77, sizeof(out));
@@ -288,7 +288,7 @@ static void ipcImportBadDesc(void) {
   EXPECT_TRUE(h == (void*)0x1);
   unsigned char* o = (unsigned char*)&out;
   for (size_t i = 0; i < sizeof(out); i++) EXPECT_EQ(o[i], 0x77);
-  EXPECT_EQ(countOpenFds(), fds);
+  EXPECT_EQ(mcclTestCountFds(), fds);
 }
 
 static void canConnectRules(void) {
@@ -394,7 +394,7 @@ static void loopMessage(struct loop* l, void* dsrc, void* ddst, unsigned char* h
 
 static void loopbackSizesAndWrap(void) {
   setParam("MCCL_BUFFSIZE", "65536");  // 8 KiB slots: many laps of the FIFO per message
-  int files = countShmFiles(MCCL_SHM_DIR), fds = countOpenFds();
+  int files = countShmFiles(MCCL_SHM_DIR), fds = mcclTestCountFds();
   struct loop l;
   const uint64_t start = UINT64_MAX - 13;  // the counters wrap during the second message
   loopOpen(&l, start);
@@ -421,7 +421,7 @@ static void loopbackSizesAndWrap(void) {
   EXPECT_CUDA_OK(cudaFree(ddst));
   loopClose(&l);
   EXPECT_EQ(countShmFiles(MCCL_SHM_DIR), files);
-  EXPECT_EQ(countOpenFds(), fds);
+  EXPECT_EQ(mcclTestCountFds(), fds);
 }
 
 static void loopbackTimeoutAndAbort(void) {
@@ -463,7 +463,7 @@ static void loopbackTimeoutAndAbort(void) {
 }
 
 static void connectorMisuse(void) {
-  int files = countShmFiles(MCCL_SHM_DIR), fds = countOpenFds();
+  int files = countShmFiles(MCCL_SHM_DIR), fds = mcclTestCountFds();
   struct mcclConnector c;
   struct mcclConnect ci;
   struct mcclProxyOp op;
@@ -498,7 +498,7 @@ static void connectorMisuse(void) {
   loopClose(&l);
   EXPECT_CUDA_OK(cudaFree(d));
   EXPECT_EQ(countShmFiles(MCCL_SHM_DIR), files);
-  EXPECT_EQ(countOpenFds(), fds);
+  EXPECT_EQ(mcclTestCountFds(), fds);
 }
 
 MCCL_TEST_MAIN(MCCL_TEST_CASE(layout), MCCL_TEST_CASE(shmOpenCreateAttach), MCCL_TEST_CASE(shmCloseUnlinksUnattached),

@@ -13,15 +13,6 @@
 #include "mccl_shm.h"
 #include "mccl_test_mpi.h"
 
-static int countFds(void) {
-  DIR* d = opendir("/proc/self/fd");
-  if (d == NULL) return -1;
-  int n = 0;
-  for (struct dirent* e; (e = readdir(d)) != NULL;)
-    if (e->d_name[0] != '.') n++;
-  closedir(d);
-  return n - 1;
-}
 
 typedef struct {
   mcclProxyState* proxy;
@@ -68,7 +59,7 @@ static void getFdRoundTrips(void) {
     EXPECT_OK(mcclCuMemAlloc(&warm, NULL, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 2 << 20));
     EXPECT_OK(mcclCuMemFree(warm));
   }
-  int fds0 = countFds();
+  int fds0 = mcclTestCountFds();
   world w;
   mcclResult_t up = worldUp(&w);
   if (w.dev < 0) SKIP("no CUDA device");
@@ -127,13 +118,13 @@ static void getFdRoundTrips(void) {
   EXPECT_RES(mcclProxyDeregisterExport(w.proxy, handle), mcclInvalidArgument);
   EXPECT_OK(mcclCuMemFree(buf));
   worldDown(&w);
-  EXPECT_EQ(countFds(), fds0);
+  EXPECT_EQ(mcclTestCountFds(), fds0);
 }
 
 // QueryFd: the proxy of the next rank receives our eventfd and names its number there; through
 // /proc/<pid>/fd that number refers to the same open file.
 static void queryFdRoundTrip(void) {
-  int fds0 = countFds();
+  int fds0 = mcclTestCountFds();
   world w;
   mcclResult_t up = worldUp(&w);
   if (w.dev < 0) SKIP("no CUDA device");
@@ -156,13 +147,13 @@ static void queryFdRoundTrip(void) {
   close(efd);
   EXPECT_OK(mcclBootstrapBarrier(w.bs));
   worldDown(&w);
-  EXPECT_EQ(countFds(), fds0);
+  EXPECT_EQ(mcclTestCountFds(), fds0);
 }
 
 // A ring: each rank sends to rank+1 and receives from rank-1 through SHM, setup RPCs and the
 // cuMem fd exchange done by the proxies, every message progressed by the progress threads.
 static void shmRingThroughProxy(void) {
-  int fds0 = countFds();
+  int fds0 = mcclTestCountFds();
   world w;
   mcclResult_t up = worldUp(&w);
   if (w.dev < 0) SKIP("no CUDA device");
@@ -225,7 +216,7 @@ static void shmRingThroughProxy(void) {
   EXPECT_CUDA_OK(cudaFree(src));
   EXPECT_CUDA_OK(cudaFree(dst));
   worldDown(&w);
-  EXPECT_EQ(countFds(), fds0);
+  EXPECT_EQ(mcclTestCountFds(), fds0);
 }
 
 MCCL_TEST_MAIN_MPI(MCCL_TEST_CASE(getFdRoundTrips), MCCL_TEST_CASE(queryFdRoundTrip), MCCL_TEST_CASE(shmRingThroughProxy))

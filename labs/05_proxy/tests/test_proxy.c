@@ -15,17 +15,6 @@
 #include "mccl_shm.h"
 #include "mccl_test.h"
 
-static int countDir(const char* path) {
-  DIR* d = opendir(path);
-  if (d == NULL) return -1;
-  int n = 0;
-  for (struct dirent* e; (e = readdir(d)) != NULL;)
-    if (e->d_name[0] != '.') n++;
-  closedir(d);
-  return n - (strcmp(path, "/proc/self/fd") == 0 ? 1 : 0);
-}
-static int countFds(void) { return countDir("/proc/self/fd"); }
-static int countThreads(void) { return countDir("/proc/self/task"); }
 static long nowUs(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -109,14 +98,14 @@ static void resetFake(void) {
 static void createDestroyCounts(void) {
   // The CUDA driver starts threads of its own at initialisation: count from after it.
   EXPECT_CUDA_OK(cudaFree(NULL));
-  int fds0 = countFds(), th0 = countThreads();
+  int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads();
   mcclProxyState* p = NULL;
   EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
-  EXPECT_EQ(countThreads(), th0 + 2);
+  EXPECT_EQ(mcclTestCountThreads(), th0 + 2);
   EXPECT_TRUE(strncmp(mcclProxyGetAddress(p), "mccl-proxy-", 11) == 0);
   EXPECT_OK(mcclProxyDestroy(p));
-  EXPECT_EQ(countThreads(), th0);
-  EXPECT_EQ(countFds(), fds0);
+  EXPECT_EQ(mcclTestCountThreads(), th0);
+  EXPECT_EQ(mcclTestCountFds(), fds0);
   mcclProxyState* q = (mcclProxyState*)0x1;
   EXPECT_RES(mcclProxyCreate(-1, 0, NULL, &q), mcclInvalidArgument);
   EXPECT_RES(mcclProxyCreate(0, -2, NULL, &q), mcclInvalidArgument);
@@ -128,7 +117,7 @@ static void createDestroyCounts(void) {
 // Init, Setup (async: in progress three times), Connect (hook error), Free, all on the service thread.
 static void setupRpcs(void) {
   resetFake();
-  int fds0 = countFds(), th0 = countThreads();
+  int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads();
   mcclProxyState* p = NULL;
   EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
   struct mcclConnector c;
@@ -164,8 +153,8 @@ static void setupRpcs(void) {
   EXPECT_OK(mcclProxyConnect(p, &d));
   EXPECT_OK(mcclProxyDestroy(p));
   EXPECT_EQ(atomic_load(&freeCalls), 2);
-  EXPECT_EQ(countThreads(), th0);
-  EXPECT_EQ(countFds(), fds0);
+  EXPECT_EQ(mcclTestCountThreads(), th0);
+  EXPECT_EQ(mcclTestCountFds(), fds0);
 }
 
 // 4 connections, 800 ops of random length: every op completes, per connection in posting order,
@@ -232,7 +221,7 @@ static volatile uint32_t abortFlag;
 // still joins and closes everything.
 static void abortInFlight(void) {
   resetFake();
-  int fds0 = countFds(), th0 = countThreads();
+  int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads();
   abortFlag = 0;
   mcclProxyState* p = NULL;
   EXPECT_OK(mcclProxyCreate(0, 0, &abortFlag, &p));
@@ -258,14 +247,14 @@ static void abortInFlight(void) {
   EXPECT_LT(nowUs() - t0, 1000000);
   EXPECT_OK(mcclProxyDestroy(p));
   EXPECT_EQ(atomic_load(&freeCalls), 2);
-  EXPECT_EQ(countThreads(), th0);
-  EXPECT_EQ(countFds(), fds0);
+  EXPECT_EQ(mcclTestCountThreads(), th0);
+  EXPECT_EQ(mcclTestCountFds(), fds0);
 }
 
 // Stop with ops in flight: they fail, nobody hangs, a later post is refused.
 static void stopInFlight(void) {
   resetFake();
-  int th0 = countThreads();
+  int th0 = mcclTestCountThreads();
   mcclProxyState* p = NULL;
   EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
   struct mcclConnector c;
@@ -276,7 +265,7 @@ static void stopInFlight(void) {
   mcclProxyRequest r[3];
   for (int i = 0; i < 3; i++) EXPECT_OK(mcclProxyPostOp(p, &c, &m[i], 1, &r[i]));
   EXPECT_OK(mcclProxyStop(p));
-  EXPECT_EQ(countThreads(), th0);
+  EXPECT_EQ(mcclTestCountThreads(), th0);
   for (int i = 0; i < 3; i++) EXPECT_RES(mcclProxyWait(p, r[i]), mcclInternalError);
   EXPECT_RES(mcclProxyPostOp(p, &c, &m[0], 1, &r[0]), mcclInvalidUsage);
   EXPECT_OK(c.proxyCall(&c, mcclProxyMsgFree, NULL, 0, NULL, 0));  // after stop: left to destroy
@@ -366,7 +355,7 @@ static void cpusetPinning(void) {
 static void shmSendRecvInProcess(void) {
   int ndev = 0;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) SKIP("no CUDA device");
-  int fds0 = countFds(), th0 = countThreads();
+  int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads();
   mcclProxyState* p = NULL;
   EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
   mcclPeerInfo me;
@@ -408,8 +397,8 @@ static void shmSendRecvInProcess(void) {
   EXPECT_OK(mcclProxyDestroy(p));
   EXPECT_CUDA_OK(cudaFree(src));
   EXPECT_CUDA_OK(cudaFree(dst));
-  EXPECT_EQ(countThreads(), th0);
-  EXPECT_EQ(countFds(), fds0);
+  EXPECT_EQ(mcclTestCountThreads(), th0);
+  EXPECT_EQ(mcclTestCountFds(), fds0);
 }
 
 MCCL_TEST_MAIN(MCCL_TEST_CASE(createDestroyCounts), MCCL_TEST_CASE(setupRpcs), MCCL_TEST_CASE(manyOpsInOrder),

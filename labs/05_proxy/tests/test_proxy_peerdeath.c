@@ -16,15 +16,6 @@
 #include "mccl_shm.h"
 #include "mccl_test.h"
 
-static int countDir(const char* path) {
-  DIR* d = opendir(path);
-  if (d == NULL) return -1;
-  int n = 0;
-  for (struct dirent* e; (e = readdir(d)) != NULL;)
-    if (e->d_name[0] != '.') n++;
-  closedir(d);
-  return n - (strcmp(path, "/proc/self/fd") == 0 ? 1 : 0);
-}
 static long nowMs(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -75,7 +66,7 @@ static void killedPeerTimesOut(void) {
   }
   EXPECT_CUDA_OK(cudaSetDevice(0));
   EXPECT_CUDA_OK(cudaFree(NULL));  // CUDA's own threads, if any, exist before we count
-  int fds0 = countDir("/proc/self/fd"), th0 = countDir("/proc/self/task");
+  int fds0 = mcclTestCountDir("/proc/self/fd"), th0 = mcclTestCountDir("/proc/self/task");
   mcclProxyState* p = NULL;
   mcclBootstrap* bs = NULL;
   struct mcclConnector c;
@@ -107,8 +98,8 @@ static void killedPeerTimesOut(void) {
   EXPECT_OK(mcclBootstrapAbort(bs));
   EXPECT_OK(mcclProxyDestroy(p));
   EXPECT_CUDA_OK(cudaFree(src));
-  EXPECT_EQ(countDir("/proc/self/task"), th0);
-  EXPECT_EQ(countDir("/proc/self/fd"), fds0);
+  EXPECT_EQ(mcclTestCountDir("/proc/self/task"), th0);
+  EXPECT_EQ(mcclTestCountDir("/proc/self/fd"), fds0);
 }
 
 MCCL_TEST_MAIN(MCCL_TEST_CASE(killedPeerTimesOut))
