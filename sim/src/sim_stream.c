@@ -548,9 +548,20 @@ cudaError_t CUDARTAPI cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEve
 
 // ---- copies and sets ---------------------------------------------------------------------------
 
+// A copy touching a VMM mapping needs the current device to have been granted access to it
+// (cuMemSetAccess): the driver refuses it with CUDA_ERROR_INVALID_VALUE otherwise, even though
+// the bytes are mapped for another device. Other memory is reachable through unified addressing.
+static int vmmAccessOk(const void* p, unsigned long long need) {
+  simPtrInfo info;
+  if (!simLookup((uintptr_t)p, &info) || !info.vmm) return 1;
+  return (info.access & need) == need;
+}
+
 static CUresult copy(void* dst, int dstHostOk, const void* src, int srcHostOk, size_t n, CUstream s, int async) {
   if (n == 0) return checkStream(s);
   if (!simRangeUsable((uintptr_t)dst, n, dstHostOk) || !simRangeUsable((uintptr_t)src, n, srcHostOk))
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!vmmAccessOk(dst, CU_MEM_ACCESS_FLAGS_PROT_READWRITE) || !vmmAccessOk(src, CU_MEM_ACCESS_FLAGS_PROT_READ))
     return CUDA_ERROR_INVALID_VALUE;
   simOp op = {.kind = OP_COPY, .dst = dst, .src = src, .n = n};
   CUresult r = submit(s, &op);
@@ -562,6 +573,7 @@ static CUresult set(void* dst, unsigned int val, size_t count, int width, CUstre
   size_t bytes = count * (size_t)width;
   if (count == 0) return checkStream(s);
   if (((uintptr_t)dst % (uintptr_t)width) || !simRangeUsable((uintptr_t)dst, bytes, 0)) return CUDA_ERROR_INVALID_VALUE;
+  if (!vmmAccessOk(dst, CU_MEM_ACCESS_FLAGS_PROT_READWRITE)) return CUDA_ERROR_INVALID_VALUE;
   simOp op = {.kind = width == 1 ? OP_SET8 : OP_SET32, .dst = dst, .n = count, .val = val};
   if (width == 1) op.n = bytes;
   CUresult r = submit(s, &op);

@@ -105,6 +105,37 @@ static void vmmRoundTrip(void) {
   EXPECT_CU_OK(cuMemAddressFree(va, size));
 }
 
+// A copy from a VMM mapping is refused unless the current device was granted access to it, even
+// though the bytes are mapped (seen on an H200 with driver 580: cudaErrorInvalidValue).
+static void copyNeedsAccessForCurrentDevice(void) {
+  setup();
+  CHECK_STOPPED();
+  int n = 0;
+  EXPECT_CUDA_OK(cudaGetDeviceCount(&n));
+  if (n < 2) SKIP("needs 2 devices");
+  CUmemAllocationProp prop = devProp(0, 0);
+  CUmemGenericAllocationHandle h;
+  CUdeviceptr va;
+  EXPECT_CU_OK(cuMemCreate(&h, gran, &prop, 0));
+  EXPECT_CU_OK(cuMemAddressReserve(&va, gran, gran, 0, 0));
+  EXPECT_CU_OK(cuMemMap(va, gran, 0, h, 0));
+  grantRW(va, gran, 0);  // device 0 only
+  CHECK_STOPPED();
+  unsigned char buf[256] = {0};
+  EXPECT_CUDA_OK(cudaMemcpy((void*)va, buf, sizeof(buf), cudaMemcpyHostToDevice));
+  EXPECT_CUDA_OK(cudaSetDevice(1));
+  cudaError_t rd = cudaMemcpy(buf, (void*)va, sizeof(buf), cudaMemcpyDeviceToHost);
+  cudaError_t wr = cudaMemset((void*)va, 1, sizeof(buf));
+  cudaGetLastError();
+  EXPECT_CUDA_OK(cudaSetDevice(0));
+  EXPECT_CUDA_OK(cudaMemcpy(buf, (void*)va, sizeof(buf), cudaMemcpyDeviceToHost));
+  EXPECT_CU_OK(cuMemUnmap(va, gran));
+  EXPECT_CU_OK(cuMemRelease(h));
+  EXPECT_CU_OK(cuMemAddressFree(va, gran));
+  EXPECT_EQ(rd, cudaErrorInvalidValue);
+  EXPECT_EQ(wr, cudaErrorInvalidValue);
+}
+
 // Memory lives until the last handle is released and the last mapping is gone.
 static void vmmReferenceSemantics(void) {
   setup();
@@ -445,6 +476,7 @@ static const mcclTestCase cases[] = {
     MCCL_TEST_CASE(oomAndAccounting),       MCCL_TEST_CASE(hostNumaAlloc),
     MCCL_TEST_CASE(fabricNotSupported),     MCCL_TEST_CASE(exportNeedsRequestedType),
     MCCL_TEST_CASE(exportImportTwoProcesses), MCCL_TEST_CASE(importRejectsForeignFd),
+    MCCL_TEST_CASE(copyNeedsAccessForCurrentDevice),
 };
 
 int main(int argc, char** argv) {
