@@ -100,6 +100,13 @@ int mcclTestCountDir(const char* path);
  */
 int mcclTestCountFds(void);
 /**
+ * @brief Lines of /proc/self/maps, all of them or those containing a string: on the sim every
+ *        device mapping is a memfd named "minccl-sim...", so this counts mappings left behind.
+ * @param[in] containing substring to match, or NULL for every mapping.
+ * @return the count, or -1 if /proc/self/maps cannot be read.
+ */
+long mcclTestCountMaps(const char* containing);
+/**
  * @brief Threads of this process: compare before and after to find threads left running.
  * @return the count, or -1 if /proc/self/task cannot be read.
  */
@@ -114,6 +121,17 @@ int mcclTestCountThreads(void);
  * @return the exit status: 0 if nothing failed, else 1.
  */
 int mcclTestMain(int argc, char** argv, const mcclTestCase* cases, int nCases, const mcclTestHooks* hooks);
+
+#ifdef MCCL_BACKEND_NAME
+/** @brief Non-zero when built for the sim backend (tests choose how to measure leaks with it). */
+#define MCCL_TEST_ON_SIM (MCCL_BACKEND_NAME[0] == 's')
+#endif
+/** @brief Non-zero under AddressSanitizer, whose allocator maps and unmaps memory of its own. */
+#ifdef __SANITIZE_ADDRESS__
+#define MCCL_TEST_UNDER_ASAN 1
+#else
+#define MCCL_TEST_UNDER_ASAN 0
+#endif
 
 /** @brief Build a case from a function: MCCL_TEST_CASE(fn). */
 #define MCCL_TEST_CASE(fn) {#fn, fn}

@@ -58,6 +58,21 @@ int mcclTestCountDir(const char* path) {
   closedir(d);
   return strcmp(path, "/proc/self/fd") == 0 ? n - 1 : n;
 }
+long mcclTestCountMaps(const char* containing) {
+  FILE* f = fopen("/proc/self/maps", "r");
+  if (f == NULL) return -1;
+  char line[4096];
+  long n = 0;
+  while (fgets(line, sizeof(line), f)) {
+    size_t len = strlen(line);
+    if (containing == NULL || strstr(line, containing)) n++;
+    // A line longer than the buffer continues in the next read: count it once.
+    while (len == sizeof(line) - 1 && line[len - 1] != '\n' && fgets(line, sizeof(line), f)) len = strlen(line);
+  }
+  fclose(f);
+  return n;
+}
+
 int mcclTestCountFds(void) { return mcclTestCountDir("/proc/self/fd"); }
 int mcclTestCountThreads(void) { return mcclTestCountDir("/proc/self/task"); }
 

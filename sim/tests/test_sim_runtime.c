@@ -10,7 +10,6 @@
 #include <unistd.h>
 #include "mccl_test.h"
 
-static int isSim(void) { return strcmp(MCCL_BACKEND_NAME, "sim") == 0; }
 
 static void setup(void) {
   EXPECT_CU_OK(cuInit(0));
@@ -87,7 +86,7 @@ static void devicesAndAttributes(void) {
   size_t total = 0;
   EXPECT_CU_OK(cuDeviceTotalMem(&total, 0));
   EXPECT_EQ(prop.totalGlobalMem, total);
-  if (!isSim()) return;
+  if (!MCCL_TEST_ON_SIM) return;
   // What the sim promises: an H200-like device, 4 of them by default.
   char name[128];
   int val = 0;
@@ -509,7 +508,7 @@ static void lastErrorSemantics(void) {
 
 // Calls outside the subset fail with NOT_SUPPORTED and warn once on stderr (counted, not parsed).
 static void notImplementedWarnsOnce(void) {
-  if (!isSim()) SKIP("the not-implemented path is the sim's");
+  if (!MCCL_TEST_ON_SIM) SKIP("the not-implemented path is the sim's");
   setup();
   CHECK_STOPPED();
   char path[] = "/tmp/minccl-sim-warnXXXXXX";

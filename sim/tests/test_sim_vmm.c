@@ -11,7 +11,6 @@
 #include <unistd.h>
 #include "mccl_test.h"
 
-static int isSim(void) { return strcmp(MCCL_BACKEND_NAME, "sim") == 0; }
 
 static size_t gran;
 
@@ -157,20 +156,20 @@ static void vmmReferenceSemantics(void) {
   EXPECT_CU_OK(cuMemcpyDtoH(&first, va, 4));
   EXPECT_CU_OK(cuMemcpyDtoH(&alias, va + gran, 4));
   EXPECT_EQ(alias, first);  // both mappings show the same bytes
-  if (isSim()) EXPECT_EQ(countSimMemfds(), fds0 + 1);
+  if (MCCL_TEST_ON_SIM) EXPECT_EQ(countSimMemfds(), fds0 + 1);
   EXPECT_CU_OK(cuMemUnmap(va, gran));
-  if (isSim()) EXPECT_EQ(countSimMemfds(), fds0 + 1);  // one mapping left
+  if (MCCL_TEST_ON_SIM) EXPECT_EQ(countSimMemfds(), fds0 + 1);  // one mapping left
   EXPECT_CU_OK(cuMemcpyDtoH(&alias, va + gran, 4));
   EXPECT_EQ(alias, first);
   EXPECT_CU_OK(cuMemUnmap(va + gran, gran));
-  if (isSim()) EXPECT_EQ(countSimMemfds(), fds0);  // unmapped and released: freed
+  if (MCCL_TEST_ON_SIM) EXPECT_EQ(countSimMemfds(), fds0);  // unmapped and released: freed
   CUmemGenericAllocationHandle h2;
   EXPECT_CU(cuMemRetainAllocationHandle(&h2, (void*)va), CUDA_ERROR_INVALID_VALUE);
   EXPECT_CU_OK(cuMemAddressFree(va, 2 * gran));
 }
 
 static void vmmFaultsBeforeSetAccess(void) {
-  if (!isSim()) SKIP("host-side faulting of unmapped device VA is a sim property");
+  if (!MCCL_TEST_ON_SIM) SKIP("host-side faulting of unmapped device VA is a sim property");
   setup();
   CHECK_STOPPED();
   CUmemAllocationProp prop = devProp(0, 0);
@@ -255,7 +254,7 @@ static void oomAndAccounting(void) {
   void* p;
   EXPECT_CUDA(cudaMalloc(&p, tooBig), cudaErrorMemoryAllocation);
   EXPECT_EQ(cudaGetLastError(), cudaErrorMemoryAllocation);
-  if (!isSim()) return;  // exact accounting is the sim's (other processes share a real GPU)
+  if (!MCCL_TEST_ON_SIM) return;  // exact accounting is the sim's (other processes share a real GPU)
   EXPECT_EQ(total, (size_t)4 << 30);  // MCCL_SIM_DEVICE_MEM default
   EXPECT_CU_OK(cuMemCreate(&h, 4 * gran, &prop, 0));
   EXPECT_CU_OK(cuMemGetInfo(&free2, &total2));
@@ -297,7 +296,7 @@ static void hostNumaAlloc(void) {
   CUmemGenericAllocationHandle h;
   CUdeviceptr va;
   EXPECT_CU_OK(cuMemCreate(&h, g, &prop, 0));
-  if (isSim()) {
+  if (MCCL_TEST_ON_SIM) {
     EXPECT_CU_OK(cuMemGetInfo(&free1, &total));
     EXPECT_EQ(free1, free0);  // host memory is not charged to the device
   }

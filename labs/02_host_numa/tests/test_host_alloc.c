@@ -14,9 +14,6 @@
 static size_t alignUp(size_t size, size_t gran) {
   return (size + gran - 1) / gran * gran;
 }
-static int onSim(void) {
-  return strcmp(MCCL_BACKEND_NAME, "sim") == 0;
-}
 
 // GPU: the process's virtual size in MiB (pinned host buffers are mappings; the driver keeps some).
 static long gpuProbe(void) {
@@ -38,44 +35,24 @@ static long gpuProbe(void) {
 typedef struct {
   long simMaps, allMaps, fds, gpu;
 } leakState;
-static long countFds(void) {
-  long n = 0;
-  char path[64];
-  for (int fd = 0; fd < 4096; fd++) {
-    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-    n += access(path, F_OK) == 0;
-  }
-  return n;
-}
 static leakState leakProbe(void) {
   leakState s = {0, 0, 0, 0};
-  if (!onSim()) {
+  if (!MCCL_TEST_ON_SIM) {
     s.gpu = gpuProbe();
     return s;
   }
-  FILE* f = fopen("/proc/self/maps", "r");
-  if (f == NULL) return s;
-  char line[1024];
-  while (fgets(line, sizeof(line), f)) {
-    s.allMaps++;
-    if (strstr(line, "minccl-sim")) s.simMaps++;
-  }
-  fclose(f);
-  s.fds = countFds();
+  s.allMaps = mcclTestCountMaps(NULL);
+  s.simMaps = mcclTestCountMaps("minccl-sim");
+  s.fds = mcclTestCountFds();
   return s;
 }
-#ifdef __SANITIZE_ADDRESS__
-#define MCCL_UNDER_ASAN 1
-#else
-#define MCCL_UNDER_ASAN 0
-#endif
 #define EXPECT_NO_LEAK(before)                                           \
   do {                                                                   \
     leakState after_ = leakProbe();                                      \
-    if (onSim()) {                                                       \
+    if (MCCL_TEST_ON_SIM) {                                                       \
       EXPECT_EQ(after_.simMaps, (before).simMaps);                       \
       EXPECT_EQ(after_.fds, (before).fds);                               \
-      if (!MCCL_UNDER_ASAN) EXPECT_EQ(after_.allMaps, (before).allMaps); \
+      if (!MCCL_TEST_UNDER_ASAN) EXPECT_EQ(after_.allMaps, (before).allMaps); \
     } else {                                                             \
       EXPECT_LE(after_.gpu, (before).gpu + 64);                          \
     }                                                                    \

@@ -11,6 +11,7 @@
 #include "mccl_ipcsocket.h"
 #include "mccl_param.h"
 #include "mccl_test_mpi.h"
+#include "ipc_test_util.h"
 
 // What a rank sends each peer: who it is and the descriptor; the fd rides along (SCM_RIGHTS).
 typedef struct {
@@ -53,16 +54,6 @@ static uint64_t sharedHash(void) {
   return h;
 }
 
-static size_t granularity(int dev) {
-  CUmemAllocationProp prop;
-  memset(&prop, 0, sizeof(prop));
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = dev;
-  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-  size_t gran = 0;
-  return cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) == CUDA_SUCCESS ? gran : 0;
-}
 
 static void expectPeerBytes(const void* mapped, size_t size, int peer, uint64_t seed) {
   unsigned char* got = malloc(size);

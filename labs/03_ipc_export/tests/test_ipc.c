@@ -11,24 +11,16 @@
 #include "mccl_alloc.h"
 #include "mccl_ipc.h"
 #include "mccl_test.h"
+#include "ipc_test_util.h"
 
 #define MiB (1024UL * 1024UL)
 
-static int onSim(void) { return strcmp(MCCL_BACKEND_NAME, "sim") == 0; }
 
 
 // Leak probe for mappings and reservations: on the sim each is a line of /proc/self/maps; on a
 // GPU, device memory shows in cuMemGetInfo's free bytes (MiB).
 static long leakProbe(void) {
-  if (onSim()) {
-    FILE* f = fopen("/proc/self/maps", "r");
-    if (f == NULL) return -1;
-    long n = 0;
-    int c;
-    while ((c = fgetc(f)) != EOF) n += c == '\n';
-    fclose(f);
-    return n;
-  }
+  if (MCCL_TEST_ON_SIM) return mcclTestCountMaps(NULL);
   size_t freeMem = 0, total = 0;
   if (cuMemGetInfo(&freeMem, &total) != CUDA_SUCCESS) return -1;
   return (long)(freeMem / MiB);
@@ -36,7 +28,7 @@ static long leakProbe(void) {
 #define EXPECT_NO_LEAK(before)                \
   do {                                        \
     long after_ = leakProbe();                \
-    if (onSim()) EXPECT_EQ(after_, (before)); \
+    if (MCCL_TEST_ON_SIM) EXPECT_EQ(after_, (before)); \
     else EXPECT_GE(after_, (before) - 8);     \
   } while (0)
 
@@ -72,16 +64,6 @@ static void warmUp(void) {
   done = 1;
 }
 
-static size_t granularity(int dev) {
-  CUmemAllocationProp prop;
-  memset(&prop, 0, sizeof(prop));
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = dev;
-  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-  size_t gran = 0;
-  return cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) == CUDA_SUCCESS ? gran : 0;
-}
 
 static unsigned char patternByte(uint64_t seed, size_t i) { return (unsigned char)((seed >> (i % 7)) + i * 131 + (i >> 12)); }
 
