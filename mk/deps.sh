@@ -9,15 +9,19 @@ CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || ec
 
 # command -> package
 declare -A pkg=([mpicc]=libopenmpi-dev [mpirun]=openmpi-bin [doxygen]=doxygen [dot]=graphviz [gdb]=gdb)
+# What each target needs (required) and can use (wanted: gdb lets `make test` check lab.gdb,
+# SKIP otherwise). `make deps` wants everything.
 case "$target" in
-  test|demo|bench|all) required="mpicc mpirun" ;;
-  docs) required="doxygen dot" ;;
-  *) required="" ;;
+  test) required="mpicc mpirun"; wanted="mpicc mpirun gdb" ;;
+  demo|bench) required="mpicc mpirun"; wanted="$required" ;;
+  docs) required="doxygen dot"; wanted="$required" ;;
+  *) required=""; wanted="${!pkg[*]}" ;;
 esac
+[ "$mode" = install ] && wanted="${!pkg[*]}"
 
 missing_pkgs() {
   local out=""
-  for c in "${!pkg[@]}"; do command -v "$c" >/dev/null 2>&1 || out="$out ${pkg[$c]}"; done
+  for c in $wanted; do command -v "$c" >/dev/null 2>&1 || out="$out ${pkg[$c]}"; done
   echo "$out" | tr ' ' '\n' | sort -u | tr '\n' ' ' | sed 's/^ *//;s/ *$//'
 }
 
