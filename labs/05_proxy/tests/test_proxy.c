@@ -114,6 +114,27 @@ static void createDestroyCounts(void) {
   EXPECT_OK(mcclProxyDestroy(NULL));
 }
 
+// The export registry: only registered handles are offered to peers (GetFd refuses the rest, see
+// mpi_proxy); registering needs a live proxy and a non-zero handle.
+static void exportRegistry(void) {
+  EXPECT_CUDA_OK(cudaFree(NULL));
+  int fds0 = mcclTestCountFds();
+  mcclProxyState* p = NULL;
+  EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
+  CUmemGenericAllocationHandle h = (CUmemGenericAllocationHandle)0x1234;  // never given to the driver
+  EXPECT_RES(mcclProxyRegisterExport(NULL, h), mcclInvalidArgument);
+  EXPECT_RES(mcclProxyRegisterExport(p, 0), mcclInvalidArgument);
+  EXPECT_RES(mcclProxyDeregisterExport(p, h), mcclInvalidArgument);
+  for (int i = 0; i < 40; i++) EXPECT_OK(mcclProxyRegisterExport(p, h + (CUmemGenericAllocationHandle)i));  // grows
+  EXPECT_OK(mcclProxyRegisterExport(p, h));  // again: still one entry
+  EXPECT_OK(mcclProxyDeregisterExport(p, h));
+  EXPECT_RES(mcclProxyDeregisterExport(p, h), mcclInvalidArgument);
+  for (int i = 1; i < 40; i++) EXPECT_OK(mcclProxyDeregisterExport(p, h + (CUmemGenericAllocationHandle)i));
+  EXPECT_RES(mcclProxyDeregisterExport(NULL, h), mcclInvalidArgument);
+  EXPECT_OK(mcclProxyDestroy(p));
+  EXPECT_EQ(mcclTestCountFds(), fds0);
+}
+
 // Init, Setup (async: in progress three times), Connect (hook error), Free, all on the service thread.
 static void setupRpcs(void) {
   resetFake();
@@ -401,6 +422,6 @@ static void shmSendRecvInProcess(void) {
   EXPECT_EQ(mcclTestCountFds(), fds0);
 }
 
-MCCL_TEST_MAIN(MCCL_TEST_CASE(createDestroyCounts), MCCL_TEST_CASE(setupRpcs), MCCL_TEST_CASE(manyOpsInOrder),
+MCCL_TEST_MAIN(MCCL_TEST_CASE(createDestroyCounts), MCCL_TEST_CASE(exportRegistry), MCCL_TEST_CASE(setupRpcs), MCCL_TEST_CASE(manyOpsInOrder),
                MCCL_TEST_CASE(badOpArguments), MCCL_TEST_CASE(abortInFlight), MCCL_TEST_CASE(stopInFlight),
                MCCL_TEST_CASE(idleCpuAndWakeup), MCCL_TEST_CASE(cpusetPinning), MCCL_TEST_CASE(shmSendRecvInProcess))
