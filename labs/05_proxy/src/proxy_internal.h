@@ -1,0 +1,164 @@
+// Lab 05, private: what the proxy's source files share (the state of one proxy, the wire formats
+// of its two sockets, and the functions one file calls in another). Not installed; not for users.
+#ifndef MCCL_PROXY_INTERNAL_H_
+#define MCCL_PROXY_INTERNAL_H_
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include "mccl_ipcsocket.h"
+#include "mccl_proxy.h"
+
+#define PROXY_ADDR_PREFIX "mccl-proxy-"
+#define MAX_CLIENTS 64
+
+// The proxy thread's half of a connection. `conn` comes first: connector->proxyConn points at it,
+// so the client side finds the proxy (and the ops find their hooks) from the connector alone.
+typedef struct proxyConnEntry {
+  struct mcclProxyConnection conn;
+  mcclProxyState* proxy;
+  int freed;
+  struct proxyConnEntry* next;
+} proxyConnEntry;
+
+// Stream RPC framing: header then reqSize bytes; response header then respSize bytes.
+typedef struct {
+  int32_t type, reqSize, respSize, pad;
+  uint64_t opId;
+  uint64_t conn;  // proxyConnEntry* in this process (Init: unused)
+} rpcHeader;
+typedef struct {
+  uint64_t opId;
+  int32_t res, respSize;
+} rpcRespHeader;
+
+// Datagram framing for GetFd/QueryFd on the lab 03 socket.
+typedef struct {
+  int32_t type, clientRank;
+  uint64_t clientHash;
+  uint64_t opId;
+  uint64_t handle;
+} udsReq;
+typedef struct {
+  uint64_t opId;
+  int32_t res, rmtFd;
+} udsResp;
+
+// A Setup/Connect whose hook said "not done yet" (NCCL's ncclProxyAsyncOp).
+typedef struct asyncOp {
+  rpcHeader h;
+  int client;  // index into clientFds
+  // Hooks cast these to their request/response structs: keep them aligned like malloc'd memory.
+  _Alignas(16) char req[MCCL_PROXY_MAX_MSG];
+  _Alignas(16) char resp[MCCL_PROXY_MAX_MSG];
+  struct asyncOp* next;
+} asyncOp;
+
+// A response the client read while waiting for another id (NCCL's expectedProxyResponse list).
+typedef struct storedResp {
+  uint64_t opId;
+  int done;
+  mcclResult_t res;
+  int respSize;
+  _Alignas(16) char resp[MCCL_PROXY_MAX_MSG];
+  struct storedResp* next;
+} storedResp;
+
+enum { SLOT_FREE = 0, SLOT_POSTED = 1, SLOT_DONE = 2 };
+typedef struct {
+  struct mcclProxyOp op;
+  _Atomic int status;
+  mcclResult_t result;
+} opSlot;
+
+struct mcclProxyState {
+  int rank, cudaDev;
+  volatile uint32_t* abortFlag;
+  char address[MCCL_SOCKET_NAME_LEN];
+  uint64_t udsHash;
+  int listenFd, wakeFd;
+  mcclIpcSocket uds;
+  int hasCpuset;
+  cpu_set_t cpuset;
+
+  // Client side (the user thread's link to its own service).
+  pthread_mutex_t clientLock;
+  int clientFd;
+  storedResp* expected;
+  int nranks;
+  uint64_t* peerHash;
+
+  // Service thread only.
+  int clientFds[MAX_CLIENTS];
+  int nClients;
+  asyncOp* asyncOps;
+  proxyConnEntry* conns;
+  int* keptFds;
+  int nKept, capKept;
+
+  // Handles a peer may ask GetFd for: registered by the owner or by a Setup hook (exportHandle).
+  pthread_mutex_t exportLock;
+  uint64_t* exports;
+  int nExports, capExports;
+
+  // Progress: a single-producer/single-consumer ring of slot indices, and the slots.
+  opSlot* slots;
+  int* ring;
+  _Atomic uint64_t ringHead;  // written by the user thread
+  _Atomic uint64_t ringTail;  // written by the progress thread
+  int* freeSlots;             // user thread only
+  int nFree;
+  _Atomic int sleeping;
+  pthread_mutex_t sleepLock;
+  pthread_cond_t sleepCond;
+
+  _Atomic int stopService, stopProgress;
+  pthread_t serviceThread, progressThread;
+  int serviceStarted, progressStarted, stopped;
+  mcclResult_t serviceResult, progressResult;
+};
+
+static inline uint64_t nowNs(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static inline int aborted(const mcclProxyState* p) {
+  return p->abortFlag != NULL && __atomic_load_n(p->abortFlag, __ATOMIC_ACQUIRE) != 0;
+}
+
+static inline socklen_t abstractAddr(const char* name, struct sockaddr_un* addr) {
+  memset(addr, 0, sizeof(*addr));
+  addr->sun_family = AF_UNIX;
+  size_t len = strnlen(name, sizeof(addr->sun_path) - 2);
+  memcpy(addr->sun_path + 1, name, len);
+  return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len);
+}
+
+// The proxy an Init RPC bound this connector to, or NULL.
+static inline mcclProxyState* proxyOf(struct mcclConnector* c) {
+  return (c && c->proxyConn) ? ((proxyConnEntry*)c->proxyConn)->proxy : NULL;
+}
+
+// proxy.c: thread set-up and the stream framing both ends of an RPC use.
+mcclResult_t setProxyThreadContext(mcclProxyState* p, const char* name);
+mcclResult_t proxyWriteFull(int fd, const void* buf, size_t n);
+mcclResult_t proxyReadFull(int fd, void* buf, size_t n, int timeoutMs, volatile uint32_t* abortFlag, int* eof);
+
+// proxy_service.c: the service thread.
+void* mcclProxyService(void* arg);
+
+// proxy_progress.c: the progress thread.
+void* mcclProxyProgress(void* arg);
+
+// proxy_client.c: one RPC to this process's own service, sent and collected.
+mcclResult_t proxyCallAsync(mcclProxyState* p, uint64_t conn, int type, const void* req, int reqSize, int respSize,
+                            void* opId);
+mcclResult_t proxyPollResponse(mcclProxyState* p, void* resp, void* opId);
+
+#endif

@@ -1,0 +1,333 @@
+// The proxy's service thread (NCCL's ncclProxyService): it polls the listening socket, its
+// clients' connections, the lab 03 datagram socket for fd requests and an eventfd; it answers
+// Init/Setup/Connect/Free/Stop RPCs, retries Setup/Connect hooks that are not done yet (async ops),
+// and hands out fds of registered handles (the export registry) on request.
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <cuda.h>
+#include "mccl_checks.h"
+#include "mccl_param.h"
+#include "proxy_internal.h"
+
+static mcclResult_t respond(mcclProxyState* p, int client, uint64_t opId, mcclResult_t res, const void* resp,
+                            int respSize) {
+  rpcRespHeader rh = {.opId = opId, .res = res, .respSize = res == mcclSuccess ? respSize : 0};
+  int fd = p->clientFds[client];
+  if (fd < 0) return mcclSuccess;  // the client left; nothing to answer
+  char buf[sizeof(rh) + MCCL_PROXY_MAX_MSG];
+  memcpy(buf, &rh, sizeof(rh));
+  if (rh.respSize > 0) memcpy(buf + sizeof(rh), resp, (size_t)rh.respSize);
+  return proxyWriteFull(fd, buf, sizeof(rh) + (size_t)rh.respSize);
+}
+
+static int exportIndex(mcclProxyState* p, uint64_t handle) {
+  for (int i = 0; i < p->nExports; i++)
+    if (p->exports[i] == handle) return i;
+  return -1;
+}
+
+mcclResult_t mcclProxyRegisterExport(mcclProxyState* proxy, CUmemGenericAllocationHandle handle) {
+  MCCL_ARGCHECK(proxy != NULL && handle != 0, "proxy %p, handle 0x%llx", (void*)proxy, (unsigned long long)handle);
+  mcclResult_t res = mcclSuccess;
+  pthread_mutex_lock(&proxy->exportLock);
+  if (exportIndex(proxy, (uint64_t)handle) < 0) {
+    if (proxy->nExports == proxy->capExports) {
+      int cap = proxy->capExports ? 2 * proxy->capExports : 16;
+      uint64_t* e = realloc(proxy->exports, sizeof(uint64_t) * (size_t)cap);
+      if (e == NULL) {
+        WARN("Proxy %d: out of memory registering handle 0x%llx", proxy->rank, (unsigned long long)handle);
+        res = mcclSystemError;
+        goto unlock;
+      }
+      proxy->exports = e;
+      proxy->capExports = cap;
+    }
+    proxy->exports[proxy->nExports++] = (uint64_t)handle;
+  }
+unlock:
+  pthread_mutex_unlock(&proxy->exportLock);
+  return res;
+}
+
+mcclResult_t mcclProxyDeregisterExport(mcclProxyState* proxy, CUmemGenericAllocationHandle handle) {
+  MCCL_ARGCHECK(proxy != NULL, "proxy NULL");
+  pthread_mutex_lock(&proxy->exportLock);
+  int i = exportIndex(proxy, (uint64_t)handle);
+  if (i >= 0) proxy->exports[i] = proxy->exports[--proxy->nExports];
+  pthread_mutex_unlock(&proxy->exportLock);
+  if (i < 0) {
+    WARN("Proxy %d: handle 0x%llx was not registered for export", proxy->rank, (unsigned long long)handle);
+    return mcclInvalidArgument;
+  }
+  return mcclSuccess;
+}
+
+static int isExported(mcclProxyState* p, uint64_t handle) {
+  pthread_mutex_lock(&p->exportLock);
+  int found = handle != 0 && exportIndex(p, handle) >= 0;
+  pthread_mutex_unlock(&p->exportLock);
+  return found;
+}
+
+// Run a Setup/Connect hook once: *done tells whether it finished (NCCL's proxyProgressAsync).
+static mcclResult_t runHook(asyncOp* op, int* done) {
+  proxyConnEntry* e = (proxyConnEntry*)(uintptr_t)op->h.conn;
+  const struct mcclTransportComm* tc = e->conn.tcomm;
+  *done = 0;
+  if (op->h.type == mcclProxyMsgSetup) {
+    if (tc->proxySetup == NULL) { *done = 1; return mcclSuccess; }
+    mcclResult_t res = tc->proxySetup(&e->conn, op->req, op->h.reqSize, op->resp, op->h.respSize, done);
+    // What the hook allocated for the peer becomes exportable once setup is done.
+    if (res == mcclSuccess && *done && e->conn.exportHandle) res = mcclProxyRegisterExport(e->proxy, e->conn.exportHandle);
+    return res;
+  }
+  if (tc->proxyConnect == NULL) { *done = 1; return mcclSuccess; }
+  return tc->proxyConnect(&e->conn, op->req, op->h.reqSize, op->resp, op->h.respSize, done);
+}
+
+static int findConn(mcclProxyState* p, uint64_t c) {
+  for (proxyConnEntry* e = p->conns; e; e = e->next)
+    if ((uint64_t)(uintptr_t)e == c && !e->freed) return 1;
+  return 0;
+}
+
+// One request from client i. Returns non-success only for failures of the service itself.
+// noinline: lab.gdb stops here with its arguments intact.
+__attribute__((noinline)) static mcclResult_t serviceRequest(mcclProxyState* p, int i) {
+  rpcHeader h;
+  int eof = 0;
+  mcclResult_t r = proxyReadFull(p->clientFds[i], &h, sizeof(h), 1000, p->abortFlag, &eof);
+  if (r != mcclSuccess) {
+    if (!eof) WARN("Proxy: dropping client %d after a bad request", i);
+    close(p->clientFds[i]);
+    p->clientFds[i] = -1;
+    return mcclSuccess;
+  }
+  if (h.reqSize < 0 || h.reqSize > MCCL_PROXY_MAX_MSG || h.respSize < 0 || h.respSize > MCCL_PROXY_MAX_MSG) {
+    WARN("Proxy: request type %d with reqSize=%d respSize=%d (max %d); closing client", h.type, h.reqSize, h.respSize,
+         MCCL_PROXY_MAX_MSG);
+    close(p->clientFds[i]);
+    p->clientFds[i] = -1;
+    return mcclSuccess;
+  }
+  asyncOp* op = calloc(1, sizeof(*op));
+  if (op == NULL) { WARN("Proxy: out of memory"); return mcclSystemError; }
+  op->h = h;
+  op->client = i;
+  if (h.reqSize > 0 && proxyReadFull(p->clientFds[i], op->req, (size_t)h.reqSize, 1000, p->abortFlag, NULL) != mcclSuccess) {
+    free(op);
+    close(p->clientFds[i]);
+    p->clientFds[i] = -1;
+    return mcclSuccess;
+  }
+  TRACE(MCCL_PROXY, "Proxy %d: request type %d id 0x%llx", p->rank, h.type, (unsigned long long)h.opId);
+  switch (h.type) {
+    case mcclProxyMsgInit: {
+      // The request is the connector's {tcomm, send}: pointers are fine, the client is this process.
+      struct { const struct mcclTransportComm* tcomm; int32_t send; } in;
+      if (h.reqSize != (int)sizeof(in) || h.respSize != (int)sizeof(uint64_t)) {
+        r = respond(p, i, h.opId, mcclInvalidArgument, NULL, 0);
+        break;
+      }
+      memcpy(&in, op->req, sizeof(in));
+      proxyConnEntry* e = calloc(1, sizeof(*e));
+      if (e == NULL) { r = respond(p, i, h.opId, mcclSystemError, NULL, 0); break; }
+      e->conn.send = in.send;
+      e->conn.rank = p->rank;
+      e->conn.tcomm = in.tcomm;
+      e->proxy = p;
+      e->next = p->conns;
+      p->conns = e;
+      uint64_t v = (uint64_t)(uintptr_t)e;
+      INFO(MCCL_PROXY, "Proxy %d: Init -> connection %p (%s side)", p->rank, (void*)e, in.send ? "send" : "recv");
+      r = respond(p, i, h.opId, mcclSuccess, &v, sizeof(v));
+      break;
+    }
+    case mcclProxyMsgSetup:
+    case mcclProxyMsgConnect: {
+      if (!findConn(p, h.conn)) {
+        WARN("Proxy %d: request type %d names unknown connection 0x%llx", p->rank, h.type, (unsigned long long)h.conn);
+        r = respond(p, i, h.opId, mcclInvalidArgument, NULL, 0);
+        break;
+      }
+      int done = 0;
+      mcclResult_t hr = runHook(op, &done);
+      INFO(MCCL_PROXY, "Proxy %d: %s on connection 0x%llx -> %s", p->rank,
+           h.type == mcclProxyMsgSetup ? "Setup" : "Connect", (unsigned long long)h.conn,
+           hr != mcclSuccess ? mcclGetErrorString(hr) : done ? "done" : "in progress (async op)");
+      if (hr != mcclSuccess || done) {
+        r = respond(p, i, h.opId, hr, op->resp, h.respSize);
+        break;
+      }
+      op->next = p->asyncOps;  // retried every loop until done
+      p->asyncOps = op;
+      return mcclSuccess;
+    }
+    case mcclProxyMsgFree: {
+      mcclResult_t fr = mcclSuccess;
+      if (!findConn(p, h.conn)) {
+        fr = mcclInvalidArgument;
+      } else {
+        proxyConnEntry* e = (proxyConnEntry*)(uintptr_t)h.conn;
+        if (e->conn.exportHandle) {
+          (void)mcclProxyDeregisterExport(p, e->conn.exportHandle);
+          e->conn.exportHandle = 0;
+        }
+        if (e->conn.tcomm->proxyFree) fr = e->conn.tcomm->proxyFree(&e->conn);
+        e->freed = 1;
+      }
+      r = respond(p, i, h.opId, fr, NULL, 0);
+      break;
+    }
+    case mcclProxyMsgStop:
+      INFO(MCCL_PROXY, "Proxy %d: Stop", p->rank);
+      atomic_store(&p->stopService, 1);
+      r = respond(p, i, h.opId, mcclSuccess, NULL, 0);
+      break;
+    default:
+      WARN("Proxy %d: unknown request type %d", p->rank, h.type);
+      r = respond(p, i, h.opId, mcclInvalidArgument, NULL, 0);
+  }
+  free(op);
+  if (r != mcclSuccess) {  // the client went away mid-answer: forget it, the service carries on
+    close(p->clientFds[i]);
+    p->clientFds[i] = -1;
+  }
+  return mcclSuccess;
+}
+
+static void progressAsyncOps(mcclProxyState* p) {
+  for (asyncOp **pp = &p->asyncOps, *op = *pp; op; op = *pp) {
+    int done = 0;
+    mcclResult_t hr = runHook(op, &done);
+    if (hr == mcclSuccess && !done) { pp = &op->next; continue; }
+    TRACE(MCCL_PROXY, "Proxy %d: async op 0x%llx finished: %d", p->rank, (unsigned long long)op->h.opId, hr);
+    if (respond(p, op->client, op->h.opId, hr, op->resp, op->h.respSize) != mcclSuccess && p->clientFds[op->client] >= 0) {
+      close(p->clientFds[op->client]);
+      p->clientFds[op->client] = -1;
+    }
+    *pp = op->next;
+    free(op);
+  }
+}
+
+// GetFd / QueryFd from any local process, on the lab 03 datagram socket (NCCL's proxyUDSRecvReq).
+__attribute__((noinline)) static void serviceUds(mcclProxyState* p) {
+  udsReq q;
+  int fd = -1;
+  if (mcclIpcSocketRecvMsg(&p->uds, &q, sizeof(q), &fd) != mcclSuccess) return;
+  udsResp a = {.opId = q.opId, .res = mcclSuccess, .rmtFd = -1};
+  int sendFd = -1;
+  if (q.type == mcclProxyMsgGetFd && !isExported(p, q.handle)) {
+    // The driver does not validate handles (a bogus one crashes it), and a peer should only reach
+    // memory its owner offered: NCCL trusts its peers here, minccl checks.
+    WARN("Proxy %d: GetFd from rank %d for handle 0x%llx, which this process never registered for export", p->rank,
+         q.clientRank, (unsigned long long)q.handle);
+    a.res = mcclInvalidArgument;
+  } else if (q.type == mcclProxyMsgGetFd) {
+    // Lazy export, as NCCL's proxyGetFd: only now does the owner turn the handle into an fd.
+    CUresult cr = cuMemExportToShareableHandle(&sendFd, (CUmemGenericAllocationHandle)q.handle,
+                                               CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+    if (cr != CUDA_SUCCESS) {
+      WARN("Proxy %d: GetFd: cuMemExportToShareableHandle(handle 0x%llx) failed: %s", p->rank,
+           (unsigned long long)q.handle, mcclCuErrorString(cr));
+      a.res = mcclUnhandledCudaError;
+      sendFd = -1;
+    }
+    INFO(MCCL_PROXY, "Proxy %d: GetFd handle 0x%llx -> fd %d for rank %d", p->rank, (unsigned long long)q.handle,
+         sendFd, q.clientRank);
+  } else if (q.type == mcclProxyMsgQueryFd && fd >= 0) {
+    if (p->nKept == p->capKept) {
+      int cap = p->capKept ? 2 * p->capKept : 16;
+      int* k = realloc(p->keptFds, sizeof(int) * (size_t)cap);
+      if (k) { p->keptFds = k; p->capKept = cap; }
+    }
+    if (p->nKept < p->capKept) {
+      p->keptFds[p->nKept++] = fd;
+      a.rmtFd = fd;
+      fd = -1;
+    } else {
+      a.res = mcclSystemError;
+    }
+  } else {
+    WARN("Proxy %d: unknown fd request type %d", p->rank, q.type);
+    a.res = mcclInvalidArgument;
+  }
+  if (fd >= 0) close(fd);
+  (void)mcclIpcSocketSendMsg(&p->uds, &a, sizeof(a), sendFd, q.clientRank, q.clientHash);
+  if (sendFd >= 0) close(sendFd);  // the kernel made the client its own copy
+}
+
+void* mcclProxyService(void* arg) {
+  mcclProxyState* p = arg;
+  mcclResult_t res = setProxyThreadContext(p, "mccl-proxy-svc");
+  int udsFd = p->uds.fd;
+  while (res == mcclSuccess && !atomic_load(&p->stopService)) {
+    if (aborted(p)) {
+      INFO(MCCL_PROXY, "Proxy %d: service sees the abort flag", p->rank);
+      break;
+    }
+    struct pollfd pfd[3 + MAX_CLIENTS];
+    int map[3 + MAX_CLIENTS];
+    int n = 0;
+    pfd[n] = (struct pollfd){.fd = p->wakeFd, .events = POLLIN}; map[n++] = -1;
+    pfd[n] = (struct pollfd){.fd = p->listenFd, .events = POLLIN}; map[n++] = -2;
+    pfd[n] = (struct pollfd){.fd = udsFd, .events = POLLIN}; map[n++] = -3;
+    for (int i = 0; i < p->nClients; i++)
+      if (p->clientFds[i] >= 0) { pfd[n] = (struct pollfd){.fd = p->clientFds[i], .events = POLLIN}; map[n++] = i; }
+    // Pending async ops are retried right away; otherwise sleep in poll, waking at least every
+    // 100 ms to look at the abort flag.
+    int pr = poll(pfd, (nfds_t)n, p->asyncOps ? 0 : 100);
+    if (pr < 0 && errno != EINTR) {
+      WARN("Proxy %d: poll failed: %s", p->rank, strerror(errno));
+      res = mcclSystemError;
+      break;
+    }
+    for (int k = 0; pr > 0 && k < n; k++) {
+      if (pfd[k].revents == 0) continue;
+      if (map[k] == -1) {
+        uint64_t v;
+        ssize_t rd = read(p->wakeFd, &v, sizeof(v));
+        (void)rd;
+      } else if (map[k] == -2) {
+        int c = accept4(p->listenFd, NULL, NULL, SOCK_CLOEXEC);
+        if (c < 0) continue;
+        // Requests carry pointers into this process: only our own process may connect.
+        struct ucred cred;
+        socklen_t cl = sizeof(cred);
+        if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 || cred.pid != getpid()) {
+          WARN("Proxy %d: refused a client from pid %d (only this process may connect)", p->rank, (int)cred.pid);
+          close(c);
+          continue;
+        }
+        int slot = -1;
+        for (int i = 0; i < p->nClients; i++)
+          if (p->clientFds[i] < 0) { slot = i; break; }
+        if (slot < 0 && p->nClients < MAX_CLIENTS) slot = p->nClients++;
+        if (slot < 0) { WARN("Proxy %d: too many clients", p->rank); close(c); continue; }
+        p->clientFds[slot] = c;
+        INFO(MCCL_PROXY, "Proxy %d: client %d connected", p->rank, slot);
+      } else if (map[k] == -3) {
+        serviceUds(p);
+      } else {
+        res = serviceRequest(p, map[k]);
+        if (res != mcclSuccess) break;
+      }
+    }
+    if (p->asyncOps) {
+      progressAsyncOps(p);
+      if (p->asyncOps) sched_yield();
+    }
+  }
+  p->serviceResult = res;
+  INFO(MCCL_PROXY, "Proxy %d: service thread exits (%s)", p->rank, mcclGetErrorString(res));
+  return NULL;
+}
+
