@@ -252,8 +252,10 @@ mcclResult_t mcclProxyCallDirect(struct mcclConnector* connector, int msgType, c
                                  void* resp, int respSize);
 
 /**
- * @brief Tear a connector down: the transport's free (user side), then proxyFree through the
- * connector's proxyCall. Safe after a failed setup or connect, and on a zeroed connector.
+ * @brief Tear a connector down: proxyFree through the connector's proxyCall, then the transport's
+ * free (user side), in that order because the proxy side may still use what the user side mapped.
+ * Safe after a failed setup or connect, and on a zeroed connector. With lab 05's proxy, ops still
+ * in flight on the connector are cancelled first (they end with mcclInvalidUsage).
  * @param[in,out] connector  the connector, or NULL (a no-op).
  * @return mcclSuccess, or the first error (every step is still attempted).
  */

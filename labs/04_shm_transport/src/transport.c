@@ -86,12 +86,15 @@ mcclResult_t mcclProxyCallDirect(struct mcclConnector* connector, int msgType, c
 mcclResult_t mcclConnectorFree(struct mcclConnector* connector) {
   if (connector == NULL || connector->transportComm == NULL) return mcclSuccess;
   mcclResult_t res = mcclSuccess, r;
-  if (connector->transportComm->free) {
-    r = connector->transportComm->free(connector);
-    if (r != mcclSuccess) res = r;
-  }
+  // The proxy side first: its copies and progress may still use the peer memory the user side
+  // maps, so that memory is unmapped only once the proxy has let go of it (NCCL, too, frees its
+  // proxy connections before the connectors, in commFree).
   if (connector->proxyCall) {
     r = connector->proxyCall(connector, mcclProxyMsgFree, NULL, 0, NULL, 0);
+    if (r != mcclSuccess) res = r;
+  }
+  if (connector->transportComm->free) {
+    r = connector->transportComm->free(connector);
     if (r != mcclSuccess && res == mcclSuccess) res = r;
   }
   connector->connected = 0;

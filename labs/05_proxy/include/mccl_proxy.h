@@ -204,7 +204,9 @@ mcclResult_t mcclProxyClientQueryFdBlocking(mcclProxyState* proxy, int peerRank,
  * @brief Post one message (send or receive, per the connector's side) to the progress thread.
  *
  * Lock-free: the op goes into a single-producer ring, so call it from one user thread per proxy.
- * Messages on one connector complete in posting order.
+ * Messages on one connector complete in posting order. Freeing the connector (mcclConnectorFree)
+ * while some of its ops are in flight cancels them: they end with mcclInvalidUsage, and the free
+ * returns once the progress thread has let go of the connection, then releases it.
  * @param[in]  proxy      from mcclProxyCreate.
  * @param[in]  connector  connected, with mcclProxyConnect.
  * @param[in]  buff       device buffer (source or destination); NULL only when nbytes is 0.
@@ -229,7 +231,8 @@ mcclResult_t mcclProxyTest(mcclProxyState* proxy, mcclProxyRequest req, int* don
  * @brief Wait for a posted op (spin briefly, then yield) and release its handle.
  * @param[in] proxy from mcclProxyCreate.
  * @param[in] req   from mcclProxyPostOp.
- * @return the op's result; mcclInvalidArgument for a bad handle.
+ * @return the op's result (mcclInvalidUsage if its connector was freed while it was in flight);
+ *         mcclInvalidArgument for a bad handle.
  */
 mcclResult_t mcclProxyWait(mcclProxyState* proxy, mcclProxyRequest req);
 

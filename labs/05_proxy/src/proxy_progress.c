@@ -11,9 +11,19 @@
 #include "mccl_param.h"
 #include "proxy_internal.h"
 
+// Retire an op: its result goes to the waiter, and its connection stops counting it, so a Free
+// waiting for the connection may go ahead. The entry is read first: once DONE is published the user
+// thread may reuse the slot.
 static void finishOp(opSlot* s, mcclResult_t res) {
+  proxyConnEntry* e = (proxyConnEntry*)s->op.connection;
   s->result = res;
   atomic_store_explicit(&s->status, SLOT_DONE, memory_order_release);
+  // Release: every access of this op to the connection happened before the Free sees nOps drop.
+  atomic_fetch_sub_explicit(&e->nOps, 1, memory_order_release);
+}
+
+static int isClosing(const opSlot* s) {
+  return atomic_load_explicit(&((proxyConnEntry*)s->op.connection)->closing, memory_order_acquire);
 }
 
 // Ops are progressed in posting order; an op waits while an earlier one on the same connection is
@@ -41,6 +51,17 @@ void* mcclProxyProgress(void* arg) {
     int moved = 0;
     for (int i = 0; i < nActive;) {
       opSlot* s = &p->slots[active[i]];
+      if (isClosing(s)) {
+        // The user freed the connector with this op in flight: it ends here, and the Free waiting
+        // on the service thread may release the connection once no op of it is left.
+        WARN("Proxy %d: op %d cancelled after %llu of %llu steps: its connector was freed while the op was in flight",
+             p->rank, active[i], (unsigned long long)s->op.done, (unsigned long long)s->op.nsteps);
+        finishOp(s, mcclInvalidUsage);
+        memmove(&active[i], &active[i + 1], sizeof(int) * (size_t)(nActive - i - 1));
+        nActive--;
+        moved = 1;
+        continue;
+      }
       int blocked = 0;
       for (int j = 0; j < i && !blocked; j++) blocked = p->slots[active[j]].op.connection == s->op.connection;
       if (blocked) { i++; continue; }
@@ -116,6 +137,7 @@ mcclResult_t mcclProxyPostOp(mcclProxyState* proxy, struct mcclConnector* connec
   MCCLCHECK(mcclProxyOpInit(&s->op, connector, buff, nbytes, proxy->abortFlag));
   proxy->nFree--;
   s->result = mcclSuccess;
+  atomic_fetch_add_explicit(&((proxyConnEntry*)connector->proxyConn)->nOps, 1, memory_order_relaxed);
   atomic_store_explicit(&s->status, SLOT_POSTED, memory_order_relaxed);
   uint64_t head = atomic_load_explicit(&proxy->ringHead, memory_order_relaxed);
   proxy->ring[head % MCCL_PROXY_MAX_OPS] = idx;

@@ -76,11 +76,34 @@ static int isExported(mcclProxyState* p, uint64_t handle) {
   return found;
 }
 
-// Run a Setup/Connect hook once: *done tells whether it finished (NCCL's proxyProgressAsync).
+// Free a connection's proxy half: no peer may ask for its memory any more, then the transport's
+// proxyFree. Only once the progress thread has let go of it (nOps == 0).
+static mcclResult_t freeConnection(proxyConnEntry* e) {
+  if (e->conn.exportHandle) {
+    (void)mcclProxyDeregisterExport(e->proxy, e->conn.exportHandle);
+    e->conn.exportHandle = 0;
+  }
+  mcclResult_t res = e->conn.tcomm->proxyFree ? e->conn.tcomm->proxyFree(&e->conn) : mcclSuccess;
+  e->freed = 1;
+  return res;
+}
+
+// Run a Setup/Connect hook once, or try a Free: *done tells whether it finished (NCCL's
+// proxyProgressAsync).
 static mcclResult_t runHook(asyncOp* op, int* done) {
   proxyConnEntry* e = (proxyConnEntry*)(uintptr_t)op->h.conn;
   const struct mcclTransportComm* tc = e->conn.tcomm;
   *done = 0;
+  if (op->h.type == mcclProxyMsgFree) {
+    // Ops of this connection may still be running on the progress thread, on resources proxyFree
+    // releases and on the peer's memory the user side unmaps next. `closing` makes the progress
+    // thread cancel them; the free waits (as an async op) until it has (NCCL frees its proxy
+    // connections only after the progress thread stopped; lab 05 lets a user free one earlier).
+    atomic_store_explicit(&e->closing, 1, memory_order_release);
+    if (atomic_load_explicit(&e->nOps, memory_order_acquire) > 0) return mcclSuccess;
+    *done = 1;
+    return freeConnection(e);
+  }
   if (op->h.type == mcclProxyMsgSetup) {
     if (tc->proxySetup == NULL) { *done = 1; return mcclSuccess; }
     mcclResult_t res = tc->proxySetup(&e->conn, op->req, op->h.reqSize, op->resp, op->h.respSize, done);
@@ -151,7 +174,8 @@ __attribute__((noinline)) static mcclResult_t serviceRequest(mcclProxyState* p, 
       break;
     }
     case mcclProxyMsgSetup:
-    case mcclProxyMsgConnect: {
+    case mcclProxyMsgConnect:
+    case mcclProxyMsgFree: {
       if (!findConn(p, h.conn)) {
         WARN("Proxy %d: request type %d names unknown connection 0x%llx", p->rank, h.type, (unsigned long long)h.conn);
         r = respond(p, i, h.opId, mcclInvalidArgument, NULL, 0);
@@ -160,31 +184,16 @@ __attribute__((noinline)) static mcclResult_t serviceRequest(mcclProxyState* p, 
       int done = 0;
       mcclResult_t hr = runHook(op, &done);
       INFO(MCCL_PROXY, "Proxy %d: %s on connection 0x%llx -> %s", p->rank,
-           h.type == mcclProxyMsgSetup ? "Setup" : "Connect", (unsigned long long)h.conn,
+           h.type == mcclProxyMsgSetup ? "Setup" : h.type == mcclProxyMsgConnect ? "Connect" : "Free",
+           (unsigned long long)h.conn,
            hr != mcclSuccess ? mcclGetErrorString(hr) : done ? "done" : "in progress (async op)");
       if (hr != mcclSuccess || done) {
-        r = respond(p, i, h.opId, hr, op->resp, h.respSize);
+        r = respond(p, i, h.opId, hr, op->resp, h.type == mcclProxyMsgFree ? 0 : h.respSize);
         break;
       }
       op->next = p->asyncOps;  // retried every loop until done
       p->asyncOps = op;
       return mcclSuccess;
-    }
-    case mcclProxyMsgFree: {
-      mcclResult_t fr = mcclSuccess;
-      if (!findConn(p, h.conn)) {
-        fr = mcclInvalidArgument;
-      } else {
-        proxyConnEntry* e = (proxyConnEntry*)(uintptr_t)h.conn;
-        if (e->conn.exportHandle) {
-          (void)mcclProxyDeregisterExport(p, e->conn.exportHandle);
-          e->conn.exportHandle = 0;
-        }
-        if (e->conn.tcomm->proxyFree) fr = e->conn.tcomm->proxyFree(&e->conn);
-        e->freed = 1;
-      }
-      r = respond(p, i, h.opId, fr, NULL, 0);
-      break;
     }
     case mcclProxyMsgStop:
       INFO(MCCL_PROXY, "Proxy %d: Stop", p->rank);

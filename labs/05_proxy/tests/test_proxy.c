@@ -422,6 +422,49 @@ static void shmSendRecvInProcess(void) {
   EXPECT_EQ(mcclTestCountFds(), fds0);
 }
 
+// Freeing a connector while the progress thread still runs one of its ops (a 64 MiB send with no
+// receiver: the FIFO fills, the op waits for credit). The op ends with mcclInvalidUsage, nothing
+// crashes, and the connection's resources are gone once mcclConnectorFree returns.
+static void freeConnectorWithOpInFlight(void) {
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) SKIP("no CUDA device");
+  int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads();
+  mcclProxyState* p = NULL;
+  EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
+  mcclPeerInfo me;
+  EXPECT_OK(mcclFillPeerInfo(0, 0, &me));
+  struct mcclConnector s, r;
+  EXPECT_OK(mcclConnectorInit(&s, &mcclShmTransport, 1, 0));
+  EXPECT_OK(mcclConnectorInit(&r, &mcclShmTransport, 0, 0));
+  EXPECT_OK(mcclProxyConnect(p, &s));
+  EXPECT_OK(mcclProxyConnect(p, &r));
+  struct mcclConnect si, ri;
+  EXPECT_OK(mcclShmTransport.send.setup(&me, &me, &si, &s));
+  EXPECT_OK(mcclShmTransport.recv.setup(&me, &me, &ri, &r));
+  EXPECT_OK(mcclShmTransport.send.connect(&ri, &s));
+  EXPECT_OK(mcclShmTransport.recv.connect(&si, &r));
+  size_t n = 64 << 20;
+  char* src = NULL;
+  EXPECT_CUDA_OK(cudaMalloc((void**)&src, n));
+  EXPECT_CUDA_OK(cudaMemset(src, 0x5a, n));
+  EXPECT_CUDA_OK(cudaDeviceSynchronize());
+  mcclProxyRequest rs;
+  EXPECT_OK(mcclProxyPostOp(p, &s, src, n, &rs));
+  sleepMs(50);  // the progress thread has filled the FIFO and polls head for credit
+  int done = 1;
+  EXPECT_OK(mcclProxyTest(p, rs, &done));
+  EXPECT_EQ(done, 0);
+  EXPECT_OK(mcclConnectorFree(&s));
+  EXPECT_RES(mcclProxyWait(p, rs), mcclInvalidUsage);
+  sleepMs(20);  // a progress thread still touching the freed connection would crash here
+  EXPECT_OK(mcclConnectorFree(&r));
+  EXPECT_OK(mcclProxyDestroy(p));
+  EXPECT_CUDA_OK(cudaFree(src));
+  EXPECT_EQ(mcclTestCountThreads(), th0);
+  EXPECT_EQ(mcclTestCountFds(), fds0);
+}
+
 MCCL_TEST_MAIN(MCCL_TEST_CASE(createDestroyCounts), MCCL_TEST_CASE(exportRegistry), MCCL_TEST_CASE(setupRpcs), MCCL_TEST_CASE(manyOpsInOrder),
                MCCL_TEST_CASE(badOpArguments), MCCL_TEST_CASE(abortInFlight), MCCL_TEST_CASE(stopInFlight),
-               MCCL_TEST_CASE(idleCpuAndWakeup), MCCL_TEST_CASE(cpusetPinning), MCCL_TEST_CASE(shmSendRecvInProcess))
+               MCCL_TEST_CASE(idleCpuAndWakeup), MCCL_TEST_CASE(cpusetPinning), MCCL_TEST_CASE(shmSendRecvInProcess),
+               MCCL_TEST_CASE(freeConnectorWithOpInFlight))
