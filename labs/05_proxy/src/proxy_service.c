@@ -270,7 +270,19 @@ __attribute__((noinline)) static void serviceUds(mcclProxyState* p) {
     a.res = mcclInvalidArgument;
   }
   if (fd >= 0) close(fd);
-  (void)mcclIpcSocketSendMsg(&p->uds, &a, sizeof(a), sendFd, q.clientRank, q.clientHash);
+  // The reply is sent once, as NCCL's proxyGetFd sends it. The requester's socket existed when it
+  // sent the request, so "no such socket" now means it has gone (its wait timed out, or it died),
+  // never "not yet"; retrying until MCCL_IPC_TIMEOUT would hold up every RPC behind this one. The
+  // lab 03 send tries first and retries only while it waits, and a set abort flag ends any wait:
+  // with replyOnce as its flag it makes exactly one attempt.
+  static uint32_t replyOnce = 1;
+  volatile uint32_t* abortFlag = p->uds.abortFlag;
+  p->uds.abortFlag = &replyOnce;
+  mcclResult_t sr = mcclIpcSocketSendMsg(&p->uds, &a, sizeof(a), sendFd, q.clientRank, q.clientHash);
+  p->uds.abortFlag = abortFlag;
+  if (sr != mcclSuccess)
+    INFO(MCCL_PROXY, "Proxy %d: rank %d's fd requester is gone; reply to request type %d dropped", p->rank,
+         q.clientRank, q.type);
   if (sendFd >= 0) close(sendFd);  // the kernel made the client its own copy
 }
 

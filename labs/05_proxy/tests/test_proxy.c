@@ -10,10 +10,12 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "mccl_checks.h"
 #include "mccl_param.h"
 #include "mccl_proxy.h"
 #include "mccl_shm.h"
 #include "mccl_test.h"
+#include "../src/proxy_internal.h"  // the fd service's wire format, for a hand-made requester
 
 static long nowUs(void) {
   struct timespec ts;
@@ -464,7 +466,60 @@ static void freeConnectorWithOpInFlight(void) {
   EXPECT_EQ(mcclTestCountFds(), fds0);
 }
 
+// One GetFd request to the proxy's fd service from a lab 03 socket of our own. With `wait`, the
+// answer is read into *got; without, the request names a reply socket that is already closed: a
+// requester that went away (its own wait timed out, or it died) before the proxy answered.
+static mcclResult_t getFdRequest(mcclProxyState* p, uint64_t handle, int wait, udsResp* got) {
+  uint64_t proxyHash = strtoull(mcclProxyGetAddress(p) + strlen("mccl-proxy-"), NULL, 16);
+  uint64_t myHash = mcclTestRand(), goneHash = mcclTestRand();
+  mcclIpcSocket cli, gone;
+  MCCLCHECK(mcclIpcSocketInit(&gone, 7, goneHash, NULL));
+  mcclIpcSocketClose(&gone);
+  MCCLCHECK(mcclIpcSocketInit(&cli, 7, myHash, NULL));
+  udsReq q = {.type = mcclProxyMsgGetFd, .clientRank = 7, .clientHash = wait ? myHash : goneHash, .opId = 0,
+              .handle = handle};
+  q.opId = q.clientHash;
+  mcclResult_t res = mcclIpcSocketSendMsg(&cli, &q, sizeof(q), -1, 0, proxyHash);
+  if (res == mcclSuccess && wait) res = mcclIpcSocketRecvMsg(&cli, got, sizeof(*got), NULL);
+  mcclIpcSocketClose(&cli);
+  return res;
+}
+
+// A GetFd requester that has gone away costs the proxy nothing: its reply is dropped at once, so
+// neither this rank's own RPCs nor the next requester wait for MCCL_IPC_TIMEOUT.
+static void goneRequesterDoesNotStall(void) {
+  resetFake();
+  setenv("MCCL_IPC_TIMEOUT", "3000", 1);
+  mcclParamResetAll();
+  int fds0 = mcclTestCountFds();
+  mcclProxyState* p = NULL;
+  EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
+  struct mcclConnector c;
+  EXPECT_OK(mcclConnectorInit(&c, &fakeTransport, 1, 0));
+  EXPECT_OK(mcclProxyConnect(p, &c));
+  for (int i = 0; i < 2; i++) EXPECT_OK(getFdRequest(p, 0x1234 + (uint64_t)i, 0, NULL));
+  sleepMs(20);  // the service has both requests and tries to answer them
+  long t0 = nowUs();
+  EXPECT_RES(c.proxyCall(&c, mcclProxyMsgConnect, NULL, 0, NULL, 0), mcclRemoteError);  // the hook's answer
+  long rpcUs = nowUs() - t0;
+  udsResp a;
+  memset(&a, 0, sizeof(a));
+  t0 = nowUs();
+  EXPECT_OK(getFdRequest(p, 0x4321, 1, &a));  // a live requester: answered (refused: never registered)
+  long fdUs = nowUs() - t0;
+  EXPECT_EQ(a.res, mcclInvalidArgument);
+  printf("# after 2 gone requesters: Connect RPC %ld us, next GetFd %ld us (MCCL_IPC_TIMEOUT=3000 ms)\n", rpcUs, fdUs);
+  EXPECT_LT(rpcUs, 500000);
+  EXPECT_LT(fdUs, 500000);
+  EXPECT_OK(mcclConnectorFree(&c));
+  EXPECT_OK(mcclProxyDestroy(p));
+  unsetenv("MCCL_IPC_TIMEOUT");
+  mcclParamResetAll();
+  EXPECT_EQ(mcclTestCountFds(), fds0);
+}
+
 MCCL_TEST_MAIN(MCCL_TEST_CASE(createDestroyCounts), MCCL_TEST_CASE(exportRegistry), MCCL_TEST_CASE(setupRpcs), MCCL_TEST_CASE(manyOpsInOrder),
                MCCL_TEST_CASE(badOpArguments), MCCL_TEST_CASE(abortInFlight), MCCL_TEST_CASE(stopInFlight),
                MCCL_TEST_CASE(idleCpuAndWakeup), MCCL_TEST_CASE(cpusetPinning), MCCL_TEST_CASE(shmSendRecvInProcess),
-               MCCL_TEST_CASE(freeConnectorWithOpInFlight))
+               MCCL_TEST_CASE(freeConnectorWithOpInFlight),
+               MCCL_TEST_CASE(goneRequesterDoesNotStall))
