@@ -100,19 +100,25 @@ out:
   return res;
 }
 
+// The clock callBlocking measures its deadline with. A variable only so that a test can make a
+// response arrive exactly at the deadline (proxy_internal.h); nothing else changes it.
+uint64_t (*proxyClientClock)(void) = nowNs;
+
 static mcclResult_t callBlocking(mcclProxyState* p, uint64_t conn, int type, const void* req, int reqSize, void* resp,
                                  int respSize) {
   char opIdByte;  // any unique address will do
   MCCLCHECK(proxyCallAsync(p, conn, type, req, reqSize, respSize, &opIdByte));
-  uint64_t deadline = nowNs() + (uint64_t)mcclParamProxyTimeout() * 1000000ULL;
+  uint64_t deadline = proxyClientClock() + (uint64_t)mcclParamProxyTimeout() * 1000000ULL;
   for (int spins = 0;; spins++) {
+    // The clock is read before the poll, and a response the poll finds is used whatever the clock
+    // said: only a poll that began after the deadline and found nothing is a timeout.
+    int late = proxyClientClock() > deadline;
     mcclResult_t r = proxyPollResponse(p, resp, &opIdByte);
     if (r != mcclInProgress) return r;
     if (aborted(p)) { WARN("Proxy %d: aborted while waiting for request type %d", p->rank, type); goto drop; }
-    if (nowNs() > deadline) {
+    if (late) {
       WARN("Proxy %d: request type %d got no answer in MCCL_PROXY_TIMEOUT=%lld ms", p->rank, type,
            (long long)mcclParamProxyTimeout());
-      proxyPollResponse(p, NULL, &opIdByte);
       goto timeout;
     }
     if (spins > 1000) {

@@ -162,5 +162,7 @@ void* mcclProxyProgress(void* arg);
 mcclResult_t proxyCallAsync(mcclProxyState* p, uint64_t conn, int type, const void* req, int reqSize, int respSize,
                             void* opId);
 mcclResult_t proxyPollResponse(mcclProxyState* p, void* resp, void* opId);
+// The clock (ns) a blocking call's MCCL_PROXY_TIMEOUT deadline is measured with; tests replace it.
+extern uint64_t (*proxyClientClock)(void);
 
 #endif

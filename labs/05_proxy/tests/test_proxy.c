@@ -518,8 +518,64 @@ static void goneRequesterDoesNotStall(void) {
   EXPECT_EQ(mcclTestCountFds(), fds0);
 }
 
+// A response that arrives exactly at the caller's deadline is used: the hook ran, so its answer
+// counts, whatever the clock says by the time the caller looks. The Setup hook takes 50 ms; the
+// caller's clock (proxyClientClock) waits 200 ms on its second reading, by when the answer is in the
+// socket, and then reports a time far past MCCL_PROXY_TIMEOUT.
+static mcclResult_t slowSetup(struct mcclProxyConnection* c, const void* req, int reqSize, void* resp, int respSize,
+                              int* done) {
+  (void)c;
+  if (reqSize != sizeof(int) || respSize != sizeof(int)) return mcclInvalidArgument;
+  sleepMs(50);
+  *(int*)resp = *(const int*)req * 3;
+  *done = 1;
+  return mcclSuccess;
+}
+static struct mcclTransport slowTransport = {
+    "SLOW", NULL, {NULL, NULL, NULL, slowSetup, NULL, NULL, NULL}, {NULL, NULL, NULL, slowSetup, NULL, NULL, NULL}};
+static int clockReadings;
+static uint64_t clockAtDeadline(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  uint64_t now = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+  if (clockReadings++ == 0) return now;  // the deadline is set from this one
+  sleepMs(200);
+  return now + 3600ULL * 1000000000ULL;  // an hour later: past any MCCL_PROXY_TIMEOUT
+}
+
+static void responseAtDeadlineIsUsed(void) {
+  mcclProxyState* p = NULL;
+  EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
+  struct mcclConnector c;
+  EXPECT_OK(mcclConnectorInit(&c, &slowTransport, 1, 0));
+  EXPECT_OK(mcclProxyConnect(p, &c));
+  int in = 7, out = 0;
+  clockReadings = 0;
+  uint64_t (*realClock)(void) = proxyClientClock;
+  proxyClientClock = clockAtDeadline;
+  mcclResult_t r = c.proxyCall(&c, mcclProxyMsgSetup, &in, sizeof(in), &out, sizeof(out));
+  proxyClientClock = realClock;
+  EXPECT_RES(r, mcclSuccess);
+  EXPECT_EQ(out, 21);
+  EXPECT_GE(clockReadings, 2);
+  // A response that comes too late is still a timeout: 1 ms for a hook of 50 ms, on the real clock.
+  struct mcclConnector d;
+  EXPECT_OK(mcclConnectorInit(&d, &slowTransport, 1, 0));
+  EXPECT_OK(mcclProxyConnect(p, &d));
+  setenv("MCCL_PROXY_TIMEOUT", "1", 1);
+  mcclParamResetAll();
+  r = d.proxyCall(&d, mcclProxyMsgSetup, &in, sizeof(in), &out, sizeof(out));
+  unsetenv("MCCL_PROXY_TIMEOUT");
+  mcclParamResetAll();
+  EXPECT_RES(r, mcclTimeout);
+  EXPECT_OK(mcclConnectorFree(&c));
+  EXPECT_OK(mcclConnectorFree(&d));
+  EXPECT_OK(mcclProxyDestroy(p));
+}
+
 MCCL_TEST_MAIN(MCCL_TEST_CASE(createDestroyCounts), MCCL_TEST_CASE(exportRegistry), MCCL_TEST_CASE(setupRpcs), MCCL_TEST_CASE(manyOpsInOrder),
                MCCL_TEST_CASE(badOpArguments), MCCL_TEST_CASE(abortInFlight), MCCL_TEST_CASE(stopInFlight),
                MCCL_TEST_CASE(idleCpuAndWakeup), MCCL_TEST_CASE(cpusetPinning), MCCL_TEST_CASE(shmSendRecvInProcess),
                MCCL_TEST_CASE(freeConnectorWithOpInFlight),
-               MCCL_TEST_CASE(goneRequesterDoesNotStall))
+               MCCL_TEST_CASE(goneRequesterDoesNotStall),
+               MCCL_TEST_CASE(responseAtDeadlineIsUsed))
