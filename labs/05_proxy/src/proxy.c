@@ -46,8 +46,10 @@ mcclResult_t mcclProxyParseCpuset(const char* list, cpu_set_t* set) {
     if (b >= CPU_SETSIZE) goto bad;
     for (long c = a; c <= b; c++) CPU_SET((int)c, &s);
     any = 1;
-    if (*p == ',' && p[1] != '\0') p++;
-    else if (*p != '\0') goto bad;
+    if (*p == ',' && p[1] != '\0')
+      p++;
+    else if (*p != '\0')
+      goto bad;
   }
   if (!any) goto bad;
   *set = s;
@@ -87,9 +89,15 @@ mcclResult_t proxyReadFull(int fd, void* buf, size_t n, int timeoutMs, volatile 
   if (eof) *eof = 0;
   while (done < n) {
     ssize_t r = recv(fd, (char*)buf + done, n - done, MSG_DONTWAIT);
-    if (r > 0) { done += (size_t)r; continue; }
+    if (r > 0) {
+      done += (size_t)r;
+      continue;
+    }
     if (r == 0) {
-      if (done == 0 && eof) { *eof = 1; return mcclRemoteError; }
+      if (done == 0 && eof) {
+        *eof = 1;
+        return mcclRemoteError;
+      }
       WARN("Proxy: connection closed after %zu of %zu bytes", done, n);
       return mcclRemoteError;
     }
@@ -156,7 +164,10 @@ mcclResult_t mcclProxyCreate(int rank, int cudaDev, volatile uint32_t* abortFlag
   MCCL_ARGCHECK(cudaDev >= 0, "mcclProxyCreate: cudaDev=%d", cudaDev);
   mcclResult_t res = mcclSuccess;
   mcclProxyState* p = calloc(1, sizeof(*p));
-  if (p == NULL) { WARN("Proxy: out of memory"); return mcclSystemError; }
+  if (p == NULL) {
+    WARN("Proxy: out of memory");
+    return mcclSystemError;
+  }
   p->rank = rank;
   p->cudaDev = cudaDev;
   p->abortFlag = abortFlag;
@@ -173,7 +184,11 @@ mcclResult_t mcclProxyCreate(int rank, int cudaDev, volatile uint32_t* abortFlag
   p->slots = calloc(MCCL_PROXY_MAX_OPS, sizeof(opSlot));
   p->ring = calloc(MCCL_PROXY_MAX_OPS, sizeof(int));
   p->freeSlots = calloc(MCCL_PROXY_MAX_OPS, sizeof(int));
-  if (!p->slots || !p->ring || !p->freeSlots) { WARN("Proxy: out of memory"); res = mcclSystemError; goto fail; }
+  if (!p->slots || !p->ring || !p->freeSlots) {
+    WARN("Proxy: out of memory");
+    res = mcclSystemError;
+    goto fail;
+  }
   for (int i = 0; i < MCCL_PROXY_MAX_OPS; i++) p->freeSlots[i] = MCCL_PROXY_MAX_OPS - 1 - i;
   p->nFree = MCCL_PROXY_MAX_OPS;
 
@@ -208,7 +223,9 @@ fail:
   return res;
 }
 
-const char* mcclProxyGetAddress(const mcclProxyState* proxy) { return proxy ? proxy->address : ""; }
+const char* mcclProxyGetAddress(const mcclProxyState* proxy) {
+  return proxy ? proxy->address : "";
+}
 
 static int parseAddr(const char* a, uint64_t* hash) {
   size_t pl = strlen(PROXY_ADDR_PREFIX);
@@ -222,7 +239,10 @@ mcclResult_t mcclProxyInit(mcclProxyState* proxy, mcclBootstrap* bs) {
   MCCL_ARGCHECK(proxy != NULL && bs != NULL, "mcclProxyInit: proxy=%p bs=%p", (void*)proxy, (void*)bs);
   int n = mcclBootstrapNRanks(bs);
   uint64_t* h = calloc((size_t)n, sizeof(uint64_t));
-  if (h == NULL) { WARN("Proxy: out of memory"); return mcclSystemError; }
+  if (h == NULL) {
+    WARN("Proxy: out of memory");
+    return mcclSystemError;
+  }
   for (int r = 0; r < n; r++) {
     mcclPeerInfo info;
     mcclResult_t res = mcclBootstrapGetPeerInfo(bs, r, &info);

@@ -17,7 +17,10 @@
 
 static mcclResult_t clientConnect(mcclProxyState* p) {
   if (p->clientFd >= 0) return mcclSuccess;
-  if (p->stopped) { WARN("Proxy %d: stopped; no more requests", p->rank); return mcclInvalidUsage; }
+  if (p->stopped) {
+    WARN("Proxy %d: stopped; no more requests", p->rank);
+    return mcclInvalidUsage;
+  }
   struct sockaddr_un addr;
   socklen_t alen = abstractAddr(p->address, &addr);
   int fd;
@@ -42,7 +45,11 @@ mcclResult_t proxyCallAsync(mcclProxyState* p, uint64_t conn, int type, const vo
   storedResp* s = NULL;
   MCCLCHECKGOTO(clientConnect(p), res, out);
   s = calloc(1, sizeof(*s));
-  if (s == NULL) { WARN("Proxy: out of memory"); res = mcclSystemError; goto out; }
+  if (s == NULL) {
+    WARN("Proxy: out of memory");
+    res = mcclSystemError;
+    goto out;
+  }
   s->opId = (uint64_t)(uintptr_t)opId;
   s->respSize = respSize;
   rpcHeader h = {.type = type, .reqSize = reqSize, .respSize = respSize, .pad = 0, .opId = s->opId, .conn = conn};
@@ -50,7 +57,10 @@ mcclResult_t proxyCallAsync(mcclProxyState* p, uint64_t conn, int type, const vo
   memcpy(buf, &h, sizeof(h));
   if (reqSize) memcpy(buf + sizeof(h), req, (size_t)reqSize);
   res = proxyWriteFull(p->clientFd, buf, sizeof(h) + (size_t)reqSize);
-  if (res != mcclSuccess) { free(s); goto out; }
+  if (res != mcclSuccess) {
+    free(s);
+    goto out;
+  }
   s->next = p->expected;  // expectedProxyResponseEnqueue
   p->expected = s;
 out:
@@ -84,9 +94,15 @@ mcclResult_t proxyPollResponse(mcclProxyState* p, void* resp, void* opId) {
     storedResp* e = p->expected;
     while (e && e->opId != rh.opId) e = e->next;
     char sink[MCCL_PROXY_MAX_MSG];
-    if (rh.respSize < 0 || rh.respSize > MCCL_PROXY_MAX_MSG) { res = mcclRemoteError; goto out; }
+    if (rh.respSize < 0 || rh.respSize > MCCL_PROXY_MAX_MSG) {
+      res = mcclRemoteError;
+      goto out;
+    }
     MCCLCHECKGOTO(proxyReadFull(p->clientFd, e ? e->resp : sink, (size_t)rh.respSize, 1000, NULL, NULL), res, out);
-    if (e) { e->done = 1; e->res = (mcclResult_t)rh.res; }
+    if (e) {
+      e->done = 1;
+      e->res = (mcclResult_t)rh.res;
+    }
   }
   if ((*ps)->done) {
     storedResp* s = *ps;
@@ -115,7 +131,10 @@ static mcclResult_t callBlocking(mcclProxyState* p, uint64_t conn, int type, con
     int late = proxyClientClock() > deadline;
     mcclResult_t r = proxyPollResponse(p, resp, &opIdByte);
     if (r != mcclInProgress) return r;
-    if (aborted(p)) { WARN("Proxy %d: aborted while waiting for request type %d", p->rank, type); goto drop; }
+    if (aborted(p)) {
+      WARN("Proxy %d: aborted while waiting for request type %d", p->rank, type);
+      goto drop;
+    }
     if (late) {
       WARN("Proxy %d: request type %d got no answer in MCCL_PROXY_TIMEOUT=%lld ms", p->rank, type,
            (long long)mcclParamProxyTimeout());
@@ -145,7 +164,10 @@ mcclResult_t mcclProxyConnect(mcclProxyState* proxy, struct mcclConnector* conne
   MCCL_ARGCHECK(proxy != NULL, "mcclProxyConnect: proxy is NULL");
   MCCL_ARGCHECK(connector != NULL && connector->transportComm != NULL,
                 "mcclProxyConnect: connector=%p has no transport (call mcclConnectorInit first)", (void*)connector);
-  struct { const struct mcclTransportComm* tcomm; int32_t send; } in;
+  struct {
+    const struct mcclTransportComm* tcomm;
+    int32_t send;
+  } in;
   memset(&in, 0, sizeof(in));
   in.tcomm = connector->transportComm;
   in.send = connector->send;
@@ -259,4 +281,3 @@ mcclResult_t mcclProxyClientQueryFdBlocking(mcclProxyState* proxy, int peerRank,
   *rmtFd = a.rmtFd;
   return mcclSuccess;
 }
-

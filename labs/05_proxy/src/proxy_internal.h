@@ -21,9 +21,9 @@
 typedef struct proxyConnEntry {
   struct mcclProxyConnection conn;
   mcclProxyState* proxy;
-  int freed;              // service thread only
-  _Atomic int nOps;       // ops posted on it and not yet retired by the progress thread
-  _Atomic int closing;    // a Free has begun: the progress thread cancels its ops
+  int freed;            // service thread only
+  _Atomic int nOps;     // ops posted on it and not yet retired by the progress thread
+  _Atomic int closing;  // a Free has begun: the progress thread cancels its ops
   struct proxyConnEntry* next;
 } proxyConnEntry;
 

@@ -64,7 +64,10 @@ void* mcclProxyProgress(void* arg) {
       }
       int blocked = 0;
       for (int j = 0; j < i && !blocked; j++) blocked = p->slots[active[j]].op.connection == s->op.connection;
-      if (blocked) { i++; continue; }
+      if (blocked) {
+        i++;
+        continue;
+      }
       uint64_t before = s->op.transmitted + s->op.done;
       int done = 0;
       mcclResult_t r = s->op.connection->tcomm->proxyProgress(&s->op, &done);
@@ -88,14 +91,20 @@ void* mcclProxyProgress(void* arg) {
     uint64_t now = nowNs();
     if (idleSince == 0) idleSince = now;
     if (now - idleSince < spinNs) continue;
-    if (now - idleSince < spinNs + 1000000) { sched_yield(); continue; }
+    if (now - idleSince < spinNs + 1000000) {
+      sched_yield();
+      continue;
+    }
     pthread_mutex_lock(&p->sleepLock);
     atomic_store(&p->sleeping, 1);
     if (atomic_load(&p->ringHead) == atomic_load(&p->ringTail) && !atomic_load(&p->stopProgress) && !aborted(p)) {
       struct timespec ts;
       clock_gettime(CLOCK_REALTIME, &ts);
       ts.tv_nsec += 100 * 1000 * 1000;
-      if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
+      if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+      }
       pthread_cond_timedwait(&p->sleepCond, &p->sleepLock, &ts);
     }
     atomic_store(&p->sleeping, 0);
@@ -157,7 +166,10 @@ mcclResult_t mcclProxyTest(mcclProxyState* proxy, mcclProxyRequest req, int* don
   opSlot* s = &proxy->slots[req];
   int st = atomic_load_explicit(&s->status, memory_order_acquire);
   MCCL_ARGCHECK(st != SLOT_FREE, "mcclProxyTest: req=%d is not a posted op", req);
-  if (st != SLOT_DONE) { *done = 0; return mcclSuccess; }
+  if (st != SLOT_DONE) {
+    *done = 0;
+    return mcclSuccess;
+  }
   *done = 1;
   mcclResult_t r = s->result;
   atomic_store_explicit(&s->status, SLOT_FREE, memory_order_relaxed);
@@ -173,4 +185,3 @@ mcclResult_t mcclProxyWait(mcclProxyState* proxy, mcclProxyRequest req) {
     if (spins > 100) sched_yield();
   }
 }
-

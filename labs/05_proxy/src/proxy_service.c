@@ -105,13 +105,20 @@ static mcclResult_t runHook(asyncOp* op, int* done) {
     return freeConnection(e);
   }
   if (op->h.type == mcclProxyMsgSetup) {
-    if (tc->proxySetup == NULL) { *done = 1; return mcclSuccess; }
+    if (tc->proxySetup == NULL) {
+      *done = 1;
+      return mcclSuccess;
+    }
     mcclResult_t res = tc->proxySetup(&e->conn, op->req, op->h.reqSize, op->resp, op->h.respSize, done);
     // What the hook allocated for the peer becomes exportable once setup is done.
-    if (res == mcclSuccess && *done && e->conn.exportHandle) res = mcclProxyRegisterExport(e->proxy, e->conn.exportHandle);
+    if (res == mcclSuccess && *done && e->conn.exportHandle)
+      res = mcclProxyRegisterExport(e->proxy, e->conn.exportHandle);
     return res;
   }
-  if (tc->proxyConnect == NULL) { *done = 1; return mcclSuccess; }
+  if (tc->proxyConnect == NULL) {
+    *done = 1;
+    return mcclSuccess;
+  }
   return tc->proxyConnect(&e->conn, op->req, op->h.reqSize, op->resp, op->h.respSize, done);
 }
 
@@ -141,10 +148,14 @@ __attribute__((noinline)) static mcclResult_t serviceRequest(mcclProxyState* p, 
     return mcclSuccess;
   }
   asyncOp* op = calloc(1, sizeof(*op));
-  if (op == NULL) { WARN("Proxy: out of memory"); return mcclSystemError; }
+  if (op == NULL) {
+    WARN("Proxy: out of memory");
+    return mcclSystemError;
+  }
   op->h = h;
   op->client = i;
-  if (h.reqSize > 0 && proxyReadFull(p->clientFds[i], op->req, (size_t)h.reqSize, 1000, p->abortFlag, NULL) != mcclSuccess) {
+  if (h.reqSize > 0 &&
+      proxyReadFull(p->clientFds[i], op->req, (size_t)h.reqSize, 1000, p->abortFlag, NULL) != mcclSuccess) {
     free(op);
     close(p->clientFds[i]);
     p->clientFds[i] = -1;
@@ -154,14 +165,20 @@ __attribute__((noinline)) static mcclResult_t serviceRequest(mcclProxyState* p, 
   switch (h.type) {
     case mcclProxyMsgInit: {
       // The request is the connector's {tcomm, send}: pointers are fine, the client is this process.
-      struct { const struct mcclTransportComm* tcomm; int32_t send; } in;
+      struct {
+        const struct mcclTransportComm* tcomm;
+        int32_t send;
+      } in;
       if (h.reqSize != (int)sizeof(in) || h.respSize != (int)sizeof(uint64_t)) {
         r = respond(p, i, h.opId, mcclInvalidArgument, NULL, 0);
         break;
       }
       memcpy(&in, op->req, sizeof(in));
       proxyConnEntry* e = calloc(1, sizeof(*e));
-      if (e == NULL) { r = respond(p, i, h.opId, mcclSystemError, NULL, 0); break; }
+      if (e == NULL) {
+        r = respond(p, i, h.opId, mcclSystemError, NULL, 0);
+        break;
+      }
       e->conn.send = in.send;
       e->conn.rank = p->rank;
       e->conn.tcomm = in.tcomm;
@@ -184,9 +201,13 @@ __attribute__((noinline)) static mcclResult_t serviceRequest(mcclProxyState* p, 
       int done = 0;
       mcclResult_t hr = runHook(op, &done);
       INFO(MCCL_PROXY, "Proxy %d: %s on connection 0x%llx -> %s", p->rank,
-           h.type == mcclProxyMsgSetup ? "Setup" : h.type == mcclProxyMsgConnect ? "Connect" : "Free",
+           h.type == mcclProxyMsgSetup     ? "Setup"
+           : h.type == mcclProxyMsgConnect ? "Connect"
+                                           : "Free",
            (unsigned long long)h.conn,
-           hr != mcclSuccess ? mcclGetErrorString(hr) : done ? "done" : "in progress (async op)");
+           hr != mcclSuccess ? mcclGetErrorString(hr)
+           : done            ? "done"
+                             : "in progress (async op)");
       if (hr != mcclSuccess || done) {
         r = respond(p, i, h.opId, hr, op->resp, h.type == mcclProxyMsgFree ? 0 : h.respSize);
         break;
@@ -216,9 +237,13 @@ static void progressAsyncOps(mcclProxyState* p) {
   for (asyncOp **pp = &p->asyncOps, *op = *pp; op; op = *pp) {
     int done = 0;
     mcclResult_t hr = runHook(op, &done);
-    if (hr == mcclSuccess && !done) { pp = &op->next; continue; }
+    if (hr == mcclSuccess && !done) {
+      pp = &op->next;
+      continue;
+    }
     TRACE(MCCL_PROXY, "Proxy %d: async op 0x%llx finished: %d", p->rank, (unsigned long long)op->h.opId, hr);
-    if (respond(p, op->client, op->h.opId, hr, op->resp, op->h.respSize) != mcclSuccess && p->clientFds[op->client] >= 0) {
+    if (respond(p, op->client, op->h.opId, hr, op->resp, op->h.respSize) != mcclSuccess &&
+        p->clientFds[op->client] >= 0) {
       close(p->clientFds[op->client]);
       p->clientFds[op->client] = -1;
     }
@@ -256,7 +281,10 @@ __attribute__((noinline)) static void serviceUds(mcclProxyState* p) {
     if (p->nKept == p->capKept) {
       int cap = p->capKept ? 2 * p->capKept : 16;
       int* k = realloc(p->keptFds, sizeof(int) * (size_t)cap);
-      if (k) { p->keptFds = k; p->capKept = cap; }
+      if (k) {
+        p->keptFds = k;
+        p->capKept = cap;
+      }
     }
     if (p->nKept < p->capKept) {
       p->keptFds[p->nKept++] = fd;
@@ -298,11 +326,17 @@ void* mcclProxyService(void* arg) {
     struct pollfd pfd[3 + MAX_CLIENTS];
     int map[3 + MAX_CLIENTS];
     int n = 0;
-    pfd[n] = (struct pollfd){.fd = p->wakeFd, .events = POLLIN}; map[n++] = -1;
-    pfd[n] = (struct pollfd){.fd = p->listenFd, .events = POLLIN}; map[n++] = -2;
-    pfd[n] = (struct pollfd){.fd = udsFd, .events = POLLIN}; map[n++] = -3;
+    pfd[n] = (struct pollfd){.fd = p->wakeFd, .events = POLLIN};
+    map[n++] = -1;
+    pfd[n] = (struct pollfd){.fd = p->listenFd, .events = POLLIN};
+    map[n++] = -2;
+    pfd[n] = (struct pollfd){.fd = udsFd, .events = POLLIN};
+    map[n++] = -3;
     for (int i = 0; i < p->nClients; i++)
-      if (p->clientFds[i] >= 0) { pfd[n] = (struct pollfd){.fd = p->clientFds[i], .events = POLLIN}; map[n++] = i; }
+      if (p->clientFds[i] >= 0) {
+        pfd[n] = (struct pollfd){.fd = p->clientFds[i], .events = POLLIN};
+        map[n++] = i;
+      }
     // Pending async ops are retried right away; otherwise sleep in poll, waking at least every
     // 100 ms to look at the abort flag.
     int pr = poll(pfd, (nfds_t)n, p->asyncOps ? 0 : 100);
@@ -330,9 +364,16 @@ void* mcclProxyService(void* arg) {
         }
         int slot = -1;
         for (int i = 0; i < p->nClients; i++)
-          if (p->clientFds[i] < 0) { slot = i; break; }
+          if (p->clientFds[i] < 0) {
+            slot = i;
+            break;
+          }
         if (slot < 0 && p->nClients < MAX_CLIENTS) slot = p->nClients++;
-        if (slot < 0) { WARN("Proxy %d: too many clients", p->rank); close(c); continue; }
+        if (slot < 0) {
+          WARN("Proxy %d: too many clients", p->rank);
+          close(c);
+          continue;
+        }
         p->clientFds[slot] = c;
         INFO(MCCL_PROXY, "Proxy %d: client %d connected", p->rank, slot);
       } else if (map[k] == -3) {
@@ -351,4 +392,3 @@ void* mcclProxyService(void* arg) {
   INFO(MCCL_PROXY, "Proxy %d: service thread exits (%s)", p->rank, mcclGetErrorString(res));
   return NULL;
 }
-

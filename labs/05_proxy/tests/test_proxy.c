@@ -37,7 +37,7 @@ static long threadCpuUs(pthread_t t) {
 
 static pthread_t hookThread;
 static atomic_int setupCalls, connectCalls, freeCalls, orderErrors;
-static int busy[8];      // per connection: an op has started and not finished (progress thread only)
+static int busy[8];  // per connection: an op has started and not finished (progress thread only)
 static int logSeq[8][2048], logLen[8];
 
 typedef struct {
@@ -56,7 +56,11 @@ static mcclResult_t fakeSetup(struct mcclProxyConnection* c, const void* req, in
 }
 static mcclResult_t fakeConnect(struct mcclProxyConnection* c, const void* req, int reqSize, void* resp, int respSize,
                                 int* done) {
-  (void)c; (void)req; (void)reqSize; (void)resp; (void)respSize;
+  (void)c;
+  (void)req;
+  (void)reqSize;
+  (void)resp;
+  (void)respSize;
   atomic_fetch_add(&connectCalls, 1);
   *done = 1;
   return mcclRemoteError;  // an error from a hook travels back to the caller
@@ -83,10 +87,10 @@ static mcclResult_t fakeProgress(struct mcclProxyOp* op, int* done) {
   }
   return mcclSuccess;
 }
-static struct mcclTransport fakeTransport = {
-    "FAKE", NULL,
-    {NULL, NULL, NULL, fakeSetup, fakeConnect, fakeFree, fakeProgress},
-    {NULL, NULL, NULL, fakeSetup, fakeConnect, fakeFree, fakeProgress}};
+static struct mcclTransport fakeTransport = {"FAKE",
+                                             NULL,
+                                             {NULL, NULL, NULL, fakeSetup, fakeConnect, fakeFree, fakeProgress},
+                                             {NULL, NULL, NULL, fakeSetup, fakeConnect, fakeFree, fakeProgress}};
 
 static void resetFake(void) {
   atomic_store(&setupCalls, 0);
@@ -476,8 +480,8 @@ static mcclResult_t getFdRequest(mcclProxyState* p, uint64_t handle, int wait, u
   MCCLCHECK(mcclIpcSocketInit(&gone, 7, goneHash, NULL));
   mcclIpcSocketClose(&gone);
   MCCLCHECK(mcclIpcSocketInit(&cli, 7, myHash, NULL));
-  udsReq q = {.type = mcclProxyMsgGetFd, .clientRank = 7, .clientHash = wait ? myHash : goneHash, .opId = 0,
-              .handle = handle};
+  udsReq q = {
+      .type = mcclProxyMsgGetFd, .clientRank = 7, .clientHash = wait ? myHash : goneHash, .opId = 0, .handle = handle};
   q.opId = q.clientHash;
   mcclResult_t res = mcclIpcSocketSendMsg(&cli, &q, sizeof(q), -1, 0, proxyHash);
   if (res == mcclSuccess && wait) res = mcclIpcSocketRecvMsg(&cli, got, sizeof(*got), NULL);
@@ -573,9 +577,8 @@ static void responseAtDeadlineIsUsed(void) {
   EXPECT_OK(mcclProxyDestroy(p));
 }
 
-MCCL_TEST_MAIN(MCCL_TEST_CASE(createDestroyCounts), MCCL_TEST_CASE(exportRegistry), MCCL_TEST_CASE(setupRpcs), MCCL_TEST_CASE(manyOpsInOrder),
-               MCCL_TEST_CASE(badOpArguments), MCCL_TEST_CASE(abortInFlight), MCCL_TEST_CASE(stopInFlight),
-               MCCL_TEST_CASE(idleCpuAndWakeup), MCCL_TEST_CASE(cpusetPinning), MCCL_TEST_CASE(shmSendRecvInProcess),
-               MCCL_TEST_CASE(freeConnectorWithOpInFlight),
-               MCCL_TEST_CASE(goneRequesterDoesNotStall),
-               MCCL_TEST_CASE(responseAtDeadlineIsUsed))
+MCCL_TEST_MAIN(MCCL_TEST_CASE(createDestroyCounts), MCCL_TEST_CASE(exportRegistry), MCCL_TEST_CASE(setupRpcs),
+               MCCL_TEST_CASE(manyOpsInOrder), MCCL_TEST_CASE(badOpArguments), MCCL_TEST_CASE(abortInFlight),
+               MCCL_TEST_CASE(stopInFlight), MCCL_TEST_CASE(idleCpuAndWakeup), MCCL_TEST_CASE(cpusetPinning),
+               MCCL_TEST_CASE(shmSendRecvInProcess), MCCL_TEST_CASE(freeConnectorWithOpInFlight),
+               MCCL_TEST_CASE(goneRequesterDoesNotStall), MCCL_TEST_CASE(responseAtDeadlineIsUsed))
