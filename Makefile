@@ -7,12 +7,18 @@ include mk/config.mk
 # only for BACKEND=sim. A lab links itself and every lab below it (see ARCHITECTURE.md).
 LAB_DIRS := $(sort $(wildcard labs/[0-9][0-9]_*))
 LAYERS := common $(LAB_DIRS) $(wildcard final)
-# LAB=NN (or LAB=common, LAB=sim) narrows test/bench/gdb/demo; T=pattern narrows tests by name.
+# LAB=NN (or its directory name, LAB=common, LAB=sim; several separated by spaces) narrows
+# test/bench/gdb/demo; T=pattern narrows tests by name. A LAB that names no module is an error.
 LAB ?=
 T ?=
 modid = $(if $(filter labs/%,$(1)),$(patsubst labs/%,%,$(1)),$(1))
 labnum = $(firstword $(subst _, ,$(call modid,$(1))))
-selected = $(if $(LAB),$(foreach m,$(1),$(if $(filter $(LAB)%,$(call modid,$(m))),$(m))),$(1))
+lab_matches = $(strip $(foreach m,$(2),$(if $(filter $(1),$(call modid,$(m)) $(call labnum,$(m))),$(m))))
+selected = $(if $(LAB),$(foreach l,$(LAB),$(call lab_matches,$(l),$(1))),$(1))
+# $(call need_lab,target,modules that have something for it): stop, naming them, if LAB selects none.
+need_lab = $(foreach l,$(LAB),$(if $(call lab_matches,$(l),$(2)),,$(error make $(1): LAB=$(l) names no module \
+  with $(1) entries. LAB is one of: $(foreach m,$(2),$(call modid,$(m))); a lab's number is enough, e.g. LAB=$(call \
+  labnum,$(lastword $(2))))))
 
 ALL_LIBS :=
 ALL_BINS :=
@@ -88,9 +94,17 @@ $(foreach m,$(LAYERS),$(eval $(call MODULE_BINS,$(m))))
 # ---- what test/bench/demo/gdb run --------------------------------------------------------
 TEST_MODULES := $(call selected,common sim $(LAB_DIRS) $(wildcard final))
 TEST_ENTRIES := $(foreach m,$(TEST_MODULES),$(foreach s,$(sort $(wildcard $(m)/tests/*.c)),$(call entry,$(m),$(s))) \
+                  $(foreach s,$(sort $(wildcard $(m)/tests/test_*.sh)),sh:$(s)) \
                   $(if $(wildcard $(m)/lab.gdb),gdb:$(m):$(BIN)/$($(m)_ID)/demo))
 BENCH_ENTRIES := $(foreach m,$(TEST_MODULES),$(foreach s,$(sort $(wildcard $(m)/bench/*.c)),$(subst mpi:2$(comma)4,mpi:2,$(call entry,$(m),$(s)))))
 DEMO_MODULES := $(call selected,$(LAB_DIRS) $(wildcard final))
+# Modules that have something for each target (what LAB may name).
+HAS_test := $(foreach m,common sim $(LAB_DIRS) $(wildcard final),$(if $(wildcard $(m)/tests/*.c $(m)/tests/test_*.sh $(m)/lab.gdb),$(m)))
+HAS_bench := $(foreach m,common sim $(LAB_DIRS) $(wildcard final),$(if $(wildcard $(m)/bench/*.c),$(m)))
+HAS_demo := $(foreach m,$(LAB_DIRS) $(wildcard final),$(if $(wildcard $(m)/examples/demo.c $(m)/examples/mpi_demo.c),$(m)))
+HAS_gdb := $(foreach m,$(LAB_DIRS) $(wildcard final),$(if $(wildcard $(m)/lab.gdb),$(m)))
+# Checked when the goal is read, before anything is built (and by make -n too).
+$(foreach g,test bench demo gdb,$(if $(filter $(g),$(MAKECMDGOALS)),$(call need_lab,$(g),$(HAS_$(g)))))
 
 export MPIRUN MPIRUN_FLAGS BACKEND
 ifeq ($(SANITIZE),1)
@@ -99,6 +113,8 @@ ifeq ($(SANITIZE),1)
   export UBSAN_OPTIONS := print_stacktrace=1:halt_on_error=1
 endif
 export MCCL_TEST_FILTER := $(T)
+# What the shell tests pass to the make they run, so that it builds and runs this same variant.
+export MCCL_MAKE_VARS := BACKEND=$(BACKEND) DEBUG=$(DEBUG) SANITIZE=$(SANITIZE) BUILD_ROOT=$(BUILD_ROOT)
 
 .PHONY: all test bench demo docs gdb deps clean help params-doc
 all: $(BACKEND_DEP) $(ALL_LIBS) $(ALL_BINS)
@@ -114,13 +130,14 @@ demo:
 	@set -e; for m in $(DEMO_MODULES); do \
 	  id=$${m#labs/}; \
 	  printf '\n======== %s (%s backend) ========\n' "$$id" "$(BACKEND)"; \
-	  if [ -x $(BIN)/$$id/mpi_demo ]; then $(MPIRUN) $(MPIRUN_FLAGS) -np 2 $(BIN)/$$id/mpi_demo; \
-	  elif [ -x $(BIN)/$$id/demo ]; then $(BIN)/$$id/demo; fi; \
-	done; printf '\nDemo finished: every lab example above ran on the %s backend.\n' "$(BACKEND)"
+	  run=; [ -z "$$MCCL_DRY_RUN" ] || run=echo; \
+	  if [ -x $(BIN)/$$id/mpi_demo ]; then $$run $(MPIRUN) $(MPIRUN_FLAGS) -np 2 $(BIN)/$$id/mpi_demo; \
+	  elif [ -x $(BIN)/$$id/demo ]; then $$run $(BIN)/$$id/demo; fi; \
+	done; [ -n "$$MCCL_DRY_RUN" ] || printf '\nDemo finished: every lab example above ran on the %s backend.\n' "$(BACKEND)"
 
 gdb: all
-	@m="$(firstword $(filter-out common sim,$(call selected,$(LAB_DIRS))))"; \
-	if [ -z "$(LAB)" ] || [ -z "$$m" ]; then echo "usage: make gdb LAB=NN (one of: $(notdir $(LAB_DIRS)))"; exit 2; fi; \
+	@m="$(firstword $(call selected,$(HAS_gdb)))"; \
+	if [ -z "$(LAB)" ] || [ -z "$$m" ]; then echo "usage: make gdb LAB=NN (one of: $(notdir $(HAS_gdb)))"; exit 2; fi; \
 	dbg=$$(command -v gdb || command -v cuda-gdb); \
 	[ -n "$$dbg" ] || { echo "no gdb found: run 'make deps'"; exit 2; }; \
 	exec $$dbg -q -ex 'set breakpoint pending on' -x $$m/lab.gdb --args $(BIN)/$${m#labs/}/demo
