@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "mccl_args.h"
 #include "mccl_alloc.h"
 #include "mccl_checks.h"
 #include "mccl_ipc.h"
@@ -149,7 +150,9 @@ close_sock:
   return res;
 }
 
-int main(void) {
+int main(int argc, char** argv) {
+  mcclArgsCheck(argc, argv, 0, "",
+                "Lab 03's benchmark: export, import+map and unmap latency, and the peer read bandwidth through\nan imported mapping (two forked processes). Settings come from MCCL_* environment variables (docs/parameters.md).");
   setvbuf(stdout, NULL, _IOLBF, 0);
   // Device count needs the driver; ask in a throwaway child so the parent forks with no context.
   int pipeFd[2];

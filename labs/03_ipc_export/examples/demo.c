@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "mccl_args.h"
 #include "mccl_alloc.h"
 #include "mccl_checks.h"
 #include "mccl_ipc.h"
@@ -158,7 +159,9 @@ close_sock:
   return res;
 }
 
-int main(void) {
+int main(int argc, char** argv) {
+  mcclArgsCheck(argc, argv, 0, "",
+                "Lab 03's narrated example: a forked exporter sends GPU memory as an fd over a Unix socket, the\nimporter maps and reads it. Settings come from MCCL_* environment variables (docs/parameters.md).");
   // Both processes print; line buffering keeps their lines whole and in order of writing.
   setvbuf(stdout, NULL, _IOLBF, 0);
   struct timespec ts;

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <mpi.h>
+#include "mccl_args.h"
 #include "mccl_checks.h"
 #include "mccl_param.h"
 #include "mccl_proxy.h"
@@ -234,6 +235,9 @@ static mcclResult_t run(void) {
 }
 
 int main(int argc, char** argv) {
+  mcclArgsCheck(argc, argv, 0, "",
+                "Lab 05's benchmark, under mpirun -np 2: send/recv through SHM moved by the proxy, one way and\n"
+                "both ways, beside NCCL's SHM path when MCCL_NCCL_LIB (or libnccl.so.2) loads. " "Settings come from MCCL_* environment variables (docs/parameters.md).");
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
