@@ -115,6 +115,7 @@ endif
 export MCCL_TEST_FILTER := $(T)
 # What the shell tests pass to the make they run, so that it builds and runs this same variant.
 export MCCL_MAKE_VARS := BACKEND=$(BACKEND) DEBUG=$(DEBUG) SANITIZE=$(SANITIZE) BUILD_ROOT=$(BUILD_ROOT)
+export MCCL_BIN_DIR := $(BIN)
 
 .PHONY: all test bench demo docs gdb deps clean help params-doc
 all: $(BACKEND_DEP) $(ALL_LIBS) $(ALL_BINS)
