@@ -163,9 +163,16 @@ help:
 	@echo "  docs     Doxygen site in docs/html (warnings are errors)"
 	@echo "  gdb      LAB=NN: the lab's demo under gdb with its lab.gdb"
 	@echo "  deps     install what is missing (apt-get as root; else prints the packages)"
+	@echo "  compdb   compile_commands.json for clangd and other editors (both backends)"
+	@echo "  format-check  fail if clang-format (.clang-format) would change a C file"
 	@echo "  clean    remove build/ and docs/html"
 	@echo "variables:"
-	@echo "  BACKEND=cuda|sim  (default here: $(BACKEND))   LAB=NN  T=pattern  DEBUG=1  SANITIZE=1 (sim only)"
+	@echo "  BACKEND=cuda|sim  device calls to the GPU or to the CPU sim (default here: $(BACKEND))"
+	@echo "  LAB=NN   test/bench/demo/gdb one module: a lab's number or directory name, common, sim"
+	@echo "  T=pattern  tests whose name contains pattern (or matches it as a glob), gdb.NN checks included"
+	@echo "  DEBUG=1  -O0 -g3            SANITIZE=1  ASan + UBSan (sim backend only)"
+	@echo "  BUILD_ROOT=dir  where builds go (default build): dir/<backend>[-debug][-asan]; a second root"
+	@echo "           keeps, e.g., a sanitizer build of one lab apart from the everyday one"
 	@echo "  outputs go to build/<backend>[-debug][-asan]/ (now: $(BUILD))"
 
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)
