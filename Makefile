@@ -117,7 +117,7 @@ export MCCL_TEST_FILTER := $(T)
 export MCCL_MAKE_VARS := BACKEND=$(BACKEND) DEBUG=$(DEBUG) SANITIZE=$(SANITIZE) BUILD_ROOT=$(BUILD_ROOT)
 export MCCL_BIN_DIR := $(BIN)
 
-.PHONY: all test bench demo docs gdb deps clean help params-doc
+.PHONY: all test bench demo docs linkcheck gdb deps clean help params-doc
 all: $(BACKEND_DEP) $(ALL_LIBS) $(ALL_BINS)
 
 test:
@@ -146,6 +146,10 @@ gdb: all
 docs:
 	@mk/deps.sh ensure docs && mk/docs.sh
 
+# Every internal link of the built site (docs/html) resolves; CI runs it after make docs.
+linkcheck:
+	@mk/deps.sh ensure linkcheck && mk/linkcheck.sh
+
 params-doc:
 	@mk/params-doc.sh > docs/parameters.md && echo "wrote docs/parameters.md"
 
@@ -160,7 +164,7 @@ help:
 	@echo "targets:"
 	@echo "  all      build every module (default)        test   build and run the tests (aggregate line last)"
 	@echo "  demo     run each lab's example in order        bench  run the benchmarks"
-	@echo "  docs     Doxygen site in docs/html (warnings are errors)"
+	@echo "  docs     Doxygen site in docs/html (warnings are errors)   linkcheck  its internal links resolve"
 	@echo "  gdb      LAB=NN: the lab's demo under gdb with its lab.gdb"
 	@echo "  deps     install what is missing (apt-get as root; else prints the packages)"
 	@echo "  compdb   compile_commands.json for clangd and other editors (both backends)"

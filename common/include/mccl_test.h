@@ -4,8 +4,8 @@
  * @ingroup common
  *
  * A test is a `static void name(void)` function; the EXPECT_* macros record the first failure
- * (file:line, expected and actual values) and return from it. Output, one line per test:
- * `PASS suite.name (3 ms)`, `FAIL suite.name (file:line: expected ..., got ...)`,
+ * (source location, expected and actual values) and return from it. Output, one line per test:
+ * `PASS suite.name (3 ms)`, `FAIL suite.name (test_alloc.c:42: expected ..., got ...)`,
  * `SKIP suite.name (reason)`, then `N passed, N failed, N skipped`; the exit status is 1 when
  * anything failed. MCCL_TEST_FILTER (or argv[1], or `make test T=...`) selects tests by glob or
  * substring of the full name; `--list [NP]` prints the names the filter selects and runs nothing
