@@ -117,7 +117,7 @@ export MCCL_TEST_FILTER := $(T)
 export MCCL_MAKE_VARS := BACKEND=$(BACKEND) DEBUG=$(DEBUG) SANITIZE=$(SANITIZE) BUILD_ROOT=$(BUILD_ROOT)
 export MCCL_BIN_DIR := $(BIN)
 
-.PHONY: all test bench demo docs linkcheck gdb deps clean help params-doc
+.PHONY: all test bench demo docs linkcheck format-check compdb gdb deps clean help params-doc
 all: $(BACKEND_DEP) $(ALL_LIBS) $(ALL_BINS)
 
 test:
@@ -145,6 +145,16 @@ gdb: all
 
 docs:
 	@mk/deps.sh ensure docs && mk/docs.sh
+
+# C sources follow .clang-format (mk/format-check.sh says how far); CI runs it.
+format-check:
+	@mk/deps.sh ensure format-check && mk/format-check.sh
+
+# compile_commands.json for clangd: every C file with the flags this Makefile gives it, for
+# BACKEND=$(BACKEND) first, then what only the other backend compiles (sim/src).
+compdb:
+	@mk/compdb.sh $(BACKEND) > compile_commands.json.tmp && mv compile_commands.json.tmp compile_commands.json && \
+	  echo "wrote compile_commands.json ($$(grep -c '"file"' compile_commands.json) files)"
 
 # Every internal link of the built site (docs/html) resolves; CI runs it after make docs.
 linkcheck:

@@ -52,8 +52,7 @@ void mcclArgsCheck(int argc, char** argv, int maxPositional, const char* args, c
  * @param[in] max largest accepted value.
  * @return the value.
  */
-long long mcclArgsInt(int argc, char** argv, int index, const char* name, long long def, long long min,
-                      long long max);
+long long mcclArgsInt(int argc, char** argv, int index, const char* name, long long def, long long min, long long max);
 
 /** @} */
 

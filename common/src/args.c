@@ -8,7 +8,9 @@
 static const char* progName = "program";
 static const char* progArgs = "";
 
-static void usageLine(FILE* f) { fprintf(f, "usage: %s%s%s\n", progName, *progArgs ? " " : "", progArgs); }
+static void usageLine(FILE* f) {
+  fprintf(f, "usage: %s%s%s\n", progName, *progArgs ? " " : "", progArgs);
+}
 
 static void refuse(const char* fmt, const char* what) {
   fprintf(stderr, "%s: ", progName);
@@ -42,8 +44,7 @@ void mcclArgsCheck(int argc, char** argv, int maxPositional, const char* args, c
   }
 }
 
-long long mcclArgsInt(int argc, char** argv, int index, const char* name, long long def, long long min,
-                      long long max) {
+long long mcclArgsInt(int argc, char** argv, int index, const char* name, long long def, long long min, long long max) {
   if (index >= argc) return def;
   const char* s = argv[index];
   char* end = NULL;

@@ -85,7 +85,8 @@ int main(int argc, char** argv) {
   mcclArgsCheck(argc, argv, 1, "[repeats]",
                 "Lab 01's benchmark: mcclMemAlloc/mcclMemFree (VMM path) against cudaMalloc/cudaFree, then each\n"
                 "step of the VMM sequence, at 2 MiB, 64 MiB and 1 GiB.\n"
-                "  repeats  timed rounds per size, median reported: 1..100000 (default 15)\n" "Settings come from MCCL_* environment variables (docs/parameters.md).");
+                "  repeats  timed rounds per size, median reported: 1..100000 (default 15)\n"
+                "Settings come from MCCL_* environment variables (docs/parameters.md).");
   int repeats = (int)mcclArgsInt(argc, argv, 1, "repeats", 15, 1, 100000);
   int nDev = 0, nAccess = 0;
   if (cudaGetDeviceCount(&nDev) != cudaSuccess || nDev < 1 || cudaSetDevice(0) != cudaSuccess) {

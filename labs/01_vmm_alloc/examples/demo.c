@@ -152,7 +152,8 @@ out:
 
 int main(int argc, char** argv) {
   mcclArgsCheck(argc, argv, 0, "",
-                "Lab 01's narrated example: the VMM sequence by hand, then mcclMemAlloc used from every device.\nSettings come from MCCL_* environment variables (docs/parameters.md).");
+                "Lab 01's narrated example: the VMM sequence by hand, then mcclMemAlloc used from every device.\n"
+                "Settings come from MCCL_* environment variables (docs/parameters.md).");
   int nDev = 0, driver = 0;
   if (cudaGetDeviceCount(&nDev) != cudaSuccess || nDev < 1) {
     printf("no CUDA device visible\n");

@@ -48,7 +48,8 @@ int main(int argc, char** argv) {
                 "Lab 02's benchmark: H2D and D2H copy bandwidth from pageable, cudaHostAlloc and cuMem host-NUMA\n"
                 "memory, sizes 1 MiB doubling up to maxMiB.\n"
                 "  maxMiB   largest size in MiB: 1..65536 (default 256)\n"
-                "  repeats  timed copies per size, median reported: 1..10000 (default 10)\n" "Settings come from MCCL_* environment variables (docs/parameters.md).");
+                "  repeats  timed copies per size, median reported: 1..10000 (default 10)\n"
+                "Settings come from MCCL_* environment variables (docs/parameters.md).");
   long maxMiB = (long)mcclArgsInt(argc, argv, 1, "maxMiB", 256, 1, 65536);
   int repeats = (int)mcclArgsInt(argc, argv, 2, "repeats", 10, 1, 10000);
   size_t maxBytes = (size_t)maxMiB * MiB;

@@ -42,7 +42,9 @@ static mcclResult_t bothWays(const char* what, void* host, void* dev, size_t n, 
 
 int main(int argc, char** argv) {
   mcclArgsCheck(argc, argv, 0, "",
-                "Lab 02's narrated example: cuMem host-NUMA, cudaHostAlloc and registered memory, each written by\nthe CPU and read by the device, then the other way. Settings come from MCCL_* environment variables (docs/parameters.md).");
+                "Lab 02's narrated example: cuMem host-NUMA, cudaHostAlloc and registered memory, each written\n"
+                "by the CPU and read by the device, then the other way.\n"
+                "Settings come from MCCL_* environment variables (docs/parameters.md).");
   mcclResult_t res = mcclSuccess;
   int nDev = 0, driver = 0, numa = -1;
   CUdevice dev;

@@ -137,7 +137,8 @@ int main(int argc, char** argv) {
                 "Lab 04's benchmark: device 0 -> device 1 through the SHM FIFO, one way and both ways, beside the\n"
                 "copies it is made of; sizes 64 KiB times 4 up to maxBytes (two forked processes).\n"
                 "  maxBytes  largest size, a number with an optional K, M or G suffix: 64K..16G\n"
-                "            (default 1G; 64M on the sim backend, where copies are memcpy)\n" "Settings come from MCCL_* environment variables (docs/parameters.md).");
+                "            (default 1G; 64M on the sim backend, where copies are memcpy)\n"
+                "Settings come from MCCL_* environment variables (docs/parameters.md).");
   // The sim copies with memcpy on host threads: 64 MiB already shows the shape of the curve.
   size_t maxBytes = strcmp(MCCL_BACKEND_NAME, "sim") == 0 ? (64u << 20) : (1u << 30);
   maxBytes = (size_t)mcclArgsInt(argc, argv, 1, "maxBytes", (long long)maxBytes, 64 << 10, 16LL << 30);

@@ -153,7 +153,9 @@ static int receiver(uint64_t hash) {
 
 int main(int argc, char** argv) {
   mcclArgsCheck(argc, argv, 0, "",
-                "Lab 04's narrated example: a message from a forked sender's device to this process's device\nthrough the SHM FIFO. Settings come from MCCL_* environment variables (docs/parameters.md).");
+                "Lab 04's narrated example: a message from a forked sender's device to this process's device\n"
+                "through the SHM FIFO.\n"
+                "Settings come from MCCL_* environment variables (docs/parameters.md).");
   // Small slots so a short message takes several steps; no timeouts while someone single-steps.
   setvbuf(stdout, NULL, _IOLBF, 0);
   setenv("MCCL_BUFFSIZE", "65536", 0);

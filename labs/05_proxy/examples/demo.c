@@ -96,7 +96,9 @@ done:
 
 int main(int argc, char** argv) {
   mcclArgsCheck(argc, argv, 0, "",
-                "Lab 05's narrated example: rank 0 sends to a forked rank 1 through SHM, moved by the proxy\nthreads. Settings come from MCCL_* environment variables (docs/parameters.md).");
+                "Lab 05's narrated example: rank 0 sends to a forked rank 1 through SHM, moved by the proxy\n"
+                "threads.\n"
+                "Settings come from MCCL_* environment variables (docs/parameters.md).");
   // No CUDA call before fork(): a child cannot use CUDA once its parent initialised it.
   mcclUniqueId id;
   if (mcclGetUniqueId(&id) != mcclSuccess) return 1;

@@ -302,7 +302,8 @@ static mcclResult_t runHook(asyncOp* op, int* done) {
     if (tc->proxySetup == NULL) { *done = 1; return mcclSuccess; }
     mcclResult_t res = tc->proxySetup(&e->conn, op->req, op->h.reqSize, op->resp, op->h.respSize, done);
     // What the hook allocated for the peer becomes exportable once setup is done.
-    if (res == mcclSuccess && *done && e->conn.exportHandle) res = mcclProxyRegisterExport(e->proxy, e->conn.exportHandle);
+    if (res == mcclSuccess && *done && e->conn.exportHandle)
+      res = mcclProxyRegisterExport(e->proxy, e->conn.exportHandle);
     return res;
   }
   if (tc->proxyConnect == NULL) { *done = 1; return mcclSuccess; }
@@ -426,7 +427,8 @@ static void progressAsyncOps(mcclProxyState* p) {
     mcclResult_t hr = runHook(op, &done);
     if (hr == mcclSuccess && !done) { pp = &op->next; continue; }
     TRACE(MCCL_PROXY, "Proxy %d: async op 0x%llx finished: %d", p->rank, (unsigned long long)op->h.opId, hr);
-    if (respond(p, op->client, op->h.opId, hr, op->resp, op->h.respSize) != mcclSuccess && p->clientFds[op->client] >= 0) {
+    if (respond(p, op->client, op->h.opId, hr, op->resp, op->h.respSize) != mcclSuccess &&
+        p->clientFds[op->client] >= 0) {
       close(p->clientFds[op->client]);
       p->clientFds[op->client] = -1;
     }

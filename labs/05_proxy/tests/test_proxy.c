@@ -422,6 +422,7 @@ static void shmSendRecvInProcess(void) {
   EXPECT_EQ(mcclTestCountFds(), fds0);
 }
 
-MCCL_TEST_MAIN(MCCL_TEST_CASE(createDestroyCounts), MCCL_TEST_CASE(exportRegistry), MCCL_TEST_CASE(setupRpcs), MCCL_TEST_CASE(manyOpsInOrder),
-               MCCL_TEST_CASE(badOpArguments), MCCL_TEST_CASE(abortInFlight), MCCL_TEST_CASE(stopInFlight),
-               MCCL_TEST_CASE(idleCpuAndWakeup), MCCL_TEST_CASE(cpusetPinning), MCCL_TEST_CASE(shmSendRecvInProcess))
+MCCL_TEST_MAIN(MCCL_TEST_CASE(createDestroyCounts), MCCL_TEST_CASE(exportRegistry), MCCL_TEST_CASE(setupRpcs),
+               MCCL_TEST_CASE(manyOpsInOrder), MCCL_TEST_CASE(badOpArguments), MCCL_TEST_CASE(abortInFlight),
+               MCCL_TEST_CASE(stopInFlight), MCCL_TEST_CASE(idleCpuAndWakeup), MCCL_TEST_CASE(cpusetPinning),
+               MCCL_TEST_CASE(shmSendRecvInProcess))
