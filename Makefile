@@ -4,7 +4,7 @@ SHELL := /bin/bash
 include mk/config.mk
 
 # Modules in layer order: common, the labs in number order, final. sim/ is the backend, built
-# only for BACKEND=sim. A lab links itself and every lab below it (see ARCHITECTURE.md).
+# only for BACKEND=sim. A lab links itself and every lab below it (see docs/architecture.md).
 LAB_DIRS := $(sort $(wildcard labs/[0-9][0-9]_*))
 LAYERS := common $(LAB_DIRS) $(wildcard final)
 # LAB=NN (or its directory name, LAB=common, LAB=sim; several separated by spaces) narrows

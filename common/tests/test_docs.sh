@@ -4,7 +4,8 @@
 # count by hand (counts go stale; docs/results/ pages are generated from logs by mk/results-md.py).
 #
 # A command line in a fenced block: after optional VAR=value words, `make ...`, `build/...` or
-# `mk/...`; an alternative in its comment (`# or: build/...`) counts too. How each is run:
+# `mk/...`; an alternative in its comment (`# or: build/...`) counts too, and so does an inline
+# `make ...` span in the prose. How each is run:
 #   make test/bench ...   with MCCL_DRY_RUN=1: LAB and T must select something; nothing runs
 #   make gdb ...          make -n (gdb is interactive; make test's gdb.NN runs each lab.gdb)
 #   make (other targets)  as written (help, demo, all: cheap on the sim)
@@ -19,6 +20,8 @@ skip_list=(
   '^make( .*)? docs( |$)@@runs Doxygen; .ci/run builds the site and checks its links'
   '^make( .*)? (clean|compdb)( |$)@@rewrites the build tree or compile_commands.json under a running make test'
   '^mk/gpu-run\.sh@@needs GPUs'
+  '^make( .*)? params-doc( |$)@@rewrites docs/parameters.md; test_common checks that it is current'
+  'LAB=NN( |$)@@NN is a placeholder'
 )
 
 doc_files() { ls README.md sim/README.md labs/*/README.md docs/*.md 2>/dev/null; }
@@ -27,7 +30,13 @@ doc_files() { ls README.md sim/README.md labs/*/README.md docs/*.md 2>/dev/null;
 commands() {
   awk '
     /^[[:space:]]*```/ { inb = !inb; next }
-    !inb { next }
+    !inb {  # prose: inline `make ...` spans
+      rest = $0
+      while (match(rest, /`make [^`]*`/)) {
+        printf "%d\t%s\n", NR, substr(rest, RSTART + 1, RLENGTH - 2); rest = substr(rest, RSTART + RLENGTH)
+      }
+      next
+    }
     {
       line = $0; alt = ""
       if (match(line, /#[[:space:]]*or:[[:space:]]*/)) alt = substr(line, RSTART + RLENGTH)

@@ -1,5 +1,5 @@
 // Repository checks that keep the docs honest: every device call a lab makes is in the device
-// contract, and every lab has the parts CONVENTIONS.md asks for. Run from the repository root.
+// contract, and every lab has the parts docs/architecture.md lists. Run from the repository root.
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
