@@ -4,15 +4,21 @@ SHELL := /bin/bash
 include mk/config.mk
 
 # Modules in layer order: common, the labs in number order, final. sim/ is the backend, built
-# only for BACKEND=sim. A lab links itself and every lab below it (see ARCHITECTURE.md).
+# only for BACKEND=sim. A lab links itself and every lab below it (see docs/architecture.md).
 LAB_DIRS := $(sort $(wildcard labs/[0-9][0-9]_*))
 LAYERS := common $(LAB_DIRS) $(wildcard final)
-# LAB=NN (or LAB=common, LAB=sim) narrows test/bench/gdb/demo; T=pattern narrows tests by name.
+# LAB=NN (or its directory name, LAB=common, LAB=sim; several separated by spaces) narrows
+# test/bench/gdb/demo; T=pattern narrows tests by name. A LAB that names no module is an error.
 LAB ?=
 T ?=
 modid = $(if $(filter labs/%,$(1)),$(patsubst labs/%,%,$(1)),$(1))
 labnum = $(firstword $(subst _, ,$(call modid,$(1))))
-selected = $(if $(LAB),$(foreach m,$(1),$(if $(filter $(LAB)%,$(call modid,$(m))),$(m))),$(1))
+lab_matches = $(strip $(foreach m,$(2),$(if $(filter $(1),$(call modid,$(m)) $(call labnum,$(m))),$(m))))
+selected = $(if $(LAB),$(foreach l,$(LAB),$(call lab_matches,$(l),$(1))),$(1))
+# $(call need_lab,target,modules that have something for it): stop, naming them, if LAB selects none.
+need_lab = $(foreach l,$(LAB),$(if $(call lab_matches,$(l),$(2)),,$(error make $(1): LAB=$(l) names no module \
+  with $(1) entries. LAB is one of: $(foreach m,$(2),$(call modid,$(m))); a lab's number is enough, e.g. LAB=$(call \
+  labnum,$(lastword $(2))))))
 
 ALL_LIBS :=
 ALL_BINS :=
@@ -88,9 +94,17 @@ $(foreach m,$(LAYERS),$(eval $(call MODULE_BINS,$(m))))
 # ---- what test/bench/demo/gdb run --------------------------------------------------------
 TEST_MODULES := $(call selected,common sim $(LAB_DIRS) $(wildcard final))
 TEST_ENTRIES := $(foreach m,$(TEST_MODULES),$(foreach s,$(sort $(wildcard $(m)/tests/*.c)),$(call entry,$(m),$(s))) \
+                  $(foreach s,$(sort $(wildcard $(m)/tests/test_*.sh)),sh:$(s)) \
                   $(if $(wildcard $(m)/lab.gdb),gdb:$(m):$(BIN)/$($(m)_ID)/demo))
 BENCH_ENTRIES := $(foreach m,$(TEST_MODULES),$(foreach s,$(sort $(wildcard $(m)/bench/*.c)),$(subst mpi:2$(comma)4,mpi:2,$(call entry,$(m),$(s)))))
 DEMO_MODULES := $(call selected,$(LAB_DIRS) $(wildcard final))
+# Modules that have something for each target (what LAB may name).
+HAS_test := $(foreach m,common sim $(LAB_DIRS) $(wildcard final),$(if $(wildcard $(m)/tests/*.c $(m)/tests/test_*.sh $(m)/lab.gdb),$(m)))
+HAS_bench := $(foreach m,common sim $(LAB_DIRS) $(wildcard final),$(if $(wildcard $(m)/bench/*.c),$(m)))
+HAS_demo := $(foreach m,$(LAB_DIRS) $(wildcard final),$(if $(wildcard $(m)/examples/demo.c $(m)/examples/mpi_demo.c),$(m)))
+HAS_gdb := $(foreach m,$(LAB_DIRS) $(wildcard final),$(if $(wildcard $(m)/lab.gdb),$(m)))
+# Checked when the goal is read, before anything is built (and by make -n too).
+$(foreach g,test bench demo gdb,$(if $(filter $(g),$(MAKECMDGOALS)),$(call need_lab,$(g),$(HAS_$(g)))))
 
 export MPIRUN MPIRUN_FLAGS BACKEND
 ifeq ($(SANITIZE),1)
@@ -99,8 +113,11 @@ ifeq ($(SANITIZE),1)
   export UBSAN_OPTIONS := print_stacktrace=1:halt_on_error=1
 endif
 export MCCL_TEST_FILTER := $(T)
+# What the shell tests pass to the make they run, so that it builds and runs this same variant.
+export MCCL_MAKE_VARS := BACKEND=$(BACKEND) DEBUG=$(DEBUG) SANITIZE=$(SANITIZE) BUILD_ROOT=$(BUILD_ROOT)
+export MCCL_BIN_DIR := $(BIN)
 
-.PHONY: all test bench demo docs gdb deps clean help params-doc
+.PHONY: all test bench demo docs linkcheck format-check compdb gdb deps clean help params-doc
 all: $(BACKEND_DEP) $(ALL_LIBS) $(ALL_BINS)
 
 test:
@@ -114,19 +131,34 @@ demo:
 	@set -e; for m in $(DEMO_MODULES); do \
 	  id=$${m#labs/}; \
 	  printf '\n======== %s (%s backend) ========\n' "$$id" "$(BACKEND)"; \
-	  if [ -x $(BIN)/$$id/mpi_demo ]; then $(MPIRUN) $(MPIRUN_FLAGS) -np 2 $(BIN)/$$id/mpi_demo; \
-	  elif [ -x $(BIN)/$$id/demo ]; then $(BIN)/$$id/demo; fi; \
-	done; printf '\nDemo finished: every lab example above ran on the %s backend.\n' "$(BACKEND)"
+	  run=; [ -z "$$MCCL_DRY_RUN" ] || run=echo; \
+	  if [ -x $(BIN)/$$id/mpi_demo ]; then $$run $(MPIRUN) $(MPIRUN_FLAGS) -np 2 $(BIN)/$$id/mpi_demo; \
+	  elif [ -x $(BIN)/$$id/demo ]; then $$run $(BIN)/$$id/demo; fi; \
+	done; [ -n "$$MCCL_DRY_RUN" ] || printf '\nDemo finished: every lab example above ran on the %s backend.\n' "$(BACKEND)"
 
 gdb: all
-	@m="$(firstword $(filter-out common sim,$(call selected,$(LAB_DIRS))))"; \
-	if [ -z "$(LAB)" ] || [ -z "$$m" ]; then echo "usage: make gdb LAB=NN (one of: $(notdir $(LAB_DIRS)))"; exit 2; fi; \
+	@m="$(firstword $(call selected,$(HAS_gdb)))"; \
+	if [ -z "$(LAB)" ] || [ -z "$$m" ]; then echo "usage: make gdb LAB=NN (one of: $(notdir $(HAS_gdb)))"; exit 2; fi; \
 	dbg=$$(command -v gdb || command -v cuda-gdb); \
 	[ -n "$$dbg" ] || { echo "no gdb found: run 'make deps'"; exit 2; }; \
 	exec $$dbg -q -ex 'set breakpoint pending on' -x $$m/lab.gdb --args $(BIN)/$${m#labs/}/demo
 
 docs:
 	@mk/deps.sh ensure docs && mk/docs.sh
+
+# C sources follow .clang-format (mk/format-check.sh says how far); CI runs it.
+format-check:
+	@mk/deps.sh ensure format-check && mk/format-check.sh
+
+# compile_commands.json for clangd: every C file with the flags this Makefile gives it, for
+# BACKEND=$(BACKEND) first, then what only the other backend compiles (sim/src).
+compdb:
+	@mk/compdb.sh $(BACKEND) > compile_commands.json.tmp && mv compile_commands.json.tmp compile_commands.json && \
+	  echo "wrote compile_commands.json ($$(grep -c '"file"' compile_commands.json) files)"
+
+# Every internal link of the built site (docs/html) resolves; CI runs it after make docs.
+linkcheck:
+	@mk/deps.sh ensure linkcheck && mk/linkcheck.sh
 
 params-doc:
 	@mk/params-doc.sh > docs/parameters.md && echo "wrote docs/parameters.md"
@@ -142,12 +174,19 @@ help:
 	@echo "targets:"
 	@echo "  all      build every module (default)        test   build and run the tests (aggregate line last)"
 	@echo "  demo     run each lab's example in order        bench  run the benchmarks"
-	@echo "  docs     Doxygen site in docs/html (warnings are errors)"
+	@echo "  docs     Doxygen site in docs/html (warnings are errors)   linkcheck  its internal links resolve"
 	@echo "  gdb      LAB=NN: the lab's demo under gdb with its lab.gdb"
 	@echo "  deps     install what is missing (apt-get as root; else prints the packages)"
+	@echo "  compdb   compile_commands.json for clangd and other editors (both backends)"
+	@echo "  format-check  fail if clang-format (.clang-format) would change a C file"
 	@echo "  clean    remove build/ and docs/html"
 	@echo "variables:"
-	@echo "  BACKEND=cuda|sim  (default here: $(BACKEND))   LAB=NN  T=pattern  DEBUG=1  SANITIZE=1 (sim only)"
+	@echo "  BACKEND=cuda|sim  device calls to the GPU or to the CPU sim (default here: $(BACKEND))"
+	@echo "  LAB=NN   test/bench/demo/gdb one module: a lab's number or directory name, common, sim"
+	@echo "  T=pattern  tests whose name contains pattern (or matches it as a glob), gdb.NN checks included"
+	@echo "  DEBUG=1  -O0 -g3            SANITIZE=1  ASan + UBSan (sim backend only)"
+	@echo "  BUILD_ROOT=dir  where builds go (default build): dir/<backend>[-debug][-asan]; a second root"
+	@echo "           keeps, e.g., a sanitizer build of one lab apart from the everyday one"
 	@echo "  outputs go to build/<backend>[-debug][-asan]/ (now: $(BUILD))"
 
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)

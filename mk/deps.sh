@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
 # make deps: install what minccl needs from Debian/Ubuntu packages.
 #   deps.sh install        install every missing package (apt-get as root, else print the command)
-#   deps.sh ensure TARGET  called by make test/demo/bench/docs: install what is missing if we can;
+#   deps.sh ensure TARGET  called by make test/demo/bench/docs/linkcheck/format-check: install what is missing if we can;
 #                          fail only if something TARGET cannot work without is still missing.
 set -u
 mode=${1:-install}; target=${2:-all}
 CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")")}
 
 # command -> package
-declare -A pkg=([mpicc]=libopenmpi-dev [mpirun]=openmpi-bin [doxygen]=doxygen [dot]=graphviz [gdb]=gdb)
+declare -A pkg=([mpicc]=libopenmpi-dev [mpirun]=openmpi-bin [doxygen]=doxygen [dot]=graphviz [gdb]=gdb
+               [linkchecker]=linkchecker [clang-format]=clang-format)
 # What each target needs (required) and can use (wanted: gdb lets `make test` check lab.gdb,
 # SKIP otherwise). `make deps` wants everything.
 case "$target" in
   test) required="mpicc mpirun"; wanted="mpicc mpirun gdb" ;;
   demo|bench) required="mpicc mpirun"; wanted="$required" ;;
   docs) required="doxygen dot"; wanted="$required" ;;
+  linkcheck) required="linkchecker"; wanted="$required" ;;
+  format-check) required="clang-format"; wanted="$required" ;;
   *) required=""; wanted="${!pkg[*]}" ;;
 esac
 [ "$mode" = install ] && wanted="${!pkg[*]}"

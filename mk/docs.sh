@@ -19,4 +19,6 @@ if ! { cat docs/Doxyfile; echo "INPUT = $inputs"; echo "USE_MDFILE_AS_MAINPAGE =
   exit 1
 fi
 if [ -s "$log" ]; then cat "$log"; fi
+# The results pages link their raw logs (docs/results/<run>/*.log) relative to the page: copy them.
+for d in docs/results/*/; do [ -d "$d" ] && cp -r "$d" docs/html/; done
 echo "docs: site built in docs/html/index.html from: $inputs"

@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
 # Runs test entries and prints one aggregate line last: "N passed, N failed, N skipped".
-# Entries: plain:BIN | mpi:NP[,NP...]:BIN | gdb:MODULE_DIR:DEMO_BIN
+# Entries: plain:BIN | mpi:NP[,NP...]:BIN | gdb:MODULE_DIR:DEMO_BIN | sh:SCRIPT
 # Each binary's own closing line is folded into a '#' comment so the aggregate is the only one.
+# MCCL_TEST_FILTER (make's T) selects tests by name in every entry: a pattern with * ? [ is a glob,
+# else a substring (as in common/src/test.c); gdb checks are named gdb.<module>, e.g. gdb.05_proxy.
+# A filter that selects nothing is an error (exit 2) that lists every test.
+# MCCL_DRY_RUN=1: print the names of the selected tests and run nothing (the docs test uses it).
+# MCCL_TEST_NESTED=1 (set by the shell tests that call make test): leave out the sh: entries.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 TIMEOUT=${MCCL_TEST_TIMEOUT:-900}
+FILTER=${MCCL_TEST_FILTER:-}
+LIST=${MCCL_DRY_RUN:-}
 pass=0 fail=0 skip=0
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
@@ -26,24 +33,71 @@ run_one() {  # name, command...
   pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + s))
 }
 
-for e in "$@"; do
-  kind=${e%%:*}; rest=${e#*:}
+matches() {  # name: does FILTER select it?
+  local p=$FILTER
+  [ -z "$p" ] && return 0
+  case "$p" in *[*?[]*) ;; *) p="*$p*" ;; esac
+  [[ $1 == $p ]]
+}
+
+names() {  # filter kind rest [np]: the names of the tests this entry (or one np of it) selects
+  local f=$1 kind=$2 rest=$3 np=${4:-} out="" rc=0
+  case "$kind" in
+    plain|sh) out=$(MCCL_TEST_FILTER=$f "$rest" --list 2>&1); rc=$? ;;
+    mpi) out=$(MCCL_TEST_FILTER=$f "${rest#*:}" --list "$np" 2>&1); rc=$? ;;
+    gdb) local n="gdb.$(basename "${rest%%:*}")"; out=$(FILTER=$f; matches "$n" && echo "$n"); rc=0 ;;
+  esac
+  # A binary that cannot list its tests is selected, so that running it reports why.
+  if [ "$rc" -ne 0 ]; then echo "${rest#*:} (cannot list its tests: exit $rc)"; else printf '%s' "$out${out:+$'\n'}"; fi
+}
+
+units() {  # one line per runnable unit: kind<TAB>rest<TAB>np
+  local e kind rest np
+  for e in "$@"; do
+    kind=${e%%:*}; rest=${e#*:}
+    case "$kind" in
+      plain|gdb) printf '%s\t%s\t\n' "$kind" "$rest" ;;
+      sh) [ "${MCCL_TEST_NESTED:-}" = 1 ] || printf '%s\t%s\t\n' "$kind" "$rest" ;;
+      mpi) for np in $(echo "${rest%%:*}" | tr , ' '); do printf '%s\t%s\t%s\n' "$kind" "$rest" "$np"; done ;;
+      *) echo "runtests: bad entry '$e'" >&2; exit 2 ;;
+    esac
+  done
+}
+
+list=$(units "$@") || exit 2
+nsel=0
+# fd 3: the tests must not read the list as their stdin.
+while IFS=$'\t' read -r -u 3 kind rest np; do
+  [ -n "$kind" ] || continue
+  if [ -n "$FILTER" ] || [ -n "$LIST" ]; then
+    sel=$(names "$FILTER" "$kind" "$rest" "$np")
+    [ -n "$sel" ] || continue
+    nsel=$((nsel + $(printf '%s\n' "$sel" | wc -l)))
+    if [ -n "$LIST" ]; then printf '%s\n' "$sel"; continue; fi
+  fi
   case "$kind" in
     plain) run_one "$(basename "$(dirname "$rest")")/$(basename "$rest")" "$rest" ;;
+    sh) run_one "$(basename "$(dirname "$(dirname "$rest")")")/$(basename "$rest" .sh)" "$rest" ;;
     mpi)
-      nps=${rest%%:*}; bin=${rest#*:}
-      for np in ${nps//,/ }; do
-        # Open MPI's own allocations outlive MPI_Finalize and show as <unknown module> once its
-        # components are unloaded, so LeakSanitizer cannot be suppressed by library there: leaks
-        # are checked by the single-process tests, ASan/UBSan errors still fail MPI runs.
-        run_one "$(basename "$(dirname "$bin")")/$(basename "$bin")@np$np" \
-          env ${ASAN_OPTIONS+ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0"} $MPIRUN $MPIRUN_FLAGS -np "$np" "$bin"
-      done ;;
+      bin=${rest#*:}
+      # Open MPI's own allocations outlive MPI_Finalize and show as <unknown module> once its
+      # components are unloaded, so LeakSanitizer cannot be suppressed by library there: leaks
+      # are checked by the single-process tests, ASan/UBSan errors still fail MPI runs.
+      run_one "$(basename "$(dirname "$bin")")/$(basename "$bin")@np$np" \
+        env ${ASAN_OPTIONS+ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0"} $MPIRUN $MPIRUN_FLAGS -np "$np" "$bin" ;;
     gdb)
       dir=${rest%%:*}; bin=${rest#*:}
       run_one "gdb:$(basename "$dir")" "$here/gdbcheck.sh" "$dir" "$bin" ;;
-    *) echo "runtests: bad entry '$e'" >&2; exit 2 ;;
   esac
-done
+done 3<<<"$list"
+
+if [ -n "$FILTER" ] && [ "$nsel" -eq 0 ]; then
+  {
+    echo "runtests: T='$FILTER' matches no test. The tests (T is a substring, or a glob with * ? [):"
+    while IFS=$'\t' read -r kind rest np; do [ -z "$kind" ] || names "" "$kind" "$rest" "$np"; done <<<"$list" | sed 's/^/  /'
+  } >&2
+  exit 2
+fi
+if [ -n "$LIST" ]; then echo "# $nsel tests selected"; exit 0; fi
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]

@@ -4,7 +4,7 @@
  * @ingroup common
  *
  * Each macro evaluates a call once. On failure the error is logged once, where it is first
- * seen (WARN with the call text, file:line and the CUDA/errno string), and the enclosing
+ * seen (WARN with the call text, the source location and the CUDA/errno string), and the enclosing
  * function returns a mcclResult_t. MCCLCHECK only propagates: it adds an INFO traceback line,
  * never a second WARN. The ...GOTO(call, res, label) forms store the result in `res` and jump
  * to a clean-up label instead of returning.

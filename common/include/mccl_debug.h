@@ -5,7 +5,7 @@
  *
  * Chosen at run time with MCCL_DEBUG=WARN|INFO|TRACE (default: none; WARN is still printed)
  * and MCCL_DEBUG_SUBSYS=INIT,ALLOC,... (a leading ^ excludes). Lines look like
- * `host:pid:tid [rank] MCCL INFO ...`; WARN lines add file:line.
+ * `host:pid:tid [rank] MCCL INFO ...`; WARN lines add the source location (alloc.c:144).
  */
 #ifndef MCCL_DEBUG_H_
 #define MCCL_DEBUG_H_
@@ -66,7 +66,7 @@ mcclDebugLogLevel mcclDebugLevel(void);
  */
 void mcclDebugSetRank(int rank);
 
-/** @brief An error, printed unless MCCL_DEBUG=NONE, always with file:line. */
+/** @brief An error, printed unless MCCL_DEBUG=NONE, always with its source location (alloc.c:144). */
 #define WARN(...) mcclDebugLog(MCCL_LOG_WARN, MCCL_ALL, __FILE__, __LINE__, __VA_ARGS__)
 /** @brief Progress information for subsystem FLAGS, shown with MCCL_DEBUG=INFO. */
 #define INFO(FLAGS, ...)                                                                     \

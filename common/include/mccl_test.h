@@ -4,11 +4,12 @@
  * @ingroup common
  *
  * A test is a `static void name(void)` function; the EXPECT_* macros record the first failure
- * (file:line, expected and actual values) and return from it. Output, one line per test:
- * `PASS suite.name (3 ms)`, `FAIL suite.name (file:line: expected ..., got ...)`,
+ * (source location, expected and actual values) and return from it. Output, one line per test:
+ * `PASS suite.name (3 ms)`, `FAIL suite.name (test_alloc.c:42: expected ..., got ...)`,
  * `SKIP suite.name (reason)`, then `N passed, N failed, N skipped`; the exit status is 1 when
  * anything failed. MCCL_TEST_FILTER (or argv[1], or `make test T=...`) selects tests by glob or
- * substring of the full name. Random inputs come from mcclTestRand(), seeded from
+ * substring of the full name; `--list [NP]` prints the names the filter selects and runs nothing
+ * (NP: the name a run on NP MPI processes gives). Random inputs come from mcclTestRand(), seeded from
  * MCCL_TEST_SEED or the clock; the seed is printed so a failure can be replayed.
  *
  * @code
@@ -114,7 +115,7 @@ int mcclTestCountThreads(void);
 
 /**
  * @brief Run the selected cases and print one result line each, then the totals.
- * @param[in] argc,argv the program's arguments; argv[1], if any, is the name filter.
+ * @param[in] argc,argv the program's arguments; argv[1], if any, is the name filter, or `--list [NP]`.
  * @param[in] cases the test cases.
  * @param[in] nCases how many.
  * @param[in] hooks multi-process hooks, or NULL for a single process.

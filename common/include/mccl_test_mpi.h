@@ -47,17 +47,19 @@ static inline uint64_t mcclTestMpiShareSeed_(uint64_t seed) {
 }
 
 /** @brief main() of a test binary run under mpirun. */
-#define MCCL_TEST_MAIN_MPI(...)                                                                  \
-  int main(int argc, char** argv) {                                                              \
-    static const mcclTestCase cases_[] = {__VA_ARGS__};                                         \
-    MPI_Init(&argc, &argv);                                                                      \
-    MPI_Comm_rank(MPI_COMM_WORLD, &mcclTestMpiRank_);                                            \
-    MPI_Comm_size(MPI_COMM_WORLD, &mcclTestMpiSize_);                                            \
-    mcclDebugSetRank(mcclTestMpiRank_);                                                          \
-    mcclTestHooks hooks_ = {mcclTestMpiCombine_, mcclTestMpiShareSeed_, mcclTestMpiRank_ == 0, mcclTestMpiSize_};  \
-    int rc_ = mcclTestMain(argc, argv, cases_, (int)(sizeof(cases_) / sizeof(cases_[0])), &hooks_); \
-    MPI_Finalize();                                                                              \
-    return rc_;                                                                                  \
+#define MCCL_TEST_MAIN_MPI(...)                                                                                   \
+  int main(int argc, char** argv) {                                                                               \
+    static const mcclTestCase cases_[] = {__VA_ARGS__};                                                           \
+    if (argc > 1 && strcmp(argv[1], "--list") == 0) /* names only: no MPI needed */                               \
+      return mcclTestMain(argc, argv, cases_, (int)(sizeof(cases_) / sizeof(cases_[0])), NULL);                   \
+    MPI_Init(&argc, &argv);                                                                                       \
+    MPI_Comm_rank(MPI_COMM_WORLD, &mcclTestMpiRank_);                                                             \
+    MPI_Comm_size(MPI_COMM_WORLD, &mcclTestMpiSize_);                                                             \
+    mcclDebugSetRank(mcclTestMpiRank_);                                                                           \
+    mcclTestHooks hooks_ = {mcclTestMpiCombine_, mcclTestMpiShareSeed_, mcclTestMpiRank_ == 0, mcclTestMpiSize_}; \
+    int rc_ = mcclTestMain(argc, argv, cases_, (int)(sizeof(cases_) / sizeof(cases_[0])), &hooks_);               \
+    MPI_Finalize();                                                                                               \
+    return rc_;                                                                                                   \
   }
 
 /** @} */

@@ -105,10 +105,21 @@ int mcclTestMain(int argc, char** argv, const mcclTestCase* cases, int nCases, c
   static const mcclTestHooks single = {NULL, NULL, 1, 1};
   if (hooks == NULL) hooks = &single;
   setvbuf(stdout, NULL, _IOLBF, 0);
-  const char* pattern = argc > 1 ? argv[1] : getenv("MCCL_TEST_FILTER");
+  // `--list [NP]`: print the names the filter selects (as a run on NP processes names them), run nothing.
+  int list = argc > 1 && strcmp(argv[1], "--list") == 0;
+  int nprocs = list && argc > 2 ? atoi(argv[2]) : hooks->nprocs;
+  const char* pattern = argc > 1 && !list ? argv[1] : getenv("MCCL_TEST_FILTER");
   char suite[256];
   suiteName(argv[0], suite, sizeof(suite));
-  if (hooks->nprocs > 1) snprintf(suite + strlen(suite), sizeof(suite) - strlen(suite), "@np%d", hooks->nprocs);
+  if (nprocs > 1) snprintf(suite + strlen(suite), sizeof(suite) - strlen(suite), "@np%d", nprocs);
+  if (list) {
+    for (int i = 0; i < nCases; i++) {
+      char full[512];
+      snprintf(full, sizeof(full), "%s.%s", suite, cases[i].name);
+      if (selected(pattern, full)) printf("%s\n", full);
+    }
+    return 0;
+  }
 
   const char* s = getenv("MCCL_TEST_SEED");
   seed = (s && *s) ? strtoull(s, NULL, 0) : ((uint64_t)time(NULL) * 2654435761u) ^ ((uint64_t)getpid() << 16);

@@ -93,7 +93,8 @@ static void harnessOutput(void) {
   int sawPass = 0, sawFail = 0, sawSkip = 0, sawTotal = 0, sawSeed = 0;
   while (fgets(line, sizeof(line), p)) {
     if (strncmp(line, "PASS ", 5) == 0 && strstr(line, "selfcheckPass")) sawPass = 1;
-    if (strncmp(line, "FAIL ", 5) == 0 && strstr(line, "test_common.c:") && strstr(line, "expected 2 + 2 == 5 (5), got 4"))
+    if (strncmp(line, "FAIL ", 5) == 0 && strstr(line, "test_common.c:") &&
+        strstr(line, "expected 2 + 2 == 5 (5), got 4"))
       sawFail = 1;
     if (strncmp(line, "SKIP ", 5) == 0 && strstr(line, "(no hardware)")) sawSkip = 1;
     if (strcmp(line, "1 passed, 1 failed, 1 skipped\n") == 0) sawTotal = 1;

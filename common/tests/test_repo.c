@@ -1,5 +1,5 @@
 // Repository checks that keep the docs honest: every device call a lab makes is in the device
-// contract, and every lab has the parts CONVENTIONS.md asks for. Run from the repository root.
+// contract, and every lab has the parts docs/architecture.md lists. Run from the repository root.
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +40,8 @@ static void deviceContractComplete(void) {
   }
   pclose(p);
   if (nCalls == 0) SKIP("no lab makes a device call yet");
-  if (nMissing) mcclTestFailAt(__FILE__, __LINE__, "expected every device call in docs/device-contract.md, missing:%s", missing);
+  if (nMissing)
+    mcclTestFailAt(__FILE__, __LINE__, "expected every device call in docs/device-contract.md, missing:%s", missing);
 }
 
 // Each lab has its public header, demo, lab.gdb and a README with the fixed sections.

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include "mccl_args.h"
 #include "mccl_alloc.h"
 #include "mccl_checks.h"
 #include "mccl_param.h"
@@ -81,11 +82,12 @@ static mcclResult_t round1(size_t size, int nAccess, const CUmemAccessDesc* desc
 }
 
 int main(int argc, char** argv) {
-  int repeats = argc > 1 ? atoi(argv[1]) : 15;
-  if (repeats < 1 || repeats > 100000) {
-    fprintf(stderr, "usage: %s [repeats 1..100000]\n", argv[0]);
-    return 2;
-  }
+  mcclArgsCheck(argc, argv, 1, "[repeats]",
+                "Lab 01's benchmark: mcclMemAlloc/mcclMemFree (VMM path) against cudaMalloc/cudaFree, then each\n"
+                "step of the VMM sequence, at 2 MiB, 64 MiB and 1 GiB.\n"
+                "  repeats  timed rounds per size, median reported: 1..100000 (default 15)\n"
+                "Settings come from MCCL_* environment variables (docs/parameters.md).");
+  int repeats = (int)mcclArgsInt(argc, argv, 1, "repeats", 15, 1, 100000);
   int nDev = 0, nAccess = 0;
   if (cudaGetDeviceCount(&nDev) != cudaSuccess || nDev < 1 || cudaSetDevice(0) != cudaSuccess) {
     fprintf(stderr, "no CUDA device\n");

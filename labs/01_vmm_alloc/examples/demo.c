@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "mccl_args.h"
 #include "mccl_alloc.h"
 #include "mccl_checks.h"
 
@@ -149,7 +150,10 @@ out:
   return res;
 }
 
-int main(void) {
+int main(int argc, char** argv) {
+  mcclArgsCheck(argc, argv, 0, "",
+                "Lab 01's narrated example: the VMM sequence by hand, then mcclMemAlloc used from every device.\n"
+                "Settings come from MCCL_* environment variables (docs/parameters.md).");
   int nDev = 0, driver = 0;
   if (cudaGetDeviceCount(&nDev) != cudaSuccess || nDev < 1) {
     printf("no CUDA device visible\n");

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "mccl_args.h"
 #include "mccl_checks.h"
 #include "mccl_host_alloc.h"
 
@@ -43,12 +44,14 @@ static mcclResult_t timeCopy(void* dst, const void* src, size_t bytes, int repea
 }
 
 int main(int argc, char** argv) {
-  long maxMiB = argc > 1 ? atol(argv[1]) : 256;
-  int repeats = argc > 2 ? atoi(argv[2]) : 10;
-  if (maxMiB < 1 || maxMiB > 65536 || repeats < 1 || repeats > 10000) {
-    fprintf(stderr, "usage: %s [maxMiB 1..65536] [repeats 1..10000]\n", argv[0]);
-    return 2;
-  }
+  mcclArgsCheck(argc, argv, 2, "[maxMiB] [repeats]",
+                "Lab 02's benchmark: H2D and D2H copy bandwidth from pageable, cudaHostAlloc and cuMem host-NUMA\n"
+                "memory, sizes 1 MiB doubling up to maxMiB.\n"
+                "  maxMiB   largest size in MiB: 1..65536 (default 256)\n"
+                "  repeats  timed copies per size, median reported: 1..10000 (default 10)\n"
+                "Settings come from MCCL_* environment variables (docs/parameters.md).");
+  long maxMiB = (long)mcclArgsInt(argc, argv, 1, "maxMiB", 256, 1, 65536);
+  int repeats = (int)mcclArgsInt(argc, argv, 2, "repeats", 10, 1, 10000);
   size_t maxBytes = (size_t)maxMiB * MiB;
   int nDev = 0;
   if (cudaGetDeviceCount(&nDev) != cudaSuccess || nDev < 1 || cudaSetDevice(0) != cudaSuccess) {

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "mccl_args.h"
 #include "mccl_alloc.h"
 #include "mccl_checks.h"
 #include "mccl_host_alloc.h"
@@ -39,7 +40,11 @@ static mcclResult_t bothWays(const char* what, void* host, void* dev, size_t n, 
   return mcclSuccess;
 }
 
-int main(void) {
+int main(int argc, char** argv) {
+  mcclArgsCheck(argc, argv, 0, "",
+                "Lab 02's narrated example: cuMem host-NUMA, cudaHostAlloc and registered memory, each written\n"
+                "by the CPU and read by the device, then the other way.\n"
+                "Settings come from MCCL_* environment variables (docs/parameters.md).");
   mcclResult_t res = mcclSuccess;
   int nDev = 0, driver = 0, numa = -1;
   CUdevice dev;
@@ -57,9 +62,14 @@ int main(void) {
   CUCHECK(cuDeviceGet(&dev, 0));
   CUCHECK(cuDeviceGetAttribute(&numa, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, dev));
   SAY("CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID of device 0: %d%s", numa, numa < 0 ? " (no NUMA info: node 0 is used)" : "");
-  SAY("mcclCuMemHostEnable: MCCL_CUMEM_HOST_ENABLE=%lld, one-granule self-test -> %s",
-      (long long)mcclParamCumemHostEnable(),
-      mcclCuMemHostEnable() ? "cuMem host-NUMA memory works" : "off: cudaHostAlloc fallback");
+  if (mcclParamCumemHostEnable() == 0)  // the gate returns before its self-test
+    SAY("mcclCuMemHostEnable: MCCL_CUMEM_HOST_ENABLE=0 turns cuMem host memory off (no self-test runs): "
+        "cudaHostAlloc fallback");
+  else
+    SAY("mcclCuMemHostEnable: MCCL_CUMEM_HOST_ENABLE=%lld, driver %d, one-granule self-test -> %s",
+        (long long)mcclParamCumemHostEnable(), driver,
+        mcclCuMemHostEnable() ? "cuMem host-NUMA memory works"
+                              : "off (driver too old, or the self-test failed): cudaHostAlloc fallback");
   CUDACHECK(cudaMalloc(&scratch, n));
 
   printf("\n-- 1. cuMem host-NUMA memory (mcclCuMemHostAlloc)\n");

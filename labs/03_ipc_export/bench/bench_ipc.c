@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "mccl_args.h"
 #include "mccl_alloc.h"
 #include "mccl_checks.h"
 #include "mccl_ipc.h"
@@ -121,8 +122,9 @@ static mcclResult_t importer(uint64_t hash, int nDev, size_t size) {
     double ms = median(bw, BW_REPS);
     unsigned char probe[4] = {0};
     CUDACHECKGOTO(cudaMemcpy(probe, (char*)local + size - 4, 4, cudaMemcpyDeviceToHost), res, destroy_stop);
-    printf("# peer read: device %d <- device 0 through the imported mapping, cudaMemcpyAsync D2D, CUDA-event median%s\n",
-           dev, strcmp(MCCL_BACKEND_NAME, "sim") == 0 ? " (sim backend: a host memcpy figure, not a GPU one)" : "");
+    printf(
+        "# peer read: device %d <- device 0 through the imported mapping, cudaMemcpyAsync D2D, CUDA-event median%s\n",
+        dev, strcmp(MCCL_BACKEND_NAME, "sim") == 0 ? " (sim backend: a host memcpy figure, not a GPU one)" : "");
     printf("# %-34s %12s %12s %10s %6s %7s\n", "operation", "bytes", "median ms", "GB/s", "reps", "#wrong");
     printf("  %-34s %12zu %12.3f %10.2f %6d %7d\n", "peer read (imported mapping)", size, ms, size / 1e9 / (ms / 1e3),
            BW_REPS, probe[0] != 0x5a || probe[3] != 0x5a);
@@ -149,7 +151,11 @@ close_sock:
   return res;
 }
 
-int main(void) {
+int main(int argc, char** argv) {
+  mcclArgsCheck(argc, argv, 0, "",
+                "Lab 03's benchmark: export, import+map and unmap latency, and the peer read bandwidth\n"
+                "through an imported mapping (two forked processes).\n"
+                "Settings come from MCCL_* environment variables (docs/parameters.md).");
   setvbuf(stdout, NULL, _IOLBF, 0);
   // Device count needs the driver; ask in a throwaway child so the parent forks with no context.
   int pipeFd[2];

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "mccl_args.h"
 #include "mccl_alloc.h"
 #include "mccl_checks.h"
 #include "mccl_ipc.h"
@@ -102,7 +103,8 @@ static mcclResult_t checkBytes(const char* me, const void* mapped, const char* w
       free(host);
       return mcclRemoteError;
     }
-  SAY(me, "   verified all %lu bytes %s: first bytes %02x %02x %02x %02x", SIZE, when, host[0], host[1], host[2], host[3]);
+  SAY(me, "   verified all %lu bytes %s: first bytes %02x %02x %02x %02x", SIZE, when, host[0], host[1], host[2],
+      host[3]);
   free(host);
   return mcclSuccess;
 }
@@ -158,7 +160,11 @@ close_sock:
   return res;
 }
 
-int main(void) {
+int main(int argc, char** argv) {
+  mcclArgsCheck(argc, argv, 0, "",
+                "Lab 03's narrated example: a forked exporter sends GPU memory as an fd over a Unix socket,\n"
+                "the importer maps and reads it.\n"
+                "Settings come from MCCL_* environment variables (docs/parameters.md).");
   // Both processes print; line buffering keeps their lines whole and in order of writing.
   setvbuf(stdout, NULL, _IOLBF, 0);
   struct timespec ts;

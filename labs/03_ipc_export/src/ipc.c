@@ -189,8 +189,8 @@ mcclResult_t mcclIpcImport(const mcclIpcDesc* desc, int fd, int cudaDev, void** 
   prop.location.id = cudaDev;
   prop.requestedHandleTypes = type;
   CUCHECK(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
-  MCCL_ARGCHECK(gran > 0 && size % gran == 0, "mcclIpcImport: desc->size %zu is not a multiple of device %d's granularity %zu",
-                size, cudaDev, gran);
+  MCCL_ARGCHECK(gran > 0 && size % gran == 0,
+                "mcclIpcImport: desc->size %zu is not a multiple of device %d's granularity %zu", size, cudaDev, gran);
 
   if (type == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
     // The driver reads the fd; it does not keep it, so the caller may close it right after.

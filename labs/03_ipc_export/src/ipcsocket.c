@@ -137,8 +137,8 @@ mcclResult_t mcclIpcSocketSendMsg(mcclIpcSocket* handle, const void* hdr, int hd
                 MCCL_IPC_MAX_HDR);
   MCCL_ARGCHECK(hdr != NULL || hdrLen == 0, "mcclIpcSocketSendMsg: hdr is NULL with hdrLen %d", hdrLen);
   MCCL_ARGCHECK(sendFd >= -1, "mcclIpcSocketSendMsg: sendFd %d", sendFd);
-  MCCL_ARGCHECK(sendFd == -1 || fcntl(sendFd, F_GETFD) != -1, "mcclIpcSocketSendMsg: sendFd %d is not an open descriptor",
-                sendFd);
+  MCCL_ARGCHECK(sendFd == -1 || fcntl(sendFd, F_GETFD) != -1,
+                "mcclIpcSocketSendMsg: sendFd %d is not an open descriptor", sendFd);
   MCCL_ARGCHECK(rank >= 0, "mcclIpcSocketSendMsg: rank %d is negative", rank);
 
   struct sockaddr_un addr;

@@ -64,8 +64,9 @@ static void warmUp(void) {
   done = 1;
 }
 
-
-static unsigned char patternByte(uint64_t seed, size_t i) { return (unsigned char)((seed >> (i % 7)) + i * 131 + (i >> 12)); }
+static unsigned char patternByte(uint64_t seed, size_t i) {
+  return (unsigned char)((seed >> (i % 7)) + i * 131 + (i >> 12));
+}
 
 // Allocation on device 0 with a POSIX-fd handle type, filled with a seeded pattern; `host` keeps
 // the expected bytes.

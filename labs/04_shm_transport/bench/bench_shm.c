@@ -1,7 +1,7 @@
 // Lab 04 benchmark: device 0 -> device 1 through the SHM FIFO, one way and both ways at once,
 // next to the ceiling of the copies it is made of (cudaMemcpyAsync device <-> pinned host of the
 // same size, timed with events in the same run). Two forked processes, as the tests.
-// Usage: bench_shm [maxBytes]   (default 1 GiB; 64 MiB on the sim backend, where copies are memcpy)
+// Usage: bench_shm [maxBytes]   (bench_shm --help says more)
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "mccl_args.h"
 #include "../tests/shm_pair.h"
 
 static double nowSec(void) {
@@ -132,10 +133,15 @@ static int run(int rank, uint64_t hash, size_t maxBytes) {
 }
 
 int main(int argc, char** argv) {
+  mcclArgsCheck(argc, argv, 1, "[maxBytes]",
+                "Lab 04's benchmark: device 0 -> device 1 through the SHM FIFO, one way and both ways, beside the\n"
+                "copies it is made of; sizes 64 KiB times 4 up to maxBytes (two forked processes).\n"
+                "  maxBytes  largest size, a number with an optional K, M or G suffix: 64K..16G\n"
+                "            (default 1G; 64M on the sim backend, where copies are memcpy)\n"
+                "Settings come from MCCL_* environment variables (docs/parameters.md).");
   // The sim copies with memcpy on host threads: 64 MiB already shows the shape of the curve.
   size_t maxBytes = strcmp(MCCL_BACKEND_NAME, "sim") == 0 ? (64u << 20) : (1u << 30);
-  if (argc > 1) maxBytes = strtoull(argv[1], NULL, 0);
-  if (maxBytes < (64 << 10)) maxBytes = 64 << 10;
+  maxBytes = (size_t)mcclArgsInt(argc, argv, 1, "maxBytes", (long long)maxBytes, 64 << 10, 16LL << 30);
   uint64_t hash = ((uint64_t)getpid() << 24) ^ 0xbe7c4;
   fflush(NULL);
   pid_t child = fork();

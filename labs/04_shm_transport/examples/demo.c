@@ -11,6 +11,7 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "mccl_args.h"
 #include "mccl_alloc.h"
 #include "mccl_host_alloc.h"
 #include "../tests/shm_pair.h"
@@ -150,7 +151,11 @@ static int receiver(uint64_t hash) {
   return bad != 0;
 }
 
-int main(void) {
+int main(int argc, char** argv) {
+  mcclArgsCheck(argc, argv, 0, "",
+                "Lab 04's narrated example: a message from a forked sender's device to this process's device\n"
+                "through the SHM FIFO.\n"
+                "Settings come from MCCL_* environment variables (docs/parameters.md).");
   // Small slots so a short message takes several steps; no timeouts while someone single-steps.
   setvbuf(stdout, NULL, _IOLBF, 0);
   setenv("MCCL_BUFFSIZE", "65536", 0);

@@ -177,7 +177,7 @@ struct mcclConnector {
   const struct mcclTransportComm* transportComm; /**< send or recv half of the transport's table */
   void* transportResources;                /**< owned by setup/connect/free */
   struct mcclConnInfo conn;                /**< filled by connect */
-  uint64_t initialStep;                    /**< first step of the connection (0; tests start near UINT64_MAX); both peers must agree */
+  uint64_t initialStep; /**< first step of the connection (0; tests start near UINT64_MAX); both peers must agree */
   struct mcclProxyConnection* proxyConn;   /**< the proxy half (points at proxyConnStorage by default) */
   struct mcclProxyConnection proxyConnStorage; /**< in-process proxy half used by mcclProxyCallDirect */
   mcclProxyCallFn proxyCall;               /**< default mcclProxyCallDirect */

@@ -79,7 +79,9 @@ mcclResult_t mcclShmOpen(char* shmPath, size_t shmPathSize, size_t shmSize, void
       generated = 1;
       SYSCHECKGOTO(fd = mkostemp(shmPath, O_CLOEXEC), res, fail);
     } else {
-      do { fd = open(shmPath, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, S_IRUSR | S_IWUSR); } while (fd < 0 && errno == EINTR);
+      do {
+        fd = open(shmPath, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, S_IRUSR | S_IWUSR);
+      } while (fd < 0 && errno == EINTR);
       if (fd < 0 && errno == EEXIST) {
         WARN("Invalid argument: shmPath %s already exists; refusing to reuse a file we did not create", shmPath);
         res = mcclInvalidArgument;

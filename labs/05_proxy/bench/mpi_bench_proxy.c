@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <mpi.h>
+#include "mccl_args.h"
 #include "mccl_checks.h"
 #include "mccl_param.h"
 #include "mccl_proxy.h"
@@ -173,8 +174,8 @@ static mcclResult_t run(void) {
   if (rank == 0) {
     printf("# lab 05: SHM send/recv driven by the proxy (copy-engine mode), %s backend, 2 ranks (rank r on device r)\n",
            MCCL_BACKEND_NAME);
-    printf("# settings: MCCL_BUFFSIZE=%d MCCL_STEPS=%d (slot %d bytes), warm-up %d, median of %d; host-timed\n", buffSize,
-           MCCL_STEPS, buffSize / MCCL_STEPS, warm, iters);
+    printf("# settings: MCCL_BUFFSIZE=%d MCCL_STEPS=%d (slot %d bytes), warm-up %d, median of %d; host-timed\n",
+           buffSize, MCCL_STEPS, buffSize / MCCL_STEPS, warm, iters);
     if (haveNccl) printf("# NCCL: %s with NCCL_P2P_DISABLE=1 NCCL_NVLS_ENABLE=0 (SHM transport)\n", mcclParamNcclLib());
     else printf("# NCCL: skipped (%s)\n", why);
     printf("#%11s %12s %6s %-9s %10s %8s %8s %10s %8s %7s\n", "size", "count", "type", "direction", "time(us)",
@@ -204,8 +205,8 @@ static mcclResult_t run(void) {
           printf("%12zu %12zu %6s %-9s %10.1f %8.2f %8.2f %10.1f %8.2f %7.2f\n", n, n / 4, "float",
                  mode ? "bothways" : "0->1", ours * 1e6, bw, bw, theirs * 1e6, nbw, bw / nbw);
         } else {
-          printf("%12zu %12zu %6s %-9s %10.1f %8.2f %8.2f %10s %8s %7s\n", n, n / 4, "float", mode ? "bothways" : "0->1",
-                 ours * 1e6, bw, bw, "-", "-", "-");
+          printf("%12zu %12zu %6s %-9s %10.1f %8.2f %8.2f %10s %8s %7s\n", n, n / 4, "float",
+                 mode ? "bothways" : "0->1", ours * 1e6, bw, bw, "-", "-", "-");
         }
         fflush(stdout);
       }
@@ -234,6 +235,10 @@ static mcclResult_t run(void) {
 }
 
 int main(int argc, char** argv) {
+  mcclArgsCheck(argc, argv, 0, "",
+                "Lab 05's benchmark, under mpirun -np 2: send/recv through SHM moved by the proxy, one way and\n"
+                "both ways, beside NCCL's SHM path when MCCL_NCCL_LIB (or libnccl.so.2) loads.\n"
+                "Settings come from MCCL_* environment variables (docs/parameters.md).");
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);

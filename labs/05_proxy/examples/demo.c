@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "mccl_args.h"
 #include "mccl_checks.h"
 #include "mccl_proxy.h"
 #include "mccl_shm.h"
@@ -93,7 +94,11 @@ done:
   return res != mcclSuccess ? res : r;
 }
 
-int main(void) {
+int main(int argc, char** argv) {
+  mcclArgsCheck(argc, argv, 0, "",
+                "Lab 05's narrated example: rank 0 sends to a forked rank 1 through SHM, moved by the proxy\n"
+                "threads.\n"
+                "Settings come from MCCL_* environment variables (docs/parameters.md).");
   // No CUDA call before fork(): a child cannot use CUDA once its parent initialised it.
   mcclUniqueId id;
   if (mcclGetUniqueId(&id) != mcclSuccess) return 1;

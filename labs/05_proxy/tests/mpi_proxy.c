@@ -219,4 +219,5 @@ static void shmRingThroughProxy(void) {
   EXPECT_EQ(mcclTestCountFds(), fds0);
 }
 
-MCCL_TEST_MAIN_MPI(MCCL_TEST_CASE(getFdRoundTrips), MCCL_TEST_CASE(queryFdRoundTrip), MCCL_TEST_CASE(shmRingThroughProxy))
+MCCL_TEST_MAIN_MPI(MCCL_TEST_CASE(getFdRoundTrips), MCCL_TEST_CASE(queryFdRoundTrip),
+                   MCCL_TEST_CASE(shmRingThroughProxy))

@@ -1,0 +1,62 @@
+/**
+ * @file mccl_args.h
+ * @brief Command-line arguments of the examples and benchmarks, checked the same way in every program.
+ * @ingroup common
+ *
+ * `--help` (or `-h`) prints `usage: NAME ARGS` and what the program does to stdout and exits 0; an
+ * option the program does not know, an extra argument or a bad number prints the error and the usage
+ * line to stderr and exits 2. Settings beyond the arguments come from MCCL_* environment variables.
+ *
+ * @code
+ * int main(int argc, char** argv) {
+ *   mcclArgsCheck(argc, argv, 1, "[repeats]", "  repeats  timed rounds per size, 1..100000 (default 15)");
+ *   int repeats = (int)mcclArgsInt(argc, argv, 1, "repeats", 15, 1, 100000);
+ * @endcode
+ */
+#ifndef MCCL_ARGS_H_
+#define MCCL_ARGS_H_
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** @addtogroup common
+ * @{ */
+
+/**
+ * @brief Check main()'s arguments; returns only if they are acceptable.
+ *
+ * Exits 0 after printing the usage for `--help`/`-h`; exits 2 after printing the error and the
+ * usage line to stderr for any other argument that starts with '-' or for more than maxPositional
+ * arguments. Call it first in main(), before MPI_Init or fork.
+ * @param[in] argc,argv main()'s arguments.
+ * @param[in] maxPositional how many positional arguments the program accepts (0: none).
+ * @param[in] args the arguments as the usage line shows them after the program name, e.g.
+ *            "[repeats]"; "" when the program takes none.
+ * @param[in] help the lines printed after the usage line by `--help`: what the program does and
+ *            what each argument means. NULL for none.
+ */
+void mcclArgsCheck(int argc, char** argv, int maxPositional, const char* args, const char* help);
+
+/**
+ * @brief Positional argument number index (1 = argv[1]) as an integer in [min, max].
+ *
+ * Accepts decimal, 0x hex and a K, M or G suffix (powers of 1024). A value that is not a whole
+ * number, or is outside [min, max], prints an error naming the argument and the usage line to
+ * stderr and exits 2. Call mcclArgsCheck() first (it records the usage line).
+ * @param[in] argc,argv main()'s arguments.
+ * @param[in] index which positional argument (1-based).
+ * @param[in] name the argument's name in the usage line, for the error message.
+ * @param[in] def the value when the argument is absent.
+ * @param[in] min smallest accepted value.
+ * @param[in] max largest accepted value.
+ * @return the value.
+ */
+long long mcclArgsInt(int argc, char** argv, int index, const char* name, long long def, long long min, long long max);
+
+/** @} */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,53 @@
+# Shell tests' harness, sourced by common/tests/test_*.sh: the same output as the C harness
+# (mccl_test.h), so mk/runtests.sh counts them alike. A test registers its cases, then calls shtest_main:
+#   shtest_case NAME FUNCTION [ARGS...]     # FUNCTION runs in a subshell from the repository root
+#   shtest_main "$@"
+# In a case: shtest_fail MESSAGE ends it failed, shtest_skip REASON skipped; returning is a pass.
+# MCCL_TEST_FILTER (make's T) or argv[1] selects cases by substring or glob of the full name,
+# `--list` prints the selected names and runs nothing. shtest_make runs a nested make of this
+# same build variant that never runs the shell tests again (MCCL_TEST_NESTED=1).
+set -u
+shtest_suite="$(basename "$(dirname "$(dirname "$0")")")/$(basename "$0" .sh)"
+shtest_root=$(cd "$(dirname "$0")/../.." && pwd)
+shtest_names=() shtest_cmds=()
+shtest_msg=$(mktemp)
+trap 'rm -f "$shtest_msg"' EXIT
+
+shtest_case() { shtest_names+=("$1"); shift; shtest_cmds+=("$(printf '%q ' "$@")"); }
+shtest_fail() { printf '%s' "$*" >"$shtest_msg"; exit 1; }
+shtest_skip() { printf '%s' "$*" >"$shtest_msg"; exit 77; }
+
+shtest_selected() {
+  local p=$1
+  [ -z "$p" ] && return 0
+  case "$p" in *[*?[]*) ;; *) p="*$p*" ;; esac
+  [[ $2 == $p ]]
+}
+
+shtest_make() {
+  env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u LAB -u T -u MCCL_TEST_FILTER MCCL_TEST_NESTED=1 make --no-print-directory ${MCCL_MAKE_VARS:-} "$@"
+}
+
+shtest_main() {
+  local filter=${MCCL_TEST_FILTER:-} list=0 i full rc start
+  if [ "${1:-}" = --list ]; then list=1; elif [ $# -gt 0 ]; then filter=$1; fi
+  local pass=0 fail=0 skip=0
+  for i in "${!shtest_names[@]}"; do
+    full="$shtest_suite.${shtest_names[$i]}"
+    shtest_selected "$filter" "$full" || continue
+    if [ "$list" = 1 ]; then echo "$full"; continue; fi
+    : >"$shtest_msg"
+    start=$(date +%s%N)
+    (cd "$shtest_root" && eval "${shtest_cmds[$i]}")
+    rc=$?
+    local ms=$((($(date +%s%N) - start) / 1000000))
+    case "$rc" in
+      0) echo "PASS $full ($ms ms)"; pass=$((pass + 1)) ;;
+      77) echo "SKIP $full ($(cat "$shtest_msg"))"; skip=$((skip + 1)) ;;
+      *) echo "FAIL $full ($(cat "$shtest_msg"; [ -s "$shtest_msg" ] || echo "exit $rc"))"; fail=$((fail + 1)) ;;
+    esac
+  done
+  [ "$list" = 1 ] && exit 0
+  echo "$pass passed, $fail failed, $skip skipped"
+  [ "$fail" -eq 0 ]
+}

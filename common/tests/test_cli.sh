@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Commands must not report success for nothing: make's LAB and T filters that match nothing fail
+# and list what exists; every example and benchmark answers --help and refuses unknown arguments
+# (common/include/mccl_args.h). Run by make test (needs MCCL_MAKE_VARS and MCCL_BIN_DIR from make).
+. "$(dirname "$0")/shtest_lib.sh"
+
+out=$(mktemp)
+trap 'rm -f "$shtest_msg" "$out"' EXIT
+
+# expect_fail "what it must list" make-args...: the nested make exits non-zero and says it
+expect_fail() {
+  local want=$1; shift
+  shtest_make "$@" >"$out" 2>&1
+  local rc=$?
+  [ "$rc" -ne 0 ] || shtest_fail "make $* exited 0: $(tail -n 1 "$out")"
+  grep -q -- "$want" "$out" || shtest_fail "make $* (exit $rc) does not list '$want': $(tail -n 2 "$out" | tr '\n' ' ')"
+}
+
+labThatNamesNothing() {
+  expect_fail 01_vmm_alloc test LAB=99
+  expect_fail 01_vmm_alloc test LAB=1
+  expect_fail 05_proxy demo LAB=99
+  expect_fail 04_shm_transport bench LAB=99
+  expect_fail 02_host_numa gdb LAB=99
+  expect_fail 03_ipc_export demo LAB=common
+}
+
+testFilterThatMatchesNothing() {
+  expect_fail gdb.05_proxy test T=nonexistent-test-name
+  expect_fail test_alloc.gateFollowsParameter test LAB=01 T=nonexistent-test-name
+  # A filter for another lab's test within LAB selects nothing either.
+  expect_fail gdb.03_ipc_export test LAB=03 T=gateFollowsParameter
+}
+
+# T applies to the gdb checks too: they are named gdb.<module>.
+testFilterSelectsGdbChecks() {
+  MCCL_DRY_RUN=1 shtest_make test T=gdb.05 >"$out" 2>&1 || shtest_fail "make test T=gdb.05 failed: $(tail -n 3 "$out")"
+  [ "$(grep -cv '^#\|^make' "$out")" = 1 ] && grep -qx gdb.05_proxy "$out" ||
+    shtest_fail "expected T=gdb.05 to select only gdb.05_proxy, got: $(tr '\n' ' ' <"$out")"
+  MCCL_DRY_RUN=1 shtest_make test LAB=01 T=gateFollows >"$out" 2>&1 || shtest_fail "make test LAB=01 T=gateFollows failed"
+  grep -q '^gdb\.' "$out" && shtest_fail "T=gateFollows also selected a gdb check: $(tr '\n' ' ' <"$out")"
+  return 0
+}
+
+programsAnswerHelpAndRefuseUnknown() {
+  local bin=${MCCL_BIN_DIR:?run by make test} n=0 src name prog rc
+  for src in labs/*/examples/*.c labs/*/bench/*.c; do
+    name=$(basename "$src" .c)
+    prog=$bin/$(basename "$(dirname "$(dirname "$src")")")/$name
+    [ -x "$prog" ] || shtest_fail "no binary $prog for $src (make all)"
+    timeout 20 "$prog" --help >"$out" 2>&1
+    rc=$?
+    [ "$rc" -eq 0 ] || shtest_fail "$prog --help exited $rc"
+    head -n 1 "$out" | grep -q "^usage: $name\b" || shtest_fail "$prog --help: first line is not 'usage: $name ...': $(head -n 1 "$out")"
+    timeout 20 "$prog" --no-such-option >"$out" 2>"$out.err"
+    rc=$?
+    [ "$rc" -eq 2 ] || shtest_fail "$prog --no-such-option exited $rc, expected 2"
+    [ -s "$out" ] && shtest_fail "$prog --no-such-option wrote to stdout: $(head -n 1 "$out")"
+    grep -q "^usage: $name" "$out.err" || shtest_fail "$prog --no-such-option: no usage line on stderr"
+    rm -f "$out.err"
+    n=$((n + 1))
+  done
+  [ "$n" -gt 0 ] || shtest_fail "no example or benchmark found"
+}
+
+# The lab 02 demo must not report a self-test that MCCL_CUMEM_HOST_ENABLE=0 skips.
+lab02GateOffRunsNoSelfTest() {
+  local prog=${MCCL_BIN_DIR:?run by make test}/02_host_numa/demo
+  MCCL_CUMEM_HOST_ENABLE=0 timeout 60 "$prog" >"$out" 2>&1 || shtest_fail "$prog with MCCL_CUMEM_HOST_ENABLE=0 failed"
+  grep -q 'self-test ->' "$out" && shtest_fail "claims a self-test result: $(grep 'self-test' "$out")"
+  grep -q 'no self-test runs' "$out" || shtest_fail "does not say the gate is off without a self-test"
+}
+
+shtest_case labThatNamesNothing labThatNamesNothing
+shtest_case testFilterThatMatchesNothing testFilterThatMatchesNothing
+shtest_case testFilterSelectsGdbChecks testFilterSelectsGdbChecks
+shtest_case programsAnswerHelpAndRefuseUnknown programsAnswerHelpAndRefuseUnknown
+shtest_case lab02GateOffRunsNoSelfTest lab02GateOffRunsNoSelfTest
+shtest_main "$@"
