@@ -9,11 +9,8 @@ set detach-on-fork off
 set follow-fork-mode parent
 set schedule-multiple on
 set breakpoint pending on
-# A person may sit at a breakpoint longer than the 30 s socket timeout: wait forever by hand
-# (the batch check in `make test` keeps the default, so a hang still fails there).
 if $_isvoid($mccl_autorun)
   set $mccl_autorun = 0
-  set environment MCCL_IPC_TIMEOUT 0
 end
 
 # Both processes: the socket each binds. rank 0 is the importer, rank 1 the exporter.

@@ -867,7 +867,8 @@ static mcclResult_t callBlocking(mcclProxyState* p, uint64_t conn, int type, con
                                  int respSize) {
   char opIdByte;  // any unique address will do
   MCCLCHECK(callAsync(p, conn, type, req, reqSize, respSize, &opIdByte));
-  uint64_t deadline = nowNs() + (uint64_t)mcclParamProxyTimeout() * 1000000ULL;
+  int64_t timeoutMs = mcclParamProxyTimeout();  // <= 0: no deadline (`make gdb`); the abort flag still ends it
+  uint64_t deadline = timeoutMs > 0 ? nowNs() + (uint64_t)timeoutMs * 1000000ULL : UINT64_MAX;
   for (int spins = 0;; spins++) {
     mcclResult_t r = pollResponse(p, resp, &opIdByte);
     if (r != mcclInProgress) return r;
