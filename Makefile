@@ -136,12 +136,17 @@ demo:
 	  elif [ -x $(BIN)/$$id/demo ]; then $$run $(BIN)/$$id/demo; fi; \
 	done; [ -n "$$MCCL_DRY_RUN" ] || printf '\nDemo finished: every lab example above ran on the %s backend.\n' "$(BACKEND)"
 
+# Under `make gdb` a person may sit at a breakpoint for minutes: every MCCL_*_TIMEOUT of
+# mccl_params.def is 0 (wait forever) unless set in the environment. A peer that fails or dies
+# still ends the wait (mccl_fork.h). The batch check in `make test` keeps the timeouts.
+GDB_UNTIMED := $(shell sed -nE 's/^MCCL_PARAM_INT.[A-Za-z]+Timeout, "([A-Z_]+)".*/MCCL_\1/p' common/include/mccl_params.def)
 gdb: all
 	@m="$(firstword $(call selected,$(HAS_gdb)))"; \
 	if [ -z "$(LAB)" ] || [ -z "$$m" ]; then echo "usage: make gdb LAB=NN (one of: $(notdir $(HAS_gdb)))"; exit 2; fi; \
 	dbg=$$(command -v gdb || command -v cuda-gdb); \
 	[ -n "$$dbg" ] || { echo "no gdb found: run 'make deps'"; exit 2; }; \
-	exec $$dbg -q -ex 'set breakpoint pending on' -x $$m/lab.gdb --args $(BIN)/$${m#labs/}/demo
+	exec $$dbg -q -ex 'set breakpoint pending on' $(foreach v,$(GDB_UNTIMED),$(if $(filter environment,$(origin $(v))),,-ex 'set environment $(v) 0')) \
+	  -x $$m/lab.gdb --args $(BIN)/$${m#labs/}/demo
 
 docs:
 	@mk/deps.sh ensure docs && mk/docs.sh

@@ -9,6 +9,11 @@
 #         continue
 #       end
 #     end
+# A second run checks the README: at the first stop of each breakpoint of its gdb table it runs
+# every `command` of the "then try" column, as a reader would (mk/gdbhints.py), and fails when one
+# errors, when a breakpoint's hints never ran, when the stops come in another order than the
+# table's rows (unless lab.gdb says "# gdbcheck: stop order varies"), or when the run does not end
+# by itself with every process exited.
 # Usage: gdbcheck.sh LAB_DIR DEMO_BIN
 set -u
 dir=$1 bin=$2
@@ -36,4 +41,23 @@ fi
 if [ -n "$unhit" ]; then
   echo "FAIL $name (breakpoints never hit: ${unhit% } of $total)"; tail -30 "$log" | sed 's/^/#   /'; exit 1
 fi
-echo "PASS $name ($total breakpoints, all hit)"
+# Second run: the README's hints, by hand (no autorun), with the timeouts kept so a hang fails.
+here=$(cd "$(dirname "$0")" && pwd)
+MCCL_GDB_README="$dir/README.md" timeout -k 5 300 gdb -q -batch -nx -ex 'set $mccl_autorun = 0' \
+  -x "$dir/lab.gdb" -x "$here/gdbhints.py" --args "$bin" >"$log" 2>&1
+rc=$?
+bad=$(grep -E '^MCCL-(HINT-FAIL|HINT-UNRUN)' "$log")
+if ! grep -q '^MCCL-HINTS-DONE' "$log"; then
+  echo "FAIL $name (README hints: the run did not end by itself; gdb exit $rc)"; tail -20 "$log" | sed 's/^/#   /'; exit 1
+fi
+if [ -n "$bad" ]; then
+  echo "FAIL $name (a README gdb hint fails as written)"; echo "$bad" | sed 's/^/#   /'; exit 1
+fi
+order="in table order"
+if grep -q '^# gdbcheck: stop order varies' "$dir/lab.gdb"; then order="stop order not checked: it varies"
+elif grep -q '^MCCL-ORDER-WRONG' "$log"; then
+  echo "FAIL $name (README gdb table not in the order of the stops)"; grep -E '^MCCL-(ORDER|TABLE) ' "$log" | sed 's/^/#   /'
+  exit 1
+fi
+nhints=$(sed -n 's/^MCCL-HINTS-DONE //p' "$log")
+echo "PASS $name ($total breakpoints, all hit; $nhints README hint commands ran; $order)"

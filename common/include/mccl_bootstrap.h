@@ -12,7 +12,8 @@
  * Afterwards any rank can mcclBootstrapSend / mcclBootstrapRecv a tagged message to any other,
  * and all ranks can mcclBootstrapAllGather and mcclBootstrapBarrier.
  *
- * Every wait is bounded by MCCL_BOOTSTRAP_TIMEOUT (milliseconds) and by the optional abort flag:
+ * Every wait is bounded by MCCL_BOOTSTRAP_TIMEOUT (milliseconds; 0 waits forever, as under `make gdb`)
+ * and by the optional abort flag:
  * a rank that never arrives gives mcclTimeout, a wrong secret, a duplicate rank or a rank-count
  * mismatch gives mcclInvalidUsage, a peer that died gives mcclRemoteError, an abort gives
  * mcclInternalError (as NCCL); each with a WARN

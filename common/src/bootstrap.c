@@ -80,6 +80,10 @@ static uint64_t nowMs(void) {
   return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+static uint64_t bootDeadline(const mcclBootstrap* st) {
+  return st->timeoutMs > 0 ? nowMs() + (uint64_t)st->timeoutMs : UINT64_MAX;
+}
+
 static int isAborted(volatile uint32_t* abortFlag) {
   return abortFlag != NULL && __atomic_load_n(abortFlag, __ATOMIC_ACQUIRE) != 0;
 }
@@ -410,8 +414,7 @@ mcclResult_t mcclBootstrapInit(const mcclUniqueId* id, int rank, int nranks, int
   st->secret = bid.secret;
   st->listenFd = -1;
   st->abortFlag = abortFlag;
-  st->timeoutMs = mcclParamBootstrapTimeout();
-  if (st->timeoutMs <= 0) st->timeoutMs = 1;
+  st->timeoutMs = mcclParamBootstrapTimeout();  // <= 0: no deadline (`make gdb`); the abort flag still ends a wait
   st->peers = calloc((size_t)nranks, sizeof(bootPeer));
   if (st->peers == NULL) { WARN("Bootstrap: out of memory"); res = mcclSystemError; goto free_state; }
 
@@ -428,7 +431,7 @@ mcclResult_t mcclBootstrapInit(const mcclUniqueId* id, int rank, int nranks, int
   snprintf(me->listenName, sizeof(me->listenName), "%s.%d.%08x", bid.name, rank, salt);
   MCCLCHECKGOTO(listenOn(me->listenName, &st->listenFd), res, free_peers);
 
-  uint64_t deadline = nowMs() + (uint64_t)st->timeoutMs;
+  uint64_t deadline = bootDeadline(st);
   if (rank == 0) MCCLCHECKGOTO(rootGather(st, &bid, deadline), res, close_listen);
   else MCCLCHECKGOTO(joinRoot(st, &bid, deadline), res, close_listen);
   INFO(MCCL_BOOTSTRAP | MCCL_INIT, "Bootstrap: rank %d of %d ready at @%s", rank, nranks, me->listenName);
@@ -474,7 +477,7 @@ static mcclResult_t sendMsg(mcclBootstrap* st, int peer, int kind, int tag, cons
     return mcclSuccess;
   }
   mcclResult_t res = mcclSuccess;
-  uint64_t deadline = nowMs() + (uint64_t)st->timeoutMs;
+  uint64_t deadline = bootDeadline(st);
   int fd = -1;
   char what[96];
   snprintf(what, sizeof(what), "send %zu bytes (tag %d) to rank %d", size, tag, peer);
@@ -508,7 +511,7 @@ static mcclResult_t readPayload(int fd, uint64_t have, void* data, size_t size, 
 }
 
 static mcclResult_t recvMsg(mcclBootstrap* st, int peer, int kind, int tag, void* data, size_t size) {
-  uint64_t deadline = nowMs() + (uint64_t)st->timeoutMs;
+  uint64_t deadline = bootDeadline(st);
   mcclResult_t res = mcclSuccess;
   for (unexpected **pu = &st->unexp, *u = *pu; u; pu = &u->next, u = *pu) {
     if (u->peer != peer || u->kind != kind || u->tag != tag) continue;

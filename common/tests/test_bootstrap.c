@@ -12,6 +12,7 @@
 #include "mccl_bootstrap.h"
 #include "mccl_param.h"
 #include "mccl_test.h"
+#include "mccl_fork.h"
 
 
 static long nowMs(void) {
@@ -312,7 +313,7 @@ static void deadPeer(void) {
   int fds0 = mcclTestCountFds();
   mcclUniqueId id;
   EXPECT_OK(mcclGetUniqueId(&id));
-  pid_t child = fork();
+  pid_t child = mcclForkChild();  // dies with this process
   if (child == 0) {
     mcclBootstrap* bs = NULL;
     if (mcclBootstrapInit(&id, 1, 2, 1, NULL, NULL, &bs) != mcclSuccess) _exit(2);

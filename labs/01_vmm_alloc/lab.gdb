@@ -3,12 +3,7 @@
 # The cu* breakpoints are inside the sim backend (libsimcuda, built with -g), so their arguments
 # print by name; on a GPU host libcuda has no debug info: there, use `finish` in the mccl
 # functions instead, and cuda-gdb for device code.
-set pagination off
-set print pretty on
-set breakpoint pending on
-if $_isvoid($mccl_autorun)
-  set $mccl_autorun = 0
-end
+source labs/lab-common.gdb
 
 # The gate: MCCL_CUMEM_ENABLE (1 on, 0 off, -2 auto-detect). `finish` shows what it decided.
 break mcclCuMemEnable
@@ -19,7 +14,7 @@ commands
   end
 end
 
-# The public allocation; `finish` then `print *ptr`, and `call cuMemGetAddressRange(0, &size, *ptr)`.
+# The public allocation (its granularity, create and access calls stop first: see the README table).
 break mcclMemAlloc
 commands
   printf "mcclMemAlloc: %lu bytes on the current device\n", size

@@ -3,12 +3,7 @@
 # The cu*/cuda* breakpoints are inside the sim backend (libsimcuda, built with -g), so their
 # arguments print by name; on a GPU host the driver has no debug info: `finish` in the mccl
 # functions instead.
-set pagination off
-set print pretty on
-set breakpoint pending on
-if $_isvoid($mccl_autorun)
-  set $mccl_autorun = 0
-end
+source labs/lab-common.gdb
 
 # The gate: MCCL_CUMEM_HOST_ENABLE (1, 0, -1 auto); the self-test runs on the first call.
 break mcclCuMemHostEnable

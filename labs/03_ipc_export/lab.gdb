@@ -3,18 +3,11 @@
 # you continue (schedule-multiple on), so the exporter's breakpoints stop too; `info inferiors`
 # lists them, `inferior 2` switches to the child, `inferior 1` back to the parent.
 # Each stop prints what matters there; type `continue` (or `c`) to go on.
-set pagination off
-set print pretty on
 set detach-on-fork off
 set follow-fork-mode parent
 set schedule-multiple on
-set breakpoint pending on
-# A person may sit at a breakpoint longer than the 30 s socket timeout: wait forever by hand
-# (the batch check in `make test` keeps the default, so a hang still fails there).
-if $_isvoid($mccl_autorun)
-  set $mccl_autorun = 0
-  set environment MCCL_IPC_TIMEOUT 0
-end
+source labs/lab-common.gdb
+# gdbcheck: stop order varies (the two processes run at once)
 
 # Both processes: the socket each binds. rank 0 is the importer, rank 1 the exporter.
 break mcclIpcSocketInit
@@ -34,7 +27,7 @@ commands
   end
 end
 
-# Exporter: the export; `finish` here, then `print *desc` and `print *fd`.
+# Exporter: the export; `set $d = desc`, `finish`, then `print *$d` (README table).
 break mcclIpcExportHandle
 commands
   printf "[inferior %d] exporting handle 0x%llx, %lu bytes, as type 0x%x\n", $_inferior, handle, size, type
@@ -52,8 +45,8 @@ commands
   end
 end
 
-# Where the fd crosses: the kernel installs a new descriptor in this process. Break on
-# recvmsg's return (`finish` twice) and look at /proc/<pid>/fd to watch it appear.
+# Where the fd crosses: the kernel installs a new descriptor in this process; `info proc` gives
+# the pid, and /proc/<pid>/fd shows it appear.
 break mcclIpcSocketRecvMsg
 commands
   printf "[inferior %d] waiting for %d header bytes on %s\n", $_inferior, hdrLen, handle->socketName

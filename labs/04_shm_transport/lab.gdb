@@ -2,18 +2,13 @@
 # inferior 2) before any CUDA call and the parent (inferior 1) receives and narrates. gdb keeps
 # both (detach-on-fork off) and runs both whenever you continue (schedule-multiple on), so the
 # sender's breakpoints stop too; `info inferiors` lists them, `inferior 2` switches to the child.
-# The demo sets MCCL_SHM_TIMEOUT=0 and MCCL_IPC_TIMEOUT=0 unless you set them: a peer parked at a
-# breakpoint is waited for forever instead of timing out.
+# `make gdb` sets every MCCL_*_TIMEOUT to 0 unless you set it: a peer parked at a breakpoint is
+# waited for forever instead of timing out (a peer that fails or dies still ends the wait).
 # Each stop prints what matters there; type `continue` (or `c`) to go on.
-set pagination off
-set print pretty on
 set detach-on-fork off
 set follow-fork-mode parent
 set schedule-multiple on
-set breakpoint pending on
-if $_isvoid($mccl_autorun)
-  set $mccl_autorun = 0
-end
+source labs/lab-common.gdb
 
 # A /dev/shm segment being created (refcount > 0: shmPath "" gets mkstemp's name) or attached
 # (refcount -1: the last attacher unlinks it). `finish`, then `shell ls -l /dev/shm` to see it.
@@ -45,7 +40,7 @@ commands
 end
 
 # Each side's proxy allocates its page: the sender one mcclSendMem, the receiver the mcclRecvMem
-# page plus the FIFO. `finish` and `print *(struct mcclShmConnectInfo*)respBuff`.
+# page plus the FIFO. `print *(struct mcclShmRequest*)reqBuff` shows the request.
 break shmProxySetup
 commands
   printf "[inferior %d] proxySetup send=%d: %lu bytes, initial step %lu\n", $_inferior, connection->send, ((struct mcclShmRequest*)reqBuff)->size, ((struct mcclShmRequest*)reqBuff)->initialStep

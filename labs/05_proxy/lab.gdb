@@ -3,17 +3,12 @@
 # threads (mccl-proxy-svc, mccl-proxy-prog), `thread N` switches to one, `bt` shows who called.
 # To debug the child (rank 1) instead: `set follow-fork-mode child` before `run`; to keep both
 # under gdb: `set detach-on-fork off`, then `info inferiors` and `inferior 2`.
-set pagination off
-set print pretty on
-set breakpoint pending on
-if $_isvoid($mccl_autorun)
-  set $mccl_autorun = 0
-end
+source labs/lab-common.gdb
 # Stay with rank 0; the child runs on its own (this is also what the batch check needs).
 set follow-fork-mode parent
 set detach-on-fork on
 
-# The proxy starts: sockets bound, then two threads. `finish` and `print *$` to see the state.
+# The proxy starts: sockets bound, then two threads (the next two stops).
 break mcclProxyCreate
 commands
   printf "mcclProxyCreate: rank %d, device %d\n", rank, cudaDev
@@ -41,7 +36,7 @@ commands
   end
 end
 
-# One request from a client (Init, Setup, Connect, Free, Stop): `finish`, then `print p->conns`.
+# One request from a client (Init, Setup, Connect, Free, Stop): `print *p` shows the whole state.
 break serviceRequest
 commands
   printf "service: request from client %d (fd %d)\n", i, p->clientFds[i]

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "mccl_test.h"
+#include "mccl_fork.h"
 
 
 static void setup(void) {
@@ -32,7 +33,7 @@ static int noInitChild(void) {
 }
 
 static void initRequired(void) {
-  pid_t pid = fork();
+  pid_t pid = mcclForkChild();  // dies with this process
   if (pid == 0) {
     setenv("MCCL_SIM_TEST_ROLE", "noinit", 1);
     execl("/proc/self/exe", "test_sim_runtime", (char*)NULL);

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "mccl_test.h"
+#include "mccl_fork.h"
 
 
 static size_t gran;
@@ -181,7 +182,7 @@ static void vmmFaultsBeforeSetAccess(void) {
   for (int granted = 0; granted < 2; granted++) {
     if (granted) grantRW(va, gran, 0);
     CHECK_STOPPED();
-    pid_t pid = fork();
+    pid_t pid = mcclForkChild();  // dies with this process
     if (pid == 0) {
       signal(SIGSEGV, SIG_DFL);  // the sanitizer's handler would turn the fault into exit(1)
       *(volatile char*)va = 1;
@@ -420,7 +421,7 @@ static void exportImportTwoProcesses(void) {
   EXPECT_CU_OK(cuMemCreate(&h, size, &prop, 0));
   EXPECT_CU_OK(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
   EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-  pid_t pid = fork();
+  pid_t pid = mcclForkChild();  // dies with this process
   if (pid == 0) {
     close(sv[0]);
     char num[16];

@@ -16,6 +16,7 @@
 #include "mccl_checks.h"
 #include "mccl_ipc.h"
 #include "mccl_ipcsocket.h"
+#include "mccl_fork.h"
 
 #define LAT_REPS 51
 #define BW_WARMUP 2
@@ -160,7 +161,7 @@ int main(int argc, char** argv) {
   // Device count needs the driver; ask in a throwaway child so the parent forks with no context.
   int pipeFd[2];
   if (pipe(pipeFd) != 0) return 1;
-  pid_t probe = fork();
+  pid_t probe = mcclForkChild();  // dies with this process
   if (probe == 0) {
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
@@ -179,7 +180,7 @@ int main(int argc, char** argv) {
   printf("# lab 03 IPC export bench, %s backend, %d device(s)%s\n", MCCL_BACKEND_NAME, nDev,
          strcmp(MCCL_BACKEND_NAME, "sim") == 0 ? ": sim figures time the CPU implementation" : "");
   uint64_t hash = ((uint64_t)getpid() << 32) ^ (uint64_t)nowUs();
-  pid_t pid = fork();
+  pid_t pid = mcclForkChild();  // dies with this process
   if (pid < 0) return 1;
   if (pid == 0) _exit(exporter(hash, size) == mcclSuccess ? 0 : 1);
   mcclResult_t res = importer(hash, nDev, size);

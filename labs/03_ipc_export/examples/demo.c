@@ -14,6 +14,7 @@
 #include "mccl_args.h"
 #include "mccl_alloc.h"
 #include "mccl_checks.h"
+#include "mccl_fork.h"
 #include "mccl_ipc.h"
 #include "mccl_ipcsocket.h"
 
@@ -109,7 +110,7 @@ static mcclResult_t checkBytes(const char* me, const void* mapped, const char* w
   return mcclSuccess;
 }
 
-static mcclResult_t importer(uint64_t hash) {
+static mcclResult_t importer(uint64_t hash, volatile uint32_t* abortFlag) {
   const char* me = "importer";
   mcclResult_t res = mcclSuccess;
   mcclIpcSocket sock;
@@ -120,7 +121,7 @@ static mcclResult_t importer(uint64_t hash) {
   CUDACHECK(cudaGetDeviceCount(&nDev));
   int dev = nDev > 1 ? 1 : 0;
   CUDACHECK(cudaSetDevice(dev));
-  MCCLCHECK(mcclIpcSocketInit(&sock, kImporterRank, hash, NULL));
+  MCCLCHECK(mcclIpcSocketInit(&sock, kImporterRank, hash, abortFlag));
   SAY(me, "1. created Unix socket %s (pid %d)", sock.socketName, (int)getpid());
 
   MCCLCHECKGOTO(mcclIpcSocketRecvMsg(&sock, &desc, sizeof(desc), &fd), res, close_sock);
@@ -173,16 +174,20 @@ int main(int argc, char** argv) {
   printf("lab 03 demo (%s backend): pass GPU memory to another process as an fd over a Unix socket\n",
          MCCL_BACKEND_NAME);
   fflush(stdout);
-  pid_t pid = fork();
+  // The exporter dies with us; a failure on either side ends both (mccl_fork.h).
+  pid_t pid = mcclForkChild();
   if (pid < 0) {
     perror("fork");
     return 1;
   }
   if (pid == 0) _exit(exporter(hash) == mcclSuccess ? 0 : 1);
-  mcclResult_t res = importer(hash);
+  volatile uint32_t abortFlag = 0;
+  mcclChildWatch* watch;
+  if (mcclChildWatchStart(pid, &abortFlag, &watch) != mcclSuccess) return 1;
+  mcclResult_t res = importer(hash, &abortFlag);
   int status = 0;
-  waitpid(pid, &status, 0);
-  int childOk = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  int childOk = mcclChildWatchEnd(watch, res != mcclSuccess, &status) == mcclSuccess && WIFEXITED(status) &&
+                WEXITSTATUS(status) == 0;
   if (res != mcclSuccess || !childOk) {
     printf("demo FAILED: importer %s, exporter %s\n", mcclGetErrorString(res), childOk ? "ok" : "failed");
     return 1;

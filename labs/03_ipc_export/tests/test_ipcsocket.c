@@ -20,6 +20,7 @@
 #include "mccl_ipcsocket.h"
 #include "mccl_param.h"
 #include "mccl_test.h"
+#include "mccl_fork.h"
 
 
 static long long msSince(const struct timespec* t0) {
@@ -329,7 +330,7 @@ static void crossProcessFd(void) {
   uint64_t hash = freshHash();
   mcclIpcSocket s;
   EXPECT_OK(mcclIpcSocketInit(&s, 0, hash, NULL));
-  pid_t pid = fork();
+  pid_t pid = mcclForkChild();  // dies with this process
   EXPECT_GE(pid, 0);
   if (pid == 0) {
     mcclIpcSocket c;
@@ -369,7 +370,7 @@ static void peerDiesMidExchange(void) {
   uint64_t hash = freshHash();
   mcclIpcSocket s;
   EXPECT_OK(mcclIpcSocketInit(&s, 0, hash, NULL));
-  pid_t pid = fork();
+  pid_t pid = mcclForkChild();  // dies with this process
   EXPECT_GE(pid, 0);
   if (pid == 0) {
     mcclIpcSocket c;
@@ -404,7 +405,7 @@ static void peerExitsBeforeSending(void) {
   uint64_t hash = freshHash();
   mcclIpcSocket s;
   EXPECT_OK(mcclIpcSocketInit(&s, 0, hash, NULL));
-  pid_t pid = fork();
+  pid_t pid = mcclForkChild();  // dies with this process
   EXPECT_GE(pid, 0);
   if (pid == 0) _exit(0);
   struct timespec t0;
@@ -428,7 +429,7 @@ static void otherUidRejected(void) {
   EXPECT_OK(mcclIpcSocketInit(&s, 0, hash, NULL));
   int pipefd[2];
   EXPECT_EQ(pipe(pipefd), 0);  // the child reports whether setuid worked
-  pid_t pid = fork();
+  pid_t pid = mcclForkChild();  // dies with this process
   EXPECT_GE(pid, 0);
   if (pid == 0) {
     close(pipefd[0]);
@@ -492,8 +493,38 @@ static void abortFlagEndsWait(void) {
   setIpcEnv(2000, 1, NULL);
 }
 
+// With no timeout (MCCL_IPC_TIMEOUT=0, as under `make gdb`) a peer that fails must not be waited
+// for forever: mcclChildWatchStart raises the abort flag, which ends a recv and a send that retries
+// a name nobody binds (ECONNREFUSED: the peer failed before its socket existed).
+static void noTimeoutPeerFails(void) {
+  setIpcEnv(0, 1, NULL);
+  int base = mcclTestCountFds();
+  uint64_t hash = freshHash();
+  volatile uint32_t abortFlag = 0;
+  mcclIpcSocket s;
+  EXPECT_OK(mcclIpcSocketInit(&s, 0, hash, &abortFlag));
+  pid_t pid = mcclForkChild();
+  EXPECT_GE(pid, 0);
+  if (pid == 0) _exit(1);  // fails before binding rank 1's socket
+  mcclChildWatch* w = NULL;
+  EXPECT_OK(mcclChildWatchStart(pid, &abortFlag, &w));
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int x = 0, rfd = -2;
+  EXPECT_RES(mcclIpcSocketRecvMsg(&s, &x, sizeof(x), &rfd), mcclInternalError);
+  EXPECT_RES(mcclIpcSocketSendMsg(&s, &x, sizeof(x), -1, 1, hash), mcclInternalError);
+  EXPECT_LT(msSince(&t0), 2000);
+  int status = 0;
+  EXPECT_OK(mcclChildWatchEnd(w, 0, &status));
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+  EXPECT_OK(mcclIpcSocketClose(&s));
+  EXPECT_EQ(mcclTestCountFds(), base);
+  setIpcEnv(2000, 1, NULL);
+}
+
 MCCL_TEST_MAIN(MCCL_TEST_CASE(initCloseAbstract), MCCL_TEST_CASE(initClosePath), MCCL_TEST_CASE(badArguments),
                MCCL_TEST_CASE(sendRecvMsgWithFd), MCCL_TEST_CASE(sendFdRecvFd), MCCL_TEST_CASE(wrongLengthRejected),
                MCCL_TEST_CASE(twoFdsRejected), MCCL_TEST_CASE(recvTimesOut), MCCL_TEST_CASE(crossProcessFd),
                MCCL_TEST_CASE(peerDiesMidExchange), MCCL_TEST_CASE(peerExitsBeforeSending),
-               MCCL_TEST_CASE(otherUidRejected), MCCL_TEST_CASE(abortFlagEndsWait))
+               MCCL_TEST_CASE(otherUidRejected), MCCL_TEST_CASE(abortFlagEndsWait),
+               MCCL_TEST_CASE(noTimeoutPeerFails))

@@ -6,12 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "mccl_args.h"
 #include "../tests/shm_pair.h"
+#include "mccl_fork.h"
 
 static double nowSec(void) {
   struct timespec ts;
@@ -77,7 +77,7 @@ static int run(int rank, uint64_t hash, size_t maxBytes) {
   int dev = rank % ndev;
   cudaSetDevice(dev);
   struct shmPairEnd e;
-  mcclResult_t r = shmPairConnect(&e, rank, hash, dev, 1, 1, 0);
+  mcclResult_t r = shmPairConnect(&e, rank, hash, dev, 1, 1, 0, NULL);
   if (r != mcclSuccess) {
     fprintf(stderr, "bench_shm: connect failed: %s\n", mcclGetErrorString(r));
     return 1;
@@ -144,10 +144,9 @@ int main(int argc, char** argv) {
   maxBytes = (size_t)mcclArgsInt(argc, argv, 1, "maxBytes", (long long)maxBytes, 64 << 10, 16LL << 30);
   uint64_t hash = ((uint64_t)getpid() << 24) ^ 0xbe7c4;
   fflush(NULL);
-  pid_t child = fork();
+  pid_t child = mcclForkChild();  // dies with this process
   if (child < 0) return 1;
   if (child == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
     _exit(run(0, hash, maxBytes));
   }
   int rc = run(1, hash, maxBytes);

@@ -8,11 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "mccl_args.h"
 #include "mccl_alloc.h"
+#include "mccl_fork.h"
 #include "mccl_host_alloc.h"
 #include "../tests/shm_pair.h"
 
@@ -33,7 +33,7 @@ static int sender(uint64_t hash) {
   int ndev = 0;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) return 1;
   cudaSetDevice(0);
-  TRY(shmPairConnect(&e, 0, hash, 0, 1, 0, 0));
+  TRY(shmPairConnect(&e, 0, hash, 0, 1, 0, 0, NULL));
   unsigned char host[MSG_BYTES];
   for (int i = 0; i < MSG_BYTES; i++) host[i] = (unsigned char)(i % 251);
   void* dev;
@@ -94,7 +94,7 @@ static int demoBuffers(void) {
   return 0;
 }
 
-static int receiver(uint64_t hash) {
+static int receiver(uint64_t hash, volatile uint32_t* abortFlag) {
   int ndev = 0;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) return die("cudaGetDeviceCount", mcclUnhandledCudaError);
   int dev = ndev > 1 ? 1 : 0;
@@ -115,7 +115,7 @@ static int receiver(uint64_t hash) {
 
   printf("\n[4] Connect: each side's setup allocates its page, the peers swap descriptors, connect imports\n");
   struct shmPairEnd e;
-  TRY(shmPairConnect(&e, 1, hash, dev, 0, 1, 0));
+  TRY(shmPairConnect(&e, 1, hash, dev, 0, 1, 0, abortFlag));
   struct mcclConnector* c = &e.conns[0];
   const char* kinds[] = {"empty", "/dev/shm", "cuMem"};
   printf("  my page + FIFO: %s buffer; the sender's page imported (kind %s); stepSize %d\n",
@@ -126,7 +126,7 @@ static int receiver(uint64_t hash) {
   void* dbuf;
   if (cudaMalloc(&dbuf, MSG_BYTES) != cudaSuccess) return die("cudaMalloc", mcclUnhandledCudaError);
   struct mcclProxyOp op;
-  TRY(mcclProxyOpInit(&op, c, dbuf, MSG_BYTES, NULL));
+  TRY(mcclProxyOpInit(&op, c, dbuf, MSG_BYTES, abortFlag));
   uint64_t lastT = (uint64_t)-1, lastD = (uint64_t)-1, lastTail = (uint64_t)-1;
   int done = 0;
   while (!done) {
@@ -156,23 +156,21 @@ int main(int argc, char** argv) {
                 "Lab 04's narrated example: a message from a forked sender's device to this process's device\n"
                 "through the SHM FIFO.\n"
                 "Settings come from MCCL_* environment variables (docs/parameters.md).");
-  // Small slots so a short message takes several steps; no timeouts while someone single-steps.
+  // Small slots so a short message takes several steps. (`make gdb` turns the timeouts off.)
   setvbuf(stdout, NULL, _IOLBF, 0);
   setenv("MCCL_BUFFSIZE", "65536", 0);
-  setenv("MCCL_SHM_TIMEOUT", "0", 0);
-  setenv("MCCL_IPC_TIMEOUT", "0", 0);
   uint64_t hash = ((uint64_t)getpid() << 20) ^ 0x5eed;
-  fflush(NULL);
-  pid_t child = fork();
+  // The sender dies with the receiver; a failed sender aborts the receiver's waits; a failed
+  // receiver kills the sender (mccl_fork.h): an error on either side ends both.
+  pid_t child = mcclForkChild();
   if (child < 0) return 1;
-  if (child == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the receiver (e.g. when gdb kills it)
-    _exit(sender(hash));
-  }
-  int rc = receiver(hash);
+  if (child == 0) _exit(sender(hash));
+  volatile uint32_t abortFlag = 0;
+  mcclChildWatch* watch;
+  if (mcclChildWatchStart(child, &abortFlag, &watch) != mcclSuccess) return 1;
+  int rc = receiver(hash, &abortFlag);
   int st = 0;
-  waitpid(child, &st, 0);
-  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) rc = 1;
+  if (mcclChildWatchEnd(watch, rc != 0, &st) != mcclSuccess || !WIFEXITED(st) || WEXITSTATUS(st) != 0) rc = 1;
   printf("\n[6] Closed both ends; no mccl-* file of ours is left in /dev/shm. Demo %s.\n", rc ? "FAILED" : "done");
   return rc;
 }

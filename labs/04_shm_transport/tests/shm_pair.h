@@ -38,9 +38,10 @@ static mcclResult_t shmPairGetFd(void* ctx, int peerRank, const void* handle, in
   return mcclSuccess;
 }
 
-// Sets up conns[1] if doSend, conns[0] if doRecv; the peer must ask for the mirror image.
+// Sets up conns[1] if doSend, conns[0] if doRecv; the peer must ask for the mirror image. The socket
+// waits poll abortFlag (may be NULL): mcclChildWatchStart raises it when the peer process fails.
 static mcclResult_t shmPairConnect(struct shmPairEnd* e, int rank, uint64_t hash, int cudaDev, int doSend, int doRecv,
-                                   uint64_t initialStep) {
+                                   uint64_t initialStep, volatile uint32_t* abortFlag) {
   mcclResult_t res = mcclSuccess;
   memset(e, 0, sizeof(*e));
   e->rank = rank;
@@ -49,7 +50,7 @@ static mcclResult_t shmPairConnect(struct shmPairEnd* e, int rank, uint64_t hash
   e->pendingFd[0] = e->pendingFd[1] = -1;
   e->have[1] = doSend;
   e->have[0] = doRecv;
-  MCCLCHECK(mcclIpcSocketInit(&e->sock, rank, hash, NULL));
+  MCCLCHECK(mcclIpcSocketInit(&e->sock, rank, hash, abortFlag));
   MCCLCHECKGOTO(mcclFillPeerInfo(rank, cudaDev, &e->me), res, fail);
   MCCLCHECKGOTO(mcclIpcSocketSendMsg(&e->sock, &e->me, sizeof(e->me), -1, e->peer, hash), res, fail);
   MCCLCHECKGOTO(mcclIpcSocketRecvMsg(&e->sock, &e->them, sizeof(e->them), NULL), res, fail);

@@ -13,6 +13,7 @@
 #include "mccl_host_alloc.h"
 #include "mccl_alloc.h"
 #include "shm_test_util.h"
+#include "mccl_fork.h"
 
 static double nowSec(void) {
   struct timespec ts;
@@ -162,7 +163,7 @@ static int tooSmallChild(int useMount) {
 
 static int runChild(int (*fn)(int), int arg) {
   fflush(NULL);
-  pid_t pid = fork();
+  pid_t pid = mcclForkChild();  // dies with this process
   if (pid == 0) _exit(fn(arg));
   int st = 0;
   if (pid < 0 || waitpid(pid, &st, 0) != pid) return -1;

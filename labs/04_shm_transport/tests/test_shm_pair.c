@@ -10,6 +10,7 @@
 #include "mccl_host_alloc.h"
 #include "shm_pair.h"
 #include "shm_test_util.h"
+#include "mccl_fork.h"
 
 #define MAX_MSGS 8
 
@@ -75,7 +76,7 @@ static int childMain(const struct pairCfg* cfg, int rank, uint64_t hash, uint64_
     goto out;
   }
   int doSend = rank == 0 || cfg->bothWays, doRecv = rank == 1 || cfg->bothWays;
-  mcclResult_t r = shmPairConnect(&e, rank, hash, rank % ndev, doSend, doRecv, cfg->initialStep);
+  mcclResult_t r = shmPairConnect(&e, rank, hash, rank % ndev, doSend, doRecv, cfg->initialStep, NULL);
   if (r != mcclSuccess) CHILD_FAIL("shmPairConnect: %s", mcclGetErrorString(r));
   connected = 1;
   {
@@ -170,7 +171,7 @@ static void runPair(const struct pairCfg* cfg, struct pairResult* out) {
   pid_t pids[2];
   fflush(NULL);
   for (int rank = 0; rank < 2; rank++) {
-    pids[rank] = fork();
+    pids[rank] = mcclForkChild();  // dies with this process
     if (pids[rank] == 0) {
       close(fds[0]);
       repFd = fds[1];

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include "mccl_args.h"
 #include "mccl_checks.h"
+#include "mccl_fork.h"
 #include "mccl_proxy.h"
 #include "mccl_shm.h"
 
@@ -23,7 +24,7 @@
 
 static int rank = -1;
 
-static mcclResult_t runRank(const mcclUniqueId* id) {
+static mcclResult_t runRank(const mcclUniqueId* id, volatile uint32_t* abortFlag) {
   mcclResult_t res = mcclSuccess;
   int dev = rank;
   CUDACHECK(cudaSetDevice(dev));
@@ -35,9 +36,9 @@ static mcclResult_t runRank(const mcclUniqueId* id) {
   unsigned char* host = NULL;
   size_t n = 3 << 20;
 
-  MCCLCHECK(mcclProxyCreate(rank, dev, NULL, &proxy));
+  MCCLCHECK(mcclProxyCreate(rank, dev, abortFlag, &proxy));
   SAY("proxy created: service thread listening on @%s, progress thread idle", mcclProxyGetAddress(proxy));
-  MCCLCHECKGOTO(mcclBootstrapInit(id, rank, 2, dev, mcclProxyGetAddress(proxy), NULL, &bs), res, done);
+  MCCLCHECKGOTO(mcclBootstrapInit(id, rank, 2, dev, mcclProxyGetAddress(proxy), abortFlag, &bs), res, done);
   MCCLCHECKGOTO(mcclProxyInit(proxy, bs), res, done);
   mcclPeerInfo me, peer;
   MCCLCHECKGOTO(mcclBootstrapGetPeerInfo(bs, rank, &me), res, done);
@@ -104,8 +105,8 @@ int main(int argc, char** argv) {
   if (mcclGetUniqueId(&id) != mcclSuccess) return 1;
   printf("Lab 05 demo (%s backend): rank 0 (this process) sends to rank 1 (a forked child) through the proxies\n",
          MCCL_BACKEND_NAME);
-  fflush(stdout);
-  pid_t child = fork();
+  // Rank 1 dies with rank 0 (also when gdb kills it); a failure on either side ends both.
+  pid_t child = mcclForkChild();
   if (child < 0) { perror("fork"); return 1; }
   rank = child == 0 ? 1 : 0;
   int ndev = 0;
@@ -115,11 +116,14 @@ int main(int argc, char** argv) {
     waitpid(child, NULL, 0);
     return 0;
   }
-  mcclResult_t r = runRank(&id);
+  volatile uint32_t abortFlag = 0;
+  mcclChildWatch* watch = NULL;
+  if (child != 0 && mcclChildWatchStart(child, &abortFlag, &watch) != mcclSuccess) return 1;
+  mcclResult_t r = runRank(&id, &abortFlag);
   if (child == 0) _exit(r == mcclSuccess ? 0 : 1);
   int status = 0;
-  waitpid(child, &status, 0);
-  int ok = r == mcclSuccess && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  int ok = mcclChildWatchEnd(watch, r != mcclSuccess, &status) == mcclSuccess && r == mcclSuccess &&
+           WIFEXITED(status) && WEXITSTATUS(status) == 0;
   printf("Demo %s.\n", ok ? "finished: 3 messages went through SHM, moved by the proxy threads" : "FAILED");
   return ok ? 0 : 1;
 }

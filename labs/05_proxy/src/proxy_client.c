@@ -124,7 +124,8 @@ static mcclResult_t callBlocking(mcclProxyState* p, uint64_t conn, int type, con
                                  int respSize) {
   char opIdByte;  // any unique address will do
   MCCLCHECK(proxyCallAsync(p, conn, type, req, reqSize, respSize, &opIdByte));
-  uint64_t deadline = proxyClientClock() + (uint64_t)mcclParamProxyTimeout() * 1000000ULL;
+  int64_t timeoutMs = mcclParamProxyTimeout();  // <= 0: no deadline (`make gdb`); the abort flag still ends it
+  uint64_t deadline = timeoutMs > 0 ? proxyClientClock() + (uint64_t)timeoutMs * 1000000ULL : UINT64_MAX;
   for (int spins = 0;; spins++) {
     // The clock is read before the poll, and a response the poll finds is used whatever the clock
     // said: only a poll that began after the deadline and found nothing is a timeout.

@@ -15,6 +15,7 @@
 #include "mccl_proxy.h"
 #include "mccl_shm.h"
 #include "mccl_test.h"
+#include "mccl_fork.h"
 
 static long nowMs(void) {
   struct timespec ts;
@@ -49,7 +50,7 @@ static void killedPeerTimesOut(void) {
   mcclParamResetAll();
   mcclUniqueId id;
   EXPECT_OK(mcclGetUniqueId(&id));
-  pid_t child = fork();
+  pid_t child = mcclForkChild();  // dies with this process
   if (child == 0) {
     mcclProxyState* p;
     mcclBootstrap* bs;
