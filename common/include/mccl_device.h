@@ -17,7 +17,7 @@
  * - system-scope memory operations named as NCCL 2.28.9 `src/device/op128.h`: `ld_volatile_global`,
  *   `ld_relaxed_sys_global`, `ld_acquire_sys_global`, `st_volatile_global`, `st_relaxed_sys_global`,
  *   `st_release_sys_global`, `fence_acq_rel_sys`, `load128`, `store128`, plus `__threadfence()`,
- *   `__threadfence_system()` and `mcclSpinHint()`;
+ *   `__threadfence_system()`, `mcclSpinHint()` and `mcclGlobalTimerNs()`;
  * - kernel registration for the sim's launcher: `MCCL_KERNEL_REGISTER(kernel);` after each kernel.
  *
  * Every primitive, with its PTX meaning and its sim implementation, is a row of docs/device-contract.md.
@@ -128,6 +128,12 @@ __device__ __forceinline__ void store128(uint64_t* p, uint64_t v0, uint64_t v1) 
 }
 // A spinning GPU thread has nothing to give up: the warp scheduler interleaves others already.
 __device__ __forceinline__ void mcclSpinHint() {}
+// Nanoseconds of the GPU's global timer (%globaltimer), for bounded waits and timings.
+__device__ __forceinline__ uint64_t mcclGlobalTimerNs() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
 
 #else
 // ================================ sim (g++, host C++17) ===============================================
@@ -221,12 +227,40 @@ inline void store128(uint64_t* p, uint64_t v0, uint64_t v1) {
 // Many more spinning threads than cores: give the core to a thread that can make progress.
 inline void mcclSpinHint() { sched_yield(); }
 
-inline void __trap() { abort(); }
-inline long long clock64() {
+inline uint64_t mcclGlobalTimerNs() {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
-  return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
+inline void __trap() { abort(); }
+inline long long clock64() { return (long long)mcclGlobalTimerNs(); }  // a GPU counts SM cycles instead
+
+// CUDA's integer atomics (relaxed, as on the GPU), for int, unsigned int and unsigned long long.
+#define MCCL_SIM_ATOMICS(T)                                                                                  \
+  inline T atomicAdd(T* p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }                       \
+  inline T atomicSub(T* p, T v) { return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED); }                       \
+  inline T atomicAnd(T* p, T v) { return __atomic_fetch_and(p, v, __ATOMIC_RELAXED); }                       \
+  inline T atomicOr(T* p, T v) { return __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }                         \
+  inline T atomicXor(T* p, T v) { return __atomic_fetch_xor(p, v, __ATOMIC_RELAXED); }                       \
+  inline T atomicExch(T* p, T v) { return __atomic_exchange_n(p, v, __ATOMIC_RELAXED); }                     \
+  inline T atomicCAS(T* p, T cmp, T v) {                                                                     \
+    __atomic_compare_exchange_n(p, &cmp, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);                      \
+    return cmp;                                                                                              \
+  }                                                                                                          \
+  inline T atomicMax(T* p, T v) {                                                                            \
+    T old = __atomic_load_n(p, __ATOMIC_RELAXED);                                                            \
+    while (old < v && !__atomic_compare_exchange_n(p, &old, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {} \
+    return old;                                                                                              \
+  }                                                                                                          \
+  inline T atomicMin(T* p, T v) {                                                                            \
+    T old = __atomic_load_n(p, __ATOMIC_RELAXED);                                                            \
+    while (old > v && !__atomic_compare_exchange_n(p, &old, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {} \
+    return old;                                                                                              \
+  }
+MCCL_SIM_ATOMICS(int)
+MCCL_SIM_ATOMICS(unsigned int)
+MCCL_SIM_ATOMICS(unsigned long long)
+#undef MCCL_SIM_ATOMICS
 
 // CUDA's min/max for integers and floats (nvcc declares them; g++ does not). The mixed-type forms
 // return the usual arithmetic conversion, as CUDA's overloads do.
