@@ -96,7 +96,8 @@ $(foreach m,$(LAYERS),$(eval $(call MODULE_BINS,$(m))))
 # ---- what test/bench/demo/gdb run --------------------------------------------------------
 TEST_MODULES := $(call selected,common sim $(LAB_DIRS) $(wildcard final))
 TEST_ENTRIES := $(foreach m,$(TEST_MODULES),$(foreach s,$(sort $(call srcs,$(m),tests)),$(call entry,$(m),$(s))) \
-                  $(if $(wildcard $(m)/lab.gdb),gdb:$(m):$(BIN)/$($(m)_ID)/demo))
+                  $(if $(wildcard $(m)/lab.gdb),gdb:$(m):$(BIN)/$($(m)_ID)/demo) \
+                  $(if $(wildcard $(m)/tests/kernel.gdb),gdb:$(m)/tests/kernel.gdb:$(BIN)/$($(m)_ID)/test_sim_kernel))
 BENCH_ENTRIES := $(foreach m,$(TEST_MODULES),$(foreach s,$(sort $(call srcs,$(m),bench)),$(subst mpi:2$(comma)4,mpi:2,$(call entry,$(m),$(s)))))
 DEMO_MODULES := $(call selected,$(LAB_DIRS) $(wildcard final))
 

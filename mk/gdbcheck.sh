@@ -9,10 +9,13 @@
 #         continue
 #       end
 #     end
-# Usage: gdbcheck.sh LAB_DIR DEMO_BIN
+# Usage: gdbcheck.sh LAB_DIR DEMO_BIN   (runs LAB_DIR/lab.gdb)
+#        gdbcheck.sh SCRIPT.gdb BIN     (a script that sets its own args, e.g. sim/tests/kernel.gdb)
 set -u
 dir=$1 bin=$2
-name="gdb.$(basename "$dir")"
+script=$dir/lab.gdb
+[ -f "$dir" ] && script=$dir
+name="gdb.$(basename "$dir" .gdb)"
 if [ "${BACKEND:-sim}" != sim ]; then echo "SKIP $name (lab.gdb is checked on the sim backend)"; exit 0; fi
 if ! command -v gdb >/dev/null; then echo "SKIP $name (gdb not installed: make deps)"; exit 0; fi
 if [ ! -x "$bin" ]; then echo "FAIL $name (no demo binary $bin)"; exit 1; fi
@@ -20,7 +23,7 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 timeout -k 5 300 gdb -q -batch -nx -ex 'set $mccl_autorun = 1' -ex 'set pagination off' -ex 'set confirm off' \
   -ex 'set breakpoint pending on' \
-  -x "$dir/lab.gdb" -ex 'info breakpoints' --args "$bin" >"$log" 2>&1
+  -x "$script" -ex 'info breakpoints' --args "$bin" >"$log" 2>&1
 rc=$?
 # Breakpoint rows of `info breakpoints`: "<num> breakpoint keep y <addr> in <fn> at file:line"
 total=$(awk '/^Num +Type/{t=1;next} t && $2=="breakpoint"{n++} END{print n+0}' "$log")
@@ -29,7 +32,7 @@ if [ "$total" -eq 0 ]; then
   echo "FAIL $name (no breakpoints listed; gdb exit $rc)"; tail -20 "$log" | sed 's/^/#   /'; exit 1
 fi
 # A breakpoint gdb could not set silently disappears in batch mode: compare with the script.
-wanted=$(grep -cE '^[[:space:]]*(break|b|tbreak|rbreak)[[:space:]]' "$dir/lab.gdb")
+wanted=$(grep -cE '^[[:space:]]*(break|b|tbreak|rbreak)[[:space:]]' "$script")
 if [ "$total" -ne "$wanted" ]; then
   echo "FAIL $name (lab.gdb asks for $wanted breakpoints, gdb set $total)"; grep -iE 'not defined|no symbol|error' "$log" | head -5 | sed 's/^/#   /'; exit 1
 fi

@@ -210,10 +210,17 @@ inline uint64_t ld_acquire_sys_global(uint64_t* p) { return __atomic_load_n(p, _
 inline void st_volatile_global(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 inline void st_relaxed_sys_global(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 inline void st_release_sys_global(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+#if defined(__SANITIZE_THREAD__)  // gcc warns that TSan does not model fences; it ignores them, as said above
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wtsan"
+#endif
 inline void fence_acq_rel_sys() { __atomic_thread_fence(__ATOMIC_ACQ_REL); }
 inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 inline void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+#if defined(__SANITIZE_THREAD__)
+#pragma GCC diagnostic pop
+#endif
 // Two 8-byte atomic accesses: the GPU's 16-byte access is not atomic as a whole either, and LL carries a
 // flag in each 8-byte half.
 inline void load128(const uint64_t* p, uint64_t& v0, uint64_t& v1) {
