@@ -12,6 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include "sim_internal.h"
 
 #define SIM_FUNC_MAGIC 0x5c7c7c04u
@@ -19,7 +23,7 @@
 #define SIM_NAMED_BARRIERS 16  // bar.sync names 0..15, as the hardware
 #define SIM_MAX_SHMEM_DEFS 16  // MCCL_SHMEM_DEFINE variables one kernel may touch
 #define SIM_MAX_DYN_SHMEM 232448  // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
-#define SIM_BARRIER_SPINS 64      // sched_yield rounds before a barrier waiter blocks
+#define SIM_BARRIER_SPINS 2       // sched_yield rounds before a barrier waiter sleeps (threads >> cores)
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define SIM_BLOCK_STACK ((size_t)8 << 20)  // sanitizers need larger frames
 #else
@@ -48,10 +52,10 @@ static pthread_mutex_t regLock = PTHREAD_MUTEX_INITIALIZER;
 static struct CUfunc_st* kernels;
 
 // A barrier: arrivals counted under a mutex; the last one publishes the reduction and bumps the
-// generation, which waiters watch (a few yielding spins, then a condition variable).
+// generation (release store), which waiters watch with acquire loads: a few yielding spins, then a futex
+// wait on the generation word (TSan sees the ordering through the atomics, not the futex).
 typedef struct {
   pthread_mutex_t lock;
-  pthread_cond_t cv;
   int arrived, votes, expect;
   unsigned gen;       // __atomic: read by spinning waiters
   int result[2];      // votes of generation g in result[g & 1]
@@ -156,15 +160,9 @@ cudaError_t CUDARTAPI cudaGetFuncBySymbol(cudaFunction_t* functionPtr, const voi
 
 // ---- barriers and shared memory (called from the header on block threads) ----------------------
 
-static void barInit(simBar* b) {
-  pthread_mutex_init(&b->lock, NULL);
-  pthread_cond_init(&b->cv, NULL);
-}
+static void barInit(simBar* b) { pthread_mutex_init(&b->lock, NULL); }
 
-static void barDestroy(simBar* b) {
-  pthread_mutex_destroy(&b->lock);
-  pthread_cond_destroy(&b->cv);
-}
+static void barDestroy(simBar* b) { pthread_mutex_destroy(&b->lock); }
 
 static int barArrive(simBar* b, int nThreads, int vote, const char* what, int name) {
   pthread_mutex_lock(&b->lock);
@@ -179,17 +177,14 @@ static int barArrive(simBar* b, int nThreads, int vote, const char* what, int na
     b->result[g & 1] = r;
     b->arrived = b->votes = 0;
     __atomic_store_n(&b->gen, g + 1, __ATOMIC_RELEASE);
-    pthread_cond_broadcast(&b->cv);
     pthread_mutex_unlock(&b->lock);
+    syscall(SYS_futex, &b->gen, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
     return r;
   }
   pthread_mutex_unlock(&b->lock);
   for (int i = 0; i < SIM_BARRIER_SPINS && __atomic_load_n(&b->gen, __ATOMIC_ACQUIRE) == g; i++) sched_yield();
-  if (__atomic_load_n(&b->gen, __ATOMIC_ACQUIRE) == g) {
-    pthread_mutex_lock(&b->lock);
-    while (__atomic_load_n(&b->gen, __ATOMIC_ACQUIRE) == g) pthread_cond_wait(&b->cv, &b->lock);
-    pthread_mutex_unlock(&b->lock);
-  }
+  while (__atomic_load_n(&b->gen, __ATOMIC_ACQUIRE) == g)
+    syscall(SYS_futex, &b->gen, FUTEX_WAIT_PRIVATE, g, NULL, NULL, 0);  // returns at once if gen moved on
   // Generation g+2 needs this thread's next arrival, so result[g & 1] is still generation g's.
   return b->result[g & 1];
 }

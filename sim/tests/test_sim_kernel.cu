@@ -182,6 +182,54 @@ extern "C" __global__ void fpKernel(struct FpArgs a) {
 }
 MCCL_KERNEL_REGISTER(fpKernel);
 
+// NCCL's step pattern across a ring of grids: block b of grid r waits (thread 0, acquire) for block b of
+// grid r-1 to publish step s, the whole block copies through its shared struct between barriers, and
+// thread 0 publishes its own step (release). Four grids (ranks) x four blocks all spin at once.
+struct RingShmem {
+  uint64_t buf[64];
+};
+MCCL_SHMEM_DEFINE(RingShmem, ringShmem);
+struct RingArgs {
+  uint64_t* myStep;    // one counter per block
+  uint64_t* prevStep;
+  uint64_t* myData;    // 64 words per block
+  uint64_t* prevData;
+  int* err;
+  int rank, nRanks, steps;
+};
+extern "C" __global__ void ringKernel(struct RingArgs a) {
+  unsigned b = blockIdx.x, t = threadIdx.x;
+  uint64_t start = mcclGlobalTimerNs();
+  for (int s = 1; s <= a.steps; s++) {
+    int stop = 0;
+    if (t == 0 && (a.rank != 0 || s > 1)) {
+      uint64_t want = (uint64_t)(a.rank != 0 ? s : s - 1);
+      while (ld_acquire_sys_global(a.prevStep + b) < want) {
+        if (mcclGlobalTimerNs() - start > WAIT_NS) {
+          stop = 1;
+          break;
+        }
+        mcclSpinHint();
+      }
+    }
+    if (__syncthreads_or(stop)) {
+      if (t == 0) atomicOr(a.err, ERR_TIMEOUT);
+      return;
+    }
+    for (unsigned i = t; i < 64; i += blockDim.x)
+      ringShmem.buf[i] = a.rank == 0 ? (uint64_t)s * 1000 + i : a.prevData[64 * b + i] + 1;
+    __syncthreads();
+    for (unsigned i = t; i < 64; i += blockDim.x) {
+      uint64_t want = (uint64_t)s * 1000 + i + (uint64_t)a.rank;
+      if (ringShmem.buf[i] != want) atomicOr(a.err, ERR_DATA);
+      a.myData[64 * b + i] = ringShmem.buf[i];
+    }
+    __syncthreads();
+    if (t == 0) st_release_sys_global(a.myStep + b, (uint64_t)s);
+  }
+}
+MCCL_KERNEL_REGISTER(ringKernel);
+
 // ---- host ------------------------------------------------------------------------------------------
 
 static int notAKernel(int x) { return x + 1; }
@@ -396,6 +444,44 @@ static void legacyStreamIsAsync(void) {
   EXPECT_CUDA_OK(cudaFreeHost(h));
 }
 
+// Four grids on four streams, four blocks each, pass 64 words around a ring for many steps.
+static void ringOfGrids(void) {
+  setup();
+  CHECK_STOPPED();
+  CUfunction f = func((const void*)ringKernel);
+  EXPECT_TRUE(f != NULL);
+  enum { R = 4, B = 4, STEPS = 100 };
+  uint64_t *steps = NULL, *data = NULL;
+  int* err = NULL;
+  EXPECT_CUDA_OK(cudaMalloc((void**)&steps, R * B * sizeof(uint64_t)));
+  EXPECT_CUDA_OK(cudaMalloc((void**)&data, R * B * 64 * sizeof(uint64_t)));
+  EXPECT_CUDA_OK(cudaMalloc((void**)&err, sizeof(int)));
+  EXPECT_CUDA_OK(cudaMemset(steps, 0, R * B * sizeof(uint64_t)));
+  EXPECT_CUDA_OK(cudaMemset(err, 0, sizeof(int)));
+  cudaStream_t s[R];
+  struct RingArgs args[R];
+  for (int r = 0; r < R; r++) {
+    EXPECT_CUDA_OK(cudaStreamCreateWithFlags(&s[r], cudaStreamNonBlocking));
+    int p = (r + R - 1) % R;
+    args[r] = RingArgs{steps + B * r, steps + B * p, data + B * 64 * r, data + B * 64 * p, err, r, R, STEPS};
+  }
+  for (int r = R - 1; r >= 0; r--) {  // the ring's head last: the others must already wait for it
+    void* params[] = {&args[r]};
+    EXPECT_CU_OK(cuLaunchKernel(f, B, 1, 1, 64, 1, 1, 0, s[r], params, NULL));
+  }
+  for (int r = 0; r < R; r++) EXPECT_CUDA_OK(cudaStreamSynchronize(s[r]));
+  int h = -1;
+  uint64_t last[R * B];
+  EXPECT_CUDA_OK(cudaMemcpy(&h, err, sizeof(h), cudaMemcpyDeviceToHost));
+  EXPECT_CUDA_OK(cudaMemcpy(last, steps, sizeof(last), cudaMemcpyDeviceToHost));
+  for (int r = 0; r < R; r++) EXPECT_CUDA_OK(cudaStreamDestroy(s[r]));
+  EXPECT_CUDA_OK(cudaFree(steps));
+  EXPECT_CUDA_OK(cudaFree(data));
+  EXPECT_CUDA_OK(cudaFree(err));
+  EXPECT_EQ(h, 0);
+  for (int i = 0; i < R * B; i++) EXPECT_EQ(last[i], (uint64_t)STEPS);
+}
+
 static void badLaunches(void) {
   setup();
   CHECK_STOPPED();
@@ -492,6 +578,6 @@ static void fp16bf16RoundTrip(void) {
 }
 
 MCCL_TEST_MAIN(MCCL_TEST_CASE(indicesEveryThread), MCCL_TEST_CASE(syncthreadsVotes), MCCL_TEST_CASE(namedBarriersSubsets),
-               MCCL_TEST_CASE(sharedStructPerBlock), MCCL_TEST_CASE(twoStreamsPingPong),
+               MCCL_TEST_CASE(sharedStructPerBlock), MCCL_TEST_CASE(twoStreamsPingPong), MCCL_TEST_CASE(ringOfGrids),
                MCCL_TEST_CASE(legacyStreamIsAsync), MCCL_TEST_CASE(badLaunches), MCCL_TEST_CASE(oversizedBlockReduced),
                MCCL_TEST_CASE(fp16bf16RoundTrip))
