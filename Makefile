@@ -27,10 +27,14 @@ BENCH_ENTRIES :=
 DEMO_ENTRIES :=
 
 # ---- one module: library from src/, a binary per file in tests/, examples/, bench/ ---------
-# mpi_*.c files are compiled with Open MPI and run under mpirun.
+# mpi_*.c files are compiled with Open MPI and run under mpirun. Device code is .cu (CU_COMPILE in
+# mk/config.mk): its objects (x.cu -> x.cu.o) join the module's library, and a .cu in tests/,
+# examples/ or bench/ is a binary as a .c is; a link that contains any .cu object adds -lstdc++.
+srcs = $(wildcard $(1)/$(2)/*.c) $(wildcard $(1)/$(2)/*.cu)
+objof = $(patsubst $(1)/%.cu,$(OBJ)/$(1)/%.cu.o,$(patsubst $(1)/%.c,$(OBJ)/$(1)/%.o,$(2)))
 define MODULE
 $(1)_ID := $(call modid,$(1))
-$(1)_SRCS := $(wildcard $(1)/src/*.c)
+$(1)_SRCS := $(call srcs,$(1),src)
 $(1)_LIB := $(if $$($(1)_SRCS),$(LIB)/libmccl_$$($(1)_ID).a)
 -include $(1)/module.mk
 endef
@@ -47,18 +51,22 @@ define OBJ_RULE
 $(OBJ)/$(1)/%.o: $(1)/%.c | $(BACKEND_DEP)
 	@mkdir -p $$(@D)
 	$(CC) $(CPPFLAGS) $$(if $$(findstring /mpi_,/$$(notdir $$<)),$$(MPI_CFLAGS)) $(CFLAGS) -c $$< -o $$@
+$(OBJ)/$(1)/%.cu.o: $(1)/%.cu | $(BACKEND_DEP)
+	@mkdir -p $$(@D)
+	$(CU_COMPILE) -c $$< -o $$@
 endef
 
 define BIN_RULE
 # $(1)=module $(2)=source file
-$(BIN)/$($(1)_ID)/$(basename $(notdir $(2))): $(OBJ)/$(1)/$(patsubst $(1)/%.c,%.o,$(2)) $(call linklibs,$(1)) $(BACKEND_DEP)
+$(BIN)/$($(1)_ID)/$(basename $(notdir $(2))): $(call objof,$(1),$(2)) $(call linklibs,$(1)) $(BACKEND_DEP)
 	@mkdir -p $$(@D)
-	$(CC) $(LDFLAGS) -o $$@ $$< $(call linklibs,$(1)) $$(if $$(findstring /mpi_,/$(notdir $(2))),$$(MPI_LIBS)) $(BACKEND_LIBS) $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $$@ $$< $(call linklibs,$(1)) $$(if $$(findstring /mpi_,/$(notdir $(2))),$$(MPI_LIBS)) $(BACKEND_LIBS) $(LDLIBS) \
+	  $(if $(filter %.cu,$(2) $(foreach l,$(LAYERS_UPTO_$(1)),$($(l)_SRCS))),-lstdc++)
 ALL_BINS += $(BIN)/$($(1)_ID)/$(basename $(notdir $(2)))
 endef
 
 define LIB_RULE
-$($(1)_LIB): $(patsubst $(1)/%.c,$(OBJ)/$(1)/%.o,$($(1)_SRCS))
+$($(1)_LIB): $(call objof,$(1),$($(1)_SRCS))
 	@mkdir -p $$(@D)
 	rm -f $$@ && ar rcs $$@ $$^
 ALL_LIBS += $($(1)_LIB)
@@ -70,7 +78,7 @@ comma := ,
 define MODULE_BINS
 $(eval $(call OBJ_RULE,$(1)))
 $(if $($(1)_LIB),$(eval $(call LIB_RULE,$(1))))
-$(foreach s,$(wildcard $(1)/tests/*.c) $(wildcard $(1)/examples/*.c) $(wildcard $(1)/bench/*.c),$(eval $(call BIN_RULE,$(1),$(s))))
+$(foreach s,$(call srcs,$(1),tests) $(call srcs,$(1),examples) $(call srcs,$(1),bench),$(eval $(call BIN_RULE,$(1),$(s))))
 endef
 
 # sim/ : libsimcuda.so, the CPU device backend, and its tests (which link only the harness).
@@ -87,20 +95,21 @@ sim_ID := sim
 LAYERS_UPTO_sim := common
 -include sim/module.mk
 $(eval $(call OBJ_RULE,sim))
-$(foreach s,$(wildcard sim/tests/*.c),$(eval $(call BIN_RULE,sim,$(s))))
+$(foreach s,$(call srcs,sim,tests),$(eval $(call BIN_RULE,sim,$(s))))
 
 $(foreach m,$(LAYERS),$(eval $(call MODULE_BINS,$(m))))
 
 # ---- what test/bench/demo/gdb run --------------------------------------------------------
 TEST_MODULES := $(call selected,common sim $(LAB_DIRS) $(wildcard final))
-TEST_ENTRIES := $(foreach m,$(TEST_MODULES),$(foreach s,$(sort $(wildcard $(m)/tests/*.c)),$(call entry,$(m),$(s))) \
+TEST_ENTRIES := $(foreach m,$(TEST_MODULES),$(foreach s,$(sort $(call srcs,$(m),tests)),$(call entry,$(m),$(s))) \
                   $(foreach s,$(sort $(wildcard $(m)/tests/test_*.sh)),sh:$(s)) \
-                  $(if $(wildcard $(m)/lab.gdb),gdb:$(m):$(BIN)/$($(m)_ID)/demo))
-BENCH_ENTRIES := $(foreach m,$(TEST_MODULES),$(foreach s,$(sort $(wildcard $(m)/bench/*.c)),$(subst mpi:2$(comma)4,mpi:2,$(call entry,$(m),$(s)))))
+                  $(if $(wildcard $(m)/lab.gdb),gdb:$(m):$(BIN)/$($(m)_ID)/demo) \
+                  $(if $(wildcard $(m)/tests/kernel.gdb),gdb:$(m)/tests/kernel.gdb:$(BIN)/$($(m)_ID)/test_sim_kernel))
+BENCH_ENTRIES := $(foreach m,$(TEST_MODULES),$(foreach s,$(sort $(call srcs,$(m),bench)),$(subst mpi:2$(comma)4,mpi:2,$(call entry,$(m),$(s)))))
 DEMO_MODULES := $(call selected,$(LAB_DIRS) $(wildcard final))
 # Modules that have something for each target (what LAB may name).
-HAS_test := $(foreach m,common sim $(LAB_DIRS) $(wildcard final),$(if $(wildcard $(m)/tests/*.c $(m)/tests/test_*.sh $(m)/lab.gdb),$(m)))
-HAS_bench := $(foreach m,common sim $(LAB_DIRS) $(wildcard final),$(if $(wildcard $(m)/bench/*.c),$(m)))
+HAS_test := $(foreach m,common sim $(LAB_DIRS) $(wildcard final),$(if $(wildcard $(m)/tests/*.c $(m)/tests/*.cu $(m)/tests/test_*.sh $(m)/lab.gdb),$(m)))
+HAS_bench := $(foreach m,common sim $(LAB_DIRS) $(wildcard final),$(if $(wildcard $(m)/bench/*.c $(m)/bench/*.cu),$(m)))
 HAS_demo := $(foreach m,$(LAB_DIRS) $(wildcard final),$(if $(wildcard $(m)/examples/demo.c $(m)/examples/mpi_demo.c),$(m)))
 HAS_gdb := $(foreach m,$(LAB_DIRS) $(wildcard final),$(if $(wildcard $(m)/lab.gdb),$(m)))
 # Checked when the goal is read, before anything is built (and by make -n too).

@@ -12,7 +12,7 @@ ifeq ($(SANITIZE),1)
   endif
 endif
 
-VARIANT := $(BACKEND)$(if $(filter 1,$(DEBUG)),-debug)$(if $(filter 1,$(SANITIZE)),-asan)
+VARIANT := $(BACKEND)$(if $(filter 1,$(DEBUG)),-debug)$(if $(filter 1,$(CUDA_DEBUG)),-G)$(if $(filter 1,$(SANITIZE)),-asan)
 BUILD_ROOT ?= build
 BUILD := $(BUILD_ROOT)/$(VARIANT)
 BIN := $(BUILD)/bin
@@ -32,6 +32,20 @@ CPPFLAGS := -D_GNU_SOURCE -DMCCL_BACKEND_NAME='"$(BACKEND)"' $(foreach d,$(MODUL
 # snprintf truncation is how we bound strings; gcc -Wformat-truncation flags every use of it.
 CFLAGS := -std=c11 -Wall -Wextra -Werror -Wno-format-truncation $(OPTFLAGS) -fPIC -pthread $(SANFLAGS)
 LDFLAGS := -pthread $(SANFLAGS)
+
+# Device code (.cu, see common/include/mccl_device.h): nvcc for sm_90 + PTX on cuda, the same files as
+# host C++17 through g++ on sim (with the sanitizer flags). Both force-include the portability header.
+# CUDA_DEBUG=1 adds -G (device debug info for cuda-gdb; slow code), which DEBUG=1 does not.
+NVCC ?= $(CUDA_HOME)/bin/nvcc
+CXX := g++
+CU_PREINCLUDE := -include common/include/mccl_device.h
+ifeq ($(BACKEND),cuda)
+  CU_COMPILE = $(NVCC) -std=c++17 -rdc=false $(if $(filter 1,$(DEBUG)),-O0 -g,-O2 -g) $(if $(filter 1,$(CUDA_DEBUG)),-G) \
+    -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 -Werror all-warnings \
+    -Xcompiler -fPIC,-pthread,-Wall,-Wextra,-Werror $(CPPFLAGS) $(CU_PREINCLUDE)
+else
+  CU_COMPILE = $(CXX) -std=c++17 -Wall -Wextra -Werror $(OPTFLAGS) -fPIC -pthread $(SANFLAGS) $(CPPFLAGS) -x c++ $(CU_PREINCLUDE)
+endif
 
 ifeq ($(BACKEND),sim)
   BACKEND_LIBS := -L$(LIB) -lsimcuda -Wl,-rpath,$(abspath $(LIB))

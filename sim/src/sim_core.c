@@ -44,6 +44,9 @@ static void loadConfig(void) {
   simG.nDevices = (int)envLL("MCCL_SIM_DEVICES", 4, 1, SIM_MAX_DEVICES);
   simG.devMem = (size_t)envLL("MCCL_SIM_DEVICE_MEM", 4294967296LL, (long long)SIM_GRANULARITY, 1LL << 50);
   simG.numaNodes = countNumaNodes();
+  // Kernels: each block thread is a host thread (sim_launch.c). Rounded down to whole warps.
+  simG.maxBlockThreads = (int)envLL("MCCL_SIM_MAX_BLOCK_THREADS", 64, 32, 1024) / 32 * 32;
+  simG.maxGridThreads = (int)envLL("MCCL_SIM_MAX_GRID_THREADS", 2048, 32, 65536);
   for (int d = 0; d < SIM_MAX_DEVICES; d++) {
     simG.dev[d].primaryCtx.magic = SIM_CTX_MAGIC;
     simG.dev[d].primaryCtx.device = d;
@@ -541,25 +544,6 @@ cudaError_t CUDARTAPI cudaThreadExchangeStreamCaptureMode(enum cudaStreamCapture
 }
 
 // ---- calls outside the subset --------------------------------------------------------------
-
-CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
-                                unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
-                                unsigned int sharedMemBytes, CUstream hStream, void** kernelParams, void** extra) {
-  (void)f, (void)gridDimX, (void)gridDimY, (void)gridDimZ, (void)blockDimX, (void)blockDimY, (void)blockDimZ;
-  (void)sharedMemBytes, (void)hStream, (void)kernelParams, (void)extra;
-  return simNotImplemented("cuLaunchKernel");
-}
-
-cudaError_t CUDARTAPI cudaGetFuncBySymbol(cudaFunction_t* functionPtr, const void* symbolPtr) {
-  (void)functionPtr, (void)symbolPtr;
-  return simRtErr((cudaError_t)simNotImplemented("cudaGetFuncBySymbol"));
-}
-
-cudaError_t CUDARTAPI cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args, size_t sharedMem,
-                                       cudaStream_t stream) {
-  (void)func, (void)gridDim, (void)blockDim, (void)args, (void)sharedMem, (void)stream;
-  return simRtErr((cudaError_t)simNotImplemented("cudaLaunchKernel"));
-}
 
 CUresult CUDAAPI cuMulticastCreate(CUmemGenericAllocationHandle* mcHandle, const CUmulticastObjectProp* prop) {
   (void)mcHandle, (void)prop;

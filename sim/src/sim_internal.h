@@ -36,6 +36,8 @@ typedef struct {
   int nDevices;
   size_t devMem;
   int numaNodes;            // host NUMA nodes (>= 1)
+  int maxBlockThreads;      // MCCL_SIM_MAX_BLOCK_THREADS (a multiple of 32): larger blocks are reduced
+  int maxGridThreads;       // MCCL_SIM_MAX_GRID_THREADS: host threads one grid may use
   simDevice dev[SIM_MAX_DEVICES];
 } simGlobal;
 
@@ -89,6 +91,9 @@ int simRangeUsable(uintptr_t p, size_t n, int hostOk);
 
 // Streams (sim_stream.c).
 void simDeviceDrain(int dev, int blockingOnly);
+// Queues fn(arg) on a stream's worker, never inline: on the NULL stream, on device dev's legacy-stream
+// worker behind the device's blocking streams. On error the caller still owns arg.
+CUresult simEnqueueWork(CUstream hStream, int dev, void (*fn)(void*), void* arg);
 
 #define SIM_CTX_MAGIC 0x5c7c7c01u
 #endif

@@ -1,6 +1,9 @@
 // Streams, events and copies. A stream is an ordered queue run by one worker thread, so async copies
 // really overlap with host work. The NULL (legacy) stream runs its op inline in the calling thread after
 // draining the current device's blocking streams; cudaStreamPerThread runs inline without draining.
+// Kernels are never run inline: a kernel on the NULL stream goes to the device's legacy-stream worker (a
+// hidden stream started on the first such launch), queued behind the work of the device's blocking
+// streams, and work queued later on a blocking stream waits for it (simEnqueueWork).
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +27,13 @@ typedef struct simOp {
   unsigned long long seq;
   void (*fn)(void*);
   void* arg;
+  // Legacy-stream ordering: run only after waitStream has completed waitSeq ops, and after each of the
+  // nDeps pinned streams has completed its depSeq.
+  struct CUstream_st* waitStream;
+  unsigned long long waitSeq;
+  int nDeps;
+  struct CUstream_st** deps;
+  unsigned long long* depSeq;
 } simOp;
 
 struct CUstream_st {
@@ -31,6 +41,7 @@ struct CUstream_st {
   int device;
   unsigned int flags;
   int dead, exited, pins;
+  int legacy;  // the hidden worker of a device's NULL stream (never destroyed)
   simOp *head, *tail;
   unsigned long long submitted, completed;
   pthread_cond_t work;
@@ -49,6 +60,7 @@ static pthread_mutex_t qLock = PTHREAD_MUTEX_INITIALIZER;  // every stream and e
 static pthread_cond_t qDone = PTHREAD_COND_INITIALIZER;    // broadcast whenever an op completes
 static struct CUstream_st* streams;
 static struct CUevent_st* events;
+static struct CUstream_st* legacyStream[SIM_MAX_DEVICES];
 
 static int isNullStream(CUstream s) { return s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD; }
 
@@ -93,12 +105,20 @@ static void markReached(CUevent ev, unsigned long long seq) {
   if (seq > ev->reached) ev->reached = seq;
 }
 
+static void waitStreamLocked(struct CUstream_st* s, unsigned long long target);
+
 static void* worker(void* arg) {
   struct CUstream_st* s = arg;
   pthread_mutex_lock(&qLock);
   for (;;) {
     while (!s->head) pthread_cond_wait(&s->work, &qLock);
     simOp* op = s->head;  // stays queued while running, so cudaStreamQuery sees it pending
+    if (op->waitStream) waitStreamLocked(op->waitStream, op->waitSeq);
+    for (int i = 0; i < op->nDeps; i++) {
+      waitStreamLocked(op->deps[i], op->depSeq[i]);
+      if (--op->deps[i]->pins == 0 && op->deps[i]->exited) freeStreamLocked(op->deps[i]);
+    }
+    op->nDeps = 0;
     if (op->kind == OP_WAIT) {
       while (op->ev->reached < op->seq) pthread_cond_wait(&qDone, &qLock);
     } else if (op->kind == OP_RECORD) {
@@ -112,6 +132,8 @@ static void* worker(void* arg) {
     if (!s->head) s->tail = NULL;
     s->completed++;
     int exit = op->kind == OP_EXIT;
+    free(op->deps);
+    free(op->depSeq);
     free(op);
     pthread_cond_broadcast(&qDone);
     if (exit) break;
@@ -145,8 +167,14 @@ static CUresult streamCreate(CUstream* out, unsigned int flags, int dev) {
   return CUDA_SUCCESS;
 }
 
-// Appends an op; qLock held. Returns the op's sequence number in the stream.
+// Appends an op; qLock held. Returns the op's sequence number in the stream. On a blocking stream the op
+// also waits for the kernels already queued on the device's legacy stream, as the NULL stream orders.
 static unsigned long long enqueueLocked(struct CUstream_st* s, simOp* op) {
+  struct CUstream_st* legacy = legacyStream[s->device];
+  if (legacy && legacy != s && !(s->flags & CU_STREAM_NON_BLOCKING) && legacy->completed < legacy->submitted) {
+    op->waitStream = legacy;
+    op->waitSeq = legacy->submitted;
+  }
   op->next = NULL;
   if (s->tail) s->tail->next = op;
   else s->head = op;
@@ -205,6 +233,82 @@ static CUresult submit(CUstream hStream, simOp* tmpl) {
     return CUDA_ERROR_INVALID_HANDLE;
   }
   enqueueLocked(hStream, op);
+  pthread_mutex_unlock(&qLock);
+  return CUDA_SUCCESS;
+}
+
+// The device's legacy-stream worker, started on first use; qLock held.
+static struct CUstream_st* legacyLocked(int dev) {
+  if (legacyStream[dev]) return legacyStream[dev];
+  struct CUstream_st* s = calloc(1, sizeof(*s));
+  if (!s) return NULL;
+  s->magic = SIM_STREAM_MAGIC;
+  s->device = dev;
+  s->legacy = 1;
+  s->pins = 1;  // never freed: its thread lives until the process exits
+  pthread_cond_init(&s->work, NULL);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_t t;
+  int rc = pthread_create(&t, &attr, worker, s);
+  pthread_attr_destroy(&attr);
+  if (rc != 0) {
+    pthread_cond_destroy(&s->work);
+    free(s);
+    return NULL;
+  }
+  s->next = streams;
+  streams = s;
+  legacyStream[dev] = s;
+  return s;
+}
+
+CUresult simEnqueueWork(CUstream hStream, int dev, void (*fn)(void*), void* arg) {
+  if (hStream == CU_STREAM_PER_THREAD) return simNotImplemented("a kernel launch on cudaStreamPerThread");
+  simOp* op = calloc(1, sizeof(*op));
+  if (!op) return CUDA_ERROR_OUT_OF_MEMORY;
+  op->kind = OP_HOSTFN;
+  op->fn = fn;
+  op->arg = arg;
+  pthread_mutex_lock(&qLock);
+  struct CUstream_st* s = hStream;
+  if (isNullStream(hStream)) {
+    s = legacyLocked(dev);
+    if (!s) {
+      pthread_mutex_unlock(&qLock);
+      free(op);
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    // Behind everything already queued on the device's blocking streams (the legacy stream's rule).
+    int n = 0;
+    for (struct CUstream_st* t = streams; t; t = t->next)
+      if (t != s && t->device == dev && !(t->flags & CU_STREAM_NON_BLOCKING) && !t->exited && t->completed < t->submitted)
+        n++;
+    if (n) {
+      op->deps = malloc(sizeof(*op->deps) * (size_t)n);
+      op->depSeq = malloc(sizeof(*op->depSeq) * (size_t)n);
+      if (!op->deps || !op->depSeq) {
+        pthread_mutex_unlock(&qLock);
+        free(op->deps);
+        free(op->depSeq);
+        free(op);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+      }
+      for (struct CUstream_st* t = streams; t; t = t->next)
+        if (t != s && t->device == dev && !(t->flags & CU_STREAM_NON_BLOCKING) && !t->exited &&
+            t->completed < t->submitted) {
+          t->pins++;  // keeps a destroyed stream's memory until the wait is done
+          op->deps[op->nDeps] = t;
+          op->depSeq[op->nDeps++] = t->submitted;
+        }
+    }
+  } else if (!streamLive(hStream)) {
+    pthread_mutex_unlock(&qLock);
+    free(op);
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
+  enqueueLocked(s, op);
   pthread_mutex_unlock(&qLock);
   return CUDA_SUCCESS;
 }

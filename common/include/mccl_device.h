@@ -1,0 +1,322 @@
+/**
+ * @file mccl_device.h
+ * @brief The portability header of minccl's device code: one `.cu` source for the GPU and the CPU backend.
+ * @ingroup common
+ *
+ * Force-included (`-include common/include/mccl_device.h`) in every `.cu` file on both backends, so device
+ * code never includes it itself. `BACKEND=cuda` compiles `.cu` files with nvcc and this header only adds
+ * what CUDA lacks (NCCL's barrier and system-scope load/store helpers, the shared-struct and registration
+ * macros). `BACKEND=sim` compiles the same files with g++ as host C++17 and this header supplies the CUDA
+ * device vocabulary on host threads run by libsimcuda (sim/src/sim_launch.c):
+ *
+ * - qualifiers `__global__ __device__ __host__ __forceinline__ __noinline__ __launch_bounds__(...)`;
+ * - `threadIdx blockIdx blockDim gridDim` (per host thread), `WARP_SIZE`;
+ * - `__syncthreads()`, `__syncthreads_or(int)`, `__syncthreads_count(int)`, `__syncwarp()`, and NCCL's named
+ *   barriers `barrier_sync(name[, nThreads])`, `barrier_red_or(vote, name[, nThreads])` (names 0..15);
+ * - one per-block shared struct: `MCCL_SHMEM_DEFINE(Type, name);` at namespace scope, then `name.field`;
+ * - system-scope memory operations named as NCCL 2.28.9 `src/device/op128.h`: `ld_volatile_global`,
+ *   `ld_relaxed_sys_global`, `ld_acquire_sys_global`, `st_volatile_global`, `st_relaxed_sys_global`,
+ *   `st_release_sys_global`, `fence_acq_rel_sys`, `load128`, `store128`, plus `__threadfence()`,
+ *   `__threadfence_system()`, `mcclSpinHint()` and `mcclGlobalTimerNs()`;
+ * - kernel registration for the sim's launcher: `MCCL_KERNEL_REGISTER(kernel);` after each kernel.
+ *
+ * Every primitive, with its PTX meaning and its sim implementation, is a row of docs/device-contract.md.
+ *
+ * @code
+ * struct CopyArgs { const uint64_t* src; uint64_t* dst; size_t n; };
+ * struct CopyShmem { CopyArgs args; };
+ * MCCL_SHMEM_DEFINE(CopyShmem, copyShmem);
+ * extern "C" __global__ void copyKernel(struct CopyArgs args) {
+ *   if (threadIdx.x == 0) copyShmem.args = args;
+ *   __syncthreads();
+ *   for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < copyShmem.args.n; i += gridDim.x * blockDim.x)
+ *     copyShmem.args.dst[i] = copyShmem.args.src[i];
+ * }
+ * MCCL_KERNEL_REGISTER(copyKernel);
+ * // host (C11): cudaGetFuncBySymbol(&f, (const void*)copyKernel); void* p[] = {&args};
+ * //             cuLaunchKernel(f, blocks,1,1, threads,1,1, 0, stream, p, NULL);
+ * @endcode
+ */
+#ifndef MCCL_DEVICE_H_
+#define MCCL_DEVICE_H_
+
+/** @cond MCCL_DEVICE_IMPL */
+#ifndef __cplusplus
+#error "mccl_device.h is for .cu files (CUDA C++, or host C++17 on the sim backend)"
+#endif
+
+#include <stdint.h>
+#include <stddef.h>
+#include <stdio.h>  // device printf
+#include <cuda_runtime.h>
+
+#ifndef WARP_SIZE
+#define WARP_SIZE 32
+#endif
+
+#if defined(__CUDACC__)
+// ================================ CUDA (nvcc) ==========================================================
+// nvcc provides the qualifiers, the index variables, __syncthreads*, __threadfence*, min/max and printf.
+
+// One per-block shared struct, as NCCL's ncclShmem (static: one per translation unit, which with
+// -rdc=false holds all the device code a kernel uses).
+#define MCCL_SHMEM_DEFINE(Type, name) static __shared__ Type name
+// Only the sim needs to know a kernel's argument layout: here it checks the kernel exists.
+#define MCCL_KERNEL_REGISTER(kernel) static_assert(sizeof(&kernel) != 0, #kernel)
+
+// Named barriers (NCCL src/device/common.h): bar.sync / bar.red.or.pred on hardware barrier `name`.
+__device__ __forceinline__ void barrier_sync(int name) { asm volatile("barrier.sync.aligned %0;" ::"r"(name) : "memory"); }
+__device__ __forceinline__ void barrier_sync(int name, int nThreads) {
+  asm volatile("barrier.sync.aligned %0, %1;" ::"r"(name), "r"(nThreads) : "memory");
+}
+__device__ __forceinline__ bool barrier_red_or(bool vote, int name) {
+  int ans;
+  asm volatile("{ .reg .pred p; setp.ne.s32 p, %1, 0; barrier.red.or.pred p, %2, p; selp.s32 %0, 1, 0, p; }"
+               : "=r"(ans)
+               : "r"((int)vote), "r"(name)
+               : "memory");
+  return ans != 0;
+}
+__device__ __forceinline__ bool barrier_red_or(bool vote, int name, int nThreads) {
+  int ans;
+  asm volatile("{ .reg .pred p; setp.ne.s32 p, %1, 0; barrier.red.or.pred p, %2, %3, p; selp.s32 %0, 1, 0, p; }"
+               : "=r"(ans)
+               : "r"((int)vote), "r"(name), "r"(nThreads)
+               : "memory");
+  return ans != 0;
+}
+
+// System-scope loads and stores (NCCL src/device/op128.h). The address is converted to the global
+// window, so these are for global memory: device memory, or host memory mapped into the device.
+__device__ __forceinline__ uintptr_t mcclCvtaGlobal(const void* p) { return (uintptr_t)__cvta_generic_to_global(p); }
+__device__ __forceinline__ uint64_t ld_volatile_global(uint64_t* p) {
+  uint64_t v;
+  asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(v) : "l"(mcclCvtaGlobal(p)) : "memory");
+  return v;
+}
+__device__ __forceinline__ uint32_t ld_volatile_global(uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.volatile.global.u32 %0, [%1];" : "=r"(v) : "l"(mcclCvtaGlobal(p)) : "memory");
+  return v;
+}
+__device__ __forceinline__ uint64_t ld_relaxed_sys_global(uint64_t* p) {
+  uint64_t v;
+  asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(mcclCvtaGlobal(p)) : "memory");
+  return v;
+}
+__device__ __forceinline__ uint64_t ld_acquire_sys_global(uint64_t* p) {
+  uint64_t v;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(mcclCvtaGlobal(p)) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_volatile_global(uint64_t* p, uint64_t v) {
+  asm volatile("st.volatile.global.u64 [%0], %1;" ::"l"(mcclCvtaGlobal(p)), "l"(v) : "memory");
+}
+__device__ __forceinline__ void st_relaxed_sys_global(uint64_t* p, uint64_t v) {
+  asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(mcclCvtaGlobal(p)), "l"(v) : "memory");
+}
+__device__ __forceinline__ void st_release_sys_global(uint64_t* p, uint64_t v) {
+  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(mcclCvtaGlobal(p)), "l"(v) : "memory");
+}
+__device__ __forceinline__ void fence_acq_rel_sys() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
+// 16-byte volatile vector accesses (one instruction; the LL protocol relies on each 8-byte half).
+__device__ __forceinline__ void load128(const uint64_t* p, uint64_t& v0, uint64_t& v1) {
+  asm volatile("ld.volatile.global.v2.u64 {%0,%1}, [%2];" : "=l"(v0), "=l"(v1) : "l"(mcclCvtaGlobal(p)) : "memory");
+}
+__device__ __forceinline__ void store128(uint64_t* p, uint64_t v0, uint64_t v1) {
+  asm volatile("st.volatile.global.v2.u64 [%2], {%0,%1};" ::"l"(v0), "l"(v1), "l"(mcclCvtaGlobal(p)) : "memory");
+}
+// A spinning GPU thread has nothing to give up: the warp scheduler interleaves others already.
+__device__ __forceinline__ void mcclSpinHint() {}
+// Nanoseconds of the GPU's global timer (%globaltimer), for bounded waits and timings.
+__device__ __forceinline__ uint64_t mcclGlobalTimerNs() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+#else
+// ================================ sim (g++, host C++17) ===============================================
+// cuda_runtime.h, read by g++, already defines __global__ __device__ __host__ __shared__ __constant__ as
+// empty and __forceinline__ as inline always_inline; dim3, uint3 and the fp16/bf16 headers work as host
+// code. What is missing is defined here; the runtime half is libsimcuda's sim_launch.c.
+#include <sched.h>
+#include <stdlib.h>
+#include <time.h>
+#include <type_traits>
+#include <utility>
+
+// __noinline__ as a macro breaks `__attribute__((__noinline__))` in <memory> and <stacktrace> included
+// after this header: device code uses no STL, so those headers are not expected after it.
+#ifndef __noinline__
+#define __noinline__ __attribute__((noinline))
+#endif
+#ifndef __launch_bounds__
+#define __launch_bounds__(...)
+#endif
+// A plain __shared__ variable would silently become per-thread on the sim: use MCCL_SHMEM_DEFINE.
+#undef __shared__
+#define __shared__ _Pragma("GCC error \"__shared__ is not supported on the sim backend: use MCCL_SHMEM_DEFINE\"")
+
+extern "C" {
+// Implemented in libsimcuda (sim/src/sim_launch.c); only this header calls them.
+typedef struct {
+  uint3 threadIdx, blockIdx;
+  dim3 blockDim, gridDim;
+} mcclSimThreadInfo;
+typedef void (*mcclSimTrampoline)(const void* fn, void** params, const mcclSimThreadInfo* info);
+int mcclSimRegisterKernel(const void* fn, const char* name, int nArgs, const size_t* argSizes,
+                          const size_t* argAligns, mcclSimTrampoline trampoline);
+void mcclSimBarrier(int name, int nThreads);
+int mcclSimBarrierRed(int name, int nThreads, int vote, int wantCount);
+void mcclSimSyncWarp(unsigned mask);
+void* mcclSimShmem(const void* key, size_t size, size_t align);
+}
+
+// The index variables: one copy per host thread, set by the kernel's trampoline before it calls the
+// kernel (real variables, so gdb can `print threadIdx` inside a kernel).
+inline thread_local uint3 threadIdx;
+inline thread_local uint3 blockIdx;
+inline thread_local dim3 blockDim;
+inline thread_local dim3 gridDim;
+
+// Barriers: real barriers over the block's host threads (spin with sched_yield, then a condition
+// variable), each with 16 names as the hardware; name 0 over the whole block is __syncthreads.
+inline void __syncthreads() { mcclSimBarrier(0, (int)(blockDim.x * blockDim.y * blockDim.z)); }
+inline int __syncthreads_or(int p) { return mcclSimBarrierRed(0, (int)(blockDim.x * blockDim.y * blockDim.z), p, 0); }
+inline int __syncthreads_count(int p) {
+  return mcclSimBarrierRed(0, (int)(blockDim.x * blockDim.y * blockDim.z), p, 1);
+}
+inline int __syncthreads_and(int p) {
+  int n = (int)(blockDim.x * blockDim.y * blockDim.z);
+  return mcclSimBarrierRed(0, n, p, 1) == n;
+}
+inline void __syncwarp(unsigned mask = 0xffffffffu) { mcclSimSyncWarp(mask); }
+inline void barrier_sync(int name) { mcclSimBarrier(name, (int)(blockDim.x * blockDim.y * blockDim.z)); }
+inline void barrier_sync(int name, int nThreads) { mcclSimBarrier(name, nThreads); }
+inline bool barrier_red_or(bool vote, int name) {
+  return mcclSimBarrierRed(name, (int)(blockDim.x * blockDim.y * blockDim.z), vote, 0) != 0;
+}
+inline bool barrier_red_or(bool vote, int name, int nThreads) { return mcclSimBarrierRed(name, nThreads, vote, 0) != 0; }
+
+// Memory operations. GCC __atomic builtins, so ThreadSanitizer sees the synchronization. Volatile and
+// relaxed loads are strengthened to acquire, relaxed stores to release: on x86 (TSO) every load is an
+// acquire and every store a release already, so this costs nothing, and it makes the memory model the
+// sim checks no weaker than the GPU code's intent (TSan ignores standalone fences, so the flags carry it).
+inline uint64_t ld_volatile_global(uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+inline uint32_t ld_volatile_global(uint32_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+inline uint64_t ld_relaxed_sys_global(uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+inline uint64_t ld_acquire_sys_global(uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+inline void st_volatile_global(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+inline void st_relaxed_sys_global(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+inline void st_release_sys_global(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+#if defined(__SANITIZE_THREAD__)  // gcc warns that TSan does not model fences; it ignores them, as said above
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wtsan"
+#endif
+inline void fence_acq_rel_sys() { __atomic_thread_fence(__ATOMIC_ACQ_REL); }
+inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+inline void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+#if defined(__SANITIZE_THREAD__)
+#pragma GCC diagnostic pop
+#endif
+// Two 8-byte atomic accesses: the GPU's 16-byte access is not atomic as a whole either, and LL carries a
+// flag in each 8-byte half.
+inline void load128(const uint64_t* p, uint64_t& v0, uint64_t& v1) {
+  v0 = __atomic_load_n(p, __ATOMIC_ACQUIRE);
+  v1 = __atomic_load_n(p + 1, __ATOMIC_ACQUIRE);
+}
+inline void store128(uint64_t* p, uint64_t v0, uint64_t v1) {
+  __atomic_store_n(p, v0, __ATOMIC_RELEASE);
+  __atomic_store_n(p + 1, v1, __ATOMIC_RELEASE);
+}
+// Many more spinning threads than cores: give the core to a thread that can make progress.
+inline void mcclSpinHint() { sched_yield(); }
+
+inline uint64_t mcclGlobalTimerNs() {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+inline void __trap() { abort(); }
+inline long long clock64() { return (long long)mcclGlobalTimerNs(); }  // a GPU counts SM cycles instead
+
+// CUDA's integer atomics (relaxed, as on the GPU), for int, unsigned int and unsigned long long.
+#define MCCL_SIM_ATOMICS(T)                                                                                  \
+  inline T atomicAdd(T* p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }                       \
+  inline T atomicSub(T* p, T v) { return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED); }                       \
+  inline T atomicAnd(T* p, T v) { return __atomic_fetch_and(p, v, __ATOMIC_RELAXED); }                       \
+  inline T atomicOr(T* p, T v) { return __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }                         \
+  inline T atomicXor(T* p, T v) { return __atomic_fetch_xor(p, v, __ATOMIC_RELAXED); }                       \
+  inline T atomicExch(T* p, T v) { return __atomic_exchange_n(p, v, __ATOMIC_RELAXED); }                     \
+  inline T atomicCAS(T* p, T cmp, T v) {                                                                     \
+    __atomic_compare_exchange_n(p, &cmp, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);                      \
+    return cmp;                                                                                              \
+  }                                                                                                          \
+  inline T atomicMax(T* p, T v) {                                                                            \
+    T old = __atomic_load_n(p, __ATOMIC_RELAXED);                                                            \
+    while (old < v && !__atomic_compare_exchange_n(p, &old, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {} \
+    return old;                                                                                              \
+  }                                                                                                          \
+  inline T atomicMin(T* p, T v) {                                                                            \
+    T old = __atomic_load_n(p, __ATOMIC_RELAXED);                                                            \
+    while (old > v && !__atomic_compare_exchange_n(p, &old, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {} \
+    return old;                                                                                              \
+  }
+MCCL_SIM_ATOMICS(int)
+MCCL_SIM_ATOMICS(unsigned int)
+MCCL_SIM_ATOMICS(unsigned long long)
+#undef MCCL_SIM_ATOMICS
+
+// CUDA's min/max for integers and floats (nvcc declares them; g++ does not). The mixed-type forms
+// return the usual arithmetic conversion, as CUDA's overloads do.
+template <typename A, typename B>
+inline typename std::common_type<A, B>::type min(A a, B b) {
+  typedef typename std::common_type<A, B>::type T;
+  return (T)a < (T)b ? (T)a : (T)b;
+}
+template <typename A, typename B>
+inline typename std::common_type<A, B>::type max(A a, B b) {
+  typedef typename std::common_type<A, B>::type T;
+  return (T)a > (T)b ? (T)a : (T)b;
+}
+
+// One per-block shared struct. `name` is a per-thread reference, bound on the thread's first use to its
+// block's storage for this definition (libsimcuda allocates it per block and frees it when the grid
+// ends). Block threads are fresh host threads in every launch, so a binding never outlives its block.
+#define MCCL_SHMEM_DEFINE(Type, name)            \
+  static const char mcclShmemKey_##name = 0;     \
+  static thread_local Type& name = *static_cast<Type*>(mcclSimShmem(&mcclShmemKey_##name, sizeof(Type), alignof(Type)))
+
+// Kernel registration: records the host function, its name and its argument sizes, and a trampoline the
+// launcher calls on each block thread with the packed arguments (kernelParams[i] points at argument i).
+namespace mcclSim {
+template <typename... A, size_t... I>
+inline void callKernel(void (*f)(A...), void** p, std::index_sequence<I...>) {
+  f(*static_cast<typename std::remove_reference<A>::type*>(p[I])...);
+  (void)p;
+}
+template <typename... A>
+void trampoline(const void* fn, void** params, const mcclSimThreadInfo* info) {
+  threadIdx = info->threadIdx;
+  blockIdx = info->blockIdx;
+  blockDim = info->blockDim;
+  gridDim = info->gridDim;
+  callKernel(reinterpret_cast<void (*)(A...)>(const_cast<void*>(fn)), params, std::index_sequence_for<A...>{});
+}
+template <typename... A>
+inline int registerKernel(void (*fn)(A...), const char* name) {
+  static_assert(sizeof...(A) <= 16, "the sim launcher takes at most 16 kernel arguments");
+  static const size_t sizes[sizeof...(A) + 1] = {sizeof(A)..., 0};
+  static const size_t aligns[sizeof...(A) + 1] = {alignof(A)..., 0};
+  return mcclSimRegisterKernel(reinterpret_cast<const void*>(fn), name, (int)sizeof...(A), sizes, aligns,
+                               &trampoline<A...>);
+}
+}  // namespace mcclSim
+#define MCCL_KERNEL_REGISTER(kernel) \
+  static const int mcclKernelReg_##kernel __attribute__((unused)) = mcclSim::registerKernel(kernel, #kernel)
+
+#endif  // __CUDACC__
+/** @endcond */
+#endif  // MCCL_DEVICE_H_

@@ -1,0 +1,447 @@
+// Kernels on the CPU: registration, cudaGetFuncBySymbol, cuLaunchKernel, and the device-side runtime the
+// portability header (common/include/mccl_device.h) calls: barriers, __syncwarp and per-block shared memory.
+//
+// A launch is an operation on its stream's worker (sim_stream.c, simEnqueueWork). The worker starts every
+// thread of every block at once, each a fresh host thread, and joins them all before the stream moves on:
+// blocks (and ranks in other processes) wait on each other through memory, so no block may run to
+// completion before the others start. Each block has its own barriers and shared storage; a block thread
+// finds them through its thread-local simKThread.
+#include <errno.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "sim_internal.h"
+
+#define SIM_FUNC_MAGIC 0x5c7c7c04u
+#define SIM_MAX_KERNEL_ARGS 16
+#define SIM_NAMED_BARRIERS 16  // bar.sync names 0..15, as the hardware
+#define SIM_MAX_SHMEM_DEFS 16  // MCCL_SHMEM_DEFINE variables one kernel may touch
+#define SIM_MAX_DYN_SHMEM 232448  // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+#define SIM_BARRIER_SPINS 2       // sched_yield rounds before a barrier waiter sleeps (threads >> cores)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SIM_BLOCK_STACK ((size_t)8 << 20)  // sanitizers need larger frames
+#else
+#define SIM_BLOCK_STACK ((size_t)1 << 20)  // glibc caches stacks of joined threads: launches reuse them
+#endif
+
+// What the header's trampoline receives (layout of its mcclSimThreadInfo: C has no dim3 constructors).
+typedef struct {
+  uint3 threadIdx, blockIdx;
+  dim3 blockDim, gridDim;
+} simThreadInfo;
+typedef void (*simTrampoline)(const void* fn, void** params, const simThreadInfo* info);
+
+struct CUfunc_st {
+  uint32_t magic;
+  const void* fn;  // the host symbol of the kernel (what cudaGetFuncBySymbol is given)
+  const char* name;
+  int nArgs;
+  size_t argSize[SIM_MAX_KERNEL_ARGS], argAlign[SIM_MAX_KERNEL_ARGS];
+  simTrampoline tramp;
+  int warned;  // block size reduction reported
+  struct CUfunc_st* next;
+};
+
+static pthread_mutex_t regLock = PTHREAD_MUTEX_INITIALIZER;
+static struct CUfunc_st* kernels;
+
+// A barrier: arrivals counted under a mutex; the last one publishes the reduction and bumps the
+// generation (release store), which waiters watch with acquire loads: a few yielding spins, then a futex
+// wait on the generation word (TSan sees the ordering through the atomics, not the futex).
+typedef struct {
+  pthread_mutex_t lock;
+  int arrived, votes, expect;
+  unsigned gen;       // __atomic: read by spinning waiters
+  int result[2];      // votes of generation g in result[g & 1]
+} simBar;
+
+typedef struct simBlock {
+  struct simLaunch* launch;
+  int nThreads;
+  simBar bar[SIM_NAMED_BARRIERS];
+  simBar warp[1024 / 32];
+  pthread_mutex_t shmLock;
+  int nShm;
+  struct {
+    const void* key;
+    void* ptr;
+  } shm[SIM_MAX_SHMEM_DEFS];
+} simBlock;
+
+typedef struct {
+  simBlock* block;
+  int tid;  // linear thread index in the block
+  simThreadInfo info;
+  pthread_t th;
+} simKThread;
+
+typedef struct simLaunch {
+  struct CUfunc_st* f;
+  void* params[SIM_MAX_KERNEL_ARGS];
+  char* argBuf;  // copies of the arguments, taken at launch time as the driver does
+  int nBlocks, nThreads;
+  simBlock* blocks;
+  simKThread* threads;
+} simLaunch;
+
+static __thread simKThread* curThread;
+
+static void fatal(const char* fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void fatal(const char* fmt, ...) {
+  // A device-side misuse a GPU would hang or fault on: stop loudly, naming the kernel and thread.
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "minccl-sim: ERROR ");
+  if (curThread) {
+    simThreadInfo* i = &curThread->info;
+    fprintf(stderr, "in kernel %s, block (%u,%u,%u) thread (%u,%u,%u): ", curThread->block->launch->f->name,
+            i->blockIdx.x, i->blockIdx.y, i->blockIdx.z, i->threadIdx.x, i->threadIdx.y, i->threadIdx.z);
+  }
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  abort();
+}
+
+static simKThread* self(const char* what) {
+  if (!curThread) fatal("%s called outside a kernel", what);
+  return curThread;
+}
+
+// ---- registration ----------------------------------------------------------------------------------
+
+int mcclSimRegisterKernel(const void* fn, const char* name, int nArgs, const size_t* argSizes,
+                          const size_t* argAligns, simTrampoline trampoline) {
+  if (!fn || !name || !trampoline || nArgs < 0 || nArgs > SIM_MAX_KERNEL_ARGS)
+    fatal("bad kernel registration of %s", name ? name : "(null)");
+  pthread_mutex_lock(&regLock);
+  for (struct CUfunc_st* k = kernels; k; k = k->next)
+    if (k->fn == fn) {
+      pthread_mutex_unlock(&regLock);
+      return 1;
+    }
+  struct CUfunc_st* k = calloc(1, sizeof(*k));
+  if (!k) fatal("out of memory registering kernel %s", name);
+  k->magic = SIM_FUNC_MAGIC;
+  k->fn = fn;
+  k->name = name;
+  k->nArgs = nArgs;
+  for (int i = 0; i < nArgs; i++) k->argSize[i] = argSizes[i], k->argAlign[i] = argAligns[i];
+  k->tramp = trampoline;
+  k->next = kernels;
+  kernels = k;
+  pthread_mutex_unlock(&regLock);
+  return 1;
+}
+
+static struct CUfunc_st* findKernel(const void* fn, CUfunction f) {
+  struct CUfunc_st* found = NULL;
+  pthread_mutex_lock(&regLock);
+  for (struct CUfunc_st* k = kernels; k && !found; k = k->next)
+    if ((fn && k->fn == fn) || (f && k == f)) found = k;
+  pthread_mutex_unlock(&regLock);
+  return found;
+}
+
+cudaError_t CUDARTAPI cudaGetFuncBySymbol(cudaFunction_t* functionPtr, const void* symbolPtr) {
+  simRtInit();
+  if (!functionPtr) return simRtErr(cudaErrorInvalidValue);
+  struct CUfunc_st* k = symbolPtr ? findKernel(symbolPtr, NULL) : NULL;
+  if (!k) return simRtErr(cudaErrorInvalidDeviceFunction);
+  *functionPtr = k;
+  return cudaSuccess;
+}
+
+// ---- barriers and shared memory (called from the header on block threads) ----------------------
+
+static void barInit(simBar* b) { pthread_mutex_init(&b->lock, NULL); }
+
+static void barDestroy(simBar* b) { pthread_mutex_destroy(&b->lock); }
+
+static int barArrive(simBar* b, int nThreads, int vote, const char* what, int name) {
+  pthread_mutex_lock(&b->lock);
+  if (b->arrived == 0) b->expect = nThreads;
+  else if (b->expect != nThreads)
+    fatal("%s %d used with %d threads while %d threads wait on it with a count of %d", what, name, nThreads,
+          b->arrived, b->expect);
+  b->votes += vote != 0;
+  unsigned g = b->gen;
+  if (++b->arrived == nThreads) {
+    int r = b->votes;
+    b->result[g & 1] = r;
+    b->arrived = b->votes = 0;
+    __atomic_store_n(&b->gen, g + 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&b->lock);
+    syscall(SYS_futex, &b->gen, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+    return r;
+  }
+  pthread_mutex_unlock(&b->lock);
+  for (int i = 0; i < SIM_BARRIER_SPINS && __atomic_load_n(&b->gen, __ATOMIC_ACQUIRE) == g; i++) sched_yield();
+  while (__atomic_load_n(&b->gen, __ATOMIC_ACQUIRE) == g)
+    syscall(SYS_futex, &b->gen, FUTEX_WAIT_PRIVATE, g, NULL, NULL, 0);  // returns at once if gen moved on
+  // Generation g+2 needs this thread's next arrival, so result[g & 1] is still generation g's.
+  return b->result[g & 1];
+}
+
+static simBar* namedBarrier(int name, int nThreads, simBlock** blk) {
+  simKThread* t = self("a barrier");
+  if (name < 0 || name >= SIM_NAMED_BARRIERS) fatal("barrier name %d out of range 0..%d", name, SIM_NAMED_BARRIERS - 1);
+  if (nThreads <= 0 || nThreads > t->block->nThreads)
+    fatal("barrier %d for %d threads in a block of %d (it would never complete)", name, nThreads, t->block->nThreads);
+  *blk = t->block;
+  return &t->block->bar[name];
+}
+
+void mcclSimBarrier(int name, int nThreads) {
+  simBlock* b;
+  simBar* bar = namedBarrier(name, nThreads, &b);
+  barArrive(bar, nThreads, 0, "barrier", name);
+}
+
+int mcclSimBarrierRed(int name, int nThreads, int vote, int wantCount) {
+  simBlock* b;
+  simBar* bar = namedBarrier(name, nThreads, &b);
+  int votes = barArrive(bar, nThreads, vote, "barrier", name);
+  return wantCount ? votes : votes != 0;
+}
+
+void mcclSimSyncWarp(unsigned mask) {
+  simKThread* t = self("__syncwarp");
+  int warp = t->tid / 32, lane = t->tid % 32;
+  int lanes = t->block->nThreads - warp * 32;
+  unsigned present = lanes >= 32 ? 0xffffffffu : (1u << lanes) - 1;
+  if (!(mask & (1u << lane))) fatal("__syncwarp(0x%x) called by lane %d, which is not in the mask", mask, lane);
+  barArrive(&t->block->warp[warp], __builtin_popcount(mask & present), 0, "__syncwarp of warp", warp);
+}
+
+void* mcclSimShmem(const void* key, size_t size, size_t align) {
+  simKThread* t = self("shared memory (MCCL_SHMEM_DEFINE)");
+  simBlock* b = t->block;
+  void* p = NULL;
+  pthread_mutex_lock(&b->shmLock);
+  for (int i = 0; i < b->nShm && !p; i++)
+    if (b->shm[i].key == key) p = b->shm[i].ptr;
+  if (!p) {
+    if (b->nShm == SIM_MAX_SHMEM_DEFS) fatal("more than %d MCCL_SHMEM_DEFINE variables in one kernel", SIM_MAX_SHMEM_DEFS);
+    if (align < sizeof(void*)) align = sizeof(void*);
+    if (posix_memalign(&p, align, size ? size : 1) != 0) fatal("out of memory for %zu bytes of shared memory", size);
+    // Shared memory starts undefined on a GPU: a pattern, so code that reads before writing shows it.
+    memset(p, 0xa5, size);
+    b->shm[b->nShm].key = key;
+    b->shm[b->nShm++].ptr = p;
+  }
+  pthread_mutex_unlock(&b->shmLock);
+  return p;
+}
+
+// ---- running a grid (on the stream's worker) ---------------------------------------------------
+
+static void* blockThread(void* arg) {
+  simKThread* t = arg;
+  curThread = t;
+  char name[16];
+  snprintf(name, sizeof(name), "b%u.t%d", t->info.blockIdx.x, t->tid);
+  pthread_setname_np(pthread_self(), name);  // `info threads` in gdb shows which block thread is which
+  simLaunch* L = t->block->launch;
+  L->f->tramp(L->f->fn, L->params, &t->info);
+  curThread = NULL;
+  return NULL;
+}
+
+static void freeLaunch(simLaunch* L) {
+  if (L->blocks)
+    for (int b = 0; b < L->nBlocks; b++) {
+      simBlock* blk = &L->blocks[b];
+      for (int i = 0; i < SIM_NAMED_BARRIERS; i++) barDestroy(&blk->bar[i]);
+      for (int i = 0; i < 1024 / 32; i++) barDestroy(&blk->warp[i]);
+      for (int i = 0; i < blk->nShm; i++) free(blk->shm[i].ptr);
+      pthread_mutex_destroy(&blk->shmLock);
+    }
+  free(L->blocks);
+  free(L->threads);
+  free(L->argBuf);
+  free(L);
+}
+
+static void runLaunch(void* arg) {
+  simLaunch* L = arg;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, SIM_BLOCK_STACK);
+  int total = L->nBlocks * L->nThreads;
+  for (int i = 0; i < total; i++) {
+    int rc = pthread_create(&L->threads[i].th, &attr, blockThread, &L->threads[i]);
+    // Blocks already started would wait forever for the missing threads: nothing sensible to return.
+    if (rc != 0)
+      fatal("kernel %s: cannot start host thread %d of %d (%s); lower MCCL_SIM_MAX_GRID_THREADS", L->f->name, i + 1,
+            total, strerror(rc));
+  }
+  pthread_attr_destroy(&attr);
+  for (int i = 0; i < total; i++) pthread_join(L->threads[i].th, NULL);
+  freeLaunch(L);
+}
+
+// The block size the sim runs: at most MCCL_SIM_MAX_BLOCK_THREADS, and at most MCCL_SIM_MAX_GRID_THREADS
+// over the grid, in whole warps; reported once per kernel. 0 when the grid cannot run at all.
+static unsigned simBlockX(struct CUfunc_st* k, unsigned long long nBlocks, unsigned bx, unsigned by, unsigned bz) {
+  unsigned long long yz = (unsigned long long)by * bz, total = bx * yz;
+  if (total <= (unsigned long long)simG.maxBlockThreads && nBlocks * total <= (unsigned long long)simG.maxGridThreads)
+    return bx;
+  unsigned long long cap = (unsigned long long)simG.maxGridThreads / nBlocks / 32 * 32;
+  if (cap > (unsigned long long)simG.maxBlockThreads) cap = (unsigned long long)simG.maxBlockThreads;
+  unsigned long long x = cap / yz / 32 * 32;
+  if (x == 0) {
+    fprintf(stderr,
+            "minccl-sim: WARN kernel %s: %llu blocks of %llu threads cannot run on the sim (MCCL_SIM_MAX_BLOCK_THREADS=%d, "
+            "MCCL_SIM_MAX_GRID_THREADS=%d; a block is never reduced below one warp)\n",
+            k->name, nBlocks, total, simG.maxBlockThreads, simG.maxGridThreads);
+    return 0;
+  }
+  if (!__atomic_exchange_n(&k->warned, 1, __ATOMIC_RELAXED))
+    fprintf(stderr,
+            "minccl-sim: WARN kernel %s: block of %llu threads runs with %llu (blockDim.x %u -> %llu; "
+            "MCCL_SIM_MAX_BLOCK_THREADS=%d, MCCL_SIM_MAX_GRID_THREADS=%d, %llu blocks)\n",
+            k->name, total, x * yz, bx, x, simG.maxBlockThreads, simG.maxGridThreads, nBlocks);
+  return (unsigned)x;
+}
+
+// Packed arguments from CU_LAUNCH_PARAM_BUFFER_POINTER/SIZE: each at its natural alignment.
+static CUresult argsFromExtra(struct CUfunc_st* k, void** extra, void** ptrs) {
+  char* buf = NULL;
+  size_t* size = NULL;
+  for (int i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+    if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) buf = extra[i + 1];
+    else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) size = extra[i + 1];
+    else return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (!buf || !size) return CUDA_ERROR_INVALID_VALUE;
+  size_t off = 0;
+  for (int a = 0; a < k->nArgs; a++) {
+    off = (off + k->argAlign[a] - 1) / k->argAlign[a] * k->argAlign[a];
+    ptrs[a] = buf + off;
+    off += k->argSize[a];
+  }
+  return off <= *size ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult launch(struct CUfunc_st* k, dim3 grid, dim3 block, unsigned sharedMem, CUstream stream,
+                       void** kernelParams, void** extra) {
+  int dev;
+  CUresult r = simCurrentDevice(&dev);
+  if (r != CUDA_SUCCESS) return r;
+  // The driver's checks: dimensions in range, at most 1024 threads per block, shared memory in range.
+  if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z) return CUDA_ERROR_INVALID_VALUE;
+  if (grid.x > 2147483647u || grid.y > 65535 || grid.z > 65535) return CUDA_ERROR_INVALID_VALUE;
+  if (block.x > 1024 || block.y > 1024 || block.z > 64 || (unsigned long long)block.x * block.y * block.z > 1024)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (sharedMem > SIM_MAX_DYN_SHMEM) return CUDA_ERROR_INVALID_VALUE;
+  if (kernelParams && extra) return CUDA_ERROR_INVALID_VALUE;
+  if (k->nArgs > 0 && !kernelParams && !extra) return CUDA_ERROR_INVALID_VALUE;
+  void* src[SIM_MAX_KERNEL_ARGS] = {0};
+  if (extra) {
+    if ((r = argsFromExtra(k, extra, src)) != CUDA_SUCCESS) return r;
+  } else {
+    for (int a = 0; a < k->nArgs; a++)
+      if (!(src[a] = kernelParams[a])) return CUDA_ERROR_INVALID_VALUE;
+  }
+  unsigned long long nBlocks = (unsigned long long)grid.x * grid.y * grid.z;
+  unsigned bx = simBlockX(k, nBlocks, block.x, block.y, block.z);
+  if (bx == 0) return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+  block.x = bx;
+
+  simLaunch* L = calloc(1, sizeof(*L));
+  if (!L) return CUDA_ERROR_OUT_OF_MEMORY;
+  L->f = k;
+  L->nBlocks = (int)nBlocks;
+  L->nThreads = (int)(block.x * block.y * block.z);
+  size_t off = 0, offs[SIM_MAX_KERNEL_ARGS];
+  for (int a = 0; a < k->nArgs; a++) {
+    size_t al = k->argAlign[a] < 16 ? 16 : k->argAlign[a];
+    off = (off + al - 1) / al * al;
+    offs[a] = off;
+    off += k->argSize[a];
+  }
+  L->blocks = calloc((size_t)L->nBlocks, sizeof(simBlock));
+  L->threads = calloc((size_t)L->nBlocks * (size_t)L->nThreads, sizeof(simKThread));
+  if ((off && posix_memalign((void**)&L->argBuf, 64, off) != 0) || !L->blocks || !L->threads) {
+    L->nBlocks = 0;  // nothing initialized yet
+    freeLaunch(L);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  for (int a = 0; a < k->nArgs; a++) {
+    memcpy(L->argBuf + offs[a], src[a], k->argSize[a]);
+    L->params[a] = L->argBuf + offs[a];
+  }
+  for (int b = 0; b < L->nBlocks; b++) {
+    simBlock* blk = &L->blocks[b];
+    blk->launch = L;
+    blk->nThreads = L->nThreads;
+    for (int i = 0; i < SIM_NAMED_BARRIERS; i++) barInit(&blk->bar[i]);
+    for (int i = 0; i < 1024 / 32; i++) barInit(&blk->warp[i]);
+    pthread_mutex_init(&blk->shmLock, NULL);
+    uint3 bi = {(unsigned)b % grid.x, (unsigned)b / grid.x % grid.y, (unsigned)b / grid.x / grid.y};
+    for (int t = 0; t < L->nThreads; t++) {
+      simKThread* th = &L->threads[(size_t)b * (size_t)L->nThreads + (size_t)t];
+      th->block = blk;
+      th->tid = t;
+      th->info.threadIdx = (uint3){(unsigned)t % block.x, (unsigned)t / block.x % block.y, (unsigned)t / block.x / block.y};
+      th->info.blockIdx = bi;
+      th->info.blockDim = block;
+      th->info.gridDim = grid;
+    }
+  }
+  r = simEnqueueWork(stream, dev, runLaunch, L);
+  if (r != CUDA_SUCCESS) freeLaunch(L);
+  return r;
+}
+
+CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+                                unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+                                unsigned int sharedMemBytes, CUstream hStream, void** kernelParams, void** extra) {
+  CUresult r = simCheckInit();
+  if (r != CUDA_SUCCESS) return r;
+  if (!simSelf()->ctx) return CUDA_ERROR_INVALID_CONTEXT;
+  struct CUfunc_st* k = f ? findKernel(NULL, f) : NULL;
+  if (!k) return CUDA_ERROR_INVALID_HANDLE;
+  dim3 grid = {gridDimX, gridDimY, gridDimZ}, block = {blockDimX, blockDimY, blockDimZ};
+  return launch(k, grid, block, sharedMemBytes, hStream, kernelParams, extra);
+}
+
+cudaError_t CUDARTAPI cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args, size_t sharedMem,
+                                       cudaStream_t stream) {
+  simRtInit();
+  struct CUfunc_st* k = func ? findKernel(func, NULL) : NULL;
+  if (!k) return simRtErr(cudaErrorInvalidDeviceFunction);
+  if (sharedMem > SIM_MAX_DYN_SHMEM) return simRtErr(cudaErrorInvalidValue);
+  CUresult r = launch(k, gridDim, blockDim, (unsigned)sharedMem, stream, args, NULL);
+  switch (r) {
+    case CUDA_SUCCESS: return cudaSuccess;
+    case CUDA_ERROR_INVALID_VALUE: return simRtErr(cudaErrorInvalidConfiguration);  // as the runtime
+    case CUDA_ERROR_INVALID_HANDLE: return simRtErr(cudaErrorInvalidResourceHandle);
+    case CUDA_ERROR_OUT_OF_MEMORY: return simRtErr(cudaErrorMemoryAllocation);
+    default: return simRtErr((cudaError_t)r);
+  }
+}
+
+// The PTX path (nvcc -ptx, cuModuleLoadData, cuModuleGetFunction) has no CPU counterpart: kernels are
+// host functions registered by MCCL_KERNEL_REGISTER.
+CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* image) {
+  (void)module, (void)image;
+  return simNotImplemented("cuModuleLoadData (the PTX path; the sim runs kernels registered with MCCL_KERNEL_REGISTER)");
+}
+
+CUresult CUDAAPI cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod, const char* name) {
+  (void)hfunc, (void)hmod, (void)name;
+  return simNotImplemented("cuModuleGetFunction (the PTX path)");
+}
+
+CUresult CUDAAPI cuModuleUnload(CUmodule hmod) {
+  (void)hmod;
+  return simNotImplemented("cuModuleUnload (the PTX path)");
+}
