@@ -92,7 +92,7 @@ TEST_ENTRIES := $(foreach m,$(TEST_MODULES),$(foreach s,$(sort $(wildcard $(m)/t
 BENCH_ENTRIES := $(foreach m,$(TEST_MODULES),$(foreach s,$(sort $(wildcard $(m)/bench/*.c)),$(subst mpi:2$(comma)4,mpi:2,$(call entry,$(m),$(s)))))
 DEMO_MODULES := $(call selected,$(LAB_DIRS) $(wildcard final))
 
-export MPIRUN MPIRUN_FLAGS BACKEND
+export MPIRUN MPIRUN_FLAGS BACKEND CUDA_HOME MPICC
 ifeq ($(SANITIZE),1)
   export LSAN_OPTIONS := suppressions=$(abspath mk/lsan.supp):print_suppressions=0
   export ASAN_OPTIONS := detect_leaks=1:abort_on_error=0

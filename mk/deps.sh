@@ -8,11 +8,11 @@ mode=${1:-install}; target=${2:-all}
 CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")")}
 
 # command -> package
-declare -A pkg=([mpicc]=libopenmpi-dev [mpirun]=openmpi-bin [doxygen]=doxygen [dot]=graphviz [gdb]=gdb)
-# What each target needs (required) and can use (wanted: gdb lets `make test` check lab.gdb,
-# SKIP otherwise). `make deps` wants everything.
+declare -A pkg=([mpicc]=libopenmpi-dev [mpirun]=openmpi-bin [doxygen]=doxygen [dot]=graphviz [gdb]=gdb [g++]=g++)
+# What each target needs (required) and can use (wanted: gdb lets `make test` check lab.gdb, g++
+# that public headers compile as C++; SKIP otherwise). `make deps` wants everything.
 case "$target" in
-  test) required="mpicc mpirun"; wanted="mpicc mpirun gdb" ;;
+  test) required="mpicc mpirun"; wanted="mpicc mpirun gdb g++" ;;
   demo|bench) required="mpicc mpirun"; wanted="$required" ;;
   docs) required="doxygen dot"; wanted="$required" ;;
   *) required=""; wanted="${!pkg[*]}" ;;

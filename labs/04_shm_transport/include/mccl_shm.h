@@ -145,6 +145,9 @@ struct mcclShmConnectInfo {
     void* dptr;           /**< owner's device address */
   } buf;
 };
+/// @cond INTERNAL
+MCCL_STATIC_ASSERT(sizeof(struct mcclShmConnectInfo) <= MCCL_CONNECT_SIZE, "SHM connect info must fit mcclConnect");
+/// @endcond
 
 /** @brief Request the setup hook sends to proxySetup (NCCL's shmRequest, plus the FIFO and step). */
 struct mcclShmRequest {
