@@ -88,17 +88,46 @@ struct mcclRecvMem {
   };
 };
 
+/** @brief Index of the LL protocol's buffer in mcclConnInfo::buffs (NCCL_PROTO_LL). */
+#define MCCL_PROTO_LL 0
+/** @brief Index of the SIMPLE protocol's buffer in mcclConnInfo::buffs. NCCL numbers LL 0, LL128 1,
+ *  SIMPLE 2; minccl has no LL128 (its 128-byte lines rely on NVLink store ordering the sim cannot
+ *  show), so SIMPLE is 1 here. */
+#define MCCL_PROTO_SIMPLE 1
+/** @brief Protocols, so buffers, per connection (NCCL_NUM_PROTOCOLS is 3 with LL128). */
+#define MCCL_NUM_PROTOCOLS 2
+
 /**
- * @brief What a device (lab 06) or a host progress loop needs to drive one direction of one
- * connection (the SIMPLE-protocol part of NCCL's ncclConnInfo). Addresses are device-accessible.
+ * @brief One 16-byte line of the LL FIFO (NCCL's union ncclLLFifoLine): two 4-byte data words, each
+ * followed by a 4-byte flag the writer sets to the step. The whole line is stored with one 16-byte
+ * (or two 8-byte) stores, so a reader that sees both flags equal to its step also sees both data
+ * words: no tail is needed to publish it. 16-byte aligned (NCCL adds an int4 member for that; the
+ * alignment is spelled here so the header has no CUDA vector types).
+ */
+union mcclLLFifoLine {
+  struct {
+    uint32_t data1; /**< first data word */
+    uint32_t flag1; /**< its flag */
+    uint32_t data2; /**< second data word */
+    uint32_t flag2; /**< its flag */
+  };
+  MCCL_ALIGNAS(16) uint64_t v[2]; /**< the line as two 8-byte words (v[0] = data1|flag1, v[1] = data2|flag2) */
+};
+
+/**
+ * @brief What a kernel (lab 06) or a host progress loop needs to drive one direction of one
+ * connection (NCCL's ncclConnInfo, the parts minccl uses). Every address is device-accessible: a
+ * kernel on the connector's device loads and stores it directly.
  */
 struct mcclConnInfo {
-  char* buff;                      /**< the FIFO: MCCL_STEPS slots of stepSize bytes */
+  char* buffs[MCCL_NUM_PROTOCOLS]; /**< FIFOs: [MCCL_PROTO_LL] MCCL_STEPS slots of llStepSize bytes of
+                                        mcclLLFifoLine, [MCCL_PROTO_SIMPLE] MCCL_STEPS slots of stepSize bytes */
   uint64_t* head;                  /**< mcclSendMem::head (own page for a sender, the peer's for a receiver) */
   uint64_t* tail;                  /**< mcclRecvMem::tail (the peer's page for a sender, own for a receiver) */
   struct mcclConnFifo* connFifo;   /**< mcclRecvMem::connFifo */
-  int stepSize;                    /**< bytes per slot: MCCL_BUFFSIZE / MCCL_STEPS */
-  uint64_t step;                   /**< where this side is */
+  int stepSize;                    /**< bytes per SIMPLE slot: MCCL_BUFFSIZE / MCCL_STEPS */
+  int llStepSize;                  /**< bytes per LL slot: MCCL_LL_BUFFSIZE / MCCL_STEPS (a multiple of 16) */
+  uint64_t step;                   /**< where this side is; a kernel writes it back when it ends */
 };
 
 /** @} */
@@ -123,12 +152,17 @@ MCCL_STATIC_ASSERT(offsetof(struct mcclRecvMem, tail) == 0, "tail starts the rec
 MCCL_STATIC_ASSERT(offsetof(struct mcclRecvMem, connFifo) == MCCL_CACHE_LINE_SIZE, "tail alone on its line");
 MCCL_STATIC_ASSERT(offsetof(struct mcclRecvMem, flush) == MCCL_CACHE_LINE_SIZE + MCCL_STEPS * 24,
                    "flush after connFifo");
-MCCL_STATIC_ASSERT(offsetof(struct mcclConnInfo, buff) == 0, "connInfo.buff at 0");
-MCCL_STATIC_ASSERT(offsetof(struct mcclConnInfo, head) == 8, "connInfo.head at 8");
-MCCL_STATIC_ASSERT(offsetof(struct mcclConnInfo, tail) == 16, "connInfo.tail at 16");
-MCCL_STATIC_ASSERT(offsetof(struct mcclConnInfo, connFifo) == 24, "connInfo.connFifo at 24");
-MCCL_STATIC_ASSERT(offsetof(struct mcclConnInfo, stepSize) == 32, "connInfo.stepSize at 32");
-MCCL_STATIC_ASSERT(offsetof(struct mcclConnInfo, step) == 40, "connInfo.step at 40");
+MCCL_STATIC_ASSERT(sizeof(union mcclLLFifoLine) == 16, "an LL line is 16 bytes");
+MCCL_STATIC_ASSERT(offsetof(union mcclLLFifoLine, flag1) == 4 && offsetof(union mcclLLFifoLine, data2) == 8 &&
+                       offsetof(union mcclLLFifoLine, flag2) == 12,
+                   "LL line: data1 flag1 data2 flag2");
+MCCL_STATIC_ASSERT(offsetof(struct mcclConnInfo, buffs) == 0, "connInfo.buffs at 0");
+MCCL_STATIC_ASSERT(offsetof(struct mcclConnInfo, head) == 8 * MCCL_NUM_PROTOCOLS, "connInfo.head after buffs");
+MCCL_STATIC_ASSERT(offsetof(struct mcclConnInfo, tail) == 8 * MCCL_NUM_PROTOCOLS + 8, "connInfo.tail");
+MCCL_STATIC_ASSERT(offsetof(struct mcclConnInfo, connFifo) == 8 * MCCL_NUM_PROTOCOLS + 16, "connInfo.connFifo");
+MCCL_STATIC_ASSERT(offsetof(struct mcclConnInfo, stepSize) == 8 * MCCL_NUM_PROTOCOLS + 24, "connInfo.stepSize");
+MCCL_STATIC_ASSERT(offsetof(struct mcclConnInfo, llStepSize) == 8 * MCCL_NUM_PROTOCOLS + 28, "connInfo.llStepSize");
+MCCL_STATIC_ASSERT(offsetof(struct mcclConnInfo, step) == 8 * MCCL_NUM_PROTOCOLS + 32, "connInfo.step");
 /// @endcond
 
 #endif

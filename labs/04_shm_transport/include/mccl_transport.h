@@ -158,6 +158,15 @@ struct mcclTransport {
 mcclResult_t mcclFillPeerInfo(int rank, int cudaDev, mcclPeerInfo* info);
 
 /**
+ * @brief Bytes of each protocol's FIFO in every connection (NCCL's comm->buffSizes, from
+ * computeBuffSizes in init.cc): [MCCL_PROTO_LL] MCCL_LL_BUFFSIZE, [MCCL_PROTO_SIMPLE] MCCL_BUFFSIZE
+ * (mcclShmBuffSize). Both peers must agree; connect checks the peer's buffer is large enough.
+ * @param[out] buffSizes  MCCL_NUM_PROTOCOLS sizes, each a multiple of 4096 from 4096 to 1 GiB.
+ * @return mcclSuccess; mcclInvalidArgument naming the parameter and its value.
+ */
+mcclResult_t mcclComputeBuffSizes(int buffSizes[MCCL_NUM_PROTOCOLS]);
+
+/**
  * @brief Prepare a connector for one side of a transport: zero it, pick the send or recv hooks,
  * and route proxy calls to mcclProxyCallDirect (the in-thread proxy of this lab).
  * @param[out] connector  the connector.

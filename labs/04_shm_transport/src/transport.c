@@ -9,6 +9,7 @@
 #include "mccl_checks.h"
 #include "mccl_debug.h"
 #include "mccl_param.h"
+#include "mccl_shm.h"
 #include "mccl_transport.h"
 
 // The connection structs' layout is pinned by static asserts in mccl_conn.h, in every language that
@@ -28,6 +29,19 @@ mcclResult_t mcclFillPeerInfo(int rank, int cudaDev, mcclPeerInfo* info) {
   // Two containers on one host see the same host hash but maybe not the same /dev/shm (NCCL's shmDev).
   p.shmDev = stat("/dev/shm", &sb) == 0 ? (uint64_t)sb.st_dev : 0;
   *info = p;
+  return mcclSuccess;
+}
+
+mcclResult_t mcclComputeBuffSizes(int buffSizes[MCCL_NUM_PROTOCOLS]) {
+  MCCL_ARGCHECK(buffSizes != NULL, "buffSizes is NULL");
+  int simple;
+  MCCLCHECK(mcclShmBuffSize(&simple));
+  int64_t ll = mcclParamLlBuffsize();
+  // A multiple of 4096 keeps every LL slot (ll / MCCL_STEPS) a whole number of 16-byte lines.
+  MCCL_ARGCHECK(ll >= 4096 && ll % 4096 == 0 && ll <= (1LL << 30), "MCCL_LL_BUFFSIZE %lld (must be a multiple of "
+                "4096 from 4096 to 1 GiB)", (long long)ll);
+  buffSizes[MCCL_PROTO_LL] = (int)ll;
+  buffSizes[MCCL_PROTO_SIMPLE] = simple;
   return mcclSuccess;
 }
 
