@@ -268,7 +268,8 @@ static mcclResult_t shmSetup(int send, const mcclPeerInfo* myInfo, const mcclPee
   // Receiver-side locality (NCCL's default SHM_LOCALITY=2): the FIFOs live with their reader, after
   // the page in protocol order (LL, then SIMPLE), as NCCL lays out buffs[p].
   req.size = send ? sizeof(struct mcclSendMem)
-                  : sizeof(struct mcclRecvMem) + (size_t)buffSizes[MCCL_PROTO_LL] + (size_t)buffSizes[MCCL_PROTO_SIMPLE];
+                  : sizeof(struct mcclRecvMem) + (size_t)buffSizes[MCCL_PROTO_LL] +
+                        (size_t)buffSizes[MCCL_PROTO_SIMPLE];
   // Peers in one process cannot pass themselves an fd through a proxy; NCCL uses /dev/shm there.
   req.legacy = sameProcess(myInfo, peerInfo);
   req.buffSize = buffSizes[MCCL_PROTO_SIMPLE];

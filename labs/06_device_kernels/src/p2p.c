@@ -39,7 +39,7 @@ static mcclResult_t p2pCanConnect(int* ret, const mcclPeerInfo* info1, const mcc
   if (info1->hostHash != info2->hostHash) return mcclSuccess;
   // The memory crosses as a cuMem POSIX fd; NCCL's other path (cudaIpcGetMemHandle) is not built here.
   if (!mcclCuMemEnable()) {
-    INFO(MCCL_INIT | MCCL_P2P, "P2P needs cuMem (MCCL_CUMEM_ENABLE): ranks %d and %d use another transport",
+    INFO(MCCL_INIT | MCCL_P2P, "P2P needs cuMem allocations, MCCL_CUMEM_ENABLE: ranks %d and %d use another transport",
          info1->rank, info2->rank);
     return mcclSuccess;
   }
@@ -318,7 +318,7 @@ fail:
 static mcclResult_t p2pProxyFree(struct mcclProxyConnection* connection) {
   if (connection == NULL || connection->transportResources == NULL) return mcclSuccess;
   struct p2pProxyInfo* pi = (struct p2pProxyInfo*)connection->transportResources;
-  // Peers that mapped it keep the physical memory alive until they unmap (cuMem reference counts).
+  // Peers that mapped it keep the physical memory alive until they unmap (the driver counts references).
   mcclResult_t res = mcclCuMemFree(pi->buff.directPtr);
   free(pi);
   connection->transportResources = NULL;

@@ -347,7 +347,8 @@ static void buffSizesFromParameters(void) {
     setParam("MCCL_LL_BUFFSIZE", "65536");
     EXPECT_OK(mcclDevPairLocalCreate(0, 0, 1, 1, mcclDevTransportShm, 0, &p));
     EXPECT_EQ(p->ends[0].send[0].conn.llStepSize, 65536 / MCCL_STEPS);
-    EXPECT_TRUE(p->ends[0].send[0].conn.buffs[MCCL_PROTO_SIMPLE] == p->ends[0].send[0].conn.buffs[MCCL_PROTO_LL] + 65536);
+    const struct mcclConnInfo* c = &p->ends[0].send[0].conn;
+    EXPECT_TRUE(c->buffs[MCCL_PROTO_SIMPLE] == c->buffs[MCCL_PROTO_LL] + 65536);
     EXPECT_OK(mcclDevPairLocalFree(p));
   }
   setParam("MCCL_LL_BUFFSIZE", NULL);
