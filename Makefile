@@ -115,7 +115,7 @@ HAS_gdb := $(foreach m,$(LAB_DIRS) $(wildcard final),$(if $(wildcard $(m)/lab.gd
 # Checked when the goal is read, before anything is built (and by make -n too).
 $(foreach g,test bench demo gdb,$(if $(filter $(g),$(MAKECMDGOALS)),$(call need_lab,$(g),$(HAS_$(g)))))
 
-export MPIRUN MPIRUN_FLAGS BACKEND
+export MPIRUN MPIRUN_FLAGS BACKEND CUDA_HOME MPICC
 ifeq ($(SANITIZE),1)
   export LSAN_OPTIONS := suppressions=$(abspath mk/lsan.supp):print_suppressions=0
   export ASAN_OPTIONS := detect_leaks=1:abort_on_error=0

@@ -9,12 +9,12 @@ CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || ec
 
 # command -> package
 declare -A pkg=([mpicc]=libopenmpi-dev [mpirun]=openmpi-bin [doxygen]=doxygen [dot]=graphviz [gdb]=gdb
-               [linkchecker]=linkchecker [clang-format]=clang-format)
+               [linkchecker]=linkchecker [clang-format]=clang-format [g++]=g++)
 # What each target needs (required) and can use (wanted: gdb lets `make test` check lab.gdb,
-# SKIP otherwise). `make deps` wants everything.
+# SKIP otherwise). g++ compiles the .cu device code on the sim backend. `make deps` wants everything.
 case "$target" in
-  test) required="mpicc mpirun"; wanted="mpicc mpirun gdb" ;;
-  demo|bench) required="mpicc mpirun"; wanted="$required" ;;
+  test) required="mpicc mpirun g++"; wanted="mpicc mpirun gdb g++" ;;
+  demo|bench) required="mpicc mpirun g++"; wanted="$required" ;;
   docs) required="doxygen dot"; wanted="$required" ;;
   linkcheck) required="linkchecker"; wanted="$required" ;;
   format-check) required="clang-format"; wanted="$required" ;;

@@ -27,10 +27,15 @@ extern "C" {
  *
  * Set-up follows NCCL: each side's setup asks its proxy (proxyCall) to allocate a shareable
  * buffer (the sender one mcclSendMem page, the receiver one mcclRecvMem page followed by the
- * MCCL_BUFFSIZE FIFO: NCCL's default SHM_LOCALITY, receiver side), and returns connect information
- * holding its descriptor; the peers swap it, and each side's connect imports the other's buffer.
+ * MCCL_LL_BUFFSIZE LL FIFO and the MCCL_BUFFSIZE SIMPLE FIFO: NCCL's default SHM_LOCALITY, receiver
+ * side), and returns connect information holding its descriptor; the peers swap it, and each side's
+ * connect imports the other's buffer.
  *
- * Data moves on the host (NCCL's SHM_USE_CUDA_MEMCPY mode, without a GPU kernel): the sender
+ * After connect, mcclConnector::conn holds device addresses of that mapped host memory (both FIFOs,
+ * head, tail, connFifo): a kernel (lab 06) loads and stores them directly, NCCL's default SHM mode.
+ *
+ * This lab moves data on the host instead (NCCL 2.28's optional SHM_USE_CUDA_MEMCPY mode, which
+ * NCCL 2.30 removed; SIMPLE FIFO only, no GPU kernel): the sender
  * copies each slot from its device buffer into the FIFO with cudaMemcpyAsync, records an event, and
  * when the event completes writes the slot size in connFifo and publishes tail; the receiver waits
  * for tail, copies the slot to its device buffer, and when that copy completes returns head. Both
@@ -145,18 +150,22 @@ struct mcclShmConnectInfo {
     void* dptr;           /**< owner's device address */
   } buf;
 };
+/// @cond INTERNAL
+MCCL_STATIC_ASSERT(sizeof(struct mcclShmConnectInfo) <= MCCL_CONNECT_SIZE, "SHM connect info must fit mcclConnect");
+/// @endcond
 
 /** @brief Request the setup hook sends to proxySetup (NCCL's shmRequest, plus the FIFO and step). */
 struct mcclShmRequest {
-  size_t size;           /**< bytes to allocate: the page, plus the FIFO on the receive side */
+  size_t size;           /**< bytes to allocate: the page, plus the LL and SIMPLE FIFOs on the receive side */
   int legacy;            /**< force the /dev/shm path */
-  int buffSize;          /**< FIFO bytes (MCCL_BUFFSIZE) */
+  int buffSize;          /**< SIMPLE FIFO bytes (MCCL_BUFFSIZE) */
+  int llBuffSize;        /**< LL FIFO bytes (MCCL_LL_BUFFSIZE), zeroed by proxySetup; 0 on the send side */
   uint64_t initialStep;  /**< the starting head (sender page) or tail (receiver page) */
 };
 
 /** @brief Request the connect hook sends to proxyConnect (NCCL's shmProxyInfo in): mapped host addresses. */
 struct mcclShmProxyConnectReq {
-  char* shmFifo;                /**< host address of the FIFO (own for a receiver, the peer's for a sender) */
+  char* shmFifo;                /**< host address of the SIMPLE FIFO (own for a receiver, the peer's for a sender) */
   struct mcclSendMem* sendMem;  /**< host address of the sender's page */
   struct mcclRecvMem* recvMem;  /**< host address of the receiver's page */
 };

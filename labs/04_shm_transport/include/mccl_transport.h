@@ -1,8 +1,8 @@
 /**
  * @file mccl_transport.h
  * @brief Lab 04: what every transport shares: the connection memory (mcclSendMem / mcclRecvMem with
- * head, tail and connFifo), the connector, the proxy-side connection and operation, and the ops table
- * (NCCL's struct ncclTransport).
+ * head, tail and connFifo, defined in mccl_conn.h), the connector, the proxy-side connection and
+ * operation, and the ops table (NCCL's struct ncclTransport).
  * @ingroup lab04
  */
 #ifndef MCCL_TRANSPORT_H_
@@ -14,6 +14,7 @@
 #include <sys/types.h>
 #include <cuda_runtime.h>
 #include "mccl_bootstrap.h"
+#include "mccl_conn.h"
 #include "mccl_result.h"
 
 #ifdef __cplusplus
@@ -23,82 +24,13 @@ extern "C" {
 /** @addtogroup lab04
  * @{ */
 
-/** @brief Slots of a connection's FIFO (NCCL_STEPS). A power of two, so `step % MCCL_STEPS` stays
- *  continuous when the 64-bit step counters wrap. */
-#define MCCL_STEPS 8
-/** @brief Cache line used to keep counters that different processes write apart (CACHE_LINE_SIZE). */
-#define MCCL_CACHE_LINE_SIZE 128
-/** @brief Size and alignment of mcclSendMem / mcclRecvMem (MEM_ALIGN): one page each. */
-#define MCCL_MEM_ALIGN 4096
 /** @brief Bytes of the opaque connect information peers exchange (CONNECT_SIZE). */
 #define MCCL_CONNECT_SIZE 256
 
-/** @brief mcclConnFifo::mode values (NCCL_MODE_*): the slot holds the data itself. */
-#define MCCL_MODE_NORMAL 0
-/** @brief mcclConnFifo::mode: the data is at mcclConnFifo::offset in a registered buffer. */
-#define MCCL_MODE_OFFSET 1
-/** @brief mcclConnFifo::mode: the data is at mcclConnFifo::ptr. */
-#define MCCL_MODE_PTR 2
-
-/** @brief Per-slot description the producer writes before publishing tail (NCCL's ncclConnFifo). */
-struct mcclConnFifo {
-  int mode;     /**< MCCL_MODE_NORMAL in this lab */
-  int offset;   /**< byte offset of the slot in the FIFO (MCCL_MODE_OFFSET) */
-  ssize_t size; /**< bytes in the slot; written before the release store of tail */
-  void* ptr;    /**< data address for MCCL_MODE_PTR, else NULL */
-};
-
-/**
- * @brief The sender's page (NCCL's ncclSendMem): `head` is the credit the receiver returns. The
- * receiver writes it, the sender reads it; nothing else shares its cache line.
- */
-struct mcclSendMem {
-  union {
-    struct {
-      uint64_t head;                                        /**< steps the receiver has consumed */
-      char pad1[MCCL_CACHE_LINE_SIZE - sizeof(uint64_t)];   /**< head alone on its line */
-      void* ptrExchange;                                    /**< direct-pointer exchange (unused here) */
-      uint64_t redOpArgExchange[2];                         /**< reduction scalar exchange (unused here) */
-      char pad2[MCCL_CACHE_LINE_SIZE - sizeof(void*) - 2 * sizeof(uint64_t)]; /**< to the next line */
-      int offsFifo[MCCL_STEPS];                             /**< per-slot offsets (unused here) */
-    };
-    char pad3[MCCL_MEM_ALIGN]; /**< one page */
-  };
-};
-
-/**
- * @brief The receiver's page (NCCL's ncclRecvMem): `tail` is what the sender has published, and
- * connFifo[step % MCCL_STEPS] describes each published slot. The FIFO's data follows this page in
- * the receiver's segment.
- */
-struct mcclRecvMem {
-  union {
-    struct {
-      uint64_t tail;                                       /**< steps the sender has published */
-      char pad1[MCCL_CACHE_LINE_SIZE - sizeof(uint64_t)];  /**< tail alone on its line */
-      struct mcclConnFifo connFifo[MCCL_STEPS];            /**< slot sizes, on their own line(s) */
-      int flush;                                           /**< GDRCopy flush word (unused here) */
-    };
-    char pad4[MCCL_MEM_ALIGN]; /**< one page */
-  };
-};
-
 /** @brief Opaque connect information a transport's setup fills and the peer's connect reads. */
 struct mcclConnect {
-  _Alignas(8) char data[MCCL_CONNECT_SIZE]; /**< transport-defined (for SHM: struct mcclShmConnectInfo); 8-aligned */
-};
-
-/**
- * @brief What a device (lab 06) or a host progress loop needs to drive one direction of one
- * connection (the SIMPLE-protocol part of NCCL's ncclConnInfo). Addresses are device-accessible.
- */
-struct mcclConnInfo {
-  char* buff;                      /**< the FIFO: MCCL_STEPS slots of stepSize bytes */
-  uint64_t* head;                  /**< mcclSendMem::head (own page for a sender, the peer's for a receiver) */
-  uint64_t* tail;                  /**< mcclRecvMem::tail (the peer's page for a sender, own for a receiver) */
-  struct mcclConnFifo* connFifo;   /**< mcclRecvMem::connFifo */
-  int stepSize;                    /**< bytes per slot: MCCL_BUFFSIZE / MCCL_STEPS */
-  uint64_t step;                   /**< where this side is */
+  /** transport-defined (for SHM: struct mcclShmConnectInfo); 8-aligned */
+  MCCL_ALIGNAS(8) char data[MCCL_CONNECT_SIZE];
 };
 
 struct mcclTransport;
@@ -224,6 +156,15 @@ struct mcclTransport {
  * @return mcclSuccess; mcclInvalidArgument (NULL info, negative rank or device).
  */
 mcclResult_t mcclFillPeerInfo(int rank, int cudaDev, mcclPeerInfo* info);
+
+/**
+ * @brief Bytes of each protocol's FIFO in every connection (NCCL's comm->buffSizes, from
+ * computeBuffSizes in init.cc): [MCCL_PROTO_LL] MCCL_LL_BUFFSIZE, [MCCL_PROTO_SIMPLE] MCCL_BUFFSIZE
+ * (mcclShmBuffSize). Both peers must agree; connect checks the peer's buffer is large enough.
+ * @param[out] buffSizes  MCCL_NUM_PROTOCOLS sizes, each a multiple of 4096 from 4096 to 1 GiB.
+ * @return mcclSuccess; mcclInvalidArgument naming the parameter and its value.
+ */
+mcclResult_t mcclComputeBuffSizes(int buffSizes[MCCL_NUM_PROTOCOLS]);
 
 /**
  * @brief Prepare a connector for one side of a transport: zero it, pick the send or recv hooks,

@@ -197,7 +197,7 @@ struct shmSendResources {
   mcclShmIpcDesc_t remDesc;
   struct mcclSendMem* hostMem;
   struct mcclSendMem* devHostMem;
-  int buffSize;
+  int buffSizes[MCCL_NUM_PROTOCOLS];
 };
 
 // User side of a receive connection (NCCL's shmRecvResources).
@@ -207,7 +207,7 @@ struct shmRecvResources {
   mcclShmIpcDesc_t remDesc;
   struct mcclRecvMem* hostMem;
   struct mcclRecvMem* devHostMem;
-  int buffSize;
+  int buffSizes[MCCL_NUM_PROTOCOLS];
 };
 
 // Proxy side (NCCL's shmProxyInfo): the buffer this side allocated, and what progress needs.
@@ -261,15 +261,19 @@ static mcclResult_t shmSetup(int send, const mcclPeerInfo* myInfo, const mcclPee
     return mcclInvalidUsage;
   }
   mcclResult_t res = mcclSuccess;
-  int buffSize;
-  MCCLCHECK(mcclShmBuffSize(&buffSize));
+  int buffSizes[MCCL_NUM_PROTOCOLS];
+  MCCLCHECK(mcclComputeBuffSizes(buffSizes));
   struct mcclShmRequest req;
   memset(&req, 0, sizeof(req));
-  // Receiver-side locality (NCCL's default SHM_LOCALITY=2): the FIFO lives with its reader.
-  req.size = send ? sizeof(struct mcclSendMem) : sizeof(struct mcclRecvMem) + (size_t)buffSize;
+  // Receiver-side locality (NCCL's default SHM_LOCALITY=2): the FIFOs live with their reader, after
+  // the page in protocol order (LL, then SIMPLE), as NCCL lays out buffs[p].
+  req.size = send ? sizeof(struct mcclSendMem)
+                  : sizeof(struct mcclRecvMem) + (size_t)buffSizes[MCCL_PROTO_LL] +
+                        (size_t)buffSizes[MCCL_PROTO_SIMPLE];
   // Peers in one process cannot pass themselves an fd through a proxy; NCCL uses /dev/shm there.
   req.legacy = sameProcess(myInfo, peerInfo);
-  req.buffSize = buffSize;
+  req.buffSize = buffSizes[MCCL_PROTO_SIMPLE];
+  req.llBuffSize = send ? 0 : buffSizes[MCCL_PROTO_LL];
   req.initialStep = c->initialStep;
   struct mcclShmConnectInfo info;
   memset(&info, 0, sizeof(info));
@@ -284,19 +288,20 @@ static mcclResult_t shmSetup(int send, const mcclPeerInfo* myInfo, const mcclPee
     struct shmSendResources* r = (struct shmSendResources*)resources;
     r->hostMem = (struct mcclSendMem*)info.buf.hptr;
     r->devHostMem = (struct mcclSendMem*)info.buf.dptr;
-    r->buffSize = buffSize;
+    memcpy(r->buffSizes, buffSizes, sizeof(buffSizes));
   } else {
     struct shmRecvResources* r = (struct shmRecvResources*)resources;
     r->hostMem = (struct mcclRecvMem*)info.buf.hptr;
     r->devHostMem = (struct mcclRecvMem*)info.buf.dptr;
-    r->buffSize = buffSize;
+    memcpy(r->buffSizes, buffSizes, sizeof(buffSizes));
   }
   memset(connectInfo, 0, sizeof(*connectInfo));
   memcpy(connectInfo->data, &info, sizeof(info));
   c->transportResources = resources;
-  INFO(MCCL_INIT | MCCL_SHM, "%d -> %d via SHM/%s (%s side, FIFO %d bytes)", send ? myInfo->rank : peerInfo->rank,
-       send ? peerInfo->rank : myInfo->rank, info.desc.kind == MCCL_SHM_IPC_CUMEM ? "cuMem" : "/dev/shm",
-       send ? "send" : "recv", buffSize);
+  INFO(MCCL_INIT | MCCL_SHM, "%d -> %d via SHM/%s (%s side, FIFOs LL %d + SIMPLE %d bytes)",
+       send ? myInfo->rank : peerInfo->rank, send ? peerInfo->rank : myInfo->rank,
+       info.desc.kind == MCCL_SHM_IPC_CUMEM ? "cuMem" : "/dev/shm", send ? "send" : "recv", buffSizes[MCCL_PROTO_LL],
+       buffSizes[MCCL_PROTO_SIMPLE]);
   return mcclSuccess;
 fail:
   free(resources);
@@ -349,16 +354,21 @@ static mcclResult_t shmSendConnect(const struct mcclConnect* connectInfo, struct
   mcclResult_t res = mcclSuccess;
   struct mcclShmConnectInfo info;
   memcpy(&info, connectInfo->data, sizeof(info));
-  MCCLCHECK(importPeer(send, &info, sizeof(struct mcclRecvMem) + (size_t)r->buffSize, (void**)&r->remHostMem,
-                       (void**)&r->devRemHostMem, &r->remDesc));
-  // The sender writes the peer's FIFO and tail, and reads its own head.
-  send->conn.buff = (char*)(r->devRemHostMem + 1);
+  const size_t ll = (size_t)r->buffSizes[MCCL_PROTO_LL];
+  MCCLCHECK(importPeer(send, &info, sizeof(struct mcclRecvMem) + ll + (size_t)r->buffSizes[MCCL_PROTO_SIMPLE],
+                       (void**)&r->remHostMem, (void**)&r->devRemHostMem, &r->remDesc));
+  // The sender writes the peer's FIFOs, connFifo and tail, and reads its own head: all device
+  // addresses of mapped host memory, so a kernel stores into the peer's FIFO directly (NCCL's
+  // default SHM mode); lab 05's copy-engine mode uses the host addresses below instead.
+  send->conn.buffs[MCCL_PROTO_LL] = (char*)(r->devRemHostMem + 1);
+  send->conn.buffs[MCCL_PROTO_SIMPLE] = (char*)(r->devRemHostMem + 1) + ll;
   send->conn.tail = &r->devRemHostMem->tail;
   send->conn.head = &r->devHostMem->head;
   send->conn.connFifo = r->devRemHostMem->connFifo;
-  send->conn.stepSize = r->buffSize / MCCL_STEPS;
+  send->conn.stepSize = r->buffSizes[MCCL_PROTO_SIMPLE] / MCCL_STEPS;
+  send->conn.llStepSize = r->buffSizes[MCCL_PROTO_LL] / MCCL_STEPS;
   send->conn.step = send->initialStep;
-  struct mcclShmProxyConnectReq req = {(char*)(r->remHostMem + 1), r->hostMem, r->remHostMem};
+  struct mcclShmProxyConnectReq req = {(char*)(r->remHostMem + 1) + ll, r->hostMem, r->remHostMem};
   MCCLCHECKGOTO(send->proxyCall(send, mcclProxyMsgConnect, &req, sizeof(req), NULL, 0), res, fail);
   send->connected = 1;
   return mcclSuccess;
@@ -381,14 +391,17 @@ static mcclResult_t shmRecvConnect(const struct mcclConnect* connectInfo, struct
   memcpy(&info, connectInfo->data, sizeof(info));
   MCCLCHECK(importPeer(recv, &info, sizeof(struct mcclSendMem), (void**)&r->remHostMem, (void**)&r->devRemHostMem,
                        &r->remDesc));
-  // The receiver reads its own FIFO and tail, and returns credit in the peer's head.
-  recv->conn.buff = (char*)(r->devHostMem + 1);
+  // The receiver reads its own FIFOs, connFifo and tail, and returns credit in the peer's head.
+  const size_t ll = (size_t)r->buffSizes[MCCL_PROTO_LL];
+  recv->conn.buffs[MCCL_PROTO_LL] = (char*)(r->devHostMem + 1);
+  recv->conn.buffs[MCCL_PROTO_SIMPLE] = (char*)(r->devHostMem + 1) + ll;
   recv->conn.tail = &r->devHostMem->tail;
   recv->conn.head = &r->devRemHostMem->head;
   recv->conn.connFifo = r->devHostMem->connFifo;
-  recv->conn.stepSize = r->buffSize / MCCL_STEPS;
+  recv->conn.stepSize = r->buffSizes[MCCL_PROTO_SIMPLE] / MCCL_STEPS;
+  recv->conn.llStepSize = r->buffSizes[MCCL_PROTO_LL] / MCCL_STEPS;
   recv->conn.step = recv->initialStep;
-  struct mcclShmProxyConnectReq req = {(char*)(r->hostMem + 1), r->remHostMem, r->hostMem};
+  struct mcclShmProxyConnectReq req = {(char*)(r->hostMem + 1) + ll, r->remHostMem, r->hostMem};
   MCCLCHECKGOTO(recv->proxyCall(recv, mcclProxyMsgConnect, &req, sizeof(req), NULL, 0), res, fail);
   recv->connected = 1;
   return mcclSuccess;
@@ -429,6 +442,10 @@ static mcclResult_t shmProxySetup(struct mcclProxyConnection* connection, const 
   memcpy(&reqCopy, reqBuff, sizeof(reqCopy));
   const struct mcclShmRequest* req = &reqCopy;
   MCCL_ARGCHECK(req->buffSize >= 4096 && req->buffSize % MCCL_STEPS == 0, "req->buffSize %d", req->buffSize);
+  MCCL_ARGCHECK(req->llBuffSize >= 0 && req->llBuffSize % (MCCL_STEPS * (int)sizeof(union mcclLLFifoLine)) == 0 &&
+                    (connection->send ? req->llBuffSize == 0
+                                      : req->size >= sizeof(struct mcclRecvMem) + (size_t)req->llBuffSize),
+                "req->llBuffSize %d with req->size %zu", req->llBuffSize, req->size);
   struct shmProxyInfo* pi = (struct shmProxyInfo*)calloc(1, sizeof(*pi));
   if (pi == NULL) {
     WARN("Out of memory allocating SHM proxy resources");
@@ -437,7 +454,8 @@ static mcclResult_t shmProxySetup(struct mcclProxyConnection* connection, const 
   mcclResult_t res = mcclSuccess;
   void *hptr = NULL, *dptr = NULL;
   MCCLCHECKGOTO(mcclShmAllocateShareableBuffer(req->size, req->legacy, &pi->desc, &hptr, &dptr), res, fail);
-  // Only the page of counters needs known contents: the FIFO is always written before it is read.
+  // The page of counters and the LL FIFO need known contents; the SIMPLE FIFO is always written
+  // before it is read.
   if (connection->send) {
     struct mcclSendMem* s = (struct mcclSendMem*)hptr;
     memset(s, 0, sizeof(*s));
@@ -445,6 +463,9 @@ static mcclResult_t shmProxySetup(struct mcclProxyConnection* connection, const 
   } else {
     struct mcclRecvMem* r = (struct mcclRecvMem*)hptr;
     memset(r, 0, sizeof(*r));
+    // LL lines carry their own flags: stale bytes that happened to match a step would read as
+    // data, so the LL FIFO starts zeroed (cuMem host memory is not cleared for us).
+    memset(r + 1, 0, (size_t)req->llBuffSize);
     __atomic_store_n(&r->tail, req->initialStep, __ATOMIC_RELEASE);
   }
   pi->step = req->initialStep;

@@ -12,16 +12,8 @@
 #include "mccl_shm.h"
 #include "mccl_transport.h"
 
-// The layout is a contract with the peer process (and, in lab 06, with device code): pin it.
-_Static_assert(sizeof(struct mcclSendMem) == MCCL_MEM_ALIGN, "mcclSendMem must be one page");
-_Static_assert(sizeof(struct mcclRecvMem) == MCCL_MEM_ALIGN, "mcclRecvMem must be one page");
-_Static_assert(offsetof(struct mcclSendMem, head) == 0, "head starts the send page");
-_Static_assert(offsetof(struct mcclSendMem, ptrExchange) == MCCL_CACHE_LINE_SIZE, "head alone on its line");
-_Static_assert(offsetof(struct mcclSendMem, offsFifo) == 2 * MCCL_CACHE_LINE_SIZE, "offsFifo on the third line");
-_Static_assert(offsetof(struct mcclRecvMem, tail) == 0, "tail starts the recv page");
-_Static_assert(offsetof(struct mcclRecvMem, connFifo) == MCCL_CACHE_LINE_SIZE, "tail alone on its line");
-_Static_assert((MCCL_STEPS & (MCCL_STEPS - 1)) == 0, "MCCL_STEPS must be a power of two for wrapping steps");
-_Static_assert(sizeof(struct mcclShmConnectInfo) <= MCCL_CONNECT_SIZE, "SHM connect info too big");
+// The connection structs' layout is pinned by static asserts in mccl_conn.h, in every language that
+// includes it; each transport checks its own connect information fits MCCL_CONNECT_SIZE in its header.
 
 mcclResult_t mcclFillPeerInfo(int rank, int cudaDev, mcclPeerInfo* info) {
   MCCL_ARGCHECK(info != NULL, "info is NULL");
@@ -37,6 +29,19 @@ mcclResult_t mcclFillPeerInfo(int rank, int cudaDev, mcclPeerInfo* info) {
   // Two containers on one host see the same host hash but maybe not the same /dev/shm (NCCL's shmDev).
   p.shmDev = stat("/dev/shm", &sb) == 0 ? (uint64_t)sb.st_dev : 0;
   *info = p;
+  return mcclSuccess;
+}
+
+mcclResult_t mcclComputeBuffSizes(int buffSizes[MCCL_NUM_PROTOCOLS]) {
+  MCCL_ARGCHECK(buffSizes != NULL, "buffSizes is NULL");
+  int simple;
+  MCCLCHECK(mcclShmBuffSize(&simple));
+  int64_t ll = mcclParamLlBuffsize();
+  // A multiple of 4096 keeps every LL slot (ll / MCCL_STEPS) a whole number of 16-byte lines.
+  MCCL_ARGCHECK(ll >= 4096 && ll % 4096 == 0 && ll <= (1LL << 30), "MCCL_LL_BUFFSIZE %lld (must be a multiple of "
+                "4096 from 4096 to 1 GiB)", (long long)ll);
+  buffSizes[MCCL_PROTO_LL] = (int)ll;
+  buffSizes[MCCL_PROTO_SIMPLE] = simple;
   return mcclSuccess;
 }
 

@@ -1,0 +1,366 @@
+// Lab 06: connections as kernels see them. Device copies of mcclConnInfo (NCCL keeps ncclConnInfo
+// in device memory: ncclDevComm -> channels -> peers -> send/recv[connIndex].conn), the host-mapped
+// abort flag (NCCL's abortFlagDev), and a pair helper that sets up N channels between two
+// endpoints the way NCCL's ncclTransportP2pSetup does for one peer: select, setup, exchange, connect.
+#include <stdlib.h>
+#include <string.h>
+#include "mccl_checks.h"
+#include "mccl_debug.h"
+#include "mccl_devconn.h"
+#include "mccl_p2p.h"
+#include "mccl_shm.h"
+
+#define DEVPAIR_MAX_CHANNELS 64
+// Bootstrap tags of the peer exchange; any value distinct from the other users of the bootstrap.
+enum { kTagHeader = 0x6d060, kTagSendInfo, kTagRecvInfo, kTagDone };
+
+// ---- device copies of the connection ----------------------------------------------------------
+
+// A small synchronous copy on a private stream: it neither waits for nor is ordered after kernels
+// that may be spinning on the device's other streams (the legacy stream would wait for them).
+static mcclResult_t copySync(void* dst, const void* src, size_t n, enum cudaMemcpyKind kind) {
+  mcclResult_t res = mcclSuccess;
+  cudaStream_t s = NULL;
+  CUDACHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CUDACHECKGOTO(cudaMemcpyAsync(dst, src, n, kind, s), res, done);
+  CUDACHECKGOTO(cudaStreamSynchronize(s), res, done);
+done:
+  cudaStreamDestroy(s);
+  return res;
+}
+
+mcclResult_t mcclDevConnCreate(const struct mcclConnector* connector, struct mcclConnInfo** devConn) {
+  MCCL_ARGCHECK(connector != NULL, "connector is NULL");
+  MCCL_ARGCHECK(devConn != NULL, "devConn is NULL");
+  if (!connector->connected) {
+    WARN("Invalid usage: connector %p is not connected", (void*)connector);
+    return mcclInvalidUsage;
+  }
+  struct mcclConnInfo* d = NULL;
+  CUDACHECK(cudaMalloc((void**)&d, sizeof(*d)));
+  mcclResult_t res = copySync(d, &connector->conn, sizeof(*d), cudaMemcpyHostToDevice);
+  if (res != mcclSuccess) {
+    cudaFree(d);
+    return res;
+  }
+  *devConn = d;
+  return mcclSuccess;
+}
+
+mcclResult_t mcclDevConnReadStep(struct mcclConnector* connector, const struct mcclConnInfo* devConn) {
+  MCCL_ARGCHECK(connector != NULL, "connector is NULL");
+  MCCL_ARGCHECK(devConn != NULL, "devConn is NULL");
+  uint64_t step = 0;
+  MCCLCHECK(copySync(&step, &devConn->step, sizeof(step), cudaMemcpyDeviceToHost));
+  connector->conn.step = step;
+  return mcclSuccess;
+}
+
+mcclResult_t mcclDevConnFree(struct mcclConnInfo* devConn) {
+  if (devConn == NULL) return mcclSuccess;
+  CUDACHECK(cudaFree(devConn));
+  return mcclSuccess;
+}
+
+mcclResult_t mcclDevAbortFlagCreate(volatile uint32_t** hostPtr, uint32_t** devPtr) {
+  MCCL_ARGCHECK(hostPtr != NULL, "hostPtr is NULL");
+  MCCL_ARGCHECK(devPtr != NULL, "devPtr is NULL");
+  uint32_t* h = NULL;
+  void* d = NULL;
+  // Portable: pinned for every device, so kernels of both ends of a local pair can poll one flag.
+  CUDACHECK(cudaHostAlloc((void**)&h, sizeof(*h), cudaHostAllocMapped | cudaHostAllocPortable));
+  *h = 0;
+  if (cudaHostGetDevicePointer(&d, h, 0) != cudaSuccess) {
+    WARN("Cuda failure in cudaHostGetDevicePointer(%p) for the abort flag", (void*)h);
+    cudaFreeHost(h);
+    return mcclUnhandledCudaError;
+  }
+  *hostPtr = h;
+  *devPtr = (uint32_t*)d;
+  return mcclSuccess;
+}
+
+mcclResult_t mcclDevAbortFlagFree(volatile uint32_t* hostPtr) {
+  if (hostPtr == NULL) return mcclSuccess;
+  CUDACHECK(cudaFreeHost((void*)hostPtr));
+  return mcclSuccess;
+}
+
+// ---- transport selection ------------------------------------------------------------------------
+
+mcclResult_t mcclDevSelectTransport(mcclDevTransport_t choice, const mcclPeerInfo* a, const mcclPeerInfo* b,
+                                    const struct mcclTransport** out) {
+  MCCL_ARGCHECK(a != NULL && b != NULL, "peer info %p / %p is NULL", (const void*)a, (const void*)b);
+  MCCL_ARGCHECK(out != NULL, "out is NULL");
+  MCCL_ARGCHECK(choice == mcclDevTransportAuto || choice == mcclDevTransportP2p || choice == mcclDevTransportShm,
+                "transport %d (expected auto %d, P2P %d or SHM %d)", (int)choice, mcclDevTransportAuto,
+                mcclDevTransportP2p, mcclDevTransportShm);
+  // NCCL's transport order (p2p, shm, net, collnet): the first whose canConnect says yes wins.
+  struct mcclTransport* order[2] = {&mcclP2pTransport, &mcclShmTransport};
+  for (int i = 0; i < 2; i++) {
+    if (choice == mcclDevTransportP2p && i != 0) continue;
+    if (choice == mcclDevTransportShm && i != 1) continue;
+    int ok = 0;
+    MCCLCHECK(order[i]->canConnect(&ok, a, b));
+    if (ok) {
+      *out = order[i];
+      return mcclSuccess;
+    }
+  }
+  WARN("Invalid usage: %s cannot connect rank %d (dev %d) and rank %d (dev %d)",
+       choice == mcclDevTransportAuto ? "no transport" : choice == mcclDevTransportP2p ? "P2P" : "SHM", a->rank,
+       a->cudaDev, b->rank, b->cudaDev);
+  return mcclInvalidUsage;
+}
+
+static mcclResult_t checkPairArgs(int nChannels, int dirs, mcclDevTransport_t transport) {
+  MCCL_ARGCHECK(nChannels >= 1 && nChannels <= DEVPAIR_MAX_CHANNELS, "nChannels %d (must be 1 .. %d)", nChannels,
+                DEVPAIR_MAX_CHANNELS);
+  MCCL_ARGCHECK(dirs >= 1 && dirs <= (MCCL_DEVPAIR_SEND | MCCL_DEVPAIR_RECV),
+                "dirs %d (MCCL_DEVPAIR_SEND, MCCL_DEVPAIR_RECV or both)", dirs);
+  MCCL_ARGCHECK(transport == mcclDevTransportAuto || transport == mcclDevTransportP2p ||
+                    transport == mcclDevTransportShm,
+                "transport %d (expected auto %d, P2P %d or SHM %d)", (int)transport, mcclDevTransportAuto,
+                mcclDevTransportP2p, mcclDevTransportShm);
+  return mcclSuccess;
+}
+
+static mcclResult_t checkDevice(int dev, const char* name) {
+  int n = 0;
+  CUDACHECK(cudaGetDeviceCount(&n));
+  MCCL_ARGCHECK(dev >= 0 && dev < n, "%s %d (this process sees %d devices)", name, dev, n);
+  return mcclSuccess;
+}
+
+// Connector arrays of one endpoint; zeroed connectors are safe to mcclConnectorFree.
+static mcclResult_t endAlloc(struct mcclDevPairEnd* e, int rank, int dev, const struct mcclTransport* t, int n,
+                             int sends, int recvs) {
+  e->rank = rank;
+  e->cudaDev = dev;
+  e->transport = t;
+  e->nChannels = n;
+  if (sends) e->send = (struct mcclConnector*)calloc((size_t)n, sizeof(struct mcclConnector));
+  if (recvs) e->recv = (struct mcclConnector*)calloc((size_t)n, sizeof(struct mcclConnector));
+  if ((sends && e->send == NULL) || (recvs && e->recv == NULL)) {
+    WARN("Out of memory allocating %d connectors", n);
+    return mcclSystemError;
+  }
+  return mcclSuccess;
+}
+
+static mcclResult_t endFree(struct mcclDevPairEnd* e) {
+  mcclResult_t res = mcclSuccess;
+  int saved = -1;
+  if (cudaGetDevice(&saved) != cudaSuccess) saved = -1;
+  // Each side's memory was allocated (and is freed) with its own device current.
+  if ((e->send || e->recv) && cudaSetDevice(e->cudaDev) != cudaSuccess) res = mcclUnhandledCudaError;
+  for (int c = 0; c < e->nChannels; c++) {
+    mcclResult_t r = e->send ? mcclConnectorFree(&e->send[c]) : mcclSuccess;
+    if (r != mcclSuccess && res == mcclSuccess) res = r;
+    r = e->recv ? mcclConnectorFree(&e->recv[c]) : mcclSuccess;
+    if (r != mcclSuccess && res == mcclSuccess) res = r;
+  }
+  free(e->send);
+  free(e->recv);
+  e->send = e->recv = NULL;
+  if (saved >= 0) cudaSetDevice(saved);
+  return res;
+}
+
+// ---- one process, two devices ------------------------------------------------------------------
+
+// One direction, one channel: sender on end s, receiver on end r, each hook with its device current.
+static mcclResult_t connectLocal(struct mcclDevPair* p, const mcclPeerInfo* info, int s, int r, int c,
+                                 uint64_t initialStep) {
+  const struct mcclTransport* t = p->ends[s].transport;
+  struct mcclConnector* send = &p->ends[s].send[c];
+  struct mcclConnector* recv = &p->ends[r].recv[c];
+  struct mcclConnect si, ri;
+  MCCLCHECK(mcclConnectorInit(send, t, 1, s));
+  MCCLCHECK(mcclConnectorInit(recv, t, 0, r));
+  send->initialStep = recv->initialStep = initialStep;
+  CUDACHECK(cudaSetDevice(p->ends[s].cudaDev));
+  MCCLCHECK(t->send.setup(&info[s], &info[r], &si, send));
+  CUDACHECK(cudaSetDevice(p->ends[r].cudaDev));
+  MCCLCHECK(t->recv.setup(&info[r], &info[s], &ri, recv));
+  CUDACHECK(cudaSetDevice(p->ends[s].cudaDev));
+  MCCLCHECK(t->send.connect(&ri, send));
+  CUDACHECK(cudaSetDevice(p->ends[r].cudaDev));
+  MCCLCHECK(t->recv.connect(&si, recv));
+  return mcclSuccess;
+}
+
+mcclResult_t mcclDevPairLocalCreate(int devA, int devB, int nChannels, int dirs, mcclDevTransport_t transport,
+                                    uint64_t initialStep, struct mcclDevPair** pair) {
+  MCCL_ARGCHECK(pair != NULL, "pair is NULL");
+  MCCLCHECK(checkPairArgs(nChannels, dirs, transport));
+  MCCLCHECK(checkDevice(devA, "devA"));
+  MCCLCHECK(checkDevice(devB, "devB"));
+  mcclPeerInfo info[2];
+  MCCLCHECK(mcclFillPeerInfo(0, devA, &info[0]));
+  MCCLCHECK(mcclFillPeerInfo(1, devB, &info[1]));
+  const struct mcclTransport* t = NULL;
+  MCCLCHECK(mcclDevSelectTransport(transport, &info[0], &info[1], &t));
+  int saved = 0;
+  CUDACHECK(cudaGetDevice(&saved));
+  mcclResult_t res = mcclSuccess;
+  struct mcclDevPair* p = (struct mcclDevPair*)calloc(1, sizeof(*p));
+  if (p == NULL) {
+    WARN("Out of memory allocating a device pair");
+    return mcclSystemError;
+  }
+  int aToB = (dirs & MCCL_DEVPAIR_SEND) != 0, bToA = (dirs & MCCL_DEVPAIR_RECV) != 0;
+  MCCLCHECKGOTO(endAlloc(&p->ends[0], 0, devA, t, nChannels, aToB, bToA), res, fail);
+  MCCLCHECKGOTO(endAlloc(&p->ends[1], 1, devB, t, nChannels, bToA, aToB), res, fail);
+  for (int c = 0; c < nChannels; c++) {
+    if (aToB) MCCLCHECKGOTO(connectLocal(p, info, 0, 1, c, initialStep), res, fail);
+    if (bToA) MCCLCHECKGOTO(connectLocal(p, info, 1, 0, c, initialStep), res, fail);
+  }
+  CUDACHECKGOTO(cudaSetDevice(saved), res, fail);
+  INFO(MCCL_INIT, "local pair dev %d <-> dev %d: %d channel(s)%s%s via %s", devA, devB, nChannels,
+       aToB ? " A->B" : "", bToA ? " B->A" : "", t->name);
+  *pair = p;
+  return mcclSuccess;
+fail:
+  mcclDevPairLocalFree(p);
+  cudaSetDevice(saved);
+  return res;
+}
+
+mcclResult_t mcclDevPairLocalFree(struct mcclDevPair* pair) {
+  if (pair == NULL) return mcclSuccess;
+  mcclResult_t res = endFree(&pair->ends[0]);
+  mcclResult_t r = endFree(&pair->ends[1]);
+  if (res == mcclSuccess) res = r;
+  free(pair);
+  return res;
+}
+
+// ---- two processes, through lab 05 ---------------------------------------------------------------
+
+struct pairHeader {
+  char transport[8];
+  int32_t nChannels;
+  int32_t dirs;
+  uint64_t initialStep;
+};
+
+static int mirror(int dirs) {
+  return ((dirs & MCCL_DEVPAIR_SEND) ? MCCL_DEVPAIR_RECV : 0) | ((dirs & MCCL_DEVPAIR_RECV) ? MCCL_DEVPAIR_SEND : 0);
+}
+
+// Set up every connector of one side (send or recv) through the proxy; their connect information
+// goes to the peer in one message.
+static mcclResult_t setupSide(mcclBootstrap* bs, mcclProxyState* proxy, struct mcclDevPairEnd* e, int send,
+                              const mcclPeerInfo* me, const mcclPeerInfo* them, uint64_t initialStep) {
+  struct mcclConnector* conns = send ? e->send : e->recv;
+  struct mcclConnect* infos = (struct mcclConnect*)calloc((size_t)e->nChannels, sizeof(struct mcclConnect));
+  if (infos == NULL) {
+    WARN("Out of memory for %d connect infos", e->nChannels);
+    return mcclSystemError;
+  }
+  mcclResult_t res = mcclSuccess;
+  const struct mcclTransportComm* tc = send ? &e->transport->send : &e->transport->recv;
+  for (int c = 0; c < e->nChannels; c++) {
+    MCCLCHECKGOTO(mcclConnectorInit(&conns[c], e->transport, send, e->rank), res, done);
+    conns[c].initialStep = initialStep;
+    MCCLCHECKGOTO(mcclProxyConnect(proxy, &conns[c]), res, done);
+    MCCLCHECKGOTO(tc->setup(me, them, &infos[c], &conns[c]), res, done);
+  }
+  MCCLCHECKGOTO(mcclBootstrapSend(bs, them->rank, send ? kTagSendInfo : kTagRecvInfo, infos,
+                                  (size_t)e->nChannels * sizeof(*infos)),
+                res, done);
+done:
+  free(infos);
+  return res;
+}
+
+static mcclResult_t connectSide(mcclBootstrap* bs, struct mcclDevPairEnd* e, int send, int peer) {
+  struct mcclConnector* conns = send ? e->send : e->recv;
+  struct mcclConnect* infos = (struct mcclConnect*)calloc((size_t)e->nChannels, sizeof(struct mcclConnect));
+  if (infos == NULL) {
+    WARN("Out of memory for %d connect infos", e->nChannels);
+    return mcclSystemError;
+  }
+  mcclResult_t res = mcclSuccess;
+  const struct mcclTransportComm* tc = send ? &e->transport->send : &e->transport->recv;
+  // Our sender reads the peer receiver's information, and the other way round.
+  MCCLCHECKGOTO(mcclBootstrapRecv(bs, peer, send ? kTagRecvInfo : kTagSendInfo, infos,
+                                  (size_t)e->nChannels * sizeof(*infos)),
+                res, done);
+  for (int c = 0; c < e->nChannels; c++) MCCLCHECKGOTO(tc->connect(&infos[c], &conns[c]), res, done);
+done:
+  free(infos);
+  return res;
+}
+
+mcclResult_t mcclDevPairPeerCreate(mcclBootstrap* bs, mcclProxyState* proxy, int peer, int nChannels, int dirs,
+                                   mcclDevTransport_t transport, uint64_t initialStep, struct mcclDevPairEnd** end) {
+  MCCL_ARGCHECK(bs != NULL, "bs is NULL");
+  MCCL_ARGCHECK(proxy != NULL, "proxy is NULL");
+  MCCL_ARGCHECK(end != NULL, "end is NULL");
+  MCCLCHECK(checkPairArgs(nChannels, dirs, transport));
+  int rank = mcclBootstrapRank(bs), nranks = mcclBootstrapNRanks(bs);
+  MCCL_ARGCHECK(peer >= 0 && peer < nranks && peer != rank, "peer %d (must be another rank of 0 .. %d; this is %d)",
+                peer, nranks - 1, rank);
+  mcclPeerInfo me, them;
+  MCCLCHECK(mcclBootstrapGetPeerInfo(bs, rank, &me));
+  MCCLCHECK(mcclBootstrapGetPeerInfo(bs, peer, &them));
+  const struct mcclTransport* t = NULL;
+  mcclResult_t sel = mcclDevSelectTransport(transport, &me, &them, &t);
+  // Agree before allocating anything: both sides fail alike on a mismatch instead of one waiting.
+  struct pairHeader mine, theirs;
+  memset(&mine, 0, sizeof(mine));
+  if (sel == mcclSuccess) memcpy(mine.transport, t->name, sizeof(mine.transport));
+  mine.nChannels = nChannels;
+  mine.dirs = dirs;
+  mine.initialStep = initialStep;
+  MCCLCHECK(mcclBootstrapSend(bs, peer, kTagHeader, &mine, sizeof(mine)));
+  MCCLCHECK(mcclBootstrapRecv(bs, peer, kTagHeader, &theirs, sizeof(theirs)));
+  if (sel != mcclSuccess) return sel;
+  if (memcmp(mine.transport, theirs.transport, sizeof(mine.transport)) != 0 || theirs.nChannels != nChannels ||
+      theirs.dirs != mirror(dirs) || theirs.initialStep != initialStep) {
+    WARN("Invalid usage: rank %d asks %.8s, %d channels, dirs %d, initial step %llu; peer %d asks %.8s, %d channels, "
+         "dirs %d (mirror of ours: %d), initial step %llu", rank, mine.transport, nChannels, dirs,
+         (unsigned long long)initialStep, peer, theirs.transport[0] ? theirs.transport : "(none)", theirs.nChannels,
+         theirs.dirs, mirror(dirs), (unsigned long long)theirs.initialStep);
+    return mcclInvalidUsage;
+  }
+  int saved = 0;
+  CUDACHECK(cudaGetDevice(&saved));
+  mcclResult_t res = mcclSuccess;
+  struct mcclDevPairEnd* e = (struct mcclDevPairEnd*)calloc(1, sizeof(*e));
+  if (e == NULL) {
+    WARN("Out of memory allocating a pair endpoint");
+    return mcclSystemError;
+  }
+  int sends = (dirs & MCCL_DEVPAIR_SEND) != 0, recvs = (dirs & MCCL_DEVPAIR_RECV) != 0;
+  MCCLCHECKGOTO(endAlloc(e, rank, me.cudaDev, t, nChannels, sends, recvs), res, fail);
+  // connect maps the peer's memory for the current device: this rank's.
+  CUDACHECKGOTO(cudaSetDevice(me.cudaDev), res, fail);
+  if (sends) MCCLCHECKGOTO(setupSide(bs, proxy, e, 1, &me, &them, initialStep), res, fail);
+  if (recvs) MCCLCHECKGOTO(setupSide(bs, proxy, e, 0, &me, &them, initialStep), res, fail);
+  if (sends) MCCLCHECKGOTO(connectSide(bs, e, 1, peer), res, fail);
+  if (recvs) MCCLCHECKGOTO(connectSide(bs, e, 0, peer), res, fail);
+  // Both sides have mapped before either may free: a /dev/shm creator closing first would unlink
+  // the file the peer still has to open.
+  char b = 1;
+  MCCLCHECKGOTO(mcclBootstrapSend(bs, peer, kTagDone, &b, 1), res, fail);
+  MCCLCHECKGOTO(mcclBootstrapRecv(bs, peer, kTagDone, &b, 1), res, fail);
+  cudaSetDevice(saved);
+  INFO(MCCL_INIT, "rank %d <-> rank %d: %d channel(s)%s%s via %s", rank, peer, nChannels, sends ? " send" : "",
+       recvs ? " recv" : "", t->name);
+  *end = e;
+  return mcclSuccess;
+fail:
+  mcclDevPairPeerFree(e);
+  cudaSetDevice(saved);
+  return res;
+}
+
+mcclResult_t mcclDevPairPeerFree(struct mcclDevPairEnd* end) {
+  if (end == NULL) return mcclSuccess;
+  mcclResult_t res = endFree(end);
+  free(end);
+  return res;
+}
