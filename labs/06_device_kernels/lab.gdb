@@ -41,7 +41,7 @@ end
 # The copy of mcclConnInfo a kernel loads: print the host side it is made from.
 break mcclDevConnCreate
 commands
-  printf "device copy of conn: SIMPLE FIFO %p, LL FIFO %p, step %lu\n", connector->conn.buffs[1], connector->conn.buffs[0], connector->conn.step
+  printf "device copy of %d conns: SIMPLE FIFO %p, LL FIFO %p, step %lu\n", n, connectors[0].conn.buffs[1], connectors[0].conn.buffs[0], connectors[0].conn.step
   if $mccl_autorun
     continue
   end

@@ -65,10 +65,10 @@ static mcclResult_t show(mcclDevTransport_t which, int devB) {
   printf("[4] sender sees head %llu: slot 0 is free again\n", (unsigned long long)seen);
   // The copy a kernel would load; it stores the step it reached back at the end.
   struct mcclConnInfo* d = NULL;
-  MCCLCHECK(mcclDevConnCreate(s, &d));
+  MCCLCHECK(mcclDevConnCreate(s, 1, &d));
   uint64_t step = 1;
   CUDACHECK(cudaMemcpy(&d->step, &step, sizeof(step), cudaMemcpyHostToDevice));
-  MCCLCHECK(mcclDevConnReadStep(s, d));
+  MCCLCHECK(mcclDevConnReadStep(s, 1, d));
   printf("[5] device copy of the sender's mcclConnInfo at %p; step written back: %llu\n", (void*)d,
          (unsigned long long)s->conn.step);
   MCCLCHECK(mcclDevConnFree(d));

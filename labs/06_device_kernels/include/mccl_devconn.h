@@ -34,10 +34,10 @@ extern "C" {
  * struct mcclDevPair* pair;
  * MCCLCHECK(mcclDevPairLocalCreate(0, 1, 2, MCCL_DEVPAIR_SEND, mcclDevTransportAuto, 0, &pair));  // dev 0 -> dev 1
  * struct mcclConnInfo *sendConn, *recvConn;
- * cudaSetDevice(0); MCCLCHECK(mcclDevConnCreate(&pair->ends[0].send[0], &sendConn));
- * cudaSetDevice(1); MCCLCHECK(mcclDevConnCreate(&pair->ends[1].recv[0], &recvConn));
+ * cudaSetDevice(0); MCCLCHECK(mcclDevConnCreate(pair->ends[0].send, 2, &sendConn));
+ * cudaSetDevice(1); MCCLCHECK(mcclDevConnCreate(pair->ends[1].recv, 2, &recvConn));
  * // ... launch a sender kernel on device 0 with sendConn, a receiver on device 1 with recvConn ...
- * MCCLCHECK(mcclDevConnReadStep(&pair->ends[0].send[0], sendConn));     // after both kernels ended
+ * MCCLCHECK(mcclDevConnReadStep(pair->ends[0].send, 2, sendConn));      // after both kernels ended
  * MCCLCHECK(mcclDevConnFree(sendConn));
  * MCCLCHECK(mcclDevConnFree(recvConn));
  * MCCLCHECK(mcclDevPairLocalFree(pair));
@@ -46,31 +46,33 @@ extern "C" {
  */
 
 /**
- * @brief Copy a connected connector's mcclConnInfo into device memory (cudaMalloc on the current
- * device) for a kernel: NCCL keeps ncclConnInfo in device memory, kernels load it at start and
- * store `step` back when they end.
- * @param[in]  connector  a connected connector (its conn holds device addresses).
- * @param[out] devConn    the device copy; free it with mcclDevConnFree. Written only on success.
- * @return mcclSuccess; mcclInvalidArgument (NULL); mcclInvalidUsage (not connected);
- *         mcclUnhandledCudaError.
+ * @brief Copy the mcclConnInfo of n connected connectors into one device array (cudaMalloc on the
+ * current device) for a kernel whose block c drives connection c: NCCL keeps ncclConnInfo in device
+ * memory, kernels load it at start and store `step` back when they end.
+ * @param[in]  connectors  n connected connectors (e.g. a pair end's send[] or recv[]).
+ * @param[in]  n           how many, 1..64.
+ * @param[out] devConns    the device array; free it with mcclDevConnFree. Written only on success.
+ * @return mcclSuccess; mcclInvalidArgument (NULL, n out of range); mcclInvalidUsage (one is not
+ *         connected); mcclUnhandledCudaError.
  */
-mcclResult_t mcclDevConnCreate(const struct mcclConnector* connector, struct mcclConnInfo** devConn);
+mcclResult_t mcclDevConnCreate(const struct mcclConnector* connectors, int n, struct mcclConnInfo** devConns);
 
 /**
- * @brief After the kernel has finished, copy the step it wrote back into connector->conn.step, so
- * the next kernel (or mcclDevConnCreate) starts where it stopped. Synchronous.
- * @param[in,out] connector  the connector devConn was made from.
- * @param[in]     devConn    from mcclDevConnCreate.
- * @return mcclSuccess; mcclInvalidArgument (NULL); mcclUnhandledCudaError.
+ * @brief After the kernel has finished, copy the steps it wrote back into each connector's
+ * conn.step, so the next kernel (or mcclDevConnCreate) starts where it stopped. Synchronous.
+ * @param[in,out] connectors  the n connectors given to mcclDevConnCreate.
+ * @param[in]     n           how many.
+ * @param[in]     devConns    from mcclDevConnCreate.
+ * @return mcclSuccess; mcclInvalidArgument (NULL, n out of range); mcclUnhandledCudaError.
  */
-mcclResult_t mcclDevConnReadStep(struct mcclConnector* connector, const struct mcclConnInfo* devConn);
+mcclResult_t mcclDevConnReadStep(struct mcclConnector* connectors, int n, const struct mcclConnInfo* devConns);
 
 /**
- * @brief Free a device copy from mcclDevConnCreate (any current device).
- * @param[in] devConn  the copy, or NULL (a no-op).
+ * @brief Free a device array from mcclDevConnCreate (any current device).
+ * @param[in] devConns  the array, or NULL (a no-op).
  * @return mcclSuccess; mcclUnhandledCudaError (not a live device allocation).
  */
-mcclResult_t mcclDevConnFree(struct mcclConnInfo* devConn);
+mcclResult_t mcclDevConnFree(struct mcclConnInfo* devConns);
 
 /**
  * @brief A zeroed abort flag in mapped pinned host memory (cudaHostAlloc mapped, portable) that a

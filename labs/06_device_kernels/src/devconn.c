@@ -29,36 +29,42 @@ done:
   return res;
 }
 
-mcclResult_t mcclDevConnCreate(const struct mcclConnector* connector, struct mcclConnInfo** devConn) {
-  MCCL_ARGCHECK(connector != NULL, "connector is NULL");
-  MCCL_ARGCHECK(devConn != NULL, "devConn is NULL");
-  if (!connector->connected) {
-    WARN("Invalid usage: connector %p is not connected", (void*)connector);
-    return mcclInvalidUsage;
+mcclResult_t mcclDevConnCreate(const struct mcclConnector* connectors, int n, struct mcclConnInfo** devConns) {
+  MCCL_ARGCHECK(connectors != NULL, "connectors is NULL");
+  MCCL_ARGCHECK(n >= 1 && n <= DEVPAIR_MAX_CHANNELS, "n %d is not in 1..%d", n, DEVPAIR_MAX_CHANNELS);
+  MCCL_ARGCHECK(devConns != NULL, "devConns is NULL");
+  struct mcclConnInfo host[DEVPAIR_MAX_CHANNELS];
+  for (int c = 0; c < n; c++) {
+    if (!connectors[c].connected) {
+      WARN("Invalid usage: connector %d (%p) is not connected", c, (const void*)&connectors[c]);
+      return mcclInvalidUsage;
+    }
+    host[c] = connectors[c].conn;
   }
   struct mcclConnInfo* d = NULL;
-  CUDACHECK(cudaMalloc((void**)&d, sizeof(*d)));
-  mcclResult_t res = copySync(d, &connector->conn, sizeof(*d), cudaMemcpyHostToDevice);
+  CUDACHECK(cudaMalloc((void**)&d, sizeof(*d) * (size_t)n));
+  mcclResult_t res = copySync(d, host, sizeof(*d) * (size_t)n, cudaMemcpyHostToDevice);
   if (res != mcclSuccess) {
     cudaFree(d);
     return res;
   }
-  *devConn = d;
+  *devConns = d;
   return mcclSuccess;
 }
 
-mcclResult_t mcclDevConnReadStep(struct mcclConnector* connector, const struct mcclConnInfo* devConn) {
-  MCCL_ARGCHECK(connector != NULL, "connector is NULL");
-  MCCL_ARGCHECK(devConn != NULL, "devConn is NULL");
-  uint64_t step = 0;
-  MCCLCHECK(copySync(&step, &devConn->step, sizeof(step), cudaMemcpyDeviceToHost));
-  connector->conn.step = step;
+mcclResult_t mcclDevConnReadStep(struct mcclConnector* connectors, int n, const struct mcclConnInfo* devConns) {
+  MCCL_ARGCHECK(connectors != NULL, "connectors is NULL");
+  MCCL_ARGCHECK(n >= 1 && n <= DEVPAIR_MAX_CHANNELS, "n %d is not in 1..%d", n, DEVPAIR_MAX_CHANNELS);
+  MCCL_ARGCHECK(devConns != NULL, "devConns is NULL");
+  struct mcclConnInfo host[DEVPAIR_MAX_CHANNELS];
+  MCCLCHECK(copySync(host, devConns, sizeof(host[0]) * (size_t)n, cudaMemcpyDeviceToHost));
+  for (int c = 0; c < n; c++) connectors[c].conn.step = host[c].step;
   return mcclSuccess;
 }
 
-mcclResult_t mcclDevConnFree(struct mcclConnInfo* devConn) {
-  if (devConn == NULL) return mcclSuccess;
-  CUDACHECK(cudaFree(devConn));
+mcclResult_t mcclDevConnFree(struct mcclConnInfo* devConns) {
+  if (devConns == NULL) return mcclSuccess;
+  CUDACHECK(cudaFree(devConns));
   return mcclSuccess;
 }
 

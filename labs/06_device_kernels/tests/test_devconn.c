@@ -201,14 +201,14 @@ static void devConnCopies(void) {
   struct mcclConnector* s = &p->ends[0].send[0];
   EXPECT_CUDA_OK(cudaSetDevice(0));
   struct mcclConnInfo* d = NULL;
-  EXPECT_OK(mcclDevConnCreate(s, &d));
+  EXPECT_OK(mcclDevConnCreate(s, 1, &d));
   struct mcclConnInfo back;
   EXPECT_CUDA_OK(cudaMemcpy(&back, d, sizeof(back), cudaMemcpyDeviceToHost));
   EXPECT_MEM_EQ(&back, &s->conn, sizeof(back));
   // What a kernel does at its end: store the step it reached.
   uint64_t step = 41 + 17;
   EXPECT_CUDA_OK(cudaMemcpy(&d->step, &step, sizeof(step), cudaMemcpyHostToDevice));
-  EXPECT_OK(mcclDevConnReadStep(s, d));
+  EXPECT_OK(mcclDevConnReadStep(s, 1, d));
   EXPECT_TRUE(s->conn.step == 41 + 17);
   EXPECT_OK(mcclDevConnFree(d));
   EXPECT_OK(mcclDevConnFree(NULL));
@@ -216,12 +216,14 @@ static void devConnCopies(void) {
   struct mcclConnector idle;
   EXPECT_OK(mcclConnectorInit(&idle, &mcclP2pTransport, 1, 0));
   d = NULL;
-  EXPECT_RES(mcclDevConnCreate(&idle, &d), mcclInvalidUsage);
+  EXPECT_RES(mcclDevConnCreate(&idle, 1, &d), mcclInvalidUsage);
   EXPECT_TRUE(d == NULL);
-  EXPECT_RES(mcclDevConnCreate(NULL, &d), mcclInvalidArgument);
-  EXPECT_RES(mcclDevConnCreate(s, NULL), mcclInvalidArgument);
-  EXPECT_RES(mcclDevConnReadStep(NULL, d), mcclInvalidArgument);
-  EXPECT_RES(mcclDevConnReadStep(s, NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclDevConnCreate(NULL, 1, &d), mcclInvalidArgument);
+  EXPECT_RES(mcclDevConnCreate(s, 1, NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclDevConnReadStep(NULL, 1, d), mcclInvalidArgument);
+  EXPECT_RES(mcclDevConnReadStep(s, 1, NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclDevConnCreate(s, 0, &d), mcclInvalidArgument);
+  EXPECT_RES(mcclDevConnCreate(s, 65, &d), mcclInvalidArgument);
   EXPECT_OK(mcclDevPairLocalFree(p));
 }
 

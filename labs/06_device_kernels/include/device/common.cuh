@@ -1,0 +1,101 @@
+// Lab 06 device code: what every kernel of the lab shares (NCCL 2.28.9 src/device/common.h).
+// Device headers (.cuh) are included only by .cu files, which see the portability header
+// common/include/mccl_device.h on both backends. A .cu that includes this file gets its own
+// per-block shared struct, mcclShmem: include it once per kernel translation unit.
+#ifndef MCCL_DEVICE_COMMON_CUH_
+#define MCCL_DEVICE_COMMON_CUH_
+
+#include <stdint.h>
+#include "mccl_conn.h"
+#include "mccl_prims.h"
+
+// A waiter reads the abort flag once every this many spins on a peer's counter (NCCL's
+// NCCL_SPINS_BEFORE_CHECK_ABORT): often enough to leave within microseconds, rarely enough that
+// the host-mapped read costs nothing while data flows.
+#define MCCL_SPINS_BEFORE_CHECK_ABORT 10000
+
+// Named barriers a Primitives object uses for its threads (NCCL uses 15-group; barrier 0 is
+// __syncthreads). All threads of the group / the workers only.
+#define MCCL_BAR_GROUP 15
+#define MCCL_BAR_WORKERS 14
+
+// Pointers the role threads of a Primitives object hand to the workers for one slice: srcs[0] is the
+// user input when the op reads one, then the receive FIFO slot; dsts[0] the user output when the op
+// writes one, then the send FIFO slot (NCCL's ncclShmemGroup srcs/dsts).
+struct mcclShmemGroup {
+  void* srcs[2];
+  void* dsts[2];
+};
+
+// The block's shared memory (NCCL's ncclShmemData): the work, loaded by all threads in parallel
+// at kernel start, and the slice pointers. "Shmem" here is CUDA
+// shared memory (on-chip, one per block), not host shared memory as in lab 04's /dev/shm.
+struct mcclShmemData {
+  struct mcclDevWork work;
+  struct mcclShmemGroup group;
+};
+
+MCCL_SHMEM_DEFINE(struct mcclShmemData, mcclShmem);
+
+// Copy the kernel argument into shared memory with every thread taking a 4-byte word (NCCL loads
+// ncclShmem with the block's threads in parallel rather than with one thread).
+__device__ __forceinline__ void mcclLoadWorkToShmem(const struct mcclDevWork* work, int tid, int nthreads) {
+  static_assert(sizeof(struct mcclDevWork) % sizeof(uint32_t) == 0, "mcclDevWork is copied in 4-byte words");
+  const uint32_t* src = (const uint32_t*)work;
+  uint32_t* dst = (uint32_t*)&mcclShmem.work;
+  for (int i = tid; i < (int)(sizeof(struct mcclDevWork) / sizeof(uint32_t)); i += nthreads) dst[i] = src[i];
+  __syncthreads();
+}
+
+// A waiter's abort check (NCCL's checkAbort): every MCCL_SPINS_BEFORE_CHECK_ABORT spins, read the
+// host-mapped flag; once set, remember it in the thread's flags. The block agrees on it at its
+// next barrier (barrier_red_or), so no thread waits for one that left.
+__device__ __forceinline__ bool mcclCheckAbort(int& flags, int abortedBit, int& spins) {
+  if (flags & abortedBit) return true;
+  mcclSpinHint();
+  if (++spins < MCCL_SPINS_BEFORE_CHECK_ABORT) return false;
+  spins = 0;
+  volatile uint32_t* flag = mcclShmem.work.abortFlag;
+  if (flag != NULL && ld_volatile_global((uint32_t*)flag) != 0) {
+    flags |= abortedBit;
+    return true;
+  }
+  return false;
+}
+
+// Signed distance between two 64-bit step counters: correct across the wrap at 2^64 as long as the
+// counters are within 2^63 of each other (they are within a few MCCL_STEPS).
+__device__ __forceinline__ int64_t mcclStepDiff(uint64_t a, uint64_t b) { return (int64_t)(a - b); }
+
+template <typename X>
+__device__ __forceinline__ X mcclDivUp(X a, X b) {
+  return (a + b - 1) / b;
+}
+
+// Round a step counter up to a multiple of a power of two, modulo 2^64 (so it works near the wrap).
+__device__ __forceinline__ uint64_t mcclRoundUpSteps(uint64_t step, uint64_t pow2) {
+  return (step + pow2 - 1) & ~(pow2 - 1);
+}
+
+// Device twins of the host's mcclTypeSize / mcclDevOpName (host functions cannot be called here).
+__device__ __forceinline__ int mcclTypeSizeDev(int dtype) {
+  switch (dtype) {
+    case mcclInt8: case mcclUint8: return 1;
+    case mcclFloat16: case mcclBfloat16: return 2;
+    case mcclInt32: case mcclUint32: case mcclFloat32: return 4;
+    default: return 8;
+  }
+}
+__device__ __forceinline__ const char* mcclDevOpNameDev(int op) {
+  switch (op) {
+    case mcclDevOpSend: return "send";
+    case mcclDevOpRecv: return "recv";
+    case mcclDevOpCopySend: return "copySend";
+    case mcclDevOpRecvCopySend: return "recvCopySend";
+    case mcclDevOpRecvReduceSend: return "recvReduceSend";
+    case mcclDevOpRecvReduceCopy: return "recvReduceCopy";
+    default: return "recvReduceCopySend";
+  }
+}
+
+#endif

@@ -1,0 +1,224 @@
+// Lab 06 device code: the SIMPLE protocol (NCCL 2.28.9 src/device/prims_simple.h).
+//
+// Data travels in the receiver's FIFO: MCCL_STEPS slots of stepSize bytes. The sender waits until
+// the receiver's head leaves it a free slot, writes the slot, and publishes tail = step; the
+// receiver waits until tail covers its step, reads the slot, and returns the slot with head = step.
+// Four threads of the block hold those jobs (the roles):
+//   WaitRecv  (thread 0)              spins on the peer's tail, then points the workers at the slot;
+//   WaitSend  (thread 1)              spins on the peer's head, then points the workers at the slot
+//                                     (and writes connFifo[slot].size for a proxy);
+//   PostRecv  (thread nthreads-2)     after the workers are done, stores head = step (frees the slot);
+//   PostSend  (thread nthreads-1)     after the workers are done, fences and stores tail = step.
+// Workers (the first nworkers threads; the last warp is left out of the copy when the block has at
+// least 3 warps and sends, so the send fence overlaps the next copy) move the data.
+#ifndef MCCL_DEVICE_PRIMS_SIMPLE_CUH_
+#define MCCL_DEVICE_PRIMS_SIMPLE_CUH_
+
+// With at least this many threads and a send peer, one warp leaves the workers to post (NCCL's
+// NCCL_SIMPLE_EXTRA_GROUP_IF_NTHREADS_GE).
+#define MCCL_SIMPLE_EXTRA_GROUP_IF_NTHREADS_GE (3 * WARP_SIZE)
+// 16-byte packs each worker moves per trip of the copy loop (NCCL's COLL_UNROLL).
+#define MCCL_SIMPLE_UNROLL 4
+
+template <typename T, typename RedOp>
+class Primitives<T, RedOp, ProtoSimple> {
+  static constexpr int RoleWaitRecv = 0x04, RoleWaitSend = 0x08, RolePostSend = 0x10, RolePostRecv = 0x20,
+                       Aborted = 0x40, ConnFifoEnabled = 0x100;
+  const int tid;
+  const int nthreads;
+  int nworkers;
+  int flags;
+  int nrecv, nsend;
+  const int slicePerChunk, stepPerSlice;
+  int stepSize;  // elements of T per FIFO slot
+  uint64_t step;
+  struct mcclConnInfo* conn = NULL;        // the connection this thread's role acts on
+  struct mcclConnFifo* connFifo = NULL;    // WaitSend: slot descriptions for a proxy
+  T* connEltsFifo = NULL;                  // WaitRecv / WaitSend: the FIFO
+  uint64_t* connStepPtr = NULL;            // the counter this role spins on or publishes
+  uint64_t connStepCache = 0;              // last value read from *connStepPtr
+  const T* userInput;
+  T* userOutput;
+  RedOp redOp;
+
+  __device__ __forceinline__ void barrier() { barrier_sync(MCCL_BAR_GROUP, nthreads); }
+  __device__ __forceinline__ void subBarrier() {
+    if (nworkers == nthreads) barrier();
+    else barrier_sync(MCCL_BAR_WORKERS, nworkers);
+  }
+  // The block agrees on an abort: any thread that saw the flag makes every thread see it.
+  __device__ __forceinline__ bool barrierAny(int vote) { return barrier_red_or(vote != 0, MCCL_BAR_GROUP, nthreads); }
+
+  // "volatile is faster than acquire" (NCCL): the data loads that follow are volatile too, so none
+  // of them can be served from a stale L1 line.
+  __device__ __forceinline__ uint64_t loadStepValue(uint64_t* ptr) { return ld_volatile_global(ptr); }
+
+  template <int Recv, int Send, int Src, int Dst>
+  __device__ __forceinline__ void waitPeer(int nelts) {
+    const bool isSendNotRecv = (Send && Recv) ? (flags & RoleWaitSend) : Send;
+    if ((flags & (Recv * RoleWaitRecv)) || (flags & (Send * RoleWaitSend))) {
+      int spins = 0;
+      // A sender may run MCCL_STEPS ahead of the receiver's head; a receiver waits for tail.
+      while (mcclStepDiff(step + stepPerSlice, connStepCache + (isSendNotRecv ? MCCL_STEPS : 0)) > 0) {
+        connStepCache = loadStepValue(connStepPtr);
+        if (mcclCheckAbort(flags, Aborted, spins)) break;
+      }
+      if (mcclShmem.work.trace)
+        printf("  [block %d thread %d] %s: waited for %s >= %llu, saw %llu\n", (int)blockIdx.x, tid,
+               isSendNotRecv ? "WaitSend" : "WaitRecv", isSendNotRecv ? "head+STEPS" : "tail",
+               (unsigned long long)(step + stepPerSlice), (unsigned long long)(connStepCache + (isSendNotRecv ? MCCL_STEPS : 0)));
+      if (isSendNotRecv && (flags & ConnFifoEnabled)) {
+        connFifo[step % MCCL_STEPS].size = (int64_t)nelts * (int64_t)sizeof(T);
+      }
+      void** ptrs = isSendNotRecv ? (mcclShmem.group.dsts + Dst) : (mcclShmem.group.srcs + Src);
+      ptrs[0] = connEltsFifo + (step % MCCL_STEPS) * (uint64_t)stepSize;
+      step += stepPerSlice;
+    }
+  }
+
+  template <int Recv, int Send>
+  __device__ __forceinline__ void postPeer(bool dataStored) {
+    if (flags & (Recv * RolePostRecv | Send * RolePostSend)) {
+      step += stepPerSlice;
+      if (flags & Aborted) return;
+      // The workers' stores into the peer's FIFO must be visible before the new tail is.
+      if (Send && (flags & RolePostSend) && (dataStored || (flags & ConnFifoEnabled))) fence_acq_rel_sys();
+      st_relaxed_sys_global(connStepPtr, step);
+      if (mcclShmem.work.trace)
+        printf("  [block %d thread %d] %s: published %s = %llu\n", (int)blockIdx.x, tid,
+               (flags & RolePostSend) ? "PostSend" : "PostRecv", (flags & RolePostSend) ? "tail" : "head",
+               (unsigned long long)step);
+    }
+  }
+
+  // One chunk: SlicePerChunk slices, each waited for, copied/reduced by the workers, then posted.
+  template <int Recv, int Send, int SrcBuf, int DstBuf>
+  __device__ __forceinline__ void genericOp(int64_t srcIx, int64_t dstIx, int nelem, bool postOp) {
+    constexpr int Src = SrcBuf != -1;
+    constexpr int Dst = DstBuf != -1;
+    nelem = nelem < 0 ? 0 : nelem;
+    // Slices shrink for small chunks, down to 1/32 of a slot (NCCL). NCCL rounds them to 16
+    // elements; here to 256 bytes, so a sender moving bytes and a receiver reducing typed elements
+    // cut a chunk at the same places.
+    int sliceSize = stepSize * stepPerSlice;
+    const int sliceQuantum = 256 / (int)sizeof(T);
+    sliceSize = max((int)mcclDivUp((int64_t)nelem, (int64_t)sliceQuantum * slicePerChunk) * sliceQuantum, sliceSize / 32);
+    int slice = 0;
+    int offset = 0;
+
+    if (tid < nworkers && offset < nelem) {
+      // Worker-only loop over non-empty slices; the posters (and empty slices) take the loop below.
+      do {
+        sliceSize = sliceSize < nelem - offset ? sliceSize : nelem - offset;
+        if (tid == 0) {
+          if (Src) mcclShmem.group.srcs[0] = (void*)((SrcBuf == mcclPrimsInput ? userInput : userOutput) + srcIx + offset);
+          if (Dst) mcclShmem.group.dsts[0] = (void*)((DstBuf == mcclPrimsInput ? (T*)userInput : userOutput) + dstIx + offset);
+        }
+        waitPeer<Recv, Send, Src, Dst>(sliceSize);
+        subBarrier();
+        if (!(flags & Aborted)) {
+          mcclReduceCopy<MCCL_SIMPLE_UNROLL, T, RedOp, Recv + Src, Send + Dst>(tid, nworkers, redOp, postOp,
+                                                                              mcclShmem.group.srcs, mcclShmem.group.dsts, sliceSize);
+        }
+        if (barrierAny(flags & Aborted)) flags |= Aborted;  // pairs with the barrier of the loop below
+        postPeer<Recv, Send>(0 < sliceSize);
+        offset += sliceSize;
+        slice += 1;
+      } while (slice < slicePerChunk && offset < nelem && !(flags & Aborted));
+    }
+    // Non-workers come straight here; workers only once the remaining slices are empty.
+    while (slice < slicePerChunk && !(flags & Aborted)) {
+      sliceSize = sliceSize < nelem - offset ? sliceSize : nelem - offset;
+      waitPeer<Recv, Send, Src, Dst>(0);  // only workers have wait roles: the slice is empty
+      if (barrierAny(flags & Aborted)) flags |= Aborted;
+      postPeer<Recv, Send>(0 < sliceSize);
+      offset += sliceSize;
+      slice += 1;
+    }
+  }
+
+  __device__ void loadRecvConn(struct mcclConnInfo* c) {
+    conn = c;
+    step = mcclRoundUpSteps(c->step, (uint64_t)slicePerChunk * stepPerSlice);
+    if (flags & RolePostRecv) {
+      connStepPtr = c->head;
+      st_relaxed_sys_global(connStepPtr, step);  // return the credits of the slots skipped by rounding up
+    }
+    if (flags & RoleWaitRecv) {
+      connStepPtr = c->tail;
+      connStepCache = loadStepValue(connStepPtr);
+      connEltsFifo = (T*)c->buffs[MCCL_PROTO_SIMPLE];
+    }
+  }
+  __device__ void loadSendConn(struct mcclConnInfo* c) {
+    conn = c;
+    step = mcclRoundUpSteps(c->step, (uint64_t)slicePerChunk * stepPerSlice);
+    if (flags & RolePostSend) connStepPtr = c->tail;
+    if (flags & RoleWaitSend) {
+      connStepPtr = c->head;
+      connStepCache = loadStepValue(connStepPtr);
+      connEltsFifo = (T*)c->buffs[MCCL_PROTO_SIMPLE];
+      connFifo = c->connFifo;
+      if (connFifo != NULL) flags |= ConnFifoEnabled;
+    }
+  }
+
+ public:
+  // recvConn / sendConn: the block's connections (device memory), NULL for none. Every thread of
+  // the block constructs the object; nthreads >= 2 * (number of connections).
+  __device__ Primitives(int tid, int nthreads, struct mcclConnInfo* recvConn, struct mcclConnInfo* sendConn,
+                        const void* inputBuf, void* outputBuf, uint64_t redOpArg, int slicePerChunk, int stepPerSlice)
+      : tid(tid), nthreads(nthreads), flags(0), slicePerChunk(slicePerChunk), stepPerSlice(stepPerSlice),
+        userInput((const T*)inputBuf), userOutput((T*)outputBuf) {
+    redOp.arg = redOpArg;
+    nrecv = recvConn != NULL;
+    nsend = sendConn != NULL;
+    nworkers = nthreads - (nsend > 0 && nthreads >= MCCL_SIMPLE_EXTRA_GROUP_IF_NTHREADS_GE ? WARP_SIZE : 0);
+    struct mcclConnInfo* c = recvConn ? recvConn : sendConn;
+    stepSize = c ? c->stepSize / (int)sizeof(T) : 0;
+    if (tid < nrecv) flags |= RoleWaitRecv;
+    else if (tid < nrecv + nsend) flags |= RoleWaitSend;
+    else if (nthreads - nsend <= tid) flags |= RolePostSend;
+    else if (nthreads - nrecv - nsend <= tid) flags |= RolePostRecv;
+    if (flags & (RoleWaitRecv | RolePostRecv)) loadRecvConn(recvConn);
+    if (flags & (RoleWaitSend | RolePostSend)) loadSendConn(sendConn);
+    if (mcclShmem.work.trace && (flags & (RoleWaitRecv | RoleWaitSend | RolePostRecv | RolePostSend)))
+      printf("  [block %d thread %d] role %s, starting at step %llu\n", (int)blockIdx.x, tid,
+             (flags & RoleWaitRecv) ? "WaitRecv" : (flags & RoleWaitSend) ? "WaitSend"
+             : (flags & RolePostRecv) ? "PostRecv" : "PostSend", (unsigned long long)step);
+    barrier();
+  }
+
+  // Save the step for the next operation on the connection (only the posters advance it past
+  // the data they published), then let no thread leave before that is done.
+  __device__ ~Primitives() {
+    if (flags & (RolePostSend | RolePostRecv)) conn->step = step;
+    barrier();
+  }
+
+  __device__ bool aborted() const { return (flags & Aborted) != 0; }
+  // Elements one chunk holds: what a caller passes per call to fill chunkSteps slots.
+  __device__ int chunkElems() const { return stepSize * slicePerChunk * stepPerSlice; }
+
+  __device__ void send(int64_t inpIx, int eltN) { genericOp<0, 1, mcclPrimsInput, -1>(inpIx, -1, eltN, false); }
+  __device__ void recv(int64_t outIx, int eltN, bool postOp = false) {
+    genericOp<1, 0, -1, mcclPrimsOutput>(-1, outIx, eltN, postOp);
+  }
+  __device__ void copySend(int64_t inpIx, int64_t outIx, int eltN, bool postOp = false) {
+    genericOp<0, 1, mcclPrimsInput, mcclPrimsOutput>(inpIx, outIx, eltN, postOp);
+  }
+  __device__ void recvCopySend(int64_t outIx, int eltN, bool postOp = false) {
+    genericOp<1, 1, -1, mcclPrimsOutput>(-1, outIx, eltN, postOp);
+  }
+  __device__ void recvReduceSend(int64_t inpIx, int eltN) {
+    genericOp<1, 1, mcclPrimsInput, -1>(inpIx, -1, eltN, false);
+  }
+  __device__ void recvReduceCopy(int64_t inpIx, int64_t outIx, int eltN, bool postOp = false) {
+    genericOp<1, 0, mcclPrimsInput, mcclPrimsOutput>(inpIx, outIx, eltN, postOp);
+  }
+  __device__ void recvReduceCopySend(int64_t inpIx, int64_t outIx, int eltN, bool postOp = false) {
+    genericOp<1, 1, mcclPrimsInput, mcclPrimsOutput>(inpIx, outIx, eltN, postOp);
+  }
+};
+
+#endif

@@ -1,0 +1,215 @@
+// Lab 06 device code: the reduction operations and the copy/reduce loop the workers run
+// (NCCL 2.28.9 src/device/reduce_kernel.h for the operations, common_kernel.h's reduceCopy for the
+// loop). Every operation is a small class: apply(a, b) combines two elements, post(x) is what
+// postOp does to the final value (avg divides by the number of contributions, as NCCL's
+// FuncSumPostDiv). Integers wrap (computed unsigned), half and bfloat16 compute in float.
+#ifndef MCCL_DEVICE_REDUCE_KERNEL_CUH_
+#define MCCL_DEVICE_REDUCE_KERNEL_CUH_
+
+#include <stdint.h>
+#include <string.h>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+// ---- element arithmetic per type ----------------------------------------------------------------
+template <typename T> struct mcclArith;
+
+template <typename T, typename U>  // integers: wrap like the hardware, never signed overflow
+struct mcclIntArith {
+  static __device__ __forceinline__ T add(T a, T b) { return (T)(U)((U)a + (U)b); }
+  static __device__ __forceinline__ T mul(T a, T b) { return (T)(U)((U)a * (U)b); }
+  static __device__ __forceinline__ T max(T a, T b) { return a < b ? b : a; }
+  static __device__ __forceinline__ T min(T a, T b) { return a < b ? a : b; }
+  static __device__ __forceinline__ T div(T a, uint64_t n) { return (T)(a / (T)n); }
+};
+template <> struct mcclArith<int8_t> : mcclIntArith<int8_t, uint32_t> {};
+template <> struct mcclArith<uint8_t> : mcclIntArith<uint8_t, uint32_t> {};
+template <> struct mcclArith<int32_t> : mcclIntArith<int32_t, uint32_t> {};
+template <> struct mcclArith<uint32_t> : mcclIntArith<uint32_t, uint32_t> {};
+template <> struct mcclArith<int64_t> : mcclIntArith<int64_t, uint64_t> {};
+template <> struct mcclArith<uint64_t> : mcclIntArith<uint64_t, uint64_t> {};
+
+template <typename T>
+struct mcclFloatArith {
+  static __device__ __forceinline__ T add(T a, T b) { return a + b; }
+  static __device__ __forceinline__ T mul(T a, T b) { return a * b; }
+  static __device__ __forceinline__ T max(T a, T b) { return a < b ? b : a; }
+  static __device__ __forceinline__ T min(T a, T b) { return a < b ? a : b; }
+  static __device__ __forceinline__ T div(T a, uint64_t n) { return a / (T)n; }
+};
+template <> struct mcclArith<float> : mcclFloatArith<float> {};
+template <> struct mcclArith<double> : mcclFloatArith<double> {};
+
+// 16-bit floats: convert to float, compute, round back to nearest (what NCCL's generic path does
+// on architectures without native half arithmetic).
+template <typename T, typename Conv>
+struct mcclHalfArith {
+  static __device__ __forceinline__ T add(T a, T b) { return Conv::from(Conv::to(a) + Conv::to(b)); }
+  static __device__ __forceinline__ T mul(T a, T b) { return Conv::from(Conv::to(a) * Conv::to(b)); }
+  static __device__ __forceinline__ T max(T a, T b) { return Conv::to(a) < Conv::to(b) ? b : a; }
+  static __device__ __forceinline__ T min(T a, T b) { return Conv::to(a) < Conv::to(b) ? a : b; }
+  static __device__ __forceinline__ T div(T a, uint64_t n) { return Conv::from(Conv::to(a) / (float)n); }
+};
+struct mcclHalfConv {
+  static __device__ __forceinline__ float to(__half x) { return __half2float(x); }
+  static __device__ __forceinline__ __half from(float x) { return __float2half_rn(x); }
+};
+struct mcclBf16Conv {
+  static __device__ __forceinline__ float to(__nv_bfloat16 x) { return __bfloat162float(x); }
+  static __device__ __forceinline__ __nv_bfloat16 from(float x) { return __float2bfloat16_rn(x); }
+};
+template <> struct mcclArith<__half> : mcclHalfArith<__half, mcclHalfConv> {};
+template <> struct mcclArith<__nv_bfloat16> : mcclHalfArith<__nv_bfloat16, mcclBf16Conv> {};
+
+// ---- the operations (NCCL's FuncSum, FuncProd, FuncMinMax, FuncSumPostDiv) -----------------------
+template <typename T> struct FuncSum {
+  uint64_t arg;
+  __device__ __forceinline__ T apply(T a, T b) const { return mcclArith<T>::add(a, b); }
+  __device__ __forceinline__ T post(T x) const { return x; }
+};
+template <typename T> struct FuncProd {
+  uint64_t arg;
+  __device__ __forceinline__ T apply(T a, T b) const { return mcclArith<T>::mul(a, b); }
+  __device__ __forceinline__ T post(T x) const { return x; }
+};
+template <typename T> struct FuncMax {
+  uint64_t arg;
+  __device__ __forceinline__ T apply(T a, T b) const { return mcclArith<T>::max(a, b); }
+  __device__ __forceinline__ T post(T x) const { return x; }
+};
+template <typename T> struct FuncMin {
+  uint64_t arg;
+  __device__ __forceinline__ T apply(T a, T b) const { return mcclArith<T>::min(a, b); }
+  __device__ __forceinline__ T post(T x) const { return x; }
+};
+template <typename T> struct FuncAvg {  // sum, then divide by arg (the number of contributions)
+  uint64_t arg;
+  __device__ __forceinline__ T apply(T a, T b) const { return mcclArith<T>::add(a, b); }
+  __device__ __forceinline__ T post(T x) const { return mcclArith<T>::div(x, arg); }
+};
+
+// ---- loads and stores of elements and 16-byte packs ---------------------------------------------
+// Data in a FIFO slot was written by another GPU (or the host) since this block last looked: read
+// it with volatile loads so no stale L1 line is used (NCCL: "make sure reduceCopy loads data using
+// volatile"). Elements go through same-sized unsigned integers so any type, half included, works.
+template <int Bytes> struct mcclUint;
+template <> struct mcclUint<1> { typedef uint8_t Type; };
+template <> struct mcclUint<2> { typedef uint16_t Type; };
+template <> struct mcclUint<4> { typedef uint32_t Type; };
+template <> struct mcclUint<8> { typedef uint64_t Type; };
+
+template <typename T>
+__device__ __forceinline__ T mcclLoadElt(const T* p) {
+  typedef typename mcclUint<sizeof(T)>::Type U;
+  U u = *(const volatile U*)p;
+  T x;
+  memcpy((void*)&x, &u, sizeof(T));
+  return x;
+}
+template <typename T>
+__device__ __forceinline__ void mcclStoreElt(T* p, T x) {
+  typedef typename mcclUint<sizeof(T)>::Type U;
+  U u;
+  memcpy(&u, &x, sizeof(T));
+  *(volatile U*)p = u;
+}
+
+// A 16-byte pack seen as elements of T.
+template <typename T>
+struct mcclPack {
+  static constexpr int N = 16 / sizeof(T);
+  uint64_t u[2];
+  __device__ __forceinline__ T get(int i) const {
+    T x;
+    memcpy((void*)&x, (const char*)u + i * sizeof(T), sizeof(T));
+    return x;
+  }
+  __device__ __forceinline__ void set(int i, T x) { memcpy((char*)u + i * sizeof(T), &x, sizeof(T)); }
+};
+
+template <typename T, typename RedOp>
+__device__ __forceinline__ mcclPack<T> mcclApplyPack(const RedOp& op, const mcclPack<T>& a, const mcclPack<T>& b) {
+  mcclPack<T> r;
+#pragma unroll
+  for (int i = 0; i < mcclPack<T>::N; i++) r.set(i, op.apply(a.get(i), b.get(i)));
+  return r;
+}
+template <typename T, typename RedOp>
+__device__ __forceinline__ mcclPack<T> mcclPostPack(const RedOp& op, const mcclPack<T>& a) {
+  mcclPack<T> r;
+#pragma unroll
+  for (int i = 0; i < mcclPack<T>::N; i++) r.set(i, op.post(a.get(i)));
+  return r;
+}
+
+// ---- the workers' loop (NCCL's reduceCopy) ------------------------------------------------------
+// dsts[d][i] = post?(srcs[0][i] op srcs[1][i] ...) for i < nelem, by threads tid of nworkers.
+// With every pointer 16-byte aligned, each thread moves Unroll packs per trip, all loads issued
+// before the first store, the warp's accesses contiguous; the rest goes element by element.
+template <int Unroll, typename T, typename RedOp, int NSrcs, int NDsts>
+__device__ __forceinline__ void mcclReduceCopy(int tid, int nworkers, const RedOp& op, bool postOp, void** srcPtrs,
+                                               void** dstPtrs, int64_t nelem) {
+  static_assert(NSrcs >= 1 && NSrcs <= 2 && NDsts >= 1 && NDsts <= 2, "one or two sources and destinations");
+  const T* srcs[NSrcs];
+  T* dsts[NDsts];
+  uintptr_t misaligned = 0;
+#pragma unroll
+  for (int s = 0; s < NSrcs; s++) {
+    srcs[s] = (const T*)srcPtrs[s];
+    misaligned |= (uintptr_t)srcs[s];
+  }
+#pragma unroll
+  for (int d = 0; d < NDsts; d++) {
+    dsts[d] = (T*)dstPtrs[d];
+    misaligned |= (uintptr_t)dsts[d];
+  }
+  int64_t done = 0;
+  if ((misaligned & 15) == 0) {
+    constexpr int EltPerPack = mcclPack<T>::N;
+    const int64_t npacks = nelem / EltPerPack;
+    const int64_t perTrip = (int64_t)nworkers * Unroll;
+    for (int64_t base = 0; base < npacks; base += perTrip) {
+      mcclPack<T> acc[Unroll];
+#pragma unroll
+      for (int u = 0; u < Unroll; u++) {
+        int64_t p = base + (int64_t)u * nworkers + tid;
+        if (p < npacks) load128((const uint64_t*)(srcs[0] + p * EltPerPack), acc[u].u[0], acc[u].u[1]);
+      }
+#pragma unroll
+      for (int s = 1; s < NSrcs; s++) {
+#pragma unroll
+        for (int u = 0; u < Unroll; u++) {
+          int64_t p = base + (int64_t)u * nworkers + tid;
+          if (p < npacks) {
+            mcclPack<T> x;
+            load128((const uint64_t*)(srcs[s] + p * EltPerPack), x.u[0], x.u[1]);
+            acc[u] = mcclApplyPack<T>(op, acc[u], x);
+          }
+        }
+      }
+      if (postOp) {
+#pragma unroll
+        for (int u = 0; u < Unroll; u++) acc[u] = mcclPostPack<T>(op, acc[u]);
+      }
+#pragma unroll
+      for (int d = 0; d < NDsts; d++) {
+#pragma unroll
+        for (int u = 0; u < Unroll; u++) {
+          int64_t p = base + (int64_t)u * nworkers + tid;
+          if (p < npacks) store128((uint64_t*)(dsts[d] + p * EltPerPack), acc[u].u[0], acc[u].u[1]);
+        }
+      }
+    }
+    done = npacks * EltPerPack;
+  }
+  for (int64_t i = done + tid; i < nelem; i += nworkers) {
+    T x = mcclLoadElt(srcs[0] + i);
+#pragma unroll
+    for (int s = 1; s < NSrcs; s++) x = op.apply(x, mcclLoadElt(srcs[s] + i));
+    if (postOp) x = op.post(x);
+#pragma unroll
+    for (int d = 0; d < NDsts; d++) mcclStoreElt(dsts[d] + i, x);
+  }
+}
+
+#endif

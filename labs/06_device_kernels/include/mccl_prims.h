@@ -1,0 +1,160 @@
+/**
+ * @file mccl_prims.h
+ * @brief Lab 06: what the host needs to run the device-side primitives: data types, reduction
+ * operations, the work a kernel block performs on its connections, and the launch through the
+ * driver API (NCCL's ncclDevWorkColl + ncclLaunchKernel, reduced to one primitive per launch).
+ * @ingroup lab06
+ */
+#ifndef MCCL_PRIMS_H_
+#define MCCL_PRIMS_H_
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda_runtime.h>
+#include "mccl_conn.h"
+#include "mccl_result.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * @addtogroup lab06
+ * @brief NCCL 2.28.9 src/device/prims_simple.h, prims_ll.h, primitives.h, common.h, op128.h,
+ * reduce_kernel.h: GPU threads that wait for a peer's tail (or head), copy or reduce one slot of the
+ * connection's FIFO, and publish their own tail (or head); the SIMPLE and LL protocols; abort.
+ *
+ * A launch runs one primitive (mcclDevOp) on `nchannels` connections: block b drives channel b,
+ * i.e. `recvConns[b]` and/or `sendConns[b]`, on its contiguous part of the buffers.
+ *
+ * @code
+ * struct mcclDevWork w = {0};
+ * w.op = mcclDevOpSend; w.proto = MCCL_PROTO_SIMPLE; w.dtype = mcclUint8; w.redop = mcclSum;
+ * w.src = devSrc; w.count = nbytes; w.sendConns = devConns; w.nchannels = 2;
+ * w.abortFlag = devAbort; w.status = devStatus;
+ * MCCLCHECK(mcclDevLaunch(&w, 256, stream));
+ * MCCLCHECK(mcclDevWait(stream, hostAbort, hostStatus, timeoutMs));
+ * @endcode
+ * @{
+ */
+
+/** @brief Element types (values of NCCL's ncclDataType_t). */
+typedef enum {
+  mcclInt8 = 0,      /**< int8_t */
+  mcclUint8 = 1,     /**< uint8_t */
+  mcclInt32 = 2,     /**< int32_t */
+  mcclUint32 = 3,    /**< uint32_t */
+  mcclInt64 = 4,     /**< int64_t */
+  mcclUint64 = 5,    /**< uint64_t */
+  mcclFloat16 = 6,   /**< IEEE half (__half) */
+  mcclFloat32 = 7,   /**< float */
+  mcclFloat64 = 8,   /**< double */
+  mcclBfloat16 = 9,  /**< bfloat16 (__nv_bfloat16) */
+  mcclNumTypes = 10  /**< number of types */
+} mcclDataType_t;
+
+/** @brief Reduction operations (values of NCCL's ncclRedOp_t). */
+typedef enum {
+  mcclSum = 0,   /**< a + b */
+  mcclProd = 1,  /**< a * b */
+  mcclMax = 2,   /**< max(a, b) */
+  mcclMin = 3,   /**< min(a, b) */
+  mcclAvg = 4,   /**< sum, then divided by mcclDevWork::redOpArg where postOp applies (as NCCL) */
+  mcclNumOps = 5 /**< number of operations */
+} mcclRedOp_t;
+
+/** @brief The primitive a launch performs (the public ops of NCCL's Primitives). */
+enum mcclDevOp {
+  mcclDevOpSend = 0,               /**< src -> send FIFO */
+  mcclDevOpRecv = 1,               /**< recv FIFO -> dst */
+  mcclDevOpCopySend = 2,           /**< src -> dst and send FIFO */
+  mcclDevOpRecvCopySend = 3,       /**< recv FIFO -> dst and send FIFO */
+  mcclDevOpRecvReduceSend = 4,     /**< recv FIFO (op) src -> send FIFO */
+  mcclDevOpRecvReduceCopy = 5,     /**< recv FIFO (op) src -> dst */
+  mcclDevOpRecvReduceCopySend = 6, /**< recv FIFO (op) src -> dst and send FIFO */
+  mcclDevOpNum = 7                 /**< number of ops */
+};
+
+/** @brief Most threads per block mcclDevLaunch accepts (the kernel's launch bound). */
+#define MCCL_DEV_MAX_THREADS 1024
+/** @brief Threads per block when mcclDevLaunch is given 0. */
+#define MCCL_DEV_DEFAULT_NTHREADS 512
+/** @brief Default SIMPLE chunking: FIFO slots per chunk and per slice (NCCL's ALLREDUCE_CHUNKSTEPS
+ *  and ALLREDUCE_SLICESTEPS: half and a quarter of MCCL_STEPS). */
+#define MCCL_DEV_DEFAULT_CHUNKSTEPS 4
+/** @brief Default SIMPLE slots per slice. */
+#define MCCL_DEV_DEFAULT_SLICESTEPS 2
+/** @brief Most channels (blocks) one launch drives. */
+#define MCCL_DEV_MAX_CHANNELS 64
+
+/** @brief mcclDevWork::status values, written by the kernel into host-mapped memory. */
+enum mcclDevStatus {
+  mcclDevStatusRunning = 0, /**< not finished (the host sets this before the launch) */
+  mcclDevStatusDone = 1,    /**< every block finished its part */
+  mcclDevStatusAborted = 2  /**< a block saw the abort flag and left early */
+};
+
+/**
+ * @brief One launch's work, passed by value as the kernel's only argument (NCCL's
+ * ncclDevKernelArgs + ncclDevWorkColl). Pointers are device addresses.
+ */
+struct mcclDevWork {
+  int op;                            /**< enum mcclDevOp */
+  int proto;                         /**< MCCL_PROTO_SIMPLE or MCCL_PROTO_LL */
+  int dtype;                         /**< mcclDataType_t */
+  int redop;                         /**< mcclRedOp_t (reducing ops only; mcclSum otherwise) */
+  int postOp;                        /**< 1: apply the operation's post step (avg: divide) to what is stored */
+  int nchannels;                     /**< blocks, one per channel, 1..MCCL_DEV_MAX_CHANNELS */
+  const void* src;                   /**< input elements, for ops that read one */
+  void* dst;                         /**< output elements, for ops that write one */
+  size_t count;                      /**< elements (of dtype) the op moves in all channels together */
+  struct mcclConnInfo* recvConns;    /**< nchannels receive connections (device copies), or NULL */
+  struct mcclConnInfo* sendConns;    /**< nchannels send connections (device copies), or NULL */
+  uint64_t redOpArg;                 /**< avg's divisor (the number of contributions) */
+  int chunkSteps;                    /**< SIMPLE: FIFO slots per chunk, a power of two <= MCCL_STEPS; 0: default */
+  int sliceSteps;                    /**< SIMPLE: slots per slice, a power of two <= chunkSteps; 0: default */
+  volatile uint32_t* abortFlag;      /**< device view of a host-mapped flag; non-zero aborts; may be NULL */
+  int* status;                       /**< device view of a host-mapped enum mcclDevStatus; may be NULL */
+  int trace;                         /**< 1: threads narrate their roles with device printf (the demo) */
+};
+
+/**
+ * @brief Check a work description and launch it: one block per channel, nthreads threads each,
+ * through cudaGetFuncBySymbol + cuLaunchKernel with the work packed as the only parameter (NCCL's
+ * launch shape). Asynchronous on `stream`; sets *work->status (host view) is the caller's job.
+ * @param[in] work      the work; validated (op, proto, dtype, redop, counts, pointers, chunking).
+ * @param[in] nthreads  threads per block: a multiple of 32, 64..1024 (SIMPLE needs room for its
+ *                      wait/post threads), or 0 for the default (MCCL_DEV_NTHREADS).
+ * @param[in] stream    the stream.
+ * @return mcclSuccess; mcclInvalidArgument naming the bad field; mcclUnhandledCudaError.
+ */
+mcclResult_t mcclDevLaunch(const struct mcclDevWork* work, int nthreads, cudaStream_t stream);
+
+/**
+ * @brief Wait for the kernels on `stream` to finish, aborting them after `timeoutMs` of waiting
+ * (the abort flag is set, the kernel leaves within MCCL_SPINS_BEFORE_CHECK_ABORT spins), then read
+ * the status word the kernel wrote.
+ * @param[in] stream     the stream.
+ * @param[in] abortFlag  host view of the launch's abort flag (set here on timeout), or NULL.
+ * @param[in] status     host view of the launch's status word, or NULL.
+ * @param[in] timeoutMs  > 0: abort after this long; <= 0: wait as long as it takes.
+ * @return mcclSuccess (status Done); mcclTimeout (aborted here on timeout); mcclRemoteError
+ *         (the kernel reports it was aborted by someone else); mcclUnhandledCudaError.
+ */
+mcclResult_t mcclDevWait(cudaStream_t stream, volatile uint32_t* abortFlag, volatile int* status, int64_t timeoutMs);
+
+/** @brief Size in bytes of one element of a data type, 0 for an unknown one. */
+size_t mcclTypeSize(int dtype);
+/** @brief Name of a data type ("float32", ...), "unknown" for a bad value. */
+const char* mcclTypeName(int dtype);
+/** @brief Name of a reduction operation ("sum", ...), "unknown" for a bad value. */
+const char* mcclOpName(int redop);
+/** @brief Name of a primitive ("recvReduceCopySend", ...), "unknown" for a bad value. */
+const char* mcclDevOpName(int op);
+
+/** @} */
+
+#ifdef __cplusplus
+}
+#endif
+#endif
