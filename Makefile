@@ -98,6 +98,12 @@ ifeq ($(SANITIZE),1)
   export ASAN_OPTIONS := detect_leaks=1:abort_on_error=0
   export UBSAN_OPTIONS := print_stacktrace=1:halt_on_error=1
 endif
+ifeq ($(TSAN),1)
+  # Every report is printed and makes the binary exit 66 (a FAIL in runtests.sh); mk/tsan.supp
+  # holds suppressions for third-party code only.
+  export TSAN_OPTIONS := suppressions=$(abspath mk/tsan.supp):second_deadlock_stack=1:exitcode=66
+  export MCCL_TSAN := 1
+endif
 export MCCL_TEST_FILTER := $(T)
 
 .PHONY: all test bench demo docs gdb deps clean help params-doc
@@ -147,7 +153,8 @@ help:
 	@echo "  deps     install what is missing (apt-get as root; else prints the packages)"
 	@echo "  clean    remove build/ and docs/html"
 	@echo "variables:"
-	@echo "  BACKEND=cuda|sim  (default here: $(BACKEND))   LAB=NN  T=pattern  DEBUG=1  SANITIZE=1 (sim only)"
-	@echo "  outputs go to build/<backend>[-debug][-asan]/ (now: $(BUILD))"
+	@echo "  BACKEND=cuda|sim  (default here: $(BACKEND))   LAB=NN  T=pattern  DEBUG=1"
+	@echo "  SANITIZE=1  ASan+UBSan build (sim only)      TSAN=1  ThreadSanitizer build (sim only; not with SANITIZE=1)"
+	@echo "  outputs go to build/<backend>[-debug][-asan|-tsan]/ (now: $(BUILD))"
 
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)

@@ -11,8 +11,18 @@ ifeq ($(SANITIZE),1)
     $(error SANITIZE=1 is for the sim backend (ASan cannot see device memory); use BACKEND=sim)
   endif
 endif
+# TSAN=1: ThreadSanitizer over host code and the sim (whose streams and, from lab 06, kernels are
+# host threads). It cannot be combined with ASan in one binary, and cannot see GPU threads.
+ifeq ($(TSAN),1)
+  ifneq ($(BACKEND),sim)
+    $(error TSAN=1 is for the sim backend (TSan cannot see device threads); use BACKEND=sim)
+  endif
+  ifeq ($(SANITIZE),1)
+    $(error TSAN=1 and SANITIZE=1 cannot be combined (one sanitizer runtime per binary): build them separately)
+  endif
+endif
 
-VARIANT := $(BACKEND)$(if $(filter 1,$(DEBUG)),-debug)$(if $(filter 1,$(SANITIZE)),-asan)
+VARIANT := $(BACKEND)$(if $(filter 1,$(DEBUG)),-debug)$(if $(filter 1,$(SANITIZE)),-asan)$(if $(filter 1,$(TSAN)),-tsan)
 BUILD_ROOT ?= build
 BUILD := $(BUILD_ROOT)/$(VARIANT)
 BIN := $(BUILD)/bin
@@ -22,7 +32,8 @@ OBJ := $(BUILD)/obj
 CC := gcc
 OPTFLAGS := $(if $(filter 1,$(DEBUG)),-O0 -g3,-O2 -g)
 comma := ,
-SANFLAGS := $(if $(filter 1,$(SANITIZE)),-fsanitize=address$(comma)undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+SANFLAGS := $(if $(filter 1,$(SANITIZE)),-fsanitize=address$(comma)undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer) \
+            $(if $(filter 1,$(TSAN)),-fsanitize=thread -fno-omit-frame-pointer)
 
 # Every module's public headers are visible to every other: layering is kept by the link order
 # (a lab links only itself and the labs below it) and by review, not by hiding headers.
