@@ -43,11 +43,17 @@ $(OBJ)/$(1)/%.o: $(1)/%.c | $(BACKEND_DEP)
 	$(CC) $(CPPFLAGS) $$(if $$(findstring /mpi_,/$$(notdir $$<)),$$(MPI_CFLAGS)) $(CFLAGS) -c $$< -o $$@
 endef
 
+# The test harness has its own archive, linked only into tests/ binaries (never into a module's
+# library, so not into final/'s either). Its sources are in common/harness/.
+TEST_LIB := $(LIB)/libmccl_test.a
+TEST_LIB_SRCS := $(wildcard common/harness/*.c)
+testlib = $(if $(findstring /tests/,/$(1)),$(TEST_LIB))
+
 define BIN_RULE
 # $(1)=module $(2)=source file
-$(BIN)/$($(1)_ID)/$(basename $(notdir $(2))): $(OBJ)/$(1)/$(patsubst $(1)/%.c,%.o,$(2)) $(call linklibs,$(1)) $(BACKEND_DEP)
+$(BIN)/$($(1)_ID)/$(basename $(notdir $(2))): $(OBJ)/$(1)/$(patsubst $(1)/%.c,%.o,$(2)) $(call testlib,$(2)) $(call linklibs,$(1)) $(BACKEND_DEP)
 	@mkdir -p $$(@D)
-	$(CC) $(LDFLAGS) -o $$@ $$< $(call linklibs,$(1)) $$(if $$(findstring /mpi_,/$(notdir $(2))),$$(MPI_LIBS)) $(BACKEND_LIBS) $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $$@ $$< $(call testlib,$(2)) $(call linklibs,$(1)) $$(if $$(findstring /mpi_,/$(notdir $(2))),$$(MPI_LIBS)) $(BACKEND_LIBS) $(LDLIBS)
 ALL_BINS += $(BIN)/$($(1)_ID)/$(basename $(notdir $(2)))
 endef
 
@@ -84,6 +90,11 @@ $(eval $(call OBJ_RULE,sim))
 $(foreach s,$(wildcard sim/tests/*.c),$(eval $(call BIN_RULE,sim,$(s))))
 
 $(foreach m,$(LAYERS),$(eval $(call MODULE_BINS,$(m))))
+
+$(TEST_LIB): $(patsubst %.c,$(OBJ)/%.o,$(TEST_LIB_SRCS))
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+ALL_LIBS += $(TEST_LIB)
 
 # ---- what test/bench/demo/gdb run --------------------------------------------------------
 TEST_MODULES := $(call selected,common sim $(LAB_DIRS) $(wildcard final))

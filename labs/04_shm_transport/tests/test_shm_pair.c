@@ -8,7 +8,7 @@
 #include <time.h>
 #include "mccl_alloc.h"
 #include "mccl_host_alloc.h"
-#include "shm_pair.h"
+#include "mccl_shm_pair.h"
 #include "shm_test_util.h"
 
 #define MAX_MSGS 8
@@ -59,7 +59,7 @@ static int childMain(const struct pairCfg* cfg, int rank, uint64_t hash, uint64_
   rep.type = REP_FINAL;
   rep.rank = rank;
   rep.res = mcclSuccess;
-  struct shmPairEnd e;
+  struct mcclShmPairEnd e;
   int connected = 0;
   void *dsend = NULL, *drecv = NULL;
   unsigned char* host = NULL;
@@ -75,8 +75,8 @@ static int childMain(const struct pairCfg* cfg, int rank, uint64_t hash, uint64_
     goto out;
   }
   int doSend = rank == 0 || cfg->bothWays, doRecv = rank == 1 || cfg->bothWays;
-  mcclResult_t r = shmPairConnect(&e, rank, hash, rank % ndev, doSend, doRecv, cfg->initialStep);
-  if (r != mcclSuccess) CHILD_FAIL("shmPairConnect: %s", mcclGetErrorString(r));
+  mcclResult_t r = mcclShmPairConnect(&e, rank, hash, rank % ndev, doSend, doRecv, cfg->initialStep);
+  if (r != mcclSuccess) CHILD_FAIL("mcclShmPairConnect: %s", mcclGetErrorString(r));
   connected = 1;
   {
     struct report p = rep;
@@ -141,7 +141,7 @@ static int childMain(const struct pairCfg* cfg, int rank, uint64_t hash, uint64_
   }
 out:
   if (connected) {
-    mcclResult_t c = shmPairClose(&e);
+    mcclResult_t c = mcclShmPairClose(&e);
     if (c != mcclSuccess && rep.status == 0) {
       rep.status = 1;
       snprintf(rep.msg, sizeof(rep.msg), "close: %s", mcclGetErrorString(c));

@@ -1,4 +1,5 @@
-// The test harness (see mccl_test.h).
+// The test harness (see mccl_test.h). Built into its own archive, libmccl_test.a, linked only into
+// test binaries: no library a program links (final/ included) carries it.
 #include <dirent.h>
 #include <fnmatch.h>
 #include <pthread.h>
@@ -8,7 +9,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "mccl_debug.h"
 #include "mccl_test.h"
 
 enum { ST_PASS = 0, ST_SKIP = 1, ST_FAIL = 2 };
