@@ -115,5 +115,24 @@ static void examplesIncludeNoTests(void) {
   if (*found) mcclTestFailAt(__FILE__, __LINE__, "expected no example or benchmark to include tests/, got:%s", found);
 }
 
+// Parameters are declared once, in common/include/mccl_params.def: library and sim code read them
+// through the table (mcclParam<Name>(), or the sim's copy of the rows), never by a name or default
+// of their own. A quoted "MCCL_<ENV>" of a table row in their sources is such a copy.
+static void paramsOnlyFromTheTable(void) {
+  if (!inRoot()) SKIP("run from the repository root (make test)");
+  FILE* p = popen("grep -oE '^MCCL_PARAM_[A-Z]+\\([A-Za-z0-9]+, \"[A-Z0-9_]+\"' common/include/mccl_params.def "
+                  "| sed -E 's/.*\"([A-Z0-9_]+)\"/MCCL_\\1/' | while read -r n; do "
+                  "grep -lF \"\\\"$n\\\"\" common/src/*.c sim/src/*.c labs/*/src/*.c final/src/*.c 2>/dev/null "
+                  "| sed \"s|$| ($n)|\"; done", "r");
+  EXPECT_TRUE(p != NULL);
+  char line[512], found[2048] = "";
+  while (fgets(line, sizeof(line), p)) {
+    line[strcspn(line, "\n")] = '\0';
+    if (strlen(found) + strlen(line) + 2 < sizeof(found)) { strcat(found, " "); strcat(found, line); }
+  }
+  pclose(p);
+  if (*found) mcclTestFailAt(__FILE__, __LINE__, "expected parameters read through mccl_params.def, got:%s", found);
+}
+
 MCCL_TEST_MAIN(MCCL_TEST_CASE(deviceContractComplete), MCCL_TEST_CASE(labsHaveTheirParts),
-               MCCL_TEST_CASE(harnessOnlyInTestLib), MCCL_TEST_CASE(examplesIncludeNoTests))
+               MCCL_TEST_CASE(harnessOnlyInTestLib), MCCL_TEST_CASE(examplesIncludeNoTests), MCCL_TEST_CASE(paramsOnlyFromTheTable))
