@@ -41,7 +41,8 @@ MODULE_DIRS := common $(sort $(wildcard labs/[0-9][0-9]_*)) $(wildcard final)
 CPPFLAGS := -D_GNU_SOURCE -DMCCL_BACKEND_NAME='"$(BACKEND)"' $(foreach d,$(MODULE_DIRS),-I$(d)/include) \
             -I$(CUDA_HOME)/include -MMD -MP
 # snprintf truncation is how we bound strings; gcc -Wformat-truncation flags every use of it.
-CFLAGS := -std=c11 -Wall -Wextra -Werror -Wno-format-truncation $(OPTFLAGS) -fPIC -pthread $(SANFLAGS)
+# -Wvla: no array is sized by a caller's count (an unchecked stack allocation).
+CFLAGS := -std=c11 -Wall -Wextra -Wvla -Werror -Wno-format-truncation $(OPTFLAGS) -fPIC -pthread $(SANFLAGS)
 LDFLAGS := -pthread $(SANFLAGS)
 
 ifeq ($(BACKEND),sim)
