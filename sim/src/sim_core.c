@@ -28,6 +28,18 @@ static long long envLL(const char* name, long long def, long long lo, long long 
   return v;
 }
 
+// The sim's parameters come from the one table (common/include/mccl_params.def): libsimcuda cannot
+// link common/'s accessors, but it reads their names and defaults from the same rows.
+#define MCCL_PARAM_INT(name, env, deflt, doc)
+#define MCCL_PARAM_STR(name, env, deflt, doc)
+#define MCCL_PARAM_SIM(name, env, deflt, doc)                                   \
+  static const char simParamEnv##name[] __attribute__((unused)) = "MCCL_" env; \
+  static const long long simParamDefault##name __attribute__((unused)) = (deflt);
+#include "mccl_params.def"
+#undef MCCL_PARAM_INT
+#undef MCCL_PARAM_STR
+#undef MCCL_PARAM_SIM
+
 static int countNumaNodes(void) {
   DIR* d = opendir("/sys/devices/system/node");
   if (!d) return 1;
@@ -41,12 +53,13 @@ static int countNumaNodes(void) {
 
 static void loadConfig(void) {
   // Defaults are those of common/include/mccl_params.def (MCCL_PARAM_SIM entries).
-  simG.nDevices = (int)envLL("MCCL_SIM_DEVICES", 4, 1, SIM_MAX_DEVICES);
-  simG.devMem = (size_t)envLL("MCCL_SIM_DEVICE_MEM", 4294967296LL, (long long)SIM_GRANULARITY, 1LL << 50);
+  simG.nDevices = (int)envLL(simParamEnvSimDevices, simParamDefaultSimDevices, 1, SIM_MAX_DEVICES);
+  simG.devMem =
+      (size_t)envLL(simParamEnvSimDeviceMem, simParamDefaultSimDeviceMem, (long long)SIM_GRANULARITY, 1LL << 50);
   simG.numaNodes = countNumaNodes();
   // Kernels: each block thread is a host thread (sim_launch.c). Rounded down to whole warps.
-  simG.maxBlockThreads = (int)envLL("MCCL_SIM_MAX_BLOCK_THREADS", 64, 32, 1024) / 32 * 32;
-  simG.maxGridThreads = (int)envLL("MCCL_SIM_MAX_GRID_THREADS", 2048, 32, 65536);
+  simG.maxBlockThreads = (int)envLL(simParamEnvSimMaxBlockThreads, simParamDefaultSimMaxBlockThreads, 32, 1024) / 32 * 32;
+  simG.maxGridThreads = (int)envLL(simParamEnvSimMaxGridThreads, simParamDefaultSimMaxGridThreads, 32, 65536);
   for (int d = 0; d < SIM_MAX_DEVICES; d++) {
     simG.dev[d].primaryCtx.magic = SIM_CTX_MAGIC;
     simG.dev[d].primaryCtx.device = d;

@@ -176,9 +176,13 @@ struct mcclShmProxyConnectReq {
  */
 extern struct mcclTransport mcclShmTransport;
 
+/** @brief Largest MCCL_BUFFSIZE mcclShmBuffSize accepts: 1 GiB (each connection's segment is this
+ *  plus two pages, in /dev/shm or pinned host memory). */
+#define MCCL_SHM_MAX_BUFFSIZE (1LL << 30)
+
 /**
  * @brief Bytes of the FIFO each connection gets: MCCL_BUFFSIZE, checked.
- * @param[out] buffSize  the value (>= 4096, a multiple of 4096, below 2 GiB).
+ * @param[out] buffSize  the value: a multiple of 4096 from 4096 to 1 GiB (MCCL_SHM_MAX_BUFFSIZE).
  * @return mcclSuccess; mcclInvalidArgument naming MCCL_BUFFSIZE and its value.
  */
 mcclResult_t mcclShmBuffSize(int* buffSize);

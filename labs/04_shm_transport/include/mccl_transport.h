@@ -219,7 +219,8 @@ mcclResult_t mcclProxyOpInit(struct mcclProxyOp* op, struct mcclConnector* conne
 /**
  * @brief Call each op's proxyProgress in turn until all are done or one fails: the user-thread
  * progress loop of this lab (lab 05 runs the same hooks on its progress thread).
- * @param[in,out] ops   operations from mcclProxyOpInit, on different connections.
+ * @param[in,out] ops   operations from mcclProxyOpInit, on different connections. Each one done is
+ *                      left in state mcclProxyOpNone (and one passed in that state is skipped).
  * @param[in]     nops  how many, >= 1.
  * @return mcclSuccess; the first error a hook returned (mcclTimeout when a peer stopped moving,
  *         mcclInternalError when aborted, mcclRemoteError when the peer broke the protocol).

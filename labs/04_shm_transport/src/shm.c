@@ -182,8 +182,8 @@ mcclResult_t mcclShmIpcClose(mcclShmIpcDesc_t* desc) {
 mcclResult_t mcclShmBuffSize(int* buffSize) {
   MCCL_ARGCHECK(buffSize != NULL, "buffSize is NULL");
   int64_t b = mcclParamBuffsize();
-  MCCL_ARGCHECK(b >= 4096 && b % 4096 == 0 && b <= (1LL << 30), "MCCL_BUFFSIZE %lld (must be a multiple of 4096 "
-                "from 4096 to 1 GiB)", (long long)b);
+  MCCL_ARGCHECK(b >= 4096 && b % 4096 == 0 && b <= MCCL_SHM_MAX_BUFFSIZE,
+                "MCCL_BUFFSIZE %lld (must be a multiple of 4096 from 4096 to 1 GiB)", (long long)b);
   *buffSize = (int)b;
   return mcclSuccess;
 }

@@ -131,23 +131,22 @@ mcclResult_t mcclProxyOpsWait(struct mcclProxyOp* ops, int nops) {
   for (int i = 0; i < nops; i++)
     MCCL_ARGCHECK(ops[i].connection && ops[i].connection->tcomm && ops[i].connection->tcomm->proxyProgress,
                   "ops[%d] has no connection with a progress hook", i);
-  int remaining = nops;
-  int finished[nops];
-  memset(finished, 0, sizeof(finished));
-  while (remaining > 0) {
+  // An op is finished once its hook reports done; it is then left in state mcclProxyOpNone, which is
+  // what this loop skips (NCCL's progressOps drops ops in ncclProxyOpNone from its list the same way),
+  // so no per-call array sized by the caller's nops is needed.
+  for (int left = nops; left > 0;) {
     int idle = 1;
+    left = 0;
     for (int i = 0; i < nops; i++) {
-      if (finished[i]) continue;
+      if (ops[i].state == mcclProxyOpNone) continue;
       int done = 0;
       MCCLCHECK(ops[i].connection->tcomm->proxyProgress(&ops[i], &done));
       if (!ops[i].idle) idle = 0;
-      if (done) {
-        finished[i] = 1;
-        remaining--;
-      }
+      if (done) ops[i].state = mcclProxyOpNone;
+      else left++;
     }
     // Nothing moved: let the peer and the copy threads have the core (as NCCL's proxy loop does).
-    if (idle && remaining > 0) sched_yield();
+    if (idle && left > 0) sched_yield();
   }
   return mcclSuccess;
 }

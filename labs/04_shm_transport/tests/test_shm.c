@@ -38,6 +38,16 @@ static void layout(void) {
   b = -1;
   EXPECT_RES(mcclShmBuffSize(&b), mcclInvalidArgument);
   EXPECT_EQ(b, -1);
+  // The documented range, both ends: 4096 .. 1 GiB (mccl_shm.h, mccl_params.def).
+  const struct { const char* value; int ok; } range[] = {
+      {"4096", 1}, {"0", 0}, {"1073741824", 1}, {"1073745920", 0}, {"2147479552", 0}, {"-4096", 0}};
+  for (size_t i = 0; i < sizeof(range) / sizeof(range[0]); i++) {
+    setParam("MCCL_BUFFSIZE", range[i].value);
+    b = -1;
+    EXPECT_RES(mcclShmBuffSize(&b), range[i].ok ? mcclSuccess : mcclInvalidArgument);
+    EXPECT_EQ(b, range[i].ok ? atoll(range[i].value) : -1);
+  }
+  EXPECT_EQ(MCCL_SHM_MAX_BUFFSIZE, 1LL << 30);
   setParam("MCCL_BUFFSIZE", NULL);
 }
 

@@ -6,6 +6,7 @@
 // mcclConnInfo a kernel loads, and the abort flag it polls.
 #include <stdio.h>
 #include <string.h>
+#include "mccl_args.h"
 #include "mccl_checks.h"
 #include "mccl_devconn.h"
 #include "mccl_p2p.h"
@@ -76,7 +77,8 @@ static mcclResult_t show(mcclDevTransport_t which, int devB) {
   return mcclSuccess;
 }
 
-int main(void) {
+int main(int argc, char** argv) {
+  mcclArgsCheck(argc, argv, 0, "", "Lab 06's narrated example: two devices of this process connected over P2P, then SHM.");
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) {
     printf("no CUDA device\n");
