@@ -33,18 +33,18 @@ enum { mcclNcclInt32 = 2 /**< ncclInt32 */, mcclNcclFloat32 = 7 /**< ncclFloat32
  * filled by mcclNcclOpen.
  */
 typedef struct {
-  void* lib;                                                          /**< the dlopen handle */
-  int version;                                                        /**< ncclGetVersion: 22809 for 2.28.9 */
-  int (*getUniqueId)(mcclNcclUniqueId* id);                           /**< ncclGetUniqueId */
+  void* lib;                                /**< the dlopen handle */
+  int version;                              /**< ncclGetVersion: 22809 for 2.28.9 */
+  int (*getUniqueId)(mcclNcclUniqueId* id); /**< ncclGetUniqueId */
   int (*commInitRank)(mcclNcclComm* comm, int nranks, mcclNcclUniqueId id, int rank); /**< ncclCommInitRank */
-  int (*commDestroy)(mcclNcclComm comm);                              /**< ncclCommDestroy */
+  int (*commDestroy)(mcclNcclComm comm);                                              /**< ncclCommDestroy */
   int (*send)(const void* buf, size_t count, int dtype, int peer, mcclNcclComm comm, cudaStream_t s); /**< ncclSend */
   int (*recv)(void* buf, size_t count, int dtype, int peer, mcclNcclComm comm, cudaStream_t s);       /**< ncclRecv */
   int (*allReduce)(const void* src, void* dst, size_t count, int dtype, int op, mcclNcclComm comm,
-                   cudaStream_t s);                                   /**< ncclAllReduce */
-  int (*groupStart)(void);                                            /**< ncclGroupStart */
-  int (*groupEnd)(void);                                              /**< ncclGroupEnd */
-  const char* (*getErrorString)(int result);                          /**< ncclGetErrorString */
+                   cudaStream_t s);          /**< ncclAllReduce */
+  int (*groupStart)(void);                   /**< ncclGroupStart */
+  int (*groupEnd)(void);                     /**< ncclGroupEnd */
+  const char* (*getErrorString)(int result); /**< ncclGetErrorString */
 } mcclNcclApi;
 
 /**

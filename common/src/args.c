@@ -102,7 +102,9 @@ const char* mcclArgsOpt(int argc, char** argv, const char* name) {
   return value;
 }
 
-void mcclArgsFail(const char* what) { refuse("%s", what); }
+void mcclArgsFail(const char* what) {
+  refuse("%s", what);
+}
 
 static long long parseInt(const char* s, const char* name, long long min, long long max);
 

@@ -53,18 +53,33 @@ static struct {
   int sweepCh[MCCL_DEV_MAX_CHANNELS], nSweepCh, sweepThr[32], nSweepThr;
 } opt;
 
-static const char* const kOptions[] = {"-b=", "-e=", "-f=", "-c=", "-t=", "-n=", "-w=", "--batch=", "--ll-max=",
-                                       "--ll-threads=", "--chunk-steps=", "--slice-steps=", "--min-channel-bytes=",
-                                       "--p2p-bytes=", "--shm-bytes=", "--sweep-channels=", "--sweep-threads=",
-                                       "--no-nccl", NULL};
+static const char* const kOptions[] = {"-b=",
+                                       "-e=",
+                                       "-f=",
+                                       "-c=",
+                                       "-t=",
+                                       "-n=",
+                                       "-w=",
+                                       "--batch=",
+                                       "--ll-max=",
+                                       "--ll-threads=",
+                                       "--chunk-steps=",
+                                       "--slice-steps=",
+                                       "--min-channel-bytes=",
+                                       "--p2p-bytes=",
+                                       "--shm-bytes=",
+                                       "--sweep-channels=",
+                                       "--sweep-threads=",
+                                       "--no-nccl",
+                                       NULL};
 
 static const char* kHelp =
     "Lab 06's benchmark, under mpirun -np 2 (rank r on device r): send/recv moved by kernels over P2P and\n"
     "SHM, one way and both ways, beside lab 05's copy-engine SHM mode and NCCL's ncclSend/ncclRecv\n"
     "(MCCL_NCCL_LIB; its SHM path runs in a helper process with NCCL_P2P_DISABLE=1). Defaults in\n"
     "brackets are the GPU's / the sim's.\n"
-    "  -b, -e BYTES       smallest, largest size of the sweep [8 / 8; 512M / 1M]\n"
-    "  -f N               multiply the size by N between rows [2 / 8]\n"
+    "  -b, -e BYTES       smallest, largest size of the sweep [8; 512M / 256K]\n"
+    "  -f N               multiply the size by N between rows [2 / 32]\n"
     "  -c N               SIMPLE channels (blocks) per direction, 1..64 [32 / 2]\n"
     "  -t N               SIMPLE threads per block, 64..1024, a multiple of 32 [512 / 64]\n"
     "  --ll-max BYTES     sizes up to this use LL on one channel, eager launches [16K]\n"
@@ -73,8 +88,8 @@ static const char* kHelp =
     "                     [1, 1: NCCL's send/recv ProtoSimple<1,1>]\n"
     "  --min-channel-bytes BYTES  a SIMPLE size uses at most one channel per this many bytes [64K]\n"
     "  -n N, -w N         timed samples (median printed) and warm-up samples per row [20, 5 / 3, 1]\n"
-    "  --batch N          eager launches per LL sample [100 / 10]\n"
-    "  --p2p-bytes BYTES, --shm-bytes BYTES   sizes of the bars [512M, 256M / 1M, 1M]; the SHM and\n"
+    "  --batch N          eager launches per LL sample [100 / 5]\n"
+    "  --p2p-bytes BYTES, --shm-bytes BYTES   sizes of the bars [512M, 256M / 256K, 256K]; the SHM and\n"
     "                     copy-engine tables stop at --shm-bytes\n"
     "  --sweep-channels LIST, --sweep-threads LIST   comma lists: time the bar sizes with every\n"
     "                     channel count x thread count [8,16,24,32,48,64 and -t / 1,2 and -t]\n"
@@ -113,8 +128,8 @@ static void parseOptions(int argc, char** argv, int sim) {
                     kHelp);
   const long long G = 1LL << 30;
   opt.minBytes = (size_t)mcclArgsOptInt(argc, argv, "-b", 8, 4, 4 * G);
-  opt.maxBytes = (size_t)mcclArgsOptInt(argc, argv, "-e", sim ? 1 * MiB : 512 * MiB, 4, 4 * G);
-  opt.factor = (int)mcclArgsOptInt(argc, argv, "-f", sim ? 8 : 2, 2, 1024);
+  opt.maxBytes = (size_t)mcclArgsOptInt(argc, argv, "-e", sim ? 256 * KiB : 512 * MiB, 4, 4 * G);
+  opt.factor = (int)mcclArgsOptInt(argc, argv, "-f", sim ? 32 : 2, 2, 1024);
   opt.nch = (int)mcclArgsOptInt(argc, argv, "-c", sim ? 2 : 32, 1, MCCL_DEV_MAX_CHANNELS);
   opt.nthreads = (int)mcclArgsOptInt(argc, argv, "-t", sim ? 64 : 512, 64, MCCL_DEV_MAX_THREADS);
   opt.llThreads = (int)mcclArgsOptInt(argc, argv, "--ll-threads", sim ? 64 : 256, 32, MCCL_DEV_MAX_THREADS);
@@ -124,9 +139,9 @@ static void parseOptions(int argc, char** argv, int sim) {
   opt.minChannelBytes = (size_t)mcclArgsOptInt(argc, argv, "--min-channel-bytes", 64 * KiB, 512, 1 * G);
   opt.iters = (int)mcclArgsOptInt(argc, argv, "-n", sim ? 3 : 20, 1, MAX_SAMPLES / 2);
   opt.warm = (int)mcclArgsOptInt(argc, argv, "-w", sim ? 1 : 5, 0, MAX_SAMPLES / 2);
-  opt.batch = (int)mcclArgsOptInt(argc, argv, "--batch", sim ? 10 : 100, 1, 100000);
-  opt.p2pBar = (size_t)mcclArgsOptInt(argc, argv, "--p2p-bytes", sim ? 1 * MiB : 512 * MiB, 4, 4 * G);
-  opt.shmBar = (size_t)mcclArgsOptInt(argc, argv, "--shm-bytes", sim ? 1 * MiB : 256 * MiB, 4, 4 * G);
+  opt.batch = (int)mcclArgsOptInt(argc, argv, "--batch", sim ? 5 : 100, 1, 100000);
+  opt.p2pBar = (size_t)mcclArgsOptInt(argc, argv, "--p2p-bytes", sim ? 256 * KiB : 512 * MiB, 4, 4 * G);
+  opt.shmBar = (size_t)mcclArgsOptInt(argc, argv, "--shm-bytes", sim ? 256 * KiB : 256 * MiB, 4, 4 * G);
   opt.latBytes = 8;
   opt.useNccl = mcclArgsOpt(argc, argv, "--no-nccl") == NULL;
   char msg[256];
@@ -154,7 +169,8 @@ static void parseOptions(int argc, char** argv, int sim) {
     opt.nSweepCh = 6;
   }
   opt.sweepThr[0] = opt.nthreads, opt.nSweepThr = 1;
-  parseList(argc, argv, "--sweep-channels", opt.sweepCh, &opt.nSweepCh, MCCL_DEV_MAX_CHANNELS, 1, MCCL_DEV_MAX_CHANNELS);
+  parseList(argc, argv, "--sweep-channels", opt.sweepCh, &opt.nSweepCh, MCCL_DEV_MAX_CHANNELS, 1,
+            MCCL_DEV_MAX_CHANNELS);
   parseList(argc, argv, "--sweep-threads", opt.sweepThr, &opt.nSweepThr, 32, 64, MCCL_DEV_MAX_THREADS);
   for (int i = 0; i < opt.nSweepThr; i++) {
     if (opt.sweepThr[i] % 32 != 0) {
@@ -214,8 +230,12 @@ static double median(double* v, int n) {
   qsort(v, (size_t)n, sizeof(double), cmpDouble);
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
-static int sends(int mode) { return mode == kBothWays || rank == 0; }
-static int recvs(int mode) { return mode == kBothWays || rank == 1; }
+static int sends(int mode) {
+  return mode == kBothWays || rank == 0;
+}
+static int recvs(int mode) {
+  return mode == kBothWays || rank == 1;
+}
 
 static mcclResult_t barrier(target* t) {
   if (!inHelper) {
@@ -238,8 +258,10 @@ static mcclResult_t launchOurs(target* t, int send, const struct spec* s) {
   w.redop = mcclSum;
   w.nchannels = s->nch;
   w.count = s->count;
-  if (send) w.src = t->src, w.sendConns = t->sendConns;
-  else w.dst = t->dst, w.recvConns = t->recvConns;
+  if (send)
+    w.src = t->src, w.sendConns = t->sendConns;
+  else
+    w.dst = t->dst, w.recvConns = t->recvConns;
   w.chunkSteps = opt.chunkSteps;
   w.sliceSteps = opt.sliceSteps;
   w.abortFlag = t->abortDev;
@@ -368,8 +390,10 @@ static void helperMain(int fd) {
              cudaStreamCreateWithFlags(&t.recvStream, cudaStreamNonBlocking) == cudaSuccess &&
              cudaEventCreate(&t.start) == cudaSuccess && cudaEventCreate(&t.recvDone) == cudaSuccess &&
              cudaEventCreate(&t.end) == cudaSuccess;
-      if (!r.ok && api.lib == NULL) snprintf(r.why, sizeof(r.why), "%s", why);
-      else if (!r.ok) snprintf(r.why, sizeof(r.why), "CUDA set-up of the helper failed");
+      if (!r.ok && api.lib == NULL)
+        snprintf(r.why, sizeof(r.why), "%s", why);
+      else if (!r.ok)
+        snprintf(r.why, sizeof(r.why), "CUDA set-up of the helper failed");
       if (r.ok && api.commInitRank(&t.comm, q.nranks, q.id, q.rank) != 0) {
         r.ok = 0;
         snprintf(r.why, sizeof(r.why), "ncclCommInitRank with NCCL_P2P_DISABLE=1 failed");
@@ -415,7 +439,8 @@ static int helperCall(const struct helperReq* q, struct helperRep* r) {
 
 static void helperStop(int kill_) {
   if (helper.pid <= 0) return;
-  if (kill_) kill(helper.pid, SIGKILL);
+  if (kill_)
+    kill(helper.pid, SIGKILL);
   else {
     struct helperReq q;
     memset(&q, 0, sizeof(q));
@@ -503,8 +528,10 @@ static mcclResult_t runRow(target* ours, target* nccl, int ncclInHelper, const s
     q.cmd = kCmdMeasure;
     q.spec = *s;
     int ok = allOk(helperCall(&q, &r));
-    if (ok) out->nccl = reduceMedian(r.samples, s->iters);
-    else helper.ok = 0;
+    if (ok)
+      out->nccl = reduceMedian(r.samples, s->iters);
+    else
+      helper.ok = 0;
   } else if (!ncclInHelper && nccl != NULL) {
     MCCLCHECK(measure(nccl, s, samples));
     out->nccl = reduceMedian(samples, s->iters);
@@ -536,8 +563,8 @@ static struct spec rowSpec(size_t bytes, int mode, int method, int nch, int nthr
 
 static void printHeader(void) {
   if (rank != 0) return;
-  printf("#%11s %12s %6s %-8s %-6s %3s %10s %8s %8s %7s %10s %8s %7s\n", "size", "count", "type", "dir", "proto",
-         "ch", "time(us)", "algbw", "busbw", "#wrong", "nccl(us)", "ncclbw", "ratio");
+  printf("#%11s %12s %6s %-8s %-6s %3s %10s %8s %8s %7s %10s %8s %7s\n", "size", "count", "type", "dir", "proto", "ch",
+         "time(us)", "algbw", "busbw", "#wrong", "nccl(us)", "ncclbw", "ratio");
 }
 
 static void printRow(const struct spec* s, const struct result* r, int ce) {
@@ -545,10 +572,15 @@ static void printRow(const struct spec* s, const struct result* r, int ce) {
   size_t bytes = s->count * 4;
   double bw = (double)bytes / r->ours / 1e9;  // per direction; busbw = algbw for point-to-point
   printf("%12zu %12zu %6s %-8s %-6s %3d %10.2f %8.2f %8.2f %7ld", bytes, s->count, "float",
-         s->mode == kBothWays ? "both" : "0->1", ce ? "CE" : s->proto == MCCL_PROTO_LL ? "LL" : "SIMPLE", ce ? 1 : s->nch, r->ours * 1e6, bw,
-         bw, r->wrong);
-  if (r->nccl > 0) printf(" %10.2f %8.2f %7.2f\n", r->nccl * 1e6, (double)bytes / r->nccl / 1e9, r->nccl / r->ours);
-  else printf(" %10s %8s %7s\n", "-", "-", "-");
+         s->mode == kBothWays ? "both" : "0->1",
+         ce                          ? "CE"
+         : s->proto == MCCL_PROTO_LL ? "LL"
+                                     : "SIMPLE",
+         ce ? 1 : s->nch, r->ours * 1e6, bw, bw, r->wrong);
+  if (r->nccl > 0)
+    printf(" %10.2f %8.2f %7.2f\n", r->nccl * 1e6, (double)bytes / r->nccl / 1e9, r->nccl / r->ours);
+  else
+    printf(" %10s %8s %7s\n", "-", "-", "-");
   fflush(stdout);
 }
 
@@ -577,8 +609,8 @@ struct link {
 static mcclResult_t linkUp(mcclBootstrap* bs, mcclProxyState* proxy, mcclDevTransport_t which, int nch,
                            const target* base, struct link* l, int* ok) {
   *ok = 0;
-  mcclResult_t res = mcclDevPairPeerCreate(bs, proxy, 1 - rank, nch, MCCL_DEVPAIR_SEND | MCCL_DEVPAIR_RECV, which, 0,
-                                           &l->end);
+  mcclResult_t res =
+      mcclDevPairPeerCreate(bs, proxy, 1 - rank, nch, MCCL_DEVPAIR_SEND | MCCL_DEVPAIR_RECV, which, 0, &l->end);
   // Both sides agree before allocating, so a refused transport is refused on both.
   if (res == mcclInvalidUsage) return mcclSuccess;
   MCCLCHECK(res);
@@ -602,13 +634,24 @@ static int maxInt(const int* v, int n, int init) {
   return init;
 }
 
+// "512 MiB", "256 KiB", "8 B": the bar sizes as people say them.
+static const char* fmtSize(size_t b, char* buf, size_t len) {
+  if (b >= MiB && b % MiB == 0)
+    snprintf(buf, len, "%zu MiB", b / MiB);
+  else if (b >= KiB && b % KiB == 0)
+    snprintf(buf, len, "%zu KiB", b / KiB);
+  else
+    snprintf(buf, len, "%zu B", b);
+  return buf;
+}
+
 static void summaryLine(const char* what, double oursV, double ncclV, int isTime, double goal, const char* extra) {
   if (rank != 0) return;
   char o[32], n[32], r[32], v[32];
-  snprintf(o, sizeof(o), isTime ? "%.2f us" : "%.1f GB/s", oursV);
+  snprintf(o, sizeof(o), isTime ? "%.2f us" : "%.2f GB/s", oursV);
   double ratio = 0;
   if (ncclV > 0) {
-    snprintf(n, sizeof(n), isTime ? "%.2f us" : "%.1f GB/s", ncclV);
+    snprintf(n, sizeof(n), isTime ? "%.2f us" : "%.2f GB/s", ncclV);
     ratio = isTime ? ncclV / oursV : oursV / ncclV;
     snprintf(r, sizeof(r), "%.2f", ratio);
     snprintf(v, sizeof(v), "%s", goal > 0 ? (ratio >= goal ? "met" : "MISSED") : "-");
@@ -720,33 +763,45 @@ static mcclResult_t run(int sim) {
 
   if (rank == 0) {
     printf("# lab 06: send/recv moved by kernels, %s backend, 2 ranks (rank r on device r)\n", MCCL_BACKEND_NAME);
-    printf("# settings: MCCL_BUFFSIZE=%d (MCCL_STEPS=%d slots of %d B), chunkSteps %d sliceSteps %d; SIMPLE: -c %d "
-           "channels x -t %d threads, one channel per %zu B at most; LL (<= %zu B): 1 channel x %d threads\n",
-           buffSize, MCCL_STEPS, buffSize / MCCL_STEPS, opt.chunkSteps, opt.sliceSteps, opt.nch, opt.nthreads,
-           opt.minChannelBytes, opt.llMax, opt.llThreads);
-    printf("# timing: median of %d samples after %d warm-up, max over ranks; SIMPLE: one launch per sample (CUDA "
-           "events); LL: eager launches, %d back-to-back per sample, time per launch\n",
-           opt.iters, opt.warm, opt.batch);
+    printf(
+        "# settings: MCCL_BUFFSIZE=%d (MCCL_STEPS=%d slots of %d B), chunkSteps %d sliceSteps %d; SIMPLE: -c %d "
+        "channels x -t %d threads, one channel per %zu B at most; LL (<= %zu B): 1 channel x %d threads\n",
+        buffSize, MCCL_STEPS, buffSize / MCCL_STEPS, opt.chunkSteps, opt.sliceSteps, opt.nch, opt.nthreads,
+        opt.minChannelBytes, opt.llMax, opt.llThreads);
+    printf(
+        "# timing: median of %d samples after %d warm-up, max over ranks; SIMPLE: one launch per sample (CUDA "
+        "events); LL: eager launches, %d back-to-back per sample, time per launch\n",
+        opt.iters, opt.warm, opt.batch);
     if (haveNccl)
       printf("# NCCL %d.%d.%d: %s, NCCL_NVLS_ENABLE=0; its SHM path in a helper process with NCCL_P2P_DISABLE=1%s\n",
              api.version / 10000, api.version / 100 % 100, api.version % 100, mcclParamNcclLib(),
              helper.ok ? "" : " (unavailable)");
-    else printf("# NCCL: skipped (%s)\n", why);
-    printf("# ratio = NCCL's time / ours (> 1: ours is faster); #wrong: 4-byte words received wrong (or written past "
-           "the end)\n");
+    else
+      printf("# NCCL: skipped (%s)\n", why);
+    printf(
+        "# ratio = NCCL's time / ours (> 1: ours is faster); #wrong: 4-byte words received wrong (or written past "
+        "the end)\n");
     fflush(stdout);
   }
 
   // The tables.
   if (rank == 0) printf("\n# ==== P2P (mcclP2pTransport), kernel-driven; NCCL: default transports (P2P)\n");
-  if (haveP2p) MCCLCHECK(sweepSizes(&p2p.t, ncclP2p, 0, opt.maxBytes, kMethodEvents));
-  else if (rank == 0) printf("# skipped: P2P cannot connect these devices (or MCCL_P2P_DISABLE=1)\n");
-  if (rank == 0) printf("\n# ==== SHM (mcclShmTransport, NCCL's default mode: the SMs load and store host memory), "
-                        "kernel-driven; NCCL: NCCL_P2P_DISABLE=1\n");
-  if (haveShm) MCCLCHECK(sweepSizes(&shm.t, NULL, 1, opt.shmMaxBytes, kMethodEvents));
-  else if (rank == 0) printf("# skipped: SHM cannot connect these ranks\n");
-  if (rank == 0) printf("\n# ==== SHM, lab 05's copy-engine mode (proxy-driven, NCCL 2.28's optional mode): host-timed, "
-                        "NCCL (NCCL_P2P_DISABLE=1) host-timed too\n");
+  if (haveP2p)
+    MCCLCHECK(sweepSizes(&p2p.t, ncclP2p, 0, opt.maxBytes, kMethodEvents));
+  else if (rank == 0)
+    printf("# skipped: P2P cannot connect these devices (or MCCL_P2P_DISABLE=1)\n");
+  if (rank == 0)
+    printf(
+        "\n# ==== SHM (mcclShmTransport, NCCL's default mode: the SMs load and store host memory), "
+        "kernel-driven; NCCL: NCCL_P2P_DISABLE=1\n");
+  if (haveShm)
+    MCCLCHECK(sweepSizes(&shm.t, NULL, 1, opt.shmMaxBytes, kMethodEvents));
+  else if (rank == 0)
+    printf("# skipped: SHM cannot connect these ranks\n");
+  if (rank == 0)
+    printf(
+        "\n# ==== SHM, lab 05's copy-engine mode (proxy-driven, NCCL 2.28's optional mode): host-timed, "
+        "NCCL (NCCL_P2P_DISABLE=1) host-timed too\n");
   if (haveCe) MCCLCHECK(sweepSizes(&ceT, NULL, 1, opt.shmMaxBytes, kMethodHost));
 
   // Channel x thread sweep at the bar sizes.
@@ -795,29 +850,35 @@ static mcclResult_t run(int sim) {
   if (haveShm) MCCLCHECK(runRow(&shm.t, NULL, 1, &bs6[4], &bar[4]));
   if (haveCe) MCCLCHECK(runRow(&ceT, NULL, 1, &bs6[5], &bar[5]));
   if (rank == 0) {
-    char what[96], extra[96];
+    char what[96], extra[96], sz[32];
     long wrong = 0;
     for (int i = 0; i < 6; i++) wrong += bar[i].wrong;
     printf("\n# ==== summary: issue 8's bars, %s backend, same run as NCCL (ratio > 1: ours is faster)\n",
            MCCL_BACKEND_NAME);
     printf("# %-44s %12s %12s %6s %7s %s\n", "bar", "ours", "NCCL", "ratio", "verdict", "target");
     double gb = 1e9;
-    snprintf(what, sizeof(what), "P2P %zu MiB one way (c=%d t=%d)", opt.p2pBar / MiB, bs6[0].nch, bs6[0].nthreads);
-    if (haveP2p) summaryLine(what, (double)opt.p2pBar / bar[0].ours / gb,
-                             bar[0].nccl > 0 ? (double)opt.p2pBar / bar[0].nccl / gb : 0, 0, 1.0, ">= NCCL");
-    snprintf(what, sizeof(what), "P2P %zu MiB both ways, per direction", opt.p2pBar / MiB);
-    if (haveP2p) summaryLine(what, (double)opt.p2pBar / bar[1].ours / gb,
-                             bar[1].nccl > 0 ? (double)opt.p2pBar / bar[1].nccl / gb : 0, 0, 0, "(no bar)");
-    if (haveP2p) summaryLine("P2P 8 B one way, LL, 1 channel, eager", bar[2].ours * 1e6, bar[2].nccl * 1e6, 1, 2.0,
-                             "<= NCCL/2");
-    if (haveP2p) summaryLine("P2P 8 B both ways (nccl-tests sendrecv)", bar[3].ours * 1e6, bar[3].nccl * 1e6, 1, 0,
-                             "(no bar)");
-    snprintf(what, sizeof(what), "SHM %zu MiB one way (c=%d t=%d)", opt.shmBar / MiB, bs6[4].nch, bs6[4].nthreads);
-    if (haveShm) summaryLine(what, (double)opt.shmBar / bar[4].ours / gb,
-                             bar[4].nccl > 0 ? (double)opt.shmBar / bar[4].nccl / gb : 0, 0, 1.0, ">= NCCL SHM");
-    snprintf(what, sizeof(what), "SHM %zu MiB one way, lab 05 copy engine", opt.shmBar / MiB);
-    if (haveCe) summaryLine(what, (double)opt.shmBar / bar[5].ours / gb,
-                            bar[5].nccl > 0 ? (double)opt.shmBar / bar[5].nccl / gb : 0, 0, 0, "(host-timed)");
+    snprintf(what, sizeof(what), "P2P %s one way (c=%d t=%d)", fmtSize(opt.p2pBar, sz, sizeof(sz)), bs6[0].nch,
+             bs6[0].nthreads);
+    if (haveP2p)
+      summaryLine(what, (double)opt.p2pBar / bar[0].ours / gb,
+                  bar[0].nccl > 0 ? (double)opt.p2pBar / bar[0].nccl / gb : 0, 0, 1.0, ">= NCCL");
+    snprintf(what, sizeof(what), "P2P %s both ways, per direction", fmtSize(opt.p2pBar, sz, sizeof(sz)));
+    if (haveP2p)
+      summaryLine(what, (double)opt.p2pBar / bar[1].ours / gb,
+                  bar[1].nccl > 0 ? (double)opt.p2pBar / bar[1].nccl / gb : 0, 0, 0, "(no bar)");
+    if (haveP2p)
+      summaryLine("P2P 8 B one way, LL, 1 channel, eager", bar[2].ours * 1e6, bar[2].nccl * 1e6, 1, 2.0, "<= NCCL/2");
+    if (haveP2p)
+      summaryLine("P2P 8 B both ways (nccl-tests sendrecv)", bar[3].ours * 1e6, bar[3].nccl * 1e6, 1, 0, "(no bar)");
+    snprintf(what, sizeof(what), "SHM %s one way (c=%d t=%d)", fmtSize(opt.shmBar, sz, sizeof(sz)), bs6[4].nch,
+             bs6[4].nthreads);
+    if (haveShm)
+      summaryLine(what, (double)opt.shmBar / bar[4].ours / gb,
+                  bar[4].nccl > 0 ? (double)opt.shmBar / bar[4].nccl / gb : 0, 0, 1.0, ">= NCCL SHM");
+    snprintf(what, sizeof(what), "SHM %s one way, lab 05 copy engine", fmtSize(opt.shmBar, sz, sizeof(sz)));
+    if (haveCe)
+      summaryLine(what, (double)opt.shmBar / bar[5].ours / gb,
+                  bar[5].nccl > 0 ? (double)opt.shmBar / bar[5].nccl / gb : 0, 0, 0, "(host-timed)");
     for (int tr = 0; tr < 2; tr++) {
       if (best[tr][0].sec <= 0) continue;
       size_t bytes = tr == 0 ? opt.p2pBar : opt.shmBar;
