@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -429,6 +430,9 @@ static void helperStart(void) {
   }
   helper.pid = pid;
   helper.fd = sv[0];
+  // A helper stuck in NCCL (its peer failed) must not hang us: a reply takes at most this long.
+  struct timeval tv = {300, 0};
+  setsockopt(helper.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 }
 
 static int helperCall(const struct helperReq* q, struct helperRep* r) {
