@@ -69,7 +69,7 @@ static mcclResult_t ringConns(mcclLabComm* comm) {
 
 static mcclResult_t signalArea(mcclLabComm* comm) {
   if (!mcclCuMemEnable()) {
-    INFO(MCCL_INIT, "rank %d: no cuMem (MCCL_CUMEM_ENABLE): no signal area, only the ring algorithm", comm->rank);
+    INFO(MCCL_INIT, "rank %d: cuMem allocations are off, MCCL_CUMEM_ENABLE: no signal area, only the ring algorithm", comm->rank);
     return mcclSuccess;
   }
   void* sig = NULL;
