@@ -43,15 +43,17 @@ extern "C" {
  *
  * @code
  * mcclPeerInfo me, peer;                 // peer's record comes from the other process
+ * struct mcclTransportCtx ctx;           // rank, ranks, device, buffer sizes
+ * MCCLCHECK(mcclTransportCtxInit(&ctx, rank, 2, dev));
  * MCCLCHECK(mcclFillPeerInfo(rank, dev, &me));
- * int ok; MCCLCHECK(mcclShmTransport.canConnect(&ok, &me, &peer));
+ * int ok; MCCLCHECK(mcclShmTransport.canConnect(&ok, &ctx, &me, &peer));
  * struct mcclConnector c; struct mcclConnect mine, theirs;
  * MCCLCHECK(mcclConnectorInit(&c, &mcclShmTransport, 1, rank));     // sender
  * c.getPeerFd = myGetFd; c.getPeerFdCtx = ctx;                        // for cuMem buffers
- * MCCLCHECK(c.transportComm->setup(&me, &peer, &mine, &c));
+ * MCCLCHECK(c.transportComm->setup(&ctx, NULL, &me, &peer, &mine, &c, 0, 0));  // channel 0, connIndex 0
  * // send `mine` to the peer (and the fd of mcclShmExportFd when it is a cuMem descriptor),
  * // receive `theirs`
- * MCCLCHECK(c.transportComm->connect(&theirs, &c));
+ * MCCLCHECK(c.transportComm->connect(&ctx, &theirs, 1, 0, &c));
  * struct mcclProxyOp op;
  * MCCLCHECK(mcclProxyOpInit(&op, &c, devBuf, nbytes, NULL));
  * MCCLCHECK(mcclProxyOpsWait(&op, 1));

@@ -41,6 +41,7 @@ struct mcclShmPairEnd {
   mcclIpcSocket sock;             /**< lab 03 socket: peer records, connect information, fds */
   mcclPeerInfo me;                /**< this process (mcclFillPeerInfo) */
   mcclPeerInfo them;              /**< the peer's record, as it sent it */
+  struct mcclTransportCtx ctx;    /**< this rank's context for the hooks (rank, 2 ranks, buffer sizes) */
   struct mcclConnector conns[2];  /**< [1] sends to the peer, [0] receives from it */
   int have[2];                    /**< which of conns[] were asked for */
   int pendingFd[2];               /**< fd that came with the peer's connect info for conns[i], until imported */
@@ -99,11 +100,13 @@ static inline mcclResult_t mcclShmPairConnect(struct mcclShmPairEnd* e, int rank
   e->pendingFd[0] = e->pendingFd[1] = -1;
   e->have[1] = doSend;
   e->have[0] = doRecv;
+  MCCLCHECK(mcclTransportCtxInit(&e->ctx, rank, 2, cudaDev));
+  e->ctx.abortFlag = abortFlag;
   MCCLCHECK(mcclIpcSocketInit(&e->sock, rank, hash, abortFlag));
   MCCLCHECKGOTO(mcclFillPeerInfo(rank, cudaDev, &e->me), res, fail);
   MCCLCHECKGOTO(mcclIpcSocketSendMsg(&e->sock, &e->me, sizeof(e->me), -1, e->peer, hash), res, fail);
   MCCLCHECKGOTO(mcclIpcSocketRecvMsg(&e->sock, &e->them, sizeof(e->them), NULL), res, fail);
-  MCCLCHECKGOTO(mcclShmTransport.canConnect(&ok, &e->me, &e->them), res, fail);
+  MCCLCHECKGOTO(mcclShmTransport.canConnect(&ok, &e->ctx, &e->me, &e->them), res, fail);
   if (!ok) {
     WARN("SHM cannot connect rank %d and rank %d", rank, e->peer);
     res = mcclInvalidUsage;
@@ -119,7 +122,7 @@ static inline mcclResult_t mcclShmPairConnect(struct mcclShmPairEnd* e, int rank
     struct mcclShmPairMsg m;
     memset(&m, 0, sizeof(m));
     m.fromSend = s;
-    MCCLCHECKGOTO(c->transportComm->setup(&e->me, &e->them, &m.info, c), res, fail);
+    MCCLCHECKGOTO(c->transportComm->setup(&e->ctx, NULL, &e->me, &e->them, &m.info, c, 0, 0), res, fail);
     struct mcclShmConnectInfo ci;
     memcpy(&ci, m.info.data, sizeof(ci));
     e->myDesc[s] = ci.desc;
@@ -145,7 +148,8 @@ static inline mcclResult_t mcclShmPairConnect(struct mcclShmPairEnd* e, int rank
     e->pendingFd[mine] = fd;
   }
   for (int s = 1; s >= 0; s--)
-    if (e->have[s]) MCCLCHECKGOTO(e->conns[s].transportComm->connect(&theirs[s], &e->conns[s]), res, fail);
+    if (e->have[s]) MCCLCHECKGOTO(e->conns[s].transportComm->connect(&e->ctx, &theirs[s], 1, 0, &e->conns[s]), res,
+                    fail);
   // Both sides have attached before either may close: a creator closing first would unlink early.
   MCCLCHECKGOTO(mcclIpcSocketSendMsg(&e->sock, &b, 1, -1, e->peer, hash), res, fail);
   MCCLCHECKGOTO(mcclIpcSocketRecvMsg(&e->sock, &b, 1, NULL), res, fail);

@@ -123,20 +123,24 @@ static mcclResult_t run(void) {
   mcclPeerInfo me, peer;
   MCCLCHECK(mcclBootstrapGetPeerInfo(bs, rank, &me));
   MCCLCHECK(mcclBootstrapGetPeerInfo(bs, 1 - rank, &peer));
+  struct mcclTransportCtx ctx;
+  MCCLCHECK(mcclTransportCtxInit(&ctx, rank, 2, dev));
+  ctx.bootstrap = bs;
+  ctx.proxyState = p;
   struct mcclConnector s, r;
   MCCLCHECK(mcclConnectorInit(&s, &mcclShmTransport, 1, rank));
   MCCLCHECK(mcclConnectorInit(&r, &mcclShmTransport, 0, rank));
   MCCLCHECK(mcclProxyConnect(p, &s));
   MCCLCHECK(mcclProxyConnect(p, &r));
   struct mcclConnect si, ri, psi, pri;
-  MCCLCHECK(mcclShmTransport.send.setup(&me, &peer, &si, &s));
-  MCCLCHECK(mcclShmTransport.recv.setup(&me, &peer, &ri, &r));
+  MCCLCHECK(mcclShmTransport.send.setup(&ctx, NULL, &me, &peer, &si, &s, 0, 0));
+  MCCLCHECK(mcclShmTransport.recv.setup(&ctx, NULL, &me, &peer, &ri, &r, 0, 0));
   MCCLCHECK(mcclBootstrapSend(bs, 1 - rank, 1, &si, sizeof(si)));
   MCCLCHECK(mcclBootstrapSend(bs, 1 - rank, 2, &ri, sizeof(ri)));
   MCCLCHECK(mcclBootstrapRecv(bs, 1 - rank, 1, &psi, sizeof(psi)));
   MCCLCHECK(mcclBootstrapRecv(bs, 1 - rank, 2, &pri, sizeof(pri)));
-  MCCLCHECK(mcclShmTransport.send.connect(&pri, &s));
-  MCCLCHECK(mcclShmTransport.recv.connect(&psi, &r));
+  MCCLCHECK(mcclShmTransport.send.connect(&ctx, &pri, 1, 0, &s));
+  MCCLCHECK(mcclShmTransport.recv.connect(&ctx, &psi, 1, 0, &r));
 
   size_t maxSize = sim ? 64 * MiB : 1024 * MiB;
   int warm = sim ? 1 : 3, iters = sim ? 3 : 10;

@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
   MCCLCHECK(mcclFillPeerInfo(0, 0, &a));
   MCCLCHECK(mcclFillPeerInfo(1, devB, &b));
   int ok = 0;
-  MCCLCHECK(mcclP2pTransport.canConnect(&ok, &a, &b));
+  MCCLCHECK(mcclP2pTransport.canConnect(&ok, NULL, &a, &b));
   printf("P2P canConnect(dev 0, dev %d) = %d\n", devB, ok);
   if (ok) MCCLCHECK(show(mcclDevTransportP2p, devB));
   MCCLCHECK(show(mcclDevTransportShm, devB));
