@@ -74,8 +74,9 @@ typedef struct mcclLabComm {
   struct mcclConnInfo* devSendConns; /**< [nChannels] device: send to ring.next, channel c at [c] */
   volatile uint32_t* abortFlag;  /**< host view of the host-mapped abort flag */
   uint32_t* abortFlagDev;        /**< device view of it, for kernels */
-  mcclLabWindow* signalWin;      /**< every rank's signal area (MCCL_SIGNAL_BYTES), mapped here */
-  uint64_t seq;                  /**< sequence number of the last symmetric call */
+  mcclLabWindow* signalWin;      /**< every rank's signal area (MCCL_SIGNAL_BYTES), mapped here; NULL
+                                      beyond MCCL_SYM_MAX_RANKS ranks or without cuMem (ring only) */
+  uint64_t* seqCounters;         /**< [MCCL_SIGNAL_MAX_BLOCKS] device: symmetric calls so far (kernels keep them) */
   mcclLabWindow* windows;        /**< registered windows */
 } mcclLabComm;
 
@@ -163,15 +164,16 @@ mcclResult_t mcclLabWindowFind(const mcclLabComm* comm, const void* ptr, size_t 
 
 /**
  * @brief The algorithm and protocol for a call (NCCL's tuning: one table by rank count and size,
- * then MCCL_ALGO / MCCL_PROTO overrides). Symmetric algorithms need both buffers in windows: without
- * them the table falls back to the ring, and a forced MCCL_ALGO=oneshot|twoshot is refused.
+ * then MCCL_ALGO / MCCL_PROTO overrides). One-shot needs the communicator's signal area (at most
+ * MCCL_SYM_MAX_RANKS ranks, cuMem on) and at most MCCL_ONESHOT_MAX_BYTES; two-shot also needs both
+ * buffers in windows. Without them the table falls back to the ring, and a forced MCCL_ALGO is refused.
  * @param[in]  nRanks     ranks.
  * @param[in]  bytes      bytes per rank.
- * @param[in]  symmetric  1 when sendbuff and recvbuff are in windows.
+ * @param[in]  symmetric  0: no signal area; 1: a signal area; 2: and sendbuff and recvbuff in windows.
  * @param[out] algo       enum mcclAlgo.
  * @param[out] proto      MCCL_PROTO_SIMPLE or MCCL_PROTO_LL.
- * @return mcclSuccess; mcclInvalidArgument (bad MCCL_ALGO / MCCL_PROTO value, or a symmetric
- *         algorithm forced on buffers outside windows).
+ * @return mcclSuccess; mcclInvalidArgument (bad MCCL_ALGO / MCCL_PROTO value, symmetric not 0..2, or a
+ *         symmetric algorithm forced where it cannot run).
  */
 mcclResult_t mcclLabSelectAlgorithm(int nRanks, size_t bytes, int symmetric, int* algo, int* proto);
 

@@ -17,27 +17,41 @@
 /** @brief Allreduce algorithms (NCCL's NCCL_ALGO_RING and its symmetric kernels). */
 enum mcclAlgo {
   MCCL_ALGO_RING = 0,    /**< ring over the channels' connections (runRing) */
-  MCCL_ALGO_ONESHOT = 1, /**< every rank loads every peer's window after a flag barrier, reduces locally */
-  MCCL_ALGO_TWOSHOT = 2, /**< reduce-scatter by loads, all-gather by stores, on the windows */
+  MCCL_ALGO_ONESHOT = 1, /**< every rank pushes its input as LL lines into every peer's signal area; each reduces all */
+  MCCL_ALGO_TWOSHOT = 2, /**< reduce-scatter by loads, all-gather by stores, on the registered windows */
   MCCL_NUM_ALGOS = 3     /**< number of algorithms */
 };
 
-/** @brief Most ranks a lab communicator has (sizes the signal area). */
+/** @brief Most ranks a lab communicator has. */
 #define MCCL_LAB_MAX_RANKS 64
-/** @brief Barriers one symmetric call may use (e.g. two-shot: after reduce-scatter and after all-gather). */
-#define MCCL_SIGNAL_PHASES 4
-/** @brief Blocks (channels) of a symmetric kernel that each keep their own barrier slots. */
+/** @brief Most ranks the symmetric algorithms serve (the size of their per-peer arrays); more use the ring. */
+#define MCCL_SYM_MAX_RANKS 8
+/** @brief Most blocks (channels) of an allreduce launch. */
 #define MCCL_SIGNAL_MAX_BLOCKS 64
+/** @brief Most threads per block of an allreduce launch, the kernels' launch bound. NCCL bounds its
+ *  kernels at 640 threads (NCCL_MAX_NTHREADS), which leaves each thread 96 registers; at 1024 the
+ *  compiler has 64 and spills in the copy loops. */
+#define MCCL_AR_MAX_THREADS 640
+/** @brief Bytes of input one-shot handles: a rank's signal area holds, per parity and per source
+ *  rank, this many data bytes as LL lines (16 bytes per 8). */
+#define MCCL_ONESHOT_MAX_BYTES (256 * 1024)
+
 /**
- * @brief Index of a uint64_t slot in a rank's signal area: slot (phase, block, rank) of rank R's area
- * is written only by `rank` (with the call's sequence number) and read by R. A kernel of rank me
- * signals peer p with `signalPeers[p][MCCL_SIGNAL_IDX(ph, b, me)] = seq` and waits for every peer
- * with `signals[MCCL_SIGNAL_IDX(ph, b, p)] >= seq`.
+ * @brief The barrier slots at the start of a rank's signal area. Slot [b][r] of rank R's area is
+ * written only by rank r's block b (with the call's sequence number) and read by R's block b; a
+ * sequence number only grows, so slots are never reset. Two-shot: `arrive` (the source's input is
+ * ready), `depart` (the source is done with this rank's buffers).
  */
-#define MCCL_SIGNAL_IDX(phase, block, rank) \
-  (((size_t)(phase) * MCCL_SIGNAL_MAX_BLOCKS + (size_t)(block)) * MCCL_LAB_MAX_RANKS + (size_t)(rank))
-/** @brief Bytes of a rank's signal area (every slot of MCCL_SIGNAL_IDX). */
-#define MCCL_SIGNAL_BYTES ((size_t)MCCL_SIGNAL_PHASES * MCCL_SIGNAL_MAX_BLOCKS * MCCL_LAB_MAX_RANKS * sizeof(uint64_t))
+struct mcclSymSignals {
+  uint64_t arrive[MCCL_SIGNAL_MAX_BLOCKS][MCCL_SYM_MAX_RANKS]; /**< two-shot: start barrier */
+  uint64_t depart[MCCL_SIGNAL_MAX_BLOCKS][MCCL_SYM_MAX_RANKS]; /**< two-shot: end barrier */
+};
+/** @brief Lines of one (parity, source rank) one-shot region. */
+#define MCCL_ONESHOT_LINES (MCCL_ONESHOT_MAX_BYTES / 8)
+/** @brief Bytes of a rank's signal area: struct mcclSymSignals, then the one-shot LL lines
+ *  [parity 2][source rank MCCL_SYM_MAX_RANKS][MCCL_ONESHOT_LINES] of 16 bytes. */
+#define MCCL_SIGNAL_BYTES \
+  (sizeof(struct mcclSymSignals) + (size_t)2 * MCCL_SYM_MAX_RANKS * MCCL_ONESHOT_LINES * 16)
 
 /**
  * @brief One allreduce launch (the host side fills it in mcclLabAllReduce; the launch copies it by
@@ -69,9 +83,11 @@ struct mcclAllReduceArgs {
   char* const* recvPeers;
   size_t recvOffset;        /**< byte offset of recvbuff in its window */
   /** symmetric: [nRanks] device array, each rank's signal area (MCCL_SIGNAL_BYTES) mapped here */
-  uint64_t* const* signalPeers;
-  uint64_t* signals;        /**< this rank's own signal area (== signalPeers[rank]) */
-  uint64_t seq;             /**< sequence number of this call (>= 1, +1 per symmetric call of the communicator) */
+  char* const* signalPeers;
+  /** symmetric: [MCCL_SIGNAL_MAX_BLOCKS] device counters of the symmetric calls made so far. The
+   *  kernel keeps them (a CUDA graph replays the same arguments, so the host cannot pass the call's
+   *  number); every rank makes the same calls, so every rank's counters agree. */
+  uint64_t* seqCounters;
   volatile uint32_t* abortFlag; /**< device view of the communicator's host-mapped abort flag */
   int* status;              /**< device view of a host-mapped enum mcclDevStatus, or NULL */
 };

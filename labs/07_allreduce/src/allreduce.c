@@ -35,12 +35,13 @@ static const struct {
 mcclResult_t mcclLabSelectAlgorithm(int nRanks, size_t bytes, int symmetric, int* algo, int* proto) {
   MCCL_ARGCHECK(algo != NULL && proto != NULL, "algo %p / proto %p is NULL", (void*)algo, (void*)proto);
   MCCL_ARGCHECK(nRanks >= 1 && nRanks <= MCCL_LAB_MAX_RANKS, "nRanks %d", nRanks);
+  MCCL_ARGCHECK(symmetric >= 0 && symmetric <= 2, "symmetric %d (0, 1 or 2)", symmetric);
   int a = MCCL_ALGO_RING;
   if (symmetric && nRanks > 1) {
     for (size_t i = 0; i < sizeof(tuneTable) / sizeof(tuneTable[0]); i++)
       if (nRanks <= tuneTable[i].maxRanks) {
-        if (bytes <= tuneTable[i].oneShotMax) a = MCCL_ALGO_ONESHOT;
-        else if (bytes <= tuneTable[i].twoShotMax) a = MCCL_ALGO_TWOSHOT;
+        if (bytes <= tuneTable[i].oneShotMax && bytes <= MCCL_ONESHOT_MAX_BYTES) a = MCCL_ALGO_ONESHOT;
+        else if (symmetric == 2 && bytes <= tuneTable[i].twoShotMax) a = MCCL_ALGO_TWOSHOT;
         break;
       }
   }
@@ -54,7 +55,12 @@ mcclResult_t mcclLabSelectAlgorithm(int nRanks, size_t bytes, int symmetric, int
       WARN("Invalid argument: MCCL_ALGO '%s' (ring, oneshot or twoshot)", env);
       return mcclInvalidArgument;
     }
-    if (a != MCCL_ALGO_RING && !symmetric) {
+    if (a == MCCL_ALGO_ONESHOT && (!symmetric || bytes > MCCL_ONESHOT_MAX_BYTES)) {
+      WARN("Invalid argument: MCCL_ALGO=%s needs a signal area (at most %d ranks, cuMem on) and at most %d bytes "
+           "(%zu asked)", env, MCCL_SYM_MAX_RANKS, MCCL_ONESHOT_MAX_BYTES, bytes);
+      return mcclInvalidArgument;
+    }
+    if (a == MCCL_ALGO_TWOSHOT && symmetric != 2) {
       WARN("Invalid argument: MCCL_ALGO=%s needs sendbuff and recvbuff in registered windows "
            "(mcclLabWindowRegister)", env);
       return mcclInvalidArgument;
@@ -92,7 +98,8 @@ mcclResult_t mcclLabAllReduce(const void* sendbuff, void* recvbuff, size_t count
   size_t soff = 0, roff = 0;
   MCCLCHECK(mcclLabWindowFind(comm, sendbuff, bytes, &sw, &soff));
   MCCLCHECK(mcclLabWindowFind(comm, recvbuff, bytes, &rw, &roff));
-  int symmetric = sw != NULL && rw != NULL && comm->signalWin != NULL;
+  // 1: the signal area exists (one-shot possible); 2: and both buffers are in windows (two-shot too).
+  int symmetric = comm->signalWin == NULL ? 0 : (sw != NULL && rw != NULL) ? 2 : 1;
   struct mcclAllReduceArgs a;
   memset(&a, 0, sizeof(a));
   MCCLCHECK(mcclLabSelectAlgorithm(comm->nRanks, bytes, symmetric, &a.algorithm, &a.proto));
@@ -110,13 +117,14 @@ mcclResult_t mcclLabAllReduce(const void* sendbuff, void* recvbuff, size_t count
   a.sendConns = comm->devSendConns;
   a.abortFlag = comm->abortFlagDev;
   if (a.algorithm != MCCL_ALGO_RING) {
+    a.signalPeers = (char* const*)comm->signalWin->devPeerPtrs;
+    a.seqCounters = comm->seqCounters;
+  }
+  if (a.algorithm == MCCL_ALGO_TWOSHOT) {
     a.sendPeers = sw->devPeerPtrs;
     a.sendOffset = soff;
     a.recvPeers = rw->devPeerPtrs;
     a.recvOffset = roff;
-    a.signalPeers = (uint64_t* const*)comm->signalWin->devPeerPtrs;
-    a.signals = (uint64_t*)comm->signalWin->buff;
-    a.seq = ++comm->seq;  // flags carry it: back-to-back calls need no reset
   }
   TRACE(MCCL_COLL, "rank %d: allreduce %zu x %s %s, algorithm %d proto %d", comm->rank, count, mcclTypeName(dtype),
         mcclOpName(op), a.algorithm, a.proto);

@@ -68,18 +68,28 @@ static mcclResult_t ringConns(mcclLabComm* comm) {
 }
 
 static mcclResult_t signalArea(mcclLabComm* comm) {
+  if (comm->nRanks > MCCL_SYM_MAX_RANKS) {
+    INFO(MCCL_INIT, "rank %d: %d ranks, more than the symmetric kernels serve (%d): no signal area, only the ring",
+         comm->rank, comm->nRanks, MCCL_SYM_MAX_RANKS);
+    return mcclSuccess;
+  }
   if (!mcclCuMemEnable()) {
-    INFO(MCCL_INIT, "rank %d: cuMem allocations are off, MCCL_CUMEM_ENABLE: no signal area, only the ring algorithm", comm->rank);
+    INFO(MCCL_INIT, "rank %d: cuMem allocations are off, MCCL_CUMEM_ENABLE: no signal area, only the ring algorithm",
+         comm->rank);
     return mcclSuccess;
   }
   void* sig = NULL;
   MCCLCHECK(mcclMemAlloc(&sig, MCCL_SIGNAL_BYTES));
   mcclResult_t res = mcclSuccess;
+  CUDACHECKGOTO(cudaMalloc((void**)&comm->seqCounters, sizeof(uint64_t) * MCCL_SIGNAL_MAX_BLOCKS), res, fail);
+  CUDACHECKGOTO(cudaMemset(comm->seqCounters, 0, sizeof(uint64_t) * MCCL_SIGNAL_MAX_BLOCKS), res, fail);
   CUDACHECKGOTO(cudaMemset(sig, 0, MCCL_SIGNAL_BYTES), res, fail);
   CUDACHECKGOTO(cudaDeviceSynchronize(), res, fail);
   MCCLCHECKGOTO(labWindowMap(comm, sig, MCCL_SIGNAL_BYTES, &comm->signalWin), res, fail);
   return mcclSuccess;
 fail:
+  if (comm->seqCounters) cudaFree(comm->seqCounters);
+  comm->seqCounters = NULL;
   mcclMemFree(sig);
   return res;
 }
@@ -108,6 +118,7 @@ static mcclResult_t commFree(mcclLabComm* comm) {
     KEEP_FIRST(labWindowUnmap(comm, comm->signalWin));
     KEEP_FIRST(mcclMemFree(sig));
   }
+  if (comm->seqCounters && cudaFree(comm->seqCounters) != cudaSuccess) KEEP_FIRST(mcclUnhandledCudaError);
   if (comm->devRecvConns && cudaFree(comm->devRecvConns) != cudaSuccess) KEEP_FIRST(mcclUnhandledCudaError);
   if (comm->devSendConns && cudaFree(comm->devSendConns) != cudaSuccess) KEEP_FIRST(mcclUnhandledCudaError);
   // Connectors before the proxy: their proxy halves are freed through it. After an abort the proxy

@@ -189,34 +189,47 @@ static void allReduceArguments(void) {
 // The table and the overrides.
 static void algorithmTable(void) {
   int a = -1, p = -1;
-  EXPECT_OK(mcclLabSelectAlgorithm(2, 1024, 1, &a, &p));
+  EXPECT_OK(mcclLabSelectAlgorithm(2, 1024, 2, &a, &p));
   EXPECT_EQ(a, MCCL_ALGO_ONESHOT);
   EXPECT_EQ(p, MCCL_PROTO_LL);
-  EXPECT_OK(mcclLabSelectAlgorithm(2, 1 << 20, 1, &a, &p));
+  EXPECT_OK(mcclLabSelectAlgorithm(2, 1024, 1, &a, &p));  // one-shot needs no window, only the signal area
+  EXPECT_EQ(a, MCCL_ALGO_ONESHOT);
+  EXPECT_OK(mcclLabSelectAlgorithm(2, 1 << 20, 2, &a, &p));
   EXPECT_EQ(a, MCCL_ALGO_TWOSHOT);
-  EXPECT_OK(mcclLabSelectAlgorithm(2, 64 << 20, 1, &a, &p));
+  EXPECT_OK(mcclLabSelectAlgorithm(2, 1 << 20, 1, &a, &p));  // two-shot needs both buffers in windows
+  EXPECT_EQ(a, MCCL_ALGO_RING);
+  EXPECT_OK(mcclLabSelectAlgorithm(2, 64 << 20, 2, &a, &p));
   EXPECT_EQ(a, MCCL_ALGO_RING);
   EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
-  EXPECT_OK(mcclLabSelectAlgorithm(2, 1024, 0, &a, &p));  // not in windows: the ring
+  EXPECT_OK(mcclLabSelectAlgorithm(2, 1024, 0, &a, &p));  // no signal area: the ring
   EXPECT_EQ(a, MCCL_ALGO_RING);
-  EXPECT_OK(mcclLabSelectAlgorithm(16, 1024, 1, &a, &p));  // beyond 8 ranks: the ring
+  EXPECT_OK(mcclLabSelectAlgorithm(16, 1024, 2, &a, &p));  // beyond 8 ranks: the ring
   EXPECT_EQ(a, MCCL_ALGO_RING);
-  EXPECT_OK(mcclLabSelectAlgorithm(1, 1024, 1, &a, &p));
+  EXPECT_OK(mcclLabSelectAlgorithm(1, 1024, 2, &a, &p));
   EXPECT_EQ(a, MCCL_ALGO_RING);
   setParam("MCCL_ALGO", "RING");
   setParam("MCCL_PROTO", "simple");
-  EXPECT_OK(mcclLabSelectAlgorithm(2, 1024, 1, &a, &p));
+  EXPECT_OK(mcclLabSelectAlgorithm(2, 1024, 2, &a, &p));
   EXPECT_EQ(a, MCCL_ALGO_RING);
   EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
   setParam("MCCL_ALGO", "twoshot");
   setParam("MCCL_PROTO", "ll");
-  EXPECT_OK(mcclLabSelectAlgorithm(4, 64 << 20, 1, &a, &p));
+  EXPECT_OK(mcclLabSelectAlgorithm(4, 64 << 20, 2, &a, &p));
   EXPECT_EQ(a, MCCL_ALGO_TWOSHOT);
   EXPECT_EQ(p, MCCL_PROTO_LL);
+  EXPECT_RES(mcclLabSelectAlgorithm(4, 1024, 1, &a, &p), mcclInvalidArgument);  // forced, no windows
+  setParam("MCCL_ALGO", "oneshot");
+  EXPECT_OK(mcclLabSelectAlgorithm(2, 1024, 1, &a, &p));
+  EXPECT_EQ(a, MCCL_ALGO_ONESHOT);
+  EXPECT_RES(mcclLabSelectAlgorithm(2, 1 << 20, 1, &a, &p), mcclInvalidArgument);  // beyond its scratch
+  EXPECT_RES(mcclLabSelectAlgorithm(2, 1024, 0, &a, &p), mcclInvalidArgument);     // no signal area
+  setParam("MCCL_ALGO", "bogus");
+  EXPECT_RES(mcclLabSelectAlgorithm(2, 1024, 2, &a, &p), mcclInvalidArgument);
   setParam("MCCL_ALGO", NULL);
   setParam("MCCL_PROTO", NULL);
   EXPECT_RES(mcclLabSelectAlgorithm(0, 1, 1, &a, &p), mcclInvalidArgument);
   EXPECT_RES(mcclLabSelectAlgorithm(2, 1, 1, NULL, &p), mcclInvalidArgument);
+  EXPECT_RES(mcclLabSelectAlgorithm(2, 1, 3, &a, &p), mcclInvalidArgument);
 }
 
 // A buffer that is not a VMM allocation cannot be a window, and every rank refuses it together.

@@ -1,0 +1,386 @@
+// Lab 07: the allreduce kernels (NCCL 2.28.9 src/device/all_reduce.h runRing; the symmetric kernels
+// of src/device/symmetric/all_reduce.cuh for one-shot and two-shot). As in lab 06, one kernel per
+// element type (allreduce_<type>.cu), all from this file, for nvcc and for the sim's g++.
+#ifndef MCCL_ALLREDUCE_CUH_
+#define MCCL_ALLREDUCE_CUH_
+
+#include "device/primitives.cuh"
+#include "mccl_allreduce_args.h"
+
+// The launch's argument, copied into shared memory by the block's threads (lab 06 copies its
+// mcclDevWork the same way), with the peers' addresses the symmetric algorithms use (loaded once
+// from the device arrays the argument points at). Lab 06's mcclShmem.work carries what its
+// Primitives read: the abort flag and the trace switch.
+struct mcclArShmem {
+  struct mcclAllReduceArgs args;
+  uint64_t seq;
+  char* peerSend[MCCL_SYM_MAX_RANKS];    // two-shot: each rank's sendbuff as mapped here
+  char* peerRecv[MCCL_SYM_MAX_RANKS];    // two-shot: each rank's recvbuff as mapped here
+  char* peerSignals[MCCL_SYM_MAX_RANKS]; // symmetric: each rank's signal area as mapped here
+};
+MCCL_SHMEM_DEFINE(struct mcclArShmem, arShmem);
+
+__device__ __forceinline__ void mcclArLoadArgs(const struct mcclAllReduceArgs* a, int tid, int nthreads) {
+  static_assert(sizeof(struct mcclAllReduceArgs) % sizeof(uint32_t) == 0, "copied in 4-byte words");
+  const uint32_t* src = (const uint32_t*)a;
+  uint32_t* dst = (uint32_t*)&arShmem.args;
+  for (int i = tid; i < (int)(sizeof(*a) / sizeof(uint32_t)); i += nthreads) dst[i] = src[i];
+  if (tid == 0) {
+    mcclShmem.work.abortFlag = a->abortFlag;
+    mcclShmem.work.trace = 0;
+  }
+  if (a->algorithm != MCCL_ALGO_RING && tid < a->nRanks) {
+    arShmem.peerSignals[tid] = a->signalPeers[tid];
+    if (a->algorithm == MCCL_ALGO_TWOSHOT) {
+      arShmem.peerSend[tid] = a->sendPeers[tid] + a->sendOffset;
+      arShmem.peerRecv[tid] = a->recvPeers[tid] + a->recvOffset;
+    }
+  }
+  __syncthreads();
+}
+
+// ---- ring (runRing) -------------------------------------------------------------------------------
+// Each channel owns a contiguous part of the buffer (NCCL's ncclCollCbdPart: cut at 512-byte
+// multiples here, as lab 06), walked nranks chunks at a time. For chunk indices the ring position
+// (ringIx) counts, not the rank: step 0 sends chunk ringIx-1, the middle steps reduce and pass on,
+// step n-1 produces the final chunk ringIx (postOp: avg divides), the rest pass it around.
+template <typename T, typename RedOp, typename Proto>
+__device__ bool mcclRunRing(int tid, int nthreads) {
+  const struct mcclAllReduceArgs& a = arShmem.args;
+  const int nranks = a.nRanks;
+  const int ringIx = a.ringIndex;
+  const int ch = blockIdx.x;
+  const int64_t count = (int64_t)a.count;
+  int64_t per = mcclDivUp(mcclDivUp(count * (int64_t)sizeof(T), (int64_t)a.nChannels), (int64_t)512) * 512 / (int64_t)sizeof(T);
+  int64_t chLo = (int64_t)ch * per < count ? (int64_t)ch * per : count;
+  int64_t chHi = chLo + per < count ? chLo + per : count;
+  const int64_t channelCount = chHi - chLo;
+  bool aborted;
+  {
+    Primitives<T, RedOp, Proto> prims(tid, nthreads, a.recvConns + ch, a.sendConns + ch, a.sendbuff, a.recvbuff,
+                                      a.redOpArg, a.chunkSteps / a.sliceSteps, a.sliceSteps);
+    int64_t chunkCount = prims.chunkElems();
+    const int64_t loopCount = (int64_t)nranks * chunkCount;
+    auto modRanks = [nranks](int r) -> int { return r - (r >= nranks ? nranks : 0); };
+    for (int64_t elemOffset = 0; elemOffset < channelCount && !prims.aborted(); elemOffset += loopCount) {
+      const int64_t remCount = channelCount - elemOffset;
+      // The last round spreads what is left evenly over the ranks, in 256-byte pieces.
+      if (remCount < loopCount) {
+        const int64_t q = 256 / (int64_t)sizeof(T);
+        chunkCount = mcclDivUp(mcclDivUp(remCount, (int64_t)nranks), q) * q;
+      }
+      auto at = [&](int chunk, int64_t* offset) -> int {
+        int64_t chunkOffset = chunk * chunkCount;
+        *offset = chLo + elemOffset + chunkOffset;
+        int64_t n = remCount - chunkOffset;
+        return (int)(n < chunkCount ? (n < 0 ? 0 : n) : chunkCount);
+      };
+      int64_t offset;
+      int nelem = at(modRanks(ringIx + nranks - 1), &offset);
+      prims.send(offset, nelem);
+      for (int j = 2; j < nranks; ++j) {
+        nelem = at(modRanks(ringIx + nranks - j), &offset);
+        prims.recvReduceSend(offset, nelem);
+      }
+      nelem = at(ringIx, &offset);
+      prims.recvReduceCopySend(offset, offset, nelem, /*postOp=*/true);
+      for (int j = 1; j < nranks - 1; ++j) {
+        nelem = at(modRanks(ringIx + nranks - j), &offset);
+        prims.recvCopySend(offset, nelem);
+      }
+      nelem = at(modRanks(ringIx + 1), &offset);
+      prims.recv(offset, nelem);
+    }
+    aborted = prims.aborted();
+  }
+  return aborted;
+}
+
+// One rank: the result is the input (avg divides by 1). The copy still goes through the workers'
+// loop so every type and alignment is handled the same way.
+template <typename T, typename RedOp>
+__device__ void mcclRunSelf(int tid, int nthreads) {
+  const struct mcclAllReduceArgs& a = arShmem.args;
+  int64_t count = (int64_t)a.count;
+  int64_t per = mcclDivUp(count, (int64_t)a.nChannels);
+  int64_t lo = (int64_t)blockIdx.x * per < count ? (int64_t)blockIdx.x * per : count;
+  int64_t hi = lo + per < count ? lo + per : count;
+  if (hi <= lo || a.sendbuff == a.recvbuff) return;
+  RedOp op;
+  op.arg = a.redOpArg;
+  void* src[1] = {(void*)((const T*)a.sendbuff + lo)};
+  void* dst[1] = {(void*)((T*)a.recvbuff + lo)};
+  mcclReduceCopy<4, T, RedOp, 1, 1>(tid, nthreads, op, true, src, dst, hi - lo);
+}
+
+// ---- symmetric kernels: sequence numbers and barriers --------------------------------------------
+// Every block keeps the number of symmetric calls in device memory (a CUDA graph replays the same
+// arguments, so the host cannot pass it). Block 0 also advances the counters of the blocks this
+// launch does not use, so all counters stay equal and every block of every rank agrees on seq.
+__device__ __forceinline__ void mcclSymSeqBegin(int tid) {
+  if (tid == 0) arShmem.seq = arShmem.args.seqCounters[blockIdx.x] + 1;
+  __syncthreads();
+}
+__device__ __forceinline__ void mcclSymSeqEnd(int tid, int nthreads) {
+  __syncthreads();
+  uint64_t* c = arShmem.args.seqCounters;
+  if (tid == 0) c[blockIdx.x] = arShmem.seq;
+  if (blockIdx.x == 0)
+    for (int b = gridDim.x + tid; b < MCCL_SIGNAL_MAX_BLOCKS; b += nthreads) c[b] = arShmem.seq;
+}
+
+__device__ __forceinline__ struct mcclSymSignals* mcclSymSignalsOf(int rank) {
+  return (struct mcclSymSignals*)arShmem.peerSignals[rank];
+}
+
+// A barrier of this block with the same block of every rank: thread p < nranks stores seq into
+// rank p's slot for us (a release store into p's mapped signal area), then waits until our slot
+// for p has reached seq. The block's earlier stores are made visible first (syncthreads, then the
+// signalling thread's system-scope fence: NCCL's barrier pattern).
+template <bool Arrive>
+__device__ bool mcclSymBarrier(int tid) {
+  const struct mcclAllReduceArgs& a = arShmem.args;
+  const uint64_t seq = arShmem.seq;
+  int flags = 0, spins = 0;
+  __syncthreads();
+  if (tid < a.nRanks) {
+    struct mcclSymSignals* theirs = mcclSymSignalsOf(tid);
+    uint64_t* slot = Arrive ? &theirs->arrive[blockIdx.x][a.rank] : &theirs->depart[blockIdx.x][a.rank];
+    fence_acq_rel_sys();
+    st_release_sys_global(slot, seq);
+    struct mcclSymSignals* mine = mcclSymSignalsOf(a.rank);
+    uint64_t* wait = Arrive ? &mine->arrive[blockIdx.x][tid] : &mine->depart[blockIdx.x][tid];
+    while (ld_acquire_sys_global(wait) < seq) {
+      if (mcclCheckAbort(flags, 1, spins)) break;
+    }
+  }
+  return __syncthreads_or(flags) != 0;
+}
+
+// ---- one-shot (LL push) ---------------------------------------------------------------------------
+// Each rank writes its input, 8 bytes per 16-byte line with the call's flag in both halves, into
+// every peer's scratch at [parity][its rank]; then each rank waits for every peer's lines in its own
+// scratch and reduces all inputs in rank order (so every rank gets the same bits). No fence and no
+// barrier: data and its ready flag travel together. Two parities: a rank can start call k+1 only
+// after every peer has started call k (it needed their lines), so no line of call k-1 is still
+// being read when call k+1 overwrites its parity.
+__device__ __forceinline__ uint32_t mcclSymFlag(uint64_t seq) { return 1u + (uint32_t)(seq % 0xffffffffull); }
+__device__ __forceinline__ union mcclLLFifoLine* mcclOneShotLines(int owner, int parity, int src) {
+  char* base = arShmem.peerSignals[owner] + sizeof(struct mcclSymSignals);
+  return (union mcclLLFifoLine*)base + ((size_t)parity * MCCL_SYM_MAX_RANKS + src) * MCCL_ONESHOT_LINES;
+}
+
+// An 8-byte word seen as elements of T: reduce two words, apply the post step, load and store
+// a word's first n elements (a full, aligned word in one access).
+template <typename T, typename RedOp>
+__device__ __forceinline__ uint64_t mcclReduceWord(const RedOp& op, uint64_t a, uint64_t b) {
+  uint64_t r;
+#pragma unroll
+  for (int i = 0; i < (int)(8 / sizeof(T)); i++) {
+    T x, y;
+    memcpy((void*)&x, (const char*)&a + i * sizeof(T), sizeof(T));
+    memcpy((void*)&y, (const char*)&b + i * sizeof(T), sizeof(T));
+    x = op.apply(x, y);
+    memcpy((char*)&r + i * sizeof(T), (const void*)&x, sizeof(T));
+  }
+  return r;
+}
+template <typename T, typename RedOp>
+__device__ __forceinline__ uint64_t mcclPostWord(const RedOp& op, uint64_t a) {
+  uint64_t r;
+#pragma unroll
+  for (int i = 0; i < (int)(8 / sizeof(T)); i++) {
+    T x;
+    memcpy((void*)&x, (const char*)&a + i * sizeof(T), sizeof(T));
+    x = op.post(x);
+    memcpy((char*)&r + i * sizeof(T), (const void*)&x, sizeof(T));
+  }
+  return r;
+}
+template <typename T>
+__device__ __forceinline__ uint64_t mcclLoadWord(const T* p, int n) {
+  if (n == (int)(8 / sizeof(T)) && ((uintptr_t)p & 7) == 0) return *(const uint64_t*)p;
+  uint64_t w = 0;
+  for (int i = 0; i < n; i++) {
+    T x = mcclLoadElt(p + i);
+    memcpy((char*)&w + i * sizeof(T), (const void*)&x, sizeof(T));
+  }
+  return w;
+}
+template <typename T>
+__device__ __forceinline__ void mcclStoreWord(T* p, uint64_t w, int n) {
+  if (n == (int)(8 / sizeof(T)) && ((uintptr_t)p & 7) == 0) {
+    *(uint64_t*)p = w;
+    return;
+  }
+  for (int i = 0; i < n; i++) {
+    T x;
+    memcpy((void*)&x, (const char*)&w + i * sizeof(T), sizeof(T));
+    mcclStoreElt(p + i, x);
+  }
+}
+
+template <typename T, typename RedOp>
+__device__ bool mcclRunOneShot(int tid, int nthreads) {
+  const struct mcclAllReduceArgs& a = arShmem.args;
+  constexpr int EltPerLine = 8 / sizeof(T);
+  const int64_t count = (int64_t)a.count;
+  const int64_t nlines = mcclDivUp(count, (int64_t)EltPerLine);
+  const int64_t per = mcclDivUp(nlines, (int64_t)gridDim.x);
+  const int64_t lo = (int64_t)blockIdx.x * per < nlines ? (int64_t)blockIdx.x * per : nlines;
+  const int64_t hi = lo + per < nlines ? lo + per : nlines;
+  const uint64_t seq = arShmem.seq;
+  const uint32_t flag = mcclSymFlag(seq);
+  const int parity = (int)(seq & 1);
+  const T* in = (const T*)a.sendbuff;
+  T* out = (T*)a.recvbuff;
+  RedOp op;
+  op.arg = a.redOpArg;
+  int flags = 0;
+  // Push: one line per thread per trip, to every peer.
+  for (int64_t l = lo + tid; l < hi; l += nthreads) {
+    const int n = (int)(count - l * EltPerLine < EltPerLine ? count - l * EltPerLine : EltPerLine);
+    const uint64_t w = mcclLoadWord(in + l * EltPerLine, n);
+    const uint64_t v0 = (w & 0xffffffffull) | ((uint64_t)flag << 32), v1 = (w >> 32) | ((uint64_t)flag << 32);
+    for (int p = 0; p < a.nRanks; p++) {
+      if (p != a.rank) store128((uint64_t*)(mcclOneShotLines(p, parity, a.rank) + l), v0, v1);
+    }
+  }
+  // Pull what the peers pushed here, reduce in rank order, write the result.
+  for (int64_t l = lo + tid; l < hi && !flags; l += nthreads) {
+    const int n = (int)(count - l * EltPerLine < EltPerLine ? count - l * EltPerLine : EltPerLine);
+    uint64_t acc = 0;
+    for (int p = 0; p < a.nRanks; p++) {
+      uint64_t w;
+      if (p == a.rank) {
+        w = mcclLoadWord(in + l * EltPerLine, n);
+      } else {
+        const union mcclLLFifoLine* src = mcclOneShotLines(a.rank, parity, p) + l;
+        uint64_t v0, v1;
+        int spins = 0;
+        do {
+          load128((const uint64_t*)src, v0, v1);
+          if (mcclCheckAbort(flags, 1, spins)) break;
+        } while ((uint32_t)(v0 >> 32) != flag || (uint32_t)(v1 >> 32) != flag);
+        w = (v0 & 0xffffffffull) | (v1 << 32);
+      }
+      acc = p == 0 ? w : mcclReduceWord<T, RedOp>(op, acc, w);
+    }
+    mcclStoreWord(out + l * EltPerLine, mcclPostWord<T, RedOp>(op, acc), n);
+  }
+  return __syncthreads_or(flags) != 0;
+}
+
+// ---- two-shot (reduce-scatter by loads, all-gather by stores) -------------------------------------
+// Rank r owns chunk r of the buffer. After a barrier (every rank's input is ready), each block reads
+// its slice of chunk r from every rank's sendbuff (16-byte volatile loads over NVLink, or the sim's
+// shared mappings), reduces in rank order, and stores the result into every rank's recvbuff. A
+// second barrier keeps every rank in the kernel until all stores into its recvbuff have landed and
+// no peer still reads its sendbuff.
+template <typename T, typename RedOp>
+__device__ bool mcclRunTwoShot(int tid, int nthreads) {
+  const struct mcclAllReduceArgs& a = arShmem.args;
+  const int64_t count = (int64_t)a.count;
+  const int nranks = a.nRanks;
+  const int64_t q = 16 / (int64_t)sizeof(T);
+  const int64_t chunk = mcclDivUp(mcclDivUp(count, (int64_t)nranks), q) * q;
+  const int64_t cLo = (int64_t)a.rank * chunk < count ? (int64_t)a.rank * chunk : count;
+  const int64_t cHi = cLo + chunk < count ? cLo + chunk : count;
+  const int64_t per = mcclDivUp(mcclDivUp(cHi - cLo, (int64_t)gridDim.x), q) * q;
+  const int64_t lo = cLo + (int64_t)blockIdx.x * per < cHi ? cLo + (int64_t)blockIdx.x * per : cHi;
+  const int64_t hi = lo + per < cHi ? lo + per : cHi;
+  RedOp op;
+  op.arg = a.redOpArg;
+  if (mcclSymBarrier<true>(tid)) return true;
+  const int64_t n = hi - lo;
+  uintptr_t misaligned = 0;
+  for (int p = 0; p < nranks; p++) misaligned |= (uintptr_t)arShmem.peerSend[p] | (uintptr_t)arShmem.peerRecv[p];
+  int64_t done = 0;
+  // lo is a multiple of 16 bytes, so the peers' base addresses decide.
+  if ((misaligned & 15) == 0) {
+    constexpr int U = 4;
+    const int64_t npacks = n / q;
+    for (int64_t base = 0; base < npacks; base += (int64_t)nthreads * U) {
+      mcclPack<T> acc[U];
+      for (int p = 0; p < nranks; p++) {
+        const uint64_t* src = (const uint64_t*)((const T*)arShmem.peerSend[p] + lo);
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+          int64_t k = base + (int64_t)u * nthreads + tid;
+          if (k < npacks) {
+            mcclPack<T> x;
+            load128(src + 2 * k, x.u[0], x.u[1]);
+            acc[u] = p == 0 ? x : mcclApplyPack<T>(op, acc[u], x);
+          }
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < U; u++) {
+        int64_t k = base + (int64_t)u * nthreads + tid;
+        if (k < npacks) acc[u] = mcclPostPack<T>(op, acc[u]);
+      }
+      for (int p = 0; p < nranks; p++) {
+        uint64_t* dst = (uint64_t*)((T*)arShmem.peerRecv[p] + lo);
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+          int64_t k = base + (int64_t)u * nthreads + tid;
+          if (k < npacks) store128(dst + 2 * k, acc[u].u[0], acc[u].u[1]);
+        }
+      }
+    }
+    done = npacks * q;
+  }
+  for (int64_t i = done + tid; i < n; i += nthreads) {
+    T acc = mcclLoadElt((const T*)arShmem.peerSend[0] + lo + i);
+    for (int p = 1; p < nranks; p++) acc = op.apply(acc, mcclLoadElt((const T*)arShmem.peerSend[p] + lo + i));
+    acc = op.post(acc);
+    for (int p = 0; p < nranks; p++) mcclStoreElt((T*)arShmem.peerRecv[p] + lo + i, acc);
+  }
+  return mcclSymBarrier<false>(tid);
+}
+
+// ---- dispatch -------------------------------------------------------------------------------------
+template <typename T, typename RedOp>
+__device__ bool mcclRunAllReduce(int tid, int nthreads) {
+  const struct mcclAllReduceArgs& a = arShmem.args;
+  if (a.nRanks == 1) {
+    mcclRunSelf<T, RedOp>(tid, nthreads);
+    return false;
+  }
+  if (a.algorithm == MCCL_ALGO_RING) {
+    return a.proto == MCCL_PROTO_LL ? mcclRunRing<T, RedOp, ProtoLL>(tid, nthreads)
+                                    : mcclRunRing<T, RedOp, ProtoSimple>(tid, nthreads);
+  }
+  mcclSymSeqBegin(tid);
+  bool aborted = a.algorithm == MCCL_ALGO_ONESHOT ? mcclRunOneShot<T, RedOp>(tid, nthreads)
+                                           : mcclRunTwoShot<T, RedOp>(tid, nthreads);
+  mcclSymSeqEnd(tid, nthreads);
+  return aborted;
+}
+
+template <typename T>
+__device__ __forceinline__ void mcclAllReduceMain(const struct mcclAllReduceArgs& args) {
+  const int tid = threadIdx.x;
+  const int nthreads = blockDim.x;
+  mcclArLoadArgs(&args, tid, nthreads);
+  bool aborted;
+  switch (arShmem.args.op) {
+    case mcclSum: aborted = mcclRunAllReduce<T, FuncSum<T>>(tid, nthreads); break;
+    case mcclProd: aborted = mcclRunAllReduce<T, FuncProd<T>>(tid, nthreads); break;
+    case mcclMax: aborted = mcclRunAllReduce<T, FuncMax<T>>(tid, nthreads); break;
+    case mcclMin: aborted = mcclRunAllReduce<T, FuncMin<T>>(tid, nthreads); break;
+    default: aborted = mcclRunAllReduce<T, FuncAvg<T>>(tid, nthreads); break;
+  }
+  if (__syncthreads_or(aborted) && tid == 0 && arShmem.args.status != NULL) {
+    *(volatile int*)arShmem.args.status = mcclDevStatusAborted;
+  }
+}
+
+#define MCCL_DEFINE_ALLREDUCE_KERNEL(suffix, T)                                                      \
+  extern "C" __global__ void __launch_bounds__(MCCL_AR_MAX_THREADS)                                \
+      mcclAllReduceKernel_##suffix(struct mcclAllReduceArgs args) {                           \
+    mcclAllReduceMain<T>(args);                                                                     \
+  }                                                                                                 \
+  MCCL_KERNEL_REGISTER(mcclAllReduceKernel_##suffix)
+
+#endif
