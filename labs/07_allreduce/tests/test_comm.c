@@ -163,9 +163,11 @@ static void allReduceArguments(void) {
   EXPECT_RES(mcclLabAllReduce(a, b, 16, (mcclDataType_t)-1, mcclSum, c, NULL), mcclInvalidArgument);
   EXPECT_RES(mcclLabAllReduce(a, b, 16, mcclFloat32, (mcclRedOp_t)mcclNumOps, c, NULL), mcclInvalidArgument);
   EXPECT_RES(mcclLabAllReduce(a, b, SIZE_MAX / 2, mcclFloat32, mcclSum, c, NULL), mcclInvalidArgument);  // overflow
-  // Buffers outside any window: a forced symmetric algorithm is refused, a bad name too.
+  // A forced one-shot beyond its scratch, a forced two-shot on buffers outside any window, and a
+  // bad name are refused (nothing is launched: the other rank makes no call).
   setParam("MCCL_ALGO", "oneshot");
-  EXPECT_RES(mcclLabAllReduce(a, b, 16, mcclFloat32, mcclSum, c, NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclLabAllReduce(a, b, MCCL_ONESHOT_MAX_BYTES / 4 + 1, mcclFloat32, mcclSum, c, NULL),
+             mcclInvalidArgument);
   setParam("MCCL_ALGO", "twoshot");
   EXPECT_RES(mcclLabAllReduce(a, b, 16, mcclFloat32, mcclSum, c, NULL), mcclInvalidArgument);
   setParam("MCCL_ALGO", "tree");
