@@ -116,7 +116,9 @@ class Primitives<T, RedOp, ProtoSimple> {
         }
         waitPeer<Recv, Send, Src, Dst>(sliceSize);
         subBarrier();
-        if (!(flags & Aborted)) {
+        // A waiter that gave up on abort pointed the workers at a slot that is not theirs: copy nothing
+        // (NCCL: workSize = ncclShmem.aborted ? 0 : sliceSize).
+        if (!(flags & Aborted) && !mcclShmem.aborted) {
           mcclReduceCopy<MCCL_SIMPLE_UNROLL, T, RedOp, Recv + Src, Send + Dst>(tid, nworkers, redOp, postOp,
                                                                               mcclShmem.group.srcs, mcclShmem.group.dsts, sliceSize);
         }
