@@ -4,8 +4,8 @@
 // both protocols, one way, the other way, and both ways at once (two kernels per rank); sizes from
 // 1 byte up (256 MiB on the GPU), none a multiple of a slot or of 16 bytes. Every byte is checked
 // against a pattern both ranks derive from the shared seed, the destination's tail must still be
-// poison, both ends' steps must be where the chunk arithmetic puts them, and fds and /dev/shm come
-// back to where they were.
+// poison, both ends' steps must be where the chunk arithmetic puts them, and the fds and the
+// /dev/shm files this rank used are gone at the end.
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -73,7 +73,9 @@ static size_t capBytes(int proto) { return PT_ON_SIM ? (proto == MCCL_PROTO_LL ?
 
 static void exchange(mcclDevTransport_t which) {
   warmUp();
-  int fds0 = mcclTestCountFds(), shm0 = mcclTestCountDir("/dev/shm");
+  int fds0 = mcclTestCountFds();
+  ptShmSet shm = {0}, shmBase = {0};
+  ptShmRecord(&shmBase);
   world w;
   mcclResult_t up = worldUp(&w);
   if (w.dev < 0) SKIP("no CUDA device");
@@ -84,6 +86,7 @@ static void exchange(mcclDevTransport_t which) {
   const int nch = 2;
   struct mcclDevPairEnd* e = NULL;
   EXPECT_OK(mcclDevPairPeerCreate(w.bs, w.proxy, peer, nch, MCCL_DEVPAIR_SEND | MCCL_DEVPAIR_RECV, which, 0, &e));
+  ptShmRecord(&shm);
   struct mcclConnInfo *sc = NULL, *rc = NULL;
   EXPECT_OK(mcclDevConnCreate(e->send, nch, &sc));
   EXPECT_OK(mcclDevConnCreate(e->recv, nch, &rc));
@@ -178,7 +181,9 @@ static void exchange(mcclDevTransport_t which) {
   EXPECT_OK(mcclBootstrapBarrier(w.bs));
   worldDown(&w);
   EXPECT_EQ(mcclTestCountFds(), fds0);
-  EXPECT_EQ(mcclTestCountDir("/dev/shm"), shm0);
+  const char* left = NULL;
+  if (ptShmLeft(&shm, &shmBase, &left) != 0) mcclTestFailAt(__FILE__, __LINE__, "%s is still in /dev/shm", left);
+  CHECK_STOPPED();
 }
 
 static void moveShm(void) { exchange(mcclDevTransportShm); }

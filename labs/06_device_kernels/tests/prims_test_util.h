@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "mccl_devconn.h"
 #include "mccl_prims.h"
 #include "mccl_test.h"
@@ -158,6 +159,46 @@ static inline uint64_t ptStepAfter(uint64_t step, int proto, const struct mcclCo
   uint64_t cs = (uint64_t)chunkSteps;
   uint64_t chunk = (uint64_t)conn->stepSize * cs;
   return ((step + cs - 1) & ~(cs - 1)) + cs * ((part + chunk - 1) / chunk);
+}
+
+// "Nothing left in /dev/shm", measured on this process's own files: other processes on the machine
+// (other tests, other users) create and remove entries at any time, so a count of the whole directory
+// races with them. Record the /dev/shm files this process maps while its connections are up; after
+// they are freed, none of them may still exist (an unlinked file shows as "(deleted)" and is gone).
+// Connections between processes use cuMem host memory passed as fds, not /dev/shm files: there the
+// set is empty unless something falls back to files.
+#define PT_MAX_SHM 64
+typedef struct {
+  int n;
+  char names[PT_MAX_SHM][256];
+} ptShmSet;
+
+static inline void ptShmRecord(ptShmSet* s) {
+  FILE* f = fopen("/proc/self/maps", "r");
+  if (f == NULL) return;
+  char line[512];
+  while (fgets(line, sizeof(line), f)) {
+    char* path = strstr(line, " /dev/shm/");
+    if (path == NULL) continue;
+    path++;
+    path[strcspn(path, " \n")] = '\0';  // drop the newline and a " (deleted)" suffix
+    int seen = 0;
+    for (int i = 0; i < s->n && !seen; i++) seen = strcmp(s->names[i], path) == 0;
+    if (!seen && s->n < PT_MAX_SHM) snprintf(s->names[s->n++], sizeof(s->names[0]), "%s", path);
+  }
+  fclose(f);
+}
+
+// How many recorded files still exist, leaving out those of `base` (recorded before the connections
+// were made: e.g. Open MPI's own segments); the first one's name in *left (when not NULL).
+static inline int ptShmLeft(const ptShmSet* s, const ptShmSet* base, const char** left) {
+  int n = 0;
+  for (int i = 0; i < s->n; i++) {
+    int old = 0;
+    for (int j = 0; base && j < base->n && !old; j++) old = strcmp(base->names[j], s->names[i]) == 0;
+    if (!old && access(s->names[i], F_OK) == 0 && n++ == 0 && left) *left = s->names[i];
+  }
+  return n;
 }
 
 #endif

@@ -3,7 +3,7 @@
 // the first half, then is killed while a kernel of its own spins. The survivor's receive kernel never
 // gets the second half: mcclDevWait's deadline aborts it and returns mcclTimeout (an error, not a
 // hang), the first half is in place and the second untouched (SIMPLE) or nearly (LL), and freeing the endpoint, the
-// bootstrap and the proxy brings fds and /dev/shm back to where they were. SHM and P2P, SIMPLE and
+// bootstrap and the proxy brings the fds back and removes the /dev/shm files it used. SHM and P2P, SIMPLE and
 // LL: four children, all forked before this process makes its first CUDA call (a child of a process
 // that has initialised CUDA cannot use it), each told by a pipe what it is for.
 #include <poll.h>
@@ -119,12 +119,15 @@ static void survive(deathCase* dc) {
                                                       : (dc->proto == MCCL_PROTO_LL ? "P2P/LL" : "P2P/SIMPLE");
   if (dc->which == mcclDevTransportP2p && !mcclCuMemEnable()) SKIP("cuMem not supported: no P2P");
   EXPECT_CUDA_OK(cudaSetDevice(0));
-  int fds0 = mcclTestCountFds(), shm0 = mcclTestCountDir("/dev/shm");
+  int fds0 = mcclTestCountFds();
+  ptShmSet shm = {0}, shmBase = {0};
+  ptShmRecord(&shmBase);
   mcclProxyState* proxy = NULL;
   mcclBootstrap* bs = NULL;
   EXPECT_OK(side(&dc->id, 0, &proxy, &bs));
   struct mcclDevPairEnd* e = NULL;
   EXPECT_OK(mcclDevPairPeerCreate(bs, proxy, 1, 1, MCCL_DEVPAIR_SEND | MCCL_DEVPAIR_RECV, dc->which, 0, &e));
+  ptShmRecord(&shm);
   struct mcclConnInfo* rc = NULL;
   EXPECT_OK(mcclDevConnCreate(e->recv, 1, &rc));
   ptLauncher l;
@@ -188,7 +191,9 @@ static void survive(deathCase* dc) {
   EXPECT_OK(mcclBootstrapAbort(bs));
   EXPECT_OK(mcclProxyDestroy(proxy));
   EXPECT_EQ(mcclTestCountFds(), fds0);
-  EXPECT_EQ(mcclTestCountDir("/dev/shm"), shm0);
+  const char* left = NULL;
+  if (ptShmLeft(&shm, &shmBase, &left) != 0) mcclTestFailAt(__FILE__, __LINE__, "%s: %s is still in /dev/shm", name, left);
+  CHECK_STOPPED();
 }
 
 static void killedPeerGivesAnError(void) {
