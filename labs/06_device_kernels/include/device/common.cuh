@@ -33,7 +33,6 @@ struct mcclShmemGroup {
 struct mcclShmemData {
   struct mcclDevWork work;
   struct mcclShmemGroup group;
-  int aborted;  // NCCL's ncclShmem.aborted: set by a waiter that saw the flag, read by the workers after a barrier
 };
 
 MCCL_SHMEM_DEFINE(struct mcclShmemData, mcclShmem);
@@ -45,7 +44,6 @@ __device__ __forceinline__ void mcclLoadWorkToShmem(const struct mcclDevWork* wo
   const uint32_t* src = (const uint32_t*)work;
   uint32_t* dst = (uint32_t*)&mcclShmem.work;
   for (int i = tid; i < (int)(sizeof(struct mcclDevWork) / sizeof(uint32_t)); i += nthreads) dst[i] = src[i];
-  if (tid == 0) mcclShmem.aborted = 0;
   __syncthreads();
 }
 
@@ -60,7 +58,6 @@ __device__ __forceinline__ bool mcclCheckAbort(int& flags, int abortedBit, int& 
   volatile uint32_t* flag = mcclShmem.work.abortFlag;
   if (flag != NULL && ld_volatile_global((uint32_t*)flag) != 0) {
     flags |= abortedBit;
-    mcclShmem.aborted = 1;  // the workers skip the slice this thread did not get (NCCL's checkAbort)
     return true;
   }
   return false;
