@@ -48,6 +48,11 @@ class Primitives<T, RedOp, ProtoSimple> {
   }
   // The block agrees on an abort: any thread that saw the flag makes every thread see it.
   __device__ __forceinline__ bool barrierAny(int vote) { return barrier_red_or(vote != 0, MCCL_BAR_GROUP, nthreads); }
+  // The same among the workers only (subBarrier with a vote).
+  __device__ __forceinline__ bool subBarrierAny(int vote) {
+    if (nworkers == nthreads) return barrierAny(vote);
+    return barrier_red_or(vote != 0, MCCL_BAR_WORKERS, nworkers);
+  }
 
   // "volatile is faster than acquire" (NCCL): the data loads that follow are volatile too, so none
   // of them can be served from a stale L1 line.
@@ -115,7 +120,10 @@ class Primitives<T, RedOp, ProtoSimple> {
           if (Dst) mcclShmem.group.dsts[0] = (void*)((DstBuf == mcclPrimsInput ? (T*)userInput : userOutput) + dstIx + offset);
         }
         waitPeer<Recv, Send, Src, Dst>(sliceSize);
-        subBarrier();
+        // A waiter that gave up on abort pointed the workers at a slot that is not theirs: the workers
+        // agree at this barrier and copy nothing (NCCL: workSize = ncclShmem.aborted ? 0 : sliceSize;
+        // here the barrier's OR carries it, so no shared flag is written by several threads at once).
+        if (subBarrierAny(flags & Aborted)) flags |= Aborted;
         if (!(flags & Aborted)) {
           mcclReduceCopy<MCCL_SIMPLE_UNROLL, T, RedOp, Recv + Src, Send + Dst>(tid, nworkers, redOp, postOp,
                                                                               mcclShmem.group.srcs, mcclShmem.group.dsts, sliceSize);
