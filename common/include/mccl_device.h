@@ -15,7 +15,7 @@
  *   barriers `barrier_sync(name[, nThreads])`, `barrier_red_or(vote, name[, nThreads])` (names 0..15);
  * - one per-block shared struct: `MCCL_SHMEM_DEFINE(Type, name);` at namespace scope, then `name.field`;
  * - system-scope memory operations named as NCCL 2.28.9 `src/device/op128.h`: `ld_volatile_global`,
- *   `ld_relaxed_sys_global`, `ld_acquire_sys_global`, `st_volatile_global`, `st_relaxed_sys_global`,
+ *   `ld_relaxed_sys_global`, `ld_acquire_sys_global`, `st_volatile_global`, `st_relaxed_sys_global` (64 and 32 bits),
  *   `st_release_sys_global`, `fence_acq_rel_sys`, `load128`, `store128`, plus `__threadfence()`,
  *   `__threadfence_system()`, `mcclSpinHint()` and `mcclGlobalTimerNs()`;
  * - kernel registration for the sim's launcher: `MCCL_KERNEL_REGISTER(kernel);` after each kernel.
@@ -118,6 +118,9 @@ __device__ __forceinline__ void st_volatile_global(uint64_t* p, uint64_t v) {
 }
 __device__ __forceinline__ void st_relaxed_sys_global(uint64_t* p, uint64_t v) {
   asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(mcclCvtaGlobal(p)), "l"(v) : "memory");
+}
+__device__ __forceinline__ void st_relaxed_sys_global(uint32_t* p, uint32_t v) {
+  asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(mcclCvtaGlobal(p)), "r"(v) : "memory");
 }
 __device__ __forceinline__ void st_release_sys_global(uint64_t* p, uint64_t v) {
   asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(mcclCvtaGlobal(p)), "l"(v) : "memory");
@@ -239,6 +242,7 @@ inline void st_volatile_global(uint64_t* p, uint64_t v) {
 inline void st_relaxed_sys_global(uint64_t* p, uint64_t v) {
   __atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
+inline void st_relaxed_sys_global(uint32_t* p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 inline void st_release_sys_global(uint64_t* p, uint64_t v) {
   __atomic_store_n(p, v, __ATOMIC_RELEASE);
 }

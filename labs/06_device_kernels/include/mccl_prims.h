@@ -103,7 +103,8 @@ struct mcclDevWork {
   int proto;                         /**< MCCL_PROTO_SIMPLE or MCCL_PROTO_LL */
   int dtype;                         /**< mcclDataType_t */
   int redop;                         /**< mcclRedOp_t (reducing ops only; mcclSum otherwise) */
-  int postOp;                        /**< 1: apply the operation's post step (avg: divide) to what is stored */
+  int postOp;                        /**< 1: apply the operation's post step (avg: divide) to what is stored;
+                                          only for recvReduceCopy and recvReduceCopySend */
   int nchannels;                     /**< blocks, one per channel, 1..MCCL_DEV_MAX_CHANNELS */
   const void* src;                   /**< input elements, for ops that read one */
   void* dst;                         /**< output elements, for ops that write one */
@@ -123,8 +124,8 @@ struct mcclDevWork {
  * through cudaGetFuncBySymbol + cuLaunchKernel with the work packed as the only parameter (NCCL's
  * launch shape). Asynchronous on `stream`; sets *work->status (host view) is the caller's job.
  * @param[in] work      the work; validated (op, proto, dtype, redop, counts, pointers, chunking).
- * @param[in] nthreads  threads per block: a multiple of 32, 64..1024 (SIMPLE needs room for its
- *                      wait/post threads), or 0 for the default (MCCL_DEV_NTHREADS).
+ * @param[in] nthreads  threads per block: a multiple of 32, 32..1024 (one warp holds SIMPLE's four
+ *                      role threads), or 0 for the default (MCCL_DEV_DEFAULT_NTHREADS).
  * @param[in] stream    the stream.
  * @return mcclSuccess; mcclInvalidArgument naming the bad field; mcclUnhandledCudaError.
  */
@@ -138,8 +139,8 @@ mcclResult_t mcclDevLaunch(const struct mcclDevWork* work, int nthreads, cudaStr
  * @param[in] abortFlag  host view of the launch's abort flag (set here on timeout), or NULL.
  * @param[in] status     host view of the launch's status word, or NULL.
  * @param[in] timeoutMs  > 0: abort after this long; <= 0: wait as long as it takes.
- * @return mcclSuccess (status Done); mcclTimeout (aborted here on timeout); mcclRemoteError
- *         (the kernel reports it was aborted by someone else); mcclUnhandledCudaError.
+ * @return mcclSuccess (status Done); mcclTimeout (aborted here on timeout); mcclInternalError
+ *         (the kernel reports it was aborted through the flag by someone else); mcclUnhandledCudaError.
  */
 mcclResult_t mcclDevWait(cudaStream_t stream, volatile uint32_t* abortFlag, volatile int* status, int64_t timeoutMs);
 

@@ -97,7 +97,7 @@ __device__ __forceinline__ void mcclKernelMain(const struct mcclDevWork& work) {
                                                        : mcclRunProto<T, ProtoSimple>(tid, nthreads);
   // Every thread votes: one aborted thread marks the launch aborted for the host.
   if (__syncthreads_or(aborted) && tid == 0 && mcclShmem.work.status != NULL) {
-    *(volatile int*)mcclShmem.work.status = mcclDevStatusAborted;
+    st_relaxed_sys_global((uint32_t*)mcclShmem.work.status, (uint32_t)mcclDevStatusAborted);
   }
   if (mcclShmem.work.trace && tid == 0) printf("[block %d] done%s\n", (int)blockIdx.x, aborted ? " (aborted)" : "");
 }

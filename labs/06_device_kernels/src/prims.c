@@ -126,8 +126,8 @@ mcclResult_t mcclDevLaunch(const struct mcclDevWork* work, int nthreads, cudaStr
                 mcclDevOpName(w.op), w.count);
   MCCL_ARGCHECK(w.count == 0 || !opWrites(w.op) || w.dst != NULL, "work->dst is NULL for %s of %zu elements",
                 mcclDevOpName(w.op), w.count);
-  MCCL_ARGCHECK(!w.postOp || w.op >= mcclDevOpRecvReduceSend, "work->postOp is set for %s, which does not reduce",
-                mcclDevOpName(w.op));
+  MCCL_ARGCHECK(!w.postOp || w.op == mcclDevOpRecvReduceCopy || w.op == mcclDevOpRecvReduceCopySend,
+                "work->postOp is set for %s, which stores no reduced output", mcclDevOpName(w.op));
   MCCL_ARGCHECK(w.redop != mcclAvg || w.redOpArg >= 1, "work->redOpArg is 0 for avg (the divisor)");
   if (w.chunkSteps == 0) w.chunkSteps = MCCL_DEV_DEFAULT_CHUNKSTEPS;
   if (w.sliceSteps == 0)

@@ -836,6 +836,11 @@ static void launchBadInput(void) {
   bad[nbad - 1].w = s;
   bad[nbad - 1].w.op = mcclDevOpCopySend;
   bad[nbad - 1].w.postOp = 1;
+  BAD("postOp on recvReduceSend (stores no output)", op, mcclDevOpRecvReduceSend, T);
+  bad[nbad - 1].w = s;
+  bad[nbad - 1].w.op = mcclDevOpRecvReduceSend;
+  bad[nbad - 1].w.recvConns = good.recvConns;
+  bad[nbad - 1].w.postOp = 1;
   BAD("copySend without dst", op, mcclDevOpCopySend, T);
   bad[nbad - 1].w = s;
   bad[nbad - 1].w.op = mcclDevOpCopySend;

@@ -372,7 +372,7 @@ __device__ __forceinline__ void mcclAllReduceMain(const struct mcclAllReduceArgs
     default: aborted = mcclRunAllReduce<T, FuncAvg<T>>(tid, nthreads); break;
   }
   if (__syncthreads_or(aborted) && tid == 0 && arShmem.args.status != NULL) {
-    *(volatile int*)arShmem.args.status = mcclDevStatusAborted;
+    st_relaxed_sys_global((uint32_t*)arShmem.args.status, (uint32_t)mcclDevStatusAborted);
   }
 }
 
