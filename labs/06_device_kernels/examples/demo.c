@@ -110,7 +110,11 @@ static mcclResult_t runProto(const struct demoEnv* env, struct mcclDevPair* p, s
         NTHREADS - 32);
   }
   if (trace)
-    printf("[host] Launching the receiver on device %d, then the sender on device 0. The kernels:\n", env->devB);
+    printf(
+        "[host] Launching the receiver on device %d, then the sender on device 0. On the sim their lines interleave\n"
+        "[host]   as they happen; a GPU buffers device printf until the host synchronizes with the device, so\n"
+        "[host]   there each kernel's lines come as one group. The kernels:\n",
+        env->devB);
   fflush(stdout);
 
   struct mcclDevWork w;
