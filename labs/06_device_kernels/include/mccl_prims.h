@@ -143,13 +143,29 @@ mcclResult_t mcclDevLaunch(const struct mcclDevWork* work, int nthreads, cudaStr
  */
 mcclResult_t mcclDevWait(cudaStream_t stream, volatile uint32_t* abortFlag, volatile int* status, int64_t timeoutMs);
 
-/** @brief Size in bytes of one element of a data type, 0 for an unknown one. */
+/**
+ * @brief Size in bytes of one element of a data type.
+ * @param[in] dtype  an mcclDataType_t value.
+ * @return the size, or 0 for an unknown type.
+ */
 size_t mcclTypeSize(int dtype);
-/** @brief Name of a data type ("float32", ...), "unknown" for a bad value. */
+/**
+ * @brief Name of a data type.
+ * @param[in] dtype  an mcclDataType_t value.
+ * @return "int8", ..., "bfloat16"; "unknown" for a bad value.
+ */
 const char* mcclTypeName(int dtype);
-/** @brief Name of a reduction operation ("sum", ...), "unknown" for a bad value. */
+/**
+ * @brief Name of a reduction operation.
+ * @param[in] redop  an mcclRedOp_t value.
+ * @return "sum", "prod", "max", "min", "avg"; "unknown" for a bad value.
+ */
 const char* mcclOpName(int redop);
-/** @brief Name of a primitive ("recvReduceCopySend", ...), "unknown" for a bad value. */
+/**
+ * @brief Name of a primitive.
+ * @param[in] op  an enum mcclDevOp value.
+ * @return "send", ..., "recvReduceCopySend"; "unknown" for a bad value.
+ */
 const char* mcclDevOpName(int op);
 
 /** @} */
