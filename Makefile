@@ -56,11 +56,17 @@ $(OBJ)/$(1)/%.cu.o: $(1)/%.cu | $(BACKEND_DEP)
 	$(CU_COMPILE) -c $$< -o $$@
 endef
 
+# The test harness has its own archive, linked only into tests/ binaries (never into a module's
+# library, so not into final/'s either). Its sources are in common/harness/.
+TEST_LIB := $(LIB)/libmccl_test.a
+TEST_LIB_SRCS := $(wildcard common/harness/*.c)
+testlib = $(if $(findstring /tests/,/$(1)),$(TEST_LIB))
+
 define BIN_RULE
 # $(1)=module $(2)=source file
-$(BIN)/$($(1)_ID)/$(basename $(notdir $(2))): $(call objof,$(1),$(2)) $(call linklibs,$(1)) $(BACKEND_DEP)
+$(BIN)/$($(1)_ID)/$(basename $(notdir $(2))): $(call objof,$(1),$(2)) $(call testlib,$(2)) $(call linklibs,$(1)) $(BACKEND_DEP)
 	@mkdir -p $$(@D)
-	$(CC) $(LDFLAGS) -o $$@ $$< $(call linklibs,$(1)) $$(if $$(findstring /mpi_,/$(notdir $(2))),$$(MPI_LIBS)) $(BACKEND_LIBS) $(LDLIBS) \
+	$(CC) $(LDFLAGS) -o $$@ $$< $(call testlib,$(2)) $(call linklibs,$(1)) $$(if $$(findstring /mpi_,/$(notdir $(2))),$$(MPI_LIBS)) $(BACKEND_LIBS) $(LDLIBS) \
 	  $(if $(filter %.cu,$(2) $(foreach l,$(LAYERS_UPTO_$(1)),$($(l)_SRCS))),-lstdc++)
 ALL_BINS += $(BIN)/$($(1)_ID)/$(basename $(notdir $(2)))
 endef
@@ -99,6 +105,11 @@ $(foreach s,$(call srcs,sim,tests),$(eval $(call BIN_RULE,sim,$(s))))
 
 $(foreach m,$(LAYERS),$(eval $(call MODULE_BINS,$(m))))
 
+$(TEST_LIB): $(patsubst %.c,$(OBJ)/%.o,$(TEST_LIB_SRCS))
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+ALL_LIBS += $(TEST_LIB)
+
 # ---- what test/bench/demo/gdb run --------------------------------------------------------
 TEST_MODULES := $(call selected,common sim $(LAB_DIRS) $(wildcard final))
 TEST_ENTRIES := $(foreach m,$(TEST_MODULES),$(foreach s,$(sort $(call srcs,$(m),tests)),$(call entry,$(m),$(s))) \
@@ -122,9 +133,15 @@ ifeq ($(SANITIZE),1)
   export ASAN_OPTIONS := detect_leaks=1:abort_on_error=0
   export UBSAN_OPTIONS := print_stacktrace=1:halt_on_error=1
 endif
+ifeq ($(TSAN),1)
+  # Every report is printed and makes the binary exit 66 (a FAIL in runtests.sh); mk/tsan.supp
+  # holds suppressions for third-party code only.
+  export TSAN_OPTIONS := suppressions=$(abspath mk/tsan.supp):second_deadlock_stack=1:exitcode=66
+  export MCCL_TSAN := 1
+endif
 export MCCL_TEST_FILTER := $(T)
 # What the shell tests pass to the make they run, so that it builds and runs this same variant.
-export MCCL_MAKE_VARS := BACKEND=$(BACKEND) DEBUG=$(DEBUG) SANITIZE=$(SANITIZE) BUILD_ROOT=$(BUILD_ROOT)
+export MCCL_MAKE_VARS := BACKEND=$(BACKEND) DEBUG=$(DEBUG) SANITIZE=$(SANITIZE) TSAN=$(TSAN) BUILD_ROOT=$(BUILD_ROOT)
 export MCCL_BIN_DIR := $(BIN)
 
 .PHONY: all test bench demo docs linkcheck format-check compdb gdb deps clean help params-doc
@@ -204,8 +221,10 @@ help:
 	@echo "  LAB=NN   test/bench/demo/gdb one module: a lab's number or directory name, common, sim"
 	@echo "  T=pattern  tests whose name contains pattern (or matches it as a glob), gdb.NN checks included"
 	@echo "  DEBUG=1  -O0 -g3            SANITIZE=1  ASan + UBSan (sim backend only)"
-	@echo "  BUILD_ROOT=dir  where builds go (default build): dir/<backend>[-debug][-asan]; a second root"
-	@echo "           keeps, e.g., a sanitizer build of one lab apart from the everyday one"
-	@echo "  outputs go to build/<backend>[-debug][-asan]/ (now: $(BUILD))"
+	@echo "  TSAN=1   ThreadSanitizer build (sim only; not with SANITIZE=1)"
+	@echo "  CUDA_DEBUG=1  nvcc -G for cuda-gdb (cuda backend)"
+	@echo "  BUILD_ROOT=dir  where builds go (default build): dir/<backend>[-debug][-G][-asan|-tsan]; a second"
+	@echo "           root keeps, e.g., a sanitizer build of one lab apart from the everyday one"
+	@echo "  outputs go to build/<backend>[-debug][-G][-asan|-tsan]/ (now: $(BUILD))"
 
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)

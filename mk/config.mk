@@ -11,8 +11,18 @@ ifeq ($(SANITIZE),1)
     $(error SANITIZE=1 is for the sim backend (ASan cannot see device memory); use BACKEND=sim)
   endif
 endif
+# TSAN=1: ThreadSanitizer over host code and the sim (whose streams and, from lab 06, kernels are
+# host threads). It cannot be combined with ASan in one binary, and cannot see GPU threads.
+ifeq ($(TSAN),1)
+  ifneq ($(BACKEND),sim)
+    $(error TSAN=1 is for the sim backend (TSan cannot see device threads); use BACKEND=sim)
+  endif
+  ifeq ($(SANITIZE),1)
+    $(error TSAN=1 and SANITIZE=1 cannot be combined (one sanitizer runtime per binary): build them separately)
+  endif
+endif
 
-VARIANT := $(BACKEND)$(if $(filter 1,$(DEBUG)),-debug)$(if $(filter 1,$(CUDA_DEBUG)),-G)$(if $(filter 1,$(SANITIZE)),-asan)
+VARIANT := $(BACKEND)$(if $(filter 1,$(DEBUG)),-debug)$(if $(filter 1,$(CUDA_DEBUG)),-G)$(if $(filter 1,$(SANITIZE)),-asan)$(if $(filter 1,$(TSAN)),-tsan)
 BUILD_ROOT ?= build
 BUILD := $(BUILD_ROOT)/$(VARIANT)
 BIN := $(BUILD)/bin
@@ -22,7 +32,8 @@ OBJ := $(BUILD)/obj
 CC := gcc
 OPTFLAGS := $(if $(filter 1,$(DEBUG)),-O0 -g3,-O2 -g)
 comma := ,
-SANFLAGS := $(if $(filter 1,$(SANITIZE)),-fsanitize=address$(comma)undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+SANFLAGS := $(if $(filter 1,$(SANITIZE)),-fsanitize=address$(comma)undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer) \
+            $(if $(filter 1,$(TSAN)),-fsanitize=thread -fno-omit-frame-pointer)
 
 # Every module's public headers are visible to every other: layering is kept by the link order
 # (a lab links only itself and the labs below it) and by review, not by hiding headers.
@@ -30,7 +41,8 @@ MODULE_DIRS := common $(sort $(wildcard labs/[0-9][0-9]_*)) $(wildcard final)
 CPPFLAGS := -D_GNU_SOURCE -DMCCL_BACKEND_NAME='"$(BACKEND)"' $(foreach d,$(MODULE_DIRS),-I$(d)/include) \
             -I$(CUDA_HOME)/include -MMD -MP
 # snprintf truncation is how we bound strings; gcc -Wformat-truncation flags every use of it.
-CFLAGS := -std=c11 -Wall -Wextra -Werror -Wno-format-truncation $(OPTFLAGS) -fPIC -pthread $(SANFLAGS)
+# -Wvla: no array is sized by a caller's count (an unchecked stack allocation).
+CFLAGS := -std=c11 -Wall -Wextra -Wvla -Werror -Wno-format-truncation $(OPTFLAGS) -fPIC -pthread $(SANFLAGS)
 LDFLAGS := -pthread $(SANFLAGS)
 
 # Device code (.cu, see common/include/mccl_device.h): nvcc for sm_90 + PTX on cuda, the same files as

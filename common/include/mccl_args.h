@@ -54,6 +54,53 @@ void mcclArgsCheck(int argc, char** argv, int maxPositional, const char* args, c
  */
 long long mcclArgsInt(int argc, char** argv, int index, const char* name, long long def, long long min, long long max);
 
+/**
+ * @brief Check main()'s arguments for a program that takes options (and no positional arguments);
+ * returns only if they are acceptable.
+ *
+ * `options` lists the spellings the program accepts, NULL-terminated; a spelling that ends in '='
+ * takes a value, given as the next argument or joined with '=' (`-c 16`, `--channels=16`), the
+ * others are flags. `--help`/`-h` and refusals behave as in mcclArgsCheck(); an option given twice
+ * takes its last value. Read the values with mcclArgsOpt() and mcclArgsOptInt().
+ * @code
+ * static const char* const opts[] = {"-c=", "--sweep-channels=", "--no-nccl", NULL};
+ * mcclArgsCheckOpts(argc, argv, opts, "[-c N] [--sweep-channels LIST] [--no-nccl]", "...");
+ * int nch = (int)mcclArgsOptInt(argc, argv, "-c", 16, 1, 64);
+ * @endcode
+ * @param[in] argc,argv main()'s arguments.
+ * @param[in] options   the accepted spellings, NULL-terminated ("-c=" takes a value, "--no-nccl" not).
+ * @param[in] args      the usage line after the program name, e.g. "[-c N] [--no-nccl]".
+ * @param[in] help      the lines `--help` prints after the usage line, or NULL.
+ */
+void mcclArgsCheckOpts(int argc, char** argv, const char* const* options, const char* args, const char* help);
+
+/**
+ * @brief Value of an option checked by mcclArgsCheckOpts(): its last occurrence.
+ * @param[in] argc,argv main()'s arguments.
+ * @param[in] name      the option as listed, without the '=' ("-c", "--no-nccl").
+ * @return the value; "" for a flag that is present; NULL when the option is absent.
+ */
+const char* mcclArgsOpt(int argc, char** argv, const char* name);
+
+/**
+ * @brief An option's value as an integer in [min, max] (the number forms and errors of
+ * mcclArgsInt(), exit 2 with the usage line for a bad one).
+ * @param[in] argc,argv main()'s arguments.
+ * @param[in] name      the option as listed, without the '='.
+ * @param[in] def       the value when the option is absent.
+ * @param[in] min       smallest accepted value.
+ * @param[in] max       largest accepted value.
+ * @return the value.
+ */
+long long mcclArgsOptInt(int argc, char** argv, const char* name, long long def, long long min, long long max);
+
+/**
+ * @brief Print an error about an argument's value and the usage line to stderr, and exit 2 (for
+ * checks mcclArgsOptInt() cannot make, such as a list's elements).
+ * @param[in] what  the message, e.g. "--sweep-channels: 0 is not in 1..64".
+ */
+void mcclArgsFail(const char* what);
+
 /** @} */
 
 #ifdef __cplusplus

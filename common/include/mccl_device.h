@@ -65,7 +65,9 @@
 #define MCCL_KERNEL_REGISTER(kernel) static_assert(sizeof(&kernel) != 0, #kernel)
 
 // Named barriers (NCCL src/device/common.h): bar.sync / bar.red.or.pred on hardware barrier `name`.
-__device__ __forceinline__ void barrier_sync(int name) { asm volatile("barrier.sync.aligned %0;" ::"r"(name) : "memory"); }
+__device__ __forceinline__ void barrier_sync(int name) {
+  asm volatile("barrier.sync.aligned %0;" ::"r"(name) : "memory");
+}
 __device__ __forceinline__ void barrier_sync(int name, int nThreads) {
   asm volatile("barrier.sync.aligned %0, %1;" ::"r"(name), "r"(nThreads) : "memory");
 }
@@ -88,7 +90,9 @@ __device__ __forceinline__ bool barrier_red_or(bool vote, int name, int nThreads
 
 // System-scope loads and stores (NCCL src/device/op128.h). The address is converted to the global
 // window, so these are for global memory: device memory, or host memory mapped into the device.
-__device__ __forceinline__ uintptr_t mcclCvtaGlobal(const void* p) { return (uintptr_t)__cvta_generic_to_global(p); }
+__device__ __forceinline__ uintptr_t mcclCvtaGlobal(const void* p) {
+  return (uintptr_t)__cvta_generic_to_global(p);
+}
 __device__ __forceinline__ uint64_t ld_volatile_global(uint64_t* p) {
   uint64_t v;
   asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(v) : "l"(mcclCvtaGlobal(p)) : "memory");
@@ -118,7 +122,9 @@ __device__ __forceinline__ void st_relaxed_sys_global(uint64_t* p, uint64_t v) {
 __device__ __forceinline__ void st_release_sys_global(uint64_t* p, uint64_t v) {
   asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(mcclCvtaGlobal(p)), "l"(v) : "memory");
 }
-__device__ __forceinline__ void fence_acq_rel_sys() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
+__device__ __forceinline__ void fence_acq_rel_sys() {
+  asm volatile("fence.acq_rel.sys;" ::: "memory");
+}
 // 16-byte volatile vector accesses (one instruction; the LL protocol relies on each 8-byte half).
 __device__ __forceinline__ void load128(const uint64_t* p, uint64_t& v0, uint64_t& v1) {
   asm volatile("ld.volatile.global.v2.u64 {%0,%1}, [%2];" : "=l"(v0), "=l"(v1) : "l"(mcclCvtaGlobal(p)) : "memory");
@@ -165,8 +171,8 @@ typedef struct {
   dim3 blockDim, gridDim;
 } mcclSimThreadInfo;
 typedef void (*mcclSimTrampoline)(const void* fn, void** params, const mcclSimThreadInfo* info);
-int mcclSimRegisterKernel(const void* fn, const char* name, int nArgs, const size_t* argSizes,
-                          const size_t* argAligns, mcclSimTrampoline trampoline);
+int mcclSimRegisterKernel(const void* fn, const char* name, int nArgs, const size_t* argSizes, const size_t* argAligns,
+                          mcclSimTrampoline trampoline);
 void mcclSimBarrier(int name, int nThreads);
 int mcclSimBarrierRed(int name, int nThreads, int vote, int wantCount);
 void mcclSimSyncWarp(unsigned mask);
@@ -182,8 +188,12 @@ inline thread_local dim3 gridDim;
 
 // Barriers: real barriers over the block's host threads (spin with sched_yield, then a condition
 // variable), each with 16 names as the hardware; name 0 over the whole block is __syncthreads.
-inline void __syncthreads() { mcclSimBarrier(0, (int)(blockDim.x * blockDim.y * blockDim.z)); }
-inline int __syncthreads_or(int p) { return mcclSimBarrierRed(0, (int)(blockDim.x * blockDim.y * blockDim.z), p, 0); }
+inline void __syncthreads() {
+  mcclSimBarrier(0, (int)(blockDim.x * blockDim.y * blockDim.z));
+}
+inline int __syncthreads_or(int p) {
+  return mcclSimBarrierRed(0, (int)(blockDim.x * blockDim.y * blockDim.z), p, 0);
+}
 inline int __syncthreads_count(int p) {
   return mcclSimBarrierRed(0, (int)(blockDim.x * blockDim.y * blockDim.z), p, 1);
 }
@@ -191,33 +201,63 @@ inline int __syncthreads_and(int p) {
   int n = (int)(blockDim.x * blockDim.y * blockDim.z);
   return mcclSimBarrierRed(0, n, p, 1) == n;
 }
-inline void __syncwarp(unsigned mask = 0xffffffffu) { mcclSimSyncWarp(mask); }
-inline void barrier_sync(int name) { mcclSimBarrier(name, (int)(blockDim.x * blockDim.y * blockDim.z)); }
-inline void barrier_sync(int name, int nThreads) { mcclSimBarrier(name, nThreads); }
+inline void __syncwarp(unsigned mask = 0xffffffffu) {
+  mcclSimSyncWarp(mask);
+}
+inline void barrier_sync(int name) {
+  mcclSimBarrier(name, (int)(blockDim.x * blockDim.y * blockDim.z));
+}
+inline void barrier_sync(int name, int nThreads) {
+  mcclSimBarrier(name, nThreads);
+}
 inline bool barrier_red_or(bool vote, int name) {
   return mcclSimBarrierRed(name, (int)(blockDim.x * blockDim.y * blockDim.z), vote, 0) != 0;
 }
-inline bool barrier_red_or(bool vote, int name, int nThreads) { return mcclSimBarrierRed(name, nThreads, vote, 0) != 0; }
+inline bool barrier_red_or(bool vote, int name, int nThreads) {
+  return mcclSimBarrierRed(name, nThreads, vote, 0) != 0;
+}
 
 // Memory operations. GCC __atomic builtins, so ThreadSanitizer sees the synchronization. Volatile and
 // relaxed loads are strengthened to acquire, relaxed stores to release: on x86 (TSO) every load is an
 // acquire and every store a release already, so this costs nothing, and it makes the memory model the
 // sim checks no weaker than the GPU code's intent (TSan ignores standalone fences, so the flags carry it).
-inline uint64_t ld_volatile_global(uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-inline uint32_t ld_volatile_global(uint32_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-inline uint64_t ld_relaxed_sys_global(uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-inline uint64_t ld_acquire_sys_global(uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-inline void st_volatile_global(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
-inline void st_relaxed_sys_global(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
-inline void st_release_sys_global(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+inline uint64_t ld_volatile_global(uint64_t* p) {
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+inline uint32_t ld_volatile_global(uint32_t* p) {
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+inline uint64_t ld_relaxed_sys_global(uint64_t* p) {
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+inline uint64_t ld_acquire_sys_global(uint64_t* p) {
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+inline void st_volatile_global(uint64_t* p, uint64_t v) {
+  __atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+inline void st_relaxed_sys_global(uint64_t* p, uint64_t v) {
+  __atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+inline void st_release_sys_global(uint64_t* p, uint64_t v) {
+  __atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
 #if defined(__SANITIZE_THREAD__)  // gcc warns that TSan does not model fences; it ignores them, as said above
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wtsan"
 #endif
-inline void fence_acq_rel_sys() { __atomic_thread_fence(__ATOMIC_ACQ_REL); }
-inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
-inline void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
-inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+inline void fence_acq_rel_sys() {
+  __atomic_thread_fence(__ATOMIC_ACQ_REL);
+}
+inline void __threadfence() {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+inline void __threadfence_block() {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+inline void __threadfence_system() {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
 #if defined(__SANITIZE_THREAD__)
 #pragma GCC diagnostic pop
 #endif
@@ -232,37 +272,57 @@ inline void store128(uint64_t* p, uint64_t v0, uint64_t v1) {
   __atomic_store_n(p + 1, v1, __ATOMIC_RELEASE);
 }
 // Many more spinning threads than cores: give the core to a thread that can make progress.
-inline void mcclSpinHint() { sched_yield(); }
+inline void mcclSpinHint() {
+  sched_yield();
+}
 
 inline uint64_t mcclGlobalTimerNs() {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
-inline void __trap() { abort(); }
-inline long long clock64() { return (long long)mcclGlobalTimerNs(); }  // a GPU counts SM cycles instead
+inline void __trap() {
+  abort();
+}
+inline long long clock64() {
+  return (long long)mcclGlobalTimerNs();
+}  // a GPU counts SM cycles instead
 
 // CUDA's integer atomics (relaxed, as on the GPU), for int, unsigned int and unsigned long long.
-#define MCCL_SIM_ATOMICS(T)                                                                                  \
-  inline T atomicAdd(T* p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }                       \
-  inline T atomicSub(T* p, T v) { return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED); }                       \
-  inline T atomicAnd(T* p, T v) { return __atomic_fetch_and(p, v, __ATOMIC_RELAXED); }                       \
-  inline T atomicOr(T* p, T v) { return __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }                         \
-  inline T atomicXor(T* p, T v) { return __atomic_fetch_xor(p, v, __ATOMIC_RELAXED); }                       \
-  inline T atomicExch(T* p, T v) { return __atomic_exchange_n(p, v, __ATOMIC_RELAXED); }                     \
-  inline T atomicCAS(T* p, T cmp, T v) {                                                                     \
-    __atomic_compare_exchange_n(p, &cmp, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);                      \
-    return cmp;                                                                                              \
-  }                                                                                                          \
-  inline T atomicMax(T* p, T v) {                                                                            \
-    T old = __atomic_load_n(p, __ATOMIC_RELAXED);                                                            \
-    while (old < v && !__atomic_compare_exchange_n(p, &old, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {} \
-    return old;                                                                                              \
-  }                                                                                                          \
-  inline T atomicMin(T* p, T v) {                                                                            \
-    T old = __atomic_load_n(p, __ATOMIC_RELAXED);                                                            \
-    while (old > v && !__atomic_compare_exchange_n(p, &old, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {} \
-    return old;                                                                                              \
+#define MCCL_SIM_ATOMICS(T)                                                                                 \
+  inline T atomicAdd(T* p, T v) {                                                                           \
+    return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);                                                      \
+  }                                                                                                         \
+  inline T atomicSub(T* p, T v) {                                                                           \
+    return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED);                                                      \
+  }                                                                                                         \
+  inline T atomicAnd(T* p, T v) {                                                                           \
+    return __atomic_fetch_and(p, v, __ATOMIC_RELAXED);                                                      \
+  }                                                                                                         \
+  inline T atomicOr(T* p, T v) {                                                                            \
+    return __atomic_fetch_or(p, v, __ATOMIC_RELAXED);                                                       \
+  }                                                                                                         \
+  inline T atomicXor(T* p, T v) {                                                                           \
+    return __atomic_fetch_xor(p, v, __ATOMIC_RELAXED);                                                      \
+  }                                                                                                         \
+  inline T atomicExch(T* p, T v) {                                                                          \
+    return __atomic_exchange_n(p, v, __ATOMIC_RELAXED);                                                     \
+  }                                                                                                         \
+  inline T atomicCAS(T* p, T cmp, T v) {                                                                    \
+    __atomic_compare_exchange_n(p, &cmp, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);                     \
+    return cmp;                                                                                             \
+  }                                                                                                         \
+  inline T atomicMax(T* p, T v) {                                                                           \
+    T old = __atomic_load_n(p, __ATOMIC_RELAXED);                                                           \
+    while (old < v && !__atomic_compare_exchange_n(p, &old, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) { \
+    }                                                                                                       \
+    return old;                                                                                             \
+  }                                                                                                         \
+  inline T atomicMin(T* p, T v) {                                                                           \
+    T old = __atomic_load_n(p, __ATOMIC_RELAXED);                                                           \
+    while (old > v && !__atomic_compare_exchange_n(p, &old, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) { \
+    }                                                                                                       \
+    return old;                                                                                             \
   }
 MCCL_SIM_ATOMICS(int)
 MCCL_SIM_ATOMICS(unsigned int)
@@ -285,8 +345,8 @@ inline typename std::common_type<A, B>::type max(A a, B b) {
 // One per-block shared struct. `name` is a per-thread reference, bound on the thread's first use to its
 // block's storage for this definition (libsimcuda allocates it per block and frees it when the grid
 // ends). Block threads are fresh host threads in every launch, so a binding never outlives its block.
-#define MCCL_SHMEM_DEFINE(Type, name)            \
-  static const char mcclShmemKey_##name = 0;     \
+#define MCCL_SHMEM_DEFINE(Type, name)        \
+  static const char mcclShmemKey_##name = 0; \
   static thread_local Type& name = *static_cast<Type*>(mcclSimShmem(&mcclShmemKey_##name, sizeof(Type), alignof(Type)))
 
 // Kernel registration: records the host function, its name and its argument sizes, and a trampoline the

@@ -29,7 +29,8 @@ extern "C" {
  * @brief Forget every cached value so the next read sees the environment again.
  *
  * Parameters are read once, like NCCL's; tests that flip a switch with setenv() call this
- * between cases. Not thread-safe against concurrent readers.
+ * between cases. Safe against concurrent readers: each sees the old value or reads the new one
+ * (setenv() itself is not safe against threads reading the environment, so call that first).
  */
 void mcclParamResetAll(void);
 

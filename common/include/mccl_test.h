@@ -133,6 +133,16 @@ int mcclTestMain(int argc, char** argv, const mcclTestCase* cases, int nCases, c
 #else
 #define MCCL_TEST_UNDER_ASAN 0
 #endif
+/** @brief Non-zero under ThreadSanitizer (TSAN=1), which maps shadow memory as the program touches
+ *  new memory, and runs a background thread of its own (started by the harness before any test). */
+#ifdef __SANITIZE_THREAD__
+#define MCCL_TEST_UNDER_TSAN 1
+#else
+#define MCCL_TEST_UNDER_TSAN 0
+#endif
+/** @brief Non-zero when a sanitizer maps memory of its own, so counting every line of
+ *  /proc/self/maps (mcclTestCountMaps(NULL)) cannot find leaks; count named mappings instead. */
+#define MCCL_TEST_SANITIZER_MAPS (MCCL_TEST_UNDER_ASAN || MCCL_TEST_UNDER_TSAN)
 
 /** @brief Build a case from a function: MCCL_TEST_CASE(fn). */
 #define MCCL_TEST_CASE(fn) {#fn, fn}

@@ -70,14 +70,16 @@ static void debugInit(void) {
     }
     debugMask = parseSubsys(mcclParamDebugSubsys());
     if (mcclParamDebugFile()) openDebugFile(mcclParamDebugFile());
-    atomic_store(&debugLevel, level);
+    atomic_store_explicit(&debugLevel, level, memory_order_release);
   }
   pthread_mutex_unlock(&debugLock);
 }
 
+// Acquire, so a thread that sees the level also sees the mask, host name and file debugInit wrote
+// before publishing it (NCCL's debug.cc loads ncclDebugLevel with __ATOMIC_ACQUIRE likewise).
 mcclDebugLogLevel mcclDebugLevel(void) {
-  int l = atomic_load_explicit(&debugLevel, memory_order_relaxed);
-  if (l < 0) { debugInit(); l = atomic_load(&debugLevel); }
+  int l = atomic_load_explicit(&debugLevel, memory_order_acquire);
+  if (l < 0) { debugInit(); l = atomic_load_explicit(&debugLevel, memory_order_acquire); }
   return (mcclDebugLogLevel)l;
 }
 

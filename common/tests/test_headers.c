@@ -47,6 +47,16 @@ static void includeFlags(char* out, size_t len) {
     o += (size_t)snprintf(out + o, len - o, " -isystem %s", d);
 }
 
+static int isCxxOnly(const char* path) {
+  char buf[16384];
+  FILE* f = fopen(path, "r");
+  if (f == NULL) return 0;
+  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  return strstr(buf, "#ifndef __cplusplus\n#error") != NULL;
+}
+
 // Compile each public header alone with `compiler` ("%s" = the source file) and fail naming every
 // header that does not compile, with its first error line.
 static void compileEach(const char* lang, const char* suffix, const char* compiler) {
@@ -62,6 +72,9 @@ static void compileEach(const char* lang, const char* suffix, const char* compil
   for (size_t i = 0; i < g.gl_pathc; i++) {
     const char* hdr = g.gl_pathv[i];
     const char* base = strrchr(hdr, '/') + 1;
+    // A header that refuses C itself (`#ifndef __cplusplus` + `#error`, as mccl_device.h, the device
+    // code's portability header) is C++/CUDA only: the C pass leaves it out.
+    if (strcmp(suffix, ".c") == 0 && isCxxOnly(hdr)) continue;
     char src[64];
     snprintf(src, sizeof(src), "/tmp/mccl-hdr-XXXXXX%s", suffix);
     int fd = mkstemps(src, (int)strlen(suffix));

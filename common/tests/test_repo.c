@@ -7,7 +7,9 @@
 #include <unistd.h>
 #include "mccl_test.h"
 
-static int inRoot(void) { return access("docs/device-contract.md", R_OK) == 0 && access("labs", X_OK) == 0; }
+static int inRoot(void) {
+  return access("docs/device-contract.md", R_OK) == 0 && access("labs", X_OK) == 0;
+}
 
 static int fileContains(const char* path, const char* needle) {
   FILE* f = fopen(path, "r");
@@ -22,10 +24,11 @@ static int fileContains(const char* path, const char* needle) {
 // Every cu*/cuda* call in labs/*/{src,examples,bench}/*.{c,cu} appears as `name` in docs/device-contract.md.
 static void deviceContractComplete(void) {
   if (!inRoot()) SKIP("run from the repository root (make test)");
-  FILE* p = popen("grep -ohE '\\b(cu|cuda)[A-Z][A-Za-z0-9_]*[[:space:]]*\\(' "
-                  "labs/*/src/*.c labs/*/src/*.cu labs/*/examples/*.c labs/*/examples/*.cu "
-                  "labs/*/bench/*.c labs/*/bench/*.cu 2>/dev/null | tr -d ' (' | sort -u",
-                  "r");
+  FILE* p = popen(
+      "grep -ohE '\\b(cu|cuda)[A-Z][A-Za-z0-9_]*[[:space:]]*\\(' "
+      "labs/*/src/*.c labs/*/src/*.cu labs/*/examples/*.c labs/*/examples/*.cu "
+      "labs/*/bench/*.c labs/*/bench/*.cu 2>/dev/null | tr -d ' (' | sort -u",
+      "r");
   EXPECT_TRUE(p != NULL);
   char name[256], missing[2048] = "";
   int nCalls = 0, nMissing = 0;
@@ -37,7 +40,10 @@ static void deviceContractComplete(void) {
     snprintf(quoted, sizeof(quoted), "`%s`", name);
     if (!fileContains("docs/device-contract.md", quoted)) {
       nMissing++;
-      if (strlen(missing) + strlen(name) + 2 < sizeof(missing)) { strcat(missing, " "); strcat(missing, name); }
+      if (strlen(missing) + strlen(name) + 2 < sizeof(missing)) {
+        strcat(missing, " ");
+        strcat(missing, name);
+      }
     }
   }
   pclose(p);
@@ -49,9 +55,9 @@ static void deviceContractComplete(void) {
 // Each lab has its public header, demo, lab.gdb and a README with the fixed sections.
 static void labsHaveTheirParts(void) {
   if (!inRoot()) SKIP("run from the repository root (make test)");
-  static const char* sections[] = {"## What you build", "## Key concepts", "## The NCCL source it mirrors", "## Run it",
-                                   "## Test it", "## Step through it in gdb", "## Common issues",
-                                   "## Checkpoint questions"};
+  static const char* sections[] = {
+      "## What you build",         "## Key concepts",  "## The NCCL source it mirrors", "## Run it", "## Test it",
+      "## Step through it in gdb", "## Common issues", "## Checkpoint questions"};
   glob_t g;
   if (glob("labs/[0-9][0-9]_*", GLOB_ONLYDIR, NULL, &g) != 0) SKIP("no labs yet");
   for (size_t i = 0; i < g.gl_pathc; i++) {
@@ -77,4 +83,80 @@ static void labsHaveTheirParts(void) {
   globfree(&g);
 }
 
-MCCL_TEST_MAIN(MCCL_TEST_CASE(deviceContractComplete), MCCL_TEST_CASE(labsHaveTheirParts))
+// The test harness lives in libmccl_test.a only: no library a program links (and so not final/'s)
+// carries it. Checks the archives of this binary's own build (build/<variant>/lib).
+static void harnessOnlyInTestLib(void) {
+  if (!inRoot()) SKIP("run from the repository root (make test)");
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 32);
+  EXPECT_TRUE(n > 0);
+  self[n] = '\0';
+  for (int up = 0; up < 3; up++) *strrchr(self, '/') = '\0';  // .../bin/common/test_repo -> build dir
+  char cmd[8192];
+  snprintf(cmd, sizeof(cmd),
+           "for a in %s/lib/libmccl_*.a; do [ \"$a\" = %s/lib/libmccl_test.a ] && continue; "
+           "nm -g --defined-only \"$a\" 2>/dev/null | grep -q ' mcclTest' && echo \"$a\"; done",
+           self, self);
+  FILE* p = popen(cmd, "r");
+  EXPECT_TRUE(p != NULL);
+  char line[4096], found[2048] = "";
+  while (fgets(line, sizeof(line), p)) {
+    line[strcspn(line, "\n")] = '\0';
+    if (strlen(found) + strlen(line) + 2 < sizeof(found)) {
+      strcat(found, " ");
+      strcat(found, line);
+    }
+  }
+  pclose(p);
+  snprintf(line, sizeof(line), "%s/lib/libmccl_test.a", self);
+  EXPECT_TRUE(access(line, R_OK) == 0);
+  if (*found) mcclTestFailAt(__FILE__, __LINE__, "expected the harness only in libmccl_test.a, also in:%s", found);
+}
+
+// Examples and benchmarks are what a learner copies: they use public headers, never a test's.
+static void examplesIncludeNoTests(void) {
+  if (!inRoot()) SKIP("run from the repository root (make test)");
+  FILE* p = popen(
+      "grep -lE '#[[:space:]]*include[[:space:]]*\"([^\"]*/)?tests/' labs/*/examples/*.c labs/*/bench/*.c "
+      "final/examples/*.c final/bench/*.c 2>/dev/null",
+      "r");
+  EXPECT_TRUE(p != NULL);
+  char line[512], found[2048] = "";
+  while (fgets(line, sizeof(line), p)) {
+    line[strcspn(line, "\n")] = '\0';
+    if (strlen(found) + strlen(line) + 2 < sizeof(found)) {
+      strcat(found, " ");
+      strcat(found, line);
+    }
+  }
+  pclose(p);
+  if (*found) mcclTestFailAt(__FILE__, __LINE__, "expected no example or benchmark to include tests/, got:%s", found);
+}
+
+// Parameters are declared once, in common/include/mccl_params.def: library and sim code read them
+// through the table (mcclParam<Name>(), or the sim's copy of the rows), never by a name or default
+// of their own. A quoted "MCCL_<ENV>" of a table row in their sources is such a copy.
+static void paramsOnlyFromTheTable(void) {
+  if (!inRoot()) SKIP("run from the repository root (make test)");
+  FILE* p = popen(
+      "grep -oE '^MCCL_PARAM_[A-Z]+\\([A-Za-z0-9]+, \"[A-Z0-9_]+\"' common/include/mccl_params.def "
+      "| sed -E 's/.*\"([A-Z0-9_]+)\"/MCCL_\\1/' | while read -r n; do "
+      "grep -lF \"\\\"$n\\\"\" common/src/*.c sim/src/*.c labs/*/src/*.c final/src/*.c 2>/dev/null "
+      "| sed \"s|$| ($n)|\"; done",
+      "r");
+  EXPECT_TRUE(p != NULL);
+  char line[512], found[2048] = "";
+  while (fgets(line, sizeof(line), p)) {
+    line[strcspn(line, "\n")] = '\0';
+    if (strlen(found) + strlen(line) + 2 < sizeof(found)) {
+      strcat(found, " ");
+      strcat(found, line);
+    }
+  }
+  pclose(p);
+  if (*found) mcclTestFailAt(__FILE__, __LINE__, "expected parameters read through mccl_params.def, got:%s", found);
+}
+
+MCCL_TEST_MAIN(MCCL_TEST_CASE(deviceContractComplete), MCCL_TEST_CASE(labsHaveTheirParts),
+               MCCL_TEST_CASE(harnessOnlyInTestLib), MCCL_TEST_CASE(examplesIncludeNoTests),
+               MCCL_TEST_CASE(paramsOnlyFromTheTable))

@@ -13,7 +13,9 @@ simGlobal simG = {.lock = PTHREAD_MUTEX_INITIALIZER};
 static pthread_once_t configOnce = PTHREAD_ONCE_INIT;
 static __thread simThread self = {NULL, 0, cudaSuccess, cudaStreamCaptureModeGlobal};
 
-simThread* simSelf(void) { return &self; }
+simThread* simSelf(void) {
+  return &self;
+}
 
 static long long envLL(const char* name, long long def, long long lo, long long hi) {
   const char* s = getenv(name);
@@ -28,6 +30,18 @@ static long long envLL(const char* name, long long def, long long lo, long long 
   return v;
 }
 
+// The sim's parameters come from the one table (common/include/mccl_params.def): libsimcuda cannot
+// link common/'s accessors, but it reads their names and defaults from the same rows.
+#define MCCL_PARAM_INT(name, env, deflt, doc)
+#define MCCL_PARAM_STR(name, env, deflt, doc)
+#define MCCL_PARAM_SIM(name, env, deflt, doc)                                  \
+  static const char simParamEnv##name[] __attribute__((unused)) = "MCCL_" env; \
+  static const long long simParamDefault##name __attribute__((unused)) = (deflt);
+#include "mccl_params.def"
+#undef MCCL_PARAM_INT
+#undef MCCL_PARAM_STR
+#undef MCCL_PARAM_SIM
+
 static int countNumaNodes(void) {
   DIR* d = opendir("/sys/devices/system/node");
   if (!d) return 1;
@@ -41,12 +55,14 @@ static int countNumaNodes(void) {
 
 static void loadConfig(void) {
   // Defaults are those of common/include/mccl_params.def (MCCL_PARAM_SIM entries).
-  simG.nDevices = (int)envLL("MCCL_SIM_DEVICES", 4, 1, SIM_MAX_DEVICES);
-  simG.devMem = (size_t)envLL("MCCL_SIM_DEVICE_MEM", 4294967296LL, (long long)SIM_GRANULARITY, 1LL << 50);
+  simG.nDevices = (int)envLL(simParamEnvSimDevices, simParamDefaultSimDevices, 1, SIM_MAX_DEVICES);
+  simG.devMem =
+      (size_t)envLL(simParamEnvSimDeviceMem, simParamDefaultSimDeviceMem, (long long)SIM_GRANULARITY, 1LL << 50);
   simG.numaNodes = countNumaNodes();
   // Kernels: each block thread is a host thread (sim_launch.c). Rounded down to whole warps.
-  simG.maxBlockThreads = (int)envLL("MCCL_SIM_MAX_BLOCK_THREADS", 64, 32, 1024) / 32 * 32;
-  simG.maxGridThreads = (int)envLL("MCCL_SIM_MAX_GRID_THREADS", 2048, 32, 65536);
+  simG.maxBlockThreads =
+      (int)envLL(simParamEnvSimMaxBlockThreads, simParamDefaultSimMaxBlockThreads, 32, 1024) / 32 * 32;
+  simG.maxGridThreads = (int)envLL(simParamEnvSimMaxGridThreads, simParamDefaultSimMaxGridThreads, 32, 65536);
   for (int d = 0; d < SIM_MAX_DEVICES; d++) {
     simG.dev[d].primaryCtx.magic = SIM_CTX_MAGIC;
     simG.dev[d].primaryCtx.device = d;
@@ -54,14 +70,18 @@ static void loadConfig(void) {
   }
 }
 
-void simLoadConfig(void) { pthread_once(&configOnce, loadConfig); }
+void simLoadConfig(void) {
+  pthread_once(&configOnce, loadConfig);
+}
 
 CUresult simCheckInit(void) {
   simLoadConfig();
   return __atomic_load_n(&simG.initialized, __ATOMIC_ACQUIRE) ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
 }
 
-int simDeviceValid(int dev) { return dev >= 0 && dev < simG.nDevices; }
+int simDeviceValid(int dev) {
+  return dev >= 0 && dev < simG.nDevices;
+}
 
 cudaError_t simRtErr(cudaError_t e) {
   if (e != cudaSuccess) self.lastError = e;
@@ -160,9 +180,13 @@ CUresult CUDAAPI cuDeviceTotalMem(size_t* bytes, CUdevice dev) {
   return CUDA_SUCCESS;
 }
 
-static int pciBus(int dev) { return 0x10 + 3 * dev; }  // distinct per device, below 0x100 for 64 devices
+static int pciBus(int dev) {
+  return 0x10 + 3 * dev;
+}  // distinct per device, below 0x100 for 64 devices
 
-static int hostNumaOf(int dev) { return (int)((long)dev * simG.numaNodes / simG.nDevices); }
+static int hostNumaOf(int dev) {
+  return (int)((long)dev * simG.numaNodes / simG.nDevices);
+}
 
 CUresult CUDAAPI cuDeviceGetUuid(CUuuid* uuid, CUdevice dev) {
   CUresult r = simCheckInit();
@@ -190,72 +214,200 @@ CUresult CUDAAPI cuDeviceGetPCIBusId(char* pciBusId, int len, CUdevice dev) {
 
 static int attrValue(int attrib, int dev, int* value) {
   switch (attrib) {
-    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = 1024; return 1;
-    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: *value = 1024; return 1;
-    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: *value = 64; return 1;
-    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: *value = 2147483647; return 1;
-    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: *value = 65535; return 1;
-    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *value = 49152; return 1;
-    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *value = 232448; return 1;
-    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: *value = 233472; return 1;
-    case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY: *value = 65536; return 1;
-    case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *value = 32; return 1;
-    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK: case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR:
-      *value = 65536; return 1;
-    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: *value = 1980000; return 1;
-    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = 132; return 1;
-    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: *value = 2048; return 1;
-    case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: *value = 32; return 1;
-    case CU_DEVICE_ATTRIBUTE_INTEGRATED: *value = 0; return 1;
-    case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY: *value = 1; return 1;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_MODE: *value = CU_COMPUTEMODE_DEFAULT; return 1;
-    case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS: *value = 1; return 1;
-    case CU_DEVICE_ATTRIBUTE_ECC_ENABLED: *value = 1; return 1;
-    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: *value = pciBus(dev); return 1;
-    case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: *value = 0; return 1;
-    case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: *value = 0; return 1;
-    case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: *value = 2619000; return 1;
-    case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: *value = 6144; return 1;
-    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: *value = 52428800; return 1;
-    case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: *value = 1; return 1;  // one worker thread per stream
-    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: *value = 1; return 1;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = 9; return 1;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = 0; return 1;
-    case CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED: *value = 0; return 1;
-    case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: *value = 0; return 1;
-    case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD: *value = 0; return 1;
-    case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID: *value = dev; return 1;
-    case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS: *value = 0; return 1;
-    case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: *value = 0; return 1;
-    case CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: *value = 1; return 1;
-    case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH: *value = 0; return 1;
-    case CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED: *value = 1; return 1;
-    case CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED: *value = 1; return 1;
-    case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: *value = 1; return 1;
-    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED: *value = 1; return 1;
-    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_HANDLE_SUPPORTED: *value = 0; return 1;
-    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED: *value = 0; return 1;
-    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED: *value = 0; return 1;
-    case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED: *value = 0; return 1;
-    case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED: *value = 0; return 1;
-    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: *value = 0; return 1;
-    case CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH: *value = 0; return 1;
-    case CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED: *value = 0; return 1;
-    case CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED: *value = 0; return 1;
-    case CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED: *value = 0; return 1;
-    case CU_DEVICE_ATTRIBUTE_MPS_ENABLED: *value = 0; return 1;
-    case CU_DEVICE_ATTRIBUTE_NUMA_CONFIG: *value = CU_DEVICE_NUMA_CONFIG_NONE; return 1;
-    case CU_DEVICE_ATTRIBUTE_NUMA_ID: *value = -1; return 1;
-    case CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID: *value = hostNumaOf(dev); return 1;
-    case CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: *value = 1; return 1;
-    case CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: *value = 1; return 1;
-    case CU_DEVICE_ATTRIBUTE_HOST_NUMA_MULTINODE_IPC_SUPPORTED: *value = 0; return 1;
-    case CU_DEVICE_ATTRIBUTE_HOST_NUMA_MEMORY_POOLS_SUPPORTED: case CU_DEVICE_ATTRIBUTE_HOST_MEMORY_POOLS_SUPPORTED:
-      *value = 0; return 1;
-    case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS: case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR:
-      *value = 0; return 1;
-    case CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT: case CU_DEVICE_ATTRIBUTE_TCC_DRIVER: *value = 0; return 1;
-    default: return 0;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+      *value = 1024;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X:
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y:
+      *value = 1024;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z:
+      *value = 64;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X:
+      *value = 2147483647;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y:
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z:
+      *value = 65535;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK:
+      *value = 49152;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
+      *value = 232448;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR:
+      *value = 233472;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY:
+      *value = 65536;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_WARP_SIZE:
+      *value = 32;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK:
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR:
+      *value = 65536;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE:
+      *value = 1980000;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+      *value = 132;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR:
+      *value = 2048;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR:
+      *value = 32;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_INTEGRATED:
+      *value = 0;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY:
+      *value = 1;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_MODE:
+      *value = CU_COMPUTEMODE_DEFAULT;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS:
+      *value = 1;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_ECC_ENABLED:
+      *value = 1;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID:
+      *value = pciBus(dev);
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID:
+      *value = 0;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID:
+      *value = 0;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE:
+      *value = 2619000;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH:
+      *value = 6144;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE:
+      *value = 52428800;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT:
+      *value = 1;
+      return 1;  // one worker thread per stream
+    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
+      *value = 1;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+      *value = 9;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+      *value = 0;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED:
+      *value = 0;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY:
+      *value = 0;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD:
+      *value = 0;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID:
+      *value = dev;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS:
+      *value = 0;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS:
+      *value = 0;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM:
+      *value = 1;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH:
+      *value = 0;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED:
+      *value = 1;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED:
+      *value = 1;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+      *value = 1;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED:
+      *value = 1;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_HANDLE_SUPPORTED:
+      *value = 0;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED:
+      *value = 0;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED:
+      *value = 0;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED:
+      *value = 0;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED:
+      *value = 0;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:
+      *value = 0;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH:
+      *value = 0;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED:
+      *value = 0;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED:
+      *value = 0;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED:
+      *value = 0;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_MPS_ENABLED:
+      *value = 0;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_NUMA_CONFIG:
+      *value = CU_DEVICE_NUMA_CONFIG_NONE;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_NUMA_ID:
+      *value = -1;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID:
+      *value = hostNumaOf(dev);
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+      *value = 1;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+      *value = 1;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_HOST_NUMA_MULTINODE_IPC_SUPPORTED:
+      *value = 0;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_HOST_NUMA_MEMORY_POOLS_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_HOST_MEMORY_POOLS_SUPPORTED:
+      *value = 0;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS:
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR:
+      *value = 0;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT:
+    case CU_DEVICE_ATTRIBUTE_TCC_DRIVER:
+      *value = 0;
+      return 1;
+    default:
+      return 0;
   }
 }
 
@@ -322,7 +474,9 @@ CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, i
   return CUDA_SUCCESS;
 }
 
-static int ctxValid(CUcontext c) { return c && c->magic == SIM_CTX_MAGIC; }
+static int ctxValid(CUcontext c) {
+  return c && c->magic == SIM_CTX_MAGIC;
+}
 
 CUresult CUDAAPI cuCtxGetCurrent(CUcontext* pctx) {
   CUresult r = simCheckInit();
@@ -496,8 +650,10 @@ cudaError_t CUDARTAPI cudaDeviceEnablePeerAccess(int peerDevice, unsigned int fl
   if (dev == peerDevice) return simRtErr(cudaErrorPeerAccessUnsupported);  // a device is not its own peer
   cudaError_t e = cudaSuccess;
   pthread_mutex_lock(&simG.lock);
-  if (simG.dev[dev].peerEnabled & (1ull << peerDevice)) e = cudaErrorPeerAccessAlreadyEnabled;
-  else simG.dev[dev].peerEnabled |= 1ull << peerDevice;
+  if (simG.dev[dev].peerEnabled & (1ull << peerDevice))
+    e = cudaErrorPeerAccessAlreadyEnabled;
+  else
+    simG.dev[dev].peerEnabled |= 1ull << peerDevice;
   pthread_mutex_unlock(&simG.lock);
   return simRtErr(e);
 }
@@ -508,8 +664,10 @@ cudaError_t CUDARTAPI cudaDeviceDisablePeerAccess(int peerDevice) {
   int dev = self.ctx->device;
   cudaError_t e = cudaSuccess;
   pthread_mutex_lock(&simG.lock);
-  if (!(simG.dev[dev].peerEnabled & (1ull << peerDevice))) e = cudaErrorPeerAccessNotEnabled;
-  else simG.dev[dev].peerEnabled &= ~(1ull << peerDevice);
+  if (!(simG.dev[dev].peerEnabled & (1ull << peerDevice)))
+    e = cudaErrorPeerAccessNotEnabled;
+  else
+    simG.dev[dev].peerEnabled &= ~(1ull << peerDevice);
   pthread_mutex_unlock(&simG.lock);
   return simRtErr(e);
 }
@@ -528,7 +686,9 @@ cudaError_t CUDARTAPI cudaGetLastError(void) {
   return e;
 }
 
-cudaError_t CUDARTAPI cudaPeekAtLastError(void) { return self.lastError; }
+cudaError_t CUDARTAPI cudaPeekAtLastError(void) {
+  return self.lastError;
+}
 
 // ---- capture (the sim never captures: streams always run eagerly) --------------------------
 

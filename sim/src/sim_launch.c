@@ -20,8 +20,8 @@
 
 #define SIM_FUNC_MAGIC 0x5c7c7c04u
 #define SIM_MAX_KERNEL_ARGS 16
-#define SIM_NAMED_BARRIERS 16  // bar.sync names 0..15, as the hardware
-#define SIM_MAX_SHMEM_DEFS 16  // MCCL_SHMEM_DEFINE variables one kernel may touch
+#define SIM_NAMED_BARRIERS 16     // bar.sync names 0..15, as the hardware
+#define SIM_MAX_SHMEM_DEFS 16     // MCCL_SHMEM_DEFINE variables one kernel may touch
 #define SIM_MAX_DYN_SHMEM 232448  // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
 #define SIM_BARRIER_SPINS 2       // sched_yield rounds before a barrier waiter sleeps (threads >> cores)
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -57,8 +57,8 @@ static struct CUfunc_st* kernels;
 typedef struct {
   pthread_mutex_t lock;
   int arrived, votes, expect;
-  unsigned gen;       // __atomic: read by spinning waiters
-  int result[2];      // votes of generation g in result[g & 1]
+  unsigned gen;   // __atomic: read by spinning waiters
+  int result[2];  // votes of generation g in result[g & 1]
 } simBar;
 
 typedef struct simBlock {
@@ -116,8 +116,8 @@ static simKThread* self(const char* what) {
 
 // ---- registration ----------------------------------------------------------------------------------
 
-int mcclSimRegisterKernel(const void* fn, const char* name, int nArgs, const size_t* argSizes,
-                          const size_t* argAligns, simTrampoline trampoline) {
+int mcclSimRegisterKernel(const void* fn, const char* name, int nArgs, const size_t* argSizes, const size_t* argAligns,
+                          simTrampoline trampoline) {
   if (!fn || !name || !trampoline || nArgs < 0 || nArgs > SIM_MAX_KERNEL_ARGS)
     fatal("bad kernel registration of %s", name ? name : "(null)");
   pthread_mutex_lock(&regLock);
@@ -160,16 +160,21 @@ cudaError_t CUDARTAPI cudaGetFuncBySymbol(cudaFunction_t* functionPtr, const voi
 
 // ---- barriers and shared memory (called from the header on block threads) ----------------------
 
-static void barInit(simBar* b) { pthread_mutex_init(&b->lock, NULL); }
+static void barInit(simBar* b) {
+  pthread_mutex_init(&b->lock, NULL);
+}
 
-static void barDestroy(simBar* b) { pthread_mutex_destroy(&b->lock); }
+static void barDestroy(simBar* b) {
+  pthread_mutex_destroy(&b->lock);
+}
 
 static int barArrive(simBar* b, int nThreads, int vote, const char* what, int name) {
   pthread_mutex_lock(&b->lock);
-  if (b->arrived == 0) b->expect = nThreads;
+  if (b->arrived == 0)
+    b->expect = nThreads;
   else if (b->expect != nThreads)
-    fatal("%s %d used with %d threads while %d threads wait on it with a count of %d", what, name, nThreads,
-          b->arrived, b->expect);
+    fatal("%s %d used with %d threads while %d threads wait on it with a count of %d", what, name, nThreads, b->arrived,
+          b->expect);
   b->votes += vote != 0;
   unsigned g = b->gen;
   if (++b->arrived == nThreads) {
@@ -228,7 +233,8 @@ void* mcclSimShmem(const void* key, size_t size, size_t align) {
   for (int i = 0; i < b->nShm && !p; i++)
     if (b->shm[i].key == key) p = b->shm[i].ptr;
   if (!p) {
-    if (b->nShm == SIM_MAX_SHMEM_DEFS) fatal("more than %d MCCL_SHMEM_DEFINE variables in one kernel", SIM_MAX_SHMEM_DEFS);
+    if (b->nShm == SIM_MAX_SHMEM_DEFS)
+      fatal("more than %d MCCL_SHMEM_DEFINE variables in one kernel", SIM_MAX_SHMEM_DEFS);
     if (align < sizeof(void*)) align = sizeof(void*);
     if (posix_memalign(&p, align, size ? size : 1) != 0) fatal("out of memory for %zu bytes of shared memory", size);
     // Shared memory starts undefined on a GPU: a pattern, so code that reads before writing shows it.
@@ -297,10 +303,11 @@ static unsigned simBlockX(struct CUfunc_st* k, unsigned long long nBlocks, unsig
   if (cap > (unsigned long long)simG.maxBlockThreads) cap = (unsigned long long)simG.maxBlockThreads;
   unsigned long long x = cap / yz / 32 * 32;
   if (x == 0) {
-    fprintf(stderr,
-            "minccl-sim: WARN kernel %s: %llu blocks of %llu threads cannot run on the sim (MCCL_SIM_MAX_BLOCK_THREADS=%d, "
-            "MCCL_SIM_MAX_GRID_THREADS=%d; a block is never reduced below one warp)\n",
-            k->name, nBlocks, total, simG.maxBlockThreads, simG.maxGridThreads);
+    fprintf(
+        stderr,
+        "minccl-sim: WARN kernel %s: %llu blocks of %llu threads cannot run on the sim (MCCL_SIM_MAX_BLOCK_THREADS=%d, "
+        "MCCL_SIM_MAX_GRID_THREADS=%d; a block is never reduced below one warp)\n",
+        k->name, nBlocks, total, simG.maxBlockThreads, simG.maxGridThreads);
     return 0;
   }
   if (!__atomic_exchange_n(&k->warned, 1, __ATOMIC_RELAXED))
@@ -316,9 +323,12 @@ static CUresult argsFromExtra(struct CUfunc_st* k, void** extra, void** ptrs) {
   char* buf = NULL;
   size_t* size = NULL;
   for (int i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
-    if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) buf = extra[i + 1];
-    else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) size = extra[i + 1];
-    else return CUDA_ERROR_INVALID_VALUE;
+    if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+      buf = extra[i + 1];
+    else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE)
+      size = extra[i + 1];
+    else
+      return CUDA_ERROR_INVALID_VALUE;
   }
   if (!buf || !size) return CUDA_ERROR_INVALID_VALUE;
   size_t off = 0;
@@ -390,7 +400,8 @@ static CUresult launch(struct CUfunc_st* k, dim3 grid, dim3 block, unsigned shar
       simKThread* th = &L->threads[(size_t)b * (size_t)L->nThreads + (size_t)t];
       th->block = blk;
       th->tid = t;
-      th->info.threadIdx = (uint3){(unsigned)t % block.x, (unsigned)t / block.x % block.y, (unsigned)t / block.x / block.y};
+      th->info.threadIdx =
+          (uint3){(unsigned)t % block.x, (unsigned)t / block.x % block.y, (unsigned)t / block.x / block.y};
       th->info.blockIdx = bi;
       th->info.blockDim = block;
       th->info.gridDim = grid;
@@ -421,11 +432,16 @@ cudaError_t CUDARTAPI cudaLaunchKernel(const void* func, dim3 gridDim, dim3 bloc
   if (sharedMem > SIM_MAX_DYN_SHMEM) return simRtErr(cudaErrorInvalidValue);
   CUresult r = launch(k, gridDim, blockDim, (unsigned)sharedMem, stream, args, NULL);
   switch (r) {
-    case CUDA_SUCCESS: return cudaSuccess;
-    case CUDA_ERROR_INVALID_VALUE: return simRtErr(cudaErrorInvalidConfiguration);  // as the runtime
-    case CUDA_ERROR_INVALID_HANDLE: return simRtErr(cudaErrorInvalidResourceHandle);
-    case CUDA_ERROR_OUT_OF_MEMORY: return simRtErr(cudaErrorMemoryAllocation);
-    default: return simRtErr((cudaError_t)r);
+    case CUDA_SUCCESS:
+      return cudaSuccess;
+    case CUDA_ERROR_INVALID_VALUE:
+      return simRtErr(cudaErrorInvalidConfiguration);  // as the runtime
+    case CUDA_ERROR_INVALID_HANDLE:
+      return simRtErr(cudaErrorInvalidResourceHandle);
+    case CUDA_ERROR_OUT_OF_MEMORY:
+      return simRtErr(cudaErrorMemoryAllocation);
+    default:
+      return simRtErr((cudaError_t)r);
   }
 }
 
@@ -433,7 +449,8 @@ cudaError_t CUDARTAPI cudaLaunchKernel(const void* func, dim3 gridDim, dim3 bloc
 // host functions registered by MCCL_KERNEL_REGISTER.
 CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* image) {
   (void)module, (void)image;
-  return simNotImplemented("cuModuleLoadData (the PTX path; the sim runs kernels registered with MCCL_KERNEL_REGISTER)");
+  return simNotImplemented(
+      "cuModuleLoadData (the PTX path; the sim runs kernels registered with MCCL_KERNEL_REGISTER)");
 }
 
 CUresult CUDAAPI cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod, const char* name) {

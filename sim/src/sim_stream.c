@@ -283,7 +283,8 @@ CUresult simEnqueueWork(CUstream hStream, int dev, void (*fn)(void*), void* arg)
     // Behind everything already queued on the device's blocking streams (the legacy stream's rule).
     int n = 0;
     for (struct CUstream_st* t = streams; t; t = t->next)
-      if (t != s && t->device == dev && !(t->flags & CU_STREAM_NON_BLOCKING) && !t->exited && t->completed < t->submitted)
+      if (t != s && t->device == dev && !(t->flags & CU_STREAM_NON_BLOCKING) && !t->exited &&
+          t->completed < t->submitted)
         n++;
     if (n) {
       op->deps = malloc(sizeof(*op->deps) * (size_t)n);

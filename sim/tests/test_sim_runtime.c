@@ -162,6 +162,30 @@ static void contextsAndPeers(void) {
 }
 
 // Many async memsets and copies on one stream land in issue order.
+// The sim's defaults are the rows of common/include/mccl_params.def, not copies of them.
+#define MCCL_PARAM_INT(name, env, deflt, doc)
+#define MCCL_PARAM_STR(name, env, deflt, doc)
+#define MCCL_PARAM_SIM(name, env, deflt, doc) static const long long tableDefault##name = (deflt);
+#include "mccl_params.def"
+#undef MCCL_PARAM_INT
+#undef MCCL_PARAM_STR
+#undef MCCL_PARAM_SIM
+
+static void defaultsFromParamTable(void) {
+  if (!MCCL_TEST_ON_SIM) SKIP("sim-only parameters");
+  const char* a = getenv("MCCL_SIM_DEVICES");
+  const char* b = getenv("MCCL_SIM_DEVICE_MEM");
+  if ((a && *a) || (b && *b)) SKIP("MCCL_SIM_DEVICES or MCCL_SIM_DEVICE_MEM is set");
+  setup();
+  CHECK_STOPPED();
+  int n = 0;
+  size_t total = 0;
+  EXPECT_CU_OK(cuDeviceGetCount(&n));
+  EXPECT_EQ(n, tableDefaultSimDevices);
+  EXPECT_CU_OK(cuDeviceTotalMem(&total, 0));
+  EXPECT_EQ(total, tableDefaultSimDeviceMem);
+}
+
 static void streamOrdering(void) {
   setup();
   CHECK_STOPPED();
@@ -604,6 +628,7 @@ static const mcclTestCase cases[] = {
     MCCL_TEST_CASE(streamOrdering),      MCCL_TEST_CASE(eventsAndElapsedTime), MCCL_TEST_CASE(captureState),
     MCCL_TEST_CASE(hostAllocAndRegister), MCCL_TEST_CASE(pointerAttributes),   MCCL_TEST_CASE(errorStrings),
     MCCL_TEST_CASE(lastErrorSemantics),  MCCL_TEST_CASE(notImplementedWarnsOnce), MCCL_TEST_CASE(multiThreaded),
+    MCCL_TEST_CASE(defaultsFromParamTable),
 };
 
 int main(int argc, char** argv) {

@@ -46,7 +46,7 @@ static leakState leakProbe(void) {
     if (MCCL_TEST_ON_SIM) {                                                       \
       EXPECT_EQ(after_.simMaps, (before).simMaps);                       \
       EXPECT_EQ(after_.fds, (before).fds);                               \
-      if (!MCCL_TEST_UNDER_ASAN) EXPECT_EQ(after_.allMaps, (before).allMaps); \
+      if (!MCCL_TEST_SANITIZER_MAPS) EXPECT_EQ(after_.allMaps, (before).allMaps); \
     } else {                                                             \
       EXPECT_GE(after_.gpu, (before).gpu - 8);                           \
     }                                                                    \

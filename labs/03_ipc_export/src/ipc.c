@@ -43,6 +43,29 @@ mcclResult_t mcclIpcFabricSupported(int cudaDev, int* supported) {
   return mcclSuccess;
 }
 
+// The descriptor of an allocation exported as `type`: everything but the fabric bytes.
+static void descInit(mcclIpcDesc* d, size_t size, CUmemAllocationHandleType type, int ownerDev) {
+  memset(d, 0, sizeof(*d));
+  d->magic = MCCL_IPC_DESC_MAGIC;
+  d->handleType = (uint32_t)type;
+  d->size = size;
+  d->ownerPid = (int32_t)getpid();
+  d->ownerDev = ownerDev;
+}
+
+// Outputs of a successful export; a fabric handle fh (NULL for a POSIX fd) goes into the descriptor.
+static mcclResult_t exported(CUmemGenericAllocationHandle handle, size_t size, CUmemAllocationHandleType type,
+                             int ownerDev, const CUmemFabricHandle* fh, int outFd, mcclIpcDesc* desc, int* fd) {
+  mcclIpcDesc d;
+  descInit(&d, size, type, ownerDev);
+  if (fh) memcpy(d.fabric, fh, sizeof(*fh));
+  INFO(MCCL_IPC | MCCL_ALLOC, "exported handle 0x%llx size %zu dev %d as %s (fd %d)", (unsigned long long)handle, size,
+       ownerDev, typeName(type), outFd);
+  *desc = d;
+  *fd = outFd;
+  return mcclSuccess;
+}
+
 mcclResult_t mcclIpcExportHandle(CUmemGenericAllocationHandle handle, size_t size, CUmemAllocationHandleType type,
                                  int ownerDev, mcclIpcDesc* desc, int* fd) {
   MCCL_ARGCHECK(desc != NULL, "mcclIpcExportHandle: desc is NULL");
@@ -51,29 +74,17 @@ mcclResult_t mcclIpcExportHandle(CUmemGenericAllocationHandle handle, size_t siz
   MCCL_ARGCHECK(type == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR || type == CU_MEM_HANDLE_TYPE_FABRIC,
                 "mcclIpcExportHandle: type 0x%x is neither POSIX_FD (0x%x) nor FABRIC (0x%x)", (unsigned)type,
                 (unsigned)CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, (unsigned)CU_MEM_HANDLE_TYPE_FABRIC);
-  mcclIpcDesc d;
-  memset(&d, 0, sizeof(d));
-  d.magic = MCCL_IPC_DESC_MAGIC;
-  d.handleType = (uint32_t)type;
-  d.size = size;
-  d.ownerPid = (int32_t)getpid();
-  d.ownerDev = ownerDev;
-  int outFd = -1;
   if (type == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
     // The driver gives us a new fd for the allocation; it means nothing in another process until
     // the kernel copies it there over SCM_RIGHTS.
+    int outFd = -1;
     CUCHECK(cuMemExportToShareableHandle(&outFd, handle, type, 0));
-  } else {
-    // A fabric handle is plain bytes, valid in any process the IMEX service lets in.
-    CUmemFabricHandle fh;
-    CUCHECK(cuMemExportToShareableHandle(&fh, handle, type, 0));
-    memcpy(d.fabric, &fh, sizeof(fh));
+    return exported(handle, size, type, ownerDev, NULL, outFd, desc, fd);
   }
-  INFO(MCCL_IPC | MCCL_ALLOC, "exported handle 0x%llx size %zu dev %d as %s (fd %d)", (unsigned long long)handle, size,
-       ownerDev, typeName(type), outFd);
-  *desc = d;
-  *fd = outFd;
-  return mcclSuccess;
+  // A fabric handle is plain bytes, valid in any process the IMEX service lets in.
+  CUmemFabricHandle fh;
+  CUCHECK(cuMemExportToShareableHandle(&fh, handle, type, 0));
+  return exported(handle, size, type, ownerDev, &fh, -1, desc, fd);
 }
 
 mcclResult_t mcclIpcExport(const void* ptr, mcclIpcDesc* desc, int* fd) {
@@ -97,10 +108,11 @@ mcclResult_t mcclIpcExport(const void* ptr, mcclIpcDesc* desc, int* fd) {
   if (types & CU_MEM_HANDLE_TYPE_FABRIC) {
     // Tried quietly: fabric can be advertised and still refused without an IMEX channel, and then
     // NCCL too falls back to POSIX fds. A refusal is only an error when there is no fallback.
+    // The export that succeeds is the one used: exporting again would only ask the driver twice.
     CUmemFabricHandle fh;
     CUresult err = cuMemExportToShareableHandle(&fh, handle, CU_MEM_HANDLE_TYPE_FABRIC, 0);
     if (err == CUDA_SUCCESS) {
-      res = mcclIpcExportHandle(handle, size, CU_MEM_HANDLE_TYPE_FABRIC, prop.location.id, desc, fd);
+      res = exported(handle, size, CU_MEM_HANDLE_TYPE_FABRIC, prop.location.id, &fh, -1, desc, fd);
       goto release;
     }
     if (!(types & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) {

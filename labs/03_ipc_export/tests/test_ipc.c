@@ -1,6 +1,7 @@
 // Lab 03 tests, one process: export an allocation, import it (on every device), check the bytes
 // both ways, the mapping outliving the exporter's free, bad descriptors, and fabric handles.
 #include <dirent.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -17,10 +18,11 @@
 
 
 
-// Leak probe for mappings and reservations: on the sim each is a line of /proc/self/maps; on a
-// GPU, device memory shows in cuMemGetInfo's free bytes (MiB).
+// Leak probe for mappings and reservations: on the sim each is a line of /proc/self/maps (under a
+// sanitizer, which maps memory of its own, only the sim's memfd mappings count); on a GPU, device
+// memory shows in cuMemGetInfo's free bytes (MiB).
 static long leakProbe(void) {
-  if (MCCL_TEST_ON_SIM) return mcclTestCountMaps(NULL);
+  if (MCCL_TEST_ON_SIM) return mcclTestCountMaps(MCCL_TEST_SANITIZER_MAPS ? "minccl-sim" : NULL);
   size_t freeMem = 0, total = 0;
   if (cuMemGetInfo(&freeMem, &total) != CUDA_SUCCESS) return -1;
   return (long)(freeMem / MiB);
@@ -382,6 +384,57 @@ static void exportMemAlloc(void) {
   EXPECT_EQ(mcclTestCountFds(), fdBase);
 }
 
+// ---- a fabric-capable driver, as the export path sees it ------------------------------------------
+// Fabric handles need an IMEX channel, which neither the sim nor most GPU hosts have. These two
+// definitions in the test executable take the place of the backend's for the lab library's calls
+// (and pass through to it via RTLD_NEXT) so that, while fakeFabric is set, an allocation advertises
+// a fabric handle type and exporting one succeeds, and the number of fabric exports is counted.
+static int fakeFabric;
+static int fabricExports;
+
+CUresult CUDAAPI cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp* prop, CUmemGenericAllocationHandle h) {
+  CUresult (*real)(CUmemAllocationProp*, CUmemGenericAllocationHandle);
+  *(void**)&real = dlsym(RTLD_NEXT, "cuMemGetAllocationPropertiesFromHandle");
+  if (real == NULL) return CUDA_ERROR_NOT_FOUND;
+  CUresult r = real(prop, h);
+  if (r == CUDA_SUCCESS && fakeFabric) prop->requestedHandleTypes |= CU_MEM_HANDLE_TYPE_FABRIC;
+  return r;
+}
+
+CUresult CUDAAPI cuMemExportToShareableHandle(void* out, CUmemGenericAllocationHandle h, CUmemAllocationHandleType type,
+                                              unsigned long long flags) {
+  if (fakeFabric && type == CU_MEM_HANDLE_TYPE_FABRIC) {
+    fabricExports++;
+    memset(out, 0xfa, sizeof(CUmemFabricHandle));
+    return CUDA_SUCCESS;
+  }
+  CUresult (*real)(void*, CUmemGenericAllocationHandle, CUmemAllocationHandleType, unsigned long long);
+  *(void**)&real = dlsym(RTLD_NEXT, "cuMemExportToShareableHandle");
+  return real ? real(out, h, type, flags) : CUDA_ERROR_NOT_FOUND;
+}
+
+// mcclIpcExport tries fabric first; when the driver gives a fabric handle, that one export is the
+// descriptor (the driver is asked once, and no fd is made).
+static void fabricExportedOnce(void) {
+  EXPECT_CUDA_OK(cudaSetDevice(0));
+  size_t gran = granularity(0);
+  void* p = NULL;
+  EXPECT_OK(mcclCuMemAlloc(&p, NULL, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, gran));
+  mcclIpcDesc desc;
+  int fd = -1;
+  fakeFabric = 1;
+  fabricExports = 0;
+  mcclResult_t res = mcclIpcExport(p, &desc, &fd);
+  fakeFabric = 0;
+  EXPECT_OK(mcclCuMemFree(p));
+  EXPECT_EQ(res, mcclSuccess);
+  EXPECT_EQ(fabricExports, 1);
+  EXPECT_EQ(desc.handleType, CU_MEM_HANDLE_TYPE_FABRIC);
+  EXPECT_EQ(fd, -1);
+  for (int i = 0; i < MCCL_IPC_FABRIC_HANDLE_BYTES; i++) EXPECT_EQ(desc.fabric[i], 0xfa);
+}
+
 MCCL_TEST_MAIN(MCCL_TEST_CASE(descriptorLayout), MCCL_TEST_CASE(exportImportEveryDevice),
                MCCL_TEST_CASE(mappingOutlivesExporter), MCCL_TEST_CASE(badDescriptors), MCCL_TEST_CASE(exportBadInput),
-               MCCL_TEST_CASE(fabricUnsupportedFails), MCCL_TEST_CASE(fabricRoundTrip), MCCL_TEST_CASE(exportMemAlloc))
+               MCCL_TEST_CASE(fabricUnsupportedFails), MCCL_TEST_CASE(fabricRoundTrip), MCCL_TEST_CASE(exportMemAlloc),
+               MCCL_TEST_CASE(fabricExportedOnce))

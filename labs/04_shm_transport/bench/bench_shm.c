@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "mccl_args.h"
-#include "../tests/shm_pair.h"
+#include "mccl_shm_pair.h"
 #include "mccl_fork.h"
 
 static double nowSec(void) {
@@ -24,14 +24,14 @@ static int cmpDouble(const void* a, const void* b) {
   return x < y ? -1 : x > y;
 }
 
-static mcclResult_t barrier(struct shmPairEnd* e) {
+static mcclResult_t barrier(struct mcclShmPairEnd* e) {
   char b = 0;
   MCCLCHECK(mcclIpcSocketSendMsg(&e->sock, &b, 1, -1, e->peer, e->hash));
   return mcclIpcSocketRecvMsg(&e->sock, &b, 1, NULL);
 }
 
 // Median seconds of one transfer of n bytes: one way (rank 0 -> 1) or both ways.
-static mcclResult_t timeTransfer(struct shmPairEnd* e, void* src, void* dst, size_t n, int both, int iters,
+static mcclResult_t timeTransfer(struct mcclShmPairEnd* e, void* src, void* dst, size_t n, int both, int iters,
                                  double* median) {
   double t[16];
   for (int i = -1; i < iters; i++) {  // i == -1: warm-up
@@ -76,8 +76,8 @@ static int run(int rank, uint64_t hash, size_t maxBytes) {
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) return 1;
   int dev = rank % ndev;
   cudaSetDevice(dev);
-  struct shmPairEnd e;
-  mcclResult_t r = shmPairConnect(&e, rank, hash, dev, 1, 1, 0, NULL);
+  struct mcclShmPairEnd e;
+  mcclResult_t r = mcclShmPairConnect(&e, rank, hash, dev, 1, 1, 0, NULL);
   if (r != mcclSuccess) {
     fprintf(stderr, "bench_shm: connect failed: %s\n", mcclGetErrorString(r));
     return 1;
@@ -128,7 +128,7 @@ static int run(int rank, uint64_t hash, size_t maxBytes) {
   cudaFreeHost(pinned);
   cudaFree(src);
   cudaFree(dst);
-  if (shmPairClose(&e) != mcclSuccess) rc = 1;
+  if (mcclShmPairClose(&e) != mcclSuccess) rc = 1;
   return rc;
 }
 

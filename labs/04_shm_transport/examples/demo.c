@@ -14,7 +14,7 @@
 #include "mccl_alloc.h"
 #include "mccl_fork.h"
 #include "mccl_host_alloc.h"
-#include "../tests/shm_pair.h"
+#include "mccl_shm_pair.h"
 
 #define MSG_BYTES (9 * 8192 + 3)  // ten 8 KiB steps (more than the 8 slots), the last one 3 bytes
 
@@ -29,11 +29,11 @@ static int die(const char* what, mcclResult_t r) {
   } while (0)
 
 static int sender(uint64_t hash) {
-  struct shmPairEnd e;
+  struct mcclShmPairEnd e;
   int ndev = 0;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) return 1;
   cudaSetDevice(0);
-  TRY(shmPairConnect(&e, 0, hash, 0, 1, 0, 0, NULL));
+  TRY(mcclShmPairConnect(&e, 0, hash, 0, 1, 0, 0, NULL));
   unsigned char host[MSG_BYTES];
   for (int i = 0; i < MSG_BYTES; i++) host[i] = (unsigned char)(i % 251);
   void* dev;
@@ -46,7 +46,7 @@ static int sender(uint64_t hash) {
          (unsigned long long)op.nsteps);
   fflush(stdout);
   cudaFree(dev);
-  TRY(shmPairClose(&e));
+  TRY(mcclShmPairClose(&e));
   return 0;
 }
 
@@ -114,8 +114,8 @@ static int receiver(uint64_t hash, volatile uint32_t* abortFlag) {
          offsetof(struct mcclRecvMem, connFifo), sizeof(struct mcclRecvMem));
 
   printf("\n[4] Connect: each side's setup allocates its page, the peers swap descriptors, connect imports\n");
-  struct shmPairEnd e;
-  TRY(shmPairConnect(&e, 1, hash, dev, 0, 1, 0, abortFlag));
+  struct mcclShmPairEnd e;
+  TRY(mcclShmPairConnect(&e, 1, hash, dev, 0, 1, 0, abortFlag));
   struct mcclConnector* c = &e.conns[0];
   const char* kinds[] = {"empty", "/dev/shm", "cuMem"};
   printf("  my page + FIFO: %s buffer; the sender's page imported (kind %s); stepSize %d\n",
@@ -147,7 +147,7 @@ static int receiver(uint64_t hash, volatile uint32_t* abortFlag) {
   for (int i = 0; i < MSG_BYTES; i++) bad += host[i] != (unsigned char)(i % 251);
   printf("  received %d bytes on device %d: %s\n", MSG_BYTES, dev, bad ? "CORRUPTED" : "every byte matches");
   cudaFree(dbuf);
-  TRY(shmPairClose(&e));
+  TRY(mcclShmPairClose(&e));
   return bad != 0;
 }
 

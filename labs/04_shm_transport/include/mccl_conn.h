@@ -130,6 +130,19 @@ struct mcclConnInfo {
   uint64_t step;                   /**< where this side is; a kernel writes it back when it ends */
 };
 
+/** @brief Connections per peer and direction on one channel (NCCL_MAX_CONNS): connIndex 0 or 1. */
+#define MCCL_MAX_CONNS 2
+
+/**
+ * @brief What a kernel reads about one peer of one channel (NCCL's ncclDevChannelPeer): the device
+ * copies of the connections to it, per connIndex. Lab 06's mcclTransportP2pSetup fills one device
+ * array of these per channel (indexed by peer rank).
+ */
+struct mcclDevChannelPeer {
+  struct mcclConnInfo send[MCCL_MAX_CONNS]; /**< sending to this peer */
+  struct mcclConnInfo recv[MCCL_MAX_CONNS]; /**< receiving from this peer */
+};
+
 /** @} */
 
 /// @cond INTERNAL

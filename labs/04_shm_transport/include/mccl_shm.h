@@ -43,15 +43,17 @@ extern "C" {
  *
  * @code
  * mcclPeerInfo me, peer;                 // peer's record comes from the other process
+ * struct mcclTransportCtx ctx;           // rank, ranks, device, buffer sizes
+ * MCCLCHECK(mcclTransportCtxInit(&ctx, rank, 2, dev));
  * MCCLCHECK(mcclFillPeerInfo(rank, dev, &me));
- * int ok; MCCLCHECK(mcclShmTransport.canConnect(&ok, &me, &peer));
+ * int ok; MCCLCHECK(mcclShmTransport.canConnect(&ok, &ctx, &me, &peer));
  * struct mcclConnector c; struct mcclConnect mine, theirs;
  * MCCLCHECK(mcclConnectorInit(&c, &mcclShmTransport, 1, rank));     // sender
  * c.getPeerFd = myGetFd; c.getPeerFdCtx = ctx;                        // for cuMem buffers
- * MCCLCHECK(c.transportComm->setup(&me, &peer, &mine, &c));
+ * MCCLCHECK(c.transportComm->setup(&ctx, NULL, &me, &peer, &mine, &c, 0, 0));  // channel 0, connIndex 0
  * // send `mine` to the peer (and the fd of mcclShmExportFd when it is a cuMem descriptor),
  * // receive `theirs`
- * MCCLCHECK(c.transportComm->connect(&theirs, &c));
+ * MCCLCHECK(c.transportComm->connect(&ctx, &theirs, 1, 0, &c));
  * struct mcclProxyOp op;
  * MCCLCHECK(mcclProxyOpInit(&op, &c, devBuf, nbytes, NULL));
  * MCCLCHECK(mcclProxyOpsWait(&op, 1));
@@ -176,9 +178,13 @@ struct mcclShmProxyConnectReq {
  */
 extern struct mcclTransport mcclShmTransport;
 
+/** @brief Largest MCCL_BUFFSIZE mcclShmBuffSize accepts: 1 GiB (each connection's segment is this
+ *  plus two pages, in /dev/shm or pinned host memory). */
+#define MCCL_SHM_MAX_BUFFSIZE (1LL << 30)
+
 /**
  * @brief Bytes of the FIFO each connection gets: MCCL_BUFFSIZE, checked.
- * @param[out] buffSize  the value (>= 4096, a multiple of 4096, below 2 GiB).
+ * @param[out] buffSize  the value: a multiple of 4096 from 4096 to 1 GiB (MCCL_SHM_MAX_BUFFSIZE).
  * @return mcclSuccess; mcclInvalidArgument naming MCCL_BUFFSIZE and its value.
  */
 mcclResult_t mcclShmBuffSize(int* buffSize);

@@ -36,6 +36,56 @@ struct mcclConnect {
 struct mcclTransport;
 struct mcclTransportComm;
 struct mcclConnector;
+/** @brief A rank's proxy (lab 05's mcclProxyState; opaque here). Proxy hooks receive it, as NCCL's
+ *  receive their ncclProxyState; NULL when lab 04 runs them on the calling thread. */
+struct mcclProxyState;
+
+/** @brief Most channels a context connects (NCCL's MAXCHANNELS is 64 in 2.28 too). */
+#define MCCL_MAX_CHANNELS 64
+
+/** @brief Index of a transport in mcclTransports[] (NCCL's TRANSPORT_* values): none chosen. */
+#define TRANSPORT_UNDEFINED -1
+/** @brief mcclTransports[] index of P2P (lab 06 fills the slot when it is linked in). */
+#define TRANSPORT_P2P 0
+/** @brief mcclTransports[] index of SHM (this lab). */
+#define TRANSPORT_SHM 1
+/** @brief Entries of mcclTransports[] (NCCL_NUM_TRANSPORTS; minccl has no NET or COLLNET yet). */
+#define MCCL_NUM_TRANSPORTS 2
+
+struct mcclChannelPeer;
+
+/** @brief One channel's connections (the host half of NCCL's struct ncclChannel). Lab 06's
+ *  mcclChannelsInit allocates the arrays; mcclTransportP2pSetup connects and copies them. */
+struct mcclChannel {
+  int id;                              /**< channel index */
+  struct mcclChannelPeer* peers;       /**< [nRanks] host connectors, per peer rank */
+  struct mcclDevChannelPeer* devPeers; /**< [nRanks] device copy of every connected peer's mcclConnInfo */
+};
+
+/**
+ * @brief What the transport hooks need to know about the communicator they serve (the parts of
+ * NCCL's struct ncclComm that src/transport.cc and src/transport/{p2p,shm}.cc read). Labs 04-06 fill
+ * one with mcclTransportCtxInit (and a bootstrap and proxy where they have them); lab 07's
+ * communicator embeds one. Buffer sizes come from here, never from a parameter read inside a hook.
+ */
+struct mcclTransportCtx {
+  int rank;                          /**< this rank */
+  int nRanks;                        /**< ranks in the communicator */
+  int cudaDev;                       /**< the device this rank drives */
+  const mcclPeerInfo* peerInfo;      /**< [nRanks] every rank's record (may be NULL for a lone pair) */
+  int buffSizes[MCCL_NUM_PROTOCOLS]; /**< FIFO bytes per protocol (NCCL's comm->buffSizes) */
+  mcclBootstrap* bootstrap;          /**< to exchange mcclConnect (lab 06's mcclTransportP2pSetup); may be NULL */
+  struct mcclProxyState* proxyState; /**< lab 05's proxy, or NULL: proxy calls run on this thread */
+  volatile uint32_t* abortFlag;      /**< host abort flag, or NULL */
+  /** TRANSPORT_UNDEFINED (mcclTransportCtxInit's value): connections try every transport in order;
+   *  TRANSPORT_P2P or TRANSPORT_SHM: only that one (lab 06's pair helpers force one). */
+  int onlyTransport;
+  int nChannels;                                /**< channels in use (lab 06's mcclChannelsInit) */
+  struct mcclChannel channels[MCCL_MAX_CHANNELS]; /**< the channels (NCCL's comm->channels) */
+  uint64_t* connectSend; /**< [nRanks] channel masks still to connect sending to each peer (NCCL's comm->connectSend) */
+  uint64_t* connectRecv; /**< [nRanks] channel masks still to connect receiving from each peer */
+};
+
 
 /**
  * @brief The proxy-side half of one connection (the lab-04 part of NCCL's ncclProxyConnection).
@@ -47,6 +97,7 @@ struct mcclConnector;
 struct mcclProxyConnection {
   int send;                                     /**< 1: send side, 0: receive side */
   int rank;                                     /**< this process's rank */
+  int transport;                                /**< index in mcclTransports[] (TRANSPORT_SHM, ...) */
   const struct mcclTransportComm* tcomm;        /**< the hooks to call (send or recv half of the table) */
   void* transportResources;                     /**< owned by the transport's proxy hooks */
   /** cuMem handle of memory proxySetup allocated for a peer to import (0: none). The proxy (lab 05)
@@ -106,6 +157,7 @@ typedef mcclResult_t (*mcclGetPeerFdFn)(void* ctx, int peerRank, const void* han
 struct mcclConnector {
   int connected;                           /**< set by connect */
   int send;                                /**< 1: send side, 0: receive side */
+  int transport;                           /**< index in mcclTransports[] of the connector's transport */
   const struct mcclTransportComm* transportComm; /**< send or recv half of the transport's table */
   void* transportResources;                /**< owned by setup/connect/free */
   struct mcclConnInfo conn;                /**< filled by connect */
@@ -117,23 +169,34 @@ struct mcclConnector {
   void* getPeerFdCtx;                      /**< passed to getPeerFd */
 };
 
-/** @brief One side's transport hooks (NCCL's ncclTransportComm), minus the communicator. */
+/** @brief One peer of one channel on the host (NCCL's ncclChannelPeer): connectors per direction and connIndex. */
+struct mcclChannelPeer {
+  struct mcclConnector send[MCCL_MAX_CONNS]; /**< sending to this peer */
+  struct mcclConnector recv[MCCL_MAX_CONNS]; /**< receiving from this peer */
+};
+
+/** @brief One side's transport hooks (NCCL's ncclTransportComm). */
 struct mcclTransportComm {
-  /** Allocate this side's resources (through proxyCall(mcclProxyMsgSetup)) and fill connectInfo for the peer. */
-  mcclResult_t (*setup)(const mcclPeerInfo* myInfo, const mcclPeerInfo* peerInfo, struct mcclConnect* connectInfo,
-                        struct mcclConnector* connector);
-  /** Import the peer's resources from its connectInfo; fill connector->conn. */
-  mcclResult_t (*connect)(const struct mcclConnect* peerConnectInfo, struct mcclConnector* connector);
+  /** Allocate this side's resources (through proxyCall(mcclProxyMsgSetup)) and fill connectInfo for the peer.
+   *  graph: the ring or graph the connection serves (unused by P2P and SHM; may be NULL). channelId and
+   *  connIndex name the connection in logs and, for NCCL, pick per-channel resources. */
+  mcclResult_t (*setup)(struct mcclTransportCtx* ctx, const void* graph, const mcclPeerInfo* myInfo,
+                        const mcclPeerInfo* peerInfo, struct mcclConnect* connectInfo, struct mcclConnector* connector,
+                        int channelId, int connIndex);
+  /** Import the peer's resources from its connectInfo (nranks entries from rank `rank` in NCCL; one here:
+   *  nranks 1, rank 0); fill connector->conn. */
+  mcclResult_t (*connect)(struct mcclTransportCtx* ctx, const struct mcclConnect* connectInfo, int nranks, int rank,
+                          struct mcclConnector* connector);
   /** Undo connect and setup's user-side part. */
   mcclResult_t (*free)(struct mcclConnector* connector);
   /** Proxy side of setup: allocate what the peer will import; respond with connect information. */
-  mcclResult_t (*proxySetup)(struct mcclProxyConnection* connection, const void* req, int reqSize, void* resp,
-                             int respSize, int* done);
+  mcclResult_t (*proxySetup)(struct mcclProxyConnection* connection, struct mcclProxyState* proxyState,
+                             const void* req, int reqSize, void* resp, int respSize, int* done);
   /** Proxy side of connect: create what progress needs (stream, events); learn the mapped addresses. */
-  mcclResult_t (*proxyConnect)(struct mcclProxyConnection* connection, const void* req, int reqSize, void* resp,
-                               int respSize, int* done);
+  mcclResult_t (*proxyConnect)(struct mcclProxyConnection* connection, struct mcclProxyState* proxyState,
+                               const void* req, int reqSize, void* resp, int respSize, int* done);
   /** Release everything proxySetup/proxyConnect made (waits for copies in flight first). */
-  mcclResult_t (*proxyFree)(struct mcclProxyConnection* connection);
+  mcclResult_t (*proxyFree)(struct mcclProxyConnection* connection, struct mcclProxyState* proxyState);
   /** Advance one message without blocking; sets *done when it has completed. */
   mcclResult_t (*proxyProgress)(struct mcclProxyOp* op, int* done);
 };
@@ -141,11 +204,39 @@ struct mcclTransportComm {
 /** @brief A transport: a name, a rule for which peers it serves, and both sides' hooks (NCCL's ncclTransport). */
 struct mcclTransport {
   const char name[8];  /**< e.g. "SHM" */
-  /** *ret = 1 when the two peers can use this transport. */
-  mcclResult_t (*canConnect)(int* ret, const mcclPeerInfo* info1, const mcclPeerInfo* info2);
+  /** *ret = 1 when the two peers can use this transport (ctx: the communicator asking; may be NULL). */
+  mcclResult_t (*canConnect)(int* ret, const struct mcclTransportCtx* ctx, const mcclPeerInfo* info1,
+                             const mcclPeerInfo* info2);
   struct mcclTransportComm send; /**< sender's hooks */
   struct mcclTransportComm recv; /**< receiver's hooks */
 };
+
+/**
+ * @brief The transports, in the order connections try them (NCCL's ncclTransports[]): [TRANSPORT_P2P]
+ * is NULL until lab 06 is linked in (its P2P transport fills the slot when the program starts: a lab
+ * never names a transport of a lab above it), [TRANSPORT_SHM] is &mcclShmTransport.
+ */
+extern struct mcclTransport* mcclTransports[MCCL_NUM_TRANSPORTS];
+
+/**
+ * @brief The index of a transport in mcclTransports[].
+ * @param[in] transport  e.g. &mcclShmTransport.
+ * @return TRANSPORT_P2P, TRANSPORT_SHM, or TRANSPORT_UNDEFINED when it is not registered.
+ */
+int mcclTransportIndex(const struct mcclTransport* transport);
+
+/**
+ * @brief Fill a context for one rank: zero it, set rank, nRanks and cudaDev, and the buffer sizes
+ * (mcclComputeBuffSizes), onlyTransport TRANSPORT_UNDEFINED. bootstrap, proxyState, peerInfo and abortFlag
+ * stay NULL for the caller to set; lab 06's mcclChannelsInit adds the channels.
+ * @param[out] ctx      the context.
+ * @param[in]  rank     0 .. nRanks-1.
+ * @param[in]  nRanks   >= 1.
+ * @param[in]  cudaDev  >= 0.
+ * @return mcclSuccess; mcclInvalidArgument (NULL ctx, bad rank, nRanks or device, bad MCCL_BUFFSIZE /
+ *         MCCL_LL_BUFFSIZE).
+ */
+mcclResult_t mcclTransportCtxInit(struct mcclTransportCtx* ctx, int rank, int nRanks, int cudaDev);
 
 /**
  * @brief Describe this process for canConnect, without a bootstrap: rank, pid, device, host hash
@@ -170,10 +261,11 @@ mcclResult_t mcclComputeBuffSizes(int buffSizes[MCCL_NUM_PROTOCOLS]);
  * @brief Prepare a connector for one side of a transport: zero it, pick the send or recv hooks,
  * and route proxy calls to mcclProxyCallDirect (the in-thread proxy of this lab).
  * @param[out] connector  the connector.
- * @param[in]  transport  e.g. &mcclShmTransport.
+ * @param[in]  transport  a registered transport, e.g. &mcclShmTransport (its index in mcclTransports[]
+ *                        is what lab 05's Init RPC carries).
  * @param[in]  send       1 for the send side, 0 for the receive side.
  * @param[in]  rank       this process's rank (recorded in the proxy connection).
- * @return mcclSuccess; mcclInvalidArgument (NULL pointers, send not 0/1).
+ * @return mcclSuccess; mcclInvalidArgument (NULL pointers, send not 0/1, a transport not in mcclTransports[]).
  */
 mcclResult_t mcclConnectorInit(struct mcclConnector* connector, const struct mcclTransport* transport, int send,
                                int rank);
@@ -219,7 +311,8 @@ mcclResult_t mcclProxyOpInit(struct mcclProxyOp* op, struct mcclConnector* conne
 /**
  * @brief Call each op's proxyProgress in turn until all are done or one fails: the user-thread
  * progress loop of this lab (lab 05 runs the same hooks on its progress thread).
- * @param[in,out] ops   operations from mcclProxyOpInit, on different connections.
+ * @param[in,out] ops   operations from mcclProxyOpInit, on different connections. Each one done is
+ *                      left in state mcclProxyOpNone (and one passed in that state is skipped).
  * @param[in]     nops  how many, >= 1.
  * @return mcclSuccess; the first error a hook returned (mcclTimeout when a peer stopped moving,
  *         mcclInternalError when aborted, mcclRemoteError when the peer broke the protocol).

@@ -182,8 +182,8 @@ mcclResult_t mcclShmIpcClose(mcclShmIpcDesc_t* desc) {
 mcclResult_t mcclShmBuffSize(int* buffSize) {
   MCCL_ARGCHECK(buffSize != NULL, "buffSize is NULL");
   int64_t b = mcclParamBuffsize();
-  MCCL_ARGCHECK(b >= 4096 && b % 4096 == 0 && b <= (1LL << 30), "MCCL_BUFFSIZE %lld (must be a multiple of 4096 "
-                "from 4096 to 1 GiB)", (long long)b);
+  MCCL_ARGCHECK(b >= 4096 && b % 4096 == 0 && b <= MCCL_SHM_MAX_BUFFSIZE,
+                "MCCL_BUFFSIZE %lld (must be a multiple of 4096 from 4096 to 1 GiB)", (long long)b);
   *buffSize = (int)b;
   return mcclSuccess;
 }
@@ -225,7 +225,9 @@ struct shmProxyInfo {
 
 // ---- canConnect ------------------------------------------------------------------------------
 
-static mcclResult_t shmCanConnect(int* ret, const mcclPeerInfo* info1, const mcclPeerInfo* info2) {
+static mcclResult_t shmCanConnect(int* ret, const struct mcclTransportCtx* ctx, const mcclPeerInfo* info1,
+                                  const mcclPeerInfo* info2) {
+  (void)ctx;
   MCCL_ARGCHECK(ret != NULL, "ret is NULL");
   MCCL_ARGCHECK(info1 != NULL, "info1 is NULL");
   MCCL_ARGCHECK(info2 != NULL, "info2 is NULL");
@@ -248,8 +250,10 @@ static int sameProcess(const mcclPeerInfo* a, const mcclPeerInfo* b) {
   return a->hostHash == b->hostHash && a->pid == b->pid;
 }
 
-static mcclResult_t shmSetup(int send, const mcclPeerInfo* myInfo, const mcclPeerInfo* peerInfo,
-                             struct mcclConnect* connectInfo, struct mcclConnector* c) {
+static mcclResult_t shmSetup(int send, struct mcclTransportCtx* ctx, const mcclPeerInfo* myInfo,
+                             const mcclPeerInfo* peerInfo, struct mcclConnect* connectInfo, struct mcclConnector* c,
+                             int channelId, int connIndex) {
+  MCCL_ARGCHECK(ctx != NULL, "ctx is NULL");
   MCCL_ARGCHECK(myInfo != NULL, "myInfo is NULL");
   MCCL_ARGCHECK(peerInfo != NULL, "peerInfo is NULL");
   MCCL_ARGCHECK(connectInfo != NULL, "connectInfo is NULL");
@@ -262,7 +266,10 @@ static mcclResult_t shmSetup(int send, const mcclPeerInfo* myInfo, const mcclPee
   }
   mcclResult_t res = mcclSuccess;
   int buffSizes[MCCL_NUM_PROTOCOLS];
-  MCCLCHECK(mcclComputeBuffSizes(buffSizes));
+  memcpy(buffSizes, ctx->buffSizes, sizeof(buffSizes));
+  for (int p = 0; p < MCCL_NUM_PROTOCOLS; p++)
+    MCCL_ARGCHECK(buffSizes[p] >= 4096 && buffSizes[p] % 4096 == 0, "ctx->buffSizes[%d] %d (a multiple of 4096, from "
+                  "mcclTransportCtxInit)", p, buffSizes[p]);
   struct mcclShmRequest req;
   memset(&req, 0, sizeof(req));
   // Receiver-side locality (NCCL's default SHM_LOCALITY=2): the FIFOs live with their reader, after
@@ -298,8 +305,8 @@ static mcclResult_t shmSetup(int send, const mcclPeerInfo* myInfo, const mcclPee
   memset(connectInfo, 0, sizeof(*connectInfo));
   memcpy(connectInfo->data, &info, sizeof(info));
   c->transportResources = resources;
-  INFO(MCCL_INIT | MCCL_SHM, "%d -> %d via SHM/%s (%s side, FIFOs LL %d + SIMPLE %d bytes)",
-       send ? myInfo->rank : peerInfo->rank, send ? peerInfo->rank : myInfo->rank,
+  INFO(MCCL_INIT | MCCL_SHM, "Channel %02d/%d : %d -> %d via SHM/%s (%s side, FIFOs LL %d + SIMPLE %d bytes)",
+       channelId, connIndex, send ? myInfo->rank : peerInfo->rank, send ? peerInfo->rank : myInfo->rank,
        info.desc.kind == MCCL_SHM_IPC_CUMEM ? "cuMem" : "/dev/shm", send ? "send" : "recv", buffSizes[MCCL_PROTO_LL],
        buffSizes[MCCL_PROTO_SIMPLE]);
   return mcclSuccess;
@@ -308,14 +315,18 @@ fail:
   return res;
 }
 
-static mcclResult_t shmSendSetup(const mcclPeerInfo* myInfo, const mcclPeerInfo* peerInfo,
-                                 struct mcclConnect* connectInfo, struct mcclConnector* send) {
-  return shmSetup(1, myInfo, peerInfo, connectInfo, send);
+static mcclResult_t shmSendSetup(struct mcclTransportCtx* ctx, const void* graph, const mcclPeerInfo* myInfo,
+                                 const mcclPeerInfo* peerInfo, struct mcclConnect* connectInfo,
+                                 struct mcclConnector* send, int channelId, int connIndex) {
+  (void)graph;
+  return shmSetup(1, ctx, myInfo, peerInfo, connectInfo, send, channelId, connIndex);
 }
 
-static mcclResult_t shmRecvSetup(const mcclPeerInfo* myInfo, const mcclPeerInfo* peerInfo,
-                                 struct mcclConnect* connectInfo, struct mcclConnector* recv) {
-  return shmSetup(0, myInfo, peerInfo, connectInfo, recv);
+static mcclResult_t shmRecvSetup(struct mcclTransportCtx* ctx, const void* graph, const mcclPeerInfo* myInfo,
+                                 const mcclPeerInfo* peerInfo, struct mcclConnect* connectInfo,
+                                 struct mcclConnector* recv, int channelId, int connIndex) {
+  (void)graph;
+  return shmSetup(0, ctx, myInfo, peerInfo, connectInfo, recv, channelId, connIndex);
 }
 
 // ---- connect: import the peer's buffer ---------------------------------------------------------
@@ -343,7 +354,11 @@ static mcclResult_t importPeer(struct mcclConnector* c, const struct mcclShmConn
   return res;
 }
 
-static mcclResult_t shmSendConnect(const struct mcclConnect* connectInfo, struct mcclConnector* send) {
+static mcclResult_t shmSendConnect(struct mcclTransportCtx* ctx, const struct mcclConnect* connectInfo, int nranks,
+                                   int rank, struct mcclConnector* send) {
+  (void)ctx;
+  (void)nranks;
+  (void)rank;
   MCCL_ARGCHECK(connectInfo != NULL, "connectInfo is NULL");
   MCCL_ARGCHECK(send != NULL && send->send == 1, "send connector %p is NULL or a recv connector", (void*)send);
   struct shmSendResources* r = (struct shmSendResources*)send->transportResources;
@@ -378,7 +393,11 @@ fail:
   return res;
 }
 
-static mcclResult_t shmRecvConnect(const struct mcclConnect* connectInfo, struct mcclConnector* recv) {
+static mcclResult_t shmRecvConnect(struct mcclTransportCtx* ctx, const struct mcclConnect* connectInfo, int nranks,
+                                   int rank, struct mcclConnector* recv) {
+  (void)ctx;
+  (void)nranks;
+  (void)rank;
   MCCL_ARGCHECK(connectInfo != NULL, "connectInfo is NULL");
   MCCL_ARGCHECK(recv != NULL && recv->send == 0, "recv connector %p is NULL or a send connector", (void*)recv);
   struct shmRecvResources* r = (struct shmRecvResources*)recv->transportResources;
@@ -425,8 +444,9 @@ static mcclResult_t shmFree(struct mcclConnector* c) {
 
 // ---- proxy hooks -----------------------------------------------------------------------------
 
-static mcclResult_t shmProxySetup(struct mcclProxyConnection* connection, const void* reqBuff, int reqSize,
-                                  void* respBuff, int respSize, int* done) {
+static mcclResult_t shmProxySetup(struct mcclProxyConnection* connection, struct mcclProxyState* proxyState,
+                                  const void* reqBuff, int reqSize, void* respBuff, int respSize, int* done) {
+  (void)proxyState;
   MCCL_ARGCHECK(connection != NULL && reqBuff != NULL && respBuff != NULL && done != NULL,
                 "NULL connection %p, req %p, resp %p or done %p", (void*)connection, reqBuff, respBuff, (void*)done);
   if (reqSize != (int)sizeof(struct mcclShmRequest) || respSize != (int)sizeof(struct mcclShmConnectInfo)) {
@@ -486,8 +506,9 @@ fail:
   return res;
 }
 
-static mcclResult_t shmProxyConnect(struct mcclProxyConnection* connection, const void* reqBuff, int reqSize,
-                                    void* respBuff, int respSize, int* done) {
+static mcclResult_t shmProxyConnect(struct mcclProxyConnection* connection, struct mcclProxyState* proxyState,
+                                    const void* reqBuff, int reqSize, void* respBuff, int respSize, int* done) {
+  (void)proxyState;
   (void)respBuff;
   (void)respSize;
   MCCL_ARGCHECK(connection != NULL && reqBuff != NULL && done != NULL, "NULL connection %p, req %p or done %p",
@@ -522,7 +543,8 @@ fail:
   return res;
 }
 
-static mcclResult_t shmProxyFree(struct mcclProxyConnection* connection) {
+static mcclResult_t shmProxyFree(struct mcclProxyConnection* connection, struct mcclProxyState* proxyState) {
+  (void)proxyState;
   if (connection == NULL || connection->transportResources == NULL) return mcclSuccess;
   struct shmProxyInfo* pi = (struct shmProxyInfo*)connection->transportResources;
   mcclResult_t res = mcclSuccess;

@@ -45,17 +45,48 @@ mcclResult_t mcclComputeBuffSizes(int buffSizes[MCCL_NUM_PROTOCOLS]) {
   return mcclSuccess;
 }
 
+// NCCL's ncclTransports[] is a static array of every transport; here a lab cannot name a transport of
+// a lab above it, so lab 06 fills the P2P slot itself (a constructor in its p2p.c) when it is linked.
+struct mcclTransport* mcclTransports[MCCL_NUM_TRANSPORTS] = {NULL, &mcclShmTransport};
+
+int mcclTransportIndex(const struct mcclTransport* transport) {
+  for (int t = 0; transport != NULL && t < MCCL_NUM_TRANSPORTS; t++)
+    if (mcclTransports[t] == transport) return t;
+  return TRANSPORT_UNDEFINED;
+}
+
+mcclResult_t mcclTransportCtxInit(struct mcclTransportCtx* ctx, int rank, int nRanks, int cudaDev) {
+  MCCL_ARGCHECK(ctx != NULL, "ctx is NULL");
+  MCCL_ARGCHECK(nRanks >= 1, "nRanks %d (must be >= 1)", nRanks);
+  MCCL_ARGCHECK(rank >= 0 && rank < nRanks, "rank %d (must be 0 .. %d)", rank, nRanks - 1);
+  MCCL_ARGCHECK(cudaDev >= 0, "cudaDev %d (must be >= 0)", cudaDev);
+  struct mcclTransportCtx c;
+  memset(&c, 0, sizeof(c));
+  c.rank = rank;
+  c.nRanks = nRanks;
+  c.cudaDev = cudaDev;
+  c.onlyTransport = TRANSPORT_UNDEFINED;
+  MCCLCHECK(mcclComputeBuffSizes(c.buffSizes));
+  *ctx = c;
+  return mcclSuccess;
+}
+
 mcclResult_t mcclConnectorInit(struct mcclConnector* connector, const struct mcclTransport* transport, int send,
                                int rank) {
   MCCL_ARGCHECK(connector != NULL, "connector is NULL");
   MCCL_ARGCHECK(transport != NULL, "transport is NULL");
   MCCL_ARGCHECK(send == 0 || send == 1, "send %d (must be 0 or 1)", send);
+  int index = mcclTransportIndex(transport);
+  MCCL_ARGCHECK(index != TRANSPORT_UNDEFINED, "transport %p (\"%.8s\") is not in mcclTransports[]",
+                (const void*)transport, transport->name);
   memset(connector, 0, sizeof(*connector));
   connector->send = send;
+  connector->transport = index;
   connector->transportComm = send ? &transport->send : &transport->recv;
   connector->proxyConn = &connector->proxyConnStorage;
   connector->proxyConn->send = send;
   connector->proxyConn->rank = rank;
+  connector->proxyConn->transport = index;
   connector->proxyConn->tcomm = connector->transportComm;
   connector->proxyCall = mcclProxyCallDirect;
   return mcclSuccess;
@@ -73,14 +104,14 @@ mcclResult_t mcclProxyCallDirect(struct mcclConnector* connector, int msgType, c
     case mcclProxyMsgSetup:
       if (t->proxySetup == NULL) return mcclSuccess;
       // A hook may answer "not yet" (NCCL's async proxy ops); here we simply call it again.
-      while (!done) MCCLCHECK(t->proxySetup(pc, req, reqSize, resp, respSize, &done));
+      while (!done) MCCLCHECK(t->proxySetup(pc, NULL, req, reqSize, resp, respSize, &done));
       return mcclSuccess;
     case mcclProxyMsgConnect:
       if (t->proxyConnect == NULL) return mcclSuccess;
-      while (!done) MCCLCHECK(t->proxyConnect(pc, req, reqSize, resp, respSize, &done));
+      while (!done) MCCLCHECK(t->proxyConnect(pc, NULL, req, reqSize, resp, respSize, &done));
       return mcclSuccess;
     case mcclProxyMsgFree:
-      return t->proxyFree ? t->proxyFree(pc) : mcclSuccess;
+      return t->proxyFree ? t->proxyFree(pc, NULL) : mcclSuccess;
     default:
       WARN("Invalid argument: msgType %d (expected setup %d, connect %d or free %d)", msgType, mcclProxyMsgSetup,
            mcclProxyMsgConnect, mcclProxyMsgFree);
@@ -131,23 +162,22 @@ mcclResult_t mcclProxyOpsWait(struct mcclProxyOp* ops, int nops) {
   for (int i = 0; i < nops; i++)
     MCCL_ARGCHECK(ops[i].connection && ops[i].connection->tcomm && ops[i].connection->tcomm->proxyProgress,
                   "ops[%d] has no connection with a progress hook", i);
-  int remaining = nops;
-  int finished[nops];
-  memset(finished, 0, sizeof(finished));
-  while (remaining > 0) {
+  // An op is finished once its hook reports done; it is then left in state mcclProxyOpNone, which is
+  // what this loop skips (NCCL's progressOps drops ops in ncclProxyOpNone from its list the same way),
+  // so no per-call array sized by the caller's nops is needed.
+  for (int left = nops; left > 0;) {
     int idle = 1;
+    left = 0;
     for (int i = 0; i < nops; i++) {
-      if (finished[i]) continue;
+      if (ops[i].state == mcclProxyOpNone) continue;
       int done = 0;
       MCCLCHECK(ops[i].connection->tcomm->proxyProgress(&ops[i], &done));
       if (!ops[i].idle) idle = 0;
-      if (done) {
-        finished[i] = 1;
-        remaining--;
-      }
+      if (done) ops[i].state = mcclProxyOpNone;
+      else left++;
     }
     // Nothing moved: let the peer and the copy threads have the core (as NCCL's proxy loop does).
-    if (idle && remaining > 0) sched_yield();
+    if (idle && left > 0) sched_yield();
   }
   return mcclSuccess;
 }

@@ -38,6 +38,16 @@ static void layout(void) {
   b = -1;
   EXPECT_RES(mcclShmBuffSize(&b), mcclInvalidArgument);
   EXPECT_EQ(b, -1);
+  // The documented range, both ends: 4096 .. 1 GiB (mccl_shm.h, mccl_params.def).
+  const struct { const char* value; int ok; } range[] = {
+      {"4096", 1}, {"0", 0}, {"1073741824", 1}, {"1073745920", 0}, {"2147479552", 0}, {"-4096", 0}};
+  for (size_t i = 0; i < sizeof(range) / sizeof(range[0]); i++) {
+    setParam("MCCL_BUFFSIZE", range[i].value);
+    b = -1;
+    EXPECT_RES(mcclShmBuffSize(&b), range[i].ok ? mcclSuccess : mcclInvalidArgument);
+    EXPECT_EQ(b, range[i].ok ? atoll(range[i].value) : -1);
+  }
+  EXPECT_EQ(MCCL_SHM_MAX_BUFFSIZE, 1LL << 30);
   setParam("MCCL_BUFFSIZE", NULL);
 }
 
@@ -303,22 +313,22 @@ static void canConnectRules(void) {
   EXPECT_EQ(a.pid, (int)getpid());
   int ok = -1;
   setParam("MCCL_SHM_DISABLE", NULL);
-  EXPECT_OK(mcclShmTransport.canConnect(&ok, &a, &b));
+  EXPECT_OK(mcclShmTransport.canConnect(&ok, NULL, &a, &b));
   EXPECT_EQ(ok, 1);
   mcclPeerInfo c = b;
   c.hostHash ^= 1;  // another host
-  EXPECT_OK(mcclShmTransport.canConnect(&ok, &a, &c));
+  EXPECT_OK(mcclShmTransport.canConnect(&ok, NULL, &a, &c));
   EXPECT_EQ(ok, 0);
   c = b;
   c.shmDev ^= 1;  // same host, another /dev/shm (a different container)
-  EXPECT_OK(mcclShmTransport.canConnect(&ok, &a, &c));
+  EXPECT_OK(mcclShmTransport.canConnect(&ok, NULL, &a, &c));
   EXPECT_EQ(ok, 0);
   setParam("MCCL_SHM_DISABLE", "1");
-  EXPECT_OK(mcclShmTransport.canConnect(&ok, &a, &b));
+  EXPECT_OK(mcclShmTransport.canConnect(&ok, NULL, &a, &b));
   setParam("MCCL_SHM_DISABLE", NULL);
   EXPECT_EQ(ok, 0);
   ok = 5;
-  EXPECT_RES(mcclShmTransport.canConnect(&ok, NULL, &b), mcclInvalidArgument);
+  EXPECT_RES(mcclShmTransport.canConnect(&ok, NULL, NULL, &b), mcclInvalidArgument);
   EXPECT_EQ(ok, 5);
   EXPECT_RES(mcclFillPeerInfo(-1, 0, &a), mcclInvalidArgument);
 }
@@ -338,6 +348,15 @@ static void opsTable(void) {
   EXPECT_TRUE(c.transportComm == &t->send);
   EXPECT_TRUE(c.proxyCall == mcclProxyCallDirect);
   EXPECT_TRUE(c.proxyConn == &c.proxyConnStorage && c.proxyConn->rank == 3 && c.proxyConn->send == 1);
+  // The registry: SHM at its NCCL index, and the connector (and its proxy half) record that index.
+  EXPECT_TRUE(mcclTransports[TRANSPORT_SHM] == &mcclShmTransport);
+  EXPECT_EQ(mcclTransportIndex(t), TRANSPORT_SHM);
+  EXPECT_EQ(c.transport, TRANSPORT_SHM);
+  EXPECT_EQ(c.proxyConn->transport, TRANSPORT_SHM);
+  EXPECT_EQ(mcclTransportIndex(NULL), TRANSPORT_UNDEFINED);
+  struct mcclTransport stray = {"STRAY", NULL, {0}, {0}};
+  EXPECT_EQ(mcclTransportIndex(&stray), TRANSPORT_UNDEFINED);
+  EXPECT_RES(mcclConnectorInit(&c, &stray, 1, 0), mcclInvalidArgument);  // not registered
   EXPECT_RES(mcclConnectorInit(&c, t, 2, 0), mcclInvalidArgument);
   EXPECT_RES(mcclProxyCallDirect(&c, 42, NULL, 0, NULL, 0), mcclInvalidArgument);
 }
@@ -351,15 +370,17 @@ struct loop {
 static void loopOpen(struct loop* l, uint64_t initialStep) {
   mcclPeerInfo me;
   struct mcclConnect sc, rc;
+  struct mcclTransportCtx ctx;
+  EXPECT_OK(mcclTransportCtxInit(&ctx, 0, 1, 0));
   EXPECT_OK(mcclFillPeerInfo(0, 0, &me));
   EXPECT_OK(mcclConnectorInit(&l->s, &mcclShmTransport, 1, 0));
   EXPECT_OK(mcclConnectorInit(&l->r, &mcclShmTransport, 0, 0));
   l->s.initialStep = l->r.initialStep = initialStep;
-  EXPECT_OK(l->s.transportComm->setup(&me, &me, &sc, &l->s));
-  EXPECT_OK(l->r.transportComm->setup(&me, &me, &rc, &l->r));
+  EXPECT_OK(l->s.transportComm->setup(&ctx, NULL, &me, &me, &sc, &l->s, 0, 0));
+  EXPECT_OK(l->r.transportComm->setup(&ctx, NULL, &me, &me, &rc, &l->r, 0, 0));
   EXPECT_EQ(((struct mcclShmConnectInfo*)rc.data)->desc.kind, MCCL_SHM_IPC_LEGACY);
-  EXPECT_OK(l->s.transportComm->connect(&rc, &l->s));
-  EXPECT_OK(l->r.transportComm->connect(&sc, &l->r));
+  EXPECT_OK(l->s.transportComm->connect(&ctx, &rc, 1, 0, &l->s));
+  EXPECT_OK(l->r.transportComm->connect(&ctx, &sc, 1, 0, &l->r));
   EXPECT_EQ(l->s.connected, 1);
   EXPECT_EQ(l->r.connected, 1);
 }
@@ -469,20 +490,30 @@ static void connectorMisuse(void) {
   struct mcclConnect ci;
   struct mcclProxyOp op;
   mcclPeerInfo me;
+  struct mcclTransportCtx ctx, bad;
   memset(&ci, 0, sizeof(ci));
+  EXPECT_OK(mcclTransportCtxInit(&ctx, 0, 1, 0));
   EXPECT_OK(mcclFillPeerInfo(0, 0, &me));
   EXPECT_OK(mcclConnectorInit(&c, &mcclShmTransport, 0, 0));
   EXPECT_RES(mcclProxyOpInit(&op, &c, NULL, 0, NULL), mcclInvalidUsage);  // not connected
-  EXPECT_RES(c.transportComm->connect(&ci, &c), mcclInvalidUsage);       // not set up
-  EXPECT_RES(mcclShmTransport.send.setup(&me, &me, &ci, &c), mcclInvalidArgument);  // recv connector, send hooks
+  EXPECT_RES(c.transportComm->connect(&ctx, &ci, 1, 0, &c), mcclInvalidUsage);  // not set up
+  EXPECT_RES(mcclShmTransport.send.setup(&ctx, NULL, &me, &me, &ci, &c, 0, 0), mcclInvalidArgument);  // recv connector
+  EXPECT_RES(c.transportComm->setup(NULL, NULL, &me, &me, &ci, &c, 0, 0), mcclInvalidArgument);       // no context
+  // The sizes come from the context (NCCL's comm->buffSizes), checked once where it is made ...
   setParam("MCCL_BUFFSIZE", "1000");
-  EXPECT_RES(c.transportComm->setup(&me, &me, &ci, &c), mcclInvalidArgument);
+  EXPECT_RES(mcclTransportCtxInit(&bad, 0, 1, 0), mcclInvalidArgument);
   setParam("MCCL_BUFFSIZE", NULL);
-  EXPECT_OK(c.transportComm->setup(&me, &me, &ci, &c));
-  EXPECT_RES(c.transportComm->setup(&me, &me, &ci, &c), mcclInvalidUsage);  // twice
+  // ... and the hook reads them from there, not from the environment.
+  bad = ctx;
+  bad.buffSizes[MCCL_PROTO_SIMPLE] = 1000;
+  EXPECT_RES(c.transportComm->setup(&bad, NULL, &me, &me, &ci, &c, 0, 0), mcclInvalidArgument);
+  EXPECT_RES(mcclTransportCtxInit(&bad, 1, 1, 0), mcclInvalidArgument);  // rank out of range
+  EXPECT_RES(mcclTransportCtxInit(NULL, 0, 1, 0), mcclInvalidArgument);
+  EXPECT_OK(c.transportComm->setup(&ctx, NULL, &me, &me, &ci, &c, 0, 0));
+  EXPECT_RES(c.transportComm->setup(&ctx, NULL, &me, &me, &ci, &c, 0, 0), mcclInvalidUsage);  // twice
   struct mcclConnect garbage;
   memset(&garbage, 0, sizeof(garbage));
-  EXPECT_RES(c.transportComm->connect(&garbage, &c), mcclInvalidArgument);  // kind 0
+  EXPECT_RES(c.transportComm->connect(&ctx, &garbage, 1, 0, &c), mcclInvalidArgument);  // kind 0
   EXPECT_EQ(c.connected, 0);
   EXPECT_OK(mcclConnectorFree(&c));
   EXPECT_OK(mcclConnectorFree(&c));  // twice is harmless

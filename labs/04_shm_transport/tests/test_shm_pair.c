@@ -8,7 +8,7 @@
 #include <time.h>
 #include "mccl_alloc.h"
 #include "mccl_host_alloc.h"
-#include "shm_pair.h"
+#include "mccl_shm_pair.h"
 #include "shm_test_util.h"
 #include "mccl_fork.h"
 
@@ -60,7 +60,7 @@ static int childMain(const struct pairCfg* cfg, int rank, uint64_t hash, uint64_
   rep.type = REP_FINAL;
   rep.rank = rank;
   rep.res = mcclSuccess;
-  struct shmPairEnd e;
+  struct mcclShmPairEnd e;
   int connected = 0;
   void *dsend = NULL, *drecv = NULL;
   unsigned char* host = NULL;
@@ -76,8 +76,8 @@ static int childMain(const struct pairCfg* cfg, int rank, uint64_t hash, uint64_
     goto out;
   }
   int doSend = rank == 0 || cfg->bothWays, doRecv = rank == 1 || cfg->bothWays;
-  mcclResult_t r = shmPairConnect(&e, rank, hash, rank % ndev, doSend, doRecv, cfg->initialStep, NULL);
-  if (r != mcclSuccess) CHILD_FAIL("shmPairConnect: %s", mcclGetErrorString(r));
+  mcclResult_t r = mcclShmPairConnect(&e, rank, hash, rank % ndev, doSend, doRecv, cfg->initialStep, NULL);
+  if (r != mcclSuccess) CHILD_FAIL("mcclShmPairConnect: %s", mcclGetErrorString(r));
   connected = 1;
   {
     struct report p = rep;
@@ -142,7 +142,7 @@ static int childMain(const struct pairCfg* cfg, int rank, uint64_t hash, uint64_
   }
 out:
   if (connected) {
-    mcclResult_t c = shmPairClose(&e);
+    mcclResult_t c = mcclShmPairClose(&e);
     if (c != mcclSuccess && rep.status == 0) {
       rep.status = 1;
       snprintf(rep.msg, sizeof(rep.msg), "close: %s", mcclGetErrorString(c));

@@ -7,7 +7,6 @@
 // Our ops run on the proxy's own streams, so they are timed on the host: from a barrier to the
 // moment both ranks' waits returned (the max over ranks), which is when the data has landed. NCCL
 // is timed the same way (barrier, group, cudaStreamSynchronize) so the two columns compare.
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,29 +15,16 @@
 #include <mpi.h>
 #include "mccl_args.h"
 #include "mccl_checks.h"
+#include "mccl_nccl.h"
 #include "mccl_param.h"
 #include "mccl_proxy.h"
 #include "mccl_shm.h"
 
 #define MiB (1024UL * 1024UL)
 
-// The few NCCL entry points we call, declared here so no nccl.h is needed.
-typedef struct { char internal[128]; } ncclUniqueIdT;
-typedef void* ncclCommT;
-typedef int (*ncclGetUniqueIdFn)(ncclUniqueIdT*);
-typedef int (*ncclCommInitRankFn)(ncclCommT*, int, ncclUniqueIdT, int);
-typedef int (*ncclCommDestroyFn)(ncclCommT);
-typedef int (*ncclSendRecvFn)(void*, size_t, int, int, ncclCommT, cudaStream_t);
-typedef int (*ncclGroupFn)(void);
-enum { ncclFloat32 = 7 };
 typedef struct {
-  void* lib;
-  ncclGetUniqueIdFn getUniqueId;
-  ncclCommInitRankFn commInitRank;
-  ncclCommDestroyFn commDestroy;
-  ncclSendRecvFn send, recv;
-  ncclGroupFn groupStart, groupEnd;
-  ncclCommT comm;
+  mcclNcclApi api;
+  mcclNcclComm comm;
   cudaStream_t stream;
 } ncclApi;
 
@@ -80,10 +66,10 @@ static int timeNccl(ncclApi* a, void* src, void* dst, size_t n, int mode, double
   int peer = 1 - rank, e = 0;
   MPI_Barrier(MPI_COMM_WORLD);
   double t0 = nowSec();
-  e |= a->groupStart();
-  if (mode == 1 || rank == 0) e |= a->send(src, n / 4, ncclFloat32, peer, a->comm, a->stream);
-  if (mode == 1 || rank == 1) e |= a->recv(dst, n / 4, ncclFloat32, peer, a->comm, a->stream);
-  e |= a->groupEnd();
+  e |= a->api.groupStart();
+  if (mode == 1 || rank == 0) e |= a->api.send(src, n / 4, mcclNcclFloat32, peer, a->comm, a->stream);
+  if (mode == 1 || rank == 1) e |= a->api.recv(dst, n / 4, mcclNcclFloat32, peer, a->comm, a->stream);
+  e |= a->api.groupEnd();
   if (cudaStreamSynchronize(a->stream) != cudaSuccess) e |= 1;
   *sec = maxOverRanks(nowSec() - t0);
   return e;
@@ -95,27 +81,19 @@ static int ncclOpen(ncclApi* a, const char** why) {
   if (strcmp(MCCL_BACKEND_NAME, "sim") == 0) { *why = "sim backend: NCCL needs real GPUs"; return 0; }
   setenv("NCCL_P2P_DISABLE", "1", 1);
   setenv("NCCL_NVLS_ENABLE", "0", 1);
-  a->lib = dlopen(mcclParamNcclLib(), RTLD_NOW | RTLD_LOCAL);
-  if (a->lib == NULL) { *why = "cannot dlopen MCCL_NCCL_LIB"; return 0; }
-  a->getUniqueId = (ncclGetUniqueIdFn)dlsym(a->lib, "ncclGetUniqueId");
-  a->commInitRank = (ncclCommInitRankFn)dlsym(a->lib, "ncclCommInitRank");
-  a->commDestroy = (ncclCommDestroyFn)dlsym(a->lib, "ncclCommDestroy");
-  a->send = (ncclSendRecvFn)dlsym(a->lib, "ncclSend");
-  a->recv = (ncclSendRecvFn)dlsym(a->lib, "ncclRecv");
-  a->groupStart = (ncclGroupFn)dlsym(a->lib, "ncclGroupStart");
-  a->groupEnd = (ncclGroupFn)dlsym(a->lib, "ncclGroupEnd");
-  if (!a->getUniqueId || !a->commInitRank || !a->commDestroy || !a->send || !a->recv || !a->groupStart ||
-      !a->groupEnd) {
-    *why = "MCCL_NCCL_LIB lacks an NCCL entry point";
-    dlclose(a->lib);
-    a->lib = NULL;
+  // Every rank learns whether every rank loaded it, so none waits in a collective init alone.
+  int e = mcclNcclOpen(mcclParamNcclLib(), &a->api, why) ? 0 : 1;
+  MPI_Allreduce(MPI_IN_PLACE, &e, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (e != 0) {
+    if (a->api.lib) *why = "NCCL did not load on every rank";
+    mcclNcclClose(&a->api);
     return 0;
   }
-  ncclUniqueIdT id;
+  mcclNcclUniqueId id;
   memset(&id, 0, sizeof(id));
-  int e = rank == 0 ? a->getUniqueId(&id) : 0;
+  e = rank == 0 ? a->api.getUniqueId(&id) : 0;
   MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
-  if (e == 0) e = a->commInitRank(&a->comm, nranks, id, rank);
+  if (e == 0) e = a->api.commInitRank(&a->comm, nranks, id, rank);
   if (e == 0 && cudaStreamCreateWithFlags(&a->stream, cudaStreamNonBlocking) != cudaSuccess) e = 1;
   MPI_Allreduce(MPI_IN_PLACE, &e, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   if (e != 0) { *why = "NCCL init failed"; return 0; }
@@ -145,20 +123,24 @@ static mcclResult_t run(void) {
   mcclPeerInfo me, peer;
   MCCLCHECK(mcclBootstrapGetPeerInfo(bs, rank, &me));
   MCCLCHECK(mcclBootstrapGetPeerInfo(bs, 1 - rank, &peer));
+  struct mcclTransportCtx ctx;
+  MCCLCHECK(mcclTransportCtxInit(&ctx, rank, 2, dev));
+  ctx.bootstrap = bs;
+  ctx.proxyState = p;
   struct mcclConnector s, r;
   MCCLCHECK(mcclConnectorInit(&s, &mcclShmTransport, 1, rank));
   MCCLCHECK(mcclConnectorInit(&r, &mcclShmTransport, 0, rank));
   MCCLCHECK(mcclProxyConnect(p, &s));
   MCCLCHECK(mcclProxyConnect(p, &r));
   struct mcclConnect si, ri, psi, pri;
-  MCCLCHECK(mcclShmTransport.send.setup(&me, &peer, &si, &s));
-  MCCLCHECK(mcclShmTransport.recv.setup(&me, &peer, &ri, &r));
+  MCCLCHECK(mcclShmTransport.send.setup(&ctx, NULL, &me, &peer, &si, &s, 0, 0));
+  MCCLCHECK(mcclShmTransport.recv.setup(&ctx, NULL, &me, &peer, &ri, &r, 0, 0));
   MCCLCHECK(mcclBootstrapSend(bs, 1 - rank, 1, &si, sizeof(si)));
   MCCLCHECK(mcclBootstrapSend(bs, 1 - rank, 2, &ri, sizeof(ri)));
   MCCLCHECK(mcclBootstrapRecv(bs, 1 - rank, 1, &psi, sizeof(psi)));
   MCCLCHECK(mcclBootstrapRecv(bs, 1 - rank, 2, &pri, sizeof(pri)));
-  MCCLCHECK(mcclShmTransport.send.connect(&pri, &s));
-  MCCLCHECK(mcclShmTransport.recv.connect(&psi, &r));
+  MCCLCHECK(mcclShmTransport.send.connect(&ctx, &pri, 1, 0, &s));
+  MCCLCHECK(mcclShmTransport.recv.connect(&ctx, &psi, 1, 0, &r));
 
   size_t maxSize = sim ? 64 * MiB : 1024 * MiB;
   int warm = sim ? 1 : 3, iters = sim ? 3 : 10;
@@ -223,8 +205,9 @@ static mcclResult_t run(void) {
   double pct = 100.0 * (double)(threadCpuUs(svc) + threadCpuUs(prog) - c0) / ((nowSec() - w0) * 1e6);
   if (rank == 0) printf("# idle proxy (both threads) after the run: %.2f%% of one core\n", pct);
   MPI_Barrier(MPI_COMM_WORLD);
-  if (nccl.comm) nccl.commDestroy(nccl.comm);
+  if (nccl.comm) nccl.api.commDestroy(nccl.comm);
   if (nccl.stream) cudaStreamDestroy(nccl.stream);
+  mcclNcclClose(&nccl.api);
   MCCLCHECK(mcclConnectorFree(&s));
   MCCLCHECK(mcclConnectorFree(&r));
   CUDACHECK(cudaFree(src));

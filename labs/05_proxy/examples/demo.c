@@ -45,6 +45,12 @@ static mcclResult_t runRank(const mcclUniqueId* id, volatile uint32_t* abortFlag
   MCCLCHECKGOTO(mcclBootstrapGetPeerInfo(bs, 1 - rank, &peer), res, done);
   SAY("bootstrap done: peer rank %d is pid %d, its proxy at @%s", peer.rank, peer.pid, peer.proxyAddr);
 
+  // What the hooks read about this rank: its device, the FIFO sizes, its bootstrap and proxy.
+  struct mcclTransportCtx ctx;
+  MCCLCHECKGOTO(mcclTransportCtxInit(&ctx, rank, 2, dev), res, done);
+  ctx.bootstrap = bs;
+  ctx.proxyState = proxy;
+  ctx.abortFlag = abortFlag;
   int send = rank == 0;
   const struct mcclTransportComm* tc = send ? &mcclShmTransport.send : &mcclShmTransport.recv;
   MCCLCHECKGOTO(mcclConnectorInit(&conn, &mcclShmTransport, send, rank), res, done);
@@ -52,12 +58,12 @@ static mcclResult_t runRank(const mcclUniqueId* id, volatile uint32_t* abortFlag
   MCCLCHECKGOTO(mcclProxyConnect(proxy, &conn), res, done);
   SAY("Init RPC: the proxy made connection %p for the %s side", (void*)conn.proxyConn, send ? "send" : "recv");
   struct mcclConnect mine, theirs;
-  MCCLCHECKGOTO(tc->setup(&me, &peer, &mine, &conn), res, done);
+  MCCLCHECKGOTO(tc->setup(&ctx, NULL, &me, &peer, &mine, &conn, 0, 0), res, done);
   SAY("Setup RPC: the proxy allocated this side's %s (cuMem host memory, exported lazily)",
       send ? "sendMem page" : "recvMem page + FIFO");
   MCCLCHECKGOTO(mcclBootstrapSend(bs, 1 - rank, 0, &mine, sizeof(mine)), res, done);
   MCCLCHECKGOTO(mcclBootstrapRecv(bs, 1 - rank, 0, &theirs, sizeof(theirs)), res, done);
-  MCCLCHECKGOTO(tc->connect(&theirs, &conn), res, done);
+  MCCLCHECKGOTO(tc->connect(&ctx, &theirs, 1, 0, &conn), res, done);
   SAY("connect: GetFd round trip to rank %d's proxy (fd over SCM_RIGHTS), mapped; Connect RPC made the copy stream",
       peer.rank);
 

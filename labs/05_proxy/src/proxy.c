@@ -127,7 +127,7 @@ static void closeEverything(mcclProxyState* p) {
   for (proxyConnEntry* e = p->conns; e;) {
     proxyConnEntry* n = e->next;
     if (!e->freed && e->conn.tcomm && e->conn.tcomm->proxyFree) {
-      mcclResult_t r = e->conn.tcomm->proxyFree(&e->conn);
+      mcclResult_t r = e->conn.tcomm->proxyFree(&e->conn, p);
       if (r != mcclSuccess) WARN("Proxy %d: proxyFree of connection %p failed: %d", p->rank, (void*)e, r);
     }
     free(e);

@@ -165,12 +165,16 @@ mcclResult_t mcclProxyConnect(mcclProxyState* proxy, struct mcclConnector* conne
   MCCL_ARGCHECK(proxy != NULL, "mcclProxyConnect: proxy is NULL");
   MCCL_ARGCHECK(connector != NULL && connector->transportComm != NULL,
                 "mcclProxyConnect: connector=%p has no transport (call mcclConnectorInit first)", (void*)connector);
+  MCCL_ARGCHECK(connector->transport >= 0 && connector->transport < MCCL_NUM_TRANSPORTS &&
+                    mcclTransports[connector->transport] != NULL,
+                "mcclProxyConnect: connector=%p names transport %d, which is not in mcclTransports[]", (void*)connector,
+                connector->transport);
   struct {
-    const struct mcclTransportComm* tcomm;
+    int32_t transport;
     int32_t send;
   } in;
   memset(&in, 0, sizeof(in));
-  in.tcomm = connector->transportComm;
+  in.transport = connector->transport;
   in.send = connector->send;
   uint64_t conn = 0;
   MCCLCHECK(callBlocking(proxy, 0, mcclProxyMsgInit, &in, sizeof(in), &conn, sizeof(conn)));

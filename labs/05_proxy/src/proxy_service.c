@@ -83,7 +83,7 @@ static mcclResult_t freeConnection(proxyConnEntry* e) {
     (void)mcclProxyDeregisterExport(e->proxy, e->conn.exportHandle);
     e->conn.exportHandle = 0;
   }
-  mcclResult_t res = e->conn.tcomm->proxyFree ? e->conn.tcomm->proxyFree(&e->conn) : mcclSuccess;
+  mcclResult_t res = e->conn.tcomm->proxyFree ? e->conn.tcomm->proxyFree(&e->conn, e->proxy) : mcclSuccess;
   e->freed = 1;
   return res;
 }
@@ -109,7 +109,7 @@ static mcclResult_t runHook(asyncOp* op, int* done) {
       *done = 1;
       return mcclSuccess;
     }
-    mcclResult_t res = tc->proxySetup(&e->conn, op->req, op->h.reqSize, op->resp, op->h.respSize, done);
+    mcclResult_t res = tc->proxySetup(&e->conn, e->proxy, op->req, op->h.reqSize, op->resp, op->h.respSize, done);
     // What the hook allocated for the peer becomes exportable once setup is done.
     if (res == mcclSuccess && *done && e->conn.exportHandle)
       res = mcclProxyRegisterExport(e->proxy, e->conn.exportHandle);
@@ -119,7 +119,7 @@ static mcclResult_t runHook(asyncOp* op, int* done) {
     *done = 1;
     return mcclSuccess;
   }
-  return tc->proxyConnect(&e->conn, op->req, op->h.reqSize, op->resp, op->h.respSize, done);
+  return tc->proxyConnect(&e->conn, e->proxy, op->req, op->h.reqSize, op->resp, op->h.respSize, done);
 }
 
 static int findConn(mcclProxyState* p, uint64_t c) {
@@ -164,9 +164,10 @@ __attribute__((noinline)) static mcclResult_t serviceRequest(mcclProxyState* p, 
   TRACE(MCCL_PROXY, "Proxy %d: request type %d id 0x%llx", p->rank, h.type, (unsigned long long)h.opId);
   switch (h.type) {
     case mcclProxyMsgInit: {
-      // The request is the connector's {tcomm, send}: pointers are fine, the client is this process.
+      // The request names the transport by its index in mcclTransports[] (as NCCL's ncclProxyInitReq
+      // carries transport, send, tpLocalRank): the proxy finds the hooks itself.
       struct {
-        const struct mcclTransportComm* tcomm;
+        int32_t transport;
         int32_t send;
       } in;
       if (h.reqSize != (int)sizeof(in) || h.respSize != (int)sizeof(uint64_t)) {
@@ -174,6 +175,14 @@ __attribute__((noinline)) static mcclResult_t serviceRequest(mcclProxyState* p, 
         break;
       }
       memcpy(&in, op->req, sizeof(in));
+      if (in.transport < 0 || in.transport >= MCCL_NUM_TRANSPORTS || mcclTransports[in.transport] == NULL ||
+          (in.send != 0 && in.send != 1)) {
+        WARN("Proxy %d: Init for transport %d, send %d: no such transport in mcclTransports[]", p->rank,
+             (int)in.transport, (int)in.send);
+        r = respond(p, i, h.opId, mcclInvalidArgument, NULL, 0);
+        break;
+      }
+      const struct mcclTransport* tp = mcclTransports[in.transport];
       proxyConnEntry* e = calloc(1, sizeof(*e));
       if (e == NULL) {
         r = respond(p, i, h.opId, mcclSystemError, NULL, 0);
@@ -181,12 +190,14 @@ __attribute__((noinline)) static mcclResult_t serviceRequest(mcclProxyState* p, 
       }
       e->conn.send = in.send;
       e->conn.rank = p->rank;
-      e->conn.tcomm = in.tcomm;
+      e->conn.transport = in.transport;
+      e->conn.tcomm = in.send ? &tp->send : &tp->recv;
       e->proxy = p;
       e->next = p->conns;
       p->conns = e;
       uint64_t v = (uint64_t)(uintptr_t)e;
-      INFO(MCCL_PROXY, "Proxy %d: Init -> connection %p (%s side)", p->rank, (void*)e, in.send ? "send" : "recv");
+      INFO(MCCL_PROXY, "Proxy %d: Init -> connection %p (%s %s side)", p->rank, (void*)e, tp->name,
+           in.send ? "send" : "recv");
       r = respond(p, i, h.opId, mcclSuccess, &v, sizeof(v));
       break;
     }

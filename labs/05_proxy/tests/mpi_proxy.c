@@ -165,8 +165,12 @@ static void shmRingThroughProxy(void) {
   EXPECT_OK(mcclBootstrapGetPeerInfo(w.bs, rank, &me));
   EXPECT_OK(mcclBootstrapGetPeerInfo(w.bs, next, &pn));
   EXPECT_OK(mcclBootstrapGetPeerInfo(w.bs, prev, &pp));
+  struct mcclTransportCtx ctx;
+  EXPECT_OK(mcclTransportCtxInit(&ctx, rank, n, me.cudaDev));
+  ctx.bootstrap = w.bs;
+  ctx.proxyState = w.proxy;
   int can = 0;
-  EXPECT_OK(mcclShmTransport.canConnect(&can, &me, &pn));
+  EXPECT_OK(mcclShmTransport.canConnect(&can, &ctx, &me, &pn));
   EXPECT_EQ(can, 1);
   struct mcclConnector s, r;
   EXPECT_OK(mcclConnectorInit(&s, &mcclShmTransport, 1, rank));
@@ -174,15 +178,15 @@ static void shmRingThroughProxy(void) {
   EXPECT_OK(mcclProxyConnect(w.proxy, &s));
   EXPECT_OK(mcclProxyConnect(w.proxy, &r));
   struct mcclConnect si, ri, peerSi, peerRi;
-  EXPECT_OK(mcclShmTransport.send.setup(&me, &pn, &si, &s));
-  EXPECT_OK(mcclShmTransport.recv.setup(&me, &pp, &ri, &r));
+  EXPECT_OK(mcclShmTransport.send.setup(&ctx, NULL, &me, &pn, &si, &s, 0, 0));
+  EXPECT_OK(mcclShmTransport.recv.setup(&ctx, NULL, &me, &pp, &ri, &r, 0, 0));
   // My recv info goes to prev (its sender), my send info to next (its receiver).
   EXPECT_OK(mcclBootstrapSend(w.bs, prev, 1, &ri, sizeof(ri)));
   EXPECT_OK(mcclBootstrapSend(w.bs, next, 2, &si, sizeof(si)));
   EXPECT_OK(mcclBootstrapRecv(w.bs, next, 1, &peerRi, sizeof(peerRi)));
   EXPECT_OK(mcclBootstrapRecv(w.bs, prev, 2, &peerSi, sizeof(peerSi)));
-  EXPECT_OK(mcclShmTransport.send.connect(&peerRi, &s));
-  EXPECT_OK(mcclShmTransport.recv.connect(&peerSi, &r));
+  EXPECT_OK(mcclShmTransport.send.connect(&ctx, &peerRi, 1, 0, &s));
+  EXPECT_OK(mcclShmTransport.recv.connect(&ctx, &peerSi, 1, 0, &r));
   size_t max = 5 << 20;
   unsigned char *src = NULL, *dst = NULL;
   EXPECT_CUDA_OK(cudaMalloc((void**)&src, max));

@@ -44,9 +44,10 @@ typedef struct {
   int conn, seq, calls;  // calls: proxyProgress calls the op needs
 } fakeMsg;
 
-static mcclResult_t fakeSetup(struct mcclProxyConnection* c, const void* req, int reqSize, void* resp, int respSize,
-                              int* done) {
+static mcclResult_t fakeSetup(struct mcclProxyConnection* c, struct mcclProxyState* ps, const void* req, int reqSize,
+                              void* resp, int respSize, int* done) {
   (void)c;
+  (void)ps;
   hookThread = pthread_self();
   int n = atomic_fetch_add(&setupCalls, 1) + 1;
   if (reqSize != sizeof(int) || respSize != sizeof(int)) return mcclInvalidArgument;
@@ -54,9 +55,10 @@ static mcclResult_t fakeSetup(struct mcclProxyConnection* c, const void* req, in
   if (*done) *(int*)resp = *(const int*)req * 2;
   return mcclSuccess;
 }
-static mcclResult_t fakeConnect(struct mcclProxyConnection* c, const void* req, int reqSize, void* resp, int respSize,
-                                int* done) {
+static mcclResult_t fakeConnect(struct mcclProxyConnection* c, struct mcclProxyState* ps, const void* req,
+                                int reqSize, void* resp, int respSize, int* done) {
   (void)c;
+  (void)ps;
   (void)req;
   (void)reqSize;
   (void)resp;
@@ -65,8 +67,9 @@ static mcclResult_t fakeConnect(struct mcclProxyConnection* c, const void* req, 
   *done = 1;
   return mcclRemoteError;  // an error from a hook travels back to the caller
 }
-static mcclResult_t fakeFree(struct mcclProxyConnection* c) {
+static mcclResult_t fakeFree(struct mcclProxyConnection* c, struct mcclProxyState* ps) {
   (void)c;
+  (void)ps;
   atomic_fetch_add(&freeCalls, 1);
   return mcclSuccess;
 }
@@ -91,6 +94,14 @@ static struct mcclTransport fakeTransport = {"FAKE",
                                              NULL,
                                              {NULL, NULL, NULL, fakeSetup, fakeConnect, fakeFree, fakeProgress},
                                              {NULL, NULL, NULL, fakeSetup, fakeConnect, fakeFree, fakeProgress}};
+
+// mcclTransports[] has a slot per real transport; lab 05 does not link lab 06, so the P2P slot is free
+// and a test transport takes it: the Init RPC then carries TRANSPORT_P2P, and the proxy finds these
+// hooks through the registry like any other transport's.
+static const struct mcclTransport* inSlot(struct mcclTransport* t) {
+  mcclTransports[TRANSPORT_P2P] = t;
+  return t;
+}
 
 static void resetFake(void) {
   atomic_store(&setupCalls, 0);
@@ -148,7 +159,7 @@ static void setupRpcs(void) {
   mcclProxyState* p = NULL;
   EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
   struct mcclConnector c;
-  EXPECT_OK(mcclConnectorInit(&c, &fakeTransport, 1, 0));
+  EXPECT_OK(mcclConnectorInit(&c, inSlot(&fakeTransport), 1, 0));
   EXPECT_OK(mcclProxyConnect(p, &c));
   EXPECT_TRUE(c.proxyConn != &c.proxyConnStorage);
   EXPECT_TRUE(c.proxyCall == mcclProxyCallBlocking);
@@ -176,7 +187,7 @@ static void setupRpcs(void) {
   EXPECT_EQ(atomic_load(&freeCalls), 1);
   // A connection the user never freed is freed by destroy.
   struct mcclConnector d;
-  EXPECT_OK(mcclConnectorInit(&d, &fakeTransport, 0, 0));
+  EXPECT_OK(mcclConnectorInit(&d, inSlot(&fakeTransport), 0, 0));
   EXPECT_OK(mcclProxyConnect(p, &d));
   EXPECT_OK(mcclProxyDestroy(p));
   EXPECT_EQ(atomic_load(&freeCalls), 2);
@@ -192,7 +203,7 @@ static void manyOpsInOrder(void) {
   EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
   struct mcclConnector c[4];
   for (int i = 0; i < 4; i++) {
-    EXPECT_OK(mcclConnectorInit(&c[i], &fakeTransport, i % 2, 0));
+    EXPECT_OK(mcclConnectorInit(&c[i], inSlot(&fakeTransport), i % 2, 0));
     EXPECT_OK(mcclProxyConnect(p, &c[i]));
     c[i].connected = 1;
   }
@@ -224,8 +235,8 @@ static void badOpArguments(void) {
   mcclProxyState* p = NULL;
   EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
   struct mcclConnector c, other;
-  EXPECT_OK(mcclConnectorInit(&c, &fakeTransport, 1, 0));
-  EXPECT_OK(mcclConnectorInit(&other, &fakeTransport, 1, 0));
+  EXPECT_OK(mcclConnectorInit(&c, inSlot(&fakeTransport), 1, 0));
+  EXPECT_OK(mcclConnectorInit(&other, inSlot(&fakeTransport), 1, 0));
   EXPECT_OK(mcclProxyConnect(p, &c));
   mcclProxyRequest r = -7;
   fakeMsg m = {0, 0, 1};
@@ -256,7 +267,7 @@ static void abortInFlight(void) {
   static fakeMsg m[16];
   mcclProxyRequest r[16];
   for (int i = 0; i < 2; i++) {
-    EXPECT_OK(mcclConnectorInit(&c[i], &fakeTransport, 1, 0));
+    EXPECT_OK(mcclConnectorInit(&c[i], inSlot(&fakeTransport), 1, 0));
     EXPECT_OK(mcclProxyConnect(p, &c[i]));
     c[i].connected = 1;
   }
@@ -285,7 +296,7 @@ static void stopInFlight(void) {
   mcclProxyState* p = NULL;
   EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
   struct mcclConnector c;
-  EXPECT_OK(mcclConnectorInit(&c, &fakeTransport, 1, 0));
+  EXPECT_OK(mcclConnectorInit(&c, inSlot(&fakeTransport), 1, 0));
   EXPECT_OK(mcclProxyConnect(p, &c));
   c.connected = 1;
   fakeMsg m[3] = {{0, 0, -1}, {0, 1, -1}, {0, 2, -1}};
@@ -316,7 +327,7 @@ static void idleCpuAndWakeup(void) {
   printf("# idle proxy: %ld us CPU in %ld us (%.2f%% of one core)\n", cpu, wall, 100.0 * (double)cpu / (double)wall);
   EXPECT_LT(cpu * 100, wall * 5);
   struct mcclConnector c;
-  EXPECT_OK(mcclConnectorInit(&c, &fakeTransport, 1, 0));
+  EXPECT_OK(mcclConnectorInit(&c, inSlot(&fakeTransport), 1, 0));
   EXPECT_OK(mcclProxyConnect(p, &c));
   c.connected = 1;
   long worst = 0;
@@ -387,16 +398,19 @@ static void shmSendRecvInProcess(void) {
   EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
   mcclPeerInfo me;
   EXPECT_OK(mcclFillPeerInfo(0, 0, &me));
+  struct mcclTransportCtx ctx;
+  EXPECT_OK(mcclTransportCtxInit(&ctx, 0, 1, 0));
+  ctx.proxyState = p;
   struct mcclConnector s, r;
   EXPECT_OK(mcclConnectorInit(&s, &mcclShmTransport, 1, 0));
   EXPECT_OK(mcclConnectorInit(&r, &mcclShmTransport, 0, 0));
   EXPECT_OK(mcclProxyConnect(p, &s));
   EXPECT_OK(mcclProxyConnect(p, &r));
   struct mcclConnect si, ri;
-  EXPECT_OK(mcclShmTransport.send.setup(&me, &me, &si, &s));
-  EXPECT_OK(mcclShmTransport.recv.setup(&me, &me, &ri, &r));
-  EXPECT_OK(mcclShmTransport.send.connect(&ri, &s));
-  EXPECT_OK(mcclShmTransport.recv.connect(&si, &r));
+  EXPECT_OK(mcclShmTransport.send.setup(&ctx, NULL, &me, &me, &si, &s, 0, 0));
+  EXPECT_OK(mcclShmTransport.recv.setup(&ctx, NULL, &me, &me, &ri, &r, 0, 0));
+  EXPECT_OK(mcclShmTransport.send.connect(&ctx, &ri, 1, 0, &s));
+  EXPECT_OK(mcclShmTransport.recv.connect(&ctx, &si, 1, 0, &r));
   size_t max = 3 << 20;
   char *src = NULL, *dst = NULL;
   EXPECT_CUDA_OK(cudaMalloc((void**)&src, max));
@@ -439,16 +453,19 @@ static void freeConnectorWithOpInFlight(void) {
   EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
   mcclPeerInfo me;
   EXPECT_OK(mcclFillPeerInfo(0, 0, &me));
+  struct mcclTransportCtx ctx;
+  EXPECT_OK(mcclTransportCtxInit(&ctx, 0, 1, 0));
+  ctx.proxyState = p;
   struct mcclConnector s, r;
   EXPECT_OK(mcclConnectorInit(&s, &mcclShmTransport, 1, 0));
   EXPECT_OK(mcclConnectorInit(&r, &mcclShmTransport, 0, 0));
   EXPECT_OK(mcclProxyConnect(p, &s));
   EXPECT_OK(mcclProxyConnect(p, &r));
   struct mcclConnect si, ri;
-  EXPECT_OK(mcclShmTransport.send.setup(&me, &me, &si, &s));
-  EXPECT_OK(mcclShmTransport.recv.setup(&me, &me, &ri, &r));
-  EXPECT_OK(mcclShmTransport.send.connect(&ri, &s));
-  EXPECT_OK(mcclShmTransport.recv.connect(&si, &r));
+  EXPECT_OK(mcclShmTransport.send.setup(&ctx, NULL, &me, &me, &si, &s, 0, 0));
+  EXPECT_OK(mcclShmTransport.recv.setup(&ctx, NULL, &me, &me, &ri, &r, 0, 0));
+  EXPECT_OK(mcclShmTransport.send.connect(&ctx, &ri, 1, 0, &s));
+  EXPECT_OK(mcclShmTransport.recv.connect(&ctx, &si, 1, 0, &r));
   size_t n = 64 << 20;
   char* src = NULL;
   EXPECT_CUDA_OK(cudaMalloc((void**)&src, n));
@@ -499,7 +516,7 @@ static void goneRequesterDoesNotStall(void) {
   mcclProxyState* p = NULL;
   EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
   struct mcclConnector c;
-  EXPECT_OK(mcclConnectorInit(&c, &fakeTransport, 1, 0));
+  EXPECT_OK(mcclConnectorInit(&c, inSlot(&fakeTransport), 1, 0));
   EXPECT_OK(mcclProxyConnect(p, &c));
   for (int i = 0; i < 2; i++) EXPECT_OK(getFdRequest(p, 0x1234 + (uint64_t)i, 0, NULL));
   sleepMs(20);  // the service has both requests and tries to answer them
@@ -526,9 +543,10 @@ static void goneRequesterDoesNotStall(void) {
 // counts, whatever the clock says by the time the caller looks. The Setup hook takes 50 ms; the
 // caller's clock (proxyClientClock) waits 200 ms on its second reading, by when the answer is in the
 // socket, and then reports a time far past MCCL_PROXY_TIMEOUT.
-static mcclResult_t slowSetup(struct mcclProxyConnection* c, const void* req, int reqSize, void* resp, int respSize,
-                              int* done) {
+static mcclResult_t slowSetup(struct mcclProxyConnection* c, struct mcclProxyState* ps, const void* req, int reqSize,
+                              void* resp, int respSize, int* done) {
   (void)c;
+  (void)ps;
   if (reqSize != sizeof(int) || respSize != sizeof(int)) return mcclInvalidArgument;
   sleepMs(50);
   *(int*)resp = *(const int*)req * 3;
@@ -551,7 +569,7 @@ static void responseAtDeadlineIsUsed(void) {
   mcclProxyState* p = NULL;
   EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
   struct mcclConnector c;
-  EXPECT_OK(mcclConnectorInit(&c, &slowTransport, 1, 0));
+  EXPECT_OK(mcclConnectorInit(&c, inSlot(&slowTransport), 1, 0));
   EXPECT_OK(mcclProxyConnect(p, &c));
   int in = 7, out = 0;
   clockReadings = 0;
@@ -564,7 +582,7 @@ static void responseAtDeadlineIsUsed(void) {
   EXPECT_GE(clockReadings, 2);
   // A response that comes too late is still a timeout: 1 ms for a hook of 50 ms, on the real clock.
   struct mcclConnector d;
-  EXPECT_OK(mcclConnectorInit(&d, &slowTransport, 1, 0));
+  EXPECT_OK(mcclConnectorInit(&d, inSlot(&slowTransport), 1, 0));
   EXPECT_OK(mcclProxyConnect(p, &d));
   setenv("MCCL_PROXY_TIMEOUT", "1", 1);
   mcclParamResetAll();

@@ -32,14 +32,18 @@ static mcclResult_t side(const mcclUniqueId* id, int rank, mcclProxyState** prox
   mcclPeerInfo me, peer;
   MCCLCHECK(mcclBootstrapGetPeerInfo(*bs, rank, &me));
   MCCLCHECK(mcclBootstrapGetPeerInfo(*bs, 1 - rank, &peer));
+  struct mcclTransportCtx ctx;
+  MCCLCHECK(mcclTransportCtxInit(&ctx, rank, 2, rank));
+  ctx.bootstrap = *bs;
+  ctx.proxyState = *proxy;
   MCCLCHECK(mcclConnectorInit(c, &mcclShmTransport, rank == 0, rank));
   MCCLCHECK(mcclProxyConnect(*proxy, c));
   struct mcclConnect mine, theirs;
   const struct mcclTransportComm* tc = rank == 0 ? &mcclShmTransport.send : &mcclShmTransport.recv;
-  MCCLCHECK(tc->setup(&me, &peer, &mine, c));
+  MCCLCHECK(tc->setup(&ctx, NULL, &me, &peer, &mine, c, 0, 0));
   MCCLCHECK(mcclBootstrapSend(*bs, 1 - rank, 0, &mine, sizeof(mine)));
   MCCLCHECK(mcclBootstrapRecv(*bs, 1 - rank, 0, &theirs, sizeof(theirs)));
-  MCCLCHECK(tc->connect(&theirs, c));
+  MCCLCHECK(tc->connect(&ctx, &theirs, 1, 0, c));
   return mcclBootstrapBarrier(*bs);
 }
 

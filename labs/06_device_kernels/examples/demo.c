@@ -248,7 +248,7 @@ int main(int argc, char** argv) {
   int p2p = 0, ok = 1, traced = 0;
   mcclResult_t res = mcclFillPeerInfo(0, 0, &a);
   if (res == mcclSuccess) res = mcclFillPeerInfo(1, env.devB, &b);
-  if (res == mcclSuccess) res = mcclP2pTransport.canConnect(&p2p, &a, &b);
+  if (res == mcclSuccess) res = mcclP2pTransport.canConnect(&p2p, NULL, &a, &b);
   if (res == mcclSuccess) {
     if (p2p) {
       res = runTransport(&env, mcclDevTransportP2p, 1, &ok);

@@ -146,25 +146,25 @@ mcclResult_t mcclDevWait(cudaStream_t stream, volatile uint32_t* abortFlag, vola
 /**
  * @brief Size in bytes of one element of a data type.
  * @param[in] dtype  an mcclDataType_t value.
- * @return the size, or 0 for an unknown type.
+ * @return the size; 0 for an unknown type.
  */
 size_t mcclTypeSize(int dtype);
 /**
- * @brief Name of a data type.
+ * @brief Name of a data type ("float32", ...).
  * @param[in] dtype  an mcclDataType_t value.
- * @return "int8", ..., "bfloat16"; "unknown" for a bad value.
+ * @return a static string; "unknown" for a bad value.
  */
 const char* mcclTypeName(int dtype);
 /**
- * @brief Name of a reduction operation.
+ * @brief Name of a reduction operation ("sum", ...).
  * @param[in] redop  an mcclRedOp_t value.
- * @return "sum", "prod", "max", "min", "avg"; "unknown" for a bad value.
+ * @return a static string; "unknown" for a bad value.
  */
 const char* mcclOpName(int redop);
 /**
- * @brief Name of a primitive.
+ * @brief Name of a primitive ("recvReduceCopySend", ...).
  * @param[in] op  an enum mcclDevOp value.
- * @return "send", ..., "recvReduceCopySend"; "unknown" for a bad value.
+ * @return a static string; "unknown" for a bad value.
  */
 const char* mcclDevOpName(int op);
 

@@ -4,6 +4,7 @@
 // endpoints the way NCCL's ncclTransportP2pSetup does for one peer: select, setup, exchange, connect.
 #include <stdlib.h>
 #include <string.h>
+#include "mccl_channel.h"
 #include "mccl_checks.h"
 #include "mccl_debug.h"
 #include "mccl_devconn.h"
@@ -107,7 +108,7 @@ mcclResult_t mcclDevSelectTransport(mcclDevTransport_t choice, const mcclPeerInf
     if (choice == mcclDevTransportP2p && i != 0) continue;
     if (choice == mcclDevTransportShm && i != 1) continue;
     int ok = 0;
-    MCCLCHECK(order[i]->canConnect(&ok, a, b));
+    MCCLCHECK(order[i]->canConnect(&ok, NULL, a, b));
     if (ok) {
       *out = order[i];
       return mcclSuccess;
@@ -175,24 +176,34 @@ static mcclResult_t endFree(struct mcclDevPairEnd* e) {
 
 // ---- one process, two devices ------------------------------------------------------------------
 
+// One end's view for the hooks: its rank among the two, its device, both records, the chosen transport.
+static mcclResult_t endCtx(struct mcclTransportCtx* ctx, const struct mcclDevPairEnd* e, int nRanks,
+                           const mcclPeerInfo* info) {
+  MCCLCHECK(mcclTransportCtxInit(ctx, e->rank, nRanks, e->cudaDev));
+  ctx->peerInfo = info;
+  ctx->onlyTransport = mcclTransportIndex(e->transport);
+  return mcclSuccess;
+}
+
 // One direction, one channel: sender on end s, receiver on end r, each hook with its device current.
+// The same select-and-setup step as mcclTransportP2pSetup (mcclTransportSetupConnector); the two
+// ends' connect information is swapped in memory instead of through a bootstrap.
 static mcclResult_t connectLocal(struct mcclDevPair* p, const mcclPeerInfo* info, int s, int r, int c,
                                  uint64_t initialStep) {
-  const struct mcclTransport* t = p->ends[s].transport;
   struct mcclConnector* send = &p->ends[s].send[c];
   struct mcclConnector* recv = &p->ends[r].recv[c];
   struct mcclConnect si, ri;
-  MCCLCHECK(mcclConnectorInit(send, t, 1, s));
-  MCCLCHECK(mcclConnectorInit(recv, t, 0, r));
-  send->initialStep = recv->initialStep = initialStep;
+  struct mcclTransportCtx cs, cr;
+  MCCLCHECK(endCtx(&cs, &p->ends[s], 2, info));
+  MCCLCHECK(endCtx(&cr, &p->ends[r], 2, info));
   CUDACHECK(cudaSetDevice(p->ends[s].cudaDev));
-  MCCLCHECK(t->send.setup(&info[s], &info[r], &si, send));
+  MCCLCHECK(mcclTransportSetupConnector(&cs, NULL, r, c, 0, 1, send, initialStep, &si, NULL));
   CUDACHECK(cudaSetDevice(p->ends[r].cudaDev));
-  MCCLCHECK(t->recv.setup(&info[r], &info[s], &ri, recv));
+  MCCLCHECK(mcclTransportSetupConnector(&cr, NULL, s, c, 0, 0, recv, initialStep, &ri, NULL));
   CUDACHECK(cudaSetDevice(p->ends[s].cudaDev));
-  MCCLCHECK(t->send.connect(&ri, send));
+  MCCLCHECK(send->transportComm->connect(&cs, &ri, 1, s, send));
   CUDACHECK(cudaSetDevice(p->ends[r].cudaDev));
-  MCCLCHECK(t->recv.connect(&si, recv));
+  MCCLCHECK(recv->transportComm->connect(&cr, &si, 1, r, recv));
   return mcclSuccess;
 }
 
@@ -255,10 +266,10 @@ static int mirror(int dirs) {
   return ((dirs & MCCL_DEVPAIR_SEND) ? MCCL_DEVPAIR_RECV : 0) | ((dirs & MCCL_DEVPAIR_RECV) ? MCCL_DEVPAIR_SEND : 0);
 }
 
-// Set up every connector of one side (send or recv) through the proxy; their connect information
-// goes to the peer in one message.
-static mcclResult_t setupSide(mcclBootstrap* bs, mcclProxyState* proxy, struct mcclDevPairEnd* e, int send,
-                              const mcclPeerInfo* me, const mcclPeerInfo* them, uint64_t initialStep) {
+// Set up every connector of one side (send or recv) through the proxy (mcclTransportSetupConnector
+// binds each to ctx->proxyState); their connect information goes to the peer in one message.
+static mcclResult_t setupSide(struct mcclTransportCtx* ctx, struct mcclDevPairEnd* e, int send, int peer,
+                              uint64_t initialStep) {
   struct mcclConnector* conns = send ? e->send : e->recv;
   struct mcclConnect* infos = (struct mcclConnect*)calloc((size_t)e->nChannels, sizeof(struct mcclConnect));
   if (infos == NULL) {
@@ -266,14 +277,10 @@ static mcclResult_t setupSide(mcclBootstrap* bs, mcclProxyState* proxy, struct m
     return mcclSystemError;
   }
   mcclResult_t res = mcclSuccess;
-  const struct mcclTransportComm* tc = send ? &e->transport->send : &e->transport->recv;
-  for (int c = 0; c < e->nChannels; c++) {
-    MCCLCHECKGOTO(mcclConnectorInit(&conns[c], e->transport, send, e->rank), res, done);
-    conns[c].initialStep = initialStep;
-    MCCLCHECKGOTO(mcclProxyConnect(proxy, &conns[c]), res, done);
-    MCCLCHECKGOTO(tc->setup(me, them, &infos[c], &conns[c]), res, done);
-  }
-  MCCLCHECKGOTO(mcclBootstrapSend(bs, them->rank, send ? kTagSendInfo : kTagRecvInfo, infos,
+  for (int c = 0; c < e->nChannels; c++)
+    MCCLCHECKGOTO(mcclTransportSetupConnector(ctx, NULL, peer, c, 0, send, &conns[c], initialStep, &infos[c], NULL),
+                  res, done);
+  MCCLCHECKGOTO(mcclBootstrapSend(ctx->bootstrap, peer, send ? kTagSendInfo : kTagRecvInfo, infos,
                                   (size_t)e->nChannels * sizeof(*infos)),
                 res, done);
 done:
@@ -281,7 +288,7 @@ done:
   return res;
 }
 
-static mcclResult_t connectSide(mcclBootstrap* bs, struct mcclDevPairEnd* e, int send, int peer) {
+static mcclResult_t connectSide(struct mcclTransportCtx* ctx, struct mcclDevPairEnd* e, int send, int peer) {
   struct mcclConnector* conns = send ? e->send : e->recv;
   struct mcclConnect* infos = (struct mcclConnect*)calloc((size_t)e->nChannels, sizeof(struct mcclConnect));
   if (infos == NULL) {
@@ -291,10 +298,10 @@ static mcclResult_t connectSide(mcclBootstrap* bs, struct mcclDevPairEnd* e, int
   mcclResult_t res = mcclSuccess;
   const struct mcclTransportComm* tc = send ? &e->transport->send : &e->transport->recv;
   // Our sender reads the peer receiver's information, and the other way round.
-  MCCLCHECKGOTO(mcclBootstrapRecv(bs, peer, send ? kTagRecvInfo : kTagSendInfo, infos,
+  MCCLCHECKGOTO(mcclBootstrapRecv(ctx->bootstrap, peer, send ? kTagRecvInfo : kTagSendInfo, infos,
                                   (size_t)e->nChannels * sizeof(*infos)),
                 res, done);
-  for (int c = 0; c < e->nChannels; c++) MCCLCHECKGOTO(tc->connect(&infos[c], &conns[c]), res, done);
+  for (int c = 0; c < e->nChannels; c++) MCCLCHECKGOTO(tc->connect(ctx, &infos[c], 1, ctx->rank, &conns[c]), res, done);
 done:
   free(infos);
   return res;
@@ -341,25 +348,38 @@ mcclResult_t mcclDevPairPeerCreate(mcclBootstrap* bs, mcclProxyState* proxy, int
     return mcclSystemError;
   }
   int sends = (dirs & MCCL_DEVPAIR_SEND) != 0, recvs = (dirs & MCCL_DEVPAIR_RECV) != 0;
+  struct mcclTransportCtx ctx;
+  mcclPeerInfo* all = (mcclPeerInfo*)calloc((size_t)nranks, sizeof(mcclPeerInfo));
+  if (all == NULL) {
+    WARN("Out of memory for %d peer records", nranks);
+    res = mcclSystemError;
+    goto fail;
+  }
+  for (int r = 0; r < nranks; r++) MCCLCHECKGOTO(mcclBootstrapGetPeerInfo(bs, r, &all[r]), res, fail);
   MCCLCHECKGOTO(endAlloc(e, rank, me.cudaDev, t, nChannels, sends, recvs), res, fail);
+  MCCLCHECKGOTO(endCtx(&ctx, e, nranks, all), res, fail);
+  ctx.bootstrap = bs;
+  ctx.proxyState = proxy;
   // connect maps the peer's memory for the current device: this rank's.
   CUDACHECKGOTO(cudaSetDevice(me.cudaDev), res, fail);
-  if (sends) MCCLCHECKGOTO(setupSide(bs, proxy, e, 1, &me, &them, initialStep), res, fail);
-  if (recvs) MCCLCHECKGOTO(setupSide(bs, proxy, e, 0, &me, &them, initialStep), res, fail);
-  if (sends) MCCLCHECKGOTO(connectSide(bs, e, 1, peer), res, fail);
-  if (recvs) MCCLCHECKGOTO(connectSide(bs, e, 0, peer), res, fail);
+  if (sends) MCCLCHECKGOTO(setupSide(&ctx, e, 1, peer, initialStep), res, fail);
+  if (recvs) MCCLCHECKGOTO(setupSide(&ctx, e, 0, peer, initialStep), res, fail);
+  if (sends) MCCLCHECKGOTO(connectSide(&ctx, e, 1, peer), res, fail);
+  if (recvs) MCCLCHECKGOTO(connectSide(&ctx, e, 0, peer), res, fail);
   // Both sides have mapped before either may free: a /dev/shm creator closing first would unlink
   // the file the peer still has to open.
   char b = 1;
   MCCLCHECKGOTO(mcclBootstrapSend(bs, peer, kTagDone, &b, 1), res, fail);
   MCCLCHECKGOTO(mcclBootstrapRecv(bs, peer, kTagDone, &b, 1), res, fail);
   cudaSetDevice(saved);
+  free(all);
   INFO(MCCL_INIT, "rank %d <-> rank %d: %d channel(s)%s%s via %s", rank, peer, nChannels, sends ? " send" : "",
        recvs ? " recv" : "", t->name);
   *end = e;
   return mcclSuccess;
 fail:
   mcclDevPairPeerFree(e);
+  free(all);
   cudaSetDevice(saved);
   return res;
 }

@@ -15,27 +15,39 @@
 // only their addresses are used, to find the device functions. Index: 0 for the copy kernel, then
 // 1 + mcclDataType_t.
 #define MCCL_DEV_KERNEL(suffix) extern void mcclDevKernel_##suffix(struct mcclDevWork work);
-MCCL_DEV_KERNEL(copy) MCCL_DEV_KERNEL(i8) MCCL_DEV_KERNEL(u8) MCCL_DEV_KERNEL(i32) MCCL_DEV_KERNEL(u32)
-MCCL_DEV_KERNEL(i64) MCCL_DEV_KERNEL(u64) MCCL_DEV_KERNEL(f16) MCCL_DEV_KERNEL(f32) MCCL_DEV_KERNEL(f64)
-MCCL_DEV_KERNEL(bf16)
+MCCL_DEV_KERNEL(copy)
+MCCL_DEV_KERNEL(i8) MCCL_DEV_KERNEL(u8) MCCL_DEV_KERNEL(i32) MCCL_DEV_KERNEL(u32) MCCL_DEV_KERNEL(i64)
+    MCCL_DEV_KERNEL(u64) MCCL_DEV_KERNEL(f16) MCCL_DEV_KERNEL(f32) MCCL_DEV_KERNEL(f64) MCCL_DEV_KERNEL(bf16)
 #define MCCL_DEV_NUM_KERNELS (1 + mcclNumTypes)
-static void (*const kernelSyms[MCCL_DEV_NUM_KERNELS])(struct mcclDevWork) = {
-    mcclDevKernel_copy, mcclDevKernel_i8,  mcclDevKernel_u8,  mcclDevKernel_i32, mcclDevKernel_u32, mcclDevKernel_i64,
-    mcclDevKernel_u64,  mcclDevKernel_f16, mcclDevKernel_f32, mcclDevKernel_f64, mcclDevKernel_bf16};
+        static void (*const kernelSyms[MCCL_DEV_NUM_KERNELS])(struct mcclDevWork) = {
+            mcclDevKernel_copy, mcclDevKernel_i8,  mcclDevKernel_u8,  mcclDevKernel_i32,
+            mcclDevKernel_u32,  mcclDevKernel_i64, mcclDevKernel_u64, mcclDevKernel_f16,
+            mcclDevKernel_f32,  mcclDevKernel_f64, mcclDevKernel_bf16};
 _Static_assert(mcclInt8 == 0 && mcclBfloat16 == 9, "kernelSyms follows mcclDataType_t");
 
 size_t mcclTypeSize(int dtype) {
   switch (dtype) {
-    case mcclInt8: case mcclUint8: return 1;
-    case mcclFloat16: case mcclBfloat16: return 2;
-    case mcclInt32: case mcclUint32: case mcclFloat32: return 4;
-    case mcclInt64: case mcclUint64: case mcclFloat64: return 8;
-    default: return 0;
+    case mcclInt8:
+    case mcclUint8:
+      return 1;
+    case mcclFloat16:
+    case mcclBfloat16:
+      return 2;
+    case mcclInt32:
+    case mcclUint32:
+    case mcclFloat32:
+      return 4;
+    case mcclInt64:
+    case mcclUint64:
+    case mcclFloat64:
+      return 8;
+    default:
+      return 0;
   }
 }
 
 const char* mcclTypeName(int dtype) {
-  static const char* names[mcclNumTypes] = {"int8", "uint8", "int32", "uint32", "int64",
+  static const char* names[mcclNumTypes] = {"int8",   "uint8",   "int32",   "uint32",  "int64",
                                             "uint64", "float16", "float32", "float64", "bfloat16"};
   return dtype >= 0 && dtype < mcclNumTypes ? names[dtype] : "unknown";
 }
@@ -46,20 +58,30 @@ const char* mcclOpName(int redop) {
 }
 
 const char* mcclDevOpName(int op) {
-  static const char* names[mcclDevOpNum] = {"send", "recv", "copySend", "recvCopySend",
+  static const char* names[mcclDevOpNum] = {"send",           "recv",           "copySend",          "recvCopySend",
                                             "recvReduceSend", "recvReduceCopy", "recvReduceCopySend"};
   return op >= 0 && op < mcclDevOpNum ? names[op] : "unknown";
 }
 
-static int isPow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
-static int opRecvs(int op) { return op == mcclDevOpRecv || op == mcclDevOpRecvCopySend || op >= mcclDevOpRecvReduceSend; }
+static int isPow2(int x) {
+  return x > 0 && (x & (x - 1)) == 0;
+}
+static int opRecvs(int op) {
+  return op == mcclDevOpRecv || op == mcclDevOpRecvCopySend || op >= mcclDevOpRecvReduceSend;
+}
 static int opSends(int op) {
   return op == mcclDevOpSend || op == mcclDevOpCopySend || op == mcclDevOpRecvCopySend ||
          op == mcclDevOpRecvReduceSend || op == mcclDevOpRecvReduceCopySend;
 }
-static int opReduces(int op) { return op >= mcclDevOpRecvReduceSend; }
-static int opReads(int op) { return op == mcclDevOpSend || op == mcclDevOpCopySend || op >= mcclDevOpRecvReduceSend; }
-static int opWrites(int op) { return op != mcclDevOpSend && op != mcclDevOpRecvReduceSend; }
+static int opReduces(int op) {
+  return op >= mcclDevOpRecvReduceSend;
+}
+static int opReads(int op) {
+  return op == mcclDevOpSend || op == mcclDevOpCopySend || op >= mcclDevOpRecvReduceSend;
+}
+static int opWrites(int op) {
+  return op != mcclDevOpSend && op != mcclDevOpRecvReduceSend;
+}
 
 // The device functions, looked up once per device and kernel (the lookup names the current
 // context's copy of the kernel).
@@ -91,8 +113,8 @@ mcclResult_t mcclDevLaunch(const struct mcclDevWork* work, int nthreads, cudaStr
   MCCL_ARGCHECK(work != NULL, "work is NULL");
   struct mcclDevWork w = *work;
   MCCL_ARGCHECK(w.op >= 0 && w.op < mcclDevOpNum, "work->op %d is not an mcclDevOp", w.op);
-  MCCL_ARGCHECK(w.proto == MCCL_PROTO_SIMPLE || w.proto == MCCL_PROTO_LL, "work->proto %d is neither SIMPLE (%d) nor LL (%d)",
-                w.proto, MCCL_PROTO_SIMPLE, MCCL_PROTO_LL);
+  MCCL_ARGCHECK(w.proto == MCCL_PROTO_SIMPLE || w.proto == MCCL_PROTO_LL,
+                "work->proto %d is neither SIMPLE (%d) nor LL (%d)", w.proto, MCCL_PROTO_SIMPLE, MCCL_PROTO_LL);
   MCCL_ARGCHECK(w.dtype >= 0 && w.dtype < mcclNumTypes, "work->dtype %d is not an mcclDataType_t", w.dtype);
   MCCL_ARGCHECK(w.redop >= 0 && w.redop < mcclNumOps, "work->redop %d is not an mcclRedOp_t", w.redop);
   MCCL_ARGCHECK(w.nchannels >= 1 && w.nchannels <= MCCL_DEV_MAX_CHANNELS, "work->nchannels %d is not in 1..%d",
@@ -108,7 +130,8 @@ mcclResult_t mcclDevLaunch(const struct mcclDevWork* work, int nthreads, cudaStr
                 mcclDevOpName(w.op));
   MCCL_ARGCHECK(w.redop != mcclAvg || w.redOpArg >= 1, "work->redOpArg is 0 for avg (the divisor)");
   if (w.chunkSteps == 0) w.chunkSteps = MCCL_DEV_DEFAULT_CHUNKSTEPS;
-  if (w.sliceSteps == 0) w.sliceSteps = w.chunkSteps < MCCL_DEV_DEFAULT_SLICESTEPS ? w.chunkSteps : MCCL_DEV_DEFAULT_SLICESTEPS;
+  if (w.sliceSteps == 0)
+    w.sliceSteps = w.chunkSteps < MCCL_DEV_DEFAULT_SLICESTEPS ? w.chunkSteps : MCCL_DEV_DEFAULT_SLICESTEPS;
   MCCL_ARGCHECK(isPow2(w.chunkSteps) && w.chunkSteps <= MCCL_STEPS, "work->chunkSteps %d is not a power of two <= %d",
                 w.chunkSteps, MCCL_STEPS);
   MCCL_ARGCHECK(isPow2(w.sliceSteps) && w.sliceSteps <= w.chunkSteps,

@@ -15,8 +15,12 @@
     if (!(cond)) return __LINE__; \
   } while (0)
 
+// A copy from pageable host memory may return once the data is staged, before it reaches the device
+// (CUDA's documented cudaMemcpy behaviour, seen on the H200 as a stale read through the other view):
+// synchronise the device so the store has landed before anyone else looks.
 static inline int dcPut(int dev, void* dst, const void* src, size_t n) {
-  return cudaSetDevice(dev) == cudaSuccess && cudaMemcpy(dst, src, n, cudaMemcpyDefault) == cudaSuccess;
+  return cudaSetDevice(dev) == cudaSuccess && cudaMemcpy(dst, src, n, cudaMemcpyDefault) == cudaSuccess &&
+         cudaDeviceSynchronize() == cudaSuccess;
 }
 static inline int dcGet(int dev, void* dst, const void* src, size_t n) {
   return cudaSetDevice(dev) == cudaSuccess && cudaMemcpy(dst, src, n, cudaMemcpyDefault) == cudaSuccess;

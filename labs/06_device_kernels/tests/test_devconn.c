@@ -44,39 +44,39 @@ static void p2pCanConnectRules(void) {
   int ok = -1;
   setParam("MCCL_P2P_DISABLE", NULL);
   // The same device always can (the driver does not call a device its own peer).
-  EXPECT_OK(mcclP2pTransport.canConnect(&ok, &a, &a));
+  EXPECT_OK(mcclP2pTransport.canConnect(&ok, NULL, &a, &a));
   EXPECT_EQ(ok, mcclCuMemEnable() ? 1 : 0);
   if (n > 1) {
     int peer = 0;
     EXPECT_CUDA_OK(cudaDeviceCanAccessPeer(&peer, 0, 1));
-    EXPECT_OK(mcclP2pTransport.canConnect(&ok, &a, &b));
+    EXPECT_OK(mcclP2pTransport.canConnect(&ok, NULL, &a, &b));
     EXPECT_EQ(ok, mcclCuMemEnable() && peer ? 1 : 0);
   }
   // Another host.
   mcclPeerInfo far = b;
   far.hostHash ^= 1;
-  EXPECT_OK(mcclP2pTransport.canConnect(&ok, &a, &far));
+  EXPECT_OK(mcclP2pTransport.canConnect(&ok, NULL, &a, &far));
   EXPECT_EQ(ok, 0);
   // A device this process does not see.
   mcclPeerInfo ghost = b;
   ghost.cudaDev = n + 7;
-  EXPECT_OK(mcclP2pTransport.canConnect(&ok, &a, &ghost));
+  EXPECT_OK(mcclP2pTransport.canConnect(&ok, NULL, &a, &ghost));
   EXPECT_EQ(ok, 0);
   // MCCL_P2P_DISABLE=1 refuses everyone; SHM still connects them.
   setParam("MCCL_P2P_DISABLE", "1");
-  EXPECT_OK(mcclP2pTransport.canConnect(&ok, &a, &b));
+  EXPECT_OK(mcclP2pTransport.canConnect(&ok, NULL, &a, &b));
   EXPECT_EQ(ok, 0);
-  EXPECT_OK(mcclShmTransport.canConnect(&ok, &a, &b));
+  EXPECT_OK(mcclShmTransport.canConnect(&ok, NULL, &a, &b));
   EXPECT_EQ(ok, 1);
   // Without cuMem there is no way to share device memory here.
   setParam("MCCL_P2P_DISABLE", NULL);
   setParam("MCCL_CUMEM_ENABLE", "0");
-  EXPECT_OK(mcclP2pTransport.canConnect(&ok, &a, &b));
+  EXPECT_OK(mcclP2pTransport.canConnect(&ok, NULL, &a, &b));
   EXPECT_EQ(ok, 0);
   setParam("MCCL_CUMEM_ENABLE", NULL);
-  EXPECT_RES(mcclP2pTransport.canConnect(NULL, &a, &b), mcclInvalidArgument);
-  EXPECT_RES(mcclP2pTransport.canConnect(&ok, NULL, &b), mcclInvalidArgument);
-  EXPECT_RES(mcclP2pTransport.canConnect(&ok, &a, NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclP2pTransport.canConnect(NULL, NULL, &a, &b), mcclInvalidArgument);
+  EXPECT_RES(mcclP2pTransport.canConnect(&ok, NULL, NULL, &b), mcclInvalidArgument);
+  EXPECT_RES(mcclP2pTransport.canConnect(&ok, NULL, &a, NULL), mcclInvalidArgument);
 }
 
 static void selectTransport(void) {
@@ -279,29 +279,37 @@ static void p2pHooksRefuseMisuse(void) {
   EXPECT_CUDA_OK(cudaSetDevice(0));
   mcclPeerInfo me;
   EXPECT_OK(mcclFillPeerInfo(0, 0, &me));
+  struct mcclTransportCtx ctx, bad;
+  EXPECT_OK(mcclTransportCtxInit(&ctx, 0, 1, 0));
   struct mcclConnector s, r;
   struct mcclConnect si, ri;
+  EXPECT_TRUE(mcclTransports[TRANSPORT_P2P] == &mcclP2pTransport);  // lab 06 fills its registry slot
   EXPECT_OK(mcclConnectorInit(&s, &mcclP2pTransport, 1, 0));
+  EXPECT_EQ(s.transport, TRANSPORT_P2P);
   EXPECT_OK(mcclConnectorInit(&r, &mcclP2pTransport, 0, 0));
-  EXPECT_RES(mcclP2pTransport.send.connect(&ri, &s), mcclInvalidUsage);  // not set up
-  EXPECT_RES(mcclP2pTransport.recv.setup(&me, &me, &ri, &s), mcclInvalidArgument);  // a send connector
-  EXPECT_RES(mcclP2pTransport.send.setup(NULL, &me, &si, &s), mcclInvalidArgument);
-  EXPECT_RES(mcclP2pTransport.send.setup(&me, &me, NULL, &s), mcclInvalidArgument);
-  EXPECT_OK(mcclP2pTransport.send.setup(&me, &me, &si, &s));
-  EXPECT_RES(mcclP2pTransport.send.setup(&me, &me, &si, &s), mcclInvalidUsage);  // twice
-  EXPECT_OK(mcclP2pTransport.recv.setup(&me, &me, &ri, &r));
+  EXPECT_RES(mcclP2pTransport.send.connect(&ctx, &ri, 1, 0, &s), mcclInvalidUsage);  // not set up
+  EXPECT_RES(mcclP2pTransport.recv.setup(&ctx, NULL, &me, &me, &ri, &s, 0, 0), mcclInvalidArgument);  // a send connector
+  EXPECT_RES(mcclP2pTransport.send.setup(&ctx, NULL, NULL, &me, &si, &s, 0, 0), mcclInvalidArgument);
+  EXPECT_RES(mcclP2pTransport.send.setup(&ctx, NULL, &me, &me, NULL, &s, 0, 0), mcclInvalidArgument);
+  EXPECT_RES(mcclP2pTransport.send.setup(NULL, NULL, &me, &me, &si, &s, 0, 0), mcclInvalidArgument);
+  bad = ctx;
+  bad.buffSizes[MCCL_PROTO_LL] = 100;  // the sizes come from the context, checked there
+  EXPECT_RES(mcclP2pTransport.send.setup(&bad, NULL, &me, &me, &si, &s, 0, 0), mcclInvalidArgument);
+  EXPECT_OK(mcclP2pTransport.send.setup(&ctx, NULL, &me, &me, &si, &s, 0, 0));
+  EXPECT_RES(mcclP2pTransport.send.setup(&ctx, NULL, &me, &me, &si, &s, 0, 0), mcclInvalidUsage);  // twice
+  EXPECT_OK(mcclP2pTransport.recv.setup(&ctx, NULL, &me, &me, &ri, &r, 0, 0));
   // A receiver whose FIFO is smaller than this side expects.
   struct mcclP2pConnectInfo info;
   memcpy(&info, ri.data, sizeof(info));
   struct mcclConnect small = ri;
   info.buff.size = sizeof(struct mcclRecvMem);
   memcpy(small.data, &info, sizeof(info));
-  EXPECT_RES(mcclP2pTransport.send.connect(&small, &s), mcclRemoteError);
-  EXPECT_RES(mcclP2pTransport.send.connect(NULL, &s), mcclInvalidArgument);
-  EXPECT_RES(mcclP2pTransport.send.connect(&ri, &r), mcclInvalidArgument);  // a recv connector
-  EXPECT_OK(mcclP2pTransport.send.connect(&ri, &s));
-  EXPECT_OK(mcclP2pTransport.recv.connect(&si, &r));
-  EXPECT_RES(mcclP2pTransport.recv.connect(&si, &r), mcclInvalidUsage);  // twice
+  EXPECT_RES(mcclP2pTransport.send.connect(&ctx, &small, 1, 0, &s), mcclRemoteError);
+  EXPECT_RES(mcclP2pTransport.send.connect(&ctx, NULL, 1, 0, &s), mcclInvalidArgument);
+  EXPECT_RES(mcclP2pTransport.send.connect(&ctx, &ri, 1, 0, &r), mcclInvalidArgument);  // a recv connector
+  EXPECT_OK(mcclP2pTransport.send.connect(&ctx, &ri, 1, 0, &s));
+  EXPECT_OK(mcclP2pTransport.recv.connect(&ctx, &si, 1, 0, &r));
+  EXPECT_RES(mcclP2pTransport.recv.connect(&ctx, &si, 1, 0, &r), mcclInvalidUsage);  // twice
   struct mcclProxyOp op;
   void* buf = NULL;
   EXPECT_CUDA_OK(cudaMalloc(&buf, 64));
@@ -319,9 +327,9 @@ static void p2pHooksRefuseMisuse(void) {
   pc.tcomm = &mcclP2pTransport.send;
   req.size = sizeof(struct mcclSendMem);
   req.llBuffSize = 4096;  // a sender has no LL FIFO
-  EXPECT_RES(mcclP2pTransport.send.proxySetup(&pc, &req, sizeof(req), &resp, sizeof(resp), &done), mcclInvalidArgument);
+  EXPECT_RES(mcclP2pTransport.send.proxySetup(&pc, NULL, &req, sizeof(req), &resp, sizeof(resp), &done), mcclInvalidArgument);
   req.llBuffSize = 0;
-  EXPECT_RES(mcclP2pTransport.send.proxySetup(&pc, &req, 3, &resp, sizeof(resp), &done), mcclInternalError);
+  EXPECT_RES(mcclP2pTransport.send.proxySetup(&pc, NULL, &req, 3, &resp, sizeof(resp), &done), mcclInternalError);
   EXPECT_TRUE(pc.transportResources == NULL && pc.exportHandle == 0);
   EXPECT_OK(mcclConnectorFree(&s));
   EXPECT_OK(mcclConnectorFree(&r));

@@ -1,13 +1,14 @@
-// The test harness (see mccl_test.h).
+// The test harness (see mccl_test.h). Built into its own archive, libmccl_test.a, linked only into
+// test binaries: no library a program links (final/ included) carries it.
 #include <dirent.h>
 #include <fnmatch.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "mccl_debug.h"
 #include "mccl_test.h"
 
 enum { ST_PASS = 0, ST_SKIP = 1, ST_FAIL = 2 };
@@ -101,9 +102,19 @@ static int selected(const char* pattern, const char* full) {
   return fnmatch(glob, full, 0) == 0;
 }
 
+#ifdef __SANITIZE_THREAD__
+static void* noop(void* arg) { return arg; }
+#endif
+
 int mcclTestMain(int argc, char** argv, const mcclTestCase* cases, int nCases, const mcclTestHooks* hooks) {
   static const mcclTestHooks single = {NULL, NULL, 1, 1};
   if (hooks == NULL) hooks = &single;
+#ifdef __SANITIZE_THREAD__
+  // TSan starts a background thread of its own with the first thread the program creates: have it
+  // started now, so tests that count this process's threads before and after see only their own.
+  pthread_t t;
+  if (pthread_create(&t, NULL, noop, NULL) == 0) pthread_join(t, NULL);
+#endif
   setvbuf(stdout, NULL, _IOLBF, 0);
   // `--list [NP]`: print the names the filter selects (as a run on NP processes names them), run nothing.
   int list = argc > 1 && strcmp(argv[1], "--list") == 0;

@@ -1,0 +1,201 @@
+/**
+ * @file mccl_allreduce.h
+ * @brief Lab 07: a communicator for the lab (ranks, bootstrap, proxy, ring channels, symmetric
+ * windows) and the allreduce entry point.
+ * @ingroup lab07
+ */
+#ifndef MCCL_ALLREDUCE_H_
+#define MCCL_ALLREDUCE_H_
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda_runtime.h>
+#include "mccl_allreduce_args.h"
+#include "mccl_bootstrap.h"
+#include "mccl_prims.h"
+#include "mccl_proxy.h"
+#include "mccl_result.h"
+#include "mccl_transport.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * @defgroup lab07 Lab 07: allreduce
+ * @brief A ring allreduce over lab 06's P2P and SHM connections and one-shot / two-shot allreduce
+ * on symmetric windows (NCCL 2.28.9 src/init.cc, src/graph/rings.cc, src/transport.cc,
+ * src/device/all_reduce.h, src/sym_kernels.cc, src/enqueue.cc, src/graph/tuning.cc).
+ *
+ * @code
+ * mcclUniqueId id; if (rank == 0) mcclGetUniqueId(&id); MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
+ * mcclLabComm* comm;
+ * MCCLCHECK(mcclLabCommInit(&comm, nranks, &id, rank, dev, 0));   // ring, channels, signal area
+ * void* buf; MCCLCHECK(mcclMemAlloc(&buf, bytes));
+ * mcclLabWindow* win;
+ * MCCLCHECK(mcclLabWindowRegister(comm, buf, bytes, &win));        // collective
+ * MCCLCHECK(mcclLabAllReduce(buf, buf, count, mcclFloat32, mcclSum, comm, stream));
+ * MCCLCHECK(mcclLabWindowDeregister(comm, win));
+ * MCCLCHECK(mcclLabCommDestroy(comm));
+ * @endcode
+ * @{
+ */
+
+/** @brief The ring of one channel (NCCL's ncclRing): neighbours and the order of all ranks. */
+struct mcclLabRing {
+  int prev;       /**< rank this rank receives from */
+  int next;       /**< rank this rank sends to */
+  int index;      /**< this rank's position: userRanks[index] == rank */
+  int* userRanks; /**< [nRanks] ranks in ring order, starting from ring position 0 */
+};
+
+/** @brief A buffer every rank registered, mapped from every rank (NCCL's ncclWindow, symmetric). */
+typedef struct mcclLabWindow {
+  void* buff;              /**< this rank's buffer (from mcclMemAlloc; the start of its allocation) */
+  size_t size;             /**< bytes registered (the same on every rank) */
+  void** peerPtrs;         /**< [nRanks] host array: each rank's buffer as mapped here (peerPtrs[rank] == buff) */
+  char** devPeerPtrs;      /**< [nRanks] device array of the same, for kernels */
+  struct mcclLabWindow* next; /**< the communicator's list */
+} mcclLabWindow;
+
+/** @brief A communicator for the lab: what lab 07's kernels and host code need (NCCL's ncclComm, in small). */
+typedef struct mcclLabComm {
+  int rank;                      /**< this rank */
+  int nRanks;                    /**< ranks */
+  int cudaDev;                   /**< this rank's device */
+  mcclBootstrap* bootstrap;      /**< lab common: peer records, tagged messages */
+  mcclProxyState* proxy;         /**< lab 05: setup RPCs, fds of this rank's memory */
+  mcclPeerInfo* peerInfo;        /**< [nRanks] every rank's record */
+  struct mcclTransportCtx ctx;   /**< the transports' view: buffSizes, channels (ctx.channels[c].peers/devPeers) */
+  int nChannels;                 /**< ring channels (== ctx.nChannels) */
+  struct mcclLabRing ring;       /**< the ring every channel follows */
+  int transport[MCCL_MAX_CHANNELS]; /**< per channel: TRANSPORT_P2P or TRANSPORT_SHM of the send connection */
+  struct mcclConnInfo* devRecvConns; /**< [nChannels] device: recv from ring.prev, channel c at [c] */
+  struct mcclConnInfo* devSendConns; /**< [nChannels] device: send to ring.next, channel c at [c] */
+  volatile uint32_t* abortFlag;  /**< host view of the host-mapped abort flag */
+  uint32_t* abortFlagDev;        /**< device view of it, for kernels */
+  mcclLabWindow* signalWin;      /**< every rank's signal area (MCCL_SIGNAL_BYTES), mapped here */
+  uint64_t seq;                  /**< sequence number of the last symmetric call */
+  mcclLabWindow* windows;        /**< registered windows */
+} mcclLabComm;
+
+/**
+ * @brief Create this rank's communicator (one process per rank, e.g. under mpirun; NCCL's
+ * ncclCommInitRank): proxy, bootstrap, peer records, the ring (ranks ordered by device, then rank),
+ * nChannels channels each connected send -> next and recv <- prev by lab 06's mcclTransportP2pSetup
+ * (P2P, else SHM; MCCL_P2P_DISABLE=1 forces SHM), device arrays of the per-channel connections, a
+ * host-mapped abort flag and a signal area mapped by every rank. Collective over the nranks ranks.
+ * @param[out] comm       the communicator; written only on success.
+ * @param[in]  nranks     1 .. MCCL_LAB_MAX_RANKS.
+ * @param[in]  id         from mcclGetUniqueId on one rank, the same on all.
+ * @param[in]  rank       0 .. nranks-1.
+ * @param[in]  cudaDev    this rank's device.
+ * @param[in]  nChannels  1 .. MCCL_SIGNAL_MAX_BLOCKS, or 0 for MCCL_NCHANNELS.
+ * @return mcclSuccess; mcclInvalidArgument (named); errors of the layers below. Nothing is left on failure.
+ */
+mcclResult_t mcclLabCommInit(mcclLabComm** comm, int nranks, const mcclUniqueId* id, int rank, int cudaDev,
+                             int nChannels);
+
+/**
+ * @brief One process driving ndev devices (NCCL's ncclCommInitAll): one communicator per device,
+ * rank i on devlist[i], the ring in device order. Runs the ndev initialisations on threads.
+ * @param[out] comms      ndev communicators; written only if every one succeeded.
+ * @param[in]  ndev       1 .. MCCL_LAB_MAX_RANKS.
+ * @param[in]  devlist    ndev device ordinals, or NULL for 0 .. ndev-1.
+ * @param[in]  nChannels  as mcclLabCommInit.
+ * @return mcclSuccess; mcclInvalidArgument; the first error of an initialisation (all are undone).
+ */
+mcclResult_t mcclLabCommInitAll(mcclLabComm** comms, int ndev, const int* devlist, int nChannels);
+
+/**
+ * @brief Raise the abort flag: kernels polling it and waits in the proxy and bootstrap end with an
+ * error. mcclLabCommDestroy must still be called (and frees everything).
+ * @param[in] comm  the communicator.
+ * @return mcclSuccess; mcclInvalidArgument (NULL).
+ */
+mcclResult_t mcclLabCommAbort(mcclLabComm* comm);
+
+/**
+ * @brief Free everything the communicator owns: windows still registered, channels and their
+ * connections, the signal area, the device arrays, the proxy (threads, sockets), the bootstrap and
+ * the abort flag. Not collective (peers keep their own mappings); kernels using the communicator
+ * must have ended. After mcclLabCommAbort the bootstrap is closed without any exchange.
+ * @param[in] comm  the communicator, or NULL (a no-op).
+ * @return mcclSuccess, or the first error (everything is still freed).
+ */
+mcclResult_t mcclLabCommDestroy(mcclLabComm* comm);
+
+/**
+ * @brief Register a buffer as a symmetric window (NCCL's ncclCommWindowRegister with
+ * NCCL_WIN_COLL_SYMMETRIC): collective; every rank passes a buffer of the same size, from lab 01's
+ * mcclMemAlloc (the start of its allocation). Each rank maps every peer's buffer (lab 03 import of an
+ * fd the peer's proxy hands out), so kernels load and store peers' buffers directly.
+ * @param[in]  comm  the communicator.
+ * @param[in]  buff  this rank's buffer.
+ * @param[in]  size  bytes (> 0, at most the allocation's size), equal on every rank.
+ * @param[out] win   the window; written only on success.
+ * @return mcclSuccess; mcclInvalidArgument (NULL, size 0, not the start of a VMM allocation, larger
+ *         than it, sizes that differ between ranks); errors of the proxy, lab 03 and the bootstrap.
+ */
+mcclResult_t mcclLabWindowRegister(mcclLabComm* comm, void* buff, size_t size, mcclLabWindow** win);
+
+/**
+ * @brief Unmap every peer's buffer as mapped here and free the window. Not collective: peers keep
+ * their own mappings (the driver frees the memory with its last mapping); this rank's buffer stays
+ * the caller's (mcclMemFree).
+ * @param[in] comm  the communicator.
+ * @param[in] win   from mcclLabWindowRegister, or NULL (a no-op).
+ * @return mcclSuccess; mcclInvalidArgument (not a window of this communicator); the first error met.
+ */
+mcclResult_t mcclLabWindowDeregister(mcclLabComm* comm, mcclLabWindow* win);
+
+/**
+ * @brief The window holding [ptr, ptr + bytes), if any.
+ * @param[in]  comm    the communicator.
+ * @param[in]  ptr     a device address.
+ * @param[in]  bytes   length.
+ * @param[out] win     the window or NULL.
+ * @param[out] offset  ptr's offset in it (0 if none).
+ * @return mcclSuccess; mcclInvalidArgument (NULL comm or outputs).
+ */
+mcclResult_t mcclLabWindowFind(const mcclLabComm* comm, const void* ptr, size_t bytes, mcclLabWindow** win,
+                               size_t* offset);
+
+/**
+ * @brief The algorithm and protocol for a call (NCCL's tuning: one table by rank count and size,
+ * then MCCL_ALGO / MCCL_PROTO overrides). Symmetric algorithms need both buffers in windows: without
+ * them the table falls back to the ring, and a forced MCCL_ALGO=oneshot|twoshot is refused.
+ * @param[in]  nRanks     ranks.
+ * @param[in]  bytes      bytes per rank.
+ * @param[in]  symmetric  1 when sendbuff and recvbuff are in windows.
+ * @param[out] algo       enum mcclAlgo.
+ * @param[out] proto      MCCL_PROTO_SIMPLE or MCCL_PROTO_LL.
+ * @return mcclSuccess; mcclInvalidArgument (bad MCCL_ALGO / MCCL_PROTO value, or a symmetric
+ *         algorithm forced on buffers outside windows).
+ */
+mcclResult_t mcclLabSelectAlgorithm(int nRanks, size_t bytes, int symmetric, int* algo, int* proto);
+
+/**
+ * @brief Allreduce count elements (NCCL's ncclAllReduce): recvbuff[i] = op over ranks of sendbuff[i]
+ * (avg: sum divided by nRanks). Arguments are checked before anything is launched; the kernel runs
+ * on `stream` with no host synchronisation.
+ * @param[in]  sendbuff  device input, count elements (may equal recvbuff).
+ * @param[out] recvbuff  device output.
+ * @param[in]  count     elements; count * size of dtype must not overflow.
+ * @param[in]  dtype     mcclDataType_t.
+ * @param[in]  op        mcclRedOp_t.
+ * @param[in]  comm      the communicator.
+ * @param[in]  stream    the caller's stream.
+ * @return mcclSuccess; mcclInvalidArgument (NULL buffers or comm, count overflow, unknown dtype or
+ *         op, buffers not in a window for a forced symmetric algorithm); mcclInvalidUsage (aborted
+ *         communicator); errors of the launch.
+ */
+mcclResult_t mcclLabAllReduce(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t dtype,
+                              mcclRedOp_t op, mcclLabComm* comm, cudaStream_t stream);
+
+/** @} */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,125 @@
+// Lab 07: the allreduce entry point (NCCL's ncclAllReduce -> ncclEnqueueCheck / ArgsCheck, then
+// tuning.cc's choice of algorithm and protocol, then the launch). Every argument is checked here,
+// before anything reaches the stream.
+#include <stdint.h>
+#include <string.h>
+#include <strings.h>
+#include "allreduce_internal.h"
+#include "mccl_checks.h"
+#include "mccl_debug.h"
+#include "mccl_param.h"
+
+// ---- tuning: one table, by rank count and size (NCCL's tuning.cc computes times from bandwidth
+// and latency tables; lab 07 keeps the cut-over points themselves) ------------------------------
+//
+// PLACEHOLDERS until measured: the lead sets these from 2x H200 runs (docs/results/), and writes
+// the measurements next to them. Bytes are per rank (count * type size).
+#define MCCL_TUNE_ONESHOT_MAX_2R (64u << 10)   // 2 ranks: one-shot up to here
+#define MCCL_TUNE_TWOSHOT_MAX_2R (4u << 20)    // 2 ranks: two-shot up to here, then the ring
+#define MCCL_TUNE_ONESHOT_MAX_4R (32u << 10)   // 3-4 ranks
+#define MCCL_TUNE_TWOSHOT_MAX_4R (2u << 20)
+#define MCCL_TUNE_ONESHOT_MAX_8R (16u << 10)   // 5-8 ranks
+#define MCCL_TUNE_TWOSHOT_MAX_8R (1u << 20)
+#define MCCL_TUNE_LL_MAX (256u << 10)          // the ring uses LL up to here, SIMPLE above
+
+static const struct {
+  int maxRanks;
+  size_t oneShotMax, twoShotMax;
+} tuneTable[] = {
+    {2, MCCL_TUNE_ONESHOT_MAX_2R, MCCL_TUNE_TWOSHOT_MAX_2R},
+    {4, MCCL_TUNE_ONESHOT_MAX_4R, MCCL_TUNE_TWOSHOT_MAX_4R},
+    {8, MCCL_TUNE_ONESHOT_MAX_8R, MCCL_TUNE_TWOSHOT_MAX_8R},
+    {MCCL_LAB_MAX_RANKS, 0, 0},  // beyond 8 ranks: the ring only
+};
+
+mcclResult_t mcclLabSelectAlgorithm(int nRanks, size_t bytes, int symmetric, int* algo, int* proto) {
+  MCCL_ARGCHECK(algo != NULL && proto != NULL, "algo %p / proto %p is NULL", (void*)algo, (void*)proto);
+  MCCL_ARGCHECK(nRanks >= 1 && nRanks <= MCCL_LAB_MAX_RANKS, "nRanks %d", nRanks);
+  int a = MCCL_ALGO_RING;
+  if (symmetric && nRanks > 1) {
+    for (size_t i = 0; i < sizeof(tuneTable) / sizeof(tuneTable[0]); i++)
+      if (nRanks <= tuneTable[i].maxRanks) {
+        if (bytes <= tuneTable[i].oneShotMax) a = MCCL_ALGO_ONESHOT;
+        else if (bytes <= tuneTable[i].twoShotMax) a = MCCL_ALGO_TWOSHOT;
+        break;
+      }
+  }
+  int p = bytes <= MCCL_TUNE_LL_MAX ? MCCL_PROTO_LL : MCCL_PROTO_SIMPLE;
+  const char* env = mcclParamAlgo();
+  if (env) {
+    if (strcasecmp(env, "ring") == 0) a = MCCL_ALGO_RING;
+    else if (strcasecmp(env, "oneshot") == 0) a = MCCL_ALGO_ONESHOT;
+    else if (strcasecmp(env, "twoshot") == 0) a = MCCL_ALGO_TWOSHOT;
+    else {
+      WARN("Invalid argument: MCCL_ALGO '%s' (ring, oneshot or twoshot)", env);
+      return mcclInvalidArgument;
+    }
+    if (a != MCCL_ALGO_RING && !symmetric) {
+      WARN("Invalid argument: MCCL_ALGO=%s needs sendbuff and recvbuff in registered windows "
+           "(mcclLabWindowRegister)", env);
+      return mcclInvalidArgument;
+    }
+  }
+  env = mcclParamProto();
+  if (env) {
+    if (strcasecmp(env, "simple") == 0) p = MCCL_PROTO_SIMPLE;
+    else if (strcasecmp(env, "ll") == 0) p = MCCL_PROTO_LL;
+    else {
+      WARN("Invalid argument: MCCL_PROTO '%s' (simple or ll)", env);
+      return mcclInvalidArgument;
+    }
+  }
+  *algo = a;
+  *proto = p;
+  return mcclSuccess;
+}
+
+mcclResult_t mcclLabAllReduce(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t dtype,
+                              mcclRedOp_t op, mcclLabComm* comm, cudaStream_t stream) {
+  MCCL_ARGCHECK(comm != NULL, "comm is NULL");
+  MCCL_ARGCHECK((int)dtype >= 0 && (int)dtype < mcclNumTypes, "dtype %d (0 .. %d)", (int)dtype, mcclNumTypes - 1);
+  MCCL_ARGCHECK((int)op >= 0 && (int)op < mcclNumOps, "op %d (0 .. %d)", (int)op, mcclNumOps - 1);
+  size_t esize = mcclTypeSize(dtype);
+  MCCL_ARGCHECK(count <= SIZE_MAX / esize, "count %zu (x %zu-byte %s overflows)", count, esize, mcclTypeName(dtype));
+  MCCL_ARGCHECK(count == 0 || sendbuff != NULL, "sendbuff is NULL with count %zu", count);
+  MCCL_ARGCHECK(count == 0 || recvbuff != NULL, "recvbuff is NULL with count %zu", count);
+  if (__atomic_load_n(comm->abortFlag, __ATOMIC_ACQUIRE)) {
+    WARN("Invalid usage: rank %d's communicator was aborted", comm->rank);
+    return mcclInvalidUsage;
+  }
+  size_t bytes = count * esize;
+  mcclLabWindow *sw = NULL, *rw = NULL;
+  size_t soff = 0, roff = 0;
+  MCCLCHECK(mcclLabWindowFind(comm, sendbuff, bytes, &sw, &soff));
+  MCCLCHECK(mcclLabWindowFind(comm, recvbuff, bytes, &rw, &roff));
+  int symmetric = sw != NULL && rw != NULL && comm->signalWin != NULL;
+  struct mcclAllReduceArgs a;
+  memset(&a, 0, sizeof(a));
+  MCCLCHECK(mcclLabSelectAlgorithm(comm->nRanks, bytes, symmetric, &a.algorithm, &a.proto));
+  a.nChannels = comm->nChannels;
+  a.rank = comm->rank;
+  a.nRanks = comm->nRanks;
+  a.ringIndex = comm->ring.index;
+  a.dtype = (int)dtype;
+  a.op = (int)op;
+  a.count = count;
+  a.sendbuff = sendbuff;
+  a.recvbuff = recvbuff;
+  a.redOpArg = op == mcclAvg ? (uint64_t)comm->nRanks : 1;
+  a.recvConns = comm->devRecvConns;
+  a.sendConns = comm->devSendConns;
+  a.abortFlag = comm->abortFlagDev;
+  if (a.algorithm != MCCL_ALGO_RING) {
+    a.sendPeers = sw->devPeerPtrs;
+    a.sendOffset = soff;
+    a.recvPeers = rw->devPeerPtrs;
+    a.recvOffset = roff;
+    a.signalPeers = (uint64_t* const*)comm->signalWin->devPeerPtrs;
+    a.signals = (uint64_t*)comm->signalWin->buff;
+    a.seq = ++comm->seq;  // flags carry it: back-to-back calls need no reset
+  }
+  TRACE(MCCL_COLL, "rank %d: allreduce %zu x %s %s, algorithm %d proto %d", comm->rank, count, mcclTypeName(dtype),
+        mcclOpName(op), a.algorithm, a.proto);
+  // >>> The lead's kernels: lab 07 src/*.cu implements mcclLabAllReduceLaunch (launch only, on `stream`).
+  return mcclLabAllReduceLaunch(comm, &a, stream);
+}

@@ -1,0 +1,264 @@
+// Lab 07: the lab's communicator (NCCL's ncclCommInitRank / ncclCommInitAll / commDestroy, in small):
+// a proxy and a bootstrap (labs 05 and common), the peer records, one ring over all ranks
+// (src/graph/rings.cc: here ranks in device order), nChannels channels connected send -> next and
+// recv <- prev by lab 06's mcclTransportP2pConnect/P2pSetup (src/transport.cc), device arrays of the
+// per-channel connections for the kernels, a host-mapped abort flag and a signal area every rank maps.
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include "allreduce_internal.h"
+#include "mccl_alloc.h"
+#include "mccl_channel.h"
+#include "mccl_checks.h"
+#include "mccl_debug.h"
+#include "mccl_devconn.h"
+#include "mccl_param.h"
+
+// Ring order (NCCL's rings.cc builds it from the topology; one host here): by device, then rank, so
+// that one process driving several devices gets them in device order and mpirun ranks on distinct
+// devices get rank order.
+static const mcclPeerInfo* sortInfo;
+static int byDevice(const void* a, const void* b) {
+  const mcclPeerInfo *x = &sortInfo[*(const int*)a], *y = &sortInfo[*(const int*)b];
+  if (x->cudaDev != y->cudaDev) return x->cudaDev < y->cudaDev ? -1 : 1;
+  return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+static mcclResult_t buildRing(mcclLabComm* comm) {
+  int n = comm->nRanks;
+  comm->ring.userRanks = (int*)calloc((size_t)n, sizeof(int));
+  if (comm->ring.userRanks == NULL) {
+    WARN("Out of memory for a ring of %d ranks", n);
+    return mcclSystemError;
+  }
+  for (int r = 0; r < n; r++) comm->ring.userRanks[r] = r;
+  static pthread_mutex_t sortLock = PTHREAD_MUTEX_INITIALIZER;  // qsort has no context argument in C11
+  pthread_mutex_lock(&sortLock);
+  sortInfo = comm->peerInfo;
+  qsort(comm->ring.userRanks, (size_t)n, sizeof(int), byDevice);
+  pthread_mutex_unlock(&sortLock);
+  for (int i = 0; i < n; i++)
+    if (comm->ring.userRanks[i] == comm->rank) comm->ring.index = i;
+  comm->ring.prev = comm->ring.userRanks[(comm->ring.index + n - 1) % n];
+  comm->ring.next = comm->ring.userRanks[(comm->ring.index + 1) % n];
+  return mcclSuccess;
+}
+
+// The kernels' view of the ring connections: channel c's recv-from-prev and send-to-next, one
+// device array each (lab 06's mcclDevWork takes arrays indexed by channel).
+static mcclResult_t ringConns(mcclLabComm* comm) {
+  struct mcclConnInfo recv[MCCL_MAX_CHANNELS], send[MCCL_MAX_CHANNELS];
+  for (int c = 0; c < comm->nChannels; c++) {
+    struct mcclChannelPeer* prev = &comm->ctx.channels[c].peers[comm->ring.prev];
+    struct mcclChannelPeer* next = &comm->ctx.channels[c].peers[comm->ring.next];
+    if (!prev->recv[0].connected || !next->send[0].connected) {
+      WARN("Internal error: channel %d of rank %d is not connected to its ring neighbours", c, comm->rank);
+      return mcclInternalError;
+    }
+    recv[c] = prev->recv[0].conn;
+    send[c] = next->send[0].conn;
+    comm->transport[c] = next->send[0].transport;
+  }
+  size_t bytes = sizeof(struct mcclConnInfo) * (size_t)comm->nChannels;
+  CUDACHECK(cudaMalloc((void**)&comm->devRecvConns, bytes));
+  CUDACHECK(cudaMalloc((void**)&comm->devSendConns, bytes));
+  CUDACHECK(cudaMemcpy(comm->devRecvConns, recv, bytes, cudaMemcpyHostToDevice));
+  CUDACHECK(cudaMemcpy(comm->devSendConns, send, bytes, cudaMemcpyHostToDevice));
+  return mcclSuccess;
+}
+
+static mcclResult_t signalArea(mcclLabComm* comm) {
+  if (!mcclCuMemEnable()) {
+    INFO(MCCL_INIT, "rank %d: cuMem allocations are off, MCCL_CUMEM_ENABLE: no signal area, only the ring algorithm", comm->rank);
+    return mcclSuccess;
+  }
+  void* sig = NULL;
+  MCCLCHECK(mcclMemAlloc(&sig, MCCL_SIGNAL_BYTES));
+  mcclResult_t res = mcclSuccess;
+  CUDACHECKGOTO(cudaMemset(sig, 0, MCCL_SIGNAL_BYTES), res, fail);
+  CUDACHECKGOTO(cudaDeviceSynchronize(), res, fail);
+  MCCLCHECKGOTO(labWindowMap(comm, sig, MCCL_SIGNAL_BYTES, &comm->signalWin), res, fail);
+  return mcclSuccess;
+fail:
+  mcclMemFree(sig);
+  return res;
+}
+
+static mcclResult_t commFree(mcclLabComm* comm) {
+  mcclResult_t res = mcclSuccess, r;
+  int saved = -1;
+  if (cudaGetDevice(&saved) != cudaSuccess) saved = -1;
+  cudaSetDevice(comm->cudaDev);
+  int aborted = comm->abortFlag && __atomic_load_n(comm->abortFlag, __ATOMIC_ACQUIRE);
+  // No barrier: what this rank frees, peers hold through their own mappings (the driver counts
+  // them; a /dev/shm file stays mapped after its unlink), so destroy is not collective, and one
+  // thread may destroy the communicators of mcclLabCommInitAll one after the other.
+#define KEEP_FIRST(call)                              \
+  do {                                                \
+    r = (call);                                       \
+    if (r != mcclSuccess && res == mcclSuccess) res = r; \
+  } while (0)
+  while (comm->windows) {
+    mcclLabWindow* w = comm->windows;
+    comm->windows = w->next;
+    KEEP_FIRST(labWindowUnmap(comm, w));
+  }
+  if (comm->signalWin) {
+    void* sig = comm->signalWin->buff;
+    KEEP_FIRST(labWindowUnmap(comm, comm->signalWin));
+    KEEP_FIRST(mcclMemFree(sig));
+  }
+  if (comm->devRecvConns && cudaFree(comm->devRecvConns) != cudaSuccess) KEEP_FIRST(mcclUnhandledCudaError);
+  if (comm->devSendConns && cudaFree(comm->devSendConns) != cudaSuccess) KEEP_FIRST(mcclUnhandledCudaError);
+  // Connectors before the proxy: their proxy halves are freed through it. After an abort the proxy
+  // answers no more RPCs: stop it first, so the connectors free only their user side and
+  // mcclProxyDestroy frees the proxy halves.
+  if (aborted && comm->proxy) (void)mcclProxyStop(comm->proxy);
+  KEEP_FIRST(mcclChannelsFree(&comm->ctx));
+  KEEP_FIRST(mcclProxyDestroy(comm->proxy));
+  if (comm->bootstrap) KEEP_FIRST(aborted ? mcclBootstrapAbort(comm->bootstrap) : mcclBootstrapClose(comm->bootstrap));
+  KEEP_FIRST(mcclDevAbortFlagFree(comm->abortFlag));
+#undef KEEP_FIRST
+  free(comm->peerInfo);
+  free(comm->ring.userRanks);
+  free(comm);
+  if (saved >= 0) cudaSetDevice(saved);
+  return res;
+}
+
+mcclResult_t mcclLabCommInit(mcclLabComm** out, int nranks, const mcclUniqueId* id, int rank, int cudaDev,
+                             int nChannels) {
+  MCCL_ARGCHECK(out != NULL, "comm is NULL");
+  MCCL_ARGCHECK(id != NULL, "id is NULL");
+  MCCL_ARGCHECK(nranks >= 1 && nranks <= MCCL_LAB_MAX_RANKS, "nranks %d (must be 1 .. %d)", nranks,
+                MCCL_LAB_MAX_RANKS);
+  MCCL_ARGCHECK(rank >= 0 && rank < nranks, "rank %d (must be 0 .. %d)", rank, nranks - 1);
+  int ndev = 0;
+  CUDACHECK(cudaGetDeviceCount(&ndev));
+  MCCL_ARGCHECK(cudaDev >= 0 && cudaDev < ndev, "cudaDev %d (this process sees %d devices)", cudaDev, ndev);
+  if (nChannels == 0) nChannels = (int)mcclParamNchannels();
+  MCCL_ARGCHECK(nChannels >= 1 && nChannels <= MCCL_SIGNAL_MAX_BLOCKS, "nChannels %d (must be 1 .. %d; 0 reads "
+                "MCCL_NCHANNELS)", nChannels, MCCL_SIGNAL_MAX_BLOCKS);
+  int saved = 0;
+  CUDACHECK(cudaGetDevice(&saved));
+  mcclResult_t res = mcclSuccess;
+  mcclLabComm* comm = (mcclLabComm*)calloc(1, sizeof(*comm));
+  if (comm == NULL) {
+    WARN("Out of memory allocating a communicator");
+    return mcclSystemError;
+  }
+  comm->rank = rank;
+  comm->nRanks = nranks;
+  comm->cudaDev = cudaDev;
+  CUDACHECKGOTO(cudaSetDevice(cudaDev), res, fail);
+  MCCLCHECKGOTO(mcclTransportCtxInit(&comm->ctx, rank, nranks, cudaDev), res, fail);
+  MCCLCHECKGOTO(mcclDevAbortFlagCreate(&comm->abortFlag, &comm->abortFlagDev), res, fail);
+  MCCLCHECKGOTO(mcclProxyCreate(rank, cudaDev, comm->abortFlag, &comm->proxy), res, fail);
+  MCCLCHECKGOTO(mcclBootstrapInit(id, rank, nranks, cudaDev, mcclProxyGetAddress(comm->proxy), comm->abortFlag,
+                                  &comm->bootstrap),
+                res, fail);
+  MCCLCHECKGOTO(mcclProxyInit(comm->proxy, comm->bootstrap), res, fail);
+  comm->peerInfo = (mcclPeerInfo*)calloc((size_t)nranks, sizeof(mcclPeerInfo));
+  if (comm->peerInfo == NULL) {
+    WARN("Out of memory for %d peer records", nranks);
+    res = mcclSystemError;
+    goto fail;
+  }
+  for (int r = 0; r < nranks; r++) MCCLCHECKGOTO(mcclBootstrapGetPeerInfo(comm->bootstrap, r, &comm->peerInfo[r]), res, fail);
+  MCCLCHECKGOTO(buildRing(comm), res, fail);
+  comm->ctx.peerInfo = comm->peerInfo;
+  comm->ctx.bootstrap = comm->bootstrap;
+  comm->ctx.proxyState = comm->proxy;
+  comm->ctx.abortFlag = comm->abortFlag;
+  MCCLCHECKGOTO(mcclChannelsInit(&comm->ctx, nChannels), res, fail);
+  comm->nChannels = nChannels;
+  if (nranks > 1) {
+    for (int c = 0; c < nChannels; c++)
+      MCCLCHECKGOTO(mcclTransportP2pConnect(&comm->ctx, c, 1, &comm->ring.prev, 1, &comm->ring.next, 0), res, fail);
+    MCCLCHECKGOTO(mcclTransportP2pSetup(&comm->ctx, NULL, 0), res, fail);
+    MCCLCHECKGOTO(ringConns(comm), res, fail);
+  }
+  MCCLCHECKGOTO(signalArea(comm), res, fail);
+  INFO(MCCL_INIT, "rank %d/%d on dev %d: ring prev %d next %d, %d channel(s) via %s", rank, nranks, cudaDev,
+       comm->ring.prev, comm->ring.next, nChannels,
+       nranks == 1 ? "none" : comm->transport[0] == TRANSPORT_P2P ? "P2P" : "SHM");
+  cudaSetDevice(saved);
+  *out = comm;
+  return mcclSuccess;
+fail:
+  // A peer may be waiting on this rank: raise the flag so our proxy and bootstrap stop at once.
+  if (comm->abortFlag) __atomic_store_n(comm->abortFlag, 1, __ATOMIC_RELEASE);
+  commFree(comm);
+  cudaSetDevice(saved);
+  return res;
+}
+
+struct initAllArg {
+  mcclLabComm* comm;
+  const mcclUniqueId* id;
+  int ndev, rank, dev, nChannels;
+  mcclResult_t res;
+};
+
+static void* initAllThread(void* p) {
+  struct initAllArg* a = (struct initAllArg*)p;
+  a->res = cudaSetDevice(a->dev) == cudaSuccess ? mcclSuccess : mcclUnhandledCudaError;
+  if (a->res == mcclSuccess) a->res = mcclLabCommInit(&a->comm, a->ndev, a->id, a->rank, a->dev, a->nChannels);
+  return NULL;
+}
+
+mcclResult_t mcclLabCommInitAll(mcclLabComm** comms, int ndev, const int* devlist, int nChannels) {
+  MCCL_ARGCHECK(comms != NULL, "comms is NULL");
+  MCCL_ARGCHECK(ndev >= 1 && ndev <= MCCL_LAB_MAX_RANKS, "ndev %d (must be 1 .. %d)", ndev, MCCL_LAB_MAX_RANKS);
+  int visible = 0;
+  CUDACHECK(cudaGetDeviceCount(&visible));
+  for (int i = 0; i < ndev; i++) {
+    int d = devlist ? devlist[i] : i;
+    MCCL_ARGCHECK(d >= 0 && d < visible, "devlist[%d] %d (this process sees %d devices)", i, d, visible);
+    for (int j = 0; j < i; j++)
+      MCCL_ARGCHECK(!devlist || devlist[j] != d, "devlist[%d] and devlist[%d] are both device %d", j, i, d);
+  }
+  mcclUniqueId id;
+  MCCLCHECK(mcclGetUniqueId(&id));
+  struct initAllArg a[MCCL_LAB_MAX_RANKS];
+  pthread_t th[MCCL_LAB_MAX_RANKS];
+  int started = 0;
+  mcclResult_t res = mcclSuccess;
+  memset(a, 0, sizeof(a));
+  // One thread per rank: the ranks' initialisations wait on each other (bootstrap, connections).
+  for (; started < ndev; started++) {
+    a[started] = (struct initAllArg){NULL, &id, ndev, started, devlist ? devlist[started] : started, nChannels,
+                                     mcclSuccess};
+    if (pthread_create(&th[started], NULL, initAllThread, &a[started]) != 0) {
+      WARN("pthread_create failed for rank %d of %d", started, ndev);
+      res = mcclSystemError;
+      break;
+    }
+  }
+  // Threads that could not start leave the others waiting for them until MCCL_BOOTSTRAP_TIMEOUT.
+  for (int i = 0; i < started; i++) {
+    pthread_join(th[i], NULL);
+    if (a[i].res != mcclSuccess && res == mcclSuccess) res = a[i].res;
+  }
+  if (res != mcclSuccess) {
+    for (int i = 0; i < started; i++)
+      if (a[i].comm) {
+        mcclLabCommAbort(a[i].comm);
+        commFree(a[i].comm);
+      }
+    return res;
+  }
+  for (int i = 0; i < ndev; i++) comms[i] = a[i].comm;
+  return mcclSuccess;
+}
+
+mcclResult_t mcclLabCommAbort(mcclLabComm* comm) {
+  MCCL_ARGCHECK(comm != NULL, "comm is NULL");
+  __atomic_store_n(comm->abortFlag, 1, __ATOMIC_RELEASE);
+  return mcclSuccess;
+}
+
+mcclResult_t mcclLabCommDestroy(mcclLabComm* comm) {
+  if (comm == NULL) return mcclSuccess;
+  return commFree(comm);
+}

@@ -1,0 +1,256 @@
+// Lab 07 host side in one process driving 4 devices (mcclLabCommInitAll): rings in device order,
+// every channel connected (what a rank stores through its send view, the next rank reads through
+// its recv view), windows mapped from every rank, the allreduce's argument checks and algorithm
+// table, abort, and nothing leaked (fds, threads, mappings, /dev/shm).
+#include <pthread.h>
+#include <stdlib.h>
+#include "comm_test_util.h"
+#include "mccl_alloc.h"
+#include "mccl_param.h"
+
+#define NDEV 4
+
+static int nDevices(void) {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+}
+
+static void setParam(const char* name, const char* value) {
+  if (value) setenv(name, value, 1);
+  else unsetenv(name);
+  mcclParamResetAll();
+}
+
+// The driver opens fds and starts threads of its own the first time: count from after.
+static void warmUp(void) {
+  for (int d = 0; d < NDEV && d < nDevices(); d++) {
+    cudaSetDevice(d);
+    void* p = NULL;
+    if (mcclMemAlloc(&p, 1) == mcclSuccess) mcclMemFree(p);
+  }
+  cudaSetDevice(0);
+}
+
+struct winArg {
+  mcclLabComm* comm;
+  void* buf;
+  size_t size;
+  mcclLabWindow* win;
+  mcclResult_t res;
+};
+static void* registerThread(void* p) {
+  struct winArg* a = (struct winArg*)p;
+  a->res = mcclLabWindowRegister(a->comm, a->buf, a->size, &a->win);
+  return NULL;
+}
+// Window registration is collective: one thread per rank.
+static void registerAll(struct winArg* a, int n) {
+  pthread_t th[NDEV];
+  for (int i = 0; i < n; i++) pthread_create(&th[i], NULL, registerThread, &a[i]);
+  for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
+}
+
+static void ringsChannelsWindows(int nChannels, const char* p2pDisable) {
+  if (nDevices() < NDEV) SKIP("needs 4 devices");
+  warmUp();
+  setParam("MCCL_P2P_DISABLE", p2pDisable);
+  int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads(), shm0 = mcclTestCountDir("/dev/shm");
+  long maps0 = mcclTestCountMaps("minccl-sim");
+  int devs[NDEV] = {3, 1, 0, 2};  // rank i on devs[i]: the ring must follow device order, not rank order
+  mcclLabComm* comms[NDEV] = {NULL};
+  EXPECT_OK(mcclLabCommInitAll(comms, NDEV, devs, nChannels));
+  int line = 0;
+  for (int r = 0; r < NDEV && !line; r++) {
+    EXPECT_EQ(comms[r]->rank, r);
+    EXPECT_EQ(comms[r]->nRanks, NDEV);
+    EXPECT_EQ(comms[r]->cudaDev, devs[r]);
+    EXPECT_EQ(comms[r]->nChannels, nChannels);
+    line = ctRingLine(comms[r]);
+    // devices 0,1,2,3 are ranks 2,1,3,0: rank 2 is first
+    EXPECT_EQ(comms[r]->ring.userRanks[0], 2);
+    EXPECT_EQ(comms[r]->ring.userRanks[3], 0);
+    for (int c = 0; c < nChannels; c++)
+      EXPECT_EQ(comms[r]->transport[c], p2pDisable ? TRANSPORT_SHM : TRANSPORT_P2P);
+  }
+  EXPECT_EQ(line, 0);
+  for (int r = 0; r < NDEV && !line; r++) line = ctWriteSends(comms[r]);
+  EXPECT_EQ(line, 0);
+  for (int r = 0; r < NDEV && !line; r++) line = ctReadRecvs(comms[r]);
+  EXPECT_EQ(line, 0);
+  // A window of 4 KiB on each device, mapped by every rank.
+  struct winArg wa[NDEV];
+  memset(wa, 0, sizeof(wa));
+  for (int r = 0; r < NDEV; r++) {
+    EXPECT_CUDA_OK(cudaSetDevice(devs[r]));
+    EXPECT_OK(mcclMemAlloc(&wa[r].buf, 4096));
+    wa[r].comm = comms[r];
+    wa[r].size = 4096;
+    EXPECT_EQ(ctWindowFill(comms[r], wa[r].buf, 256), 0);
+  }
+  registerAll(wa, NDEV);
+  for (int r = 0; r < NDEV; r++) EXPECT_OK(wa[r].res);
+  for (int r = 0; r < NDEV && !line; r++) line = ctWindowCheck(comms[r], wa[r].win, 256);
+  EXPECT_EQ(line, 0);
+  // The signal area is a window too, zeroed, and every rank sees every other's.
+  for (int r = 0; r < NDEV; r++) {
+    EXPECT_TRUE(comms[r]->signalWin != NULL);
+    uint64_t z = 1;
+    EXPECT_CUDA_OK(cudaSetDevice(devs[r]));
+    EXPECT_CUDA_OK(cudaMemcpy(&z, comms[r]->signalWin->peerPtrs[(r + 1) % NDEV], 8, cudaMemcpyDeviceToHost));
+    EXPECT_EQ(z, 0);
+  }
+  size_t off = 99;
+  mcclLabWindow* found = NULL;
+  EXPECT_OK(mcclLabWindowFind(comms[0], (char*)wa[0].buf + 1024, 1024, &found, &off));
+  EXPECT_TRUE(found == wa[0].win);
+  EXPECT_EQ(off, 1024);
+  EXPECT_OK(mcclLabWindowFind(comms[0], (char*)wa[0].buf + 1024, 4096, &found, &off));  // runs past the end
+  EXPECT_TRUE(found == NULL);
+  for (int r = 0; r < NDEV; r++) EXPECT_OK(mcclLabWindowDeregister(comms[r], wa[r].win));
+  EXPECT_RES(mcclLabWindowDeregister(comms[0], wa[1].win), mcclInvalidArgument);  // freed already
+  for (int r = 0; r < NDEV; r++) EXPECT_OK(mcclMemFree(wa[r].buf));
+  for (int r = 0; r < NDEV; r++) EXPECT_OK(mcclLabCommDestroy(comms[r]));
+  setParam("MCCL_P2P_DISABLE", NULL);
+  EXPECT_EQ(mcclTestCountFds(), fds0);
+  EXPECT_EQ(mcclTestCountThreads(), th0);
+  EXPECT_EQ(mcclTestCountDir("/dev/shm"), shm0);
+  EXPECT_EQ(mcclTestCountMaps("minccl-sim"), maps0);
+}
+
+static void p2pOneChannel(void) { ringsChannelsWindows(1, NULL); }
+static void p2pFourChannels(void) { ringsChannelsWindows(4, NULL); }
+static void shmTwoChannels(void) { ringsChannelsWindows(2, "1"); }
+
+static void initArguments(void) {
+  if (nDevices() < 1) SKIP("no CUDA device");
+  mcclLabComm* c = NULL;
+  mcclUniqueId id;
+  EXPECT_OK(mcclGetUniqueId(&id));
+  EXPECT_RES(mcclLabCommInit(NULL, 1, &id, 0, 0, 1), mcclInvalidArgument);
+  EXPECT_RES(mcclLabCommInit(&c, 1, NULL, 0, 0, 1), mcclInvalidArgument);
+  EXPECT_RES(mcclLabCommInit(&c, 0, &id, 0, 0, 1), mcclInvalidArgument);
+  EXPECT_RES(mcclLabCommInit(&c, MCCL_LAB_MAX_RANKS + 1, &id, 0, 0, 1), mcclInvalidArgument);
+  EXPECT_RES(mcclLabCommInit(&c, 2, &id, 2, 0, 1), mcclInvalidArgument);
+  EXPECT_RES(mcclLabCommInit(&c, 1, &id, 0, nDevices(), 1), mcclInvalidArgument);
+  EXPECT_RES(mcclLabCommInit(&c, 1, &id, 0, 0, MCCL_SIGNAL_MAX_BLOCKS + 1), mcclInvalidArgument);
+  EXPECT_RES(mcclLabCommInit(&c, 1, &id, 0, 0, -1), mcclInvalidArgument);
+  EXPECT_TRUE(c == NULL);
+  int dup[2] = {0, 0};
+  mcclLabComm* cs[2] = {NULL, NULL};
+  EXPECT_RES(mcclLabCommInitAll(cs, 2, dup, 1), mcclInvalidArgument);
+  EXPECT_RES(mcclLabCommInitAll(cs, 0, NULL, 1), mcclInvalidArgument);
+  EXPECT_RES(mcclLabCommInitAll(NULL, 1, NULL, 1), mcclInvalidArgument);
+  EXPECT_TRUE(cs[0] == NULL && cs[1] == NULL);
+  EXPECT_OK(mcclLabCommDestroy(NULL));
+}
+
+// Every bad argument is refused before anything is launched; the launch itself is the lead's.
+static void allReduceArguments(void) {
+  if (nDevices() < 2) SKIP("needs 2 devices");
+  warmUp();
+  int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads();
+  mcclLabComm* cs[2] = {NULL, NULL};
+  EXPECT_OK(mcclLabCommInitAll(cs, 2, NULL, 1));
+  EXPECT_CUDA_OK(cudaSetDevice(0));
+  void *a = NULL, *b = NULL;
+  EXPECT_CUDA_OK(cudaMalloc(&a, 4096));
+  EXPECT_CUDA_OK(cudaMalloc(&b, 4096));
+  mcclLabComm* c = cs[0];
+  EXPECT_RES(mcclLabAllReduce(a, b, 16, mcclFloat32, mcclSum, NULL, NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclLabAllReduce(NULL, b, 16, mcclFloat32, mcclSum, c, NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclLabAllReduce(a, NULL, 16, mcclFloat32, mcclSum, c, NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclLabAllReduce(a, b, 16, (mcclDataType_t)mcclNumTypes, mcclSum, c, NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclLabAllReduce(a, b, 16, (mcclDataType_t)-1, mcclSum, c, NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclLabAllReduce(a, b, 16, mcclFloat32, (mcclRedOp_t)mcclNumOps, c, NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclLabAllReduce(a, b, SIZE_MAX / 2, mcclFloat32, mcclSum, c, NULL), mcclInvalidArgument);  // overflow
+  // Buffers outside any window: a forced symmetric algorithm is refused, a bad name too.
+  setParam("MCCL_ALGO", "oneshot");
+  EXPECT_RES(mcclLabAllReduce(a, b, 16, mcclFloat32, mcclSum, c, NULL), mcclInvalidArgument);
+  setParam("MCCL_ALGO", "twoshot");
+  EXPECT_RES(mcclLabAllReduce(a, b, 16, mcclFloat32, mcclSum, c, NULL), mcclInvalidArgument);
+  setParam("MCCL_ALGO", "tree");
+  EXPECT_RES(mcclLabAllReduce(a, b, 16, mcclFloat32, mcclSum, c, NULL), mcclInvalidArgument);
+  setParam("MCCL_ALGO", NULL);
+  setParam("MCCL_PROTO", "ll128");
+  EXPECT_RES(mcclLabAllReduce(a, b, 16, mcclFloat32, mcclSum, c, NULL), mcclInvalidArgument);
+  setParam("MCCL_PROTO", NULL);
+  // An aborted communicator launches nothing.
+  EXPECT_OK(mcclLabCommAbort(c));
+  EXPECT_RES(mcclLabAllReduce(a, b, 16, mcclFloat32, mcclSum, c, NULL), mcclInvalidUsage);
+  EXPECT_CUDA_OK(cudaFree(a));
+  EXPECT_CUDA_OK(cudaFree(b));
+  // Destroy after abort frees everything (the other rank was not aborted).
+  EXPECT_OK(mcclLabCommDestroy(cs[0]));
+  EXPECT_OK(mcclLabCommDestroy(cs[1]));
+  EXPECT_EQ(mcclTestCountFds(), fds0);
+  EXPECT_EQ(mcclTestCountThreads(), th0);
+}
+
+// The table and the overrides.
+static void algorithmTable(void) {
+  int a = -1, p = -1;
+  EXPECT_OK(mcclLabSelectAlgorithm(2, 1024, 1, &a, &p));
+  EXPECT_EQ(a, MCCL_ALGO_ONESHOT);
+  EXPECT_EQ(p, MCCL_PROTO_LL);
+  EXPECT_OK(mcclLabSelectAlgorithm(2, 1 << 20, 1, &a, &p));
+  EXPECT_EQ(a, MCCL_ALGO_TWOSHOT);
+  EXPECT_OK(mcclLabSelectAlgorithm(2, 64 << 20, 1, &a, &p));
+  EXPECT_EQ(a, MCCL_ALGO_RING);
+  EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
+  EXPECT_OK(mcclLabSelectAlgorithm(2, 1024, 0, &a, &p));  // not in windows: the ring
+  EXPECT_EQ(a, MCCL_ALGO_RING);
+  EXPECT_OK(mcclLabSelectAlgorithm(16, 1024, 1, &a, &p));  // beyond 8 ranks: the ring
+  EXPECT_EQ(a, MCCL_ALGO_RING);
+  EXPECT_OK(mcclLabSelectAlgorithm(1, 1024, 1, &a, &p));
+  EXPECT_EQ(a, MCCL_ALGO_RING);
+  setParam("MCCL_ALGO", "RING");
+  setParam("MCCL_PROTO", "simple");
+  EXPECT_OK(mcclLabSelectAlgorithm(2, 1024, 1, &a, &p));
+  EXPECT_EQ(a, MCCL_ALGO_RING);
+  EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
+  setParam("MCCL_ALGO", "twoshot");
+  setParam("MCCL_PROTO", "ll");
+  EXPECT_OK(mcclLabSelectAlgorithm(4, 64 << 20, 1, &a, &p));
+  EXPECT_EQ(a, MCCL_ALGO_TWOSHOT);
+  EXPECT_EQ(p, MCCL_PROTO_LL);
+  setParam("MCCL_ALGO", NULL);
+  setParam("MCCL_PROTO", NULL);
+  EXPECT_RES(mcclLabSelectAlgorithm(0, 1, 1, &a, &p), mcclInvalidArgument);
+  EXPECT_RES(mcclLabSelectAlgorithm(2, 1, 1, NULL, &p), mcclInvalidArgument);
+}
+
+// A buffer that is not a VMM allocation cannot be a window, and every rank refuses it together.
+static void windowArguments(void) {
+  if (nDevices() < 2) SKIP("needs 2 devices");
+  mcclLabComm* cs[2] = {NULL, NULL};
+  EXPECT_OK(mcclLabCommInitAll(cs, 2, NULL, 1));
+  struct winArg wa[2];
+  memset(wa, 0, sizeof(wa));
+  for (int r = 0; r < 2; r++) {
+    EXPECT_CUDA_OK(cudaSetDevice(r));
+    EXPECT_OK(mcclMemAlloc(&wa[r].buf, 4096));
+    wa[r].comm = cs[r];
+    wa[r].size = 4096;
+  }
+  void* plain = wa[1].buf;
+  EXPECT_CUDA_OK(cudaSetDevice(1));
+  EXPECT_CUDA_OK(cudaMalloc(&wa[1].buf, 4096));  // rank 1 offers cudaMalloc memory
+  registerAll(wa, 2);
+  EXPECT_RES(wa[0].res, mcclInvalidArgument);
+  EXPECT_RES(wa[1].res, mcclInvalidArgument);
+  EXPECT_CUDA_OK(cudaFree(wa[1].buf));
+  wa[1].buf = plain;
+  wa[1].size = 2048;  // sizes that differ
+  registerAll(wa, 2);
+  EXPECT_RES(wa[0].res, mcclInvalidArgument);
+  EXPECT_RES(wa[1].res, mcclInvalidArgument);
+  EXPECT_RES(mcclLabWindowRegister(cs[0], NULL, 4096, &wa[0].win), mcclInvalidArgument);
+  EXPECT_RES(mcclLabWindowRegister(NULL, wa[0].buf, 4096, &wa[0].win), mcclInvalidArgument);
+  EXPECT_TRUE(cs[0]->windows == NULL && cs[1]->windows == NULL);
+  for (int r = 0; r < 2; r++) EXPECT_OK(mcclMemFree(wa[r].buf));
+  for (int r = 0; r < 2; r++) EXPECT_OK(mcclLabCommDestroy(cs[r]));
+}
+
+MCCL_TEST_MAIN(MCCL_TEST_CASE(initArguments), MCCL_TEST_CASE(p2pOneChannel), MCCL_TEST_CASE(p2pFourChannels),
+               MCCL_TEST_CASE(shmTwoChannels), MCCL_TEST_CASE(algorithmTable), MCCL_TEST_CASE(allReduceArguments),
+               MCCL_TEST_CASE(windowArguments))
