@@ -115,6 +115,7 @@ TEST_MODULES := $(call selected,common sim $(LAB_DIRS) $(wildcard final))
 TEST_ENTRIES := $(foreach m,$(TEST_MODULES),$(foreach s,$(sort $(call srcs,$(m),tests)),$(call entry,$(m),$(s))) \
                   $(foreach s,$(sort $(wildcard $(m)/tests/test_*.sh)),sh:$(s)) \
                   $(if $(wildcard $(m)/lab.gdb),gdb:$(m):$(BIN)/$($(m)_ID)/demo) \
+                  $(if $(wildcard $(m)/lab.cuda-gdb),cudagdb:$(m)) \
                   $(if $(wildcard $(m)/tests/kernel.gdb),gdb:$(m)/tests/kernel.gdb:$(BIN)/$($(m)_ID)/test_sim_kernel))
 BENCH_ENTRIES := $(foreach m,$(TEST_MODULES),$(foreach s,$(sort $(call srcs,$(m),bench)),$(subst mpi:2$(comma)4,mpi:2,$(call entry,$(m),$(s)))))
 DEMO_MODULES := $(call selected,$(LAB_DIRS) $(wildcard final))
@@ -169,10 +170,14 @@ GDB_UNTIMED := $(shell sed -nE 's/^MCCL_PARAM_INT.[A-Za-z]+Timeout, "([A-Z_]+)".
 gdb: all
 	@m="$(firstword $(call selected,$(HAS_gdb)))"; \
 	if [ -z "$(LAB)" ] || [ -z "$$m" ]; then echo "usage: make gdb LAB=NN (one of: $(notdir $(HAS_gdb)))"; exit 2; fi; \
-	dbg=$$(command -v gdb || command -v cuda-gdb); \
+	dbg=$$(command -v gdb || command -v cuda-gdb); script=$$m/lab.gdb; \
+	if [ "$(BACKEND)" = cuda ] && [ -f $$m/lab.cuda-gdb ] && command -v cuda-gdb >/dev/null; then \
+	  dbg=$$(command -v cuda-gdb); script=$$m/lab.cuda-gdb; \
+	  [ "$(CUDA_DEBUG)" = 1 ] || echo "note: kernels built without -G; add CUDA_DEBUG=1 to stop inside them"; \
+	fi; \
 	[ -n "$$dbg" ] || { echo "no gdb found: run 'make deps'"; exit 2; }; \
 	exec $$dbg -q -ex 'set breakpoint pending on' $(foreach v,$(GDB_UNTIMED),$(if $(filter environment,$(origin $(v))),,-ex 'set environment $(v) 0')) \
-	  -x $$m/lab.gdb --args $(BIN)/$${m#labs/}/demo
+	  -x $$script --args $(BIN)/$${m#labs/}/demo
 
 docs:
 	@mk/deps.sh ensure docs && mk/docs.sh
@@ -206,7 +211,7 @@ help:
 	@echo "  all      build every module (default)        test   build and run the tests (aggregate line last)"
 	@echo "  demo     run each lab's example in order        bench  run the benchmarks"
 	@echo "  docs     Doxygen site in docs/html (warnings are errors)   linkcheck  its internal links resolve"
-	@echo "  gdb      LAB=NN: the lab's demo under gdb with its lab.gdb"
+	@echo "  gdb      LAB=NN: the lab's demo under gdb with its lab.gdb (cuda-gdb and lab.cuda-gdb where a lab has one, on cuda)"
 	@echo "  deps     install what is missing (apt-get as root; else prints the packages)"
 	@echo "  compdb   compile_commands.json for clangd and other editors (both backends)"
 	@echo "  format-check  fail if clang-format (.clang-format) would change a C file"

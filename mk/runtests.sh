@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs test entries and prints one aggregate line last: "N passed, N failed, N skipped".
-# Entries: plain:BIN | mpi:NP[,NP...]:BIN | gdb:MODULE_DIR:DEMO_BIN | sh:SCRIPT
+# Entries: plain:BIN | mpi:NP[,NP...]:BIN | gdb:MODULE_DIR:DEMO_BIN | cudagdb:MODULE_DIR | sh:SCRIPT
 # Each binary's own closing line is folded into a '#' comment so the aggregate is the only one.
 # MCCL_TEST_FILTER (make's T) selects tests by name in every entry: a pattern with * ? [ is a glob,
-# else a substring (as in common/src/test.c); gdb checks are named gdb.<module>, e.g. gdb.05_proxy.
+# else a substring (as in common/src/test.c); gdb checks are named gdb.<module>, e.g. gdb.05_proxy,
+# cuda-gdb checks cudagdb.<module>.
 # A filter that selects nothing is an error (exit 2) that lists every test.
 # MCCL_DRY_RUN=1: print the names of the selected tests and run nothing (the docs test uses it).
 # MCCL_TEST_NESTED=1 (set by the shell tests that call make test): leave out the sh: entries.
@@ -71,6 +72,7 @@ names() {  # filter kind rest [np]: the names of the tests this entry (or one np
     plain|sh) out=$(MCCL_TEST_FILTER=$f "$rest" --list 2>&1); rc=$? ;;
     mpi) out=$(MCCL_TEST_FILTER=$f "${rest#*:}" --list "$np" 2>&1); rc=$? ;;
     gdb) local n="gdb.$(basename "${rest%%:*}")"; out=$(FILTER=$f; matches "$n" && echo "$n"); rc=0 ;;
+    cudagdb) local n="cudagdb.$(basename "$rest")"; out=$(FILTER=$f; matches "$n" && echo "$n"); rc=0 ;;
   esac
   # A binary that cannot list its tests is selected, so that running it reports why.
   if [ "$rc" -ne 0 ]; then echo "${rest#*:} (cannot list its tests: exit $rc)"; else printf '%s' "$out${out:+$'\n'}"; fi
@@ -81,7 +83,7 @@ units() {  # one line per runnable unit: kind<TAB>rest<TAB>np
   for e in "$@"; do
     kind=${e%%:*}; rest=${e#*:}
     case "$kind" in
-      plain|gdb) printf '%s\t%s\t\n' "$kind" "$rest" ;;
+      plain|gdb|cudagdb) printf '%s\t%s\t\n' "$kind" "$rest" ;;
       sh) [ "${MCCL_TEST_NESTED:-}" = 1 ] || printf '%s\t%s\t\n' "$kind" "$rest" ;;
       mpi) for np in $(echo "${rest%%:*}" | tr , ' '); do printf '%s\t%s\t%s\n' "$kind" "$rest" "$np"; done ;;
       *) echo "runtests: bad entry '$e'" >&2; exit 2 ;;
@@ -113,6 +115,8 @@ while IFS=$'\t' read -r -u 3 kind rest np; do
     gdb)
       dir=${rest%%:*}; bin=${rest#*:}
       run_one "gdb:$(basename "$dir")" "$here/gdbcheck.sh" "$dir" "$bin" ;;
+    cudagdb)
+      run_one "cudagdb:$(basename "$rest")" "$here/cudagdbcheck.sh" "$rest" ;;
   esac
 done 3<<<"$list"
 

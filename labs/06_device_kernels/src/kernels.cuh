@@ -39,7 +39,8 @@ __device__ bool mcclRunWork(int tid, int nthreads, int64_t count) {
     for (int64_t off = lo; off < hi && !prims.aborted(); off += chunk) {
       const int n = (int)(chunk < hi - off ? chunk : hi - off);
       if (w.trace && tid == 0)
-        printf("[block %d] %s of elements [%lld, %lld)\n", ch, mcclDevOpNameDev(w.op), (long long)off, (long long)(off + n));
+        printf("[%s block %d] chunk of elements [%lld, %lld)\n", mcclDevOpNameDev(w.op), ch, (long long)off,
+               (long long)(off + n));
       if constexpr (Reduce) {
         switch (w.op) {
           case mcclDevOpRecvReduceSend: prims.recvReduceSend(off, n); break;
@@ -99,7 +100,8 @@ __device__ __forceinline__ void mcclKernelMain(const struct mcclDevWork& work) {
   if (__syncthreads_or(aborted) && tid == 0 && mcclShmem.work.status != NULL) {
     st_relaxed_sys_global((uint32_t*)mcclShmem.work.status, (uint32_t)mcclDevStatusAborted);
   }
-  if (mcclShmem.work.trace && tid == 0) printf("[block %d] done%s\n", (int)blockIdx.x, aborted ? " (aborted)" : "");
+  if (mcclShmem.work.trace && tid == 0)
+    printf("[%s block %d] done%s\n", mcclDevOpNameDev(mcclShmem.work.op), (int)blockIdx.x, aborted ? " (aborted)" : "");
 }
 
 // One kernel: `extern "C"` so the host's C code can name it for cudaGetFuncBySymbol.

@@ -55,8 +55,9 @@ class Primitives<T, RedOp, ProtoLL> {
         if (mcclCheckAbort(flags, Aborted, spins)) break;
       }
       if (mcclShmem.work.trace)
-        printf("  [block %d thread %d] LL WaitSend: slot of step %llu is free (head %llu)\n", (int)blockIdx.x, tid,
-               (unsigned long long)sendConnHead, (unsigned long long)sendConnHeadCache);
+        printf("  [%s block %d thread %d] LL WaitSend: slot of step %llu is free (head %llu)\n",
+               mcclDevOpNameDev(mcclShmem.work.op), (int)blockIdx.x, tid, (unsigned long long)sendConnHead,
+               (unsigned long long)sendConnHeadCache);
       if (sendConnFifo) sendConnFifo[sendConnHead % MCCL_STEPS].size = nbytes;
       sendConnHead += 1;
     }
@@ -70,8 +71,8 @@ class Primitives<T, RedOp, ProtoLL> {
       recvConnHead += 1;
       if (!(flags & Aborted)) st_relaxed_sys_global(recvConnHeadPtr, recvConnHead);
       if (mcclShmem.work.trace)
-        printf("  [block %d thread %d] LL PostRecv: published head = %llu\n", (int)blockIdx.x, tid,
-               (unsigned long long)recvConnHead);
+        printf("  [%s block %d thread %d] LL PostRecv: published head = %llu\n", mcclDevOpNameDev(mcclShmem.work.op),
+               (int)blockIdx.x, tid, (unsigned long long)recvConnHead);
     }
   }
 

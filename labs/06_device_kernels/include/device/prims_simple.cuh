@@ -69,9 +69,10 @@ class Primitives<T, RedOp, ProtoSimple> {
         if (mcclCheckAbort(flags, Aborted, spins)) break;
       }
       if (mcclShmem.work.trace)
-        printf("  [block %d thread %d] %s: waited for %s >= %llu, saw %llu\n", (int)blockIdx.x, tid,
-               isSendNotRecv ? "WaitSend" : "WaitRecv", isSendNotRecv ? "head+STEPS" : "tail",
-               (unsigned long long)(step + stepPerSlice), (unsigned long long)(connStepCache + (isSendNotRecv ? MCCL_STEPS : 0)));
+        printf("  [%s block %d thread %d] %s: waited for %s >= %llu, saw %s = %llu\n",
+               mcclDevOpNameDev(mcclShmem.work.op), (int)blockIdx.x, tid, isSendNotRecv ? "WaitSend" : "WaitRecv",
+               isSendNotRecv ? "head+MCCL_STEPS" : "tail", (unsigned long long)(step + stepPerSlice),
+               isSendNotRecv ? "head" : "tail", (unsigned long long)connStepCache);
       if (isSendNotRecv && (flags & ConnFifoEnabled)) {
         connFifo[step % MCCL_STEPS].size = (int64_t)nelts * (int64_t)sizeof(T);
       }
@@ -90,9 +91,9 @@ class Primitives<T, RedOp, ProtoSimple> {
       if (Send && (flags & RolePostSend) && (dataStored || (flags & ConnFifoEnabled))) fence_acq_rel_sys();
       st_relaxed_sys_global(connStepPtr, step);
       if (mcclShmem.work.trace)
-        printf("  [block %d thread %d] %s: published %s = %llu\n", (int)blockIdx.x, tid,
-               (flags & RolePostSend) ? "PostSend" : "PostRecv", (flags & RolePostSend) ? "tail" : "head",
-               (unsigned long long)step);
+        printf("  [%s block %d thread %d] %s: published %s = %llu\n", mcclDevOpNameDev(mcclShmem.work.op),
+               (int)blockIdx.x, tid, (flags & RolePostSend) ? "PostSend" : "PostRecv",
+               (flags & RolePostSend) ? "tail" : "head", (unsigned long long)step);
     }
   }
 
@@ -191,7 +192,8 @@ class Primitives<T, RedOp, ProtoSimple> {
     if (flags & (RoleWaitRecv | RolePostRecv)) loadRecvConn(recvConn);
     if (flags & (RoleWaitSend | RolePostSend)) loadSendConn(sendConn);
     if (mcclShmem.work.trace && (flags & (RoleWaitRecv | RoleWaitSend | RolePostRecv | RolePostSend)))
-      printf("  [block %d thread %d] role %s, starting at step %llu\n", (int)blockIdx.x, tid,
+      printf("  [%s block %d thread %d] role %s, starting at step %llu\n", mcclDevOpNameDev(mcclShmem.work.op),
+             (int)blockIdx.x, tid,
              (flags & RoleWaitRecv) ? "WaitRecv" : (flags & RoleWaitSend) ? "WaitSend"
              : (flags & RolePostRecv) ? "PostRecv" : "PostSend", (unsigned long long)step);
     barrier();
