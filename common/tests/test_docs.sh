@@ -10,7 +10,7 @@
 #   make gdb ...          make -n (gdb is interactive; make test's gdb.NN runs each lab.gdb)
 #   make (other targets)  as written (help, demo, all: cheap on the sim)
 #   build/.../bench_*     with --help (a benchmark takes minutes); other programs as written
-# SANITIZE=, DEBUG=, BUILD_ROOT= and BACKEND= in a make command are replaced by this build's
+# SANITIZE=, TSAN=, DEBUG=, BUILD_ROOT= and BACKEND= in a make command are replaced by this build's
 # variant (a sanitizer build would take minutes; the filters do not depend on the variant).
 . "$(dirname "$0")/shtest_lib.sh"
 
@@ -64,7 +64,7 @@ run_command() {
   if [ "${words[0]}" = make ]; then
     local -a args=() target=""
     for w in "${words[@]:1}"; do
-      case "$w" in SANITIZE=*|DEBUG=*|BUILD_ROOT=*|BACKEND=*) continue ;; esac
+      case "$w" in SANITIZE=*|TSAN=*|CUDA_DEBUG=*|DEBUG=*|BUILD_ROOT=*|BACKEND=*) continue ;; esac
       args+=("$w")
       [[ $w == *=* || $w == -* || -n $target ]] || target=$w
     done
@@ -88,7 +88,7 @@ run_command() {
   rm -f "$out"
 }
 
-default_build() { case " ${MCCL_MAKE_VARS:-} " in *" BACKEND=sim DEBUG= SANITIZE= BUILD_ROOT=build "*) return 0 ;; esac; return 1; }
+default_build() { case " ${MCCL_MAKE_VARS:-} " in *" BACKEND=sim DEBUG= SANITIZE= TSAN= BUILD_ROOT=build "*) return 0 ;; esac; return 1; }
 
 commandsRun() {  # FILE
   local file=$1 n=0 bad="" line cmd why
