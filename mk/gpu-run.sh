@@ -29,11 +29,13 @@ step "test (${1:-all})"
 make BACKEND=cuda test ${LAB:+LAB=$LAB} 2>&1 | tee "$OUT/test.log" | grep -E '^(FAIL|SKIP)|passed,'
 step demo
 make BACKEND=cuda demo > "$OUT/demo.log" 2>&1; echo "demo exit $?"
-# Kernel code under the GPU's own checkers, on one run of lab 06's kernel tests (MCCL_SANITIZE=0 skips).
+# Kernel code under the GPU's own checkers, on lab 06's kernel tests named by MCCL_SANITIZE_FILTER (default:
+# the three-endpoint chains, every op and both protocols; MCCL_SANITIZE=0 skips).
 if [ "${MCCL_SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
   step "compute-sanitizer (lab 06 test_prims: memcheck, racecheck)"
   for tool in memcheck racecheck; do
-    timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 build/cuda/bin/06_device_kernels/test_prims \
+    MCCL_TEST_FILTER=${MCCL_SANITIZE_FILTER:-chain} timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 \
+      build/cuda/bin/06_device_kernels/test_prims \
       > "$OUT/sanitizer-$tool.log" 2>&1
     echo "compute-sanitizer $tool: exit $? ($(grep -cE '^(PASS|FAIL) ' "$OUT/sanitizer-$tool.log") tests; $(tail -1 "$OUT/sanitizer-$tool.log"))"
   done
