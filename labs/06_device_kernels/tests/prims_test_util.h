@@ -91,6 +91,12 @@ static inline mcclResult_t ptLaunch(ptLauncher* l, struct mcclDevWork* w, uint32
   w->abortFlag = abortD;
   *(volatile int*)l->statusH = mcclDevStatusRunning;
   if (cudaSetDevice(l->dev) != cudaSuccess) return mcclUnhandledCudaError;
+  // The tests fill and poison buffers with cudaMemcpy / cudaMemset on the legacy stream, which a
+  // launch on this non-blocking stream is not ordered after (and a pageable cudaMemcpy may return
+  // before its data lands): wait for the legacy stream, which waits for no non-blocking stream, so a
+  // kernel spinning elsewhere on the device does not block this. (Seen on the H200: a receiver's
+  // poison memset landed after the kernel had written the data.)
+  if (cudaStreamSynchronize(0) != cudaSuccess) return mcclUnhandledCudaError;
   return mcclDevLaunch(w, nthreads, l->stream);
 }
 
