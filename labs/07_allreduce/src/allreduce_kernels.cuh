@@ -141,7 +141,8 @@ template <bool Arrive>
 __device__ bool mcclSymBarrier(int tid) {
   const struct mcclAllReduceArgs& a = arShmem.args;
   const uint64_t seq = arShmem.seq;
-  int flags = 0, spins = 0;
+  int flags = 0;
+  struct mcclSpin spins;
   __syncthreads();
   if (tid < a.nRanks) {
     struct mcclSymSignals* theirs = mcclSymSignalsOf(tid);
@@ -257,7 +258,7 @@ __device__ bool mcclRunOneShot(int tid, int nthreads) {
       } else {
         const union mcclLLFifoLine* src = mcclOneShotLines(a.rank, parity, p) + l;
         uint64_t v0, v1;
-        int spins = 0;
+        struct mcclSpin spins;
         do {
           load128((const uint64_t*)src, v0, v1);
           if (mcclCheckAbort(flags, 1, spins)) break;

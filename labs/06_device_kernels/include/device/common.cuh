@@ -47,14 +47,33 @@ __device__ __forceinline__ void mcclLoadWorkToShmem(const struct mcclDevWork* wo
   __syncthreads();
 }
 
-// A waiter's abort check (NCCL's checkAbort): every MCCL_SPINS_BEFORE_CHECK_ABORT spins, read the
-// host-mapped flag; once set, remember it in the thread's flags. The block agrees on it at its
-// next barrier (barrier_red_or), so no thread waits for one that left.
-__device__ __forceinline__ bool mcclCheckAbort(int& flags, int abortedBit, int& spins) {
+// A waiter's state between abort checks: spins since the last read of the flag, and when that was.
+struct mcclSpin {
+  int n = 0;
+  uint64_t lastNs = 0;
+};
+// Besides every MCCL_SPINS_BEFORE_CHECK_ABORT spins, the flag is read once MCCL_ABORT_CHECK_NS of
+// spinning have passed (the clock is read every MCCL_SPINS_PER_CLOCK_READ spins). NCCL counts spins
+// only; here a spin on a host-mapped SHM FIFO is a PCIe round trip of about 1.2 us, so 10000 spins
+// were 12 ms on the H200, over lab 06's 10 ms bound for an abort to end a kernel.
+#define MCCL_ABORT_CHECK_NS 1000000ull
+#define MCCL_SPINS_PER_CLOCK_READ 256
+
+// A waiter's abort check (NCCL's checkAbort): read the host-mapped flag every
+// MCCL_SPINS_BEFORE_CHECK_ABORT spins or every MCCL_ABORT_CHECK_NS of spinning; once set, remember
+// it in the thread's flags. The block agrees on it at its next barrier (barrier_red_or), so no
+// thread waits for one that left.
+__device__ __forceinline__ bool mcclCheckAbort(int& flags, int abortedBit, struct mcclSpin& spin) {
   if (flags & abortedBit) return true;
   mcclSpinHint();
-  if (++spins < MCCL_SPINS_BEFORE_CHECK_ABORT) return false;
-  spins = 0;
+  if (++spin.n < MCCL_SPINS_BEFORE_CHECK_ABORT) {
+    if (spin.n % MCCL_SPINS_PER_CLOCK_READ) return false;
+    uint64_t now = mcclGlobalTimerNs();
+    if (spin.lastNs == 0) spin.lastNs = now;
+    if (now - spin.lastNs < MCCL_ABORT_CHECK_NS) return false;
+  }
+  spin.n = 0;
+  spin.lastNs = mcclGlobalTimerNs();
   volatile uint32_t* flag = mcclShmem.work.abortFlag;
   if (flag != NULL && ld_volatile_global((uint32_t*)flag) != 0) {
     flags |= abortedBit;

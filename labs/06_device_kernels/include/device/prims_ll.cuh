@@ -49,7 +49,7 @@ class Primitives<T, RedOp, ProtoLL> {
   // how many bytes of lines the step holds. Everyone waits for that thread.
   __device__ void waitSend(int nbytes) {
     if (sendConnHeadPtr) {
-      int spins = 0;
+      struct mcclSpin spins;
       while (mcclStepDiff(sendConnHead + 1, sendConnHeadCache + MCCL_STEPS) > 0) {
         sendConnHeadCache = ld_volatile_global(sendConnHeadPtr);
         if (mcclCheckAbort(flags, Aborted, spins)) break;
@@ -81,7 +81,7 @@ class Primitives<T, RedOp, ProtoLL> {
     union mcclLLFifoLine* src = recvPtr() + offset;
     const uint32_t flag = mcclLLFlag(recvStep);
     uint64_t v0, v1;
-    int spins = 0;
+    struct mcclSpin spins;
     do {
       load128((const uint64_t*)src, v0, v1);
       if (mcclCheckAbort(flags, Aborted, spins)) break;

@@ -62,7 +62,7 @@ class Primitives<T, RedOp, ProtoSimple> {
   __device__ __forceinline__ void waitPeer(int nelts) {
     const bool isSendNotRecv = (Send && Recv) ? (flags & RoleWaitSend) : Send;
     if ((flags & (Recv * RoleWaitRecv)) || (flags & (Send * RoleWaitSend))) {
-      int spins = 0;
+      struct mcclSpin spins;
       // A sender may run MCCL_STEPS ahead of the receiver's head; a receiver waits for tail.
       while (mcclStepDiff(step + stepPerSlice, connStepCache + (isSendNotRecv ? MCCL_STEPS : 0)) > 0) {
         connStepCache = loadStepValue(connStepPtr);
