@@ -107,10 +107,10 @@ static void createDestroyCounts(void) {
   int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads();
   mcclProxyState* p = NULL;
   EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
-  EXPECT_EQ(mcclTestCountThreads(), th0 + 2);
+  EXPECT_EQ(mcclTestWaitThreads(th0 + 2, MCCL_TEST_THREADS_SETTLE_MS), th0 + 2);
   EXPECT_TRUE(strncmp(mcclProxyGetAddress(p), "mccl-proxy-", 11) == 0);
   EXPECT_OK(mcclProxyDestroy(p));
-  EXPECT_EQ(mcclTestCountThreads(), th0);
+  EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
   EXPECT_EQ(mcclTestCountFds(), fds0);
   mcclProxyState* q = (mcclProxyState*)0x1;
   EXPECT_RES(mcclProxyCreate(-1, 0, NULL, &q), mcclInvalidArgument);
@@ -180,7 +180,7 @@ static void setupRpcs(void) {
   EXPECT_OK(mcclProxyConnect(p, &d));
   EXPECT_OK(mcclProxyDestroy(p));
   EXPECT_EQ(atomic_load(&freeCalls), 2);
-  EXPECT_EQ(mcclTestCountThreads(), th0);
+  EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
   EXPECT_EQ(mcclTestCountFds(), fds0);
 }
 
@@ -274,7 +274,7 @@ static void abortInFlight(void) {
   EXPECT_LT(nowUs() - t0, 1000000);
   EXPECT_OK(mcclProxyDestroy(p));
   EXPECT_EQ(atomic_load(&freeCalls), 2);
-  EXPECT_EQ(mcclTestCountThreads(), th0);
+  EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
   EXPECT_EQ(mcclTestCountFds(), fds0);
 }
 
@@ -292,7 +292,7 @@ static void stopInFlight(void) {
   mcclProxyRequest r[3];
   for (int i = 0; i < 3; i++) EXPECT_OK(mcclProxyPostOp(p, &c, &m[i], 1, &r[i]));
   EXPECT_OK(mcclProxyStop(p));
-  EXPECT_EQ(mcclTestCountThreads(), th0);
+  EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
   for (int i = 0; i < 3; i++) EXPECT_RES(mcclProxyWait(p, r[i]), mcclInternalError);
   EXPECT_RES(mcclProxyPostOp(p, &c, &m[0], 1, &r[0]), mcclInvalidUsage);
   EXPECT_OK(c.proxyCall(&c, mcclProxyMsgFree, NULL, 0, NULL, 0));  // after stop: left to destroy
@@ -424,7 +424,7 @@ static void shmSendRecvInProcess(void) {
   EXPECT_OK(mcclProxyDestroy(p));
   EXPECT_CUDA_OK(cudaFree(src));
   EXPECT_CUDA_OK(cudaFree(dst));
-  EXPECT_EQ(mcclTestCountThreads(), th0);
+  EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
   EXPECT_EQ(mcclTestCountFds(), fds0);
 }
 
@@ -466,7 +466,7 @@ static void freeConnectorWithOpInFlight(void) {
   EXPECT_OK(mcclConnectorFree(&r));
   EXPECT_OK(mcclProxyDestroy(p));
   EXPECT_CUDA_OK(cudaFree(src));
-  EXPECT_EQ(mcclTestCountThreads(), th0);
+  EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
   EXPECT_EQ(mcclTestCountFds(), fds0);
 }
 
