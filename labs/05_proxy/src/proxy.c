@@ -59,10 +59,10 @@ bad:
   return mcclInvalidArgument;
 }
 
-// Both threads: pin (MCCL_PROXY_CPUSET), make the device current, name the thread for gdb.
+// Both threads: make the device current, name the thread for gdb. The MCCL_PROXY_CPUSET pinning
+// that NCCL's threads do here is done by mcclProxyCreate, in the attributes the threads start with.
 mcclResult_t setProxyThreadContext(mcclProxyState* p, const char* name) {
   pthread_setname_np(pthread_self(), name);
-  if (p->hasCpuset) PTHREADCHECK(pthread_setaffinity_np(pthread_self(), sizeof(p->cpuset), &p->cpuset));
   CUDACHECK(cudaSetDevice(p->cudaDev));
   return mcclSuccess;
 }
@@ -163,6 +163,7 @@ mcclResult_t mcclProxyCreate(int rank, int cudaDev, volatile uint32_t* abortFlag
   MCCL_ARGCHECK(rank >= 0, "mcclProxyCreate: rank=%d", rank);
   MCCL_ARGCHECK(cudaDev >= 0, "mcclProxyCreate: cudaDev=%d", cudaDev);
   mcclResult_t res = mcclSuccess;
+  pthread_attr_t attr;
   mcclProxyState* p = calloc(1, sizeof(*p));
   if (p == NULL) {
     WARN("Proxy: out of memory");
@@ -207,10 +208,15 @@ mcclResult_t mcclProxyCreate(int rank, int cudaDev, volatile uint32_t* abortFlag
   // The fd service: a lab 03 datagram socket named (0, udsHash); clients derive it from the address.
   MCCLCHECKGOTO(mcclIpcSocketInit(&p->uds, 0, p->udsHash, abortFlag), res, fail);
 
-  PTHREADCHECKGOTO(pthread_create(&p->serviceThread, NULL, mcclProxyService, p), res, fail);
+  // Pinned from their first instruction: when mcclProxyCreate returns, the affinity is in place (not
+  // some time later, when the thread gets to run), and a CPU list the kernel refuses fails here.
+  PTHREADCHECKGOTO(pthread_attr_init(&attr), res, fail);
+  if (p->hasCpuset) PTHREADCHECKGOTO(pthread_attr_setaffinity_np(&attr, sizeof(p->cpuset), &p->cpuset), res, fail_attr);
+  PTHREADCHECKGOTO(pthread_create(&p->serviceThread, &attr, mcclProxyService, p), res, fail_attr);
   p->serviceStarted = 1;
-  PTHREADCHECKGOTO(pthread_create(&p->progressThread, NULL, mcclProxyProgress, p), res, stop_threads);
+  PTHREADCHECKGOTO(pthread_create(&p->progressThread, &attr, mcclProxyProgress, p), res, stop_threads);
   p->progressStarted = 1;
+  pthread_attr_destroy(&attr);
   INFO(MCCL_PROXY | MCCL_INIT, "Proxy %d: created, listening on @%s", rank, p->address);
   *out = p;
   return mcclSuccess;
@@ -218,6 +224,8 @@ mcclResult_t mcclProxyCreate(int rank, int cudaDev, volatile uint32_t* abortFlag
 stop_threads:
   atomic_store(&p->stopService, 1);
   pthread_join(p->serviceThread, NULL);
+fail_attr:
+  pthread_attr_destroy(&attr);
 fail:
   closeEverything(p);
   return res;

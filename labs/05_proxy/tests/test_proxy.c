@@ -358,8 +358,7 @@ static void cpusetPinning(void) {
   unsetenv("MCCL_PROXY_CPUSET");
   mcclParamResetAll();
   EXPECT_OK(r);
-  sleepMs(20);
-  pthread_t t[2];
+  pthread_t t[2];  // pinned before they first run: no need to give them time
   EXPECT_OK(mcclProxyGetThreads(p, &t[0], &t[1]));
   for (int i = 0; i < 2; i++) {
     cpu_set_t got;
