@@ -75,7 +75,50 @@ long mcclTestCountMaps(const char* containing) {
 }
 
 int mcclTestCountFds(void) { return mcclTestCountDir("/proc/self/fd"); }
-int mcclTestCountThreads(void) { return mcclTestCountDir("/proc/self/task"); }
+// Threads that have begun to exit (PF_EXITING in the flags field of their stat, set first thing in
+// the kernel's do_exit) are not counted: after pthread_join returns, /proc can still list the joined
+// thread until the kernel reaps it, a window that a loaded machine stretches.
+#define MCCL_PF_EXITING 0x00000004u
+static int threadExiting(const char* tid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof(path), "/proc/self/task/%s/stat", tid);
+  FILE* f = fopen(path, "r");
+  if (f == NULL) return 1;  // reaped between readdir and here
+  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  // pid (comm) state ppid pgrp session tty_nr tpgid flags ...: comm may hold spaces and parentheses.
+  const char* rp = strrchr(buf, ')');
+  char state;
+  int i1, i2, i3, i4, i5;
+  unsigned int flags;
+  if (rp == NULL || sscanf(rp + 1, " %c %d %d %d %d %d %u", &state, &i1, &i2, &i3, &i4, &i5, &flags) != 7) return 0;
+  return (flags & MCCL_PF_EXITING) != 0;
+}
+
+int mcclTestCountThreads(void) {
+  DIR* d = opendir("/proc/self/task");
+  if (d == NULL) return -1;
+  int n = 0;
+  for (struct dirent* e; (e = readdir(d)) != NULL;)
+    if (e->d_name[0] != '.' && !threadExiting(e->d_name)) n++;
+  closedir(d);
+  return n;
+}
+
+int mcclTestWaitThreads(int expected, int timeoutMs) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  long long deadline = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + timeoutMs;
+  for (;;) {
+    int n = mcclTestCountThreads();
+    if (n == expected || n < 0) return n;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    if ((long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 >= deadline) return n;
+    struct timespec pause = {0, 1000000};
+    nanosleep(&pause, NULL);
+  }
+}
 
 static double nowMs(void) {
   struct timespec ts;

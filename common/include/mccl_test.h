@@ -108,10 +108,29 @@ int mcclTestCountFds(void);
  */
 long mcclTestCountMaps(const char* containing);
 /**
- * @brief Threads of this process: compare before and after to find threads left running.
+ * @brief Threads of this process: compare before and after to find threads left running. A thread
+ *        that has begun to exit (a joined one the kernel has not reaped yet) is not counted.
  * @return the count, or -1 if /proc/self/task cannot be read.
  */
 int mcclTestCountThreads(void);
+/**
+ * @brief Wait until mcclTestCountThreads() is @p expected, at most @p timeoutMs: for comparisons
+ *        after a call that ends threads the caller cannot join (a stream's worker on the sim exits
+ *        after cudaStreamDestroy returns when the stream still had work queued, as the driver's
+ *        cudaStreamDestroy returns before that work is done). Returns at once when the count matches.
+ * @param[in] expected the thread count to wait for.
+ * @param[in] timeoutMs the longest wait, in milliseconds.
+ * @return the last count (@p expected unless the wait timed out), or -1 if /proc/self/task cannot be read.
+ *
+ * @code
+ * int th0 = mcclTestCountThreads();
+ * ... create and destroy what starts threads ...
+ * EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
+ * @endcode
+ */
+int mcclTestWaitThreads(int expected, int timeoutMs);
+/** @brief How long tests give threads that were told to end to be gone (mcclTestWaitThreads). */
+#define MCCL_TEST_THREADS_SETTLE_MS 5000
 
 /**
  * @brief Run the selected cases and print one result line each, then the totals.

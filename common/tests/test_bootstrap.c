@@ -129,7 +129,7 @@ static void threadsOneId(void) {
     }
   }
   EXPECT_EQ(mcclTestCountFds(), fds0);
-  EXPECT_EQ(mcclTestCountThreads(), th0);
+  EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
   setTimeoutMs(NULL);
 }
 

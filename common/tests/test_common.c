@@ -1,8 +1,10 @@
 // Tests of common/: result strings, check macros, parameters, logging, harness output.
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "mccl_checks.h"
@@ -115,6 +117,44 @@ static void seededRandomRepeats(void) {
   EXPECT_NE(a, b);
 }
 
+static void* quick(void* arg) {
+  return arg;
+}
+static void* untilReleased(void* arg) {
+  while (!__atomic_load_n((volatile int*)arg, __ATOMIC_ACQUIRE)) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  return NULL;
+}
+
+// A joined thread is never counted, even in the moment the kernel still lists it; a thread that ends
+// on its own is waited for; one still running makes the wait time out with the count it saw.
+static void threadCounts(void) {
+  int th0 = mcclTestCountThreads();
+  EXPECT_GT(th0, 0);
+  int stray = 0;
+  for (int i = 0; i < 2000; i++) {
+    pthread_t t;
+    if (pthread_create(&t, NULL, quick, NULL) != 0) break;
+    pthread_join(t, NULL);
+    if (mcclTestCountThreads() != th0) stray++;
+  }
+  EXPECT_EQ(stray, 0);
+  static volatile int release;
+  release = 0;
+  pthread_t t;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  EXPECT_EQ(pthread_create(&t, &attr, untilReleased, (void*)&release), 0);
+  pthread_attr_destroy(&attr);
+  EXPECT_EQ(mcclTestCountThreads(), th0 + 1);
+  EXPECT_EQ(mcclTestWaitThreads(th0, 20), th0 + 1);  // still running: times out, says what it saw
+  __atomic_store_n(&release, 1, __ATOMIC_RELEASE);
+  EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
+}
+
 // Cases that exercise the harness itself; only harnessOutput runs them, in a child process.
 static void selfcheckPass(void) { EXPECT_EQ(1 + 1, 2); }
 static void selfcheckFail(void) { EXPECT_EQ(2 + 2, 5); }
@@ -123,9 +163,10 @@ static void selfcheckSkip(void) { SKIP("no hardware"); }
 int main(int argc, char** argv) {
   static const mcclTestCase selfcheck[] = {MCCL_TEST_CASE(selfcheckPass), MCCL_TEST_CASE(selfcheckFail),
                                            MCCL_TEST_CASE(selfcheckSkip)};
-  static const mcclTestCase cases[] = {MCCL_TEST_CASE(resultStrings),    MCCL_TEST_CASE(checkMacros),
-                                       MCCL_TEST_CASE(paramsReadOnce),   MCCL_TEST_CASE(paramsDocCurrent),
-                                       MCCL_TEST_CASE(harnessOutput),    MCCL_TEST_CASE(seededRandomRepeats)};
+  static const mcclTestCase cases[] = {MCCL_TEST_CASE(resultStrings),  MCCL_TEST_CASE(checkMacros),
+                                       MCCL_TEST_CASE(paramsReadOnce), MCCL_TEST_CASE(paramsDocCurrent),
+                                       MCCL_TEST_CASE(harnessOutput),  MCCL_TEST_CASE(seededRandomRepeats),
+                                       MCCL_TEST_CASE(threadCounts)};
   if (getenv("MCCL_HARNESS_SELFCHECK")) return mcclTestMain(argc, argv, selfcheck, 3, NULL);
   return mcclTestMain(argc, argv, cases, (int)(sizeof(cases) / sizeof(cases[0])), NULL);
 }

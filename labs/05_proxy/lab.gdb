@@ -64,9 +64,15 @@ commands
 end
 
 # The user thread posts one message into the ring; the progress thread takes it from there.
+# (`if` here, not `?:` with strings: gdb puts a string literal in the process's memory with a call
+# to malloc, and another thread stopping during that call ends these commands.)
 break mcclProxyPostOp
 commands
-  printf "post: %lu bytes on %s connector; ring head %lu tail %lu\n", nbytes, connector->send ? "a send" : "a recv", proxy->ringHead, proxy->ringTail
+  if connector->send
+    printf "post: %lu bytes on a send connector; ring head %lu tail %lu\n", nbytes, proxy->ringHead, proxy->ringTail
+  else
+    printf "post: %lu bytes on a recv connector; ring head %lu tail %lu\n", nbytes, proxy->ringHead, proxy->ringTail
+  end
   if $mccl_autorun
     continue
   end

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "sim_internal.h"
 
 #define SIM_STREAM_MAGIC 0x5c7c7c02u
@@ -42,6 +43,9 @@ struct CUstream_st {
   unsigned int flags;
   int dead, exited, pins;
   int legacy;  // the hidden worker of a device's NULL stream (never destroyed)
+  int detach;  // destroyed with work queued: the worker detaches itself when it exits
+  pthread_t thread;
+  pid_t pid;  // the process that started the worker (a forked child has no such thread to join)
   simOp *head, *tail;
   unsigned long long submitted, completed;
   pthread_cond_t work;
@@ -139,6 +143,7 @@ static void* worker(void* arg) {
     if (exit) break;
   }
   s->exited = 1;
+  if (s->detach) pthread_detach(pthread_self());
   if (s->pins == 0) freeStreamLocked(s);
   pthread_mutex_unlock(&qLock);
   return NULL;
@@ -150,18 +155,15 @@ static CUresult streamCreate(CUstream* out, unsigned int flags, int dev) {
   s->magic = SIM_STREAM_MAGIC;
   s->device = dev;
   s->flags = flags;
+  s->pid = getpid();
   pthread_cond_init(&s->work, NULL);
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_t t;
   pthread_mutex_lock(&qLock);
   s->next = streams;
   streams = s;
-  int rc = pthread_create(&t, &attr, worker, s);
+  // Joinable: cuStreamDestroy of an idle stream joins it (see there).
+  int rc = pthread_create(&s->thread, NULL, worker, s);
   if (rc != 0) freeStreamLocked(s);
   pthread_mutex_unlock(&qLock);
-  pthread_attr_destroy(&attr);
   if (rc != 0) return CUDA_ERROR_OUT_OF_MEMORY;
   *out = s;
   return CUDA_SUCCESS;
@@ -171,7 +173,9 @@ static CUresult streamCreate(CUstream* out, unsigned int flags, int dev) {
 // also waits for the kernels already queued on the device's legacy stream, as the NULL stream orders.
 static unsigned long long enqueueLocked(struct CUstream_st* s, simOp* op) {
   struct CUstream_st* legacy = legacyStream[s->device];
-  if (legacy && legacy != s && !(s->flags & CU_STREAM_NON_BLOCKING) && legacy->completed < legacy->submitted) {
+  // The exit of a destroyed stream runs nothing, so it waits for nothing on the legacy stream.
+  if (legacy && legacy != s && op->kind != OP_EXIT && !(s->flags & CU_STREAM_NON_BLOCKING) &&
+      legacy->completed < legacy->submitted) {
     op->waitStream = legacy;
     op->waitSeq = legacy->submitted;
   }
@@ -356,10 +360,17 @@ CUresult CUDAAPI cuStreamDestroy(CUstream hStream) {
     free(op);
     return CUDA_ERROR_INVALID_HANDLE;
   }
-  // Returns at once, as the driver: queued work still completes, then the worker frees the stream.
+  // Returns at once, as the driver: queued work still completes, then the worker frees the stream and
+  // exits on its own. An idle stream's worker has nothing left to run, so it is joined here: once
+  // cuStreamDestroy returns, its thread is gone (a thread count taken next does not see it; ASan's
+  // leak check at exit finds no thread still running).
   hStream->dead = 1;
+  int join = hStream->completed == hStream->submitted && hStream->pid == getpid();
+  pthread_t t = hStream->thread;
+  if (!join) hStream->detach = 1;
   enqueueLocked(hStream, op);
   pthread_mutex_unlock(&qLock);
+  if (join) pthread_join(t, NULL);
   return CUDA_SUCCESS;
 }
 

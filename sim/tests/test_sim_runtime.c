@@ -623,12 +623,50 @@ static void multiThreaded(void) {
   for (int i = 0; i < nThreads; i++) EXPECT_EQ(args[i].ok, 1);
 }
 
+// Holds its stream until the test lets it go (or 10 s pass), and says which it was.
+typedef struct {
+  volatile int release, released;
+} gate;
+static void waitGate(void* arg) {
+  gate* g = arg;
+  for (int i = 0; i < 10000 && !__atomic_load_n(&g->release, __ATOMIC_ACQUIRE); i++) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  __atomic_store_n(&g->released, __atomic_load_n(&g->release, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
+}
+
+// cudaStreamDestroy returns at once, work queued or not; on the sim an idle stream's worker is gone
+// when it returns, and a busy one's exits once its queue is done.
+static void streamDestroyEndsWorker(void) {
+  setup();
+  CHECK_STOPPED();
+  int th0 = mcclTestCountThreads();
+  cudaStream_t s;
+  EXPECT_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  if (MCCL_TEST_ON_SIM) EXPECT_EQ(mcclTestCountThreads(), th0 + 1);
+  EXPECT_CUDA_OK(cudaStreamSynchronize(s));
+  EXPECT_CUDA_OK(cudaStreamDestroy(s));
+  if (MCCL_TEST_ON_SIM) EXPECT_EQ(mcclTestCountThreads(), th0);  // joined: no wait needed
+  // Busy: the destroy must not wait for the queued host function, which waits for this thread.
+  static gate g;
+  g.release = g.released = 0;
+  EXPECT_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  EXPECT_CUDA_OK(cudaLaunchHostFunc(s, waitGate, &g));
+  EXPECT_CUDA_OK(cudaStreamDestroy(s));
+  __atomic_store_n(&g.release, 1, __ATOMIC_RELEASE);
+  // The driver may keep threads of its own for host functions: the count is the sim's promise only.
+  if (MCCL_TEST_ON_SIM) EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
+  EXPECT_CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_EQ(__atomic_load_n(&g.released, __ATOMIC_ACQUIRE), 1);
+}
+
 static const mcclTestCase cases[] = {
-    MCCL_TEST_CASE(initRequired),        MCCL_TEST_CASE(devicesAndAttributes), MCCL_TEST_CASE(contextsAndPeers),
-    MCCL_TEST_CASE(streamOrdering),      MCCL_TEST_CASE(eventsAndElapsedTime), MCCL_TEST_CASE(captureState),
-    MCCL_TEST_CASE(hostAllocAndRegister), MCCL_TEST_CASE(pointerAttributes),   MCCL_TEST_CASE(errorStrings),
-    MCCL_TEST_CASE(lastErrorSemantics),  MCCL_TEST_CASE(notImplementedWarnsOnce), MCCL_TEST_CASE(multiThreaded),
-    MCCL_TEST_CASE(defaultsFromParamTable),
+    MCCL_TEST_CASE(initRequired),           MCCL_TEST_CASE(devicesAndAttributes),    MCCL_TEST_CASE(contextsAndPeers),
+    MCCL_TEST_CASE(streamOrdering),         MCCL_TEST_CASE(eventsAndElapsedTime),    MCCL_TEST_CASE(captureState),
+    MCCL_TEST_CASE(hostAllocAndRegister),   MCCL_TEST_CASE(pointerAttributes),       MCCL_TEST_CASE(errorStrings),
+    MCCL_TEST_CASE(lastErrorSemantics),     MCCL_TEST_CASE(notImplementedWarnsOnce), MCCL_TEST_CASE(multiThreaded),
+    MCCL_TEST_CASE(defaultsFromParamTable), MCCL_TEST_CASE(streamDestroyEndsWorker),
 };
 
 int main(int argc, char** argv) {

@@ -45,6 +45,11 @@ static int sender(uint64_t hash) {
   printf("  [sender  pid %d] sent %d bytes from device 0 in %llu steps\n", (int)getpid(), MSG_BYTES,
          (unsigned long long)op.nsteps);
   fflush(stdout);
+  // Close only once the receiver says it has every byte, as NCCL tears down after a barrier. Under
+  // gdb this also keeps the sender from exiting while the receiver is stopped at a breakpoint: gdb 13
+  // then fails the next `continue` ("Couldn't get registers: No such process") and loses its place.
+  char b;
+  TRY(mcclIpcSocketRecvMsg(&e.sock, &b, 1, NULL));
   cudaFree(dev);
   TRY(mcclShmPairClose(&e));
   return 0;
@@ -141,6 +146,8 @@ static int receiver(uint64_t hash, volatile uint32_t* abortFlag) {
       lastTail = tail;
     }
   }
+  char b = 1;  // every step is in: the sender may close (and exit)
+  TRY(mcclIpcSocketSendMsg(&e.sock, &b, 1, -1, e.peer, e.hash));
   unsigned char host[MSG_BYTES];
   cudaMemcpy(host, dbuf, MSG_BYTES, cudaMemcpyDeviceToHost);
   int bad = 0;

@@ -59,12 +59,25 @@ bad:
   return mcclInvalidArgument;
 }
 
-// Both threads: pin (MCCL_PROXY_CPUSET), make the device current, name the thread for gdb.
+// Both threads: make the device current, name the thread for gdb, then tell mcclProxyCreate that
+// this thread is running. The MCCL_PROXY_CPUSET pinning that NCCL's threads do here is done by
+// mcclProxyCreate, in the attributes the threads start with.
 mcclResult_t setProxyThreadContext(mcclProxyState* p, const char* name) {
+  mcclResult_t res = mcclSuccess;
   pthread_setname_np(pthread_self(), name);
-  if (p->hasCpuset) PTHREADCHECK(pthread_setaffinity_np(pthread_self(), sizeof(p->cpuset), &p->cpuset));
-  CUDACHECK(cudaSetDevice(p->cudaDev));
-  return mcclSuccess;
+  CUDACHECKGOTO(cudaSetDevice(p->cudaDev), res, started);
+started:
+  pthread_mutex_lock(&p->startLock);
+  p->nStarted++;
+  pthread_cond_signal(&p->startCond);
+  pthread_mutex_unlock(&p->startLock);
+  return res;
+}
+
+static void waitStarted(mcclProxyState* p, int n) {
+  pthread_mutex_lock(&p->startLock);
+  while (p->nStarted < n) pthread_cond_wait(&p->startCond, &p->startLock);
+  pthread_mutex_unlock(&p->startLock);
 }
 
 // ---- stream framing (both ends of an RPC) -----------------------------------------------------
@@ -150,6 +163,8 @@ static void closeEverything(mcclProxyState* p) {
   if (p->wakeFd >= 0) close(p->wakeFd);
   pthread_cond_destroy(&p->sleepCond);
   pthread_mutex_destroy(&p->sleepLock);
+  pthread_cond_destroy(&p->startCond);
+  pthread_mutex_destroy(&p->startLock);
   pthread_mutex_destroy(&p->clientLock);
   free(p->peerHash);
   free(p->slots);
@@ -163,6 +178,7 @@ mcclResult_t mcclProxyCreate(int rank, int cudaDev, volatile uint32_t* abortFlag
   MCCL_ARGCHECK(rank >= 0, "mcclProxyCreate: rank=%d", rank);
   MCCL_ARGCHECK(cudaDev >= 0, "mcclProxyCreate: cudaDev=%d", cudaDev);
   mcclResult_t res = mcclSuccess;
+  pthread_attr_t attr;
   mcclProxyState* p = calloc(1, sizeof(*p));
   if (p == NULL) {
     WARN("Proxy: out of memory");
@@ -176,6 +192,8 @@ mcclResult_t mcclProxyCreate(int rank, int cudaDev, volatile uint32_t* abortFlag
   pthread_mutex_init(&p->exportLock, NULL);
   pthread_mutex_init(&p->sleepLock, NULL);
   pthread_cond_init(&p->sleepCond, NULL);
+  pthread_mutex_init(&p->startLock, NULL);
+  pthread_cond_init(&p->startCond, NULL);
   const char* cpus = mcclParamProxyCpuset();
   if (cpus) {
     MCCLCHECKGOTO(mcclProxyParseCpuset(cpus, &p->cpuset), res, fail);
@@ -207,10 +225,21 @@ mcclResult_t mcclProxyCreate(int rank, int cudaDev, volatile uint32_t* abortFlag
   // The fd service: a lab 03 datagram socket named (0, udsHash); clients derive it from the address.
   MCCLCHECKGOTO(mcclIpcSocketInit(&p->uds, 0, p->udsHash, abortFlag), res, fail);
 
-  PTHREADCHECKGOTO(pthread_create(&p->serviceThread, NULL, mcclProxyService, p), res, fail);
+  // Pinned from their first instruction: when mcclProxyCreate returns, the affinity is in place (not
+  // some time later, when the thread gets to run), and a CPU list the kernel refuses fails here.
+  PTHREADCHECKGOTO(pthread_attr_init(&attr), res, fail);
+  if (p->hasCpuset) PTHREADCHECKGOTO(pthread_attr_setaffinity_np(&attr, sizeof(p->cpuset), &p->cpuset), res, fail_attr);
+  // One thread at a time, each running before the next starts and both before we return: the
+  // service, the progress thread, then the first request is always the order of events (under gdb,
+  // the order of the stops; lab 05's README lists them), and the threads are named when
+  // mcclProxyCreate returns.
+  PTHREADCHECKGOTO(pthread_create(&p->serviceThread, &attr, mcclProxyService, p), res, fail_attr);
   p->serviceStarted = 1;
-  PTHREADCHECKGOTO(pthread_create(&p->progressThread, NULL, mcclProxyProgress, p), res, stop_threads);
+  waitStarted(p, 1);
+  PTHREADCHECKGOTO(pthread_create(&p->progressThread, &attr, mcclProxyProgress, p), res, stop_threads);
   p->progressStarted = 1;
+  waitStarted(p, 2);
+  pthread_attr_destroy(&attr);
   INFO(MCCL_PROXY | MCCL_INIT, "Proxy %d: created, listening on @%s", rank, p->address);
   *out = p;
   return mcclSuccess;
@@ -218,6 +247,8 @@ mcclResult_t mcclProxyCreate(int rank, int cudaDev, volatile uint32_t* abortFlag
 stop_threads:
   atomic_store(&p->stopService, 1);
   pthread_join(p->serviceThread, NULL);
+fail_attr:
+  pthread_attr_destroy(&attr);
 fail:
   closeEverything(p);
   return res;

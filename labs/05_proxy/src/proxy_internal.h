@@ -86,6 +86,9 @@ struct mcclProxyState {
   mcclIpcSocket uds;
   int hasCpuset;
   cpu_set_t cpuset;
+  pthread_mutex_t startLock;  // nStarted: threads past setProxyThreadContext (mcclProxyCreate waits)
+  pthread_cond_t startCond;
+  int nStarted;
 
   // Client side (the user thread's link to its own service).
   pthread_mutex_t clientLock;

@@ -118,10 +118,10 @@ static void createDestroyCounts(void) {
   int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads();
   mcclProxyState* p = NULL;
   EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
-  EXPECT_EQ(mcclTestCountThreads(), th0 + 2);
+  EXPECT_EQ(mcclTestWaitThreads(th0 + 2, MCCL_TEST_THREADS_SETTLE_MS), th0 + 2);
   EXPECT_TRUE(strncmp(mcclProxyGetAddress(p), "mccl-proxy-", 11) == 0);
   EXPECT_OK(mcclProxyDestroy(p));
-  EXPECT_EQ(mcclTestCountThreads(), th0);
+  EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
   EXPECT_EQ(mcclTestCountFds(), fds0);
   mcclProxyState* q = (mcclProxyState*)0x1;
   EXPECT_RES(mcclProxyCreate(-1, 0, NULL, &q), mcclInvalidArgument);
@@ -191,7 +191,7 @@ static void setupRpcs(void) {
   EXPECT_OK(mcclProxyConnect(p, &d));
   EXPECT_OK(mcclProxyDestroy(p));
   EXPECT_EQ(atomic_load(&freeCalls), 2);
-  EXPECT_EQ(mcclTestCountThreads(), th0);
+  EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
   EXPECT_EQ(mcclTestCountFds(), fds0);
 }
 
@@ -285,7 +285,7 @@ static void abortInFlight(void) {
   EXPECT_LT(nowUs() - t0, 1000000);
   EXPECT_OK(mcclProxyDestroy(p));
   EXPECT_EQ(atomic_load(&freeCalls), 2);
-  EXPECT_EQ(mcclTestCountThreads(), th0);
+  EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
   EXPECT_EQ(mcclTestCountFds(), fds0);
 }
 
@@ -303,7 +303,7 @@ static void stopInFlight(void) {
   mcclProxyRequest r[3];
   for (int i = 0; i < 3; i++) EXPECT_OK(mcclProxyPostOp(p, &c, &m[i], 1, &r[i]));
   EXPECT_OK(mcclProxyStop(p));
-  EXPECT_EQ(mcclTestCountThreads(), th0);
+  EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
   for (int i = 0; i < 3; i++) EXPECT_RES(mcclProxyWait(p, r[i]), mcclInternalError);
   EXPECT_RES(mcclProxyPostOp(p, &c, &m[0], 1, &r[0]), mcclInvalidUsage);
   EXPECT_OK(c.proxyCall(&c, mcclProxyMsgFree, NULL, 0, NULL, 0));  // after stop: left to destroy
@@ -369,8 +369,7 @@ static void cpusetPinning(void) {
   unsetenv("MCCL_PROXY_CPUSET");
   mcclParamResetAll();
   EXPECT_OK(r);
-  sleepMs(20);
-  pthread_t t[2];
+  pthread_t t[2];  // pinned before they first run: no need to give them time
   EXPECT_OK(mcclProxyGetThreads(p, &t[0], &t[1]));
   for (int i = 0; i < 2; i++) {
     cpu_set_t got;
@@ -438,7 +437,7 @@ static void shmSendRecvInProcess(void) {
   EXPECT_OK(mcclProxyDestroy(p));
   EXPECT_CUDA_OK(cudaFree(src));
   EXPECT_CUDA_OK(cudaFree(dst));
-  EXPECT_EQ(mcclTestCountThreads(), th0);
+  EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
   EXPECT_EQ(mcclTestCountFds(), fds0);
 }
 
@@ -483,7 +482,7 @@ static void freeConnectorWithOpInFlight(void) {
   EXPECT_OK(mcclConnectorFree(&r));
   EXPECT_OK(mcclProxyDestroy(p));
   EXPECT_CUDA_OK(cudaFree(src));
-  EXPECT_EQ(mcclTestCountThreads(), th0);
+  EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
   EXPECT_EQ(mcclTestCountFds(), fds0);
 }
 

@@ -71,7 +71,7 @@ static void killedPeerTimesOut(void) {
   }
   EXPECT_CUDA_OK(cudaSetDevice(0));
   EXPECT_CUDA_OK(cudaFree(NULL));  // CUDA's own threads, if any, exist before we count
-  int fds0 = mcclTestCountDir("/proc/self/fd"), th0 = mcclTestCountDir("/proc/self/task");
+  int fds0 = mcclTestCountDir("/proc/self/fd"), th0 = mcclTestCountThreads();
   mcclProxyState* p = NULL;
   mcclBootstrap* bs = NULL;
   struct mcclConnector c;
@@ -103,7 +103,7 @@ static void killedPeerTimesOut(void) {
   EXPECT_OK(mcclBootstrapAbort(bs));
   EXPECT_OK(mcclProxyDestroy(p));
   EXPECT_CUDA_OK(cudaFree(src));
-  EXPECT_EQ(mcclTestCountDir("/proc/self/task"), th0);
+  EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
   EXPECT_EQ(mcclTestCountDir("/proc/self/fd"), fds0);
 }
 
