@@ -310,20 +310,30 @@ static void expectedValues(struct expected* x) {
 static void* hostBuf;  // pattern staging and result readback
 static size_t hostBytes;
 
-static long checkResult(const void* host, size_t count, const struct expected* x) {
+// Wrong elements (and bytes past the end); the first few are shown on stderr.
+static long checkResult(const void* host, size_t count, const struct expected* x, const char* what) {
   long bad = 0;
   int t = opt.dtype;
   for (size_t i = 0; i < count; i++) {
     uint32_t k = patKey(i);
+    int wrong;
     if (isFloat(t)) {
       double g = loadFloat(host, i, t), d = fabs(g - x->f[k]);
-      bad += !(d <= x->tol[k]) && !(isinf(g) && isinf(x->f[k]) && (g > 0) == (x->f[k] > 0));
+      wrong = !(d <= x->tol[k]) && !(isinf(g) && isinf(x->f[k]) && (g > 0) == (x->f[k] > 0));
+      if (wrong && bad < 4) fprintf(stderr, "rank %d: %s: element %zu is %g, expected %g\n", rank, what, i, g, x->f[k]);
     } else {
-      bad += loadInt(host, i, t) != x->i[k];
+      wrong = loadInt(host, i, t) != x->i[k];
+      if (wrong && bad < 4)
+        fprintf(stderr, "rank %d: %s: element %zu is %lld, expected %lld\n", rank, what, i,
+                (long long)loadInt(host, i, t), (long long)x->i[k]);
     }
+    bad += wrong;
   }
   const unsigned char* tail = (const unsigned char*)host + count * mcclTypeSize(t);
-  for (size_t b = 0; b < SLACK_BYTES; b++) bad += tail[b] != 0xff;
+  for (size_t b = 0; b < SLACK_BYTES; b++) {
+    if (tail[b] != 0xff && bad < 4) fprintf(stderr, "rank %d: %s: byte %zu past the end was written\n", rank, what, b);
+    bad += tail[b] != 0xff;
+  }
   return bad;
 }
 
@@ -448,7 +458,10 @@ static mcclResult_t validate(const target* t, size_t count, int inPlace, long* w
   CUDACHECK(cudaMemcpy(hostBuf, t->recv, bytes + SLACK_BYTES, cudaMemcpyDeviceToHost));
   struct expected x;
   expectedValues(&x);
-  long bad = checkResult(hostBuf, count, &x);
+  char what[64];
+  rowLabel(t, bytes, what, sizeof(what));
+  snprintf(what + strlen(what), sizeof(what) - strlen(what), " %zu B %s", bytes, inPlace ? "in-place" : "out-of-place");
+  long bad = checkResult(hostBuf, count, &x, what);
   MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
   *wrong = bad;
   return mcclSuccess;
@@ -672,12 +685,15 @@ static void summary(int shmMode) {
   const char* noEager = "not this run: leave -G out";
   const char* noShm = "not this run: --shm measures it";
   const char* isShm = "not this run: an --shm run (leave --shm out)";
-  if (opt.graph) {
+  if (shmMode) {
+    barLine("8 B - 8 KiB, eager launches", 1, 0, "", 0, 4.0, isShm);
+    barLine("8 B - 8 KiB, CUDA graph", 1, 0, "", 0, 2.5, isShm);
+  } else if (opt.graph) {
     barLine("8 B - 8 KiB, eager launches", 1, 0, "", 0, 4.0, noEager);
     latencyBar("8 B - 8 KiB, CUDA graph", 2.5);
   } else {
     latencyBar("8 B - 8 KiB, eager launches", 4.0);
-    barLine("8 B - 8 KiB, CUDA graph", 1, 0, "", 0, 2.5, shmMode ? isShm : noGraph);
+    barLine("8 B - 8 KiB, CUDA graph", 1, 0, "", 0, 2.5, noGraph);
   }
   if (shmMode) {
     barLine("2 MiB busbw", 0, 0, "", 0, 180, isShm);
@@ -722,7 +738,8 @@ static void tuneSummary(void) {
   char a[32], b[32], c[32];
   printf("# cut-over points (largest size where each is fastest; check the table for a non-monotonic middle):\n");
   printf("#   MCCL_TUNE_ONESHOT_MAX_%s = %zu (%s)\n", suffix, lastOne, fmtSize(lastOne, a, sizeof(a)));
-  printf("#   MCCL_TUNE_TWOSHOT_MAX_%s = %zu (%s)%s\n", suffix, lastTwo ? lastTwo : lastOne, fmtSize(lastTwo, b, sizeof(b)),
+  if (lastTwo < lastOne) lastTwo = lastOne;  // two-shot never fastest: its range is empty
+  printf("#   MCCL_TUNE_TWOSHOT_MAX_%s = %zu (%s)%s\n", suffix, lastTwo, fmtSize(lastTwo, b, sizeof(b)),
          lastTwo && lastTwo == stats[nStats - 1].bytes ? " (fastest up to the largest size tuned: raise -e)" : "");
   printf("#   MCCL_TUNE_LL_MAX = %zu (%s)\n", lastLL, fmtSize(lastLL, c, sizeof(c)));
   printf("# data check: %ld wrong elements in all rows\n", totalWrong);
@@ -907,6 +924,10 @@ int main(int argc, char** argv) {
       fprintf(stderr, "rank %d: bench failed: %s\n", rank, mcclGetErrorString(r));
       rc = 1;
       MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (totalWrong > 0) {  // as nccl-tests: wrong data fails the run (the count is the same on every rank)
+      if (rank == 0) fprintf(stderr, "lab 07 bench: %ld wrong elements: FAILED\n", totalWrong);
+      rc = 1;
     }
   }
   MPI_Finalize();
