@@ -47,5 +47,14 @@ fi
 if [ "${MCCL_BENCH:-1}" = 1 ]; then
 step bench
 make BACKEND=cuda bench ${LAB:+LAB=$LAB} 2>&1 | tee "$OUT/bench.log" | tail -80
+# Lab 07's bars need two more runs (graph latency, SHM bandwidth) and the tuning sweep; 2 GPUs at least.
+b07=build/cuda/bin/07_allreduce/mpi_bench_allreduce
+if [ -x "$b07" ] && [ -z "${LAB:-}" -o "${LAB:-}" = 07 ] && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+  mr="mpirun --oversubscribe --bind-to none --mca btl_vader_single_copy_mechanism none $( [ "$(id -u)" = 0 ] && echo --allow-run-as-root) -np 2"
+  step "lab 07 bench: -G 1 (graph), --shm, --tune"
+  $mr "$b07" -G 1 -e 64K > "$OUT/bench07_graph.log" 2>&1; echo "graph exit $?"; tail -9 "$OUT/bench07_graph.log"
+  $mr "$b07" --shm -b 1M > "$OUT/bench07_shm.log" 2>&1; echo "shm exit $?"; tail -9 "$OUT/bench07_shm.log"
+  $mr "$b07" --tune > "$OUT/bench07_tune.log" 2>&1; echo "tune exit $?"; tail -8 "$OUT/bench07_tune.log"
+fi
 fi
 step done
