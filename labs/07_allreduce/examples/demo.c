@@ -35,10 +35,14 @@ static void* regThread(void* p) {
 }
 
 static void force(const char* algo, const char* proto) {
-  if (algo) setenv("MCCL_ALGO", algo, 1);
-  else unsetenv("MCCL_ALGO");
-  if (proto) setenv("MCCL_PROTO", proto, 1);
-  else unsetenv("MCCL_PROTO");
+  if (algo)
+    setenv("MCCL_ALGO", algo, 1);
+  else
+    unsetenv("MCCL_ALGO");
+  if (proto)
+    setenv("MCCL_PROTO", proto, 1);
+  else
+    unsetenv("MCCL_PROTO");
   mcclParamResetAll();
 }
 
@@ -47,8 +51,8 @@ static void force(const char* algo, const char* proto) {
 // the final chunk ix (recvReduceCopySend); steps n..2n-3 receive a final chunk, copy and pass it on;
 // step 2n-2 receives the last one.
 static void printSchedule(mcclLabComm** comms, int n) {
-  printf("[2] the ring schedule (chunk c = elements [%d*c, %d*c+%d)); n = %d: 2n-1 = %d primitive calls\n", CHUNK, CHUNK,
-         CHUNK, n, 2 * n - 1);
+  printf("[2] the ring schedule (chunk c = elements [%d*c, %d*c+%d)); n = %d: 2n-1 = %d primitive calls\n", CHUNK,
+         CHUNK, CHUNK, n, 2 * n - 1);
   for (int r = 0; r < n; r++) {
     const struct mcclLabRing* ring = &comms[r]->ring;
     int ix = ring->index, step = 0;
@@ -64,7 +68,9 @@ static void printSchedule(mcclLabComm** comms, int n) {
 }
 
 // Rank r's input: element i is (r + 1) * 100 + i / CHUNK (the chunk number shows in the sum).
-static float input(int r, size_t i) { return (float)((r + 1) * 100 + (int)(i / CHUNK)); }
+static float input(int r, size_t i) {
+  return (float)((r + 1) * 100 + (int)(i / CHUNK));
+}
 
 static int runAndCheck(struct rank* rk, int n, size_t count, const char* what) {
   float* host = (float*)malloc(count * sizeof(float));

@@ -5,9 +5,9 @@
 // - Integers: the full range of the type for sum, prod and avg (so sums and products wrap), and the
 //   reference wraps the same way (computed unsigned, as lab 06's mcclIntArith); min and max exact.
 // - Floating point: small integers, so every partial result is exact in every type and order:
-//   sum and avg in [-8, 8] (|sum| <= 64 at 8 ranks, exact in bfloat16's 8-bit significand), prod in {-2, -1, 1, 2} (results are +-2^k, k <= 8), min and max
-//   in [-100, 100]. sum, prod, min, max must then match bit for bit, whatever order the ring or the
-//   symmetric kernels reduce in.
+//   sum and avg in [-8, 8] (|sum| <= 64 at 8 ranks, exact in bfloat16's 8-bit significand), prod in {-2, -1, 1, 2}
+//   (results are +-2^k, k <= 8), min and max in [-100, 100]. sum, prod, min, max must then match bit for bit, whatever
+//   order the ring or the symmetric kernels reduce in.
 // - avg divides the exact sum once (NCCL's FuncSumPostDiv), rounded to nearest in the type (half
 //   and bfloat16 divide in float and round), so the result is within half an ulp of sum / nranks:
 //   relative error <= 2^-11 for float16, 2^-8 for bfloat16, 2^-24 for float32, 2^-53 for float64.
@@ -24,10 +24,14 @@
 
 // Force an algorithm and protocol (NULL: the table's choice) and make the parameters re-read.
 static inline void arForce(const char* algo, const char* proto) {
-  if (algo) setenv("MCCL_ALGO", algo, 1);
-  else unsetenv("MCCL_ALGO");
-  if (proto) setenv("MCCL_PROTO", proto, 1);
-  else unsetenv("MCCL_PROTO");
+  if (algo)
+    setenv("MCCL_ALGO", algo, 1);
+  else
+    unsetenv("MCCL_ALGO");
+  if (proto)
+    setenv("MCCL_PROTO", proto, 1);
+  else
+    unsetenv("MCCL_PROTO");
   mcclParamResetAll();
 }
 
@@ -37,8 +41,10 @@ struct arPath {
   const char* algo;
   const char* proto;
 };
-static const struct arPath arPaths[] = {
-    {"ring/simple", "ring", "simple"}, {"ring/ll", "ring", "ll"}, {"oneshot", "oneshot", "ll"}, {"twoshot", "twoshot", "simple"}};
+static const struct arPath arPaths[] = {{"ring/simple", "ring", "simple"},
+                                        {"ring/ll", "ring", "ll"},
+                                        {"oneshot", "oneshot", "ll"},
+                                        {"twoshot", "twoshot", "simple"}};
 #define AR_NPATHS 4
 
 static inline uint64_t arMix(uint64_t x) {  // splitmix64
@@ -96,61 +102,102 @@ static inline void arFill(void* host, mcclDataType_t t, mcclRedOp_t op, size_t c
   for (size_t i = 0; i < count; i++) {
     int64_t v = arValue(seed, rank, i, t, op);
     switch (t) {
-      case mcclInt8: ((int8_t*)host)[i] = (int8_t)v; break;
-      case mcclUint8: ((uint8_t*)host)[i] = (uint8_t)v; break;
-      case mcclInt32: ((int32_t*)host)[i] = (int32_t)v; break;
-      case mcclUint32: ((uint32_t*)host)[i] = (uint32_t)v; break;
-      case mcclInt64: ((int64_t*)host)[i] = v; break;
-      case mcclUint64: ((uint64_t*)host)[i] = (uint64_t)v; break;
-      case mcclFloat16: ((uint16_t*)host)[i] = arFloatToHalf((float)v); break;
-      case mcclFloat32: ((float*)host)[i] = (float)v; break;
-      case mcclFloat64: ((double*)host)[i] = (double)v; break;
-      default: ((uint16_t*)host)[i] = arFloatToBf16((float)v); break;
+      case mcclInt8:
+        ((int8_t*)host)[i] = (int8_t)v;
+        break;
+      case mcclUint8:
+        ((uint8_t*)host)[i] = (uint8_t)v;
+        break;
+      case mcclInt32:
+        ((int32_t*)host)[i] = (int32_t)v;
+        break;
+      case mcclUint32:
+        ((uint32_t*)host)[i] = (uint32_t)v;
+        break;
+      case mcclInt64:
+        ((int64_t*)host)[i] = v;
+        break;
+      case mcclUint64:
+        ((uint64_t*)host)[i] = (uint64_t)v;
+        break;
+      case mcclFloat16:
+        ((uint16_t*)host)[i] = arFloatToHalf((float)v);
+        break;
+      case mcclFloat32:
+        ((float*)host)[i] = (float)v;
+        break;
+      case mcclFloat64:
+        ((double*)host)[i] = (double)v;
+        break;
+      default:
+        ((uint16_t*)host)[i] = arFloatToBf16((float)v);
+        break;
     }
   }
 }
 
 // The reference for integers of type T (wrapping arithmetic through uint64_t, as the kernels'
 // unsigned arithmetic; conversions back to a signed T wrap with gcc).
-#define AR_INT_REF(T)                                                                   \
-  do {                                                                                  \
-    T acc = (T)arValue(seed, 0, i, t, op), got = ((const T*)result)[i];                 \
-    for (int r = 1; r < nranks; r++) {                                                  \
-      T x = (T)arValue(seed, r, i, t, op);                                              \
-      switch (op) {                                                                     \
-        case mcclProd: acc = (T)((uint64_t)acc * (uint64_t)x); break;                   \
-        case mcclMax: acc = acc < x ? x : acc; break;                                   \
-        case mcclMin: acc = x < acc ? x : acc; break;                                   \
-        default: acc = (T)((uint64_t)acc + (uint64_t)x); break;                         \
-      }                                                                                 \
-    }                                                                                   \
-    if (op == mcclAvg) acc = (T)(acc / (T)nranks);                                      \
-    if (got != acc) {                                                                   \
+#define AR_INT_REF(T)                                                                                   \
+  do {                                                                                                  \
+    T acc = (T)arValue(seed, 0, i, t, op), got = ((const T*)result)[i];                                 \
+    for (int r = 1; r < nranks; r++) {                                                                  \
+      T x = (T)arValue(seed, r, i, t, op);                                                              \
+      switch (op) {                                                                                     \
+        case mcclProd:                                                                                  \
+          acc = (T)((uint64_t)acc * (uint64_t)x);                                                       \
+          break;                                                                                        \
+        case mcclMax:                                                                                   \
+          acc = acc < x ? x : acc;                                                                      \
+          break;                                                                                        \
+        case mcclMin:                                                                                   \
+          acc = x < acc ? x : acc;                                                                      \
+          break;                                                                                        \
+        default:                                                                                        \
+          acc = (T)((uint64_t)acc + (uint64_t)x);                                                       \
+          break;                                                                                        \
+      }                                                                                                 \
+    }                                                                                                   \
+    if (op == mcclAvg) acc = (T)(acc / (T)nranks);                                                      \
+    if (got != acc) {                                                                                   \
       snprintf(why, whyLen, "element %zu: expected %lld, got %lld", i, (long long)acc, (long long)got); \
-      return 1;                                                                         \
-    }                                                                                   \
+      return 1;                                                                                         \
+    }                                                                                                   \
   } while (0)
 
 // Check count elements of an allreduce's result (host copy) against the reference; 0 if right, else
 // 1 with the first wrong element described in why.
-static inline int arCheck(const void* result, mcclDataType_t t, mcclRedOp_t op, size_t count, int nranks,
-                          uint64_t seed, char* why, size_t whyLen) {
+static inline int arCheck(const void* result, mcclDataType_t t, mcclRedOp_t op, size_t count, int nranks, uint64_t seed,
+                          char* why, size_t whyLen) {
   for (size_t i = 0; i < count; i++) {
     switch (t) {
-      case mcclInt8: AR_INT_REF(int8_t); continue;
-      case mcclUint8: AR_INT_REF(uint8_t); continue;
-      case mcclInt32: AR_INT_REF(int32_t); continue;
-      case mcclUint32: AR_INT_REF(uint32_t); continue;
-      case mcclInt64: AR_INT_REF(int64_t); continue;
-      case mcclUint64: AR_INT_REF(uint64_t); continue;
-      default: break;
+      case mcclInt8:
+        AR_INT_REF(int8_t);
+        continue;
+      case mcclUint8:
+        AR_INT_REF(uint8_t);
+        continue;
+      case mcclInt32:
+        AR_INT_REF(int32_t);
+        continue;
+      case mcclUint32:
+        AR_INT_REF(uint32_t);
+        continue;
+      case mcclInt64:
+        AR_INT_REF(int64_t);
+        continue;
+      case mcclUint64:
+        AR_INT_REF(uint64_t);
+        continue;
+      default:
+        break;
     }
     double acc = (double)arValue(seed, 0, i, t, op);
     for (int r = 1; r < nranks; r++) {
       double x = (double)arValue(seed, r, i, t, op);
       acc = op == mcclProd ? acc * x : op == mcclMax ? fmax(acc, x) : op == mcclMin ? fmin(acc, x) : acc + x;
     }
-    double got = t == mcclFloat16   ? arHalfToFloat(((const uint16_t*)result)[i])
+    double got = t == mcclFloat16    ? arHalfToFloat(((const uint16_t*)result)[i])
                  : t == mcclBfloat16 ? arBf16ToFloat(((const uint16_t*)result)[i])
                  : t == mcclFloat32  ? ((const float*)result)[i]
                                      : ((const double*)result)[i];

@@ -18,7 +18,9 @@ static int nDevices(void) {
   int n = 0;
   return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
 }
-static int nRanksHere(void) { return nDevices() < MAXDEV ? nDevices() : MAXDEV; }
+static int nRanksHere(void) {
+  return nDevices() < MAXDEV ? nDevices() : MAXDEV;
+}
 
 // The driver opens fds and starts threads of its own the first time: count from after.
 static void warmUp(int n) {
@@ -108,7 +110,9 @@ static void tearDown(struct arSet* s) {
   memset(s, 0, sizeof(*s));
 }
 
-static const char* dtName(mcclDataType_t t) { return mcclTypeName(t); }
+static const char* dtName(mcclDataType_t t) {
+  return mcclTypeName(t);
+}
 
 // Input of every rank for one call at element offset `slot` of its buffers (in place: the recv
 // buffer), the output poisoned (0xa5) so an element the kernel misses shows.
@@ -123,7 +127,8 @@ static void fillInputs(struct arSet* s, mcclDataType_t t, mcclRedOp_t op, size_t
       EXPECT_CUDA_OK(cudaMemcpy((char*)r->recv + slot * es, s->host, bytes, cudaMemcpyHostToDevice));
     }
     arFill(s->host, t, op, count, r->comm->rank, seed);
-    EXPECT_CUDA_OK(cudaMemcpy((char*)(inPlace ? r->recv : r->send) + slot * es, s->host, bytes, cudaMemcpyHostToDevice));
+    EXPECT_CUDA_OK(
+        cudaMemcpy((char*)(inPlace ? r->recv : r->send) + slot * es, s->host, bytes, cudaMemcpyHostToDevice));
   }
 }
 
@@ -185,7 +190,8 @@ static void everyTypeAndOp(void) {
   for (int p = 0; p < AR_NPATHS && !mcclTestStopped(); p++)
     for (int t = 0; t < mcclNumTypes && !mcclTestStopped(); t++)
       for (int op = 0; op < mcclNumOps && !mcclTestStopped(); op++)
-        runOne(&s, &arPaths[p], (mcclDataType_t)t, (mcclRedOp_t)op, 203, (p + t + op) & 1, mcclTestSeed() + (uint64_t)t);
+        runOne(&s, &arPaths[p], (mcclDataType_t)t, (mcclRedOp_t)op, 203, (p + t + op) & 1,
+               mcclTestSeed() + (uint64_t)t);
   arForce(NULL, NULL);
   tearDown(&s);
 }
@@ -209,7 +215,8 @@ static void awkwardCounts(void) {
   for (int p = 0; p < AR_NPATHS && !mcclTestStopped(); p++)
     for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]) && !mcclTestStopped(); c++)
       for (int inPlace = 0; inPlace < 2 && !mcclTestStopped(); inPlace++, k++)
-        runOne(&s, &arPaths[p], types[k % 4], k % 3 ? mcclSum : mcclAvg, counts[c], inPlace, mcclTestSeed() + (uint64_t)k);
+        runOne(&s, &arPaths[p], types[k % 4], k % 3 ? mcclSum : mcclAvg, counts[c], inPlace,
+               mcclTestSeed() + (uint64_t)k);
   // count 0 leaves the output alone
   if (!mcclTestStopped()) {
     memset(s.host, 0x5a, 64);
@@ -281,13 +288,14 @@ static void backToBack(void) {
     for (int j = 0; j < BB_BATCH && !mcclTestStopped(); j++) {
       int i = base + j;
       counts[j] = (size_t)(arMix(seed + (uint64_t)i) % (BB_MAXCOUNT + 1));
-      fillInputs(&s, mcclInt32, (mcclRedOp_t)(i / AR_NPATHS % mcclNumOps), counts[j], (size_t)j * BB_MAXCOUNT, i % 3 == 0,
-                 seed + (uint64_t)i);
+      fillInputs(&s, mcclInt32, (mcclRedOp_t)(i / AR_NPATHS % mcclNumOps), counts[j], (size_t)j * BB_MAXCOUNT,
+                 i % 3 == 0, seed + (uint64_t)i);
     }
     for (int j = 0; j < BB_BATCH && !mcclTestStopped(); j++) {
       int i = base + j;
       arForce(arPaths[i % AR_NPATHS].algo, arPaths[i % AR_NPATHS].proto);
-      launchAll(&s, mcclInt32, (mcclRedOp_t)(i / AR_NPATHS % mcclNumOps), counts[j], (size_t)j * BB_MAXCOUNT, i % 3 == 0);
+      launchAll(&s, mcclInt32, (mcclRedOp_t)(i / AR_NPATHS % mcclNumOps), counts[j], (size_t)j * BB_MAXCOUNT,
+                i % 3 == 0);
     }
     if (mcclTestStopped()) break;
     syncAll(&s);
@@ -409,10 +417,18 @@ static void abortPath(const struct arPath* path) {
   EXPECT_EQ(mcclTestCountDir("/dev/shm"), shm0);
   if (MCCL_TEST_ON_SIM) EXPECT_EQ(mcclTestCountMaps("minccl-sim"), maps0);
 }
-static void abortRingSimple(void) { abortPath(&arPaths[0]); }
-static void abortRingLL(void) { abortPath(&arPaths[1]); }
-static void abortOneShot(void) { abortPath(&arPaths[2]); }
-static void abortTwoShot(void) { abortPath(&arPaths[3]); }
+static void abortRingSimple(void) {
+  abortPath(&arPaths[0]);
+}
+static void abortRingLL(void) {
+  abortPath(&arPaths[1]);
+}
+static void abortOneShot(void) {
+  abortPath(&arPaths[2]);
+}
+static void abortTwoShot(void) {
+  abortPath(&arPaths[3]);
+}
 
 // One device: the result is the input (avg divides by 1), in place and out of place.
 static void oneRank(void) {
@@ -426,6 +442,7 @@ static void oneRank(void) {
   tearDown(&s);
 }
 
-MCCL_TEST_MAIN(MCCL_TEST_CASE(everyTypeAndOp), MCCL_TEST_CASE(awkwardCounts), MCCL_TEST_CASE(shmRing), MCCL_TEST_CASE(backToBack),
-               MCCL_TEST_CASE(graphReplay), MCCL_TEST_CASE(abortRingSimple), MCCL_TEST_CASE(abortRingLL),
-               MCCL_TEST_CASE(abortOneShot), MCCL_TEST_CASE(abortTwoShot), MCCL_TEST_CASE(oneRank))
+MCCL_TEST_MAIN(MCCL_TEST_CASE(everyTypeAndOp), MCCL_TEST_CASE(awkwardCounts), MCCL_TEST_CASE(shmRing),
+               MCCL_TEST_CASE(backToBack), MCCL_TEST_CASE(graphReplay), MCCL_TEST_CASE(abortRingSimple),
+               MCCL_TEST_CASE(abortRingLL), MCCL_TEST_CASE(abortOneShot), MCCL_TEST_CASE(abortTwoShot),
+               MCCL_TEST_CASE(oneRank))
