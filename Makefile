@@ -78,7 +78,8 @@ $($(1)_LIB): $(call objof,$(1),$($(1)_SRCS))
 ALL_LIBS += $($(1)_LIB)
 endef
 
-entry = $(if $(findstring /mpi_,/$(notdir $(2))),mpi:$(subst $(eval) ,$(comma),$(or $($(1)_MPI_NP),2 4)),plain):$(BIN)/$($(1)_ID)/$(basename $(notdir $(2)))
+# An mpi_ test runs at the process counts of <module>_<binary>_MPI_NP, else <module>_MPI_NP, else 2 and 4.
+entry = $(if $(findstring /mpi_,/$(notdir $(2))),mpi:$(subst $(eval) ,$(comma),$(or $($(1)_$(basename $(notdir $(2)))_MPI_NP),$($(1)_MPI_NP),2 4)),plain):$(BIN)/$($(1)_ID)/$(basename $(notdir $(2)))
 comma := ,
 
 define MODULE_BINS
