@@ -79,7 +79,6 @@ static int validSuffix(const char* s) {
 static mcclResult_t importCuMem(const mcclShmIpcDesc_t* desc, int fd, void** hptr) {
   mcclResult_t res = mcclSuccess;
   CUmemGenericAllocationHandle handle;
-  CUdeviceptr addr = 0;
   CUdevice dev;
   int cudaDev = 0, numaId = -1;
   size_t gran = 0, size = desc->cumem.size;
@@ -98,8 +97,6 @@ static mcclResult_t importCuMem(const mcclShmIpcDesc_t* desc, int fd, void** hpt
   prop.requestedHandleTypes = desc->cumem.type;
   CUCHECKGOTO(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), res, release);
   size = (size + gran - 1) / gran * gran;  // the exporter rounded the same way
-  CUCHECKGOTO(cuMemAddressReserve(&addr, size, gran, 0, 0), res, release);
-  CUCHECKGOTO(cuMemMap(addr, size, 0, handle, 0), res, addressFree);
   // The importer's own device and its host both need a grant, exactly as for a local allocation.
   memset(access, 0, sizeof(access));
   access[0].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
@@ -108,16 +105,10 @@ static mcclResult_t importCuMem(const mcclShmIpcDesc_t* desc, int fd, void** hpt
   access[1].location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
   access[1].location.id = numaId;
   access[1].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  CUCHECKGOTO(cuMemSetAccess(addr, size, &access[0], 1), res, unmap);
-  CUCHECKGOTO(cuMemSetAccess(addr, size, &access[1], 1), res, unmap);
+  MCCLCHECKGOTO(mcclCuMemAllocAddr(hptr, handle, size, gran, access, 2), res, release);
   // The mapping keeps the import's reference; mcclCuMemHostFree drops it.
-  *hptr = (void*)addr;
   INFO(MCCL_SHM, "CUMEM imported shareable host buffer size %zu ptr %p granularity %zu", size, *hptr, gran);
   return mcclSuccess;
-unmap:
-  cuMemUnmap(addr, size);
-addressFree:
-  cuMemAddressFree(addr, size);
 release:
   cuMemRelease(handle);
   return res;
