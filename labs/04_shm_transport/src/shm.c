@@ -629,8 +629,10 @@ static void opFinish(struct mcclProxyArgs* args, struct mcclProxySubArgs* sub, s
 
 // One step published by the sender: its connFifo entry, then tail. A function of its own (never
 // inlined) so lab.gdb can stop at every step.
-static __attribute__((noinline)) void shmPostTail(struct mcclRecvMem* recvMem, int slot, int offset, ssize_t size,
-                                                  uint64_t tail) {
+static __attribute__((noinline)) void shmPostTail(const struct mcclProxySubArgs* sub, struct mcclRecvMem* recvMem,
+                                                  int slot, int offset, ssize_t size, uint64_t tail) {
+  TRACE(MCCL_SHM, "SHM send: step %llu of %llu published, tail %llu", (unsigned long long)sub->done + 1,
+        (unsigned long long)sub->nsteps, (unsigned long long)tail);
   struct mcclConnFifo* f = &recvMem->connFifo[slot];
   f->mode = MCCL_MODE_NORMAL;
   f->offset = offset;
@@ -680,7 +682,7 @@ static mcclResult_t shmSendProxyProgress(struct mcclProxyState* proxyState, stru
            (unsigned long long)step);
       return mcclUnhandledCudaError;
     }
-    shmPostTail(pi->recvMem, slot, (int)((size_t)slot * stepSize), (ssize_t)stepBytes(sub, pi, sub->done), step + 1);
+    shmPostTail(sub, pi->recvMem, slot, (int)((size_t)slot * stepSize), (ssize_t)stepBytes(sub, pi, sub->done), step + 1);
     sub->done++;
     moved = 1;
   }
