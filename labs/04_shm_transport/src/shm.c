@@ -682,7 +682,8 @@ static mcclResult_t shmSendProxyProgress(struct mcclProxyState* proxyState, stru
            (unsigned long long)step);
       return mcclUnhandledCudaError;
     }
-    shmPostTail(sub, pi->recvMem, slot, (int)((size_t)slot * stepSize), (ssize_t)stepBytes(sub, pi, sub->done), step + 1);
+    shmPostTail(sub, pi->recvMem, slot, (int)((size_t)slot * stepSize), (ssize_t)stepBytes(sub, pi, sub->done),
+                step + 1);
     sub->done++;
     moved = 1;
   }
