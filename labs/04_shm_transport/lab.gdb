@@ -69,7 +69,7 @@ commands
 end
 
 # The receiver returns a slot: its copy to the device has landed, so head moves (the credit the
-# sender waits for in `step - head >= MCCL_STEPS`). `up` shows the op: `print *op`.
+# sender waits for in `step - head >= MCCL_STEPS`). `print *sub` shows the op's progress state (base, nsteps, transmitted, done).
 break shmPostHead
 commands
   printf "[inferior %d] receiver returns credit: head -> %lu\n", $_inferior, head

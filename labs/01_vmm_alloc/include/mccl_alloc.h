@@ -136,6 +136,44 @@ mcclResult_t mcclMemFree(void* ptr);
 mcclResult_t mcclCuMemRetainHandle(const void* ptr, CUmemGenericAllocationHandle* handlep,
                                    CUmemAllocationHandleType* typesp, void** basep, size_t* sizep);
 
+/**
+ * @brief Map a physical allocation at an address of a reserved range and grant access (NCCL 2.30's
+ * ncclCuMemMapAndSetAccess; 2.28.9 writes the same cuMemMap + cuMemSetAccess out in each allocator).
+ *
+ * The one place labs 01-04 and lab 03's symmetric mappings map memory. Device-only descriptor lists
+ * are granted in one cuMemSetAccess; a list with a host location one descriptor at a time, in order
+ * (as NCCL's ncclCuMemHostAlloc grants the device, then the host). On failure the mapping is undone;
+ * the range and the handle stay the caller's.
+ *
+ * @param[in] ptr     inside a range from cuMemAddressReserve, aligned to the allocation's granularity.
+ * @param[in] size    bytes to map, a multiple of the granularity, at most the allocation's size.
+ * @param[in] handle  the physical allocation (cuMemCreate or cuMemImportFromShareableHandle); the
+ *                    mapping takes its own reference.
+ * @param[in] descs   the access grants (device and/or host-NUMA locations).
+ * @param[in] nDescs  how many, >= 1.
+ * @return mcclSuccess; mcclInvalidArgument (NULL ptr or descs, size 0, nDescs < 1);
+ *         mcclUnhandledCudaError (the driver refused the map or the grant).
+ */
+mcclResult_t mcclCuMemMapAndSetAccess(void* ptr, size_t size, CUmemGenericAllocationHandle handle,
+                                      const CUmemAccessDesc* descs, int nDescs);
+
+/**
+ * @brief Reserve a fresh address range and map a physical allocation there with access
+ * (cuMemAddressReserve + mcclCuMemMapAndSetAccess; NCCL's ncclCuMemAllocAddr, which grants the
+ * current device only, where this takes the grants as a list).
+ *
+ * Undo with cuMemUnmap + cuMemAddressFree (mcclCuMemFree does both for device memory).
+ * @param[out] ptr     the mapped address; written only on success.
+ * @param[in]  handle  the physical allocation.
+ * @param[in]  size    bytes to reserve and map, a multiple of the granularity.
+ * @param[in]  align   the reservation's alignment (0: the driver's default).
+ * @param[in]  descs   the access grants.
+ * @param[in]  nDescs  how many, >= 1.
+ * @return mcclSuccess; mcclInvalidArgument; mcclUnhandledCudaError (nothing is left reserved).
+ */
+mcclResult_t mcclCuMemAllocAddr(void** ptr, CUmemGenericAllocationHandle handle, size_t size, size_t align,
+                                const CUmemAccessDesc* descs, int nDescs);
+
 /** @} */
 
 #ifdef __cplusplus

@@ -61,19 +61,41 @@ static mcclResult_t checkFitsDevice(int cudaDev, size_t size) {
   return mcclSuccess;
 }
 
-// Reserve, map and grant access: the common tail of both allocation paths. On failure everything
-// done here is undone; the physical handle stays the caller's to release.
-static mcclResult_t reserveMapAccess(CUmemGenericAllocationHandle handle, size_t size, size_t align,
-                                     const CUmemAccessDesc* descs, int nDescs, CUdeviceptr* addrp) {
+// NCCL 2.30's ncclCuMemMapAndSetAccess (src/include/alloc.h); 2.28.9 writes the same two calls out in
+// ncclCuMemAlloc, ncclCuMemHostAlloc and ncclCuMemAllocAddr. Grants to devices only go in one call, so
+// the driver updates every device's page tables at once; a list with a host location is granted one
+// descriptor at a time, in order, as ncclCuMemHostAlloc grants the device and then the host.
+mcclResult_t mcclCuMemMapAndSetAccess(void* ptr, size_t size, CUmemGenericAllocationHandle handle,
+                                      const CUmemAccessDesc* descs, int nDescs) {
   mcclResult_t res = mcclSuccess;
-  CUdeviceptr addr = 0;
-  CUCHECK(cuMemAddressReserve(&addr, size, align, 0, 0));
-  CUCHECKGOTO(cuMemMap(addr, size, 0, handle, 0), res, addressFree);
-  CUCHECKGOTO(cuMemSetAccess(addr, size, descs, nDescs), res, unmap);
-  *addrp = addr;
+  MCCL_ARGCHECK(ptr != NULL, "mcclCuMemMapAndSetAccess: ptr is NULL");
+  MCCL_ARGCHECK(size > 0, "mcclCuMemMapAndSetAccess: size is 0");
+  MCCL_ARGCHECK(descs != NULL && nDescs > 0, "mcclCuMemMapAndSetAccess: descs %p, nDescs %d (need at least one)",
+                (const void*)descs, nDescs);
+  int devicesOnly = 1;
+  for (int i = 0; i < nDescs; i++) devicesOnly &= descs[i].location.type == CU_MEM_LOCATION_TYPE_DEVICE;
+  CUCHECK(cuMemMap((CUdeviceptr)ptr, size, 0, handle, 0));
+  if (devicesOnly) {
+    CUCHECKGOTO(cuMemSetAccess((CUdeviceptr)ptr, size, descs, (size_t)nDescs), res, unmap);
+  } else {
+    for (int i = 0; i < nDescs; i++) CUCHECKGOTO(cuMemSetAccess((CUdeviceptr)ptr, size, &descs[i], 1), res, unmap);
+  }
   return mcclSuccess;
 unmap:
-  cuMemUnmap(addr, size);
+  cuMemUnmap((CUdeviceptr)ptr, size);
+  return res;
+}
+
+mcclResult_t mcclCuMemAllocAddr(void** ptr, CUmemGenericAllocationHandle handle, size_t size, size_t align,
+                                const CUmemAccessDesc* descs, int nDescs) {
+  mcclResult_t res = mcclSuccess;
+  CUdeviceptr addr = 0;
+  MCCL_ARGCHECK(ptr != NULL, "mcclCuMemAllocAddr: ptr is NULL");
+  MCCL_ARGCHECK(size > 0, "mcclCuMemAllocAddr: size is 0");
+  CUCHECK(cuMemAddressReserve(&addr, size, align, 0, 0));
+  MCCLCHECKGOTO(mcclCuMemMapAndSetAccess((void*)addr, size, handle, descs, nDescs), res, addressFree);
+  *ptr = (void*)addr;
+  return mcclSuccess;
 addressFree:
   cuMemAddressFree(addr, size);
   return res;
@@ -90,7 +112,6 @@ mcclResult_t mcclCuMemAlloc(void** ptr, CUmemGenericAllocationHandle* handlep, C
   CUmemAllocationProp prop = {0};
   CUmemAccessDesc desc = {0};
   CUmemGenericAllocationHandle handle;
-  CUdeviceptr addr = 0;
 
   MCCL_ARGCHECK(ptr != NULL, "ptr is NULL");
   MCCL_ARGCHECK(size > 0, "size is 0");
@@ -116,9 +137,7 @@ mcclResult_t mcclCuMemAlloc(void** ptr, CUmemGenericAllocationHandle* handlep, C
   desc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   desc.location.id = dev;
   desc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  MCCLCHECKGOTO(reserveMapAccess(handle, alignedSize, gran, &desc, 1, &addr), res, release);
-
-  *ptr = (void*)addr;
+  MCCLCHECKGOTO(mcclCuMemAllocAddr(ptr, handle, alignedSize, gran, &desc, 1), res, release);
   if (handlep) *handlep = handle;
   TRACE(MCCL_ALLOC, "CuMem Alloc size %zu (asked %zu, granularity %zu) pointer %p handle 0x%llx dev %d", alignedSize,
         size, gran, *ptr, (unsigned long long)handle, cudaDev);
@@ -223,7 +242,6 @@ static mcclResult_t memAllocVmm(int cudaDev, size_t size, void** ptr) {
   CUmemAllocationProp prop = {0};
   CUmemAccessDesc* descs = NULL;
   CUmemGenericAllocationHandle handle;
-  CUdeviceptr addr = 0;
   unsigned types = mcclCuMemHandleType;
 
   CUCHECK(cuDeviceGet(&dev, cudaDev));
@@ -279,10 +297,9 @@ static mcclResult_t memAllocVmm(int cudaDev, size_t size, void** ptr) {
     descs[nDescs].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     nDescs++;
   }
-  // One cuMemSetAccess with every descriptor: the driver updates each device's page tables in one go.
-  MCCLCHECKGOTO(reserveMapAccess(handle, alignedSize, gran, descs, nDescs, &addr), res, freeDescs);
+  // Devices only: mcclCuMemMapAndSetAccess grants them in one cuMemSetAccess.
+  MCCLCHECKGOTO(mcclCuMemAllocAddr(ptr, handle, alignedSize, gran, descs, nDescs), res, freeDescs);
   free(descs);
-  *ptr = (void*)addr;
   INFO(MCCL_ALLOC,
        "MemAlloc cuMem size %zu (asked %zu, granularity %zu) pointer %p dev %d handle types 0x%x, %d devices "
        "have access",

@@ -309,6 +309,60 @@ static void accessFromEveryDevice(void) {
   if (peersChecked == 0) SKIP("only one device (or no peer access): peer access not exercised");
 }
 
+// ---- the map helper ----------------------------------------------------------------------------
+
+// mcclCuMemMapAndSetAccess maps one physical allocation at a caller-chosen address of a reserved
+// range (here: the second of two granules, then both at once), the bytes show through either
+// mapping, a refused map (the address is already mapped) leaves the first mapping alone, and the
+// caller's unmap + free leave nothing behind. mcclCuMemAllocAddr does the reserve as well.
+static void mapAndSetAccessAtAddress(void) {
+  setup();
+  CHECK_STOPPED();
+  size_t gran = granularity(CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+  EXPECT_TRUE(gran > 0);
+  leakState before = leakProbe();
+  CUmemAllocationProp prop = {0};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = 0;
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  CUmemGenericAllocationHandle h;
+  EXPECT_CU_OK(cuMemCreate(&h, gran, &prop, 0));
+  CUmemAccessDesc desc = {0};
+  desc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  desc.location.id = 0;
+  desc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  CUdeviceptr range = 0;
+  EXPECT_CU_OK(cuMemAddressReserve(&range, 2 * gran, gran, 0, 0));
+  void* at = (void*)(range + gran);
+  EXPECT_RES(mcclCuMemMapAndSetAccess(NULL, gran, h, &desc, 1), mcclInvalidArgument);
+  EXPECT_RES(mcclCuMemMapAndSetAccess(at, 0, h, &desc, 1), mcclInvalidArgument);
+  EXPECT_RES(mcclCuMemMapAndSetAccess(at, gran, h, NULL, 1), mcclInvalidArgument);
+  EXPECT_RES(mcclCuMemMapAndSetAccess(at, gran, h, &desc, 0), mcclInvalidArgument);
+  EXPECT_OK(mcclCuMemMapAndSetAccess(at, gran, h, &desc, 1));
+  roundTrip(at, gran, 7);
+  CHECK_STOPPED();
+  // The same address again: the driver refuses, and the first mapping still works.
+  EXPECT_RES(mcclCuMemMapAndSetAccess(at, gran, h, &desc, 1), mcclUnhandledCudaError);
+  unsigned char b = 0;
+  EXPECT_CUDA_OK(cudaMemcpy(&b, at, 1, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(b, 7);  // roundTrip's first byte: 0 * 31 + seed
+  // A second view of the same memory through mcclCuMemAllocAddr (its own reservation).
+  void* view = NULL;
+  EXPECT_RES(mcclCuMemAllocAddr(NULL, h, gran, gran, &desc, 1), mcclInvalidArgument);
+  EXPECT_OK(mcclCuMemAllocAddr(&view, h, gran, gran, &desc, 1));
+  EXPECT_TRUE(view != NULL && view != at);
+  b = 0;
+  EXPECT_CUDA_OK(cudaMemcpy(&b, view, 1, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(b, 7);
+  EXPECT_CU_OK(cuMemUnmap((CUdeviceptr)view, gran));
+  EXPECT_CU_OK(cuMemAddressFree((CUdeviceptr)view, gran));
+  EXPECT_CU_OK(cuMemUnmap((CUdeviceptr)at, gran));
+  EXPECT_CU_OK(cuMemAddressFree(range, 2 * gran));
+  EXPECT_CU_OK(cuMemRelease(h));
+  EXPECT_NO_LEAK(before);
+}
+
 // ---- bad input -------------------------------------------------------------------------------------
 
 static void freeInteriorPointer(void) {
@@ -478,7 +532,8 @@ static void fallbackCudaMalloc(void) {
 
 MCCL_TEST_MAIN(MCCL_TEST_CASE(gateFollowsParameter), MCCL_TEST_CASE(cuMemAllocRoundsToMinimum),
                MCCL_TEST_CASE(memAllocRoundsToRecommended), MCCL_TEST_CASE(memAllocHandleTypes),
-               MCCL_TEST_CASE(fabricRetry), MCCL_TEST_CASE(accessFromEveryDevice), MCCL_TEST_CASE(freeInteriorPointer),
+               MCCL_TEST_CASE(fabricRetry), MCCL_TEST_CASE(accessFromEveryDevice),
+               MCCL_TEST_CASE(mapAndSetAccessAtAddress), MCCL_TEST_CASE(freeInteriorPointer),
                MCCL_TEST_CASE(doubleFree), MCCL_TEST_CASE(zeroSizeAndNullArguments),
                MCCL_TEST_CASE(sizeLargerThanDevice), MCCL_TEST_CASE(thousandCyclesLeakNothing),
                MCCL_TEST_CASE(fallbackCudaMalloc))

@@ -83,7 +83,6 @@ mcclResult_t mcclCuMemHostAlloc(void** ptr, CUmemGenericAllocationHandle* handle
   CUmemAllocationProp prop;
   CUmemAccessDesc descs[2];
   CUmemGenericAllocationHandle handle;
-  CUdeviceptr addr = 0;
   CUdevice dev;
 
   MCCL_ARGCHECK(ptr != NULL, "ptr is NULL");
@@ -95,8 +94,6 @@ mcclResult_t mcclCuMemHostAlloc(void** ptr, CUmemGenericAllocationHandle* handle
   size_t alignedSize = alignUp(size, gran);
 
   CUCHECK(cuMemCreate(&handle, alignedSize, &prop, 0));
-  CUCHECKGOTO(cuMemAddressReserve(&addr, alignedSize, gran, 0, 0), res, release);
-  CUCHECKGOTO(cuMemMap(addr, alignedSize, 0, handle, 0), res, addressFree);
   // Two grants: the device (it reaches the memory over PCIe/C2C) and the host itself. Unlike
   // cudaHostAlloc memory, a cuMem host mapping is not CPU-accessible until the host NUMA node is
   // given access like any other location.
@@ -107,18 +104,11 @@ mcclResult_t mcclCuMemHostAlloc(void** ptr, CUmemGenericAllocationHandle* handle
   descs[1].location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
   descs[1].location.id = prop.location.id;
   descs[1].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  CUCHECKGOTO(cuMemSetAccess(addr, alignedSize, &descs[0], 1), res, unmap);
-  CUCHECKGOTO(cuMemSetAccess(addr, alignedSize, &descs[1], 1), res, unmap);
-
-  *ptr = (void*)addr;
+  MCCLCHECKGOTO(mcclCuMemAllocAddr(ptr, handle, alignedSize, gran, descs, 2), res, release);
   if (handlep) *handlep = handle;
   INFO(MCCL_ALLOC, "CuMem Host Alloc size %zu (asked %zu) pointer %p handle 0x%llx numa %d dev %d granularity %zu",
        alignedSize, size, *ptr, (unsigned long long)handle, prop.location.id, cudaDev, gran);
   return mcclSuccess;
-unmap:
-  cuMemUnmap(addr, alignedSize);
-addressFree:
-  cuMemAddressFree(addr, alignedSize);
 release:
   cuMemRelease(handle);
   return res;

@@ -129,6 +129,93 @@ mcclResult_t mcclIpcImport(const mcclIpcDesc* desc, int fd, int cudaDev, void** 
  */
 mcclResult_t mcclIpcUnmap(void* ptr);
 
+/**
+ * @brief One reserved range of nRanks slots of `stride` bytes: rank r's buffer is mapped at
+ * base + r * stride (the pattern of NCCL 2.28.9's ncclIpcSymmetricInit / ncclIpcMapSymmetric /
+ * ncclIpcFreeSymmetric / ncclIpcSymmetricFinalize in src/include/transport.h: one reservation per
+ * communicator, handles mapped at offsets in it, so a peer's copy is found by arithmetic). Zero it, or let
+ * mcclIpcSymmetricInit fill it; read-only afterwards.
+ */
+typedef struct mcclIpcSymmetric {
+  void* base;    /**< start of the reservation (aligned to gran) */
+  size_t stride; /**< bytes per slot: the requested size rounded up to gran */
+  size_t gran;   /**< the device's RECOMMENDED granularity (what mcclMemAlloc rounds to) */
+  int nRanks;    /**< slots */
+  int cudaDev;   /**< the device granted read/write access to every mapping */
+} mcclIpcSymmetric;
+
+/**
+ * @brief Reserve one address range for nRanks buffers of `size` bytes (NCCL's ncclIpcSymmetricInit).
+ * Nothing is mapped yet; touching the range faults until mcclIpcMapSymmetric/ImportSymmetric map it.
+ * @param[in]  nRanks   slots, >= 1.
+ * @param[in]  size     bytes per slot, > 0; rounded up to the RECOMMENDED granularity (sym->stride).
+ * @param[in]  cudaDev  the device that will access the mappings.
+ * @param[out] sym      the range; written only on success.
+ * @return mcclSuccess; mcclInvalidArgument (NULL sym, nRanks < 1, size 0 or overflowing, bad
+ *         device); mcclUnhandledCudaError (no address space).
+ */
+mcclResult_t mcclIpcSymmetricInit(int nRanks, size_t size, int cudaDev, mcclIpcSymmetric* sym);
+
+/**
+ * @brief Map a physical allocation of this process at base + offset (NCCL's ncclIpcMapSymmetric),
+ * with read/write access for sym->cudaDev, through lab 01's mcclCuMemMapAndSetAccess.
+ * @param[in]  sym     from mcclIpcSymmetricInit.
+ * @param[in]  offset  a multiple of sym->gran; usually rank * sym->stride.
+ * @param[in]  size    bytes to map (the allocation's size or less, a multiple of its granularity);
+ *                     offset + size within the range.
+ * @param[in]  handle  the allocation (cuMemCreate, mcclCuMemRetainHandle, or an import); the mapping
+ *                     takes its own reference.
+ * @param[out] symPtr  base + offset; written only on success.
+ * @return mcclSuccess; mcclInvalidArgument (NULL, uninitialized sym, offset or size outside the range or
+ *         misaligned); mcclUnhandledCudaError (the driver refused, e.g. that part is already mapped).
+ */
+mcclResult_t mcclIpcMapSymmetric(mcclIpcSymmetric* sym, size_t offset, size_t size, CUmemGenericAllocationHandle handle,
+                                 void** symPtr);
+
+/**
+ * @brief Import a peer's exported allocation (as mcclIpcImport) and map it at base + offset of a
+ * symmetric range instead of at a fresh address: "map this exported handle at this address".
+ * The imported handle is released once mapped, so unmapping frees this side.
+ * @param[in]  sym     from mcclIpcSymmetricInit (its cudaDev gets access).
+ * @param[in]  offset  a multiple of sym->gran; usually peer * sym->stride.
+ * @param[in]  desc    the exporter's descriptor; desc->size bytes are mapped.
+ * @param[in]  fd      for POSIX fd, the fd received with it; not consumed. Ignored for fabric.
+ * @param[out] symPtr  base + offset; written only on success.
+ * @return mcclSuccess; mcclInvalidArgument (as mcclIpcImport, plus a slot outside the range or
+ *         misaligned); mcclUnhandledCudaError. Nothing stays mapped on failure.
+ *
+ * @code
+ * mcclIpcSymmetric sym;
+ * MCCLCHECK(mcclIpcSymmetricInit(nRanks, size, myDev, &sym));
+ * for (int p = 0; p < nRanks; p++)   // descs[p], fds[p]: received from rank p (lab 05's GetFd)
+ *   MCCLCHECK(mcclIpcImportSymmetric(&sym, p * sym.stride, &descs[p], fds[p], &peer[p]));
+ * // peer[p] == (char*)sym.base + p * sym.stride: a kernel needs only sym.base and sym.stride
+ * for (int p = 0; p < nRanks; p++) MCCLCHECK(mcclIpcUnmapSymmetric(&sym, peer[p], descs[p].size));
+ * MCCLCHECK(mcclIpcSymmetricFinalize(&sym));
+ * @endcode
+ */
+mcclResult_t mcclIpcImportSymmetric(mcclIpcSymmetric* sym, size_t offset, const mcclIpcDesc* desc, int fd,
+                                    void** symPtr);
+
+/**
+ * @brief Unmap what mcclIpcMapSymmetric or mcclIpcImportSymmetric mapped; the range stays reserved
+ * (NCCL's ncclIpcFreeSymmetric).
+ * @param[in] sym     the range.
+ * @param[in] symPtr  the address they returned, or NULL (a no-op).
+ * @param[in] size    the size that was mapped.
+ * @return mcclSuccess; mcclInvalidArgument (outside the range, misaligned); mcclUnhandledCudaError
+ *         (nothing mapped there).
+ */
+mcclResult_t mcclIpcUnmapSymmetric(mcclIpcSymmetric* sym, void* symPtr, size_t size);
+
+/**
+ * @brief Free the reservation (NCCL's ncclIpcSymmetricFinalize) and zero sym. Unmap every slot first:
+ * the driver refuses to free a range with mappings left (mcclUnhandledCudaError, sym untouched).
+ * @param[in,out] sym  the range, or NULL / a zeroed one (a no-op).
+ * @return mcclSuccess; mcclUnhandledCudaError.
+ */
+mcclResult_t mcclIpcSymmetricFinalize(mcclIpcSymmetric* sym);
+
 /** @} */
 
 #ifdef __cplusplus

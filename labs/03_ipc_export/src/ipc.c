@@ -177,22 +177,22 @@ static size_t forgetMapping(CUdeviceptr addr) {
   return size;
 }
 
-mcclResult_t mcclIpcImport(const mcclIpcDesc* desc, int fd, int cudaDev, void** ptr) {
-  MCCL_ARGCHECK(desc != NULL, "mcclIpcImport: desc is NULL");
-  MCCL_ARGCHECK(ptr != NULL, "mcclIpcImport: ptr is NULL");
-  MCCL_ARGCHECK(desc->magic == MCCL_IPC_DESC_MAGIC, "mcclIpcImport: desc->magic 0x%x is not 0x%x (not a descriptor)",
+// Check a received descriptor (and its fd) and import its handle: the first half of both
+// mcclIpcImport and mcclIpcImportSymmetric. `fn` names the caller in messages. On success the caller
+// owns one reference to *handlep and has the allocation's size and the device's granularity.
+static mcclResult_t importHandle(const char* fn, const mcclIpcDesc* desc, int fd, int cudaDev,
+                                 CUmemGenericAllocationHandle* handlep, size_t* sizep, size_t* granp) {
+  MCCL_ARGCHECK(desc != NULL, "%s: desc is NULL", fn);
+  MCCL_ARGCHECK(desc->magic == MCCL_IPC_DESC_MAGIC, "%s: desc->magic 0x%x is not 0x%x (not a descriptor)", fn,
                 desc->magic, MCCL_IPC_DESC_MAGIC);
   CUmemAllocationHandleType type = (CUmemAllocationHandleType)desc->handleType;
   MCCL_ARGCHECK(type == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR || type == CU_MEM_HANDLE_TYPE_FABRIC,
-                "mcclIpcImport: desc->handleType 0x%x is neither POSIX_FD nor FABRIC", desc->handleType);
+                "%s: desc->handleType 0x%x is neither POSIX_FD nor FABRIC", fn, desc->handleType);
   if (type == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
-    MCCL_ARGCHECK(fd >= 0 && fcntl(fd, F_GETFD) != -1, "mcclIpcImport: fd %d is not an open descriptor", fd);
-  MCCL_ARGCHECK(desc->size > 0, "mcclIpcImport: desc->size is 0");
+    MCCL_ARGCHECK(fd >= 0 && fcntl(fd, F_GETFD) != -1, "%s: fd %d is not an open descriptor", fn, fd);
+  MCCL_ARGCHECK(desc->size > 0, "%s: desc->size is 0", fn);
   MCCLCHECK(checkDevice(cudaDev));
 
-  mcclResult_t res = mcclSuccess;
-  CUmemGenericAllocationHandle handle;
-  CUdeviceptr addr = 0;
   size_t gran = 0, size = (size_t)desc->size;
   CUmemAllocationProp prop;
   memset(&prop, 0, sizeof(prop));
@@ -201,29 +201,43 @@ mcclResult_t mcclIpcImport(const mcclIpcDesc* desc, int fd, int cudaDev, void** 
   prop.location.id = cudaDev;
   prop.requestedHandleTypes = type;
   CUCHECK(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
-  MCCL_ARGCHECK(gran > 0 && size % gran == 0,
-                "mcclIpcImport: desc->size %zu is not a multiple of device %d's granularity %zu", size, cudaDev, gran);
-
+  MCCL_ARGCHECK(gran > 0 && size % gran == 0, "%s: desc->size %zu is not a multiple of device %d's granularity %zu", fn,
+                size, cudaDev, gran);
   if (type == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
     // The driver reads the fd; it does not keep it, so the caller may close it right after.
-    CUCHECK(cuMemImportFromShareableHandle(&handle, (void*)(uintptr_t)fd, type));
+    CUCHECK(cuMemImportFromShareableHandle(handlep, (void*)(uintptr_t)fd, type));
   } else {
-    CUCHECK(cuMemImportFromShareableHandle(&handle, (void*)desc->fabric, type));
+    CUCHECK(cuMemImportFromShareableHandle(handlep, (void*)desc->fabric, type));
   }
-  CUCHECKGOTO(cuMemAddressReserve(&addr, size, gran, 0, 0), res, release);
-  CUCHECKGOTO(cuMemMap(addr, size, 0, handle, 0), res, address_free);
+  *sizep = size;
+  *granp = gran;
+  return mcclSuccess;
+}
+
+static void deviceAccess(int cudaDev, CUmemAccessDesc* access) {
+  memset(access, 0, sizeof(*access));
+  access->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  access->location.id = cudaDev;
+  access->flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+}
+
+mcclResult_t mcclIpcImport(const mcclIpcDesc* desc, int fd, int cudaDev, void** ptr) {
+  MCCL_ARGCHECK(ptr != NULL, "mcclIpcImport: ptr is NULL");
+  mcclResult_t res = mcclSuccess;
+  CUmemGenericAllocationHandle handle;
+  size_t gran = 0, size = 0;
+  MCCLCHECK(importHandle("mcclIpcImport", desc, fd, cudaDev, &handle, &size, &gran));
   CUmemAccessDesc access;
-  memset(&access, 0, sizeof(access));
-  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  access.location.id = cudaDev;
-  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  CUCHECKGOTO(cuMemSetAccess(addr, size, &access, 1), res, unmap);
+  deviceAccess(cudaDev, &access);
+  void* mapped = NULL;
+  MCCLCHECKGOTO(mcclCuMemAllocAddr(&mapped, handle, size, gran, &access, 1), res, release);
+  CUdeviceptr addr = (CUdeviceptr)mapped;
   // The mapping holds its own reference to the physical memory; dropping ours now means unmapping
   // is all it takes to free the importer's side.
   CUCHECKGOTO(cuMemRelease(handle), res, unmap_only);
   MCCLCHECKGOTO(rememberMapping(addr, size), res, unmap_only);
-  INFO(MCCL_IPC | MCCL_P2P, "imported %s size %zu from pid %d dev %d at %p for dev %d", typeName(type), size,
-       desc->ownerPid, desc->ownerDev, (void*)addr, cudaDev);
+  INFO(MCCL_IPC | MCCL_P2P, "imported %s size %zu from pid %d dev %d at %p for dev %d", typeName(desc->handleType),
+       size, desc->ownerPid, desc->ownerDev, (void*)addr, cudaDev);
   *ptr = (void*)addr;
   return mcclSuccess;
 
@@ -231,10 +245,6 @@ unmap_only:
   cuMemUnmap(addr, size);
   cuMemAddressFree(addr, size);
   return res;
-unmap:
-  cuMemUnmap(addr, size);
-address_free:
-  cuMemAddressFree(addr, size);
 release:
   cuMemRelease(handle);
   return res;
@@ -251,5 +261,110 @@ mcclResult_t mcclIpcUnmap(void* ptr) {
   CUCHECK(cuMemUnmap(base, size));
   CUCHECK(cuMemAddressFree(base, size));
   TRACE(MCCL_IPC, "unmapped imported %p size %zu", ptr, size);
+  return mcclSuccess;
+}
+
+// ---- symmetric mappings: one range, every rank's buffer at rank * stride ---------------------
+// NCCL 2.28.9 declares ncclIpcSymmetricInit / ncclIpcMapSymmetric / ncclIpcFreeSymmetric /
+// ncclIpcSymmetricFinalize in src/include/transport.h: one reservation per communicator, each memory
+// handle mapped at an offset in it, so a peer's copy of a buffer is found by arithmetic.
+
+// The device's RECOMMENDED granularity: what mcclMemAlloc rounds to, so its buffers fit slots exactly.
+static mcclResult_t symGranularity(int cudaDev, size_t* gran) {
+  CUmemAllocationProp prop;
+  memset(&prop, 0, sizeof(prop));
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = cudaDev;
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  CUCHECK(cuMemGetAllocationGranularity(gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
+  if (*gran == 0) *gran = 1;
+  return mcclSuccess;
+}
+
+mcclResult_t mcclIpcSymmetricInit(int nRanks, size_t size, int cudaDev, mcclIpcSymmetric* sym) {
+  MCCL_ARGCHECK(sym != NULL, "mcclIpcSymmetricInit: sym is NULL");
+  MCCL_ARGCHECK(nRanks >= 1, "mcclIpcSymmetricInit: nRanks %d < 1", nRanks);
+  MCCL_ARGCHECK(size > 0, "mcclIpcSymmetricInit: size is 0");
+  MCCLCHECK(checkDevice(cudaDev));
+  size_t gran = 0;
+  MCCLCHECK(symGranularity(cudaDev, &gran));
+  MCCL_ARGCHECK(size <= (SIZE_MAX - gran) / (size_t)nRanks, "mcclIpcSymmetricInit: size %zu x nRanks %d overflows",
+                size, nRanks);
+  size_t stride = (size + gran - 1) / gran * gran;
+  CUdeviceptr base = 0;
+  CUCHECK(cuMemAddressReserve(&base, stride * (size_t)nRanks, gran, 0, 0));
+  sym->base = (void*)base;
+  sym->stride = stride;
+  sym->nRanks = nRanks;
+  sym->cudaDev = cudaDev;
+  sym->gran = gran;
+  INFO(MCCL_IPC, "symmetric range %p: %d slots of %zu bytes for dev %d", sym->base, nRanks, stride, cudaDev);
+  return mcclSuccess;
+}
+
+// offset/size must name granularity-aligned bytes inside the reservation.
+static mcclResult_t symCheckSlot(const char* fn, const mcclIpcSymmetric* sym, size_t offset, size_t size) {
+  MCCL_ARGCHECK(sym != NULL && sym->base != NULL, "%s: sym is NULL or not initialized", fn);
+  size_t total = sym->stride * (size_t)sym->nRanks;
+  MCCL_ARGCHECK(size > 0 && offset < total && size <= total - offset,
+                "%s: offset %zu + size %zu is outside the %zu-byte symmetric range", fn, offset, size, total);
+  MCCL_ARGCHECK(offset % sym->gran == 0, "%s: offset %zu is not a multiple of the granularity %zu", fn, offset,
+                sym->gran);
+  return mcclSuccess;
+}
+
+mcclResult_t mcclIpcMapSymmetric(mcclIpcSymmetric* sym, size_t offset, size_t size, CUmemGenericAllocationHandle handle,
+                                 void** symPtr) {
+  MCCL_ARGCHECK(symPtr != NULL, "mcclIpcMapSymmetric: symPtr is NULL");
+  MCCLCHECK(symCheckSlot("mcclIpcMapSymmetric", sym, offset, size));
+  CUmemAccessDesc access;
+  deviceAccess(sym->cudaDev, &access);
+  void* ptr = (char*)sym->base + offset;
+  MCCLCHECK(mcclCuMemMapAndSetAccess(ptr, size, handle, &access, 1));
+  TRACE(MCCL_IPC, "symmetric map handle 0x%llx size %zu at %p (offset %zu)", (unsigned long long)handle, size, ptr,
+        offset);
+  *symPtr = ptr;
+  return mcclSuccess;
+}
+
+mcclResult_t mcclIpcImportSymmetric(mcclIpcSymmetric* sym, size_t offset, const mcclIpcDesc* desc, int fd,
+                                    void** symPtr) {
+  MCCL_ARGCHECK(symPtr != NULL, "mcclIpcImportSymmetric: symPtr is NULL");
+  MCCL_ARGCHECK(sym != NULL && sym->base != NULL, "mcclIpcImportSymmetric: sym is NULL or not initialized");
+  MCCL_ARGCHECK(desc != NULL, "mcclIpcImportSymmetric: desc is NULL");
+  MCCLCHECK(symCheckSlot("mcclIpcImportSymmetric", sym, offset, (size_t)desc->size));
+  CUmemGenericAllocationHandle handle;
+  size_t size = 0, gran = 0;
+  MCCLCHECK(importHandle("mcclIpcImportSymmetric", desc, fd, sym->cudaDev, &handle, &size, &gran));
+  // The mapping takes its own reference; ours goes whatever happened, so unmapping frees this side.
+  mcclResult_t res = mcclIpcMapSymmetric(sym, offset, size, handle, symPtr);
+  CUresult cr = cuMemRelease(handle);
+  if (res == mcclSuccess && cr != CUDA_SUCCESS) {
+    WARN("Cuda failure '%s' in cuMemRelease of an imported handle", mcclCuErrorString(cr));
+    cuMemUnmap((CUdeviceptr)*symPtr, size);
+    return mcclUnhandledCudaError;
+  }
+  if (res == mcclSuccess)
+    INFO(MCCL_IPC | MCCL_P2P, "imported %s size %zu from pid %d dev %d at %p (symmetric offset %zu)",
+         typeName(desc->handleType), size, desc->ownerPid, desc->ownerDev, *symPtr, offset);
+  return res;
+}
+
+mcclResult_t mcclIpcUnmapSymmetric(mcclIpcSymmetric* sym, void* symPtr, size_t size) {
+  if (symPtr == NULL) return mcclSuccess;
+  MCCL_ARGCHECK(sym != NULL && sym->base != NULL, "mcclIpcUnmapSymmetric: sym is NULL or not initialized");
+  MCCL_ARGCHECK((uintptr_t)symPtr >= (uintptr_t)sym->base, "mcclIpcUnmapSymmetric: symPtr %p is below the range at %p",
+                symPtr, sym->base);
+  MCCLCHECK(symCheckSlot("mcclIpcUnmapSymmetric", sym, (size_t)((uintptr_t)symPtr - (uintptr_t)sym->base), size));
+  CUCHECK(cuMemUnmap((CUdeviceptr)symPtr, size));
+  return mcclSuccess;
+}
+
+mcclResult_t mcclIpcSymmetricFinalize(mcclIpcSymmetric* sym) {
+  if (sym == NULL || sym->base == NULL) return mcclSuccess;
+  // The driver refuses to free a range that still has mappings: unmapping them is the caller's job.
+  CUCHECK(cuMemAddressFree((CUdeviceptr)sym->base, sym->stride * (size_t)sym->nRanks));
+  memset(sym, 0, sizeof(*sym));
   return mcclSuccess;
 }

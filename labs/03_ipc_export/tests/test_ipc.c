@@ -434,7 +434,88 @@ static void fabricExportedOnce(void) {
   for (int i = 0; i < MCCL_IPC_FABRIC_HANDLE_BYTES; i++) EXPECT_EQ(desc.fabric[i], 0xfa);
 }
 
+// NCCL's symmetric layout: three allocations (three "ranks") exported and imported into one
+// reservation at rank * stride, plus one mapped from its local handle. Every slot shows its owner's
+// bytes, a write through a slot reaches the owner, bad slots are refused, Finalize refuses while
+// slots are mapped, and unmapping everything leaves no mapping, reservation or fd behind.
+static void symmetricImportAtOffset(void) {
+  if (deviceCount() < 1) SKIP("no device");
+  warmUp();
+  enum { N = 3 };
+  size_t size = granularity(0);
+  int fdBase = mcclTestCountFds();
+  long memBase = leakProbe();
+  void* bufs[N] = {NULL};
+  unsigned char* host[N] = {NULL};
+  uint64_t seed[N];
+  for (int r = 0; r < N; r++) allocPattern(&bufs[r], size, &host[r], &seed[r]);
+  CHECK_STOPPED();
+  mcclIpcSymmetric sym;
+  memset(&sym, 0, sizeof(sym));
+  EXPECT_RES(mcclIpcSymmetricInit(0, size, 0, &sym), mcclInvalidArgument);
+  EXPECT_RES(mcclIpcSymmetricInit(N, 0, 0, &sym), mcclInvalidArgument);
+  EXPECT_RES(mcclIpcSymmetricInit(N, size, -1, &sym), mcclInvalidArgument);
+  EXPECT_RES(mcclIpcSymmetricInit(N, SIZE_MAX / 2, 0, &sym), mcclInvalidArgument);
+  EXPECT_RES(mcclIpcSymmetricInit(N, size, 0, NULL), mcclInvalidArgument);
+  EXPECT_TRUE(sym.base == NULL);  // nothing written on failure
+  EXPECT_OK(mcclIpcSymmetricInit(N, size, 0, &sym));
+  EXPECT_TRUE(sym.base != NULL && sym.stride >= size && sym.stride % sym.gran == 0 && sym.nRanks == N);
+  void* peer[N] = {NULL};
+  for (int r = 0; r < N - 1; r++) {  // ranks 0 and 1 through an fd, as a peer's buffer arrives
+    mcclIpcDesc desc;
+    int fd = -1;
+    EXPECT_OK(mcclIpcExport(bufs[r], &desc, &fd));
+    if (r == 0) {
+      size_t misaligned = sym.gran / 2 ? sym.gran / 2 : 1;
+      EXPECT_RES(mcclIpcImportSymmetric(&sym, misaligned, &desc, fd, &peer[r]), mcclInvalidArgument);
+      EXPECT_RES(mcclIpcImportSymmetric(&sym, N * sym.stride, &desc, fd, &peer[r]), mcclInvalidArgument);  // outside
+      EXPECT_RES(mcclIpcImportSymmetric(NULL, 0, &desc, fd, &peer[r]), mcclInvalidArgument);
+      EXPECT_RES(mcclIpcImportSymmetric(&sym, 0, &desc, -1, &peer[r]), mcclInvalidArgument);
+      EXPECT_RES(mcclIpcImportSymmetric(&sym, 0, &desc, fd, NULL), mcclInvalidArgument);
+    }
+    mcclResult_t res = mcclIpcImportSymmetric(&sym, (size_t)r * sym.stride, &desc, fd, &peer[r]);
+    if (r == 1 && res == mcclSuccess) {  // the slot is taken now: a second import there is refused
+      void* again = NULL;
+      EXPECT_RES(mcclIpcImportSymmetric(&sym, sym.stride, &desc, fd, &again), mcclUnhandledCudaError);
+      EXPECT_TRUE(again == NULL);
+    }
+    close(fd);
+    EXPECT_OK(res);
+  }
+  // Rank 2 from its local handle (how a rank maps its own buffer into the range).
+  CUmemGenericAllocationHandle h;
+  EXPECT_OK(mcclCuMemRetainHandle(bufs[N - 1], &h, NULL, NULL, NULL));
+  mcclResult_t mres = mcclIpcMapSymmetric(&sym, (size_t)(N - 1) * sym.stride, size, h, &peer[N - 1]);
+  EXPECT_CU_OK(cuMemRelease(h));
+  EXPECT_OK(mres);
+  for (int r = 0; r < N; r++) {
+    EXPECT_TRUE(peer[r] == (char*)sym.base + (size_t)r * sym.stride);  // the known offset
+    expectDeviceBytes(peer[r], host[r], size);
+    CHECK_STOPPED();
+  }
+  // A write through rank 1's slot lands in rank 1's buffer.
+  unsigned char b = 0xA5;
+  EXPECT_CUDA_OK(cudaMemcpy(peer[1], &b, 1, cudaMemcpyHostToDevice));
+  host[1][0] = 0xA5;
+  expectDeviceBytes(bufs[1], host[1], size);
+  CHECK_STOPPED();
+  EXPECT_RES(mcclIpcSymmetricFinalize(&sym), mcclUnhandledCudaError);  // slots still mapped
+  EXPECT_TRUE(sym.base != NULL);
+  EXPECT_RES(mcclIpcUnmapSymmetric(&sym, (char*)sym.base + 1, size), mcclInvalidArgument);
+  for (int r = 0; r < N; r++) EXPECT_OK(mcclIpcUnmapSymmetric(&sym, peer[r], size));
+  EXPECT_OK(mcclIpcUnmapSymmetric(&sym, NULL, size));
+  EXPECT_OK(mcclIpcSymmetricFinalize(&sym));
+  EXPECT_TRUE(sym.base == NULL);
+  EXPECT_OK(mcclIpcSymmetricFinalize(&sym));  // zeroed: a no-op
+  for (int r = 0; r < N; r++) {
+    EXPECT_OK(mcclCuMemFree(bufs[r]));
+    hostFree(host[r], size);
+  }
+  EXPECT_EQ(mcclTestCountFds(), fdBase);
+  EXPECT_NO_LEAK(memBase);
+}
+
 MCCL_TEST_MAIN(MCCL_TEST_CASE(descriptorLayout), MCCL_TEST_CASE(exportImportEveryDevice),
                MCCL_TEST_CASE(mappingOutlivesExporter), MCCL_TEST_CASE(badDescriptors), MCCL_TEST_CASE(exportBadInput),
                MCCL_TEST_CASE(fabricUnsupportedFails), MCCL_TEST_CASE(fabricRoundTrip), MCCL_TEST_CASE(exportMemAlloc),
-               MCCL_TEST_CASE(fabricExportedOnce))
+               MCCL_TEST_CASE(fabricExportedOnce), MCCL_TEST_CASE(symmetricImportAtOffset))

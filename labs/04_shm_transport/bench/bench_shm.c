@@ -41,7 +41,7 @@ static mcclResult_t timeTransfer(struct mcclShmPairEnd* e, void* src, void* dst,
     if (both || e->rank == 1) MCCLCHECK(mcclProxyOpInit(&ops[nops++], &e->conns[0], dst, n, NULL));
     MCCLCHECK(barrier(e));
     double t0 = nowSec();
-    MCCLCHECK(mcclProxyOpsWait(ops, nops));
+    MCCLCHECK(mcclProxyOpsWait(ops, nops, NULL));
     if (i >= 0) t[i] = nowSec() - t0;
   }
   MCCLCHECK(barrier(e));

@@ -40,10 +40,11 @@ static int sender(uint64_t hash) {
   if (cudaMalloc(&dev, MSG_BYTES) != cudaSuccess) return 1;
   cudaMemcpy(dev, host, MSG_BYTES, cudaMemcpyHostToDevice);
   struct mcclProxyOp op;
+  struct mcclProxyArgs args;
   TRY(mcclProxyOpInit(&op, &e.conns[1], dev, MSG_BYTES, NULL));
-  TRY(mcclProxyOpsWait(&op, 1));
+  TRY(mcclProxyOpsWait(&op, 1, &args));
   printf("  [sender  pid %d] sent %d bytes from device 0 in %llu steps\n", (int)getpid(), MSG_BYTES,
-         (unsigned long long)op.nsteps);
+         (unsigned long long)args.subs[0].nsteps);
   fflush(stdout);
   // Close only once the receiver says it has every byte, as NCCL tears down after a barrier. Under
   // gdb this also keeps the sender from exiting while the receiver is stopped at a breakpoint: gdb 13
@@ -55,7 +56,7 @@ static int sender(uint64_t hash) {
   return 0;
 }
 
-static void showConn(const char* when, const struct mcclConnector* c, const struct mcclProxyOp* op) {
+static void showConn(const char* when, const struct mcclConnector* c, const struct mcclProxySubArgs* op) {
   uint64_t head = __atomic_load_n(c->conn.head, __ATOMIC_ACQUIRE);
   uint64_t tail = __atomic_load_n(c->conn.tail, __ATOMIC_ACQUIRE);
   printf("  %-34s tail %llu  head %llu  issued %llu  done %llu   connFifo sizes [", when, (unsigned long long)tail,
@@ -130,19 +131,23 @@ static int receiver(uint64_t hash, volatile uint32_t* abortFlag) {
          MSG_BYTES);
   void* dbuf;
   if (cudaMalloc(&dbuf, MSG_BYTES) != cudaSuccess) return die("cudaMalloc", mcclUnhandledCudaError);
+  // The posted op (what to move: connection, size, and here the copy-engine mode's buffer) becomes
+  // progress state (how far it got), which the hook advances until its state is None.
   struct mcclProxyOp op;
+  struct mcclProxyArgs args;
   TRY(mcclProxyOpInit(&op, c, dbuf, MSG_BYTES, abortFlag));
+  TRY(mcclProxyOpToArgs(&op, &args));
+  const struct mcclProxySubArgs* sub = &args.subs[0];
   uint64_t lastT = (uint64_t)-1, lastD = (uint64_t)-1, lastTail = (uint64_t)-1;
-  int done = 0;
-  while (!done) {
-    TRY(c->transportComm->proxyProgress(&op, &done));
+  while (args.state != mcclProxyOpNone) {
+    TRY(args.progress(NULL, &args));
     uint64_t tail = __atomic_load_n(c->conn.tail, __ATOMIC_ACQUIRE);
-    if (op.transmitted != lastT || op.done != lastD || tail != lastTail) {
+    if (sub->transmitted != lastT || sub->done != lastD || tail != lastTail) {
       char when[64];
-      snprintf(when, sizeof(when), "step %llu/%llu:", (unsigned long long)op.done, (unsigned long long)op.nsteps);
-      showConn(when, c, &op);
-      lastT = op.transmitted;
-      lastD = op.done;
+      snprintf(when, sizeof(when), "step %llu/%llu:", (unsigned long long)sub->done, (unsigned long long)sub->nsteps);
+      showConn(when, c, sub);
+      lastT = sub->transmitted;
+      lastD = sub->done;
       lastTail = tail;
     }
   }

@@ -56,7 +56,7 @@ extern "C" {
  * MCCLCHECK(c.transportComm->connect(&ctx, &theirs, 1, 0, &c));
  * struct mcclProxyOp op;
  * MCCLCHECK(mcclProxyOpInit(&op, &c, devBuf, nbytes, NULL));
- * MCCLCHECK(mcclProxyOpsWait(&op, 1));
+ * MCCLCHECK(mcclProxyOpsWait(&op, 1, NULL));
  * MCCLCHECK(mcclConnectorFree(&c));
  * @endcode
  * @{

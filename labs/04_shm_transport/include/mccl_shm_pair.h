@@ -14,7 +14,7 @@
  * struct mcclProxyOp ops[2];
  * MCCLCHECK(mcclProxyOpInit(&ops[0], &e.conns[1], src, n, NULL));  // to the peer
  * MCCLCHECK(mcclProxyOpInit(&ops[1], &e.conns[0], dst, n, NULL));  // from the peer
- * MCCLCHECK(mcclProxyOpsWait(ops, 2));
+ * MCCLCHECK(mcclProxyOpsWait(ops, 2, NULL));
  * MCCLCHECK(mcclShmPairClose(&e));
  * @endcode
  * @ingroup lab04

@@ -86,12 +86,11 @@ struct mcclTransportCtx {
   uint64_t* connectRecv; /**< [nRanks] channel masks still to connect receiving from each peer */
 };
 
-
 /**
  * @brief The proxy-side half of one connection (the lab-04 part of NCCL's ncclProxyConnection).
  *
  * The proxy hooks act on it: proxySetup stores its resources in transportResources, proxyFree
- * releases them, proxyProgress reads them through mcclProxyOp::connection. In this lab it lives in
+ * releases them, proxyProgress reads them through mcclProxySubArgs::connection. In this lab it lives in
  * the mcclConnector and the hooks run on the calling thread; lab 05's proxy thread keeps its own.
  */
 struct mcclProxyConnection {
@@ -106,31 +105,78 @@ struct mcclProxyConnection {
   CUmemGenericAllocationHandle exportHandle;
 };
 
-/** @brief mcclProxyOp::state values (NCCL's ncclProxyOpState). */
+/** @brief mcclProxyArgs::state values (NCCL's ncclProxyOpState). */
 enum mcclProxyOpState { mcclProxyOpNone = 0, mcclProxyOpReady = 1, mcclProxyOpProgress = 2 };
 
 /**
- * @brief One message on one connection, progressed by the transport's proxyProgress hook (the
- * single-sub case of NCCL's ncclProxyArgs + ncclProxySubArgs).
+ * @brief One operation as it is posted to a proxy (NCCL's ncclProxyOp): what to move on which
+ * connection, and nothing of how far it got (that is mcclProxyArgs, the progress thread's).
  *
- * The caller fills the first block (mcclProxyOpInit does) and then calls proxyProgress until it sets
- * *done or returns an error. The rest is the state machine's; callers only read it. Counters count
- * steps relative to base, so they never wrap even when the connection's 64-bit step does.
+ * On the kernel-driven paths (SHM's default mode, P2P) no user buffer travels to the proxy: the
+ * kernel moves the bytes and the proxy only counts steps. `ceBuff` is the copy-engine mode's extra
+ * (lab 04's mcclProxyOpsWait, lab 05's mcclProxyPostOp), where the proxy itself copies between the
+ * user's device buffer and the FIFO.
  */
 struct mcclProxyOp {
-  struct mcclProxyConnection* connection; /**< resources to progress on */
-  void* buff;                             /**< device buffer: the source (send) or destination (recv) */
-  size_t nbytes;                          /**< message size; 0 is a valid one-step message */
-  volatile uint32_t* abortFlag;           /**< polled while waiting; non-zero aborts; may be NULL */
-  int64_t timeoutMs;                      /**< no-progress limit, from MCCL_SHM_TIMEOUT; <= 0 waits forever */
+  struct mcclProxyConnection* connection; /**< the connection to progress on */
+  ssize_t nbytes;                         /**< message size; 0 is a valid one-step message */
+  uint64_t opCount;                       /**< the poster's operation counter (NCCL's opCount); for logs */
+  int nsteps;     /**< FIFO steps; 0: the transport derives it from nbytes and its step size at start */
+  int chunkSteps; /**< steps per chunk (NCCL's chunkSteps); 1 for one message per op */
+  int sliceSteps; /**< steps per slice (NCCL's sliceSteps); 1 for one message per op */
+  int protocol;   /**< MCCL_PROTO_SIMPLE or MCCL_PROTO_LL */
+  int channelId;  /**< the channel the connection serves (logs) */
+  /** Copy-engine mode only: the device buffer the proxy copies from (send) or to (recv); NULL on the
+   *  kernel-driven paths. */
+  void* ceBuff;
+  /** Polled while waiting; non-zero aborts; may be NULL. Lab 04's stand-in for the proxy state's abort
+   *  flag (lab 05's mcclProxyPostOp sets its own). */
+  volatile uint32_t* abortFlag;
+};
 
-  int state;              /**< enum mcclProxyOpState */
-  uint64_t base;          /**< connection step at which this message starts */
-  uint64_t nsteps;        /**< slots the message uses: ceil(nbytes / stepSize), at least 1 */
-  uint64_t transmitted;   /**< steps whose copy has been issued */
-  uint64_t done;          /**< steps completed (sender: tail published; receiver: head returned) */
-  uint64_t lastProgressNs; /**< CLOCK_MONOTONIC time of the last step that moved */
-  int idle;               /**< set by proxyProgress: 1 when the call moved nothing (the loop may yield) */
+/**
+ * @brief The progress state of one connection's part of an operation (NCCL's ncclProxySubArgs).
+ * Counters count steps relative to base, so they never wrap even when the connection's 64-bit step does.
+ */
+struct mcclProxySubArgs {
+  struct mcclProxyConnection* connection; /**< from the op */
+  int channelId;                          /**< from the op */
+  ssize_t nbytes;                         /**< from the op */
+  void* ceBuff;                           /**< from the op (copy-engine mode only) */
+  uint64_t nsteps;                        /**< steps the message uses (at least 1), fixed at start */
+  uint64_t base;                          /**< connection step at which this message starts */
+  uint64_t transmitted;                   /**< steps whose copy has been issued */
+  uint64_t done;                          /**< steps completed (sender: tail published; receiver: head returned) */
+  uint64_t lastProgressNs;                /**< CLOCK_MONOTONIC time of the last step that moved */
+};
+
+/** @brief Sub-operations one mcclProxyArgs groups (NCCL groups up to MAXCHANNELS of one opCount on a
+ *  shared connection; minccl progresses one connection per args). */
+#define MCCL_PROXY_MAX_SUBS 1
+
+struct mcclProxyArgs;
+/** @brief A transport's progress hook (NCCL's proxyProgressFunc_t): advance without blocking; the
+ *  operation is finished when it leaves args->state at mcclProxyOpNone. proxyState is lab 05's proxy,
+ *  or NULL when lab 04's mcclProxyOpsWait runs the hook on the calling thread. */
+typedef mcclResult_t (*mcclProxyProgressFn)(struct mcclProxyState* proxyState, struct mcclProxyArgs* args);
+
+/**
+ * @brief An operation being progressed (NCCL's ncclProxyArgs): built from a posted mcclProxyOp by
+ * mcclProxyOpToArgs, then owned by whoever progresses it (lab 04's mcclProxyOpsWait, lab 05's
+ * progress thread). Callers only read it.
+ */
+struct mcclProxyArgs {
+  struct mcclProxySubArgs subs[MCCL_PROXY_MAX_SUBS]; /**< per-connection state */
+  int nsubs;                                         /**< used entries of subs */
+  mcclProxyProgressFn progress;                      /**< the connection's transport hook */
+  uint64_t opCount;                                  /**< from the op */
+  int sliceSteps;                                    /**< from the op */
+  int chunkSteps;                                    /**< from the op */
+  int protocol;                                      /**< from the op */
+  int state;                                         /**< enum mcclProxyOpState */
+  int idle;                                          /**< set by progress: 1 when the call moved nothing */
+  volatile uint32_t* abortFlag;                      /**< from the op (lab 05: the proxy's) */
+  int64_t timeoutMs; /**< no-progress limit, from MCCL_SHM_TIMEOUT; <= 0 waits forever */
 };
 
 /** @brief Kinds of calls a connector makes to its proxy (NCCL's ncclProxyMsgSetup/Connect/Free). */
@@ -197,8 +243,8 @@ struct mcclTransportComm {
                                const void* req, int reqSize, void* resp, int respSize, int* done);
   /** Release everything proxySetup/proxyConnect made (waits for copies in flight first). */
   mcclResult_t (*proxyFree)(struct mcclProxyConnection* connection, struct mcclProxyState* proxyState);
-  /** Advance one message without blocking; sets *done when it has completed. */
-  mcclResult_t (*proxyProgress)(struct mcclProxyOp* op, int* done);
+  /** Advance one operation without blocking; it has completed when args->state is mcclProxyOpNone. */
+  mcclProxyProgressFn proxyProgress;
 };
 
 /** @brief A transport: a name, a rule for which peers it serves, and both sides' hooks (NCCL's ncclTransport). */
@@ -295,37 +341,50 @@ mcclResult_t mcclProxyCallDirect(struct mcclConnector* connector, int msgType, c
 mcclResult_t mcclConnectorFree(struct mcclConnector* connector);
 
 /**
- * @brief Prepare one message for the connector's proxyProgress hook.
- * @param[out] op          the operation (state mcclProxyOpReady).
+ * @brief Fill a posted operation for one message of the copy-engine mode (NCCL's ncclProxyOp as
+ * enqueue fills it): connection, size, one step per chunk and slice, SIMPLE, nsteps left to the
+ * transport, the user buffer in ceBuff.
+ * @param[out] op          the operation.
  * @param[in]  connector   a connected connector; the op uses connector->proxyConn.
  * @param[in]  buff        device buffer (source for a sender, destination for a receiver); may be
  *                         NULL only when nbytes is 0.
  * @param[in]  nbytes      message size; the receiver must post the same size.
  * @param[in]  abortFlag   polled while waiting, or NULL.
- * @return mcclSuccess; mcclInvalidArgument (NULL op/connector, NULL buff with nbytes > 0);
- *         mcclInvalidUsage (connector not connected).
+ * @return mcclSuccess; mcclInvalidArgument (NULL op/connector, NULL buff with nbytes > 0, nbytes above
+ *         SSIZE_MAX); mcclInvalidUsage (connector not connected).
  */
 mcclResult_t mcclProxyOpInit(struct mcclProxyOp* op, struct mcclConnector* connector, void* buff, size_t nbytes,
                              volatile uint32_t* abortFlag);
 
 /**
- * @brief Call each op's proxyProgress in turn until all are done or one fails: the user-thread
+ * @brief Turn a posted operation into progress state (NCCL's ncclProxyOpToArgs for sub 0): copy what
+ * the progress needs, pick the connection's progress hook, state mcclProxyOpReady, the timeout from
+ * MCCL_SHM_TIMEOUT.
+ * @param[in]  op    from mcclProxyOpInit (or filled by the caller).
+ * @param[out] args  the state (zeroed first).
+ * @return mcclSuccess; mcclInvalidArgument (NULL, no connection, or a connection without a progress hook).
+ */
+mcclResult_t mcclProxyOpToArgs(const struct mcclProxyOp* op, struct mcclProxyArgs* args);
+
+/**
+ * @brief Progress operations on the calling thread until all are done or one fails: the user-thread
  * progress loop of this lab (lab 05 runs the same hooks on its progress thread).
- * @param[in,out] ops   operations from mcclProxyOpInit, on different connections. Each one done is
- *                      left in state mcclProxyOpNone (and one passed in that state is skipped).
- * @param[in]     nops  how many, >= 1.
- * @return mcclSuccess; the first error a hook returned (mcclTimeout when a peer stopped moving,
- *         mcclInternalError when aborted, mcclRemoteError when the peer broke the protocol).
+ * @param[in]  ops   posted operations (mcclProxyOpInit), on different connections.
+ * @param[in]  nops  how many, >= 1.
+ * @param[out] args  nops progress states (mcclProxyOpToArgs fills them here), left with the final
+ *                   counters for the caller to read; or NULL (this call allocates and frees them).
+ * @return mcclSuccess; mcclInvalidArgument; mcclSystemError (no memory for args); the first error a
+ *         hook returned (mcclTimeout when a peer stopped moving, mcclInternalError when aborted,
+ *         mcclRemoteError when the peer broke the protocol).
  *
  * @code
- * struct mcclProxyOp s, r;
- * MCCLCHECK(mcclProxyOpInit(&s, &sendConn, devSrc, n, NULL));   // to the peer
- * MCCLCHECK(mcclProxyOpInit(&r, &recvConn, devDst, n, NULL));   // from the peer
- * struct mcclProxyOp ops[2] = {s, r};
- * MCCLCHECK(mcclProxyOpsWait(ops, 2));                           // both ways at once
+ * struct mcclProxyOp ops[2];
+ * MCCLCHECK(mcclProxyOpInit(&ops[0], &sendConn, devSrc, n, NULL));   // to the peer
+ * MCCLCHECK(mcclProxyOpInit(&ops[1], &recvConn, devDst, n, NULL));   // from the peer
+ * MCCLCHECK(mcclProxyOpsWait(ops, 2, NULL));                          // both ways at once
  * @endcode
  */
-mcclResult_t mcclProxyOpsWait(struct mcclProxyOp* ops, int nops);
+mcclResult_t mcclProxyOpsWait(const struct mcclProxyOp* ops, int nops, struct mcclProxyArgs* args);
 
 /** @} */
 

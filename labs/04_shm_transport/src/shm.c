@@ -79,7 +79,6 @@ static int validSuffix(const char* s) {
 static mcclResult_t importCuMem(const mcclShmIpcDesc_t* desc, int fd, void** hptr) {
   mcclResult_t res = mcclSuccess;
   CUmemGenericAllocationHandle handle;
-  CUdeviceptr addr = 0;
   CUdevice dev;
   int cudaDev = 0, numaId = -1;
   size_t gran = 0, size = desc->cumem.size;
@@ -98,8 +97,6 @@ static mcclResult_t importCuMem(const mcclShmIpcDesc_t* desc, int fd, void** hpt
   prop.requestedHandleTypes = desc->cumem.type;
   CUCHECKGOTO(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), res, release);
   size = (size + gran - 1) / gran * gran;  // the exporter rounded the same way
-  CUCHECKGOTO(cuMemAddressReserve(&addr, size, gran, 0, 0), res, release);
-  CUCHECKGOTO(cuMemMap(addr, size, 0, handle, 0), res, addressFree);
   // The importer's own device and its host both need a grant, exactly as for a local allocation.
   memset(access, 0, sizeof(access));
   access[0].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
@@ -108,16 +105,10 @@ static mcclResult_t importCuMem(const mcclShmIpcDesc_t* desc, int fd, void** hpt
   access[1].location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
   access[1].location.id = numaId;
   access[1].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  CUCHECKGOTO(cuMemSetAccess(addr, size, &access[0], 1), res, unmap);
-  CUCHECKGOTO(cuMemSetAccess(addr, size, &access[1], 1), res, unmap);
+  MCCLCHECKGOTO(mcclCuMemAllocAddr(hptr, handle, size, gran, access, 2), res, release);
   // The mapping keeps the import's reference; mcclCuMemHostFree drops it.
-  *hptr = (void*)addr;
   INFO(MCCL_SHM, "CUMEM imported shareable host buffer size %zu ptr %p granularity %zu", size, *hptr, gran);
   return mcclSuccess;
-unmap:
-  cuMemUnmap(addr, size);
-addressFree:
-  cuMemAddressFree(addr, size);
 release:
   cuMemRelease(handle);
   return res;
@@ -569,59 +560,79 @@ static uint64_t nowNs(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static mcclResult_t opStart(struct mcclProxyOp* op, int* done, struct shmProxyInfo** pip) {
-  MCCL_ARGCHECK(op != NULL, "op is NULL");
-  MCCL_ARGCHECK(done != NULL, "done is NULL");
-  MCCL_ARGCHECK(op->connection != NULL, "op->connection is NULL");
-  struct shmProxyInfo* pi = (struct shmProxyInfo*)op->connection->transportResources;
+// The copy-engine mode's hooks progress one sub (MCCL_PROXY_MAX_SUBS is 1): fix its steps when it
+// starts, from the connection's step, as NCCL's shm progress does from its resources' step.
+static mcclResult_t opStart(struct mcclProxyArgs* args, struct mcclProxySubArgs** subp, struct shmProxyInfo** pip) {
+  MCCL_ARGCHECK(args != NULL, "args is NULL");
+  MCCL_ARGCHECK(args->nsubs == 1, "args->nsubs %d (SHM progresses one connection per args)", args->nsubs);
+  struct mcclProxySubArgs* sub = &args->subs[0];
+  MCCL_ARGCHECK(sub->connection != NULL, "args->subs[0].connection is NULL");
+  struct shmProxyInfo* pi = (struct shmProxyInfo*)sub->connection->transportResources;
   if (pi == NULL || pi->stream == NULL) {
-    WARN("Invalid usage: op on SHM connection %p that is not connected", (void*)op->connection);
+    WARN("Invalid usage: op on SHM connection %p that is not connected", (void*)sub->connection);
     return mcclInvalidUsage;
   }
-  if (op->state == mcclProxyOpReady) {
-    op->base = pi->step;
-    op->nsteps = op->nbytes == 0 ? 1 : (op->nbytes + (size_t)pi->stepSize - 1) / (size_t)pi->stepSize;
-    op->transmitted = op->done = 0;
-    op->lastProgressNs = nowNs();
-    op->state = mcclProxyOpProgress;
+  if (args->state == mcclProxyOpReady) {
+    // The copy-engine mode copies through the user's buffer: an op without one has nothing to copy.
+    if (sub->ceBuff == NULL && sub->nbytes > 0) {
+      WARN("Invalid usage: SHM copy-engine op of %zd bytes without a buffer (ceBuff)", sub->nbytes);
+      return mcclInvalidUsage;
+    }
+    uint64_t need =
+        sub->nbytes == 0 ? 1 : ((uint64_t)sub->nbytes + (uint64_t)pi->stepSize - 1) / (uint64_t)pi->stepSize;
+    if (sub->nsteps == 0) sub->nsteps = need;
+    if (sub->nsteps != need) {
+      WARN("Invalid usage: SHM op of %zd bytes posted with nsteps %llu; it needs %llu steps of %d bytes", sub->nbytes,
+           (unsigned long long)sub->nsteps, (unsigned long long)need, pi->stepSize);
+      return mcclInvalidUsage;
+    }
+    sub->base = pi->step;
+    sub->transmitted = sub->done = 0;
+    sub->lastProgressNs = nowNs();
+    args->state = mcclProxyOpProgress;
   }
+  *subp = sub;
   *pip = pi;
   return mcclSuccess;
 }
 
-static size_t stepBytes(const struct mcclProxyOp* op, const struct shmProxyInfo* pi, uint64_t s) {
+static size_t stepBytes(const struct mcclProxySubArgs* sub, const struct shmProxyInfo* pi, uint64_t s) {
   size_t off = (size_t)s * (size_t)pi->stepSize;
-  size_t left = op->nbytes - off;
+  size_t left = (size_t)sub->nbytes - off;
   return left < (size_t)pi->stepSize ? left : (size_t)pi->stepSize;
 }
 
 // Called when a poll moved nothing: has the peer gone quiet for too long, or did someone abort?
-static mcclResult_t opStalled(struct mcclProxyOp* op, const char* side, uint64_t head, uint64_t tail) {
-  if (op->abortFlag && __atomic_load_n(op->abortFlag, __ATOMIC_RELAXED)) {
-    WARN("SHM %s aborted at step %llu of %llu", side, (unsigned long long)op->done, (unsigned long long)op->nsteps);
+static mcclResult_t opStalled(const struct mcclProxyArgs* args, const struct mcclProxySubArgs* sub, const char* side,
+                              uint64_t head, uint64_t tail) {
+  if (args->abortFlag && __atomic_load_n(args->abortFlag, __ATOMIC_RELAXED)) {
+    WARN("SHM %s aborted at step %llu of %llu", side, (unsigned long long)sub->done, (unsigned long long)sub->nsteps);
     return mcclInternalError;
   }
-  if (op->timeoutMs > 0 && nowNs() - op->lastProgressNs > (uint64_t)op->timeoutMs * 1000000ull) {
-    WARN("SHM %s: no progress from the peer for %lld ms (MCCL_SHM_TIMEOUT) at step %llu of %llu, head %llu tail "
-         "%llu: the peer died or stopped", side, (long long)op->timeoutMs, (unsigned long long)op->done,
-         (unsigned long long)op->nsteps, (unsigned long long)head, (unsigned long long)tail);
+  if (args->timeoutMs > 0 && nowNs() - sub->lastProgressNs > (uint64_t)args->timeoutMs * 1000000ull) {
+    WARN(
+        "SHM %s: no progress from the peer for %lld ms (MCCL_SHM_TIMEOUT) at step %llu of %llu, head %llu tail "
+        "%llu: the peer died or stopped",
+        side, (long long)args->timeoutMs, (unsigned long long)sub->done, (unsigned long long)sub->nsteps,
+        (unsigned long long)head, (unsigned long long)tail);
     return mcclTimeout;
   }
   return mcclSuccess;
 }
 
-static void opFinish(struct mcclProxyOp* op, struct shmProxyInfo* pi, int* done) {
-  if (op->done == op->nsteps) {
-    pi->step = op->base + op->nsteps;
-    op->state = mcclProxyOpNone;
-    *done = 1;
+static void opFinish(struct mcclProxyArgs* args, struct mcclProxySubArgs* sub, struct shmProxyInfo* pi) {
+  if (sub->done == sub->nsteps) {
+    pi->step = sub->base + sub->nsteps;
+    args->state = mcclProxyOpNone;
   }
 }
 
 // One step published by the sender: its connFifo entry, then tail. A function of its own (never
 // inlined) so lab.gdb can stop at every step.
-static __attribute__((noinline)) void shmPostTail(struct mcclRecvMem* recvMem, int slot, int offset, ssize_t size,
-                                                  uint64_t tail) {
+static __attribute__((noinline)) void shmPostTail(const struct mcclProxySubArgs* sub, struct mcclRecvMem* recvMem,
+                                                  int slot, int offset, ssize_t size, uint64_t tail) {
+  TRACE(MCCL_SHM, "SHM send: step %llu of %llu published, tail %llu", (unsigned long long)sub->done + 1,
+        (unsigned long long)sub->nsteps, (unsigned long long)tail);
   struct mcclConnFifo* f = &recvMem->connFifo[slot];
   f->mode = MCCL_MODE_NORMAL;
   f->offset = offset;
@@ -639,32 +650,30 @@ static __attribute__((noinline)) void shmPostHead(struct mcclSendMem* sendMem, u
 
 // Sender (NCCL's shmSendProxyProgress, with the device buffer as the source): credit from head,
 // device -> FIFO slot copy, then size in connFifo and tail, in step order.
-static mcclResult_t shmSendProxyProgress(struct mcclProxyOp* op, int* done) {
+static mcclResult_t shmSendProxyProgress(struct mcclProxyState* proxyState, struct mcclProxyArgs* args) {
+  (void)proxyState;
+  if (args != NULL && args->state == mcclProxyOpNone) return mcclSuccess;
   struct shmProxyInfo* pi;
-  MCCLCHECK(opStart(op, done, &pi));
-  *done = 0;
-  if (op->state == mcclProxyOpNone) {
-    *done = 1;
-    return mcclSuccess;
-  }
+  struct mcclProxySubArgs* sub;
+  MCCLCHECK(opStart(args, &sub, &pi));
   int moved = 0;
   const size_t stepSize = (size_t)pi->stepSize;
   uint64_t head = 0;
-  while (op->transmitted < op->done + MCCL_STEPS && op->transmitted < op->nsteps) {
-    uint64_t step = op->base + op->transmitted;
+  while (sub->transmitted < sub->done + MCCL_STEPS && sub->transmitted < sub->nsteps) {
+    uint64_t step = sub->base + sub->transmitted;
     head = __atomic_load_n(&pi->sendMem->head, __ATOMIC_ACQUIRE);
     if (step - head >= MCCL_STEPS) break;  // unsigned, so it holds across the wrap: the slot is still the reader's
     int slot = (int)(step % MCCL_STEPS);
-    size_t size = stepBytes(op, pi, op->transmitted);
+    size_t size = stepBytes(sub, pi, sub->transmitted);
     if (size > 0)
-      CUDACHECK(cudaMemcpyAsync(pi->shmFifo + (size_t)slot * stepSize, (char*)op->buff + op->transmitted * stepSize,
+      CUDACHECK(cudaMemcpyAsync(pi->shmFifo + (size_t)slot * stepSize, (char*)sub->ceBuff + sub->transmitted * stepSize,
                                 size, cudaMemcpyDeviceToHost, pi->stream));
     CUDACHECK(cudaEventRecord(pi->events[slot], pi->stream));
-    op->transmitted++;
+    sub->transmitted++;
     moved = 1;
   }
-  while (op->done < op->transmitted) {
-    uint64_t step = op->base + op->done;
+  while (sub->done < sub->transmitted) {
+    uint64_t step = sub->base + sub->done;
     int slot = (int)(step % MCCL_STEPS);
     cudaError_t e = cudaEventQuery(pi->events[slot]);
     if (e == cudaErrorNotReady) break;
@@ -673,16 +682,17 @@ static mcclResult_t shmSendProxyProgress(struct mcclProxyOp* op, int* done) {
            (unsigned long long)step);
       return mcclUnhandledCudaError;
     }
-    shmPostTail(pi->recvMem, slot, (int)((size_t)slot * stepSize), (ssize_t)stepBytes(op, pi, op->done), step + 1);
-    op->done++;
+    shmPostTail(sub, pi->recvMem, slot, (int)((size_t)slot * stepSize), (ssize_t)stepBytes(sub, pi, sub->done),
+                step + 1);
+    sub->done++;
     moved = 1;
   }
-  opFinish(op, pi, done);
-  op->idle = !moved;
+  opFinish(args, sub, pi);
+  args->idle = !moved;
   if (moved) {
-    op->lastProgressNs = nowNs();
-  } else if (!*done) {
-    MCCLCHECK(opStalled(op, "send", __atomic_load_n(&pi->sendMem->head, __ATOMIC_RELAXED),
+    sub->lastProgressNs = nowNs();
+  } else if (args->state != mcclProxyOpNone) {
+    MCCLCHECK(opStalled(args, sub, "send", __atomic_load_n(&pi->sendMem->head, __ATOMIC_RELAXED),
                         __atomic_load_n(&pi->recvMem->tail, __ATOMIC_RELAXED)));
   }
   return mcclSuccess;
@@ -690,22 +700,20 @@ static mcclResult_t shmSendProxyProgress(struct mcclProxyOp* op, int* done) {
 
 // Receiver (NCCL's shmRecvProxyProgress, with the device buffer as the destination): wait for tail,
 // FIFO slot -> device copy, then return the slot as credit in head, in step order.
-static mcclResult_t shmRecvProxyProgress(struct mcclProxyOp* op, int* done) {
+static mcclResult_t shmRecvProxyProgress(struct mcclProxyState* proxyState, struct mcclProxyArgs* args) {
+  (void)proxyState;
+  if (args != NULL && args->state == mcclProxyOpNone) return mcclSuccess;
   struct shmProxyInfo* pi;
-  MCCLCHECK(opStart(op, done, &pi));
-  *done = 0;
-  if (op->state == mcclProxyOpNone) {
-    *done = 1;
-    return mcclSuccess;
-  }
+  struct mcclProxySubArgs* sub;
+  MCCLCHECK(opStart(args, &sub, &pi));
   int moved = 0;
   const size_t stepSize = (size_t)pi->stepSize;
-  while (op->transmitted < op->done + MCCL_STEPS && op->transmitted < op->nsteps) {
-    uint64_t step = op->base + op->transmitted;
+  while (sub->transmitted < sub->done + MCCL_STEPS && sub->transmitted < sub->nsteps) {
+    uint64_t step = sub->base + sub->transmitted;
     uint64_t tail = __atomic_load_n(&pi->recvMem->tail, __ATOMIC_ACQUIRE);
     if (tail - step - 1 >= MCCL_STEPS) break;  // ready when 1 <= tail - step <= MCCL_STEPS, across the wrap too
     int slot = (int)(step % MCCL_STEPS);
-    size_t expected = stepBytes(op, pi, op->transmitted);
+    size_t expected = stepBytes(sub, pi, sub->transmitted);
     ssize_t got = pi->recvMem->connFifo[slot].size;
     if (got != (ssize_t)expected) {
       WARN("SHM recv: step %llu (slot %d) holds %zd bytes, expected %zu: the peer sent a message of another size",
@@ -713,14 +721,14 @@ static mcclResult_t shmRecvProxyProgress(struct mcclProxyOp* op, int* done) {
       return mcclRemoteError;
     }
     if (expected > 0)
-      CUDACHECK(cudaMemcpyAsync((char*)op->buff + op->transmitted * stepSize, pi->shmFifo + (size_t)slot * stepSize,
+      CUDACHECK(cudaMemcpyAsync((char*)sub->ceBuff + sub->transmitted * stepSize, pi->shmFifo + (size_t)slot * stepSize,
                                 expected, cudaMemcpyHostToDevice, pi->stream));
     CUDACHECK(cudaEventRecord(pi->events[slot], pi->stream));
-    op->transmitted++;
+    sub->transmitted++;
     moved = 1;
   }
-  while (op->done < op->transmitted) {
-    uint64_t step = op->base + op->done;
+  while (sub->done < sub->transmitted) {
+    uint64_t step = sub->base + sub->done;
     int slot = (int)(step % MCCL_STEPS);
     cudaError_t e = cudaEventQuery(pi->events[slot]);
     if (e == cudaErrorNotReady) break;
@@ -730,15 +738,15 @@ static mcclResult_t shmRecvProxyProgress(struct mcclProxyOp* op, int* done) {
       return mcclUnhandledCudaError;
     }
     shmPostHead(pi->sendMem, step + 1);
-    op->done++;
+    sub->done++;
     moved = 1;
   }
-  opFinish(op, pi, done);
-  op->idle = !moved;
+  opFinish(args, sub, pi);
+  args->idle = !moved;
   if (moved) {
-    op->lastProgressNs = nowNs();
-  } else if (!*done) {
-    MCCLCHECK(opStalled(op, "recv", __atomic_load_n(&pi->sendMem->head, __ATOMIC_RELAXED),
+    sub->lastProgressNs = nowNs();
+  } else if (args->state != mcclProxyOpNone) {
+    MCCLCHECK(opStalled(args, sub, "recv", __atomic_load_n(&pi->sendMem->head, __ATOMIC_RELAXED),
                         __atomic_load_n(&pi->recvMem->tail, __ATOMIC_RELAXED)));
   }
   return mcclSuccess;

@@ -2,7 +2,9 @@
 // user-thread progress loop. NCCL 2.28.9 spreads these over src/init.cc (fillInfo),
 // src/transport.cc and src/proxy.cc (ncclProxyCallBlocking, progressOps).
 #include <sched.h>
+#include <limits.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -142,42 +144,72 @@ mcclResult_t mcclProxyOpInit(struct mcclProxyOp* op, struct mcclConnector* conne
   MCCL_ARGCHECK(op != NULL, "op is NULL");
   MCCL_ARGCHECK(connector != NULL, "connector is NULL");
   MCCL_ARGCHECK(buff != NULL || nbytes == 0, "buff is NULL with nbytes %zu", nbytes);
+  MCCL_ARGCHECK(nbytes <= (size_t)SSIZE_MAX, "nbytes %zu is above SSIZE_MAX", nbytes);
   if (!connector->connected || connector->proxyConn == NULL) {
     WARN("Invalid usage: connector %p is not connected", (void*)connector);
     return mcclInvalidUsage;
   }
   memset(op, 0, sizeof(*op));
   op->connection = connector->proxyConn;
-  op->buff = buff;
-  op->nbytes = nbytes;
+  op->nbytes = (ssize_t)nbytes;
+  op->chunkSteps = op->sliceSteps = 1;
+  op->protocol = MCCL_PROTO_SIMPLE;
+  op->ceBuff = buff;
   op->abortFlag = abortFlag;
-  op->timeoutMs = mcclParamShmTimeout();
-  op->state = mcclProxyOpReady;
   return mcclSuccess;
 }
 
-mcclResult_t mcclProxyOpsWait(struct mcclProxyOp* ops, int nops) {
+mcclResult_t mcclProxyOpToArgs(const struct mcclProxyOp* op, struct mcclProxyArgs* args) {
+  MCCL_ARGCHECK(op != NULL && args != NULL, "op %p or args %p is NULL", (const void*)op, (void*)args);
+  MCCL_ARGCHECK(op->connection && op->connection->tcomm && op->connection->tcomm->proxyProgress,
+                "op %p has no connection with a progress hook", (const void*)op);
+  memset(args, 0, sizeof(*args));
+  struct mcclProxySubArgs* sub = &args->subs[0];
+  sub->connection = op->connection;
+  sub->channelId = op->channelId;
+  sub->nbytes = op->nbytes;
+  sub->ceBuff = op->ceBuff;
+  sub->nsteps = op->nsteps > 0 ? (uint64_t)op->nsteps : 0;  // 0: the hook derives it when it starts
+  args->nsubs = 1;
+  args->progress = op->connection->tcomm->proxyProgress;
+  args->opCount = op->opCount;
+  args->sliceSteps = op->sliceSteps;
+  args->chunkSteps = op->chunkSteps;
+  args->protocol = op->protocol;
+  args->abortFlag = op->abortFlag;
+  args->timeoutMs = mcclParamShmTimeout();
+  args->state = mcclProxyOpReady;
+  return mcclSuccess;
+}
+
+mcclResult_t mcclProxyOpsWait(const struct mcclProxyOp* ops, int nops, struct mcclProxyArgs* args) {
   MCCL_ARGCHECK(ops != NULL, "ops is NULL");
   MCCL_ARGCHECK(nops >= 1, "nops %d (must be >= 1)", nops);
-  for (int i = 0; i < nops; i++)
-    MCCL_ARGCHECK(ops[i].connection && ops[i].connection->tcomm && ops[i].connection->tcomm->proxyProgress,
-                  "ops[%d] has no connection with a progress hook", i);
-  // An op is finished once its hook reports done; it is then left in state mcclProxyOpNone, which is
-  // what this loop skips (NCCL's progressOps drops ops in ncclProxyOpNone from its list the same way),
-  // so no per-call array sized by the caller's nops is needed.
+  mcclResult_t res = mcclSuccess;
+  struct mcclProxyArgs* owned = NULL;
+  if (args == NULL) {
+    owned = args = (struct mcclProxyArgs*)calloc((size_t)nops, sizeof(*args));
+    if (args == NULL) {
+      WARN("Out of memory for %d proxy args", nops);
+      return mcclSystemError;
+    }
+  }
+  for (int i = 0; i < nops; i++) MCCLCHECKGOTO(mcclProxyOpToArgs(&ops[i], &args[i]), res, out);
+  // An op is finished once its hook leaves it in state mcclProxyOpNone, which is what this loop skips
+  // (NCCL's progressOps drops ops in ncclProxyOpNone from its list the same way).
   for (int left = nops; left > 0;) {
     int idle = 1;
     left = 0;
     for (int i = 0; i < nops; i++) {
-      if (ops[i].state == mcclProxyOpNone) continue;
-      int done = 0;
-      MCCLCHECK(ops[i].connection->tcomm->proxyProgress(&ops[i], &done));
-      if (!ops[i].idle) idle = 0;
-      if (done) ops[i].state = mcclProxyOpNone;
-      else left++;
+      if (args[i].state == mcclProxyOpNone) continue;
+      MCCLCHECKGOTO(args[i].progress(NULL, &args[i]), res, out);
+      if (!args[i].idle) idle = 0;
+      if (args[i].state != mcclProxyOpNone) left++;
     }
     // Nothing moved: let the peer and the copy threads have the core (as NCCL's proxy loop does).
     if (idle && left > 0) sched_yield();
   }
-  return mcclSuccess;
+out:
+  free(owned);
+  return res;
 }

@@ -401,11 +401,15 @@ static void loopMessage(struct loop* l, void* dsrc, void* ddst, unsigned char* h
   struct mcclProxyOp ops[2];
   EXPECT_OK(mcclProxyOpInit(&ops[0], &l->s, dsrc, n, NULL));
   EXPECT_OK(mcclProxyOpInit(&ops[1], &l->r, ddst, n, NULL));
-  EXPECT_OK(mcclProxyOpsWait(ops, 2));
+  EXPECT_TRUE(ops[0].ceBuff == dsrc && ops[1].ceBuff == ddst);  // the copy-engine mode's extra
+  EXPECT_EQ(ops[0].nsteps, 0);                                  // left to the transport
+  struct mcclProxyArgs args[2];
+  EXPECT_OK(mcclProxyOpsWait(ops, 2, args));
   uint64_t steps = n == 0 ? 1 : (n + l->s.conn.stepSize - 1) / l->s.conn.stepSize;
-  EXPECT_EQ(ops[0].nsteps, steps);
-  EXPECT_EQ(ops[1].done, steps);
-  uint64_t end = ops[0].base + steps;
+  EXPECT_EQ(args[0].subs[0].nsteps, steps);
+  EXPECT_EQ(args[1].subs[0].done, steps);
+  EXPECT_EQ(args[0].state, mcclProxyOpNone);
+  uint64_t end = args[0].subs[0].base + steps;
   EXPECT_TRUE(__atomic_load_n(l->s.conn.tail, __ATOMIC_ACQUIRE) == end);  // published everything
   EXPECT_TRUE(__atomic_load_n(l->r.conn.head, __ATOMIC_ACQUIRE) == end);  // and got all credit back
   memset(hbuf, 0, n);
@@ -457,11 +461,12 @@ static void loopbackTimeoutAndAbort(void) {
   EXPECT_CUDA_OK(cudaMalloc(&dbuf, 16 * 8192));
   // A sender alone fills the 8 slots, then waits for credit that never comes.
   struct mcclProxyOp op;
+  struct mcclProxyArgs args;
   EXPECT_OK(mcclProxyOpInit(&op, &l.s, dbuf, 16 * 8192, NULL));
   double t0 = nowSec();
-  EXPECT_RES(mcclProxyOpsWait(&op, 1), mcclTimeout);
+  EXPECT_RES(mcclProxyOpsWait(&op, 1, &args), mcclTimeout);
   double dt = nowSec() - t0;
-  EXPECT_EQ(op.transmitted, MCCL_STEPS);  // exactly the credit it had
+  EXPECT_EQ(args.subs[0].transmitted, MCCL_STEPS);  // exactly the credit it had
   EXPECT_GE(dt * 1000, 290);
   EXPECT_LT(dt, 10);
   loopClose(&l);
@@ -469,8 +474,8 @@ static void loopbackTimeoutAndAbort(void) {
   loopOpen(&l, 0);
   CHECK_STOPPED();
   EXPECT_OK(mcclProxyOpInit(&op, &l.r, dbuf, 100, NULL));
-  EXPECT_RES(mcclProxyOpsWait(&op, 1), mcclTimeout);
-  EXPECT_EQ(op.transmitted, 0);
+  EXPECT_RES(mcclProxyOpsWait(&op, 1, &args), mcclTimeout);
+  EXPECT_EQ(args.subs[0].transmitted, 0);
   loopClose(&l);
   // Abort wins even with no timeout at all.
   setParam("MCCL_SHM_TIMEOUT", "0");
@@ -478,7 +483,7 @@ static void loopbackTimeoutAndAbort(void) {
   CHECK_STOPPED();
   volatile uint32_t abortFlag = 1;
   EXPECT_OK(mcclProxyOpInit(&op, &l.r, dbuf, 100, &abortFlag));
-  EXPECT_RES(mcclProxyOpsWait(&op, 1), mcclInternalError);
+  EXPECT_RES(mcclProxyOpsWait(&op, 1, NULL), mcclInternalError);
   loopClose(&l);
   setParam("MCCL_SHM_TIMEOUT", NULL);
   EXPECT_CUDA_OK(cudaFree(dbuf));
@@ -526,7 +531,17 @@ static void connectorMisuse(void) {
   struct mcclProxyOp ops[2];
   EXPECT_OK(mcclProxyOpInit(&ops[0], &l.s, d, 1000, NULL));
   EXPECT_OK(mcclProxyOpInit(&ops[1], &l.r, d, 2000, NULL));
-  EXPECT_RES(mcclProxyOpsWait(ops, 2), mcclRemoteError);
+  EXPECT_RES(mcclProxyOpsWait(ops, 2, NULL), mcclRemoteError);
+  // A posted op whose nsteps disagrees with its size, or a copy-engine op without a buffer, is refused
+  // when it starts, before anything moves.
+  struct mcclProxyOp wrong;
+  EXPECT_OK(mcclProxyOpInit(&wrong, &l.s, d, 1000, NULL));
+  wrong.nsteps = 2;
+  EXPECT_RES(mcclProxyOpsWait(&wrong, 1, NULL), mcclInvalidUsage);
+  wrong.nsteps = 0;
+  wrong.ceBuff = NULL;
+  EXPECT_RES(mcclProxyOpsWait(&wrong, 1, NULL), mcclInvalidUsage);
+  EXPECT_RES(mcclProxyOpToArgs(NULL, NULL), mcclInvalidArgument);
   loopClose(&l);
   EXPECT_CUDA_OK(cudaFree(d));
   EXPECT_EQ(countShmFiles(MCCL_SHM_DIR), files);

@@ -100,6 +100,7 @@ static int childMain(const struct pairCfg* cfg, int rank, uint64_t hash, uint64_
     size_t n = cfg->sizes[i];
     uint64_t mySeed = seed + 1000 * i + rank, peerSeed = seed + 1000 * i + (1 - rank);
     struct mcclProxyOp ops[2];
+    struct mcclProxyArgs args[2];
     int nops = 0;
     if (doSend) {
       fillPattern(host, n, mySeed);
@@ -113,21 +114,21 @@ static int childMain(const struct pairCfg* cfg, int rank, uint64_t hash, uint64_
     }
     if (rank == cfg->stallRank) {
       // Move until stallSteps steps are done, then stop dead and wait for the parent's SIGKILL.
-      while (ops[0].done < cfg->stallSteps) {
-        int done = 0;
-        if (ops[0].connection->tcomm->proxyProgress(&ops[0], &done) != mcclSuccess || done) CHILD_FAIL("stall");
+      if (mcclProxyOpToArgs(&ops[0], &args[0]) != mcclSuccess) CHILD_FAIL("op to args");
+      while (args[0].subs[0].done < cfg->stallSteps) {
+        if (args[0].progress(NULL, &args[0]) != mcclSuccess || args[0].state == mcclProxyOpNone) CHILD_FAIL("stall");
       }
       struct report s = rep;
       s.type = REP_STALLED;
       sendReport(&s);
       for (;;) pause();
     }
-    r = mcclProxyOpsWait(ops, nops);
+    r = mcclProxyOpsWait(ops, nops, args);
     if (r != mcclSuccess) {
       rep.res = r;
-      rep.seconds = nowSec() - (double)ops[0].lastProgressNs * 1e-9;
+      rep.seconds = nowSec() - (double)args[0].subs[0].lastProgressNs * 1e-9;
       for (int k = 1; k < nops; k++) {
-        double s = nowSec() - (double)ops[k].lastProgressNs * 1e-9;
+        double s = nowSec() - (double)args[k].subs[0].lastProgressNs * 1e-9;
         if (s < rep.seconds) rep.seconds = s;
       }
       snprintf(rep.msg, sizeof(rep.msg), "message %d (%zu bytes): %s", i, n, mcclGetErrorString(r));

@@ -203,6 +203,11 @@ mcclResult_t mcclProxyClientQueryFdBlocking(mcclProxyState* proxy, int peerRank,
 /**
  * @brief Post one message (send or receive, per the connector's side) to the progress thread.
  *
+ * The message is posted as lab 04's struct mcclProxyOp (mcclProxyOpInit: the copy-engine mode, with
+ * `buff` as the op's ceBuff and this proxy's abort flag); the progress thread keeps only the progress
+ * state built from it (mcclProxyOpToArgs: NCCL's ProxyAppend / ncclProxyOpToArgs) and calls the
+ * transport's proxyProgress(proxy, args) until args->state is mcclProxyOpNone.
+ *
  * Lock-free: the op goes into a single-producer ring, so call it from one user thread per proxy.
  * Messages on one connector complete in posting order. Freeing the connector (mcclConnectorFree)
  * while some of its ops are in flight cancels them: they end with mcclInvalidUsage, and the free

@@ -71,8 +71,10 @@ typedef struct storedResp {
 } storedResp;
 
 enum { SLOT_FREE = 0, SLOT_POSTED = 1, SLOT_DONE = 2 };
+// One posted op's progress state (NCCL's ncclProxyArgs, built from the posted ncclProxyOp by
+// ncclProxyOpToArgs in ProxyAppend); the posted op itself is not kept.
 typedef struct {
-  struct mcclProxyOp op;
+  struct mcclProxyArgs args;
   _Atomic int status;
   mcclResult_t result;
 } opSlot;
@@ -117,6 +119,7 @@ struct mcclProxyState {
   _Atomic uint64_t ringTail;  // written by the progress thread
   int* freeSlots;             // user thread only
   int nFree;
+  uint64_t nPosted;  // user thread only: the next op's opCount
   _Atomic int sleeping;
   pthread_mutex_t sleepLock;
   pthread_cond_t sleepCond;

@@ -15,7 +15,7 @@
 // waiting for the connection may go ahead. The entry is read first: once DONE is published the user
 // thread may reuse the slot.
 static void finishOp(opSlot* s, mcclResult_t res) {
-  proxyConnEntry* e = (proxyConnEntry*)s->op.connection;
+  proxyConnEntry* e = (proxyConnEntry*)s->args.subs[0].connection;
   s->result = res;
   atomic_store_explicit(&s->status, SLOT_DONE, memory_order_release);
   // Release: every access of this op to the connection happened before the Free sees nOps drop.
@@ -23,7 +23,7 @@ static void finishOp(opSlot* s, mcclResult_t res) {
 }
 
 static int isClosing(const opSlot* s) {
-  return atomic_load_explicit(&((proxyConnEntry*)s->op.connection)->closing, memory_order_acquire);
+  return atomic_load_explicit(&((proxyConnEntry*)s->args.subs[0].connection)->closing, memory_order_acquire);
 }
 
 // Ops are progressed in posting order; an op waits while an earlier one on the same connection is
@@ -55,7 +55,7 @@ void* mcclProxyProgress(void* arg) {
         // The user freed the connector with this op in flight: it ends here, and the Free waiting
         // on the service thread may release the connection once no op of it is left.
         WARN("Proxy %d: op %d cancelled after %llu of %llu steps: its connector was freed while the op was in flight",
-             p->rank, active[i], (unsigned long long)s->op.done, (unsigned long long)s->op.nsteps);
+             p->rank, active[i], (unsigned long long)s->args.subs[0].done, (unsigned long long)s->args.subs[0].nsteps);
         finishOp(s, mcclInvalidUsage);
         memmove(&active[i], &active[i + 1], sizeof(int) * (size_t)(nActive - i - 1));
         nActive--;
@@ -63,15 +63,16 @@ void* mcclProxyProgress(void* arg) {
         continue;
       }
       int blocked = 0;
-      for (int j = 0; j < i && !blocked; j++) blocked = p->slots[active[j]].op.connection == s->op.connection;
+      for (int j = 0; j < i && !blocked; j++)
+        blocked = p->slots[active[j]].args.subs[0].connection == s->args.subs[0].connection;
       if (blocked) {
         i++;
         continue;
       }
-      uint64_t before = s->op.transmitted + s->op.done;
-      int done = 0;
-      mcclResult_t r = s->op.connection->tcomm->proxyProgress(&s->op, &done);
-      if (r != mcclSuccess || done) {
+      struct mcclProxySubArgs* sub = &s->args.subs[0];
+      uint64_t before = sub->transmitted + sub->done;
+      mcclResult_t r = s->args.progress(p, &s->args);
+      if (r != mcclSuccess || s->args.state == mcclProxyOpNone) {
         TRACE(MCCL_PROXY, "Proxy %d: op %d finished: %d", p->rank, active[i], r);
         finishOp(s, r);
         memmove(&active[i], &active[i + 1], sizeof(int) * (size_t)(nActive - i - 1));
@@ -79,7 +80,7 @@ void* mcclProxyProgress(void* arg) {
         moved = 1;
         continue;
       }
-      if (s->op.transmitted + s->op.done != before) moved = 1;
+      if (sub->transmitted + sub->done != before) moved = 1;
       i++;
     }
     if (nActive > 0) {
@@ -143,7 +144,13 @@ mcclResult_t mcclProxyPostOp(mcclProxyState* proxy, struct mcclConnector* connec
   }
   int idx = proxy->freeSlots[proxy->nFree - 1];
   opSlot* s = &proxy->slots[idx];
-  MCCLCHECK(mcclProxyOpInit(&s->op, connector, buff, nbytes, proxy->abortFlag));
+  // The posted op (NCCL's ncclProxyOp) becomes the slot's progress state (ncclProxyOpToArgs). The
+  // user buffer is the copy-engine mode's extra: the kernel-driven paths post none.
+  struct mcclProxyOp op;
+  MCCLCHECK(mcclProxyOpInit(&op, connector, buff, nbytes, proxy->abortFlag));
+  op.opCount = proxy->nPosted;
+  MCCLCHECK(mcclProxyOpToArgs(&op, &s->args));
+  proxy->nPosted++;
   proxy->nFree--;
   s->result = mcclSuccess;
   atomic_fetch_add_explicit(&((proxyConnEntry*)connector->proxyConn)->nOps, 1, memory_order_relaxed);

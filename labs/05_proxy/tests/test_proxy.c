@@ -73,20 +73,21 @@ static mcclResult_t fakeFree(struct mcclProxyConnection* c, struct mcclProxyStat
   atomic_fetch_add(&freeCalls, 1);
   return mcclSuccess;
 }
-static mcclResult_t fakeProgress(struct mcclProxyOp* op, int* done) {
-  fakeMsg* m = op->buff;
-  *done = 0;
+static mcclResult_t fakeProgress(struct mcclProxyState* ps, struct mcclProxyArgs* args) {
+  struct mcclProxySubArgs* sub = &args->subs[0];
+  fakeMsg* m = sub->ceBuff;
+  if (ps == NULL || args->nsubs != 1) atomic_fetch_add(&orderErrors, 1);  // the progress thread passes its proxy
   if (m->calls < 0) return mcclSuccess;  // never finishes: for abort and stop
-  if (op->state == mcclProxyOpReady) {
+  if (args->state == mcclProxyOpReady) {
     if (busy[m->conn]) atomic_fetch_add(&orderErrors, 1);
     busy[m->conn] = 1;
-    op->state = mcclProxyOpProgress;
+    args->state = mcclProxyOpProgress;
   }
-  op->transmitted++;
-  if ((int)op->transmitted >= m->calls) {
+  sub->transmitted++;
+  if ((int)sub->transmitted >= m->calls) {
     busy[m->conn] = 0;
     logSeq[m->conn][logLen[m->conn]++] = m->seq;
-    *done = 1;
+    args->state = mcclProxyOpNone;
   }
   return mcclSuccess;
 }

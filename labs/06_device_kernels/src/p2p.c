@@ -354,10 +354,12 @@ static mcclResult_t p2pProxyFree(struct mcclProxyConnection* connection, struct 
 
 // NCCL's P2P has a progress hook only for its copy-engine mode (P2P_USE_CUDA_MEMCPY), which minccl
 // does not build: a posted op on a P2P connection is a usage error, never a silent no-op.
-static mcclResult_t p2pProxyProgress(struct mcclProxyOp* op, int* done) {
-  (void)done;
-  WARN("Invalid usage: proxy op on P2P connection %p: P2P connections are driven by kernels (lab 06), the proxy "
-       "does not copy for them", op ? (void*)op->connection : NULL);
+static mcclResult_t p2pProxyProgress(struct mcclProxyState* proxyState, struct mcclProxyArgs* args) {
+  (void)proxyState;
+  WARN(
+      "Invalid usage: proxy op on P2P connection %p: P2P connections are driven by kernels (lab 06), the proxy "
+      "does not copy for them",
+      (args && args->nsubs > 0) ? (void*)args->subs[0].connection : NULL);
   return mcclInvalidUsage;
 }
 

@@ -314,7 +314,9 @@ static void p2pHooksRefuseMisuse(void) {
   void* buf = NULL;
   EXPECT_CUDA_OK(cudaMalloc(&buf, 64));
   EXPECT_OK(mcclProxyOpInit(&op, &s, buf, 64, NULL));
-  EXPECT_RES(mcclProxyOpsWait(&op, 1), mcclInvalidUsage);
+  EXPECT_RES(mcclProxyOpsWait(&op, 1, NULL), mcclInvalidUsage);
+  op.ceBuff = NULL;  // a kernel-driven op carries no user buffer: the P2P hook refuses it all the same
+  EXPECT_RES(mcclProxyOpsWait(&op, 1, NULL), mcclInvalidUsage);
   EXPECT_CUDA_OK(cudaFree(buf));
   // The proxy hook itself checks what it is given.
   int done = 0;

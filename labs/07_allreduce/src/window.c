@@ -1,8 +1,10 @@
 // Lab 07: symmetric windows (NCCL's ncclCommWindowRegister with NCCL_WIN_COLL_SYMMETRIC, in small):
 // every rank offers its buffer's cuMem handle to its proxy, the handles are all-gathered through the
-// bootstrap, and every rank imports every peer's buffer (lab 05 GetFd, lab 03 import), so kernels
-// reach peers' buffers with plain loads and stores. Each mapping is its own reservation here; the
-// one-range-for-all-ranks layout of NCCL's ncclIpcSymmetricMap is not built yet.
+// bootstrap, and every rank maps every rank's buffer into one reserved range at rank * stride (lab 05
+// GetFd, lab 03's mcclIpcImportSymmetric: NCCL's ncclIpcSymmetricInit / ncclIpcMapSymmetric layout),
+// so kernels reach peers' buffers with plain loads and stores, each at a known offset from one base.
+// peerPtrs[rank] stays the caller's own pointer (the public contract); its alias at base + rank *
+// stride is mapped too, so the range holds every rank.
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -20,7 +22,16 @@ struct winInfo {
   int32_t pid, cudaDev;
 };
 
-static mcclResult_t importPeer(mcclLabComm* comm, int peer, const struct winInfo* info, void** ptr) {
+// The window as this file allocates it: the public part first (callers only see that), then the
+// symmetric range and what is mapped in it.
+struct winPriv {
+  mcclLabWindow pub;
+  mcclIpcSymmetric sym;
+  size_t* mapped;  // [nRanks] bytes mapped at base + p * stride (0: nothing)
+};
+
+static mcclResult_t importPeer(mcclLabComm* comm, struct winPriv* wp, int peer, const struct winInfo* info,
+                               void** ptr) {
   int fd = -1;
   uint64_t h = info->handle;
   MCCLCHECK(mcclProxyClientGetFdBlocking(comm->proxy, peer, &h, (int)sizeof(CUmemGenericAllocationHandle), &fd));
@@ -31,22 +42,27 @@ static mcclResult_t importPeer(mcclLabComm* comm, int peer, const struct winInfo
   desc.size = info->allocSize;
   desc.ownerPid = info->pid;
   desc.ownerDev = info->cudaDev;
-  mcclResult_t res = mcclIpcImport(&desc, fd, comm->cudaDev, ptr);
+  mcclResult_t res = mcclIpcImportSymmetric(&wp->sym, (size_t)peer * wp->sym.stride, &desc, fd, ptr);
   close(fd);  // the mapping keeps the memory
+  if (res == mcclSuccess) wp->mapped[peer] = (size_t)info->allocSize;
   return res;
 }
 
 mcclResult_t labWindowUnmap(mcclLabComm* comm, mcclLabWindow* w) {
   if (w == NULL) return mcclSuccess;
+  struct winPriv* wp = (struct winPriv*)w;
   mcclResult_t res = mcclSuccess, r;
-  for (int p = 0; w->peerPtrs && p < comm->nRanks; p++) {
-    if (p == comm->rank || w->peerPtrs[p] == NULL) continue;
-    r = mcclIpcUnmap(w->peerPtrs[p]);
+  for (int p = 0; wp->mapped && p < comm->nRanks; p++) {
+    if (wp->mapped[p] == 0) continue;
+    r = mcclIpcUnmapSymmetric(&wp->sym, (char*)wp->sym.base + (size_t)p * wp->sym.stride, wp->mapped[p]);
     if (r != mcclSuccess && res == mcclSuccess) res = r;
   }
+  r = mcclIpcSymmetricFinalize(&wp->sym);
+  if (r != mcclSuccess && res == mcclSuccess) res = r;
+  free(wp->mapped);
   if (w->devPeerPtrs && cudaFree(w->devPeerPtrs) != cudaSuccess && res == mcclSuccess) res = mcclUnhandledCudaError;
   free(w->peerPtrs);
-  free(w);
+  free(wp);
   return res;
 }
 
@@ -63,6 +79,7 @@ mcclResult_t labWindowMap(mcclLabComm* comm, void* buff, size_t size, mcclLabWin
   int registered = 0;
   struct winInfo* all = NULL;
   mcclLabWindow* w = NULL;
+  struct winPriv* wp = NULL;
   CUDACHECKGOTO(cudaSetDevice(comm->cudaDev), res, fail);
   // A window is a whole VMM allocation (mcclMemAlloc): that is what crosses as an fd. A rank that
   // cannot offer its buffer still takes part in the exchange (size 0), so every rank fails alike
@@ -77,8 +94,10 @@ mcclResult_t labWindowMap(mcclLabComm* comm, void* buff, size_t size, mcclLabWin
   }
   if (handle) cuMemRelease(handle);  // the allocation holds its own reference; the value stays valid while it lives
   all = (struct winInfo*)calloc((size_t)comm->nRanks, sizeof(*all));
-  w = (mcclLabWindow*)calloc(1, sizeof(*w));
-  if (all == NULL || w == NULL || (w->peerPtrs = (void**)calloc((size_t)comm->nRanks, sizeof(void*))) == NULL) {
+  wp = (struct winPriv*)calloc(1, sizeof(*wp));
+  w = wp ? &wp->pub : NULL;
+  if (all == NULL || w == NULL || (w->peerPtrs = (void**)calloc((size_t)comm->nRanks, sizeof(void*))) == NULL ||
+      (wp->mapped = (size_t*)calloc((size_t)comm->nRanks, sizeof(size_t))) == NULL) {
     WARN("Out of memory registering a window of %d ranks", comm->nRanks);
     res = mcclSystemError;
     goto fail;
@@ -103,12 +122,20 @@ mcclResult_t labWindowMap(mcclLabComm* comm, void* buff, size_t size, mcclLabWin
       res = mcclInvalidArgument;
       goto fail;
     }
+  // One range, a slot per rank as large as the largest allocation: rank p's buffer at base + p * stride.
+  size_t stride = 0;
+  for (int p = 0; p < comm->nRanks; p++)
+    if (all[p].allocSize > stride) stride = (size_t)all[p].allocSize;
+  MCCLCHECKGOTO(mcclIpcSymmetricInit(comm->nRanks, stride, comm->cudaDev, &wp->sym), res, fail);
   for (int p = 0; p < comm->nRanks; p++) {
     if (p == comm->rank) {
+      void* alias = NULL;
+      MCCLCHECKGOTO(mcclIpcMapSymmetric(&wp->sym, (size_t)p * wp->sym.stride, allocSize, handle, &alias), res, fail);
+      wp->mapped[p] = allocSize;
       w->peerPtrs[p] = buff;
       continue;
     }
-    MCCLCHECKGOTO(importPeer(comm, p, &all[p], &w->peerPtrs[p]), res, fail);
+    MCCLCHECKGOTO(importPeer(comm, wp, p, &all[p], &w->peerPtrs[p]), res, fail);
   }
   CUDACHECKGOTO(cudaMalloc((void**)&w->devPeerPtrs, sizeof(char*) * (size_t)comm->nRanks), res, fail);
   CUDACHECKGOTO(cudaMemcpy(w->devPeerPtrs, w->peerPtrs, sizeof(char*) * (size_t)comm->nRanks, cudaMemcpyHostToDevice),
@@ -117,7 +144,8 @@ mcclResult_t labWindowMap(mcclLabComm* comm, void* buff, size_t size, mcclLabWin
   MCCLCHECKGOTO(mcclBootstrapBarrier(comm->bootstrap), res, fail);
   MCCLCHECKGOTO(mcclProxyDeregisterExport(comm->proxy, handle), res, fail);
   free(all);
-  INFO(MCCL_INIT, "rank %d: window %p size %zu mapped from %d ranks", comm->rank, buff, size, comm->nRanks);
+  INFO(MCCL_INIT, "rank %d: window %p size %zu mapped from %d ranks at %p + rank * %zu", comm->rank, buff, size,
+       comm->nRanks, wp->sym.base, wp->sym.stride);
   *out = w;
   cudaSetDevice(saved);
   return mcclSuccess;
