@@ -15,7 +15,7 @@ enum { ERR_TIMEOUT = 1, ERR_BARRIER = 2, ERR_SHMEM = 4, ERR_DATA = 8 };
 // ---- kernels ---------------------------------------------------------------------------------------
 
 struct IndexArgs {
-  uint32_t* out;    // 8 words per thread of the grid
+  uint32_t* out;  // 8 words per thread of the grid
   uint32_t magic;
 };
 extern "C" __global__ void indexKernel(struct IndexArgs a) {
@@ -118,7 +118,7 @@ MCCL_KERNEL_REGISTER(isoKernel);
 struct PingArgs {
   uint64_t* myStep;
   uint64_t* peerStep;
-  uint64_t* myData;    // written before the step is published
+  uint64_t* myData;  // written before the step is published
   uint64_t* peerData;
   uint32_t* stop;
   int* err;
@@ -190,9 +190,9 @@ struct RingShmem {
 };
 MCCL_SHMEM_DEFINE(RingShmem, ringShmem);
 struct RingArgs {
-  uint64_t* myStep;    // one counter per block
+  uint64_t* myStep;  // one counter per block
   uint64_t* prevStep;
-  uint64_t* myData;    // 64 words per block
+  uint64_t* myData;  // 64 words per block
   uint64_t* prevData;
   int* err;
   int rank, nRanks, steps;
@@ -232,7 +232,9 @@ MCCL_KERNEL_REGISTER(ringKernel);
 
 // ---- host ------------------------------------------------------------------------------------------
 
-static int notAKernel(int x) { return x + 1; }
+static int notAKernel(int x) {
+  return x + 1;
+}
 
 static void setup(void) {
   EXPECT_CU_OK(cuInit(0));
@@ -283,8 +285,9 @@ static void launchIndices(dim3 grid, dim3 block) {
               uint32_t* o = h + 8 * i;
               uint32_t want[8] = {0x600d, bxi, by, bz, tx, ty, tz, block.x | block.y << 11 | block.z << 22};
               if (memcmp(o, want, sizeof(want)) != 0) {
-                mcclTestFailAt(__FILE__, __LINE__, "grid (%u,%u,%u) block (%u,%u,%u): thread %zu wrote %x (%u,%u,%u) (%u,%u,%u)",
-                               grid.x, grid.y, grid.z, block.x, block.y, block.z, i, o[0], o[1], o[2], o[3], o[4], o[5], o[6]);
+                mcclTestFailAt(__FILE__, __LINE__,
+                               "grid (%u,%u,%u) block (%u,%u,%u): thread %zu wrote %x (%u,%u,%u) (%u,%u,%u)", grid.x,
+                               grid.y, grid.z, block.x, block.y, block.z, i, o[0], o[1], o[2], o[3], o[4], o[5], o[6]);
                 free(h);
                 cudaFree(d);
                 return;
@@ -577,7 +580,7 @@ static void fp16bf16RoundTrip(void) {
   }
 }
 
-MCCL_TEST_MAIN(MCCL_TEST_CASE(indicesEveryThread), MCCL_TEST_CASE(syncthreadsVotes), MCCL_TEST_CASE(namedBarriersSubsets),
-               MCCL_TEST_CASE(sharedStructPerBlock), MCCL_TEST_CASE(twoStreamsPingPong), MCCL_TEST_CASE(ringOfGrids),
-               MCCL_TEST_CASE(legacyStreamIsAsync), MCCL_TEST_CASE(badLaunches), MCCL_TEST_CASE(oversizedBlockReduced),
-               MCCL_TEST_CASE(fp16bf16RoundTrip))
+MCCL_TEST_MAIN(MCCL_TEST_CASE(indicesEveryThread), MCCL_TEST_CASE(syncthreadsVotes),
+               MCCL_TEST_CASE(namedBarriersSubsets), MCCL_TEST_CASE(sharedStructPerBlock),
+               MCCL_TEST_CASE(twoStreamsPingPong), MCCL_TEST_CASE(ringOfGrids), MCCL_TEST_CASE(legacyStreamIsAsync),
+               MCCL_TEST_CASE(badLaunches), MCCL_TEST_CASE(oversizedBlockReduced), MCCL_TEST_CASE(fp16bf16RoundTrip))

@@ -57,8 +57,8 @@ mcclResult_t mcclChannelsFree(struct mcclTransportCtx* ctx);
  *         errors of the transport's setup.
  */
 mcclResult_t mcclTransportSetupConnector(struct mcclTransportCtx* ctx, const void* graph, int peer, int channelId,
-                                         int connIndex, int send, struct mcclConnector* connector,
-                                         uint64_t initialStep, struct mcclConnect* connectInfo, int* transport);
+                                         int connIndex, int send, struct mcclConnector* connector, uint64_t initialStep,
+                                         struct mcclConnect* connectInfo, int* transport);
 
 /**
  * @brief Record which channels connect to which peers (NCCL's ncclTransportP2pConnect): channel

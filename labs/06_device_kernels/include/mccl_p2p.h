@@ -36,11 +36,11 @@ struct mcclP2pBuff {
 /** @brief The P2P transport's connect information (NCCL's p2pConnectInfo, write mode): what setup
  *  writes into struct mcclConnect and the peer's connect reads. */
 struct mcclP2pConnectInfo {
-  int rank;               /**< the owner's rank (whom to ask for the fd) */
-  int pid;                /**< the owner's process: a peer in the same process exports the fd itself */
-  uint64_t hostHash;      /**< the owner's host (with pid: "same process") */
-  int cudaDev;            /**< the device the memory lives on */
-  int pad_;               /**< keeps the layout the same on every compiler */
+  int rank;                /**< the owner's rank (whom to ask for the fd) */
+  int pid;                 /**< the owner's process: a peer in the same process exports the fd itself */
+  uint64_t hostHash;       /**< the owner's host (with pid: "same process") */
+  int cudaDev;             /**< the device the memory lives on */
+  int pad_;                /**< keeps the layout the same on every compiler */
   struct mcclP2pBuff buff; /**< the allocation */
 };
 

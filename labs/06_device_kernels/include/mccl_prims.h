@@ -40,17 +40,17 @@ extern "C" {
 
 /** @brief Element types (values of NCCL's ncclDataType_t). */
 typedef enum {
-  mcclInt8 = 0,      /**< int8_t */
-  mcclUint8 = 1,     /**< uint8_t */
-  mcclInt32 = 2,     /**< int32_t */
-  mcclUint32 = 3,    /**< uint32_t */
-  mcclInt64 = 4,     /**< int64_t */
-  mcclUint64 = 5,    /**< uint64_t */
-  mcclFloat16 = 6,   /**< IEEE half (__half) */
-  mcclFloat32 = 7,   /**< float */
-  mcclFloat64 = 8,   /**< double */
-  mcclBfloat16 = 9,  /**< bfloat16 (__nv_bfloat16) */
-  mcclNumTypes = 10  /**< number of types */
+  mcclInt8 = 0,     /**< int8_t */
+  mcclUint8 = 1,    /**< uint8_t */
+  mcclInt32 = 2,    /**< int32_t */
+  mcclUint32 = 3,   /**< uint32_t */
+  mcclInt64 = 4,    /**< int64_t */
+  mcclUint64 = 5,   /**< uint64_t */
+  mcclFloat16 = 6,  /**< IEEE half (__half) */
+  mcclFloat32 = 7,  /**< float */
+  mcclFloat64 = 8,  /**< double */
+  mcclBfloat16 = 9, /**< bfloat16 (__nv_bfloat16) */
+  mcclNumTypes = 10 /**< number of types */
 } mcclDataType_t;
 
 /** @brief Reduction operations (values of NCCL's ncclRedOp_t). */
@@ -99,24 +99,24 @@ enum mcclDevStatus {
  * ncclDevKernelArgs + ncclDevWorkColl). Pointers are device addresses.
  */
 struct mcclDevWork {
-  int op;                            /**< enum mcclDevOp */
-  int proto;                         /**< MCCL_PROTO_SIMPLE or MCCL_PROTO_LL */
-  int dtype;                         /**< mcclDataType_t */
-  int redop;                         /**< mcclRedOp_t (reducing ops only; mcclSum otherwise) */
-  int postOp;                        /**< 1: apply the operation's post step (avg: divide) to what is stored;
-                                          only for recvReduceCopy and recvReduceCopySend */
-  int nchannels;                     /**< blocks, one per channel, 1..MCCL_DEV_MAX_CHANNELS */
-  const void* src;                   /**< input elements, for ops that read one */
-  void* dst;                         /**< output elements, for ops that write one */
-  size_t count;                      /**< elements (of dtype) the op moves in all channels together */
-  struct mcclConnInfo* recvConns;    /**< nchannels receive connections (device copies), or NULL */
-  struct mcclConnInfo* sendConns;    /**< nchannels send connections (device copies), or NULL */
-  uint64_t redOpArg;                 /**< avg's divisor (the number of contributions) */
-  int chunkSteps;                    /**< SIMPLE: FIFO slots per chunk, a power of two <= MCCL_STEPS; 0: default */
-  int sliceSteps;                    /**< SIMPLE: slots per slice, a power of two <= chunkSteps; 0: default */
-  volatile uint32_t* abortFlag;      /**< device view of a host-mapped flag; non-zero aborts; may be NULL */
-  int* status;                       /**< device view of a host-mapped enum mcclDevStatus; may be NULL */
-  int trace;                         /**< 1: threads narrate their roles with device printf (the demo) */
+  int op;                         /**< enum mcclDevOp */
+  int proto;                      /**< MCCL_PROTO_SIMPLE or MCCL_PROTO_LL */
+  int dtype;                      /**< mcclDataType_t */
+  int redop;                      /**< mcclRedOp_t (reducing ops only; mcclSum otherwise) */
+  int postOp;                     /**< 1: apply the operation's post step (avg: divide) to what is stored;
+                                       only for recvReduceCopy and recvReduceCopySend */
+  int nchannels;                  /**< blocks, one per channel, 1..MCCL_DEV_MAX_CHANNELS */
+  const void* src;                /**< input elements, for ops that read one */
+  void* dst;                      /**< output elements, for ops that write one */
+  size_t count;                   /**< elements (of dtype) the op moves in all channels together */
+  struct mcclConnInfo* recvConns; /**< nchannels receive connections (device copies), or NULL */
+  struct mcclConnInfo* sendConns; /**< nchannels send connections (device copies), or NULL */
+  uint64_t redOpArg;              /**< avg's divisor (the number of contributions) */
+  int chunkSteps;                 /**< SIMPLE: FIFO slots per chunk, a power of two <= MCCL_STEPS; 0: default */
+  int sliceSteps;                 /**< SIMPLE: slots per slice, a power of two <= chunkSteps; 0: default */
+  volatile uint32_t* abortFlag;   /**< device view of a host-mapped flag; non-zero aborts; may be NULL */
+  int* status;                    /**< device view of a host-mapped enum mcclDevStatus; may be NULL */
+  int trace;                      /**< 1: threads narrate their roles with device printf (the demo) */
 };
 
 /**

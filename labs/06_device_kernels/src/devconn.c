@@ -115,8 +115,10 @@ mcclResult_t mcclDevSelectTransport(mcclDevTransport_t choice, const mcclPeerInf
     }
   }
   WARN("Invalid usage: %s cannot connect rank %d (dev %d) and rank %d (dev %d)",
-       choice == mcclDevTransportAuto ? "no transport" : choice == mcclDevTransportP2p ? "P2P" : "SHM", a->rank,
-       a->cudaDev, b->rank, b->cudaDev);
+       choice == mcclDevTransportAuto  ? "no transport"
+       : choice == mcclDevTransportP2p ? "P2P"
+                                       : "SHM",
+       a->rank, a->cudaDev, b->rank, b->cudaDev);
   return mcclInvalidUsage;
 }
 
@@ -125,10 +127,10 @@ static mcclResult_t checkPairArgs(int nChannels, int dirs, mcclDevTransport_t tr
                 DEVPAIR_MAX_CHANNELS);
   MCCL_ARGCHECK(dirs >= 1 && dirs <= (MCCL_DEVPAIR_SEND | MCCL_DEVPAIR_RECV),
                 "dirs %d (MCCL_DEVPAIR_SEND, MCCL_DEVPAIR_RECV or both)", dirs);
-  MCCL_ARGCHECK(transport == mcclDevTransportAuto || transport == mcclDevTransportP2p ||
-                    transport == mcclDevTransportShm,
-                "transport %d (expected auto %d, P2P %d or SHM %d)", (int)transport, mcclDevTransportAuto,
-                mcclDevTransportP2p, mcclDevTransportShm);
+  MCCL_ARGCHECK(
+      transport == mcclDevTransportAuto || transport == mcclDevTransportP2p || transport == mcclDevTransportShm,
+      "transport %d (expected auto %d, P2P %d or SHM %d)", (int)transport, mcclDevTransportAuto, mcclDevTransportP2p,
+      mcclDevTransportShm);
   return mcclSuccess;
 }
 
@@ -234,8 +236,8 @@ mcclResult_t mcclDevPairLocalCreate(int devA, int devB, int nChannels, int dirs,
     if (bToA) MCCLCHECKGOTO(connectLocal(p, info, 1, 0, c, initialStep), res, fail);
   }
   CUDACHECKGOTO(cudaSetDevice(saved), res, fail);
-  INFO(MCCL_INIT, "local pair dev %d <-> dev %d: %d channel(s)%s%s via %s", devA, devB, nChannels,
-       aToB ? " A->B" : "", bToA ? " B->A" : "", t->name);
+  INFO(MCCL_INIT, "local pair dev %d <-> dev %d: %d channel(s)%s%s via %s", devA, devB, nChannels, aToB ? " A->B" : "",
+       bToA ? " B->A" : "", t->name);
   *pair = p;
   return mcclSuccess;
 fail:
@@ -333,10 +335,12 @@ mcclResult_t mcclDevPairPeerCreate(mcclBootstrap* bs, mcclProxyState* proxy, int
   if (sel != mcclSuccess) return sel;
   if (memcmp(mine.transport, theirs.transport, sizeof(mine.transport)) != 0 || theirs.nChannels != nChannels ||
       theirs.dirs != mirror(dirs) || theirs.initialStep != initialStep) {
-    WARN("Invalid usage: rank %d asks %.8s, %d channels, dirs %d, initial step %llu; peer %d asks %.8s, %d channels, "
-         "dirs %d (mirror of ours: %d), initial step %llu", rank, mine.transport, nChannels, dirs,
-         (unsigned long long)initialStep, peer, theirs.transport[0] ? theirs.transport : "(none)", theirs.nChannels,
-         theirs.dirs, mirror(dirs), (unsigned long long)theirs.initialStep);
+    WARN(
+        "Invalid usage: rank %d asks %.8s, %d channels, dirs %d, initial step %llu; peer %d asks %.8s, %d channels, "
+        "dirs %d (mirror of ours: %d), initial step %llu",
+        rank, mine.transport, nChannels, dirs, (unsigned long long)initialStep, peer,
+        theirs.transport[0] ? theirs.transport : "(none)", theirs.nChannels, theirs.dirs, mirror(dirs),
+        (unsigned long long)theirs.initialStep);
     return mcclInvalidUsage;
   }
   int saved = 0;

@@ -26,7 +26,9 @@ struct p2pProxyInfo {
   struct mcclP2pBuff buff;
 };
 
-static int sameProcess(int pid, uint64_t hostHash) { return pid == (int)getpid() && hostHash == mcclGetHostHash(); }
+static int sameProcess(int pid, uint64_t hostHash) {
+  return pid == (int)getpid() && hostHash == mcclGetHostHash();
+}
 
 // ---- canConnect ------------------------------------------------------------------------------
 
@@ -51,8 +53,8 @@ static mcclResult_t p2pCanConnect(int* ret, const struct mcclTransportCtx* ctx, 
     return mcclSuccess;
   }
   if (info1->cudaDev < 0 || info1->cudaDev >= n || info2->cudaDev < 0 || info2->cudaDev >= n) {
-    INFO(MCCL_INIT | MCCL_P2P, "P2P: device %d or %d is not visible here (%d devices)", info1->cudaDev,
-         info2->cudaDev, n);
+    INFO(MCCL_INIT | MCCL_P2P, "P2P: device %d or %d is not visible here (%d devices)", info1->cudaDev, info2->cudaDev,
+         n);
     return mcclSuccess;
   }
   if (info1->cudaDev == info2->cudaDev) {
@@ -109,9 +111,9 @@ static mcclResult_t p2pSetup(int send, struct mcclTransportCtx* ctx, const mcclP
   memset(&req, 0, sizeof(req));
   // Write mode, receiver-side FIFOs (NCCL's default without P2P read): the sender stores into the
   // receiver's memory over NVLink/PCIe, the receiver reads its own.
-  req.size = send ? sizeof(struct mcclSendMem)
-                  : sizeof(struct mcclRecvMem) + (size_t)r->buffSizes[MCCL_PROTO_LL] +
-                        (size_t)r->buffSizes[MCCL_PROTO_SIMPLE];
+  req.size =
+      send ? sizeof(struct mcclSendMem)
+           : sizeof(struct mcclRecvMem) + (size_t)r->buffSizes[MCCL_PROTO_LL] + (size_t)r->buffSizes[MCCL_PROTO_SIMPLE];
   req.llBuffSize = send ? 0 : r->buffSizes[MCCL_PROTO_LL];
   req.initialStep = c->initialStep;
   struct mcclP2pConnectInfo info;
@@ -127,8 +129,9 @@ static mcclResult_t p2pSetup(int send, struct mcclTransportCtx* ctx, const mcclP
   memcpy(connectInfo->data, &info, sizeof(info));
   c->transportResources = r;
   INFO(MCCL_INIT | MCCL_P2P, "Channel %02d/%d : %d[%d] -> %d[%d] via P2P/CUMEM (%s side, %zu bytes on dev %d)",
-       channelId, connIndex, send ? myInfo->rank : peerInfo->rank, send ? cudaDev : peerInfo->cudaDev, send ? peerInfo->rank : myInfo->rank,
-       send ? peerInfo->cudaDev : cudaDev, send ? "send" : "recv", info.buff.size, cudaDev);
+       channelId, connIndex, send ? myInfo->rank : peerInfo->rank, send ? cudaDev : peerInfo->cudaDev,
+       send ? peerInfo->rank : myInfo->rank, send ? peerInfo->cudaDev : cudaDev, send ? "send" : "recv", info.buff.size,
+       cudaDev);
   return mcclSuccess;
 fail:
   free(r);
@@ -157,9 +160,10 @@ static mcclResult_t p2pRecvSetup(struct mcclTransportCtx* ctx, const void* graph
 static mcclResult_t p2pImport(struct mcclConnector* c, const struct mcclP2pConnectInfo* info, size_t needed,
                               void** devMem) {
   if (info->buff.size < needed || info->buff.handle == 0) {
-    WARN("Peer rank %d offers a %zu-byte P2P buffer (handle 0x%llx), this side needs %zu: is MCCL_BUFFSIZE / "
-         "MCCL_LL_BUFFSIZE the same in both processes?", info->rank, info->buff.size,
-         (unsigned long long)info->buff.handle, needed);
+    WARN(
+        "Peer rank %d offers a %zu-byte P2P buffer (handle 0x%llx), this side needs %zu: is MCCL_BUFFSIZE / "
+        "MCCL_LL_BUFFSIZE the same in both processes?",
+        info->rank, info->buff.size, (unsigned long long)info->buff.handle, needed);
     return mcclRemoteError;
   }
   int cudaDev = -1;
@@ -169,8 +173,10 @@ static mcclResult_t p2pImport(struct mcclConnector* c, const struct mcclP2pConne
     CUCHECK(cuMemExportToShareableHandle(&fd, info->buff.handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
   } else {
     if (c->getPeerFd == NULL) {
-      WARN("Invalid usage: peer rank %d shares P2P memory, but the connector has no getPeerFd to fetch its fd "
-           "(mcclProxyConnect installs one)", info->rank);
+      WARN(
+          "Invalid usage: peer rank %d shares P2P memory, but the connector has no getPeerFd to fetch its fd "
+          "(mcclProxyConnect installs one)",
+          info->rank);
       return mcclInvalidUsage;
     }
     MCCLCHECK(c->getPeerFd(c->getPeerFdCtx, info->rank, &info->buff.handle, (int)sizeof(info->buff.handle), &fd));
@@ -212,8 +218,8 @@ static mcclResult_t p2pSendConnect(struct mcclTransportCtx* ctx, const struct mc
   struct mcclP2pConnectInfo info;
   memcpy(&info, connectInfo->data, sizeof(info));
   const size_t ll = (size_t)r->buffSizes[MCCL_PROTO_LL];
-  MCCLCHECK(p2pImport(send, &info, sizeof(struct mcclRecvMem) + ll + (size_t)r->buffSizes[MCCL_PROTO_SIMPLE],
-                      &r->remDevMem));
+  MCCLCHECK(
+      p2pImport(send, &info, sizeof(struct mcclRecvMem) + ll + (size_t)r->buffSizes[MCCL_PROTO_SIMPLE], &r->remDevMem));
   struct mcclRecvMem* rem = (struct mcclRecvMem*)r->remDevMem;
   struct mcclSendMem* own = (struct mcclSendMem*)r->ownDevMem;
   // Write mode: the sender stores into the receiver's FIFOs, connFifo and tail, and polls its own head.
@@ -275,8 +281,10 @@ static mcclResult_t p2pInitMemory(void* dev, const struct mcclP2pRequest* req, i
   cudaStream_t s = NULL;
   char page[MCCL_MEM_ALIGN];
   memset(page, 0, sizeof(page));
-  if (send) ((struct mcclSendMem*)page)->head = req->initialStep;
-  else ((struct mcclRecvMem*)page)->tail = req->initialStep;
+  if (send)
+    ((struct mcclSendMem*)page)->head = req->initialStep;
+  else
+    ((struct mcclRecvMem*)page)->tail = req->initialStep;
   CUDACHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   CUDACHECKGOTO(cudaMemcpyAsync(dev, page, sizeof(page), cudaMemcpyHostToDevice, s), res, done);
   if (req->llBuffSize > 0)
@@ -364,13 +372,15 @@ static mcclResult_t p2pProxyProgress(struct mcclProxyState* proxyState, struct m
 }
 
 struct mcclTransport mcclP2pTransport = {
-  "P2P",
-  p2pCanConnect,
-  {p2pSendSetup, p2pSendConnect, p2pFree, p2pProxySetup, NULL, p2pProxyFree, p2pProxyProgress},
-  {p2pRecvSetup, p2pRecvConnect, p2pFree, p2pProxySetup, NULL, p2pProxyFree, p2pProxyProgress},
+    "P2P",
+    p2pCanConnect,
+    {p2pSendSetup, p2pSendConnect, p2pFree, p2pProxySetup, NULL, p2pProxyFree, p2pProxyProgress},
+    {p2pRecvSetup, p2pRecvConnect, p2pFree, p2pProxySetup, NULL, p2pProxyFree, p2pProxyProgress},
 };
 
 // Lab 04's registry (mcclTransports[]) cannot name a transport of a lab above it: this one fills its
 // own slot, TRANSPORT_P2P, before main runs, whenever this file is linked into a program (anything
 // that names mcclP2pTransport or lab 06's connection set-up links it).
-__attribute__((constructor)) static void p2pRegister(void) { mcclTransports[TRANSPORT_P2P] = &mcclP2pTransport; }
+__attribute__((constructor)) static void p2pRegister(void) {
+  mcclTransports[TRANSPORT_P2P] = &mcclP2pTransport;
+}

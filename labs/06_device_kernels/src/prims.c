@@ -16,8 +16,9 @@
 // 1 + mcclDataType_t.
 #define MCCL_DEV_KERNEL(suffix) extern void mcclDevKernel_##suffix(struct mcclDevWork work);
 MCCL_DEV_KERNEL(copy)
-MCCL_DEV_KERNEL(i8) MCCL_DEV_KERNEL(u8) MCCL_DEV_KERNEL(i32) MCCL_DEV_KERNEL(u32) MCCL_DEV_KERNEL(i64)
-    MCCL_DEV_KERNEL(u64) MCCL_DEV_KERNEL(f16) MCCL_DEV_KERNEL(f32) MCCL_DEV_KERNEL(f64) MCCL_DEV_KERNEL(bf16)
+MCCL_DEV_KERNEL(i8)
+MCCL_DEV_KERNEL(u8) MCCL_DEV_KERNEL(i32) MCCL_DEV_KERNEL(u32) MCCL_DEV_KERNEL(i64) MCCL_DEV_KERNEL(u64)
+    MCCL_DEV_KERNEL(f16) MCCL_DEV_KERNEL(f32) MCCL_DEV_KERNEL(f64) MCCL_DEV_KERNEL(bf16)
 #define MCCL_DEV_NUM_KERNELS (1 + mcclNumTypes)
         static void (*const kernelSyms[MCCL_DEV_NUM_KERNELS])(struct mcclDevWork) = {
             mcclDevKernel_copy, mcclDevKernel_i8,  mcclDevKernel_u8,  mcclDevKernel_i32,

@@ -82,8 +82,8 @@ mcclResult_t mcclChannelsFree(struct mcclTransportCtx* ctx) {
 }
 
 mcclResult_t mcclTransportSetupConnector(struct mcclTransportCtx* ctx, const void* graph, int peer, int channelId,
-                                         int connIndex, int send, struct mcclConnector* connector,
-                                         uint64_t initialStep, struct mcclConnect* connectInfo, int* transport) {
+                                         int connIndex, int send, struct mcclConnector* connector, uint64_t initialStep,
+                                         struct mcclConnect* connectInfo, int* transport) {
   MCCL_ARGCHECK(ctx != NULL && ctx->peerInfo != NULL, "ctx %p has no peerInfo", (void*)ctx);
   MCCL_ARGCHECK(peer >= 0 && peer < ctx->nRanks, "peer %d (ranks 0 .. %d)", peer, ctx->nRanks - 1);
   MCCL_ARGCHECK(connIndex >= 0 && connIndex < MCCL_MAX_CONNS, "connIndex %d (0 .. %d)", connIndex, MCCL_MAX_CONNS - 1);
@@ -192,15 +192,21 @@ mcclResult_t mcclTransportP2pSetup(struct mcclTransportCtx* ctx, const void* gra
     }
     // My receivers' records go to the peer that sends to me, and come back replaced by its senders'
     // (and the same the other way): each side's connect reads the other side's setup.
-    if (nRecv) MCCLCHECKGOTO(mcclBootstrapSend(ctx->bootstrap, recvPeer, tag, recvData, sizeof(*recvData) * nRecv), res, out);
-    if (nSend) MCCLCHECKGOTO(mcclBootstrapSend(ctx->bootstrap, sendPeer, tag, sendData, sizeof(*sendData) * nSend), res, out);
-    if (nSend) MCCLCHECKGOTO(mcclBootstrapRecv(ctx->bootstrap, sendPeer, tag, sendData, sizeof(*sendData) * nSend), res, out);
-    if (nRecv) MCCLCHECKGOTO(mcclBootstrapRecv(ctx->bootstrap, recvPeer, tag, recvData, sizeof(*recvData) * nRecv), res, out);
+    if (nRecv)
+      MCCLCHECKGOTO(mcclBootstrapSend(ctx->bootstrap, recvPeer, tag, recvData, sizeof(*recvData) * nRecv), res, out);
+    if (nSend)
+      MCCLCHECKGOTO(mcclBootstrapSend(ctx->bootstrap, sendPeer, tag, sendData, sizeof(*sendData) * nSend), res, out);
+    if (nSend)
+      MCCLCHECKGOTO(mcclBootstrapRecv(ctx->bootstrap, sendPeer, tag, sendData, sizeof(*sendData) * nSend), res, out);
+    if (nRecv)
+      MCCLCHECKGOTO(mcclBootstrapRecv(ctx->bootstrap, recvPeer, tag, recvData, sizeof(*recvData) * nRecv), res, out);
     int s = 0, r = 0;
     for (int c = 0; c < ctx->nChannels; c++) {
       struct mcclChannel* ch = &ctx->channels[c];
-      if (sendMask & (1ULL << c)) MCCLCHECKGOTO(connectOne(ctx, ch, sendPeer, connIndex, 1, &sendData[s++], stream), res, out);
-      if (recvMask & (1ULL << c)) MCCLCHECKGOTO(connectOne(ctx, ch, recvPeer, connIndex, 0, &recvData[r++], stream), res, out);
+      if (sendMask & (1ULL << c))
+        MCCLCHECKGOTO(connectOne(ctx, ch, sendPeer, connIndex, 1, &sendData[s++], stream), res, out);
+      if (recvMask & (1ULL << c))
+        MCCLCHECKGOTO(connectOne(ctx, ch, recvPeer, connIndex, 0, &recvData[r++], stream), res, out);
     }
     ctx->connectRecv[recvPeer] = ctx->connectSend[sendPeer] = 0;
   }

@@ -10,8 +10,8 @@
 #include "mccl_conn.h"
 #include "mccl_transport.h"
 
-#define DC_CHECK(cond) \
-  do {                 \
+#define DC_CHECK(cond)            \
+  do {                            \
     if (!(cond)) return __LINE__; \
   } while (0)
 

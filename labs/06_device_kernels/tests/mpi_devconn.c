@@ -71,8 +71,8 @@ static void exchange(mcclDevTransport_t which, const char* name, uint64_t initia
   if (peer >= n) SKIP("needs an even number of ranks");
   if (which == mcclDevTransportP2p && !mcclCuMemEnable()) SKIP("cuMem not supported: no P2P");
   struct mcclDevPairEnd* e = NULL;
-  EXPECT_OK(mcclDevPairPeerCreate(w.bs, w.proxy, peer, 2, MCCL_DEVPAIR_SEND | MCCL_DEVPAIR_RECV, which, initialStep,
-                                  &e));
+  EXPECT_OK(
+      mcclDevPairPeerCreate(w.bs, w.proxy, peer, 2, MCCL_DEVPAIR_SEND | MCCL_DEVPAIR_RECV, which, initialStep, &e));
   EXPECT_EQ(strcmp(e->transport->name, name), 0);
   EXPECT_EQ(e->cudaDev, w.dev);
   int line = 0;
@@ -95,8 +95,12 @@ static void exchange(mcclDevTransport_t which, const char* name, uint64_t initia
   EXPECT_EQ(mcclTestCountDir("/dev/shm"), shm0);
 }
 
-static void p2pBothWays(void) { exchange(mcclDevTransportP2p, "P2P", 0); }
-static void shmBothWays(void) { exchange(mcclDevTransportShm, "SHM", UINT64_MAX - 1); }
+static void p2pBothWays(void) {
+  exchange(mcclDevTransportP2p, "P2P", 0);
+}
+static void shmBothWays(void) {
+  exchange(mcclDevTransportShm, "SHM", UINT64_MAX - 1);
+}
 
 // MCCL_P2P_DISABLE=1 on every rank: the automatic choice is SHM; a forced P2P fails on both sides
 // alike (they agree before allocating), leaving nothing behind.
@@ -118,9 +122,9 @@ static void p2pDisableSelectsShm(void) {
   EXPECT_TRUE((rank & 1) ? (e->send == NULL && e->recv != NULL) : (e->send != NULL && e->recv == NULL));
   EXPECT_OK(mcclDevPairPeerFree(e));
   e = NULL;
-  EXPECT_RES(mcclDevPairPeerCreate(w.bs, w.proxy, peer, 1, MCCL_DEVPAIR_SEND | MCCL_DEVPAIR_RECV, mcclDevTransportP2p,
-                                   0, &e),
-             mcclInvalidUsage);
+  EXPECT_RES(
+      mcclDevPairPeerCreate(w.bs, w.proxy, peer, 1, MCCL_DEVPAIR_SEND | MCCL_DEVPAIR_RECV, mcclDevTransportP2p, 0, &e),
+      mcclInvalidUsage);
   EXPECT_TRUE(e == NULL);
   // Mismatched requests (both sides asking to send only) are refused by both.
   EXPECT_RES(mcclDevPairPeerCreate(w.bs, w.proxy, peer, 1, MCCL_DEVPAIR_SEND, mcclDevTransportAuto, 0, &e),

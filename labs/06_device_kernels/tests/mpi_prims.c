@@ -66,8 +66,8 @@ static void warmUp(void) {
 
 // Sizes: SIMPLE slots are 512 KiB, LL slots carry 32 KiB. Under mpirun on the sim two or four
 // processes share 2 cores, so SIMPLE stops at 16 MiB and LL at 1 MiB there; the GPU goes to 256 MiB.
-static const size_t simpleSizes[] = {1, 17, 4097, (512 << 10) + 1, (3 << 20) + 5, (16 << 20) + 7, (256 << 20) - 3,
-                                     256 << 20};
+static const size_t simpleSizes[] = {
+    1, 17, 4097, (512 << 10) + 1, (3 << 20) + 5, (16 << 20) + 7, (256 << 20) - 3, 256 << 20};
 static const size_t llSizes[] = {1, 9, (32 << 10) + 9, 100003, (1 << 20) + 1, (64 << 20) - 5, 256 << 20};
 // Under TSan (every access of every block thread instrumented, four processes) 3 MiB and 100 KB.
 static size_t capBytes(int proto) {
@@ -150,18 +150,20 @@ static void exchange(mcclDevTransport_t which) {
           size_t nbad = 0;
           int64_t bad = ptCompare(got, want, bytes, &nbad);
           if (bad >= 0)
-            mcclTestFailAt(__FILE__, __LINE__, "%s %zu bytes from rank %d: %zu differ, first at %lld: 0x%02x, expected 0x%02x",
-                           proto == MCCL_PROTO_LL ? "LL" : "SIMPLE", bytes, peer, nbad, (long long)bad, got[bad],
-                           want[bad]);
+            mcclTestFailAt(
+                __FILE__, __LINE__, "%s %zu bytes from rank %d: %zu differ, first at %lld: 0x%02x, expected 0x%02x",
+                proto == MCCL_PROTO_LL ? "LL" : "SIMPLE", bytes, peer, nbad, (long long)bad, got[bad], want[bad]);
           for (size_t k = 0; k < guard && bad < 0; k++)
             if (got[bytes + k] != PT_POISON)
               mcclTestFailAt(__FILE__, __LINE__, "%zu bytes: byte %zu past the end written", bytes, k);
         }
         for (int c = 0; c < nch; c++) {
           if (sends)
-            sendSteps[c] = ptStepAfter(sendSteps[c], proto, &e->send[c].conn, bytes, nch, c, MCCL_DEV_DEFAULT_CHUNKSTEPS);
+            sendSteps[c] =
+                ptStepAfter(sendSteps[c], proto, &e->send[c].conn, bytes, nch, c, MCCL_DEV_DEFAULT_CHUNKSTEPS);
           if (recvs)
-            recvSteps[c] = ptStepAfter(recvSteps[c], proto, &e->recv[c].conn, bytes, nch, c, MCCL_DEV_DEFAULT_CHUNKSTEPS);
+            recvSteps[c] =
+                ptStepAfter(recvSteps[c], proto, &e->recv[c].conn, bytes, nch, c, MCCL_DEV_DEFAULT_CHUNKSTEPS);
         }
         EXPECT_OK(mcclDevConnReadStep(e->send, nch, sc));
         EXPECT_OK(mcclDevConnReadStep(e->recv, nch, rc));
@@ -191,7 +193,11 @@ static void exchange(mcclDevTransport_t which) {
   CHECK_STOPPED();
 }
 
-static void moveShm(void) { exchange(mcclDevTransportShm); }
-static void moveP2p(void) { exchange(mcclDevTransportP2p); }
+static void moveShm(void) {
+  exchange(mcclDevTransportShm);
+}
+static void moveP2p(void) {
+  exchange(mcclDevTransportP2p);
+}
 
 MCCL_TEST_MAIN_MPI(MCCL_TEST_CASE(moveShm), MCCL_TEST_CASE(moveP2p))

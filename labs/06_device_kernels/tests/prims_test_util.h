@@ -16,7 +16,9 @@
 // The sim runs at most MCCL_SIM_MAX_BLOCK_THREADS (64) host threads per block: ask for that there
 // (a larger request is reduced and reported); the GPU gets the library's default.
 #define PT_ON_SIM MCCL_TEST_ON_SIM
-static inline int ptThreads(void) { return PT_ON_SIM ? 64 : MCCL_DEV_DEFAULT_NTHREADS; }
+static inline int ptThreads(void) {
+  return PT_ON_SIM ? 64 : MCCL_DEV_DEFAULT_NTHREADS;
+}
 
 // What the destination holds before a kernel writes it; ptFill never produces this byte.
 #define PT_POISON 0xA5

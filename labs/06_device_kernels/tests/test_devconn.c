@@ -21,8 +21,10 @@ static int nDevices(void) {
 }
 
 static void setParam(const char* name, const char* value) {
-  if (value) setenv(name, value, 1);
-  else unsetenv(name);
+  if (value)
+    setenv(name, value, 1);
+  else
+    unsetenv(name);
   mcclParamResetAll();
 }
 
@@ -155,8 +157,9 @@ static void localPairs(mcclDevTransport_t which, const char* name) {
     EXPECT_EQ(p->ends[0].cudaDev, pairs[k][0]);
     EXPECT_EQ(p->ends[1].cudaDev, pairs[k][1]);
     int line = checkLocalPair(p, steps[k]);
-    if (line) mcclTestFailAt(__FILE__, line, "%s pair dev %d <-> dev %d: check at devconn_test_util.h/test line %d",
-                             name, pairs[k][0], pairs[k][1], line);
+    if (line)
+      mcclTestFailAt(__FILE__, line, "%s pair dev %d <-> dev %d: check at devconn_test_util.h/test line %d", name,
+                     pairs[k][0], pairs[k][1], line);
     EXPECT_OK(mcclDevPairLocalFree(p));
     if (line) return;
   }
@@ -172,8 +175,12 @@ static void localPairs(mcclDevTransport_t which, const char* name) {
   EXPECT_EQ(mcclTestCountMaps("/dev/shm"), shmMaps0);
 }
 
-static void localPairsP2p(void) { localPairs(mcclDevTransportP2p, "P2P"); }
-static void localPairsShm(void) { localPairs(mcclDevTransportShm, "SHM"); }
+static void localPairsP2p(void) {
+  localPairs(mcclDevTransportP2p, "P2P");
+}
+static void localPairsShm(void) {
+  localPairs(mcclDevTransportShm, "SHM");
+}
 
 // P2P puts the memory on the devices: the receiver's FIFO on the receiver's device, the sender's
 // head on the sender's (what makes the kernel's stores remote and its polls local).
@@ -288,7 +295,8 @@ static void p2pHooksRefuseMisuse(void) {
   EXPECT_EQ(s.transport, TRANSPORT_P2P);
   EXPECT_OK(mcclConnectorInit(&r, &mcclP2pTransport, 0, 0));
   EXPECT_RES(mcclP2pTransport.send.connect(&ctx, &ri, 1, 0, &s), mcclInvalidUsage);  // not set up
-  EXPECT_RES(mcclP2pTransport.recv.setup(&ctx, NULL, &me, &me, &ri, &s, 0, 0), mcclInvalidArgument);  // a send connector
+  EXPECT_RES(mcclP2pTransport.recv.setup(&ctx, NULL, &me, &me, &ri, &s, 0, 0),
+             mcclInvalidArgument);  // a send connector
   EXPECT_RES(mcclP2pTransport.send.setup(&ctx, NULL, NULL, &me, &si, &s, 0, 0), mcclInvalidArgument);
   EXPECT_RES(mcclP2pTransport.send.setup(&ctx, NULL, &me, &me, NULL, &s, 0, 0), mcclInvalidArgument);
   EXPECT_RES(mcclP2pTransport.send.setup(NULL, NULL, &me, &me, &si, &s, 0, 0), mcclInvalidArgument);
@@ -329,7 +337,8 @@ static void p2pHooksRefuseMisuse(void) {
   pc.tcomm = &mcclP2pTransport.send;
   req.size = sizeof(struct mcclSendMem);
   req.llBuffSize = 4096;  // a sender has no LL FIFO
-  EXPECT_RES(mcclP2pTransport.send.proxySetup(&pc, NULL, &req, sizeof(req), &resp, sizeof(resp), &done), mcclInvalidArgument);
+  EXPECT_RES(mcclP2pTransport.send.proxySetup(&pc, NULL, &req, sizeof(req), &resp, sizeof(resp), &done),
+             mcclInvalidArgument);
   req.llBuffSize = 0;
   EXPECT_RES(mcclP2pTransport.send.proxySetup(&pc, NULL, &req, 3, &resp, sizeof(resp), &done), mcclInternalError);
   EXPECT_TRUE(pc.transportResources == NULL && pc.exportHandle == 0);

@@ -103,11 +103,35 @@ static int linkStepsAre(ptLink* l, const uint64_t* want) {
 // slot carries 32 KiB of data; the sizes straddle both, and none is a multiple of 16. The GPU runs
 // the full range; the sim (2 shared cores, a host thread per GPU thread) stops at 16 MiB for SIMPLE
 // and 2 MiB for LL, which still spans several FIFO wraps of each.
-static const size_t simpleSizes[] = {1, 3, 15, 17, 255, 4097, 65537, (512 << 10) - 1, (512 << 10) + 1, (3 << 20) + 5,
-                                     (16 << 20) + 7, (64 << 20) + 11, (256 << 20) - 3, 256 << 20};
-static const size_t llSizes[] = {1, 7, 9, 4095, (32 << 10) - 1, (32 << 10) + 9, 100003, (1 << 20) + 1,
-                                 (2 << 20) + 3, (64 << 20) - 5, (256 << 20) - 1, 256 << 20};
-static size_t maxBytes(int proto) { return PT_ON_SIM ? (proto == MCCL_PROTO_LL ? (3 << 20) : (17 << 20)) : (256 << 20); }
+static const size_t simpleSizes[] = {1,
+                                     3,
+                                     15,
+                                     17,
+                                     255,
+                                     4097,
+                                     65537,
+                                     (512 << 10) - 1,
+                                     (512 << 10) + 1,
+                                     (3 << 20) + 5,
+                                     (16 << 20) + 7,
+                                     (64 << 20) + 11,
+                                     (256 << 20) - 3,
+                                     256 << 20};
+static const size_t llSizes[] = {1,
+                                 7,
+                                 9,
+                                 4095,
+                                 (32 << 10) - 1,
+                                 (32 << 10) + 9,
+                                 100003,
+                                 (1 << 20) + 1,
+                                 (2 << 20) + 3,
+                                 (64 << 20) - 5,
+                                 (256 << 20) - 1,
+                                 256 << 20};
+static size_t maxBytes(int proto) {
+  return PT_ON_SIM ? (proto == MCCL_PROTO_LL ? (3 << 20) : (17 << 20)) : (256 << 20);
+}
 
 static void moveBytes(mcclDevTransport_t which, int proto) {
   int n = nDevices();
@@ -162,7 +186,8 @@ static void moveBytes(mcclDevTransport_t which, int proto) {
         mcclTestFailAt(__FILE__, __LINE__, "%zu bytes: byte %zu past the end of dst written", bytes, k);
     if (mcclTestStopped()) break;
     for (int c = 0; c < nch; c++)
-      steps[c] = ptStepAfter(steps[c], proto, &l.pair->ends[0].send[c].conn, bytes, nch, c, MCCL_DEV_DEFAULT_CHUNKSTEPS);
+      steps[c] =
+          ptStepAfter(steps[c], proto, &l.pair->ends[0].send[c].conn, bytes, nch, c, MCCL_DEV_DEFAULT_CHUNKSTEPS);
     if (!linkStepsAre(&l, steps)) mcclTestFailAt(__FILE__, __LINE__, "%zu bytes: steps (see stderr)", bytes);
     if (mcclTestStopped()) break;
     if (bytes >= (1 << 20)) printf("#   %zu bytes in %.1f ms\n", bytes, us / 1000.0);
@@ -179,10 +204,18 @@ static void moveBytes(mcclDevTransport_t which, int proto) {
   EXPECT_GE(ran, 8);
 }
 
-static void moveShmSimple(void) { moveBytes(mcclDevTransportShm, MCCL_PROTO_SIMPLE); }
-static void moveShmLL(void) { moveBytes(mcclDevTransportShm, MCCL_PROTO_LL); }
-static void moveP2pSimple(void) { moveBytes(mcclDevTransportP2p, MCCL_PROTO_SIMPLE); }
-static void moveP2pLL(void) { moveBytes(mcclDevTransportP2p, MCCL_PROTO_LL); }
+static void moveShmSimple(void) {
+  moveBytes(mcclDevTransportShm, MCCL_PROTO_SIMPLE);
+}
+static void moveShmLL(void) {
+  moveBytes(mcclDevTransportShm, MCCL_PROTO_LL);
+}
+static void moveP2pSimple(void) {
+  moveBytes(mcclDevTransportP2p, MCCL_PROTO_SIMPLE);
+}
+static void moveP2pLL(void) {
+  moveBytes(mcclDevTransportP2p, MCCL_PROTO_LL);
+}
 
 // ---- 2. every public op: a chain of three endpoints --------------------------------------------
 // A (device 0) -> B (device 1) -> C (device 2, or device 0 again on a 2-GPU host). A runs send or
@@ -206,17 +239,30 @@ static const chainCase chainCases[] = {
 
 static int32_t refI32(int redop, int32_t x, int32_t y) {
   switch (redop) {
-    case mcclSum: case mcclAvg: return (int32_t)((uint32_t)x + (uint32_t)y);
-    case mcclProd: return (int32_t)((uint32_t)x * (uint32_t)y);
-    case mcclMax: return x < y ? y : x;
-    default: return x < y ? x : y;
+    case mcclSum:
+    case mcclAvg:
+      return (int32_t)((uint32_t)x + (uint32_t)y);
+    case mcclProd:
+      return (int32_t)((uint32_t)x * (uint32_t)y);
+    case mcclMax:
+      return x < y ? y : x;
+    default:
+      return x < y ? x : y;
   }
 }
-static int32_t postI32(int redop, int32_t x, uint64_t arg) { return redop == mcclAvg ? x / (int32_t)arg : x; }
+static int32_t postI32(int redop, int32_t x, uint64_t arg) {
+  return redop == mcclAvg ? x / (int32_t)arg : x;
+}
 
-static int opHasSrc(int op) { return op == mcclDevOpSend || op == mcclDevOpCopySend || op >= mcclDevOpRecvReduceSend; }
-static int opHasDst(int op) { return op != mcclDevOpSend && op != mcclDevOpRecvReduceSend; }
-static int opReduces(int op) { return op >= mcclDevOpRecvReduceSend; }
+static int opHasSrc(int op) {
+  return op == mcclDevOpSend || op == mcclDevOpCopySend || op >= mcclDevOpRecvReduceSend;
+}
+static int opHasDst(int op) {
+  return op != mcclDevOpSend && op != mcclDevOpRecvReduceSend;
+}
+static int opReduces(int op) {
+  return op >= mcclDevOpRecvReduceSend;
+}
 
 static void chainOps(int proto) {
   int n = nDevices();
@@ -286,8 +332,10 @@ static void chainOps(int proto) {
       // The reference.
       for (size_t i = 0; i < count; i++) {
         int32_t a = h[0][i], b = h[1][i], c = h[2][i], sent;
-        if (cc->opB == mcclDevOpRecvCopySend) sent = a;
-        else sent = refI32(cc->redop, b, a);
+        if (cc->opB == mcclDevOpRecvCopySend)
+          sent = a;
+        else
+          sent = refI32(cc->redop, b, a);
         if (cc->postB) sent = postI32(cc->redop, sent, cc->argB);
         want[0][i] = a;
         want[1][i] = sent;
@@ -303,7 +351,8 @@ static void chainOps(int proto) {
         int64_t bad = ptCompare(hd[e], want[e], count * sizeof(int32_t), &nbad);
         if (bad >= 0) {
           size_t i = (size_t)bad / sizeof(int32_t);
-          mcclTestFailAt(__FILE__, __LINE__, "%s -> %s -> %s (%s), %zu elements: endpoint %c element %zu is %d, expected %d",
+          mcclTestFailAt(__FILE__, __LINE__,
+                         "%s -> %s -> %s (%s), %zu elements: endpoint %c element %zu is %d, expected %d",
                          mcclDevOpName(cc->opA), mcclDevOpName(cc->opB), mcclDevOpName(cc->opC), mcclOpName(cc->redop),
                          count, 'A' + e, i, hd[e][i], want[e][i]);
           break;
@@ -331,8 +380,12 @@ static void chainOps(int proto) {
   EXPECT_OK(linkClose(&bc));
 }
 
-static void chainSimple(void) { chainOps(MCCL_PROTO_SIMPLE); }
-static void chainLL(void) { chainOps(MCCL_PROTO_LL); }
+static void chainSimple(void) {
+  chainOps(MCCL_PROTO_SIMPLE);
+}
+static void chainLL(void) {
+  chainOps(MCCL_PROTO_LL);
+}
 
 // ---- 3. every type x reduction against a CPU reference -----------------------------------------
 // The host twins of the device's 16-bit conversions (round to nearest even).
@@ -342,8 +395,10 @@ static float halfToFloat(uint16_t h) {
     float f = (float)m * (1.0f / 16777216.0f);  // subnormal: m * 2^-24
     return sign ? -f : f;
   }
-  if (e == 31) x = sign | 0x7f800000u | (m << 13);
-  else x = sign | ((e - 15 + 127) << 23) | (m << 13);
+  if (e == 31)
+    x = sign | 0x7f800000u | (m << 13);
+  else
+    x = sign | ((e - 15 + 127) << 23) | (m << 13);
   float f;
   memcpy(&f, &x, sizeof(f));
   return f;
@@ -353,9 +408,9 @@ static uint16_t floatToHalf(float f) {
   memcpy(&x, &f, sizeof(x));
   uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
   uint32_t ax = x & 0x7fffffffu;
-  if (ax > 0x7f800000u) return sign | 0x7e00;             // NaN
-  if (ax >= 0x477ff000u) return sign | 0x7c00;            // rounds to infinity (>= 65520)
-  if (ax < 0x38800000u) {                                 // below 2^-14: a subnormal half
+  if (ax > 0x7f800000u) return sign | 0x7e00;   // NaN
+  if (ax >= 0x477ff000u) return sign | 0x7c00;  // rounds to infinity (>= 65520)
+  if (ax < 0x38800000u) {                       // below 2^-14: a subnormal half
     float a;
     memcpy(&a, &ax, sizeof(a));
     return sign | (uint16_t)nearbyintf(a * 16777216.0f);  // units of 2^-24, ties to even
@@ -380,58 +435,105 @@ static uint16_t floatToBf16(float f) {
 // Reference for element i: out = post?(x op y) with x the receiver's own input, y what arrived,
 // computed as the kernel does (reduce_kernel.cuh): integers in unsigned arithmetic, 16-bit floats in
 // float and rounded back once per operation.
-#define REF_INT(T, U)                                                              \
-  do {                                                                             \
-    T x = ((const T*)xs)[i], y = ((const T*)ys)[i], r;                             \
-    switch (redop) {                                                               \
-      case mcclSum: case mcclAvg: r = (T)(U)((U)x + (U)y); break;                  \
-      case mcclProd: r = (T)(U)((U)x * (U)y); break;                               \
-      case mcclMax: r = x < y ? y : x; break;                                      \
-      default: r = x < y ? x : y; break;                                           \
-    }                                                                              \
-    if (post && redop == mcclAvg) r = (T)(r / (T)arg);                             \
-    ((T*)out)[i] = r;                                                              \
+#define REF_INT(T, U)                                  \
+  do {                                                 \
+    T x = ((const T*)xs)[i], y = ((const T*)ys)[i], r; \
+    switch (redop) {                                   \
+      case mcclSum:                                    \
+      case mcclAvg:                                    \
+        r = (T)(U)((U)x + (U)y);                       \
+        break;                                         \
+      case mcclProd:                                   \
+        r = (T)(U)((U)x * (U)y);                       \
+        break;                                         \
+      case mcclMax:                                    \
+        r = x < y ? y : x;                             \
+        break;                                         \
+      default:                                         \
+        r = x < y ? x : y;                             \
+        break;                                         \
+    }                                                  \
+    if (post && redop == mcclAvg) r = (T)(r / (T)arg); \
+    ((T*)out)[i] = r;                                  \
   } while (0)
-#define REF_FLOAT(T)                                                               \
-  do {                                                                             \
-    T x = ((const T*)xs)[i], y = ((const T*)ys)[i], r;                             \
-    switch (redop) {                                                               \
-      case mcclSum: case mcclAvg: r = x + y; break;                                \
-      case mcclProd: r = x * y; break;                                             \
-      case mcclMax: r = x < y ? y : x; break;                                      \
-      default: r = x < y ? x : y; break;                                           \
-    }                                                                              \
-    if (post && redop == mcclAvg) r = r / (T)arg;                                  \
-    ((T*)out)[i] = r;                                                              \
+#define REF_FLOAT(T)                                   \
+  do {                                                 \
+    T x = ((const T*)xs)[i], y = ((const T*)ys)[i], r; \
+    switch (redop) {                                   \
+      case mcclSum:                                    \
+      case mcclAvg:                                    \
+        r = x + y;                                     \
+        break;                                         \
+      case mcclProd:                                   \
+        r = x * y;                                     \
+        break;                                         \
+      case mcclMax:                                    \
+        r = x < y ? y : x;                             \
+        break;                                         \
+      default:                                         \
+        r = x < y ? x : y;                             \
+        break;                                         \
+    }                                                  \
+    if (post && redop == mcclAvg) r = r / (T)arg;      \
+    ((T*)out)[i] = r;                                  \
   } while (0)
-#define REF_HALF(TO, FROM)                                                         \
-  do {                                                                             \
-    uint16_t hx = ((const uint16_t*)xs)[i], hy = ((const uint16_t*)ys)[i], r;     \
-    float x = TO(hx), y = TO(hy);                                                  \
-    switch (redop) {                                                               \
-      case mcclSum: case mcclAvg: r = FROM(x + y); break;                          \
-      case mcclProd: r = FROM(x * y); break;                                       \
-      case mcclMax: r = x < y ? hy : hx; break;                                    \
-      default: r = x < y ? hx : hy; break;                                         \
-    }                                                                              \
-    if (post && redop == mcclAvg) r = FROM(TO(r) / (float)arg);                    \
-    ((uint16_t*)out)[i] = r;                                                       \
+#define REF_HALF(TO, FROM)                                                    \
+  do {                                                                        \
+    uint16_t hx = ((const uint16_t*)xs)[i], hy = ((const uint16_t*)ys)[i], r; \
+    float x = TO(hx), y = TO(hy);                                             \
+    switch (redop) {                                                          \
+      case mcclSum:                                                           \
+      case mcclAvg:                                                           \
+        r = FROM(x + y);                                                      \
+        break;                                                                \
+      case mcclProd:                                                          \
+        r = FROM(x * y);                                                      \
+        break;                                                                \
+      case mcclMax:                                                           \
+        r = x < y ? hy : hx;                                                  \
+        break;                                                                \
+      default:                                                                \
+        r = x < y ? hx : hy;                                                  \
+        break;                                                                \
+    }                                                                         \
+    if (post && redop == mcclAvg) r = FROM(TO(r) / (float)arg);               \
+    ((uint16_t*)out)[i] = r;                                                  \
   } while (0)
 
 static void refReduce(int dtype, int redop, int post, uint64_t arg, const void* xs, const void* ys, void* out,
                       size_t count) {
   for (size_t i = 0; i < count; i++) {
     switch (dtype) {
-      case mcclInt8: REF_INT(int8_t, uint32_t); break;
-      case mcclUint8: REF_INT(uint8_t, uint32_t); break;
-      case mcclInt32: REF_INT(int32_t, uint32_t); break;
-      case mcclUint32: REF_INT(uint32_t, uint32_t); break;
-      case mcclInt64: REF_INT(int64_t, uint64_t); break;
-      case mcclUint64: REF_INT(uint64_t, uint64_t); break;
-      case mcclFloat16: REF_HALF(halfToFloat, floatToHalf); break;
-      case mcclFloat32: REF_FLOAT(float); break;
-      case mcclFloat64: REF_FLOAT(double); break;
-      default: REF_HALF(bf16ToFloat, floatToBf16); break;
+      case mcclInt8:
+        REF_INT(int8_t, uint32_t);
+        break;
+      case mcclUint8:
+        REF_INT(uint8_t, uint32_t);
+        break;
+      case mcclInt32:
+        REF_INT(int32_t, uint32_t);
+        break;
+      case mcclUint32:
+        REF_INT(uint32_t, uint32_t);
+        break;
+      case mcclInt64:
+        REF_INT(int64_t, uint64_t);
+        break;
+      case mcclUint64:
+        REF_INT(uint64_t, uint64_t);
+        break;
+      case mcclFloat16:
+        REF_HALF(halfToFloat, floatToHalf);
+        break;
+      case mcclFloat32:
+        REF_FLOAT(float);
+        break;
+      case mcclFloat64:
+        REF_FLOAT(double);
+        break;
+      default:
+        REF_HALF(bf16ToFloat, floatToBf16);
+        break;
     }
   }
 }
@@ -443,11 +545,21 @@ static void fillType(int dtype, void* p, size_t count) {
   for (size_t i = 0; i < count; i++) {
     uint64_t r = mcclTestRand();
     switch (dtype) {
-      case mcclFloat16: ((uint16_t*)p)[i] = floatToHalf((float)((int)(r % 129) - 64) / 4); break;
-      case mcclBfloat16: ((uint16_t*)p)[i] = floatToBf16((float)((int)(r % 129) - 64) / 4); break;
-      case mcclFloat32: ((float*)p)[i] = (float)((int)(r % 513) - 256) / 4; break;
-      case mcclFloat64: ((double*)p)[i] = (double)((int)(r % 513) - 256) / 4; break;
-      default: memcpy((char*)p + i * mcclTypeSize(dtype), &r, mcclTypeSize(dtype)); break;
+      case mcclFloat16:
+        ((uint16_t*)p)[i] = floatToHalf((float)((int)(r % 129) - 64) / 4);
+        break;
+      case mcclBfloat16:
+        ((uint16_t*)p)[i] = floatToBf16((float)((int)(r % 129) - 64) / 4);
+        break;
+      case mcclFloat32:
+        ((float*)p)[i] = (float)((int)(r % 513) - 256) / 4;
+        break;
+      case mcclFloat64:
+        ((double*)p)[i] = (double)((int)(r % 513) - 256) / 4;
+        break;
+      default:
+        memcpy((char*)p + i * mcclTypeSize(dtype), &r, mcclTypeSize(dtype));
+        break;
     }
   }
 }
@@ -457,7 +569,9 @@ static void fillType(int dtype, void* p, size_t count) {
 // or fast-math division in this code) as on the host. float16/bfloat16: within 1 ulp: the kernel
 // rounds from float as the reference does, but a GPU's native 16-bit arithmetic may round a sum or
 // product directly, which can differ by one unit in the last place.
-static int64_t halfKey(uint16_t h) { return (h & 0x8000) ? -(int64_t)(h & 0x7fff) : (int64_t)(h & 0x7fff); }
+static int64_t halfKey(uint16_t h) {
+  return (h & 0x8000) ? -(int64_t)(h & 0x7fff) : (int64_t)(h & 0x7fff);
+}
 static int64_t firstOutOfBound(int dtype, const void* got, const void* want, size_t count) {
   for (size_t i = 0; i < count; i++) {
     if (dtype == mcclFloat16 || dtype == mcclBfloat16) {
@@ -539,8 +653,12 @@ static void reduceTypes(int proto) {
   EXPECT_OK(linkClose(&l));
 }
 
-static void reduceTypesSimple(void) { reduceTypes(MCCL_PROTO_SIMPLE); }
-static void reduceTypesLL(void) { reduceTypes(MCCL_PROTO_LL); }
+static void reduceTypesSimple(void) {
+  reduceTypes(MCCL_PROTO_SIMPLE);
+}
+static void reduceTypesLL(void) {
+  reduceTypes(MCCL_PROTO_LL);
+}
 
 // A self-check of the reference's conversions (so a wrong reference cannot hide a wrong kernel).
 static void referenceConversions(void) {
@@ -576,8 +694,8 @@ static void stepsWrap(mcclDevTransport_t which) {
   struct {
     int proto;
     size_t bytes;
-  } msgs[] = {{MCCL_PROTO_LL, 1},         {MCCL_PROTO_LL, 100003},    {MCCL_PROTO_LL, 300007},
-              {MCCL_PROTO_SIMPLE, 17},    {MCCL_PROTO_SIMPLE, 5000011}, {MCCL_PROTO_LL, 70001},
+  } msgs[] = {{MCCL_PROTO_LL, 1},           {MCCL_PROTO_LL, 100003},      {MCCL_PROTO_LL, 300007},
+              {MCCL_PROTO_SIMPLE, 17},      {MCCL_PROTO_SIMPLE, 5000011}, {MCCL_PROTO_LL, 70001},
               {MCCL_PROTO_SIMPLE, 1234567}, {MCCL_PROTO_LL, 33}};
   const int nmsgs = (int)(sizeof(msgs) / sizeof(msgs[0]));
   for (int lead = 0; lead < 2 && !mcclTestStopped(); lead++) {
@@ -612,8 +730,8 @@ static void stepsWrap(mcclDevTransport_t which) {
                        m, proto == MCCL_PROTO_LL ? "LL" : "SIMPLE", nb, (unsigned long long)steps[0], nbad,
                        (long long)bad);
       for (int c = 0; c < nch; c++) {
-        uint64_t next = ptStepAfter(steps[c], proto, &l.pair->ends[0].send[c].conn, nb, nch, c,
-                                    MCCL_DEV_DEFAULT_CHUNKSTEPS);
+        uint64_t next =
+            ptStepAfter(steps[c], proto, &l.pair->ends[0].send[c].conn, nb, nch, c, MCCL_DEV_DEFAULT_CHUNKSTEPS);
         if (next < steps[c]) wrapped = 1;
         steps[c] = next;
       }
@@ -632,8 +750,12 @@ static void stepsWrap(mcclDevTransport_t which) {
   }
 }
 
-static void stepsWrapShm(void) { stepsWrap(mcclDevTransportShm); }
-static void stepsWrapP2p(void) { stepsWrap(mcclDevTransportP2p); }
+static void stepsWrapShm(void) {
+  stepsWrap(mcclDevTransportShm);
+}
+static void stepsWrapP2p(void) {
+  stepsWrap(mcclDevTransportP2p);
+}
 
 // ---- 5. abort while a kernel spins, and mcclDevWait's timeout -----------------------------------
 // The CUDA driver and the sim open fds and maps of their own at first use: take baselines after.
@@ -718,8 +840,12 @@ static void abortSpinning(mcclDevTransport_t which) {
   EXPECT_EQ(mcclTestCountMaps("/dev/shm"), shmMaps0);
 }
 
-static void abortSpinningShm(void) { abortSpinning(mcclDevTransportShm); }
-static void abortSpinningP2p(void) { abortSpinning(mcclDevTransportP2p); }
+static void abortSpinningShm(void) {
+  abortSpinning(mcclDevTransportShm);
+}
+static void abortSpinningP2p(void) {
+  abortSpinning(mcclDevTransportP2p);
+}
 
 // mcclDevWait's own deadline: a receiver that waits for nobody is aborted by the wait itself after
 // timeoutMs, which returns mcclTimeout (not the mcclInternalError of someone else's abort).
@@ -787,13 +913,13 @@ static void launchBadInput(void) {
     int nthreads;
   } bad[40];
   int nbad = 0;
-#define BAD(desc, field, value, threads)  \
-  do {                                    \
-    bad[nbad].what = desc;                \
-    bad[nbad].w = good;                   \
-    bad[nbad].w.field = value;            \
-    bad[nbad].nthreads = threads;         \
-    nbad++;                               \
+#define BAD(desc, field, value, threads) \
+  do {                                   \
+    bad[nbad].what = desc;               \
+    bad[nbad].w = good;                  \
+    bad[nbad].w.field = value;           \
+    bad[nbad].nthreads = threads;        \
+    nbad++;                              \
   } while (0)
   BAD("op -1", op, -1, T);
   BAD("op past the last", op, mcclDevOpNum, T);
@@ -902,7 +1028,6 @@ static void launchBadInput(void) {
 
 MCCL_TEST_MAIN(MCCL_TEST_CASE(moveShmSimple), MCCL_TEST_CASE(moveShmLL), MCCL_TEST_CASE(moveP2pSimple),
                MCCL_TEST_CASE(moveP2pLL), MCCL_TEST_CASE(chainSimple), MCCL_TEST_CASE(chainLL),
-               MCCL_TEST_CASE(referenceConversions), MCCL_TEST_CASE(reduceTypesSimple),
-               MCCL_TEST_CASE(reduceTypesLL), MCCL_TEST_CASE(stepsWrapShm), MCCL_TEST_CASE(stepsWrapP2p),
-               MCCL_TEST_CASE(abortSpinningShm), MCCL_TEST_CASE(abortSpinningP2p), MCCL_TEST_CASE(waitTimesOut),
-               MCCL_TEST_CASE(launchBadInput))
+               MCCL_TEST_CASE(referenceConversions), MCCL_TEST_CASE(reduceTypesSimple), MCCL_TEST_CASE(reduceTypesLL),
+               MCCL_TEST_CASE(stepsWrapShm), MCCL_TEST_CASE(stepsWrapP2p), MCCL_TEST_CASE(abortSpinningShm),
+               MCCL_TEST_CASE(abortSpinningP2p), MCCL_TEST_CASE(waitTimesOut), MCCL_TEST_CASE(launchBadInput))

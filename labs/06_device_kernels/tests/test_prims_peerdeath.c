@@ -34,7 +34,9 @@ typedef struct {
 
 // The message: two halves of whole chunks (SIMPLE: 2 x 4 slots of 512 KiB; LL: 8 slots of 32 KiB),
 // one channel, so the child's first send ends exactly where the receiver's next chunk starts.
-static size_t halfBytes(int proto) { return proto == MCCL_PROTO_LL ? (256 << 10) : (4 << 20); }
+static size_t halfBytes(int proto) {
+  return proto == MCCL_PROTO_LL ? (256 << 10) : (4 << 20);
+}
 #define DEATH_SEED 0x5eedull
 
 static mcclResult_t side(const mcclUniqueId* id, int rank, mcclProxyState** proxy, mcclBootstrap** bs) {
@@ -171,15 +173,19 @@ static void survive(deathCase* dc) {
   EXPECT_CUDA_OK(cudaMemcpy(got, dst, bytes, cudaMemcpyDeviceToHost));
   size_t nbad = 0;
   int64_t bad = ptCompare(got, want, half, &nbad);
-  if (bad >= 0) mcclTestFailAt(__FILE__, __LINE__, "%s: %zu bytes of the first half differ, first at %lld", name, nbad, (long long)bad);
+  if (bad >= 0)
+    mcclTestFailAt(__FILE__, __LINE__, "%s: %zu bytes of the first half differ, first at %lld", name, nbad,
+                   (long long)bad);
   CHECK_STOPPED();
   // What the aborted receiver did to the half that never came: SIMPLE copies nothing once a waiter has
   // given up (NCCL: workSize = ncclShmem.aborted ? 0 : sliceSize); LL, as NCCL's readLL, returns the
   // line it was polling when it gave up and stores it: at most one 8-byte line per thread.
   size_t written = 0;
   for (size_t i = half; i < bytes; i++) written += got[i] != PT_POISON;
-  if (dc->proto == MCCL_PROTO_SIMPLE) EXPECT_EQ(written, 0);
-  else EXPECT_LE(written, (size_t)ptThreads() * 8);
+  if (dc->proto == MCCL_PROTO_SIMPLE)
+    EXPECT_EQ(written, 0);
+  else
+    EXPECT_LE(written, (size_t)ptThreads() * 8);
   // The survivor frees everything; the dead peer is not waited for.
   EXPECT_CUDA_OK(cudaFree(dst));
   free(want);
@@ -192,7 +198,8 @@ static void survive(deathCase* dc) {
   EXPECT_OK(mcclProxyDestroy(proxy));
   EXPECT_EQ(mcclTestCountFds(), fds0);
   const char* left = NULL;
-  if (ptShmLeft(&shm, &shmBase, &left) != 0) mcclTestFailAt(__FILE__, __LINE__, "%s: %s is still in /dev/shm", name, left);
+  if (ptShmLeft(&shm, &shmBase, &left) != 0)
+    mcclTestFailAt(__FILE__, __LINE__, "%s: %s is still in /dev/shm", name, left);
   CHECK_STOPPED();
 }
 

@@ -52,8 +52,8 @@
 
 #define KiB (1024UL)
 #define MiB (1024UL * 1024UL)
-#define SLACK_BYTES 64            // checked past the end of every result
-#define WAIT_TIMEOUT_SEC 120.0    // a stream that does not drain in this long is a hang
+#define SLACK_BYTES 64          // checked past the end of every result
+#define WAIT_TIMEOUT_SEC 120.0  // a stream that does not drain in this long is a hang
 #define NCCL_WIN_COLL_SYMMETRIC 0x01
 #define MAX_SIZES 64
 
@@ -61,11 +61,11 @@
 
 enum { kRing, kOneshot, kTwoshot, kAuto, kRingLL, kRingSimple, kNumVariants };
 static const struct {
-  const char* name;  // --algo spelling
-  const char* algo;  // MCCL_ALGO, NULL: the table
-  const char* proto; // MCCL_PROTO, NULL: the table
-} kVariant[kNumVariants] = {{"ring", "ring", NULL},        {"oneshot", "oneshot", NULL}, {"twoshot", "twoshot", NULL},
-                            {"auto", NULL, NULL},          {"ring-ll", "ring", "ll"},    {"ring-simple", "ring", "simple"}};
+  const char* name;   // --algo spelling
+  const char* algo;   // MCCL_ALGO, NULL: the table
+  const char* proto;  // MCCL_PROTO, NULL: the table
+} kVariant[kNumVariants] = {{"ring", "ring", NULL}, {"oneshot", "oneshot", NULL}, {"twoshot", "twoshot", NULL},
+                            {"auto", NULL, NULL},   {"ring-ll", "ring", "ll"},    {"ring-simple", "ring", "simple"}};
 
 static struct {
   size_t minBytes, maxBytes;
@@ -75,8 +75,8 @@ static struct {
 
 static int rank, nranks, sim;
 
-static const char* const kOptions[] = {"-b=", "-e=", "-f=", "-n=", "-w=", "-c=", "-d=", "-o=", "-G=", "-R=",
-                                       "--algo=", "--channels=", "--no-nccl", "--shm", "--tune", NULL};
+static const char* const kOptions[] = {"-b=", "-e=", "-f=",     "-n=",         "-w=",       "-c=",   "-d=",    "-o=",
+                                       "-G=", "-R=", "--algo=", "--channels=", "--no-nccl", "--shm", "--tune", NULL};
 
 static const char* kHelp =
     "Lab 07's allreduce beside NCCL's ncclAllReduce (MCCL_NCCL_LIB, NCCL_NVLS_ENABLE=0), under mpirun -np N\n"
@@ -105,10 +105,10 @@ static int parseType(const char* s) {
   static const struct {
     const char* name;
     int dtype;
-  } names[] = {{"int8", mcclInt8},       {"char", mcclInt8},       {"uint8", mcclUint8},      {"int32", mcclInt32},
-               {"int", mcclInt32},       {"uint32", mcclUint32},   {"int64", mcclInt64},      {"uint64", mcclUint64},
-               {"float16", mcclFloat16}, {"half", mcclFloat16},    {"float32", mcclFloat32},  {"float", mcclFloat32},
-               {"float64", mcclFloat64}, {"double", mcclFloat64},  {"bfloat16", mcclBfloat16}};
+  } names[] = {{"int8", mcclInt8},       {"char", mcclInt8},      {"uint8", mcclUint8},      {"int32", mcclInt32},
+               {"int", mcclInt32},       {"uint32", mcclUint32},  {"int64", mcclInt64},      {"uint64", mcclUint64},
+               {"float16", mcclFloat16}, {"half", mcclFloat16},   {"float32", mcclFloat32},  {"float", mcclFloat32},
+               {"float64", mcclFloat64}, {"double", mcclFloat64}, {"bfloat16", mcclBfloat16}};
   for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
     if (strcasecmp(s, names[i].name) == 0) return names[i].dtype;
   char msg[160];
@@ -154,7 +154,10 @@ static void parseOptions(int argc, char** argv) {
   opt.tune = mcclArgsOpt(argc, argv, "--tune") != NULL;
   opt.shm = mcclArgsOpt(argc, argv, "--shm") != NULL;
   opt.minBytes = (size_t)mcclArgsOptInt(argc, argv, "-b", 8, 1, 8 * G);
-  opt.maxBytes = (size_t)mcclArgsOptInt(argc, argv, "-e", opt.tune ? (sim ? 32 * KiB : 64 * MiB) : sim ? 32 * KiB : 512 * MiB,
+  opt.maxBytes = (size_t)mcclArgsOptInt(argc, argv, "-e",
+                                        opt.tune ? (sim ? 32 * KiB : 64 * MiB)
+                                        : sim    ? 32 * KiB
+                                                 : 512 * MiB,
                                         1, 8 * G);
   opt.factor = (int)mcclArgsOptInt(argc, argv, "-f", sim ? 8 : 2, 2, 1024);
   opt.iters = (int)mcclArgsOptInt(argc, argv, "-n", sim ? 2 : 50, 1, 1000000);
@@ -198,7 +201,9 @@ static void parseOptions(int argc, char** argv) {
 // element i is one of 8 values, computed once per row. Values are small integers, exact in every
 // type (sums stay within bfloat16's 256 up to 64 ranks); integers wrap as the kernels' do.
 
-static uint32_t patKey(size_t i) { return (uint32_t)(((uint64_t)i * 0x9E3779B97F4A7C15ull) >> 61); }
+static uint32_t patKey(size_t i) {
+  return (uint32_t)(((uint64_t)i * 0x9E3779B97F4A7C15ull) >> 61);
+}
 
 static int64_t patValue(uint32_t key, int r, int op, int n) {
   if (op == mcclMax || op == mcclMin) return (int64_t)((key * (uint32_t)(r + 1) + (uint32_t)r) % (uint32_t)(n + 4));
@@ -206,7 +211,9 @@ static int64_t patValue(uint32_t key, int r, int op, int n) {
   return op == mcclProd ? (v == 0 ? 2 : 1) : v;
 }
 
-static int isFloat(int t) { return t == mcclFloat16 || t == mcclFloat32 || t == mcclFloat64 || t == mcclBfloat16; }
+static int isFloat(int t) {
+  return t == mcclFloat16 || t == mcclFloat32 || t == mcclFloat64 || t == mcclBfloat16;
+}
 
 static uint16_t floatToHalf(float f) {  // exact for the pattern's small integers; rounds down otherwise
   uint32_t x;
@@ -234,15 +241,33 @@ static double bf16ToDouble(uint16_t h) {
 
 static void storeElem(void* p, size_t i, int t, int64_t v) {
   switch (t) {
-    case mcclInt8: ((int8_t*)p)[i] = (int8_t)v; break;
-    case mcclUint8: ((uint8_t*)p)[i] = (uint8_t)v; break;
-    case mcclInt32: ((int32_t*)p)[i] = (int32_t)v; break;
-    case mcclUint32: ((uint32_t*)p)[i] = (uint32_t)v; break;
-    case mcclInt64: ((int64_t*)p)[i] = v; break;
-    case mcclUint64: ((uint64_t*)p)[i] = (uint64_t)v; break;
-    case mcclFloat16: ((uint16_t*)p)[i] = floatToHalf((float)v); break;
-    case mcclFloat32: ((float*)p)[i] = (float)v; break;
-    case mcclFloat64: ((double*)p)[i] = (double)v; break;
+    case mcclInt8:
+      ((int8_t*)p)[i] = (int8_t)v;
+      break;
+    case mcclUint8:
+      ((uint8_t*)p)[i] = (uint8_t)v;
+      break;
+    case mcclInt32:
+      ((int32_t*)p)[i] = (int32_t)v;
+      break;
+    case mcclUint32:
+      ((uint32_t*)p)[i] = (uint32_t)v;
+      break;
+    case mcclInt64:
+      ((int64_t*)p)[i] = v;
+      break;
+    case mcclUint64:
+      ((uint64_t*)p)[i] = (uint64_t)v;
+      break;
+    case mcclFloat16:
+      ((uint16_t*)p)[i] = floatToHalf((float)v);
+      break;
+    case mcclFloat32:
+      ((float*)p)[i] = (float)v;
+      break;
+    case mcclFloat64:
+      ((double*)p)[i] = (double)v;
+      break;
     default: {  // bfloat16: the top half of the float (exact for small integers)
       float f = (float)v;
       uint32_t x;
@@ -255,20 +280,30 @@ static void storeElem(void* p, size_t i, int t, int64_t v) {
 // Integers as the type holds them (wrapped), floats as doubles.
 static int64_t loadInt(const void* p, size_t i, int t) {
   switch (t) {
-    case mcclInt8: return ((const int8_t*)p)[i];
-    case mcclUint8: return ((const uint8_t*)p)[i];
-    case mcclInt32: return ((const int32_t*)p)[i];
-    case mcclUint32: return ((const uint32_t*)p)[i];
-    case mcclInt64: return ((const int64_t*)p)[i];
-    default: return (int64_t)((const uint64_t*)p)[i];
+    case mcclInt8:
+      return ((const int8_t*)p)[i];
+    case mcclUint8:
+      return ((const uint8_t*)p)[i];
+    case mcclInt32:
+      return ((const int32_t*)p)[i];
+    case mcclUint32:
+      return ((const uint32_t*)p)[i];
+    case mcclInt64:
+      return ((const int64_t*)p)[i];
+    default:
+      return (int64_t)((const uint64_t*)p)[i];
   }
 }
 static double loadFloat(const void* p, size_t i, int t) {
   switch (t) {
-    case mcclFloat16: return halfToDouble(((const uint16_t*)p)[i]);
-    case mcclFloat32: return ((const float*)p)[i];
-    case mcclFloat64: return ((const double*)p)[i];
-    default: return bf16ToDouble(((const uint16_t*)p)[i]);
+    case mcclFloat16:
+      return halfToDouble(((const uint16_t*)p)[i]);
+    case mcclFloat32:
+      return ((const float*)p)[i];
+    case mcclFloat64:
+      return ((const double*)p)[i];
+    default:
+      return bf16ToDouble(((const uint16_t*)p)[i]);
   }
 }
 
@@ -291,10 +326,14 @@ static void expectedValues(struct expected* x) {
     double facc = (double)acc;
     for (int r = 1; r < n; r++) {
       int64_t v = patValue(k, r, op, n);
-      if (op == mcclProd) acc *= v, facc *= (double)v;
-      else if (op == mcclMax) acc = v > acc ? v : acc, facc = (double)acc;
-      else if (op == mcclMin) acc = v < acc ? v : acc, facc = (double)acc;
-      else acc += v, facc += (double)v;  // sum, avg
+      if (op == mcclProd)
+        acc *= v, facc *= (double)v;
+      else if (op == mcclMax)
+        acc = v > acc ? v : acc, facc = (double)acc;
+      else if (op == mcclMin)
+        acc = v < acc ? v : acc, facc = (double)acc;
+      else
+        acc += v, facc += (double)v;  // sum, avg
       if (!isFloat(t)) acc = wrapInt(acc, t);
     }
     if (op == mcclAvg) {
@@ -390,10 +429,14 @@ static mcclResult_t waitStream(void) {
 // MCCL_ALGO / MCCL_PROTO for a variant of ours; the parameters are read again at the next call.
 // Only called with the stream drained and every rank between barriers.
 static void setVariant(int v) {
-  if (kVariant[v].algo) setenv("MCCL_ALGO", kVariant[v].algo, 1);
-  else unsetenv("MCCL_ALGO");
-  if (kVariant[v].proto) setenv("MCCL_PROTO", kVariant[v].proto, 1);
-  else unsetenv("MCCL_PROTO");
+  if (kVariant[v].algo)
+    setenv("MCCL_ALGO", kVariant[v].algo, 1);
+  else
+    unsetenv("MCCL_ALGO");
+  if (kVariant[v].proto)
+    setenv("MCCL_PROTO", kVariant[v].proto, 1);
+  else
+    unsetenv("MCCL_PROTO");
   mcclParamResetAll();
 }
 
@@ -404,7 +447,9 @@ static int variantRuns(int v, size_t bytes) {
   return 1;
 }
 
-static const char* algoName(int a) { return a == MCCL_ALGO_ONESHOT ? "oneshot" : a == MCCL_ALGO_TWOSHOT ? "twoshot" : "ring"; }
+static const char* algoName(int a) {
+  return a == MCCL_ALGO_ONESHOT ? "oneshot" : a == MCCL_ALGO_TWOSHOT ? "twoshot" : "ring";
+}
 
 // The row's label: what runs (for the ring and auto, the table's protocol and algorithm).
 static void rowLabel(const target* t, size_t bytes, char* buf, size_t len) {
@@ -529,13 +574,15 @@ static mcclResult_t runRow(const target* t, size_t count, int placements, struct
   return mcclSuccess;
 }
 
-static double busFactor(void) { return nranks > 1 ? 2.0 * (nranks - 1) / nranks : 1.0; }
+static double busFactor(void) {
+  return nranks > 1 ? 2.0 * (nranks - 1) / nranks : 1.0;
+}
 
 static void printHeader(void) {
   if (rank != 0) return;
   printf("#%87s %39s\n", "out-of-place", "in-place");
-  printf("#%11s %12s %8s %6s %-16s %9s %7s %7s %6s %9s %7s %7s %6s %6s %6s\n", "size", "count", "type", "redop",
-         "algo", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong", "ratio", "ratio");
+  printf("#%11s %12s %8s %6s %-16s %9s %7s %7s %6s %9s %7s %7s %6s %6s %6s\n", "size", "count", "type", "redop", "algo",
+         "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong", "ratio", "ratio");
   printf("#%11s %12s %8s %6s %-16s %9s %7s %7s %6s %9s %7s %7s %6s %6s %6s\n", "(B)", "(elements)", "", "", "", "(us)",
          "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", "oop", "ip");
   fflush(stdout);
@@ -551,13 +598,17 @@ static void printRow(const char* label, size_t bytes, size_t count, const struct
     }
     double algbw = (double)bytes / r->sec[ip] / 1e9;
     char w[16];
-    if (r->wrong[ip] < 0) snprintf(w, sizeof(w), "N/A");
-    else snprintf(w, sizeof(w), "%ld", r->wrong[ip]);
+    if (r->wrong[ip] < 0)
+      snprintf(w, sizeof(w), "N/A");
+    else
+      snprintf(w, sizeof(w), "%ld", r->wrong[ip]);
     printf(" %9.2f %7.2f %7.2f %6s", r->sec[ip] * 1e6, algbw, algbw * busFactor(), w);
   }
   for (int ip = 0; ip < 2; ip++) {
-    if (ncclBest && ncclBest[ip] > 0 && r->sec[ip] > 0) printf(" %6.2f", ncclBest[ip] / r->sec[ip]);
-    else printf(" %6s", "-");
+    if (ncclBest && ncclBest[ip] > 0 && r->sec[ip] > 0)
+      printf(" %6.2f", ncclBest[ip] / r->sec[ip]);
+    else
+      printf(" %6s", "-");
   }
   printf("\n");
   fflush(stdout);
@@ -620,9 +671,12 @@ static mcclResult_t sweep(target* ours, int nOurs, target* nccl, int nNccl) {
 }
 
 static const char* fmtSize(size_t b, char* buf, size_t len) {
-  if (b >= MiB && b % MiB == 0) snprintf(buf, len, "%zu MiB", b / MiB);
-  else if (b >= KiB && b % KiB == 0) snprintf(buf, len, "%zu KiB", b / KiB);
-  else snprintf(buf, len, "%zu B", b);
+  if (b >= MiB && b % MiB == 0)
+    snprintf(buf, len, "%zu MiB", b / MiB);
+  else if (b >= KiB && b % KiB == 0)
+    snprintf(buf, len, "%zu KiB", b / KiB);
+  else
+    snprintf(buf, len, "%zu B", b);
   return buf;
 }
 
@@ -634,8 +688,10 @@ static void barLine(const char* what, int isTime, double ours, const char* oursA
     return;
   }
   snprintf(o, sizeof(o), isTime ? "%.2f us" : "%.1f GB/s", ours);
-  if (nccl > 0) snprintf(n, sizeof(n), isTime ? "%.2f us" : "%.1f GB/s", nccl);
-  else snprintf(n, sizeof(n), "-");
+  if (nccl > 0)
+    snprintf(n, sizeof(n), isTime ? "%.2f us" : "%.1f GB/s", nccl);
+  else
+    snprintf(n, sizeof(n), "-");
   int met = isTime ? ours <= goal : ours >= goal;
   snprintf(v, sizeof(v), "%s", ours > 0 && met ? "met" : "MISSED");
   char extra[96] = "";
@@ -659,9 +715,12 @@ static void latencyBar(const char* what, double goal) {
     }
     if (stats[i].nccl > nccl) nccl = stats[i].nccl;
   }
-  if (n == 0) barLine(what, 1, 0, "", 0, goal, "no size of 8 B - 8 KiB in the sweep");
-  else if (missing) barLine(what, 1, 0, "", 0, goal, "MISSED: a size had no correct row");
-  else barLine(what, 1, ours * 1e6, algo, nccl * 1e6, goal, NULL);
+  if (n == 0)
+    barLine(what, 1, 0, "", 0, goal, "no size of 8 B - 8 KiB in the sweep");
+  else if (missing)
+    barLine(what, 1, 0, "", 0, goal, "MISSED: a size had no correct row");
+  else
+    barLine(what, 1, ours * 1e6, algo, nccl * 1e6, goal, NULL);
 }
 
 static void bandwidthBar(const char* what, size_t bytes, double goal) {
@@ -677,9 +736,10 @@ static void bandwidthBar(const char* what, size_t bytes, double goal) {
 
 static void summary(int shmMode) {
   if (rank != 0) return;
-  printf("\n# ==== summary: issue 10's bars, %s backend, %d ranks%s; best algorithm and placement per size, NCCL's "
-         "best of its rows\n",
-         MCCL_BACKEND_NAME, nranks, nranks == 2 ? "" : " (the bars are set for 2 ranks)");
+  printf(
+      "\n# ==== summary: issue 10's bars, %s backend, %d ranks%s; best algorithm and placement per size, NCCL's "
+      "best of its rows\n",
+      MCCL_BACKEND_NAME, nranks, nranks == 2 ? "" : " (the bars are set for 2 ranks)");
   printf("# %-40s %14s %14s %-8s %s\n", "bar", "ours", "NCCL", "verdict", "target (our best row)");
   const char* noGraph = "not this run: -G 1 measures it";
   const char* noEager = "not this run: leave -G out";
@@ -724,8 +784,10 @@ static void tuneSummary(void) {
     for (int i = 0; i < opt.nVariants; i++) {
       int v = opt.variants[i];
       double t = stats[s].tune[v];
-      if (t > 0) printf(" %12.2f", t * 1e6);
-      else printf(" %12s", "-");
+      if (t > 0)
+        printf(" %12.2f", t * 1e6);
+      else
+        printf(" %12s", "-");
       if (t > 0 && (best < 0 || t < stats[s].tune[best])) best = v;
     }
     printf("  %s\n", best < 0 ? "-" : kVariant[best].name);
@@ -848,8 +910,12 @@ static mcclResult_t run(void) {
   if (rank == 0) {
     printf("# lab 07 allreduce%s, %s backend, %d ranks (one device each), %d channels, ring over %s%s\n",
            opt.tune ? " --tune" : "", MCCL_BACKEND_NAME, nranks, g.comm->nChannels,
-           nranks < 2 ? "nothing (1 rank)" : shmMode ? "SHM" : "P2P",
-           g.symLevel == 2 ? "; symmetric windows" : g.symLevel == 1 ? "; signal area only (no two-shot)" : "; ring only");
+           nranks < 2 ? "nothing (1 rank)"
+           : shmMode  ? "SHM"
+                      : "P2P",
+           g.symLevel == 2   ? "; symmetric windows"
+           : g.symLevel == 1 ? "; signal area only (no two-shot)"
+                             : "; ring only");
     printf("# timing: %s, -n %d calls per row after -w %d warm-up, time per call, max over ranks; check: %s\n",
            opt.graph ? "the -n calls captured in a CUDA graph, replayed -G times" : "eager launches back to back",
            opt.iters, opt.warm, opt.check ? "once per row, outside the timing" : "off");
@@ -866,8 +932,10 @@ static mcclResult_t run(void) {
   }
 
   MCCLCHECK(sweep(ours, nOurs, nccl, nNccl));
-  if (opt.tune) tuneSummary();
-  else summary(shmMode);
+  if (opt.tune)
+    tuneSummary();
+  else
+    summary(shmMode);
 
   MPI_Barrier(MPI_COMM_WORLD);
   if (haveSym) {

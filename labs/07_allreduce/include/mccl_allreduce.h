@@ -51,33 +51,33 @@ struct mcclLabRing {
 
 /** @brief A buffer every rank registered, mapped from every rank (NCCL's ncclWindow, symmetric). */
 typedef struct mcclLabWindow {
-  void* buff;              /**< this rank's buffer (from mcclMemAlloc; the start of its allocation) */
-  size_t size;             /**< bytes registered (the same on every rank) */
-  void** peerPtrs;         /**< [nRanks] host array: each rank's buffer as mapped here (peerPtrs[rank] == buff) */
-  char** devPeerPtrs;      /**< [nRanks] device array of the same, for kernels */
+  void* buff;                 /**< this rank's buffer (from mcclMemAlloc; the start of its allocation) */
+  size_t size;                /**< bytes registered (the same on every rank) */
+  void** peerPtrs;            /**< [nRanks] host array: each rank's buffer as mapped here (peerPtrs[rank] == buff) */
+  char** devPeerPtrs;         /**< [nRanks] device array of the same, for kernels */
   struct mcclLabWindow* next; /**< the communicator's list */
 } mcclLabWindow;
 
 /** @brief A communicator for the lab: what lab 07's kernels and host code need (NCCL's ncclComm, in small). */
 typedef struct mcclLabComm {
-  int rank;                      /**< this rank */
-  int nRanks;                    /**< ranks */
-  int cudaDev;                   /**< this rank's device */
-  mcclBootstrap* bootstrap;      /**< lab common: peer records, tagged messages */
-  mcclProxyState* proxy;         /**< lab 05: setup RPCs, fds of this rank's memory */
-  mcclPeerInfo* peerInfo;        /**< [nRanks] every rank's record */
-  struct mcclTransportCtx ctx;   /**< the transports' view: buffSizes, channels (ctx.channels[c].peers/devPeers) */
-  int nChannels;                 /**< ring channels (== ctx.nChannels) */
-  struct mcclLabRing ring;       /**< the ring every channel follows */
-  int transport[MCCL_MAX_CHANNELS]; /**< per channel: TRANSPORT_P2P or TRANSPORT_SHM of the send connection */
+  int rank;                          /**< this rank */
+  int nRanks;                        /**< ranks */
+  int cudaDev;                       /**< this rank's device */
+  mcclBootstrap* bootstrap;          /**< lab common: peer records, tagged messages */
+  mcclProxyState* proxy;             /**< lab 05: setup RPCs, fds of this rank's memory */
+  mcclPeerInfo* peerInfo;            /**< [nRanks] every rank's record */
+  struct mcclTransportCtx ctx;       /**< the transports' view: buffSizes, channels (ctx.channels[c].peers/devPeers) */
+  int nChannels;                     /**< ring channels (== ctx.nChannels) */
+  struct mcclLabRing ring;           /**< the ring every channel follows */
+  int transport[MCCL_MAX_CHANNELS];  /**< per channel: TRANSPORT_P2P or TRANSPORT_SHM of the send connection */
   struct mcclConnInfo* devRecvConns; /**< [nChannels] device: recv from ring.prev, channel c at [c] */
   struct mcclConnInfo* devSendConns; /**< [nChannels] device: send to ring.next, channel c at [c] */
-  volatile uint32_t* abortFlag;  /**< host view of the host-mapped abort flag */
-  uint32_t* abortFlagDev;        /**< device view of it, for kernels */
-  mcclLabWindow* signalWin;      /**< every rank's signal area (MCCL_SIGNAL_BYTES), mapped here; NULL
-                                      beyond MCCL_SYM_MAX_RANKS ranks or without cuMem (ring only) */
-  uint64_t* seqCounters;         /**< [MCCL_SIGNAL_MAX_BLOCKS] device: symmetric calls so far (kernels keep them) */
-  mcclLabWindow* windows;        /**< registered windows */
+  volatile uint32_t* abortFlag;      /**< host view of the host-mapped abort flag */
+  uint32_t* abortFlagDev;            /**< device view of it, for kernels */
+  mcclLabWindow* signalWin;          /**< every rank's signal area (MCCL_SIGNAL_BYTES), mapped here; NULL
+                                          beyond MCCL_SYM_MAX_RANKS ranks or without cuMem (ring only) */
+  uint64_t* seqCounters;             /**< [MCCL_SIGNAL_MAX_BLOCKS] device: symmetric calls so far (kernels keep them) */
+  mcclLabWindow* windows;            /**< registered windows */
 } mcclLabComm;
 
 /**
@@ -192,8 +192,8 @@ mcclResult_t mcclLabSelectAlgorithm(int nRanks, size_t bytes, int symmetric, int
  *         op, buffers not in a window for a forced symmetric algorithm); mcclInvalidUsage (aborted
  *         communicator); errors of the launch.
  */
-mcclResult_t mcclLabAllReduce(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t dtype,
-                              mcclRedOp_t op, mcclLabComm* comm, cudaStream_t stream);
+mcclResult_t mcclLabAllReduce(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t dtype, mcclRedOp_t op,
+                              mcclLabComm* comm, cudaStream_t stream);
 
 /** @} */
 

@@ -50,38 +50,37 @@ struct mcclSymSignals {
 #define MCCL_ONESHOT_LINES (MCCL_ONESHOT_MAX_BYTES / 8)
 /** @brief Bytes of a rank's signal area: struct mcclSymSignals, then the one-shot LL lines
  *  [parity 2][source rank MCCL_SYM_MAX_RANKS][MCCL_ONESHOT_LINES] of 16 bytes. */
-#define MCCL_SIGNAL_BYTES \
-  (sizeof(struct mcclSymSignals) + (size_t)2 * MCCL_SYM_MAX_RANKS * MCCL_ONESHOT_LINES * 16)
+#define MCCL_SIGNAL_BYTES (sizeof(struct mcclSymSignals) + (size_t)2 * MCCL_SYM_MAX_RANKS * MCCL_ONESHOT_LINES * 16)
 
 /**
  * @brief One allreduce launch (the host side fills it in mcclLabAllReduce; the launch copies it by
  * value into the kernel's argument). Device pointers are valid on the communicator's device.
  */
 struct mcclAllReduceArgs {
-  int algorithm;            /**< enum mcclAlgo */
-  int proto;                /**< MCCL_PROTO_SIMPLE or MCCL_PROTO_LL (ring) */
-  int nChannels;            /**< blocks: ring channels, or symmetric blocks (<= MCCL_SIGNAL_MAX_BLOCKS) */
-  int rank;                 /**< this rank */
-  int nRanks;               /**< ranks */
-  int ringIndex;            /**< this rank's position in the ring (userRanks[ringIndex] == rank) */
-  int dtype;                /**< mcclDataType_t (lab 06) */
-  int op;                   /**< mcclRedOp_t (lab 06) */
-  size_t count;             /**< elements per rank */
-  const void* sendbuff;     /**< input (device) */
-  void* recvbuff;           /**< output (device); == sendbuff in place */
-  uint64_t redOpArg;        /**< avg's divisor: nRanks (NCCL's redOpArg); 1 otherwise */
+  int algorithm;        /**< enum mcclAlgo */
+  int proto;            /**< MCCL_PROTO_SIMPLE or MCCL_PROTO_LL (ring) */
+  int nChannels;        /**< blocks: ring channels, or symmetric blocks (<= MCCL_SIGNAL_MAX_BLOCKS) */
+  int rank;             /**< this rank */
+  int nRanks;           /**< ranks */
+  int ringIndex;        /**< this rank's position in the ring (userRanks[ringIndex] == rank) */
+  int dtype;            /**< mcclDataType_t (lab 06) */
+  int op;               /**< mcclRedOp_t (lab 06) */
+  size_t count;         /**< elements per rank */
+  const void* sendbuff; /**< input (device) */
+  void* recvbuff;       /**< output (device); == sendbuff in place */
+  uint64_t redOpArg;    /**< avg's divisor: nRanks (NCCL's redOpArg); 1 otherwise */
   /** ring: [nChannels] device array, recvConns[c] receives from the ring's prev on channel c */
   struct mcclConnInfo* recvConns;
   /** ring: [nChannels] device array, sendConns[c] sends to the ring's next on channel c */
   struct mcclConnInfo* sendConns;
-  int chunkSteps;           /**< SIMPLE: FIFO slots per chunk (0: lab 06's default) */
-  int sliceSteps;           /**< SIMPLE: slots per slice (0: lab 06's default) */
+  int chunkSteps; /**< SIMPLE: FIFO slots per chunk (0: lab 06's default) */
+  int sliceSteps; /**< SIMPLE: slots per slice (0: lab 06's default) */
   /** symmetric: [nRanks] device array, each rank's sendbuff window mapped here (sendPeers[rank] is the local one) */
   char* const* sendPeers;
-  size_t sendOffset;        /**< byte offset of sendbuff in its window (the same on every rank) */
+  size_t sendOffset; /**< byte offset of sendbuff in its window (the same on every rank) */
   /** symmetric: [nRanks] device array, each rank's recvbuff window mapped here */
   char* const* recvPeers;
-  size_t recvOffset;        /**< byte offset of recvbuff in its window */
+  size_t recvOffset; /**< byte offset of recvbuff in its window */
   /** symmetric: [nRanks] device array, each rank's signal area (MCCL_SIGNAL_BYTES) mapped here */
   char* const* signalPeers;
   /** symmetric: [MCCL_SIGNAL_MAX_BLOCKS] device counters of the symmetric calls made so far. The
@@ -89,7 +88,7 @@ struct mcclAllReduceArgs {
    *  number); every rank makes the same calls, so every rank's counters agree. */
   uint64_t* seqCounters;
   volatile uint32_t* abortFlag; /**< device view of the communicator's host-mapped abort flag */
-  int* status;              /**< device view of a host-mapped enum mcclDevStatus, or NULL */
+  int* status;                  /**< device view of a host-mapped enum mcclDevStatus, or NULL */
 };
 
 /** @} */

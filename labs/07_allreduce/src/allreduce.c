@@ -14,13 +14,13 @@
 //
 // PLACEHOLDERS until measured: the lead sets these from 2x H200 runs (docs/results/), and writes
 // the measurements next to them. Bytes are per rank (count * type size).
-#define MCCL_TUNE_ONESHOT_MAX_2R (64u << 10)   // 2 ranks: one-shot up to here
-#define MCCL_TUNE_TWOSHOT_MAX_2R (4u << 20)    // 2 ranks: two-shot up to here, then the ring
-#define MCCL_TUNE_ONESHOT_MAX_4R (32u << 10)   // 3-4 ranks
+#define MCCL_TUNE_ONESHOT_MAX_2R (64u << 10)  // 2 ranks: one-shot up to here
+#define MCCL_TUNE_TWOSHOT_MAX_2R (4u << 20)   // 2 ranks: two-shot up to here, then the ring
+#define MCCL_TUNE_ONESHOT_MAX_4R (32u << 10)  // 3-4 ranks
 #define MCCL_TUNE_TWOSHOT_MAX_4R (2u << 20)
-#define MCCL_TUNE_ONESHOT_MAX_8R (16u << 10)   // 5-8 ranks
+#define MCCL_TUNE_ONESHOT_MAX_8R (16u << 10)  // 5-8 ranks
 #define MCCL_TUNE_TWOSHOT_MAX_8R (1u << 20)
-#define MCCL_TUNE_LL_MAX (256u << 10)          // the ring uses LL up to here, SIMPLE above
+#define MCCL_TUNE_LL_MAX (256u << 10)  // the ring uses LL up to here, SIMPLE above
 
 static const struct {
   int maxRanks;
@@ -40,36 +40,47 @@ mcclResult_t mcclLabSelectAlgorithm(int nRanks, size_t bytes, int symmetric, int
   if (symmetric && nRanks > 1) {
     for (size_t i = 0; i < sizeof(tuneTable) / sizeof(tuneTable[0]); i++)
       if (nRanks <= tuneTable[i].maxRanks) {
-        if (bytes <= tuneTable[i].oneShotMax && bytes <= MCCL_ONESHOT_MAX_BYTES) a = MCCL_ALGO_ONESHOT;
-        else if (symmetric == 2 && bytes <= tuneTable[i].twoShotMax) a = MCCL_ALGO_TWOSHOT;
+        if (bytes <= tuneTable[i].oneShotMax && bytes <= MCCL_ONESHOT_MAX_BYTES)
+          a = MCCL_ALGO_ONESHOT;
+        else if (symmetric == 2 && bytes <= tuneTable[i].twoShotMax)
+          a = MCCL_ALGO_TWOSHOT;
         break;
       }
   }
   int p = bytes <= MCCL_TUNE_LL_MAX ? MCCL_PROTO_LL : MCCL_PROTO_SIMPLE;
   const char* env = mcclParamAlgo();
   if (env) {
-    if (strcasecmp(env, "ring") == 0) a = MCCL_ALGO_RING;
-    else if (strcasecmp(env, "oneshot") == 0) a = MCCL_ALGO_ONESHOT;
-    else if (strcasecmp(env, "twoshot") == 0) a = MCCL_ALGO_TWOSHOT;
+    if (strcasecmp(env, "ring") == 0)
+      a = MCCL_ALGO_RING;
+    else if (strcasecmp(env, "oneshot") == 0)
+      a = MCCL_ALGO_ONESHOT;
+    else if (strcasecmp(env, "twoshot") == 0)
+      a = MCCL_ALGO_TWOSHOT;
     else {
       WARN("Invalid argument: MCCL_ALGO '%s' (ring, oneshot or twoshot)", env);
       return mcclInvalidArgument;
     }
     if (a == MCCL_ALGO_ONESHOT && (!symmetric || bytes > MCCL_ONESHOT_MAX_BYTES)) {
-      WARN("Invalid argument: MCCL_ALGO=%s needs a signal area (at most %d ranks, cuMem on) and at most %d bytes "
-           "(%zu asked)", env, MCCL_SYM_MAX_RANKS, MCCL_ONESHOT_MAX_BYTES, bytes);
+      WARN(
+          "Invalid argument: MCCL_ALGO=%s needs a signal area (at most %d ranks, cuMem on) and at most %d bytes "
+          "(%zu asked)",
+          env, MCCL_SYM_MAX_RANKS, MCCL_ONESHOT_MAX_BYTES, bytes);
       return mcclInvalidArgument;
     }
     if (a == MCCL_ALGO_TWOSHOT && symmetric != 2) {
-      WARN("Invalid argument: MCCL_ALGO=%s needs sendbuff and recvbuff in registered windows "
-           "(mcclLabWindowRegister)", env);
+      WARN(
+          "Invalid argument: MCCL_ALGO=%s needs sendbuff and recvbuff in registered windows "
+          "(mcclLabWindowRegister)",
+          env);
       return mcclInvalidArgument;
     }
   }
   env = mcclParamProto();
   if (env) {
-    if (strcasecmp(env, "simple") == 0) p = MCCL_PROTO_SIMPLE;
-    else if (strcasecmp(env, "ll") == 0) p = MCCL_PROTO_LL;
+    if (strcasecmp(env, "simple") == 0)
+      p = MCCL_PROTO_SIMPLE;
+    else if (strcasecmp(env, "ll") == 0)
+      p = MCCL_PROTO_LL;
     else {
       WARN("Invalid argument: MCCL_PROTO '%s' (simple or ll)", env);
       return mcclInvalidArgument;
@@ -80,8 +91,8 @@ mcclResult_t mcclLabSelectAlgorithm(int nRanks, size_t bytes, int symmetric, int
   return mcclSuccess;
 }
 
-mcclResult_t mcclLabAllReduce(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t dtype,
-                              mcclRedOp_t op, mcclLabComm* comm, cudaStream_t stream) {
+mcclResult_t mcclLabAllReduce(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t dtype, mcclRedOp_t op,
+                              mcclLabComm* comm, cudaStream_t stream) {
   MCCL_ARGCHECK(comm != NULL, "comm is NULL");
   MCCL_ARGCHECK((int)dtype >= 0 && (int)dtype < mcclNumTypes, "dtype %d (0 .. %d)", (int)dtype, mcclNumTypes - 1);
   MCCL_ARGCHECK((int)op >= 0 && (int)op < mcclNumOps, "op %d (0 .. %d)", (int)op, mcclNumOps - 1);

@@ -14,9 +14,9 @@
 struct mcclArShmem {
   struct mcclAllReduceArgs args;
   uint64_t seq;
-  char* peerSend[MCCL_SYM_MAX_RANKS];    // two-shot: each rank's sendbuff as mapped here
-  char* peerRecv[MCCL_SYM_MAX_RANKS];    // two-shot: each rank's recvbuff as mapped here
-  char* peerSignals[MCCL_SYM_MAX_RANKS]; // symmetric: each rank's signal area as mapped here
+  char* peerSend[MCCL_SYM_MAX_RANKS];     // two-shot: each rank's sendbuff as mapped here
+  char* peerRecv[MCCL_SYM_MAX_RANKS];     // two-shot: each rank's recvbuff as mapped here
+  char* peerSignals[MCCL_SYM_MAX_RANKS];  // symmetric: each rank's signal area as mapped here
 };
 MCCL_SHMEM_DEFINE(struct mcclArShmem, arShmem);
 
@@ -51,7 +51,8 @@ __device__ bool mcclRunRing(int tid, int nthreads) {
   const int ringIx = a.ringIndex;
   const int ch = blockIdx.x;
   const int64_t count = (int64_t)a.count;
-  int64_t per = mcclDivUp(mcclDivUp(count * (int64_t)sizeof(T), (int64_t)a.nChannels), (int64_t)512) * 512 / (int64_t)sizeof(T);
+  int64_t per =
+      mcclDivUp(mcclDivUp(count * (int64_t)sizeof(T), (int64_t)a.nChannels), (int64_t)512) * 512 / (int64_t)sizeof(T);
   int64_t chLo = (int64_t)ch * per < count ? (int64_t)ch * per : count;
   int64_t chHi = chLo + per < count ? chLo + per : count;
   const int64_t channelCount = chHi - chLo;
@@ -165,7 +166,9 @@ __device__ bool mcclSymBarrier(int tid) {
 // barrier: data and its ready flag travel together. Two parities: a rank can start call k+1 only
 // after every peer has started call k (it needed their lines), so no line of call k-1 is still
 // being read when call k+1 overwrites its parity.
-__device__ __forceinline__ uint32_t mcclSymFlag(uint64_t seq) { return 1u + (uint32_t)(seq % 0xffffffffull); }
+__device__ __forceinline__ uint32_t mcclSymFlag(uint64_t seq) {
+  return 1u + (uint32_t)(seq % 0xffffffffull);
+}
 __device__ __forceinline__ union mcclLLFifoLine* mcclOneShotLines(int owner, int parity, int src) {
   char* base = arShmem.peerSignals[owner] + sizeof(struct mcclSymSignals);
   return (union mcclLLFifoLine*)base + ((size_t)parity * MCCL_SYM_MAX_RANKS + src) * MCCL_ONESHOT_LINES;
@@ -354,7 +357,7 @@ __device__ bool mcclRunAllReduce(int tid, int nthreads) {
   }
   mcclSymSeqBegin(tid);
   bool aborted = a.algorithm == MCCL_ALGO_ONESHOT ? mcclRunOneShot<T, RedOp>(tid, nthreads)
-                                           : mcclRunTwoShot<T, RedOp>(tid, nthreads);
+                                                  : mcclRunTwoShot<T, RedOp>(tid, nthreads);
   mcclSymSeqEnd(tid, nthreads);
   return aborted;
 }
@@ -366,22 +369,32 @@ __device__ __forceinline__ void mcclAllReduceMain(const struct mcclAllReduceArgs
   mcclArLoadArgs(&args, tid, nthreads);
   bool aborted;
   switch (arShmem.args.op) {
-    case mcclSum: aborted = mcclRunAllReduce<T, FuncSum<T>>(tid, nthreads); break;
-    case mcclProd: aborted = mcclRunAllReduce<T, FuncProd<T>>(tid, nthreads); break;
-    case mcclMax: aborted = mcclRunAllReduce<T, FuncMax<T>>(tid, nthreads); break;
-    case mcclMin: aborted = mcclRunAllReduce<T, FuncMin<T>>(tid, nthreads); break;
-    default: aborted = mcclRunAllReduce<T, FuncAvg<T>>(tid, nthreads); break;
+    case mcclSum:
+      aborted = mcclRunAllReduce<T, FuncSum<T>>(tid, nthreads);
+      break;
+    case mcclProd:
+      aborted = mcclRunAllReduce<T, FuncProd<T>>(tid, nthreads);
+      break;
+    case mcclMax:
+      aborted = mcclRunAllReduce<T, FuncMax<T>>(tid, nthreads);
+      break;
+    case mcclMin:
+      aborted = mcclRunAllReduce<T, FuncMin<T>>(tid, nthreads);
+      break;
+    default:
+      aborted = mcclRunAllReduce<T, FuncAvg<T>>(tid, nthreads);
+      break;
   }
   if (__syncthreads_or(aborted) && tid == 0 && arShmem.args.status != NULL) {
     st_relaxed_sys_global((uint32_t*)arShmem.args.status, (uint32_t)mcclDevStatusAborted);
   }
 }
 
-#define MCCL_DEFINE_ALLREDUCE_KERNEL(suffix, T)                                                      \
-  extern "C" __global__ void __launch_bounds__(MCCL_AR_MAX_THREADS)                                \
-      mcclAllReduceKernel_##suffix(struct mcclAllReduceArgs args) {                           \
-    mcclAllReduceMain<T>(args);                                                                     \
-  }                                                                                                 \
+#define MCCL_DEFINE_ALLREDUCE_KERNEL(suffix, T)                     \
+  extern "C" __global__ void __launch_bounds__(MCCL_AR_MAX_THREADS) \
+      mcclAllReduceKernel_##suffix(struct mcclAllReduceArgs args) { \
+    mcclAllReduceMain<T>(args);                                     \
+  }                                                                 \
   MCCL_KERNEL_REGISTER(mcclAllReduceKernel_##suffix)
 
 #endif

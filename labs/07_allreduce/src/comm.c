@@ -103,9 +103,9 @@ static mcclResult_t commFree(mcclLabComm* comm) {
   // No barrier: what this rank frees, peers hold through their own mappings (the driver counts
   // them; a /dev/shm file stays mapped after its unlink), so destroy is not collective, and one
   // thread may destroy the communicators of mcclLabCommInitAll one after the other.
-#define KEEP_FIRST(call)                              \
-  do {                                                \
-    r = (call);                                       \
+#define KEEP_FIRST(call)                                 \
+  do {                                                   \
+    r = (call);                                          \
     if (r != mcclSuccess && res == mcclSuccess) res = r; \
   } while (0)
   while (comm->windows) {
@@ -141,15 +141,16 @@ mcclResult_t mcclLabCommInit(mcclLabComm** out, int nranks, const mcclUniqueId* 
                              int nChannels) {
   MCCL_ARGCHECK(out != NULL, "comm is NULL");
   MCCL_ARGCHECK(id != NULL, "id is NULL");
-  MCCL_ARGCHECK(nranks >= 1 && nranks <= MCCL_LAB_MAX_RANKS, "nranks %d (must be 1 .. %d)", nranks,
-                MCCL_LAB_MAX_RANKS);
+  MCCL_ARGCHECK(nranks >= 1 && nranks <= MCCL_LAB_MAX_RANKS, "nranks %d (must be 1 .. %d)", nranks, MCCL_LAB_MAX_RANKS);
   MCCL_ARGCHECK(rank >= 0 && rank < nranks, "rank %d (must be 0 .. %d)", rank, nranks - 1);
   int ndev = 0;
   CUDACHECK(cudaGetDeviceCount(&ndev));
   MCCL_ARGCHECK(cudaDev >= 0 && cudaDev < ndev, "cudaDev %d (this process sees %d devices)", cudaDev, ndev);
   if (nChannels == 0) nChannels = (int)mcclParamNchannels();
-  MCCL_ARGCHECK(nChannels >= 1 && nChannels <= MCCL_SIGNAL_MAX_BLOCKS, "nChannels %d (must be 1 .. %d; 0 reads "
-                "MCCL_NCHANNELS)", nChannels, MCCL_SIGNAL_MAX_BLOCKS);
+  MCCL_ARGCHECK(nChannels >= 1 && nChannels <= MCCL_SIGNAL_MAX_BLOCKS,
+                "nChannels %d (must be 1 .. %d; 0 reads "
+                "MCCL_NCHANNELS)",
+                nChannels, MCCL_SIGNAL_MAX_BLOCKS);
   int saved = 0;
   CUDACHECK(cudaGetDevice(&saved));
   mcclResult_t res = mcclSuccess;
@@ -165,9 +166,9 @@ mcclResult_t mcclLabCommInit(mcclLabComm** out, int nranks, const mcclUniqueId* 
   MCCLCHECKGOTO(mcclTransportCtxInit(&comm->ctx, rank, nranks, cudaDev), res, fail);
   MCCLCHECKGOTO(mcclDevAbortFlagCreate(&comm->abortFlag, &comm->abortFlagDev), res, fail);
   MCCLCHECKGOTO(mcclProxyCreate(rank, cudaDev, comm->abortFlag, &comm->proxy), res, fail);
-  MCCLCHECKGOTO(mcclBootstrapInit(id, rank, nranks, cudaDev, mcclProxyGetAddress(comm->proxy), comm->abortFlag,
-                                  &comm->bootstrap),
-                res, fail);
+  MCCLCHECKGOTO(
+      mcclBootstrapInit(id, rank, nranks, cudaDev, mcclProxyGetAddress(comm->proxy), comm->abortFlag, &comm->bootstrap),
+      res, fail);
   MCCLCHECKGOTO(mcclProxyInit(comm->proxy, comm->bootstrap), res, fail);
   comm->peerInfo = (mcclPeerInfo*)calloc((size_t)nranks, sizeof(mcclPeerInfo));
   if (comm->peerInfo == NULL) {
@@ -175,7 +176,8 @@ mcclResult_t mcclLabCommInit(mcclLabComm** out, int nranks, const mcclUniqueId* 
     res = mcclSystemError;
     goto fail;
   }
-  for (int r = 0; r < nranks; r++) MCCLCHECKGOTO(mcclBootstrapGetPeerInfo(comm->bootstrap, r, &comm->peerInfo[r]), res, fail);
+  for (int r = 0; r < nranks; r++)
+    MCCLCHECKGOTO(mcclBootstrapGetPeerInfo(comm->bootstrap, r, &comm->peerInfo[r]), res, fail);
   MCCLCHECKGOTO(buildRing(comm), res, fail);
   comm->ctx.peerInfo = comm->peerInfo;
   comm->ctx.bootstrap = comm->bootstrap;
@@ -192,7 +194,9 @@ mcclResult_t mcclLabCommInit(mcclLabComm** out, int nranks, const mcclUniqueId* 
   MCCLCHECKGOTO(signalArea(comm), res, fail);
   INFO(MCCL_INIT, "rank %d/%d on dev %d: ring prev %d next %d, %d channel(s) via %s", rank, nranks, cudaDev,
        comm->ring.prev, comm->ring.next, nChannels,
-       nranks == 1 ? "none" : comm->transport[0] == TRANSPORT_P2P ? "P2P" : "SHM");
+       nranks == 1                           ? "none"
+       : comm->transport[0] == TRANSPORT_P2P ? "P2P"
+                                             : "SHM");
   cudaSetDevice(saved);
   *out = comm;
   return mcclSuccess;
@@ -238,8 +242,8 @@ mcclResult_t mcclLabCommInitAll(mcclLabComm** comms, int ndev, const int* devlis
   memset(a, 0, sizeof(a));
   // One thread per rank: the ranks' initialisations wait on each other (bootstrap, connections).
   for (; started < ndev; started++) {
-    a[started] = (struct initAllArg){NULL, &id, ndev, started, devlist ? devlist[started] : started, nChannels,
-                                     mcclSuccess};
+    a[started] =
+        (struct initAllArg){NULL, &id, ndev, started, devlist ? devlist[started] : started, nChannels, mcclSuccess};
     if (pthread_create(&th[started], NULL, initAllThread, &a[started]) != 0) {
       WARN("pthread_create failed for rank %d of %d", started, ndev);
       res = mcclSystemError;

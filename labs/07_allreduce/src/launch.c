@@ -9,12 +9,13 @@
 #include "mccl_debug.h"
 
 #define MCCL_AR_KERNEL(suffix) extern void mcclAllReduceKernel_##suffix(struct mcclAllReduceArgs args);
-MCCL_AR_KERNEL(i8) MCCL_AR_KERNEL(u8) MCCL_AR_KERNEL(i32) MCCL_AR_KERNEL(u32) MCCL_AR_KERNEL(i64)
-MCCL_AR_KERNEL(u64) MCCL_AR_KERNEL(f16) MCCL_AR_KERNEL(f32) MCCL_AR_KERNEL(f64) MCCL_AR_KERNEL(bf16)
-static void (*const kernelSyms[mcclNumTypes])(struct mcclAllReduceArgs) = {
-    mcclAllReduceKernel_i8,  mcclAllReduceKernel_u8,  mcclAllReduceKernel_i32, mcclAllReduceKernel_u32,
-    mcclAllReduceKernel_i64, mcclAllReduceKernel_u64, mcclAllReduceKernel_f16, mcclAllReduceKernel_f32,
-    mcclAllReduceKernel_f64, mcclAllReduceKernel_bf16};
+MCCL_AR_KERNEL(i8)
+MCCL_AR_KERNEL(u8) MCCL_AR_KERNEL(i32) MCCL_AR_KERNEL(u32) MCCL_AR_KERNEL(i64) MCCL_AR_KERNEL(u64) MCCL_AR_KERNEL(f16)
+    MCCL_AR_KERNEL(f32) MCCL_AR_KERNEL(f64)
+        MCCL_AR_KERNEL(bf16) static void (*const kernelSyms[mcclNumTypes])(struct mcclAllReduceArgs) = {
+            mcclAllReduceKernel_i8,  mcclAllReduceKernel_u8,  mcclAllReduceKernel_i32, mcclAllReduceKernel_u32,
+            mcclAllReduceKernel_i64, mcclAllReduceKernel_u64, mcclAllReduceKernel_f16, mcclAllReduceKernel_f32,
+            mcclAllReduceKernel_f64, mcclAllReduceKernel_bf16};
 _Static_assert(mcclInt8 == 0 && mcclBfloat16 == 9, "kernelSyms follows mcclDataType_t");
 
 #define MCCL_AR_MAX_DEVICES 64
@@ -50,7 +51,8 @@ unlock:
 mcclResult_t mcclLabAllReduceLaunch(mcclLabComm* comm, const struct mcclAllReduceArgs* args, cudaStream_t stream) {
   struct mcclAllReduceArgs a = *args;
   if (a.chunkSteps == 0) a.chunkSteps = MCCL_DEV_DEFAULT_CHUNKSTEPS;
-  if (a.sliceSteps == 0) a.sliceSteps = a.chunkSteps < MCCL_DEV_DEFAULT_SLICESTEPS ? a.chunkSteps : MCCL_DEV_DEFAULT_SLICESTEPS;
+  if (a.sliceSteps == 0)
+    a.sliceSteps = a.chunkSteps < MCCL_DEV_DEFAULT_SLICESTEPS ? a.chunkSteps : MCCL_DEV_DEFAULT_SLICESTEPS;
   int nblocks = a.nChannels, nthreads = MCCL_AR_THREADS_SIMPLE;
   size_t bytes = a.count * mcclTypeSize(a.dtype);
   if (a.algorithm == MCCL_ALGO_ONESHOT) {

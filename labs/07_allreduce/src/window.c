@@ -16,9 +16,9 @@
 
 // What each rank tells the others about its buffer.
 struct winInfo {
-  uint64_t handle;  // the owner's cuMem handle: its proxy exports an fd for it on request
+  uint64_t handle;     // the owner's cuMem handle: its proxy exports an fd for it on request
   uint64_t allocSize;  // bytes of the allocation (what a peer maps)
-  uint64_t size;    // bytes registered
+  uint64_t size;       // bytes registered
   int32_t pid, cudaDev;
 };
 
@@ -117,8 +117,10 @@ mcclResult_t labWindowMap(mcclLabComm* comm, void* buff, size_t size, mcclLabWin
   // Every rank sees the same records, so every rank takes the same decision here.
   for (int p = 0; p < comm->nRanks; p++)
     if (all[p].size != size || localBad) {
-      WARN("Invalid argument: window size %zu on rank %d, %llu on rank %d (must be equal; 0: that rank's buffer "
-           "is not a VMM allocation of that size)", size, comm->rank, (unsigned long long)all[p].size, p);
+      WARN(
+          "Invalid argument: window size %zu on rank %d, %llu on rank %d (must be equal; 0: that rank's buffer "
+          "is not a VMM allocation of that size)",
+          size, comm->rank, (unsigned long long)all[p].size, p);
       res = mcclInvalidArgument;
       goto fail;
     }

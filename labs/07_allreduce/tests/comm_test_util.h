@@ -25,7 +25,9 @@ static inline int ctRingLine(const mcclLabComm* c) {
 }
 
 // Pattern a sender stores into channel c's SIMPLE and LL FIFOs and tail (the word at each FIFO's start).
-static inline uint64_t ctPattern(int rank, int c) { return 0x5eed000000000000ull | ((uint64_t)rank << 16) | (uint64_t)c; }
+static inline uint64_t ctPattern(int rank, int c) {
+  return 0x5eed000000000000ull | ((uint64_t)rank << 16) | (uint64_t)c;
+}
 
 // Store the pattern through this rank's send view of every channel (with its device current).
 static inline int ctWriteSends(const mcclLabComm* c) {
@@ -58,7 +60,8 @@ static inline int ctReadRecvs(const mcclLabComm* c) {
       return __LINE__;
     if (memcmp(&dp.recv[0], r, sizeof(*r)) != 0) return __LINE__;
     uint64_t want = ctPattern(c->ring.prev, ch), got = 0;
-    if (cudaMemcpy(&got, r->buffs[MCCL_PROTO_SIMPLE], sizeof(got), cudaMemcpyDeviceToHost) != cudaSuccess) return __LINE__;
+    if (cudaMemcpy(&got, r->buffs[MCCL_PROTO_SIMPLE], sizeof(got), cudaMemcpyDeviceToHost) != cudaSuccess)
+      return __LINE__;
     if (got != want) return __LINE__;
     if (cudaMemcpy(&got, r->buffs[MCCL_PROTO_LL], sizeof(got), cudaMemcpyDeviceToHost) != cudaSuccess) return __LINE__;
     if (got != want) return __LINE__;

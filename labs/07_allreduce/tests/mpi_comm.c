@@ -25,8 +25,10 @@ static void ringAndWindow(int nChannels, const char* p2pDisable) {
   if (dev < 0) SKIP("no CUDA device");
   if (!mcclCuMemEnable()) SKIP("cuMem not supported: no windows");
   warmUp(dev);
-  if (p2pDisable) setenv("MCCL_P2P_DISABLE", p2pDisable, 1);
-  else unsetenv("MCCL_P2P_DISABLE");
+  if (p2pDisable)
+    setenv("MCCL_P2P_DISABLE", p2pDisable, 1);
+  else
+    unsetenv("MCCL_P2P_DISABLE");
   mcclParamResetAll();
   int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads(), shm0 = mcclTestCountDir("/dev/shm");
   int rank = mcclTestMpiRank(), n = mcclTestMpiSize();
@@ -61,7 +63,11 @@ static void ringAndWindow(int nChannels, const char* p2pDisable) {
   EXPECT_EQ(mcclTestCountDir("/dev/shm"), shm0);
 }
 
-static void p2pTwoChannels(void) { ringAndWindow(2, NULL); }
-static void shmOneChannel(void) { ringAndWindow(1, "1"); }
+static void p2pTwoChannels(void) {
+  ringAndWindow(2, NULL);
+}
+static void shmOneChannel(void) {
+  ringAndWindow(1, "1");
+}
 
 MCCL_TEST_MAIN_MPI(MCCL_TEST_CASE(p2pTwoChannels), MCCL_TEST_CASE(shmOneChannel))

@@ -16,8 +16,10 @@ static int nDevices(void) {
 }
 
 static void setParam(const char* name, const char* value) {
-  if (value) setenv(name, value, 1);
-  else unsetenv(name);
+  if (value)
+    setenv(name, value, 1);
+  else
+    unsetenv(name);
   mcclParamResetAll();
 }
 
@@ -69,8 +71,7 @@ static void ringsChannelsWindows(int nChannels, const char* p2pDisable) {
     // devices 0,1,2,3 are ranks 2,1,3,0: rank 2 is first
     EXPECT_EQ(comms[r]->ring.userRanks[0], 2);
     EXPECT_EQ(comms[r]->ring.userRanks[3], 0);
-    for (int c = 0; c < nChannels; c++)
-      EXPECT_EQ(comms[r]->transport[c], p2pDisable ? TRANSPORT_SHM : TRANSPORT_P2P);
+    for (int c = 0; c < nChannels; c++) EXPECT_EQ(comms[r]->transport[c], p2pDisable ? TRANSPORT_SHM : TRANSPORT_P2P);
   }
   EXPECT_EQ(line, 0);
   for (int r = 0; r < NDEV && !line; r++) line = ctWriteSends(comms[r]);
@@ -117,9 +118,15 @@ static void ringsChannelsWindows(int nChannels, const char* p2pDisable) {
   EXPECT_EQ(mcclTestCountMaps("minccl-sim"), maps0);
 }
 
-static void p2pOneChannel(void) { ringsChannelsWindows(1, NULL); }
-static void p2pFourChannels(void) { ringsChannelsWindows(4, NULL); }
-static void shmTwoChannels(void) { ringsChannelsWindows(2, "1"); }
+static void p2pOneChannel(void) {
+  ringsChannelsWindows(1, NULL);
+}
+static void p2pFourChannels(void) {
+  ringsChannelsWindows(4, NULL);
+}
+static void shmTwoChannels(void) {
+  ringsChannelsWindows(2, "1");
+}
 
 static void initArguments(void) {
   if (nDevices() < 1) SKIP("no CUDA device");

@@ -47,7 +47,8 @@ class Primitives<T, RedOp, ProtoLL> {
 
   // WaitSend: a free slot in the receiver's FIFO (its head within MCCL_STEPS), then tell a proxy
   // how many bytes of lines the step holds. Everyone waits for that thread.
-  __device__ void waitSend(int nbytes) {
+  // Not inlined, as SIMPLE's waitPeer: once per step, and gdb sees its state.
+  __device__ __noinline__ void waitSend(int nbytes) {
     if (sendConnHeadPtr) {
       struct mcclSpin spins;
       while (mcclStepDiff(sendConnHead + 1, sendConnHeadCache + MCCL_STEPS) > 0) {

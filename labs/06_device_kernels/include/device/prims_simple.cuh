@@ -32,19 +32,21 @@ class Primitives<T, RedOp, ProtoSimple> {
   const int slicePerChunk, stepPerSlice;
   int stepSize;  // elements of T per FIFO slot
   uint64_t step;
-  struct mcclConnInfo* conn = NULL;        // the connection this thread's role acts on
-  struct mcclConnFifo* connFifo = NULL;    // WaitSend: slot descriptions for a proxy
-  T* connEltsFifo = NULL;                  // WaitRecv / WaitSend: the FIFO
-  uint64_t* connStepPtr = NULL;            // the counter this role spins on or publishes
-  uint64_t connStepCache = 0;              // last value read from *connStepPtr
+  struct mcclConnInfo* conn = NULL;      // the connection this thread's role acts on
+  struct mcclConnFifo* connFifo = NULL;  // WaitSend: slot descriptions for a proxy
+  T* connEltsFifo = NULL;                // WaitRecv / WaitSend: the FIFO
+  uint64_t* connStepPtr = NULL;          // the counter this role spins on or publishes
+  uint64_t connStepCache = 0;            // last value read from *connStepPtr
   const T* userInput;
   T* userOutput;
   RedOp redOp;
 
   __device__ __forceinline__ void barrier() { barrier_sync(MCCL_BAR_GROUP, nthreads); }
   __device__ __forceinline__ void subBarrier() {
-    if (nworkers == nthreads) barrier();
-    else barrier_sync(MCCL_BAR_WORKERS, nworkers);
+    if (nworkers == nthreads)
+      barrier();
+    else
+      barrier_sync(MCCL_BAR_WORKERS, nworkers);
   }
   // The block agrees on an abort: any thread that saw the flag makes every thread see it.
   __device__ __forceinline__ bool barrierAny(int vote) { return barrier_red_or(vote != 0, MCCL_BAR_GROUP, nthreads); }
@@ -58,8 +60,11 @@ class Primitives<T, RedOp, ProtoSimple> {
   // of them can be served from a stale L1 line.
   __device__ __forceinline__ uint64_t loadStepValue(uint64_t* ptr) { return ld_volatile_global(ptr); }
 
+  // waitPeer and postPeer are not inlined (NCCL force-inlines them): one call per slice costs
+  // nothing next to the slice's copy, and a debugger stopped in them sees `this` and the role's
+  // counters (lab.gdb breaks here on the sim; inlined at -O2 they were optimized out).
   template <int Recv, int Send, int Src, int Dst>
-  __device__ __forceinline__ void waitPeer(int nelts) {
+  __device__ __noinline__ void waitPeer(int nelts) {
     const bool isSendNotRecv = (Send && Recv) ? (flags & RoleWaitSend) : Send;
     if ((flags & (Recv * RoleWaitRecv)) || (flags & (Send * RoleWaitSend))) {
       struct mcclSpin spins;
@@ -83,7 +88,7 @@ class Primitives<T, RedOp, ProtoSimple> {
   }
 
   template <int Recv, int Send>
-  __device__ __forceinline__ void postPeer(bool dataStored) {
+  __device__ __noinline__ void postPeer(bool dataStored) {
     if (flags & (Recv * RolePostRecv | Send * RolePostSend)) {
       step += stepPerSlice;
       if (flags & Aborted) return;
@@ -108,7 +113,8 @@ class Primitives<T, RedOp, ProtoSimple> {
     // cut a chunk at the same places.
     int sliceSize = stepSize * stepPerSlice;
     const int sliceQuantum = 256 / (int)sizeof(T);
-    sliceSize = max((int)mcclDivUp((int64_t)nelem, (int64_t)sliceQuantum * slicePerChunk) * sliceQuantum, sliceSize / 32);
+    sliceSize =
+        max((int)mcclDivUp((int64_t)nelem, (int64_t)sliceQuantum * slicePerChunk) * sliceQuantum, sliceSize / 32);
     int slice = 0;
     int offset = 0;
 
@@ -117,8 +123,10 @@ class Primitives<T, RedOp, ProtoSimple> {
       do {
         sliceSize = sliceSize < nelem - offset ? sliceSize : nelem - offset;
         if (tid == 0) {
-          if (Src) mcclShmem.group.srcs[0] = (void*)((SrcBuf == mcclPrimsInput ? userInput : userOutput) + srcIx + offset);
-          if (Dst) mcclShmem.group.dsts[0] = (void*)((DstBuf == mcclPrimsInput ? (T*)userInput : userOutput) + dstIx + offset);
+          if (Src)
+            mcclShmem.group.srcs[0] = (void*)((SrcBuf == mcclPrimsInput ? userInput : userOutput) + srcIx + offset);
+          if (Dst)
+            mcclShmem.group.dsts[0] = (void*)((DstBuf == mcclPrimsInput ? (T*)userInput : userOutput) + dstIx + offset);
         }
         waitPeer<Recv, Send, Src, Dst>(sliceSize);
         // A waiter that gave up on abort pointed the workers at a slot that is not theirs: the workers
@@ -126,8 +134,8 @@ class Primitives<T, RedOp, ProtoSimple> {
         // here the barrier's OR carries it, so no shared flag is written by several threads at once).
         if (subBarrierAny(flags & Aborted)) flags |= Aborted;
         if (!(flags & Aborted)) {
-          mcclReduceCopy<MCCL_SIMPLE_UNROLL, T, RedOp, Recv + Src, Send + Dst>(tid, nworkers, redOp, postOp,
-                                                                              mcclShmem.group.srcs, mcclShmem.group.dsts, sliceSize);
+          mcclReduceCopy<MCCL_SIMPLE_UNROLL, T, RedOp, Recv + Src, Send + Dst>(
+              tid, nworkers, redOp, postOp, mcclShmem.group.srcs, mcclShmem.group.dsts, sliceSize);
         }
         if (barrierAny(flags & Aborted)) flags |= Aborted;  // pairs with the barrier of the loop below
         postPeer<Recv, Send>(0 < sliceSize);
@@ -177,25 +185,37 @@ class Primitives<T, RedOp, ProtoSimple> {
   // the block constructs the object; nthreads >= 2 * (number of connections).
   __device__ Primitives(int tid, int nthreads, struct mcclConnInfo* recvConn, struct mcclConnInfo* sendConn,
                         const void* inputBuf, void* outputBuf, uint64_t redOpArg, int slicePerChunk, int stepPerSlice)
-      : tid(tid), nthreads(nthreads), flags(0), slicePerChunk(slicePerChunk), stepPerSlice(stepPerSlice),
-        userInput((const T*)inputBuf), userOutput((T*)outputBuf) {
+      : tid(tid),
+        nthreads(nthreads),
+        flags(0),
+        slicePerChunk(slicePerChunk),
+        stepPerSlice(stepPerSlice),
+        userInput((const T*)inputBuf),
+        userOutput((T*)outputBuf) {
     redOp.arg = redOpArg;
     nrecv = recvConn != NULL;
     nsend = sendConn != NULL;
     nworkers = nthreads - (nsend > 0 && nthreads >= MCCL_SIMPLE_EXTRA_GROUP_IF_NTHREADS_GE ? WARP_SIZE : 0);
     struct mcclConnInfo* c = recvConn ? recvConn : sendConn;
     stepSize = c ? c->stepSize / (int)sizeof(T) : 0;
-    if (tid < nrecv) flags |= RoleWaitRecv;
-    else if (tid < nrecv + nsend) flags |= RoleWaitSend;
-    else if (nthreads - nsend <= tid) flags |= RolePostSend;
-    else if (nthreads - nrecv - nsend <= tid) flags |= RolePostRecv;
+    if (tid < nrecv)
+      flags |= RoleWaitRecv;
+    else if (tid < nrecv + nsend)
+      flags |= RoleWaitSend;
+    else if (nthreads - nsend <= tid)
+      flags |= RolePostSend;
+    else if (nthreads - nrecv - nsend <= tid)
+      flags |= RolePostRecv;
     if (flags & (RoleWaitRecv | RolePostRecv)) loadRecvConn(recvConn);
     if (flags & (RoleWaitSend | RolePostSend)) loadSendConn(sendConn);
     if (mcclShmem.work.trace && (flags & (RoleWaitRecv | RoleWaitSend | RolePostRecv | RolePostSend)))
       printf("  [%s block %d thread %d] role %s, starting at step %llu\n", mcclDevOpNameDev(mcclShmem.work.op),
              (int)blockIdx.x, tid,
-             (flags & RoleWaitRecv) ? "WaitRecv" : (flags & RoleWaitSend) ? "WaitSend"
-             : (flags & RolePostRecv) ? "PostRecv" : "PostSend", (unsigned long long)step);
+             (flags & RoleWaitRecv)   ? "WaitRecv"
+             : (flags & RoleWaitSend) ? "WaitSend"
+             : (flags & RolePostRecv) ? "PostRecv"
+                                      : "PostSend",
+             (unsigned long long)step);
     barrier();
   }
 
