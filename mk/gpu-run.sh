@@ -28,16 +28,21 @@ make -k -j16 BACKEND=cuda all > "$OUT/build.log" 2>&1 || { echo "BUILD FAILED (c
 # MCCL_TEST=0 / MCCL_BENCH=0 leave out the tests (and demo, sanitizers) / the benchmarks, to split a
 # run over two calls of the lease's 10-minute limit.
 if [ "${MCCL_TEST:-1}" = 1 ]; then
-step "test (${LAB:-all})"
-make BACKEND=cuda test ${LAB:+LAB=$LAB} 2>&1 | tee "$OUT/test.log" | grep -E '^(FAIL|SKIP)|passed,'
+# LABS="06 07" runs the tests, demos and benchmarks of those modules only (LAB=NN: one).
+LABS=${LABS:-${LAB:-}}
+step "test (${LABS:-all})"
+if [ -z "$LABS" ]; then make BACKEND=cuda test 2>&1 | tee "$OUT/test.log" | grep -E '^(FAIL|SKIP)|passed,'
+else for l in $LABS; do make BACKEND=cuda test LAB=$l 2>&1; done | tee "$OUT/test.log" | grep -E '^(FAIL|SKIP)|passed,'; fi
 step demo
-make BACKEND=cuda demo > "$OUT/demo.log" 2>&1; echo "demo exit $?"
+if [ -z "$LABS" ]; then make BACKEND=cuda demo > "$OUT/demo.log" 2>&1
+else for l in $LABS; do make BACKEND=cuda demo LAB=$l; done > "$OUT/demo.log" 2>&1; fi
+echo "demo exit $?"
 # Kernel code under the GPU's own checkers, on lab 06's kernel tests named by MCCL_SANITIZE_FILTER (default:
 # the three-endpoint chains, every op and both protocols; MCCL_SANITIZE=0 skips).
 if [ "${MCCL_SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
   step "compute-sanitizer (lab 06 test_prims: memcheck, racecheck)"
   for tool in memcheck racecheck; do
-    MCCL_TEST_FILTER=${MCCL_SANITIZE_FILTER:-chain} timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 \
+    MCCL_TEST_FILTER=${MCCL_SANITIZE_FILTER:-chain} timeout ${MCCL_SANITIZE_TIMEOUT:-150} compute-sanitizer --tool $tool --error-exitcode 9 \
       build/cuda/bin/06_device_kernels/test_prims \
       > "$OUT/sanitizer-$tool.log" 2>&1
     echo "compute-sanitizer $tool: exit $? ($(grep -cE '^(PASS|FAIL) ' "$OUT/sanitizer-$tool.log") tests; $(tail -1 "$OUT/sanitizer-$tool.log"))"
@@ -46,10 +51,12 @@ fi
 fi
 if [ "${MCCL_BENCH:-1}" = 1 ]; then
 step bench
-make BACKEND=cuda bench ${LAB:+LAB=$LAB} 2>&1 | tee "$OUT/bench.log" | tail -80
+if [ -z "${LABS:-}" ]; then make BACKEND=cuda bench 2>&1 | tee "$OUT/bench.log" | tail -80
+else for l in $LABS; do make BACKEND=cuda bench LAB=$l 2>&1; done | tee "$OUT/bench.log" | tail -80; fi
 # Lab 07's bars need two more runs (graph latency, SHM bandwidth) and the tuning sweep; 2 GPUs at least.
 b07=build/cuda/bin/07_allreduce/mpi_bench_allreduce
-if [ -x "$b07" ] && [ -z "${LAB:-}" -o "${LAB:-}" = 07 ] && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+if [ -x "$b07" ] && { [ -z "${LABS:-}" ] || [[ " $LABS " == *" 07 "* ]]; } && [ "${MCCL_BENCH07_EXTRA:-1}" = 1 ] &&
+  [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
   mr="mpirun --oversubscribe --bind-to none --mca btl_vader_single_copy_mechanism none $( [ "$(id -u)" = 0 ] && echo --allow-run-as-root) -np 2"
   step "lab 07 bench: -G 1 (graph), --shm, --tune"
   $mr "$b07" -G 1 -e 64K > "$OUT/bench07_graph.log" 2>&1; echo "graph exit $?"; tail -9 "$OUT/bench07_graph.log"
