@@ -12,43 +12,8 @@
 #include "mccl_proxy.h"
 #include "mccl_shm.h"
 #include "mccl_test_mpi.h"
+#include "mpi_world.h"
 
-
-typedef struct {
-  mcclProxyState* proxy;
-  mcclBootstrap* bs;
-  int dev;
-} world;
-
-static int pickDevice(void) {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) return -1;
-  int dev = mcclTestMpiRank() % n;
-  return cudaSetDevice(dev) == cudaSuccess ? dev : -1;
-}
-
-// Proxy first (its address goes into the peer record), then the bootstrap, then the proxy learns
-// every peer's address.
-static mcclResult_t worldUp(world* w) {
-  memset(w, 0, sizeof(*w));
-  w->dev = pickDevice();
-  if (w->dev < 0) return mcclUnhandledCudaError;
-  mcclUniqueId id;
-  memset(&id, 0, sizeof(id));
-  if (mcclTestMpiRank() == 0 && mcclGetUniqueId(&id) != mcclSuccess) return mcclSystemError;
-  MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
-  MCCLCHECK(mcclProxyCreate(mcclTestMpiRank(), w->dev, NULL, &w->proxy));
-  MCCLCHECK(mcclBootstrapInit(&id, mcclTestMpiRank(), mcclTestMpiSize(), w->dev, mcclProxyGetAddress(w->proxy), NULL,
-                              &w->bs));
-  MCCLCHECK(mcclProxyInit(w->proxy, w->bs));
-  return mcclSuccess;
-}
-
-static void worldDown(world* w) {
-  if (w->bs) mcclBootstrapClose(w->bs);
-  if (w->proxy) mcclProxyDestroy(w->proxy);
-  memset(w, 0, sizeof(*w));
-}
 
 // Each rank fills a cuMem allocation with its own pattern; every other rank asks the owner's proxy
 // for an fd (GetFd with the raw handle value), imports it, maps it and reads the pattern.

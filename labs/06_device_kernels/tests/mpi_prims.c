@@ -17,42 +17,9 @@
 #include "mccl_proxy.h"
 #include "mccl_test_mpi.h"
 #include "prims_test_util.h"
+#include "../../05_proxy/tests/mpi_world.h"
 
 #define PT_LOST_MS 120000
-
-typedef struct {
-  mcclProxyState* proxy;
-  mcclBootstrap* bs;
-  int dev;
-} world;
-
-static int pickDevice(void) {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) return -1;
-  int dev = mcclTestMpiRank() % n;
-  return cudaSetDevice(dev) == cudaSuccess ? dev : -1;
-}
-
-static mcclResult_t worldUp(world* w) {
-  memset(w, 0, sizeof(*w));
-  w->dev = pickDevice();
-  if (w->dev < 0) return mcclUnhandledCudaError;
-  mcclUniqueId id;
-  memset(&id, 0, sizeof(id));
-  if (mcclTestMpiRank() == 0 && mcclGetUniqueId(&id) != mcclSuccess) return mcclSystemError;
-  MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
-  MCCLCHECK(mcclProxyCreate(mcclTestMpiRank(), w->dev, NULL, &w->proxy));
-  MCCLCHECK(mcclBootstrapInit(&id, mcclTestMpiRank(), mcclTestMpiSize(), w->dev, mcclProxyGetAddress(w->proxy), NULL,
-                              &w->bs));
-  MCCLCHECK(mcclProxyInit(w->proxy, w->bs));
-  return mcclSuccess;
-}
-
-static void worldDown(world* w) {
-  if (w->bs) mcclBootstrapClose(w->bs);
-  if (w->proxy) mcclProxyDestroy(w->proxy);
-  memset(w, 0, sizeof(*w));
-}
 
 // The CUDA driver (and the sim) open fds of their own at first use: count from after.
 static void warmUp(void) {
