@@ -349,9 +349,15 @@ inline typename std::common_type<A, B>::type max(A a, B b) {
 // One per-block shared struct. `name` is a per-thread reference, bound on the thread's first use to its
 // block's storage for this definition (libsimcuda allocates it per block and frees it when the grid
 // ends). Block threads are fresh host threads in every launch, so a binding never outlives its block.
+// Key and reference are C++17 inline variables, one per program and not one per translation unit:
+// a function that is not inlined and does not depend on a kernel's template arguments (a barrier
+// helper, say) is one function in the whole program on the sim, emitted by every .cu that uses it
+// and linked once. With a per-file key it would reach the storage of whichever file's copy the linker
+// kept, not the running kernel's block (nvcc builds each .cu as its own module, so the GPU has no
+// such sharing). The struct must therefore be the same type in every file that defines `name`.
 #define MCCL_SHMEM_DEFINE(Type, name)        \
-  static const char mcclShmemKey_##name = 0; \
-  static thread_local Type& name = *static_cast<Type*>(mcclSimShmem(&mcclShmemKey_##name, sizeof(Type), alignof(Type)))
+  inline const char mcclShmemKey_##name = 0; \
+  inline thread_local Type& name = *static_cast<Type*>(mcclSimShmem(&mcclShmemKey_##name, sizeof(Type), alignof(Type)))
 
 // Kernel registration: records the host function, its name and its argument sizes, and a trampoline the
 // launcher calls on each block thread with the packed arguments (kernelParams[i] points at argument i).

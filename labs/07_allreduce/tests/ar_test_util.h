@@ -46,14 +46,6 @@ static const struct arPath arPaths[] = {{"ring/simple", "ring", "simple"},
                                         {"oneshot", "oneshot", "ll"},
                                         {"twoshot", "twoshot", "simple"}};
 #define AR_NPATHS 4
-// Paths the mpirun tests take: all but two-shot. Known bug (2026-11-23, issue 9 left open): across
-// processes, two-shot intermittently loses a peer's all-gather stores (the peer's recvbuff keeps its
-// old contents; rank 0's own result is right), at 2 and 3 ranks on the sim, about one run in six of
-// `mpirun -np 3 mpi_bench_allreduce -e 8 -d int32 -n 1 -w 0 --algo twoshot --no-nccl`. Sequence
-// numbers and barriers agree on every rank (instrumented); the suspect is which peer buffer a
-// window maps (two windows registered back to back: a stale GetFd reply would map the peer's send
-// buffer as its recv buffer). The one-process tests run two-shot on every call and pass.
-#define AR_NPATHS_MPI 3
 
 static inline uint64_t arMix(uint64_t x) {  // splitmix64
   x += 0x9e3779b97f4a7c15ull;

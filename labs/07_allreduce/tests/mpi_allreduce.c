@@ -19,7 +19,7 @@ static void everyPathAwkwardCounts(void) {
   setUpOrSkip(&m, 2, 4099 * 8);
   uint64_t seed = mcclTestSeed();
   int k = 0;
-  for (int p = 0; p < AR_NPATHS_MPI && !mcclTestStopped(); p++)
+  for (int p = 0; p < AR_NPATHS && !mcclTestStopped(); p++)
     for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]) && !mcclTestStopped(); c++, k++)
       arMpiRun(&m, &arPaths[p], k & 1 ? mcclFloat64 : mcclUint8, k % 3 ? mcclSum : mcclAvg, counts[c], k & 2 ? 1 : 0,
                seed + (uint64_t)k);
@@ -36,7 +36,7 @@ static void everyTypeAndOp(void) {
   uint64_t seed = mcclTestSeed();
   for (int t = 0; t < mcclNumTypes && !mcclTestStopped(); t++)
     for (int op = 0; op < mcclNumOps && !mcclTestStopped(); op++)
-      arMpiRun(&m, &arPaths[(t + op) % AR_NPATHS_MPI], (mcclDataType_t)t, (mcclRedOp_t)op, 257, (t + op) & 1,
+      arMpiRun(&m, &arPaths[(t + op) % AR_NPATHS], (mcclDataType_t)t, (mcclRedOp_t)op, 257, (t + op) & 1,
                seed + (uint64_t)(t * 8 + op));
   arForce(NULL, NULL);
   arMpiTearDown(&m);
@@ -61,7 +61,7 @@ static void backToBack(void) {
   setUpOrSkip(&m, 1, 600 * 4);
   uint64_t seed = mcclTestSeed();
   for (int i = 0; i < 200 && !mcclTestStopped(); i++)
-    arMpiRun(&m, &arPaths[i % AR_NPATHS_MPI], mcclInt32, (mcclRedOp_t)(i / AR_NPATHS_MPI % mcclNumOps),
+    arMpiRun(&m, &arPaths[i % AR_NPATHS], mcclInt32, (mcclRedOp_t)(i / AR_NPATHS % mcclNumOps),
              (size_t)(arMix(seed + (uint64_t)i) % 601), i % 3 == 0, seed + (uint64_t)i);
   arForce(NULL, NULL);
   arMpiTearDown(&m);
