@@ -65,11 +65,15 @@
 #define MCCL_KERNEL_REGISTER(kernel) static_assert(sizeof(&kernel) != 0, #kernel)
 
 // Named barriers (NCCL src/device/common.h): bar.sync / bar.red.or.pred on hardware barrier `name`.
+// Not `.aligned` (NCCL's choice, which promises that every warp arrives converged): the primitives
+// call their role functions (waitPeer, postPeer, LL waitSend) out of line, where one lane spins while
+// the others wait, and the compiler cannot prove the warp has reconverged by the next barrier. An
+// `.aligned` barrier reached by a split warp is undefined: on the H200 it raised "illegal instruction".
 __device__ __forceinline__ void barrier_sync(int name) {
-  asm volatile("barrier.sync.aligned %0;" ::"r"(name) : "memory");
+  asm volatile("barrier.sync %0;" ::"r"(name) : "memory");
 }
 __device__ __forceinline__ void barrier_sync(int name, int nThreads) {
-  asm volatile("barrier.sync.aligned %0, %1;" ::"r"(name), "r"(nThreads) : "memory");
+  asm volatile("barrier.sync %0, %1;" ::"r"(name), "r"(nThreads) : "memory");
 }
 __device__ __forceinline__ bool barrier_red_or(bool vote, int name) {
   int ans;

@@ -117,12 +117,14 @@ class Primitives<T, RedOp, ProtoSimple> {
         max((int)mcclDivUp((int64_t)nelem, (int64_t)sliceQuantum * slicePerChunk) * sliceQuantum, sliceSize / 32);
     int slice = 0;
     int offset = 0;
-
-    if (tid < nworkers && offset < nelem) {
-      // Worker-only loop over non-empty slices; the posters (and empty slices) take the loop below.
-      do {
-        sliceSize = sliceSize < nelem - offset ? sliceSize : nelem - offset;
-        if (tid == 0) {
+    // One loop over the chunk's slices for every thread, so each barrier is one instruction that the
+    // whole group reaches from the same place (a GPU requires it: bar.red reached from two code
+    // locations is reported by compute-sanitizer's synccheck and hung the H200). NCCL writes the
+    // empty slices as a second loop; only the workers wait, copy and meet at the workers' barrier.
+    do {
+      sliceSize = sliceSize < nelem - offset ? sliceSize : nelem - offset;
+      if (tid < nworkers) {
+        if (tid == 0 && sliceSize > 0) {
           if (Src)
             mcclShmem.group.srcs[0] = (void*)((SrcBuf == mcclPrimsInput ? userInput : userOutput) + srcIx + offset);
           if (Dst)
@@ -133,25 +135,16 @@ class Primitives<T, RedOp, ProtoSimple> {
         // agree at this barrier and copy nothing (NCCL: workSize = ncclShmem.aborted ? 0 : sliceSize;
         // here the barrier's OR carries it, so no shared flag is written by several threads at once).
         if (subBarrierAny(flags & Aborted)) flags |= Aborted;
-        if (!(flags & Aborted)) {
+        if (sliceSize > 0 && !(flags & Aborted)) {
           mcclReduceCopy<MCCL_SIMPLE_UNROLL, T, RedOp, Recv + Src, Send + Dst>(
               tid, nworkers, redOp, postOp, mcclShmem.group.srcs, mcclShmem.group.dsts, sliceSize);
         }
-        if (barrierAny(flags & Aborted)) flags |= Aborted;  // pairs with the barrier of the loop below
-        postPeer<Recv, Send>(0 < sliceSize);
-        offset += sliceSize;
-        slice += 1;
-      } while (slice < slicePerChunk && offset < nelem && !(flags & Aborted));
-    }
-    // Non-workers come straight here; workers only once the remaining slices are empty.
-    while (slice < slicePerChunk && !(flags & Aborted)) {
-      sliceSize = sliceSize < nelem - offset ? sliceSize : nelem - offset;
-      waitPeer<Recv, Send, Src, Dst>(0);  // only workers have wait roles: the slice is empty
-      if (barrierAny(flags & Aborted)) flags |= Aborted;
+      }
+      if (barrierAny(flags & Aborted)) flags |= Aborted;  // the posters wait here for the workers' copy
       postPeer<Recv, Send>(0 < sliceSize);
       offset += sliceSize;
       slice += 1;
-    }
+    } while (slice < slicePerChunk && !(flags & Aborted));
   }
 
   __device__ void loadRecvConn(struct mcclConnInfo* c) {
