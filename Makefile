@@ -125,6 +125,8 @@ HAS_test := $(foreach m,common sim $(LAB_DIRS) $(wildcard final),$(if $(wildcard
 HAS_bench := $(foreach m,common sim $(LAB_DIRS) $(wildcard final),$(if $(wildcard $(m)/bench/*.c $(m)/bench/*.cu),$(m)))
 HAS_demo := $(foreach m,$(LAB_DIRS) $(wildcard final),$(if $(wildcard $(m)/examples/demo.c $(m)/examples/mpi_demo.c),$(m)))
 HAS_gdb := $(foreach m,$(LAB_DIRS) $(wildcard final),$(if $(wildcard $(m)/lab.gdb),$(m)))
+# The decoders' fuzz targets: their replay tests join `make all`/`make test`, and `make fuzz` runs them.
+include common/fuzz/fuzz.mk
 # Checked when the goal is read, before anything is built (and by make -n too).
 $(foreach g,test bench demo gdb,$(if $(filter $(g),$(MAKECMDGOALS)),$(call need_lab,$(g),$(HAS_$(g)))))
 
@@ -216,6 +218,8 @@ help:
 	@echo "  deps     install what is missing (apt-get as root; else prints the packages)"
 	@echo "  compdb   compile_commands.json for clangd and other editors (both backends)"
 	@echo "  format-check  fail if clang-format (.clang-format) would change a C file"
+	@echo "  fuzz     build the decoders' libFuzzer targets (clang) and run each FUZZ_SECONDS (default 60); FUZZ=pattern"
+	@echo "  fuzz-seed  rewrite common/fuzz/corpus from gen_corpus.c"
 	@echo "  clean    remove build/ and docs/html"
 	@echo "variables:"
 	@echo "  BACKEND=cuda|sim  device calls to the GPU or to the CPU sim (default here: $(BACKEND))"

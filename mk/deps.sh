@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make deps: install what minccl needs from Debian/Ubuntu packages.
 #   deps.sh install        install every missing package (apt-get as root, else print the command)
-#   deps.sh ensure TARGET  called by make test/demo/bench/docs/linkcheck/format-check: install what is missing if we can;
+#   deps.sh ensure TARGET  called by make test/demo/bench/docs/linkcheck/format-check/fuzz: install what is missing if we can;
 #                          fail only if something TARGET cannot work without is still missing.
 set -u
 mode=${1:-install}; target=${2:-all}
@@ -9,22 +9,34 @@ CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || ec
 
 # command -> package
 declare -A pkg=([mpicc]=libopenmpi-dev [mpirun]=openmpi-bin [doxygen]=doxygen [dot]=graphviz [gdb]=gdb
-               [linkchecker]=linkchecker [clang-format]=clang-format [g++]=g++)
+               [linkchecker]=linkchecker [clang-format]=clang-format [g++]=g++ [clang]=clang [libfuzzer]=libclang-rt-dev)
 # What each target needs (required) and can use (wanted: gdb lets `make test` check lab.gdb,
-# SKIP otherwise). g++ compiles the .cu device code on the sim backend. `make deps` wants everything.
+# SKIP otherwise). g++ compiles the .cu device code on the sim backend. `make fuzz` needs clang and
+# its libFuzzer runtime (libclang-rt-dev: apt's --no-install-recommends leaves it out). `make deps`
+# wants everything.
 case "$target" in
   test) required="mpicc mpirun g++"; wanted="mpicc mpirun gdb g++" ;;
   demo|bench) required="mpicc mpirun g++"; wanted="$required" ;;
   docs) required="doxygen dot"; wanted="$required" ;;
   linkcheck) required="linkchecker"; wanted="$required" ;;
   format-check) required="clang-format"; wanted="$required" ;;
+  fuzz) required="clang libfuzzer"; wanted="$required" ;;
   *) required=""; wanted="${!pkg[*]}" ;;
 esac
 [ "$mode" = install ] && wanted="${!pkg[*]}"
 
+# A command on PATH; libfuzzer is clang's runtime library, not a command.
+have() {
+  if [ "$1" = libfuzzer ]; then
+    command -v clang >/dev/null 2>&1 && compgen -G "$(clang -print-resource-dir)/lib/linux/libclang_rt.fuzzer-*.a" >/dev/null
+  else
+    command -v "$1" >/dev/null 2>&1
+  fi
+}
+
 missing_pkgs() {
   local out=""
-  for c in $wanted; do command -v "$c" >/dev/null 2>&1 || out="$out ${pkg[$c]}"; done
+  for c in $wanted; do have "$c" || out="$out ${pkg[$c]}"; done
   echo "$out" | tr ' ' '\n' | sort -u | tr '\n' ' ' | sed 's/^ *//;s/ *$//'
 }
 
@@ -47,7 +59,7 @@ if [ -n "$missing" ]; then
   fi
 fi
 still=""
-for c in $required; do command -v "$c" >/dev/null 2>&1 || still="$still $c"; done
+for c in $required; do have "$c" || still="$still $c"; done
 if [ -n "$still" ]; then
   echo "deps: '$target' cannot run without:$still (packages: $(for c in $still; do printf '%s ' "${pkg[$c]}"; done))" >&2
   exit 1

@@ -18,42 +18,7 @@
 #include "mccl_bootstrap.h"
 #include "mccl_checks.h"
 #include "mccl_param.h"
-
-#define BOOT_ID_MAGIC 0x6d63636c2d627331ULL  // "mccl-bs1": rejects ids that are not ours
-#define BOOT_NAME_LEN 48
-
-// The layout hidden in mcclUniqueId.
-typedef struct {
-  uint64_t magic;
-  uint64_t secret;
-  char name[BOOT_NAME_LEN];
-} bootId;
-_Static_assert(sizeof(bootId) <= MCCL_UNIQUE_ID_BYTES, "bootId must fit in mcclUniqueId");
-
-typedef struct {
-  mcclPeerInfo info;
-  char listenName[MCCL_SOCKET_NAME_LEN];
-} bootPeer;
-
-// Rank -> rank 0 at init.
-typedef struct {
-  uint64_t secret;
-  int32_t rank;
-  int32_t nranks;
-  bootPeer peer;
-} bootHello;
-
-// Kinds keep internal traffic (allgather, barrier) apart from user tags.
-enum { KIND_USER = 0, KIND_ALLGATHER = 1, KIND_BARRIER = 2 };
-
-typedef struct {
-  uint64_t secret;
-  int32_t from;
-  int32_t kind;
-  int32_t tag;
-  int32_t pad;
-  uint64_t size;
-} msgHeader;
+#include "bootstrap_wire.h"
 
 typedef struct unexpected {
   int peer, kind, tag;
@@ -315,22 +280,23 @@ static mcclResult_t rootGather(mcclBootstrap* st, const bootId* id, uint64_t dea
       rootReplyAll(conns, st->nranks, res, nowMs() + 100);
       goto free_conns;
     }
-    bootHello h;
-    mcclResult_t r = recvAll(fd, &h, sizeof(h), deadline, st->abortFlag, "read a rank's hello");
+    char raw[sizeof(bootHello)];
+    mcclResult_t r = recvAll(fd, raw, sizeof(raw), deadline, st->abortFlag, "read a rank's hello");
     if (r != mcclSuccess) { close(fd); continue; }  // a stranger or a rank that died: not fatal here
     int32_t status = mcclSuccess;
-    if (h.secret != st->secret) {
-      // Someone holding a different id (or a forged one) reached our name: turn it away, keep waiting.
-      WARN("Bootstrap: rejected a connection claiming rank %d: wrong secret", (int)h.rank);
+    bootHello h;
+    if (mcclBootstrapHelloDecode(raw, sizeof(raw), st->secret, &h) != mcclSuccess) {
+      // A wrong secret (someone holding another id reached our name) or a malformed hello: turn it
+      // away and keep waiting.
       status = mcclInvalidUsage;
-      (void)sendAll(fd, &status, sizeof(status), nowMs() + 100, NULL, "reject a wrong secret");
+      (void)sendAll(fd, &status, sizeof(status), nowMs() + 100, NULL, "reject a bad hello");
       close(fd);
       continue;
     }
     if (h.nranks != st->nranks) {
       WARN("Bootstrap: rank %d says there are %d ranks, rank 0 says %d", (int)h.rank, (int)h.nranks, st->nranks);
       res = mcclInvalidUsage;
-    } else if (h.rank <= 0 || h.rank >= st->nranks || conns[h.rank] >= 0) {
+    } else if (conns[h.rank] >= 0) {
       WARN("Bootstrap: rank %d arrived twice (duplicate rank)", (int)h.rank);
       res = mcclInvalidUsage;
     }
@@ -366,6 +332,7 @@ close_root:
 static mcclResult_t joinRoot(mcclBootstrap* st, const bootId* id, uint64_t deadline) {
   mcclResult_t res = mcclSuccess;
   int fd = -1;
+  void* table = NULL;
   MCCLCHECK(connectTo(id->name, 1, deadline, st->abortFlag, "reach rank 0's rendezvous", &fd));
   bootHello h;
   memset(&h, 0, sizeof(h));
@@ -374,21 +341,30 @@ static mcclResult_t joinRoot(mcclBootstrap* st, const bootId* id, uint64_t deadl
   h.nranks = st->nranks;
   h.peer = st->peers[st->rank];
   MCCLCHECKGOTO(sendAll(fd, &h, sizeof(h), deadline, st->abortFlag, "send the hello to rank 0"), res, out);
-  int32_t status = -1;
-  MCCLCHECKGOTO(recvAll(fd, &status, sizeof(status), deadline, st->abortFlag, "hear back from rank 0"), res, out);
+  int32_t raw = -1;
+  mcclResult_t status;
+  MCCLCHECKGOTO(recvAll(fd, &raw, sizeof(raw), deadline, st->abortFlag, "hear back from rank 0"), res, out);
+  MCCLCHECKGOTO(mcclBootstrapStatusDecode(&raw, sizeof(raw), &status), res, out);
   if (status != mcclSuccess) {
     if (status == mcclInvalidUsage)
       WARN("Bootstrap: rank 0 refused rank %d: wrong secret, duplicate rank or rank count %d mismatch", st->rank,
            st->nranks);
     else
       WARN("Bootstrap: rank 0 ended the rendezvous with %d (%s)", (int)status, mcclGetErrorString(status));
-    res = (status > 0 && status < mcclNumResults) ? (mcclResult_t)status : mcclRemoteError;
+    res = status;
     goto out;
   }
-  MCCLCHECKGOTO(recvAll(fd, st->peers, sizeof(bootPeer) * (size_t)st->nranks, deadline, st->abortFlag,
-                        "receive the peer table"),
-                res, out);
+  size_t tableBytes = sizeof(bootPeer) * (size_t)st->nranks;
+  table = malloc(tableBytes);
+  if (table == NULL) {
+    WARN("Bootstrap: out of memory");
+    res = mcclSystemError;
+    goto out;
+  }
+  MCCLCHECKGOTO(recvAll(fd, table, tableBytes, deadline, st->abortFlag, "receive the peer table"), res, out);
+  MCCLCHECKGOTO(mcclBootstrapPeersDecode(table, tableBytes, st->nranks, st->peers), res, out);
 out:
+  free(table);
   close(fd);
   return res;
 }
@@ -397,14 +373,13 @@ mcclResult_t mcclBootstrapInit(const mcclUniqueId* id, int rank, int nranks, int
                                volatile uint32_t* abortFlag, mcclBootstrap** out) {
   MCCL_ARGCHECK(id != NULL, "mcclBootstrapInit: id is NULL");
   MCCL_ARGCHECK(out != NULL, "mcclBootstrapInit: out is NULL");
-  MCCL_ARGCHECK(nranks >= 1 && nranks <= 65536, "mcclBootstrapInit: nranks=%d (must be 1..65536)", nranks);
+  MCCL_ARGCHECK(nranks >= 1 && nranks <= BOOT_MAX_RANKS, "mcclBootstrapInit: nranks=%d (must be 1..%d)", nranks,
+                BOOT_MAX_RANKS);
   MCCL_ARGCHECK(rank >= 0 && rank < nranks, "mcclBootstrapInit: rank=%d (nranks=%d)", rank, nranks);
   MCCL_ARGCHECK(proxyAddr == NULL || strlen(proxyAddr) < MCCL_SOCKET_NAME_LEN,
                 "mcclBootstrapInit: proxyAddr '%s' is longer than %d bytes", proxyAddr, MCCL_SOCKET_NAME_LEN - 1);
   bootId bid;
-  memcpy(&bid, id->internal, sizeof(bid));
-  MCCL_ARGCHECK(bid.magic == BOOT_ID_MAGIC && memchr(bid.name, '\0', sizeof(bid.name)) != NULL && bid.name[0] != '\0',
-                "mcclBootstrapInit: id is not a mcclUniqueId (magic 0x%llx)", (unsigned long long)bid.magic);
+  MCCLCHECK(mcclBootstrapIdDecode(id->internal, sizeof(id->internal), &bid));
 
   mcclResult_t res = mcclSuccess;
   mcclBootstrap* st = calloc(1, sizeof(*st));
@@ -535,11 +510,14 @@ static mcclResult_t recvMsg(mcclBootstrap* st, int peer, int kind, int tag, void
   for (;;) {
     int fd = -1;
     MCCLCHECK(acceptOne(st->listenFd, deadline, st->abortFlag, what, &fd));
-    msgHeader h;
-    if (recvAll(fd, &h, sizeof(h), deadline, st->abortFlag, what) != mcclSuccess) { close(fd); continue; }
-    if (h.secret != st->secret || h.from < 0 || h.from >= st->nranks) {
-      WARN("Bootstrap: dropped a message with a wrong secret or sender %d", (int)h.from);
+    char raw[sizeof(msgHeader)];
+    if (recvAll(fd, raw, sizeof(raw), deadline, st->abortFlag, what) != mcclSuccess) {
       close(fd);
+      continue;
+    }
+    msgHeader h;
+    if (mcclBootstrapMsgHeaderDecode(raw, sizeof(raw), st->secret, st->nranks, &h) != mcclSuccess) {
+      close(fd);  // dropped: the decoder said why
       continue;
     }
     if (h.from == peer && h.kind == kind && h.tag == tag) {

@@ -22,6 +22,7 @@
 #include "mccl_checks.h"
 #include "mccl_debug.h"
 #include "mccl_param.h"
+#include "ipcsocket_wire.h"
 
 #define MCCL_IPC_SOCKNAME_FMT "mccl-socket-%d-%" PRIx64
 
@@ -225,6 +226,7 @@ static mcclResult_t ipcRecv(mcclIpcSocket* handle, void* hdr, int hdrLen, int* r
     struct cmsghdr align;
     char buf[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(2 * sizeof(int))];
   } control;
+  _Static_assert(sizeof(control.buf) / sizeof(int) <= MCCL_IPC_MAX_RECV_FDS, "every fd the kernel can install is seen");
   struct msghdr msg;
   ssize_t n;
   int64_t deadline = ipcDeadline();
@@ -255,21 +257,16 @@ static mcclResult_t ipcRecv(mcclIpcSocket* handle, void* hdr, int hdrLen, int* r
   }
 
   // Collect everything the kernel installed before judging the message, so every exit closes it.
-  int fds[4], nFds = 0, haveCred = 0;
-  struct ucred cred;
-  memset(&cred, 0, sizeof(cred));
-  for (struct cmsghdr* cm = CMSG_FIRSTHDR(&msg); cm != NULL; cm = CMSG_NXTHDR(&msg, cm)) {
-    if (cm->cmsg_level != SOL_SOCKET) continue;
-    if (cm->cmsg_type == SCM_RIGHTS) {
-      size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-      for (size_t i = 0; i < k && nFds < 4; i++) memcpy(&fds[nFds++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-    } else if (cm->cmsg_type == SCM_CREDENTIALS && cm->cmsg_len >= CMSG_LEN(sizeof(cred))) {
-      memcpy(&cred, CMSG_DATA(cm), sizeof(cred));
-      haveCred = 1;
-    }
+  mcclIpcControl ctl;
+  mcclResult_t dr = mcclIpcSocketControlDecode(control.buf, msg.msg_controllen, &ctl);
+  int* fds = ctl.fds;
+  int nFds = ctl.nFds;
+  const struct ucred cred = ctl.cred;
+  if (dr != mcclSuccess) {
+    WARN("UDS: malformed control data on %s; %d fd(s) closed", handle->socketName, nFds);
+    goto reject;
   }
-
-  if (!haveCred) {
+  if (!ctl.haveCred) {
     WARN("UDS: message on %s carried no sender credentials (SO_PASSCRED); %d fd(s) closed", handle->socketName, nFds);
     goto reject;
   }

@@ -21,7 +21,7 @@
 #include "mccl_param.h"
 #include "mccl_test.h"
 #include "mccl_fork.h"
-
+#include "../src/ipcsocket_wire.h"  // the control-part decoder, tested on hand-made bytes
 
 static long long msSince(const struct timespec* t0) {
   struct timespec t;
@@ -522,9 +522,54 @@ static void noTimeoutPeerFails(void) {
   setIpcEnv(2000, 1, NULL);
 }
 
+// The control part of a received message is walked by its decoder, which must never read outside
+// the bytes the kernel wrote. Regression: the walk before it trusted the first header's cmsg_len
+// (CMSG_FIRSTHDR does not check it), so a length past the buffer read fds from beyond it; libFuzzer
+// found it (common/fuzz/crashes/ipc_control/). A length below the header made it read a huge count.
+static void controlDecodeChecksLengths(void) {
+  union {
+    struct cmsghdr align;
+    char buf[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(2 * sizeof(int))];
+  } c;
+  memset(&c, 0, sizeof(c));
+  struct cmsghdr* cm = (struct cmsghdr*)c.buf;
+  cm->cmsg_len = CMSG_LEN(sizeof(struct ucred));
+  cm->cmsg_level = SOL_SOCKET;
+  cm->cmsg_type = SCM_CREDENTIALS;
+  struct ucred cred = {.pid = 7, .uid = 8, .gid = 9};
+  memcpy(CMSG_DATA(cm), &cred, sizeof(cred));
+  struct cmsghdr* fdm = (struct cmsghdr*)(c.buf + CMSG_SPACE(sizeof(struct ucred)));
+  fdm->cmsg_len = CMSG_LEN(2 * sizeof(int));
+  fdm->cmsg_level = SOL_SOCKET;
+  fdm->cmsg_type = SCM_RIGHTS;
+  int two[2] = {11, 12};
+  memcpy(CMSG_DATA(fdm), two, sizeof(two));
+  size_t len = CMSG_SPACE(sizeof(struct ucred)) + CMSG_LEN(2 * sizeof(int));
+  mcclIpcControl ctl;
+  EXPECT_OK(mcclIpcSocketControlDecode(c.buf, len, &ctl));
+  EXPECT_EQ(ctl.haveCred, 1);
+  EXPECT_EQ(ctl.cred.uid, 8u);
+  EXPECT_EQ(ctl.nFds, 2);
+  EXPECT_EQ(ctl.fds[1], 12);
+  EXPECT_OK(mcclIpcSocketControlDecode(NULL, 0, &ctl));  // no control part at all
+  EXPECT_EQ(ctl.nFds + ctl.haveCred, 0);
+  // The fd header claims more bytes than were received: the fds found before it are reported (the
+  // caller closes them), none from past the end.
+  fdm->cmsg_len = 4096;
+  EXPECT_RES(mcclIpcSocketControlDecode(c.buf, len, &ctl), mcclInternalError);
+  EXPECT_EQ(ctl.nFds, 0);
+  fdm->cmsg_len = sizeof(struct cmsghdr) - 1;  // shorter than its own header
+  EXPECT_RES(mcclIpcSocketControlDecode(c.buf, len, &ctl), mcclInternalError);
+  fdm->cmsg_len = CMSG_LEN(sizeof(int) + 1);  // not whole fds
+  EXPECT_RES(mcclIpcSocketControlDecode(c.buf, len, &ctl), mcclInternalError);
+  fdm->cmsg_len = CMSG_LEN(2 * sizeof(int));
+  cm->cmsg_len = CMSG_LEN(sizeof(struct ucred) - 1);  // truncated credentials
+  EXPECT_RES(mcclIpcSocketControlDecode(c.buf, len, &ctl), mcclInternalError);
+}
+
 MCCL_TEST_MAIN(MCCL_TEST_CASE(initCloseAbstract), MCCL_TEST_CASE(initClosePath), MCCL_TEST_CASE(badArguments),
                MCCL_TEST_CASE(sendRecvMsgWithFd), MCCL_TEST_CASE(sendFdRecvFd), MCCL_TEST_CASE(wrongLengthRejected),
                MCCL_TEST_CASE(twoFdsRejected), MCCL_TEST_CASE(recvTimesOut), MCCL_TEST_CASE(crossProcessFd),
                MCCL_TEST_CASE(peerDiesMidExchange), MCCL_TEST_CASE(peerExitsBeforeSending),
-               MCCL_TEST_CASE(otherUidRejected), MCCL_TEST_CASE(abortFlagEndsWait),
-               MCCL_TEST_CASE(noTimeoutPeerFails))
+               MCCL_TEST_CASE(otherUidRejected), MCCL_TEST_CASE(abortFlagEndsWait), MCCL_TEST_CASE(noTimeoutPeerFails),
+               MCCL_TEST_CASE(controlDecodeChecksLengths))

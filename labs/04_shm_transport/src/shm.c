@@ -2,7 +2,6 @@
 // (ncclShmAllocateShareableBuffer / ncclShmImportShareableBuffer / ncclShmIpcClose), the transport
 // hooks (shmCanConnect, shm{Send,Recv}{Setup,Connect,Free}, shm{Send,Recv}Proxy{Setup,Connect,Free})
 // and the copy-engine progress functions (shm{Send,Recv}ProxyProgress) driven from the host.
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -17,6 +16,7 @@
 #include "mccl_host_alloc.h"
 #include "mccl_param.h"
 #include "mccl_shm.h"
+#include "shm_wire.h"
 
 // ---- shareable host buffers ------------------------------------------------------------------
 
@@ -70,12 +70,6 @@ mcclResult_t mcclShmExportFd(const mcclShmIpcDesc_t* desc, int* fd) {
   return mcclSuccess;
 }
 
-static int validSuffix(const char* s) {
-  for (int i = 0; i < 6; i++)
-    if (!isalnum((unsigned char)s[i])) return 0;  // mkstemp's alphabet: no '/', no '.'
-  return s[6] == '\0';
-}
-
 static mcclResult_t importCuMem(const mcclShmIpcDesc_t* desc, int fd, void** hptr) {
   mcclResult_t res = mcclSuccess;
   CUmemGenericAllocationHandle handle;
@@ -122,10 +116,8 @@ mcclResult_t mcclShmImportShareableBuffer(const mcclShmIpcDesc_t* desc, int fd, 
   mcclShmIpcDesc_t out;
   memset(&out, 0, sizeof(out));
   void *h = NULL, *d = NULL;
+  MCCLCHECK(mcclShmIpcDescCheck(desc));
   if (desc->kind == MCCL_SHM_IPC_LEGACY) {
-    MCCL_ARGCHECK(validSuffix(desc->legacy.shmSuffix), "desc->legacy.shmSuffix \"%.7s\" (must be 6 letters/digits)",
-                  desc->legacy.shmSuffix);
-    MCCL_ARGCHECK(desc->legacy.shmSize > 0, "desc->legacy.shmSize is 0");
     char path[MCCL_SHM_PATH_MAX];
     snprintf(path, sizeof(path), "%s%s", MCCL_SHM_PREFIX, desc->legacy.shmSuffix);
     mcclShmHandle_t handle;
@@ -135,10 +127,7 @@ mcclResult_t mcclShmImportShareableBuffer(const mcclShmIpcDesc_t* desc, int fd, 
     out.legacy.shmSize = desc->legacy.shmSize;
     out.legacy.handle = handle;
     INFO(MCCL_SHM, "MMAP imported shareable host buffer %s size %zu ptr %p", path, desc->legacy.shmSize, h);
-  } else if (desc->kind == MCCL_SHM_IPC_CUMEM) {
-    MCCL_ARGCHECK(desc->cumem.type == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-                  "desc->cumem.type %d (only POSIX fd handles are imported here)", (int)desc->cumem.type);
-    MCCL_ARGCHECK(desc->cumem.size > 0, "desc->cumem.size is 0");
+  } else {
     MCCL_ARGCHECK(fd >= 0 && fcntl(fd, F_GETFD) != -1, "fd %d is not an open descriptor (a cuMem descriptor needs "
                   "the fd its exporter sent)", fd);
     MCCLCHECK(importCuMem(desc, fd, &h));
@@ -147,10 +136,6 @@ mcclResult_t mcclShmImportShareableBuffer(const mcclShmIpcDesc_t* desc, int fd, 
     out.cumem.type = desc->cumem.type;
     out.cumem.size = desc->cumem.size;
     out.cumem.ptr = h;
-  } else {
-    WARN("Invalid argument: desc->kind %d (expected %d legacy or %d cuMem)", desc->kind, MCCL_SHM_IPC_LEGACY,
-         MCCL_SHM_IPC_CUMEM);
-    return mcclInvalidArgument;
   }
   *descOut = out;
   *hptr = h;
@@ -325,7 +310,7 @@ static mcclResult_t shmRecvSetup(struct mcclTransportCtx* ctx, const void* graph
 static mcclResult_t importPeer(struct mcclConnector* c, const struct mcclShmConnectInfo* info, size_t needed,
                                void** hptr, void** dptr, mcclShmIpcDesc_t* remDesc) {
   size_t size = info->desc.kind == MCCL_SHM_IPC_CUMEM ? info->desc.cumem.size : info->desc.legacy.shmSize;
-  if ((info->desc.kind == MCCL_SHM_IPC_LEGACY || info->desc.kind == MCCL_SHM_IPC_CUMEM) && size < needed) {
+  if (size < needed) {
     WARN("Peer rank %d offers a %zu-byte SHM buffer, this side needs %zu: is MCCL_BUFFSIZE the same in both "
          "processes?", info->rank, size, needed);
     return mcclRemoteError;
@@ -359,7 +344,7 @@ static mcclResult_t shmSendConnect(struct mcclTransportCtx* ctx, const struct mc
   }
   mcclResult_t res = mcclSuccess;
   struct mcclShmConnectInfo info;
-  memcpy(&info, connectInfo->data, sizeof(info));
+  MCCLCHECK(mcclShmConnectInfoDecode(connectInfo->data, sizeof(connectInfo->data), &info));
   const size_t ll = (size_t)r->buffSizes[MCCL_PROTO_LL];
   MCCLCHECK(importPeer(send, &info, sizeof(struct mcclRecvMem) + ll + (size_t)r->buffSizes[MCCL_PROTO_SIMPLE],
                        (void**)&r->remHostMem, (void**)&r->devRemHostMem, &r->remDesc));
@@ -398,7 +383,7 @@ static mcclResult_t shmRecvConnect(struct mcclTransportCtx* ctx, const struct mc
   }
   mcclResult_t res = mcclSuccess;
   struct mcclShmConnectInfo info;
-  memcpy(&info, connectInfo->data, sizeof(info));
+  MCCLCHECK(mcclShmConnectInfoDecode(connectInfo->data, sizeof(connectInfo->data), &info));
   MCCLCHECK(importPeer(recv, &info, sizeof(struct mcclSendMem), (void**)&r->remHostMem, (void**)&r->devRemHostMem,
                        &r->remDesc));
   // The receiver reads its own FIFOs, connFifo and tail, and returns credit in the peer's head.
@@ -440,9 +425,8 @@ static mcclResult_t shmProxySetup(struct mcclProxyConnection* connection, struct
   (void)proxyState;
   MCCL_ARGCHECK(connection != NULL && reqBuff != NULL && respBuff != NULL && done != NULL,
                 "NULL connection %p, req %p, resp %p or done %p", (void*)connection, reqBuff, respBuff, (void*)done);
-  if (reqSize != (int)sizeof(struct mcclShmRequest) || respSize != (int)sizeof(struct mcclShmConnectInfo)) {
-    WARN("SHM proxySetup: reqSize %d / respSize %d, expected %zu / %zu", reqSize, respSize,
-         sizeof(struct mcclShmRequest), sizeof(struct mcclShmConnectInfo));
+  if (respSize != (int)sizeof(struct mcclShmConnectInfo)) {  // the request's length is its decoder's check
+    WARN("SHM proxySetup: respSize %d, expected %zu", respSize, sizeof(struct mcclShmConnectInfo));
     return mcclInternalError;
   }
   if (connection->transportResources) {
@@ -450,13 +434,8 @@ static mcclResult_t shmProxySetup(struct mcclProxyConnection* connection, struct
     return mcclInvalidUsage;
   }
   struct mcclShmRequest reqCopy;
-  memcpy(&reqCopy, reqBuff, sizeof(reqCopy));
+  MCCLCHECK(mcclShmRequestDecode(reqBuff, (size_t)reqSize, connection->send, &reqCopy));
   const struct mcclShmRequest* req = &reqCopy;
-  MCCL_ARGCHECK(req->buffSize >= 4096 && req->buffSize % MCCL_STEPS == 0, "req->buffSize %d", req->buffSize);
-  MCCL_ARGCHECK(req->llBuffSize >= 0 && req->llBuffSize % (MCCL_STEPS * (int)sizeof(union mcclLLFifoLine)) == 0 &&
-                    (connection->send ? req->llBuffSize == 0
-                                      : req->size >= sizeof(struct mcclRecvMem) + (size_t)req->llBuffSize),
-                "req->llBuffSize %d with req->size %zu", req->llBuffSize, req->size);
   struct shmProxyInfo* pi = (struct shmProxyInfo*)calloc(1, sizeof(*pi));
   if (pi == NULL) {
     WARN("Out of memory allocating SHM proxy resources");
@@ -504,17 +483,13 @@ static mcclResult_t shmProxyConnect(struct mcclProxyConnection* connection, stru
   (void)respSize;
   MCCL_ARGCHECK(connection != NULL && reqBuff != NULL && done != NULL, "NULL connection %p, req %p or done %p",
                 (void*)connection, reqBuff, (void*)done);
-  if (reqSize != (int)sizeof(struct mcclShmProxyConnectReq)) {
-    WARN("SHM proxyConnect: reqSize %d, expected %zu", reqSize, sizeof(struct mcclShmProxyConnectReq));
-    return mcclInternalError;
-  }
   struct shmProxyInfo* pi = (struct shmProxyInfo*)connection->transportResources;
   if (pi == NULL || pi->stream != NULL) {
     WARN("Invalid usage: SHM proxy connection %p is %s", (void*)connection, pi ? "already connected" : "not set up");
     return mcclInvalidUsage;
   }
   struct mcclShmProxyConnectReq reqCopy;
-  memcpy(&reqCopy, reqBuff, sizeof(reqCopy));
+  MCCLCHECK(mcclShmProxyConnectReqDecode(reqBuff, (size_t)reqSize, &reqCopy));
   const struct mcclShmProxyConnectReq* req = &reqCopy;
   mcclResult_t res = mcclSuccess;
   pi->shmFifo = req->shmFifo;

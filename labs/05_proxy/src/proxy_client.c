@@ -90,14 +90,12 @@ mcclResult_t proxyPollResponse(mcclProxyState* p, void* resp, void* opId) {
       goto out;
     }
     if (n < (ssize_t)sizeof(rh)) break;  // the rest is on its way
-    MCCLCHECKGOTO(proxyReadFull(p->clientFd, &rh, sizeof(rh), 1000, NULL, NULL), res, out);
+    char raw[sizeof(rpcRespHeader)];
+    MCCLCHECKGOTO(proxyReadFull(p->clientFd, raw, sizeof(raw), 1000, NULL, NULL), res, out);
+    MCCLCHECKGOTO(mcclProxyRpcRespDecode(raw, sizeof(raw), &rh), res, out);
     storedResp* e = p->expected;
     while (e && e->opId != rh.opId) e = e->next;
     char sink[MCCL_PROXY_MAX_MSG];
-    if (rh.respSize < 0 || rh.respSize > MCCL_PROXY_MAX_MSG) {
-      res = mcclRemoteError;
-      goto out;
-    }
     MCCLCHECKGOTO(proxyReadFull(p->clientFd, e ? e->resp : sink, (size_t)rh.respSize, 1000, NULL, NULL), res, out);
     if (e) {
       e->done = 1;
@@ -169,10 +167,7 @@ mcclResult_t mcclProxyConnect(mcclProxyState* proxy, struct mcclConnector* conne
                     mcclTransports[connector->transport] != NULL,
                 "mcclProxyConnect: connector=%p names transport %d, which is not in mcclTransports[]", (void*)connector,
                 connector->transport);
-  struct {
-    int32_t transport;
-    int32_t send;
-  } in;
+  proxyInitReq in;
   memset(&in, 0, sizeof(in));
   in.transport = connector->transport;
   in.send = connector->send;
@@ -227,11 +222,12 @@ static mcclResult_t udsCall(mcclProxyState* p, int peerRank, udsReq* q, int send
   q->clientHash = myHash;
   q->opId = myHash;
   MCCLCHECKGOTO(mcclIpcSocketSendMsg(&cli, q, sizeof(*q), sendFd, 0, p->peerHash[peerRank]), res, out);
+  char raw[sizeof(udsResp)];
   udsResp got;
   int fd = -1;
-  MCCLCHECKGOTO(mcclIpcSocketRecvMsg(&cli, &got, sizeof(got), recvFd ? &fd : NULL), res, out);
-  if (got.opId != q->opId) {
-    WARN("Proxy %d: fd service of rank %d answered another request", p->rank, peerRank);
+  MCCLCHECKGOTO(mcclIpcSocketRecvMsg(&cli, raw, sizeof(raw), recvFd ? &fd : NULL), res, out);
+  if (mcclProxyUdsRespDecode(raw, sizeof(raw), q->opId, &got) != mcclSuccess) {
+    WARN("Proxy %d: fd service of rank %d sent a bad answer", p->rank, peerRank);
     if (fd >= 0) close(fd);
     res = mcclRemoteError;
     goto out;

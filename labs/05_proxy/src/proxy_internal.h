@@ -12,6 +12,7 @@
 #include <time.h>
 #include "mccl_ipcsocket.h"
 #include "mccl_proxy.h"
+#include "proxy_wire.h"  // rpcHeader, rpcRespHeader, proxyInitReq, udsReq, udsResp and their decoders
 
 #define PROXY_ADDR_PREFIX "mccl-proxy-"
 #define MAX_CLIENTS 64
@@ -26,29 +27,6 @@ typedef struct proxyConnEntry {
   _Atomic int closing;  // a Free has begun: the progress thread cancels its ops
   struct proxyConnEntry* next;
 } proxyConnEntry;
-
-// Stream RPC framing: header then reqSize bytes; response header then respSize bytes.
-typedef struct {
-  int32_t type, reqSize, respSize, pad;
-  uint64_t opId;
-  uint64_t conn;  // proxyConnEntry* in this process (Init: unused)
-} rpcHeader;
-typedef struct {
-  uint64_t opId;
-  int32_t res, respSize;
-} rpcRespHeader;
-
-// Datagram framing for GetFd/QueryFd on the lab 03 socket.
-typedef struct {
-  int32_t type, clientRank;
-  uint64_t clientHash;
-  uint64_t opId;
-  uint64_t handle;
-} udsReq;
-typedef struct {
-  uint64_t opId;
-  int32_t res, rmtFd;
-} udsResp;
 
 // A Setup/Connect whose hook said "not done yet" (NCCL's ncclProxyAsyncOp).
 typedef struct asyncOp {

@@ -131,18 +131,14 @@ static int findConn(mcclProxyState* p, uint64_t c) {
 // One request from client i. Returns non-success only for failures of the service itself.
 // noinline: lab.gdb stops here with its arguments intact.
 __attribute__((noinline)) static mcclResult_t serviceRequest(mcclProxyState* p, int i) {
+  char raw[sizeof(rpcHeader)];
   rpcHeader h;
   int eof = 0;
-  mcclResult_t r = proxyReadFull(p->clientFds[i], &h, sizeof(h), 1000, p->abortFlag, &eof);
+  mcclResult_t r = proxyReadFull(p->clientFds[i], raw, sizeof(raw), 1000, p->abortFlag, &eof);
+  if (r == mcclSuccess) r = mcclProxyRpcHeaderDecode(raw, sizeof(raw), &h);
   if (r != mcclSuccess) {
+    // A header that does not decode leaves the stream without framing: the client goes.
     if (!eof) WARN("Proxy: dropping client %d after a bad request", i);
-    close(p->clientFds[i]);
-    p->clientFds[i] = -1;
-    return mcclSuccess;
-  }
-  if (h.reqSize < 0 || h.reqSize > MCCL_PROXY_MAX_MSG || h.respSize < 0 || h.respSize > MCCL_PROXY_MAX_MSG) {
-    WARN("Proxy: request type %d with reqSize=%d respSize=%d (max %d); closing client", h.type, h.reqSize, h.respSize,
-         MCCL_PROXY_MAX_MSG);
     close(p->clientFds[i]);
     p->clientFds[i] = -1;
     return mcclSuccess;
@@ -166,17 +162,12 @@ __attribute__((noinline)) static mcclResult_t serviceRequest(mcclProxyState* p, 
     case mcclProxyMsgInit: {
       // The request names the transport by its index in mcclTransports[] (as NCCL's ncclProxyInitReq
       // carries transport, send, tpLocalRank): the proxy finds the hooks itself.
-      struct {
-        int32_t transport;
-        int32_t send;
-      } in;
-      if (h.reqSize != (int)sizeof(in) || h.respSize != (int)sizeof(uint64_t)) {
+      proxyInitReq in;
+      if (mcclProxyInitReqDecode(op->req, (size_t)h.reqSize, &in) != mcclSuccess) {
         r = respond(p, i, h.opId, mcclInvalidArgument, NULL, 0);
         break;
       }
-      memcpy(&in, op->req, sizeof(in));
-      if (in.transport < 0 || in.transport >= MCCL_NUM_TRANSPORTS || mcclTransports[in.transport] == NULL ||
-          (in.send != 0 && in.send != 1)) {
+      if (mcclTransports[in.transport] == NULL) {
         WARN("Proxy %d: Init for transport %d, send %d: no such transport in mcclTransports[]", p->rank,
              (int)in.transport, (int)in.send);
         r = respond(p, i, h.opId, mcclInvalidArgument, NULL, 0);
@@ -232,9 +223,8 @@ __attribute__((noinline)) static mcclResult_t serviceRequest(mcclProxyState* p, 
       atomic_store(&p->stopService, 1);
       r = respond(p, i, h.opId, mcclSuccess, NULL, 0);
       break;
-    default:
-      WARN("Proxy %d: unknown request type %d", p->rank, h.type);
-      r = respond(p, i, h.opId, mcclInvalidArgument, NULL, 0);
+    default:  // mcclProxyRpcHeaderDecode let through only the types above
+      r = respond(p, i, h.opId, mcclInternalError, NULL, 0);
   }
   free(op);
   if (r != mcclSuccess) {  // the client went away mid-answer: forget it, the service carries on
@@ -265,9 +255,15 @@ static void progressAsyncOps(mcclProxyState* p) {
 
 // GetFd / QueryFd from any local process, on the lab 03 datagram socket (NCCL's proxyUDSRecvReq).
 __attribute__((noinline)) static void serviceUds(mcclProxyState* p) {
+  char raw[sizeof(udsReq)];
   udsReq q;
   int fd = -1;
-  if (mcclIpcSocketRecvMsg(&p->uds, &q, sizeof(q), &fd) != mcclSuccess) return;
+  if (mcclIpcSocketRecvMsg(&p->uds, raw, sizeof(raw), &fd) != mcclSuccess) return;
+  if (mcclProxyUdsReqDecode(raw, sizeof(raw), &q) != mcclSuccess) {
+    // Nobody to answer: the requester's socket is named in the very message that did not decode.
+    if (fd >= 0) close(fd);
+    return;
+  }
   udsResp a = {.opId = q.opId, .res = mcclSuccess, .rmtFd = -1};
   int sendFd = -1;
   if (q.type == mcclProxyMsgGetFd && !isExported(p, q.handle)) {
@@ -305,7 +301,7 @@ __attribute__((noinline)) static void serviceUds(mcclProxyState* p) {
       a.res = mcclSystemError;
     }
   } else {
-    WARN("Proxy %d: unknown fd request type %d", p->rank, q.type);
+    WARN("Proxy %d: QueryFd from rank %d carried no fd", p->rank, q.clientRank);
     a.res = mcclInvalidArgument;
   }
   if (fd >= 0) close(fd);

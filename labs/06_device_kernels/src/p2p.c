@@ -12,6 +12,7 @@
 #include "mccl_ipc.h"
 #include "mccl_p2p.h"
 #include "mccl_param.h"
+#include "p2p_wire.h"
 
 // User side of either direction (NCCL's p2pResources): this side's own memory (owned by the proxy
 // connection) and the peer's, mapped here.
@@ -159,7 +160,7 @@ static mcclResult_t p2pRecvSetup(struct mcclTransportCtx* ctx, const void* graph
 // import path, and lab 03's registry of imports, for both cases).
 static mcclResult_t p2pImport(struct mcclConnector* c, const struct mcclP2pConnectInfo* info, size_t needed,
                               void** devMem) {
-  if (info->buff.size < needed || info->buff.handle == 0) {
+  if (info->buff.size < needed) {
     WARN(
         "Peer rank %d offers a %zu-byte P2P buffer (handle 0x%llx), this side needs %zu: is MCCL_BUFFSIZE / "
         "MCCL_LL_BUFFSIZE the same in both processes?",
@@ -216,7 +217,7 @@ static mcclResult_t p2pSendConnect(struct mcclTransportCtx* ctx, const struct mc
   struct p2pResources* r;
   MCCLCHECK(p2pConnectCheck(connectInfo, send, 1, &r));
   struct mcclP2pConnectInfo info;
-  memcpy(&info, connectInfo->data, sizeof(info));
+  MCCLCHECK(mcclP2pConnectInfoDecode(connectInfo->data, sizeof(connectInfo->data), &info));
   const size_t ll = (size_t)r->buffSizes[MCCL_PROTO_LL];
   MCCLCHECK(
       p2pImport(send, &info, sizeof(struct mcclRecvMem) + ll + (size_t)r->buffSizes[MCCL_PROTO_SIMPLE], &r->remDevMem));
@@ -243,7 +244,7 @@ static mcclResult_t p2pRecvConnect(struct mcclTransportCtx* ctx, const struct mc
   struct p2pResources* r;
   MCCLCHECK(p2pConnectCheck(connectInfo, recv, 0, &r));
   struct mcclP2pConnectInfo info;
-  memcpy(&info, connectInfo->data, sizeof(info));
+  MCCLCHECK(mcclP2pConnectInfoDecode(connectInfo->data, sizeof(connectInfo->data), &info));
   MCCLCHECK(p2pImport(recv, &info, sizeof(struct mcclSendMem), &r->remDevMem));
   struct mcclSendMem* rem = (struct mcclSendMem*)r->remDevMem;
   struct mcclRecvMem* own = (struct mcclRecvMem*)r->ownDevMem;
@@ -300,9 +301,8 @@ static mcclResult_t p2pProxySetup(struct mcclProxyConnection* connection, struct
   (void)proxyState;
   MCCL_ARGCHECK(connection != NULL && reqBuff != NULL && respBuff != NULL && done != NULL,
                 "NULL connection %p, req %p, resp %p or done %p", (void*)connection, reqBuff, respBuff, (void*)done);
-  if (reqSize != (int)sizeof(struct mcclP2pRequest) || respSize != (int)sizeof(struct mcclP2pBuff)) {
-    WARN("P2P proxySetup: reqSize %d / respSize %d, expected %zu / %zu", reqSize, respSize,
-         sizeof(struct mcclP2pRequest), sizeof(struct mcclP2pBuff));
+  if (respSize != (int)sizeof(struct mcclP2pBuff)) {  // the request's length is its decoder's check
+    WARN("P2P proxySetup: respSize %d, expected %zu", respSize, sizeof(struct mcclP2pBuff));
     return mcclInternalError;
   }
   if (connection->transportResources) {
@@ -310,12 +310,7 @@ static mcclResult_t p2pProxySetup(struct mcclProxyConnection* connection, struct
     return mcclInvalidUsage;
   }
   struct mcclP2pRequest req;
-  memcpy(&req, reqBuff, sizeof(req));
-  const size_t page = connection->send ? sizeof(struct mcclSendMem) : sizeof(struct mcclRecvMem);
-  MCCL_ARGCHECK(req.llBuffSize >= 0 && req.llBuffSize % (MCCL_STEPS * (int)sizeof(union mcclLLFifoLine)) == 0 &&
-                    (connection->send ? req.llBuffSize == 0 : req.size >= page + (size_t)req.llBuffSize),
-                "req.llBuffSize %d with req.size %zu", req.llBuffSize, req.size);
-  MCCL_ARGCHECK(req.size >= page, "req.size %zu (below the %zu-byte page)", req.size, page);
+  MCCLCHECK(mcclP2pRequestDecode(reqBuff, (size_t)reqSize, connection->send, &req));
   struct p2pProxyInfo* pi = (struct p2pProxyInfo*)calloc(1, sizeof(*pi));
   if (pi == NULL) {
     WARN("Out of memory allocating P2P proxy resources");

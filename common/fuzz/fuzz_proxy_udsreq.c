@@ -1,0 +1,13 @@
+// mcclProxyUdsReqDecode: a GetFd / QueryFd request on the proxy's datagram socket (any local
+// process of our user may send one).
+#include "../../labs/05_proxy/src/proxy_wire.h"
+#include "fuzz.h"
+#include "mccl_proxy.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  fuzzQuiet();
+  udsReq q;
+  if (mcclProxyUdsReqDecode(data, size, &q) != mcclSuccess) return 0;
+  FUZZ_ASSERT(q.clientRank >= 0 && (q.type == mcclProxyMsgGetFd || q.type == mcclProxyMsgQueryFd));
+  return 0;
+}
