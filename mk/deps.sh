@@ -7,13 +7,18 @@ set -u
 mode=${1:-install}; target=${2:-all}
 CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")")}
 
-# command -> package
+# command -> package (matplotlib: a Python module, found by mk/plot.sh --check, not a command)
 declare -A pkg=([mpicc]=libopenmpi-dev [mpirun]=openmpi-bin [doxygen]=doxygen [dot]=graphviz [gdb]=gdb
-               [linkchecker]=linkchecker [clang-format]=clang-format [g++]=g++)
-# What each target needs (required) and can use (wanted: gdb lets `make test` check lab.gdb,
-# SKIP otherwise). g++ compiles the .cu device code on the sim backend. `make deps` wants everything.
+               [linkchecker]=linkchecker [clang-format]=clang-format [g++]=g++ [matplotlib]=python3-matplotlib)
+have() {
+  if [ "$1" = matplotlib ]; then "$(dirname "$0")/plot.sh" --check; else command -v "$1" >/dev/null 2>&1; fi
+}
+# What each target needs (required) and can use (wanted: gdb lets `make test` check lab.gdb and
+# matplotlib its `make plot` test, SKIP otherwise). g++ compiles the .cu device code on the sim backend.
+# `make deps` wants everything.
 case "$target" in
-  test) required="mpicc mpirun g++"; wanted="mpicc mpirun gdb g++" ;;
+  test) required="mpicc mpirun g++"; wanted="mpicc mpirun gdb g++ matplotlib" ;;
+  plot) required="matplotlib"; wanted="$required" ;;
   demo|bench) required="mpicc mpirun g++"; wanted="$required" ;;
   docs) required="doxygen dot"; wanted="$required" ;;
   linkcheck) required="linkchecker"; wanted="$required" ;;
@@ -24,7 +29,7 @@ esac
 
 missing_pkgs() {
   local out=""
-  for c in $wanted; do command -v "$c" >/dev/null 2>&1 || out="$out ${pkg[$c]}"; done
+  for c in $wanted; do have "$c" || out="$out ${pkg[$c]}"; done
   echo "$out" | tr ' ' '\n' | sort -u | tr '\n' ' ' | sed 's/^ *//;s/ *$//'
 }
 
@@ -47,7 +52,7 @@ if [ -n "$missing" ]; then
   fi
 fi
 still=""
-for c in $required; do command -v "$c" >/dev/null 2>&1 || still="$still $c"; done
+for c in $required; do have "$c" || still="$still $c"; done
 if [ -n "$still" ]; then
   echo "deps: '$target' cannot run without:$still (packages: $(for c in $still; do printf '%s ' "${pkg[$c]}"; done))" >&2
   exit 1
