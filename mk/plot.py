@@ -19,9 +19,12 @@ import sys
 SMALL_MAX = 256 * 1024  # the latency chart: sizes up to this; the bandwidth chart: from it
 
 
+class Bad(Exception):
+    """An input that cannot be charted: reported, the other inputs are still drawn, the exit is 2."""
+
+
 def fail(msg):
-    print("plot: " + msg, file=sys.stderr)
-    sys.exit(2)
+    raise Bad(msg)
 
 
 def read_csv(path):
@@ -170,39 +173,53 @@ def main():
     try:
         import matplotlib
     except ImportError:
-        fail("matplotlib is not installed for %s: run make deps (Debian package python3-matplotlib)" % sys.executable)
+        print("plot: matplotlib is not installed for %s: run make deps (Debian package python3-matplotlib)" %
+              sys.executable, file=sys.stderr)
+        sys.exit(3)
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     if args.out_dir:
         os.makedirs(args.out_dir, exist_ok=True)
-    written = 0
+    written, bad = 0, 0
     for path in args.inputs:
-        meta, rows = load(path)
-        if not rows:
-            fail("%s: no records" % path)
-        typ = args.type or rows[0]["type"]
-        redop = args.redop or rows[0]["redop"]
-        sel = [r for r in rows if r["type"] == typ and r["redop"] == redop and r["placement"] == args.placement]
-        if not sel:
-            fail("%s: no %s %s %s records" % (path, typ, redop, args.placement))
-        bad = [r for r in sel if r["wrong"] is not None and r["wrong"] > 0]
-        if bad:
-            print("plot: %s: %d records with wrong data left out" % (path, len(bad)), file=sys.stderr)
-        sel = [r for r in sel if not (r["wrong"] is not None and r["wrong"] > 0)]
-        stem = os.path.splitext(os.path.basename(path))[0]
-        outdir = args.out_dir or os.path.dirname(os.path.abspath(path))
-        combo = "%s %s" % (typ, redop)
-        for small, suffix in ((True, "latency"), (False, "busbw")):
-            out = os.path.join(outdir, "%s-%s.png" % (stem, suffix))
-            if chart(plt, meta, sel, combo, args.placement, small, out):
-                print("plot: wrote %s" % out)
-                written += 1
-            else:
-                print("plot: %s: no %s sizes %s 256 KiB: no %s chart" %
-                      (path, combo, "up to" if small else "from", suffix))
+        try:
+            written += draw(plt, path, args)
+        except Bad as e:
+            print("plot: %s" % e, file=sys.stderr)
+            bad += 1
+    if bad or written == 0:
+        sys.exit(2)
+
+
+def draw(plt, path, args):
+    written = 0
+    meta, rows = load(path)
+    if not rows:
+        fail("%s: no records" % path)
+    typ = args.type or rows[0]["type"]
+    redop = args.redop or rows[0]["redop"]
+    sel = [r for r in rows if r["type"] == typ and r["redop"] == redop and r["placement"] == args.placement]
+    if not sel:
+        fail("%s: no %s %s %s records" % (path, typ, redop, args.placement))
+    bad = [r for r in sel if r["wrong"] is not None and r["wrong"] > 0]
+    if bad:
+        print("plot: %s: %d records with wrong data left out" % (path, len(bad)), file=sys.stderr)
+    sel = [r for r in sel if not (r["wrong"] is not None and r["wrong"] > 0)]
+    stem = os.path.splitext(os.path.basename(path))[0]
+    outdir = args.out_dir or os.path.dirname(os.path.abspath(path))
+    combo = "%s %s" % (typ, redop)
+    for small, suffix in ((True, "latency"), (False, "busbw")):
+        out = os.path.join(outdir, "%s-%s.png" % (stem, suffix))
+        if chart(plt, meta, sel, combo, args.placement, small, out):
+            print("plot: wrote %s" % out)
+            written += 1
+        else:
+            print("plot: %s: no %s sizes %s 256 KiB: no %s chart" %
+                  (path, combo, "up to" if small else "from", suffix))
     if written == 0:
-        fail("no chart written")
+        fail("%s: no chart written" % path)
+    return written
 
 
 if __name__ == "__main__":
