@@ -98,7 +98,7 @@ def title(meta, what, combo, placement):
         parts.append(dev + (" (sim backend)" if sim else ""))
     for key, label in (("driver", "driver "), ("nccl", "NCCL "), ("commit", "commit "), ("date", "")):
         if meta.get(key):
-            v = meta[key][:10] if key == "date" else meta[key]
+            v = meta[key][:10] if key in ("date", "commit") else meta[key]  # a day; a short hash
             parts.append(label + v)
     if meta.get("timing", "").startswith("CUDA graph"):
         parts.append("CUDA graph")

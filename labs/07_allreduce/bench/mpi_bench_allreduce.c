@@ -15,7 +15,8 @@
 // CUDA events on the stream (eager launches), time per call, max over ranks. With -G N the -n calls
 // are captured once into a CUDA graph, replayed once to warm up, then N times between the events
 // (time per call = elapsed / (N * n)); the cuda backend only (the sim has no graphs). Data are checked
-// once per row and placement before the timing (-c 1): every element against the reduction of a
+// by -c N calls per row and placement before the timing (default 1; eager calls also under -G; the
+// wrong elements of the N are summed): every element against the reduction of a
 // known per-rank pattern computed on the host, plus 64 bytes past the end that must stay untouched.
 //
 // SHM. Our connections read MCCL_P2P_DISABLE and NCCL reads NCCL_P2P_DISABLE once per process, at
