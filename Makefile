@@ -147,7 +147,7 @@ export MCCL_TEST_FILTER := $(T)
 export MCCL_MAKE_VARS := BACKEND=$(BACKEND) DEBUG=$(DEBUG) SANITIZE=$(SANITIZE) TSAN=$(TSAN) BUILD_ROOT=$(BUILD_ROOT)
 export MCCL_BIN_DIR := $(BIN)
 
-.PHONY: all test bench demo docs linkcheck format-check compdb gdb deps clean help params-doc
+.PHONY: all test bench demo docs linkcheck format-check compdb gdb deps clean help params-doc plot
 all: $(BACKEND_DEP) $(ALL_LIBS) $(ALL_BINS)
 
 test:
@@ -185,6 +185,15 @@ gdb: all
 docs:
 	@mk/deps.sh ensure docs && mk/docs.sh
 
+# PNG charts of benchmark results (mk/plot.py: time vs size up to 256 KiB, busbw vs size from it):
+# RESULTS names CSV or JSON files written by a benchmark's --csv/--json; the PNGs go beside each file,
+# or to PLOT_DIR.
+RESULTS ?=
+PLOT_DIR ?=
+plot:
+	@[ -n "$(strip $(RESULTS))" ] || { echo "usage: make plot RESULTS='file.csv|file.json ...' [PLOT_DIR=dir]" >&2; exit 2; }
+	@mk/deps.sh ensure plot && mk/plot.sh $(if $(PLOT_DIR),--out-dir $(PLOT_DIR)) $(RESULTS)
+
 # C sources follow .clang-format (mk/format-check.sh says how far); CI runs it.
 format-check:
 	@mk/deps.sh ensure format-check && mk/format-check.sh
@@ -217,6 +226,7 @@ help:
 	@echo "  gdb      LAB=NN: the lab's demo under gdb with its lab.gdb (cuda-gdb and lab.cuda-gdb where a lab has one, on cuda)"
 	@echo "  deps     install what is missing (apt-get as root; else prints the packages)"
 	@echo "  compdb   compile_commands.json for clangd and other editors (both backends)"
+	@echo "  plot     RESULTS='a.csv b.json' [PLOT_DIR=dir]: PNG charts of benchmark results (--csv/--json)"
 	@echo "  format-check  fail if clang-format (.clang-format) would change a C file"
 	@echo "  fuzz     build the decoders' libFuzzer targets (clang) and run each FUZZ_SECONDS (default 60); FUZZ=pattern"
 	@echo "  fuzz-seed  rewrite common/fuzz/corpus from gen_corpus.c"

@@ -7,15 +7,17 @@ set -u
 mode=${1:-install}; target=${2:-all}
 CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")")}
 
-# command -> package
+# command -> package (matplotlib: a Python module, found by mk/plot.sh --check, not a command)
 declare -A pkg=([mpicc]=libopenmpi-dev [mpirun]=openmpi-bin [doxygen]=doxygen [dot]=graphviz [gdb]=gdb
-               [linkchecker]=linkchecker [clang-format]=clang-format [g++]=g++ [clang]=clang [libfuzzer]=libclang-rt-dev)
-# What each target needs (required) and can use (wanted: gdb lets `make test` check lab.gdb,
-# SKIP otherwise). g++ compiles the .cu device code on the sim backend. `make fuzz` needs clang and
-# its libFuzzer runtime (libclang-rt-dev: apt's --no-install-recommends leaves it out). `make deps`
-# wants everything.
+               [linkchecker]=linkchecker [clang-format]=clang-format [g++]=g++ [clang]=clang [libfuzzer]=libclang-rt-dev
+               [matplotlib]=python3-matplotlib)
+# What each target needs (required) and can use (wanted: gdb lets `make test` check lab.gdb and
+# matplotlib its `make plot` test, SKIP otherwise). g++ compiles the .cu device code on the sim backend.
+# `make fuzz` needs clang and its libFuzzer runtime (libclang-rt-dev: apt's --no-install-recommends
+# leaves it out). `make deps` wants everything.
 case "$target" in
-  test) required="mpicc mpirun g++"; wanted="mpicc mpirun gdb g++" ;;
+  test) required="mpicc mpirun g++"; wanted="mpicc mpirun gdb g++ matplotlib" ;;
+  plot) required="matplotlib"; wanted="$required" ;;
   demo|bench) required="mpicc mpirun g++"; wanted="$required" ;;
   docs) required="doxygen dot"; wanted="$required" ;;
   linkcheck) required="linkchecker"; wanted="$required" ;;
@@ -25,9 +27,11 @@ case "$target" in
 esac
 [ "$mode" = install ] && wanted="${!pkg[*]}"
 
-# A command on PATH; libfuzzer is clang's runtime library, not a command.
+# A command on PATH; libfuzzer is clang's runtime library and matplotlib a Python module, not commands.
 have() {
-  if [ "$1" = libfuzzer ]; then
+  if [ "$1" = matplotlib ]; then
+    "$(dirname "$0")/plot.sh" --check
+  elif [ "$1" = libfuzzer ]; then
     command -v clang >/dev/null 2>&1 && compgen -G "$(clang -print-resource-dir)/lib/linux/libclang_rt.fuzzer-*.a" >/dev/null
   else
     command -v "$1" >/dev/null 2>&1

@@ -19,6 +19,7 @@ if ! { cat docs/Doxyfile; echo "INPUT = $inputs"; echo "USE_MDFILE_AS_MAINPAGE =
   exit 1
 fi
 if [ -s "$log" ]; then cat "$log"; fi
-# The results pages link their raw logs (docs/results/<run>/*.log) relative to the page: copy them.
+# The results pages link their raw logs and show their charts (docs/results/<run>/*.log, *.csv, *.png)
+# relative to the page: copy them. (No IMAGE_PATH: Doxygen then leaves ![..](<run>/x.png) as written.)
 for d in docs/results/*/; do [ -d "$d" ] && cp -r "$d" docs/html/; done
 echo "docs: site built in docs/html/index.html from: $inputs"

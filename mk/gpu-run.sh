@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # One call on a GPU host: environment report, build, tests, demo and benchmarks (BACKEND=cuda),
 # each logged under $OUT. MCCL_COMMIT names the commit (the copied tree may have no .git).
+# Lab 07's benchmark runs also write CSV and JSON beside their logs (bench07*.csv/.json), charted
+# with make plot (bench07*-latency.png, -busbw.png) when this host's Python has matplotlib.
 set -u
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
@@ -10,9 +12,11 @@ if [ -z "${MCCL_NCCL_LIB:-}" ]; then
   d=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)
   [ -n "$d" ] && [ -f "$d/lib/libnccl.so.2" ] && export MCCL_NCCL_LIB="$d/lib/libnccl.so.2"
 fi
+commit=${MCCL_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
+[ "$commit" = unknown ] || export MCCL_COMMIT=$commit  # the benchmarks' CSV/JSON metadata
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "commit: ${MCCL_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}"
+  echo "commit: $commit"
   nvidia-smi --query-gpu=index,name,driver_version,memory.total,pci.bus_id --format=csv
   nvidia-smi topo -m
   echo "nvcc: $(nvcc --version | tail -1)"
@@ -51,6 +55,8 @@ fi
 fi
 if [ "${MCCL_BENCH:-1}" = 1 ]; then
 step bench
+# Lab 07's table as CSV and JSON too (runbench.sh adds MCCL_BENCH_ARGS_<binary> to its command line).
+export MCCL_BENCH_ARGS_mpi_bench_allreduce="${MCCL_BENCH_ARGS_mpi_bench_allreduce:-} --csv $OUT/bench07.csv --json $OUT/bench07.json"
 if [ -z "${LABS:-}" ]; then make BACKEND=cuda bench 2>&1 | tee "$OUT/bench.log" | tail -80
 else for l in $LABS; do make BACKEND=cuda bench LAB=$l 2>&1; done | tee "$OUT/bench.log" | tail -80; fi
 # Lab 07's bars need two more runs (graph latency, SHM bandwidth) and the tuning sweep; 2 GPUs at least.
@@ -59,9 +65,18 @@ if [ -x "$b07" ] && { [ -z "${LABS:-}" ] || [[ " $LABS " == *" 07 "* ]]; } && [ 
   [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
   mr="mpirun --oversubscribe --bind-to none --mca btl_vader_single_copy_mechanism none $( [ "$(id -u)" = 0 ] && echo --allow-run-as-root) -np 2"
   step "lab 07 bench: -G 1 (graph), --shm, --tune"
-  $mr "$b07" -G 1 -e 64K > "$OUT/bench07_graph.log" 2>&1; echo "graph exit $?"; tail -9 "$OUT/bench07_graph.log"
-  $mr "$b07" --shm -b 1M > "$OUT/bench07_shm.log" 2>&1; echo "shm exit $?"; tail -9 "$OUT/bench07_shm.log"
-  $mr "$b07" --tune > "$OUT/bench07_tune.log" 2>&1; echo "tune exit $?"; tail -8 "$OUT/bench07_tune.log"
+  for run in graph shm tune; do
+    case $run in graph) args="-G 1 -e 64K" n=9 ;; shm) args="--shm -b 1M" n=9 ;; tune) args="--tune" n=8 ;; esac
+    # shellcheck disable=SC2086 # mr and args are lists
+    $mr "$b07" $args --csv "$OUT/bench07_$run.csv" --json "$OUT/bench07_$run.json" > "$OUT/bench07_$run.log" 2>&1
+    echo "$run exit $?"; tail -$n "$OUT/bench07_$run.log"
+  done
+fi
+csvs=$(ls "$OUT"/bench07*.csv 2>/dev/null | tr '\n' ' ')
+if [ -n "$csvs" ]; then
+  step "plot (lab 07's CSV files)"
+  if mk/plot.sh --check; then make plot RESULTS="$csvs" 2>&1 | tee "$OUT/plot.log"
+  else echo "plot: skipped: no Python with matplotlib on this host (the CSV/JSON files are in $OUT; make plot RESULTS=... elsewhere)"; fi
 fi
 fi
 step done

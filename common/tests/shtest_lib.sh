@@ -1,4 +1,4 @@
-# Shell tests' harness, sourced by common/tests/test_*.sh: the same output as the C harness
+# Shell tests' harness, sourced by common/tests/test_*.sh and labs/*/tests/test_*.sh: the same output as the C harness
 # (mccl_test.h), so mk/runtests.sh counts them alike. A test registers its cases, then calls shtest_main:
 #   shtest_case NAME FUNCTION [ARGS...]     # FUNCTION runs in a subshell from the repository root
 #   shtest_main "$@"
@@ -8,7 +8,9 @@
 # same build variant that never runs the shell tests again (MCCL_TEST_NESTED=1).
 set -u
 shtest_suite="$(basename "$(dirname "$(dirname "$0")")")/$(basename "$0" .sh)"
-shtest_root=$(cd "$(dirname "$0")/../.." && pwd)
+# The repository root: the nearest directory above the test that holds mk/runtests.sh (common/tests/
+# and labs/NN_x/tests/ sit at different depths).
+shtest_root=$(d=$(cd "$(dirname "$0")" && pwd); while [ "$d" != / ] && [ ! -f "$d/mk/runtests.sh" ]; do d=$(dirname "$d"); done; echo "$d")
 shtest_names=() shtest_cmds=()
 shtest_msg=$(mktemp)
 trap 'rm -f "$shtest_msg"' EXIT

@@ -15,7 +15,8 @@
 // CUDA events on the stream (eager launches), time per call, max over ranks. With -G N the -n calls
 // are captured once into a CUDA graph, replayed once to warm up, then N times between the events
 // (time per call = elapsed / (N * n)); the cuda backend only (the sim has no graphs). Data are checked
-// once per row and placement before the timing (-c 1): every element against the reduction of a
+// by -c N calls per row and placement before the timing (default 1; eager calls also under -G; the
+// wrong elements of the N are summed): every element against the reduction of a
 // known per-rank pattern computed on the host, plus 64 bytes past the end that must stay untouched.
 //
 // SHM. Our connections read MCCL_P2P_DISABLE and NCCL reads NCCL_P2P_DISABLE once per process, at
@@ -25,6 +26,13 @@
 //
 // --tune times ring/LL, ring/SIMPLE, one-shot and two-shot at 8 B .. 64 MiB (out-of-place, NCCL left
 // out) and prints the fastest per size and the cut-over points for src/allreduce.c's table.
+//
+// Files. --csv FILE and --json FILE write every row and placement as a record (common/include/
+// mccl_benchout.h: size, count, type, redop, lib, algo, placement, time_us, algbw, busbw, wrong,
+// nccl_time_us, ratio) after the run's metadata (date, device, driver, commit, ...): what `make plot`
+// draws. -d all and -o all sweep every type and operation, as nccl-tests does; the summary of the bars
+// then covers the first (type, operation). A line per size goes to stderr when stderr is a terminal,
+// or with --progress.
 #include <dlfcn.h>
 #include <math.h>
 #include <stdint.h>
@@ -38,6 +46,7 @@
 #include "mccl_alloc.h"
 #include "mccl_allreduce.h"
 #include "mccl_args.h"
+#include "mccl_benchout.h"
 #include "mccl_checks.h"
 #include "mccl_nccl.h"
 #include "mccl_param.h"
@@ -69,14 +78,17 @@ static const struct {
 
 static struct {
   size_t minBytes, maxBytes;
-  int factor, iters, warm, check, graph, dtype, op, nChannels, reg, useNccl, shm, tune;
+  int factor, iters, warm, check, graph, dtype, op, nChannels, reg, useNccl, shm, tune, progress;
   int variants[kNumVariants], nVariants, algoGiven;
+  int types[mcclNumTypes], nTypes, ops[mcclNumOps], nOps;  // -d, -o (all: every one); dtype, op: the current
+  const char *csv, *json;
 } opt;
 
 static int rank, nranks, sim;
 
-static const char* const kOptions[] = {"-b=", "-e=", "-f=",     "-n=",         "-w=",       "-c=",   "-d=",    "-o=",
-                                       "-G=", "-R=", "--algo=", "--channels=", "--no-nccl", "--shm", "--tune", NULL};
+static const char* const kOptions[] = {"-b=",    "-e=",    "-f=",     "-n=",        "-w=",         "-c=",       "-d=",
+                                       "-o=",    "-G=",    "-R=",     "--algo=",    "--channels=", "--no-nccl", "--shm",
+                                       "--tune", "--csv=", "--json=", "--progress", NULL};
 
 static const char* kHelp =
     "Lab 07's allreduce beside NCCL's ncclAllReduce (MCCL_NCCL_LIB, NCCL_NVLS_ENABLE=0), under mpirun -np N\n"
@@ -85,10 +97,10 @@ static const char* kHelp =
     "  -b, -e BYTES   smallest, largest size [8, 512M / 8, 32K; --tune: 8, 64M]\n"
     "  -f N           multiply the size by N between rows [2 / 8]\n"
     "  -n N, -w N     timed calls per row (time per call is reported) and warm-up calls [50, 5 / 2, 1]\n"
-    "  -c 0|1         check the results once per row, outside the timing [1]\n"
+    "  -c N           check the results with N calls per row and placement, outside the timing; 0: no check [1]\n"
     "  -d TYPE        int8 uint8 int32 (int) uint32 int64 uint64 float16 (half) float32 (float) float64\n"
-    "                 (double) bfloat16 [float32]\n"
-    "  -o OP          sum prod max min avg [sum]\n"
+    "                 (double) bfloat16, or all [float32]\n"
+    "  -o OP          sum prod max min avg, or all [sum]\n"
     "  -G N           capture the -n calls in a CUDA graph and replay it N times (cuda backend only) [0: eager]\n"
     "  -R 0|2         2: also time NCCL on ncclMemAlloc buffers registered as symmetric windows [2]\n"
     "  --algo LIST    comma list of ours: ring oneshot twoshot auto ring-ll ring-simple\n"
@@ -98,6 +110,9 @@ static const char* kHelp =
     "  --shm          MCCL_P2P_DISABLE=1 and NCCL_P2P_DISABLE=1 before init: the SHM bar's run\n"
     "  --tune         time every algorithm (out-of-place, no NCCL) and print the fastest per size and the\n"
     "                 cut-over points for src/allreduce.c\n"
+    "  --csv FILE     also write every row and placement to FILE as CSV (metadata as '# key: value' lines)\n"
+    "  --json FILE    the same as one JSON object {\"metadata\": {...}, \"rows\": [...]} (make plot reads both)\n"
+    "  --progress     a line per size on stderr (the default when stderr is a terminal)\n"
     "The last lines summarise issue 10's bars (2 ranks): ours (the best algorithm per size), NCCL's, met or\n"
     "MISSED. A full set is three runs: plain (eager and bandwidth bars), -G 1 (graph bar), --shm (SHM bar).";
 
@@ -112,7 +127,7 @@ static int parseType(const char* s) {
   for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
     if (strcasecmp(s, names[i].name) == 0) return names[i].dtype;
   char msg[160];
-  snprintf(msg, sizeof(msg), "-d: unknown type '%s'", s);
+  snprintf(msg, sizeof(msg), "-d: unknown type '%s' (a type of --help, or all)", s);
   mcclArgsFail(msg);
   return -1;
 }
@@ -121,7 +136,7 @@ static int parseOp(const char* s) {
   for (int o = 0; o < mcclNumOps; o++)
     if (strcasecmp(s, mcclOpName(o)) == 0) return o;
   char msg[160];
-  snprintf(msg, sizeof(msg), "-o: unknown operation '%s' (sum, prod, max, min or avg)", s);
+  snprintf(msg, sizeof(msg), "-o: unknown operation '%s' (sum, prod, max, min, avg or all)", s);
   mcclArgsFail(msg);
   return -1;
 }
@@ -148,7 +163,7 @@ static void parseAlgos(const char* s) {
 static void parseOptions(int argc, char** argv) {
   mcclArgsCheckOpts(argc, argv, kOptions,
                     "[-b BYTES] [-e BYTES] [-f N] [-n N] [-w N] [-c 0|1] [-d TYPE] [-o OP] [-G N] [-R 0|2] "
-                    "[--algo LIST] [--channels N] [--no-nccl] [--shm] [--tune]",
+                    "[--algo LIST] [--channels N] [--no-nccl] [--shm] [--tune] [--csv FILE] [--json FILE] [--progress]",
                     kHelp);
   const long long G = 1LL << 30;
   opt.tune = mcclArgsOpt(argc, argv, "--tune") != NULL;
@@ -162,15 +177,29 @@ static void parseOptions(int argc, char** argv) {
   opt.factor = (int)mcclArgsOptInt(argc, argv, "-f", sim ? 8 : 2, 2, 1024);
   opt.iters = (int)mcclArgsOptInt(argc, argv, "-n", sim ? 2 : 50, 1, 1000000);
   opt.warm = (int)mcclArgsOptInt(argc, argv, "-w", sim ? 1 : 5, 0, 1000000);
-  opt.check = (int)mcclArgsOptInt(argc, argv, "-c", 1, 0, 1);
+  opt.check = (int)mcclArgsOptInt(argc, argv, "-c", 1, 0, 1000);
   opt.graph = (int)mcclArgsOptInt(argc, argv, "-G", 0, 0, 100000);
   opt.reg = (int)mcclArgsOptInt(argc, argv, "-R", 2, 0, 2);
   opt.nChannels = (int)mcclArgsOptInt(argc, argv, "--channels", 0, 1, MCCL_SIGNAL_MAX_BLOCKS);
   opt.useNccl = mcclArgsOpt(argc, argv, "--no-nccl") == NULL && !opt.tune;
   const char* s = mcclArgsOpt(argc, argv, "-d");
-  opt.dtype = s ? parseType(s) : mcclFloat32;
+  if (s && strcasecmp(s, "all") == 0)
+    for (int t = 0; t < mcclNumTypes; t++) opt.types[opt.nTypes++] = t;
+  else
+    opt.types[opt.nTypes++] = s ? parseType(s) : mcclFloat32;
   s = mcclArgsOpt(argc, argv, "-o");
-  opt.op = s ? parseOp(s) : mcclSum;
+  if (s && strcasecmp(s, "all") == 0)
+    for (int o = 0; o < mcclNumOps; o++) opt.ops[opt.nOps++] = o;
+  else
+    opt.ops[opt.nOps++] = s ? parseOp(s) : mcclSum;
+  opt.dtype = opt.types[0];
+  opt.op = opt.ops[0];
+  opt.csv = mcclArgsOpt(argc, argv, "--csv");
+  opt.json = mcclArgsOpt(argc, argv, "--json");
+  if (opt.csv && !*opt.csv) mcclArgsFail("--csv: the file name is empty");
+  if (opt.json && !*opt.json) mcclArgsFail("--json: the file name is empty");
+  if (opt.csv && opt.json && strcmp(opt.csv, opt.json) == 0) mcclArgsFail("--csv and --json name the same file");
+  opt.progress = mcclArgsOpt(argc, argv, "--progress") != NULL;
   char msg[200];
   if (opt.reg == 1) mcclArgsFail("-R 1: local registration is not offered; 0 or 2");
   if (opt.minBytes > opt.maxBytes) {
@@ -568,7 +597,11 @@ static mcclResult_t runRow(const target* t, size_t count, int placements, struct
     setVariant(t->variant);
   }
   for (int ip = 0; ip < placements; ip++) {
-    if (opt.check) MCCLCHECK(validate(t, count, ip, &r->wrong[ip]));
+    for (int c = 0; c < opt.check; c++) {  // -c N: N checked calls, their wrong elements summed
+      long wrong = 0;
+      MCCLCHECK(validate(t, count, ip, &wrong));
+      r->wrong[ip] = (c == 0 ? 0 : r->wrong[ip]) + wrong;
+    }
     MCCLCHECK(measure(t, count, ip, &r->sec[ip]));
   }
   return mcclSuccess;
@@ -614,6 +647,31 @@ static void printRow(const char* label, size_t bytes, size_t count, const struct
   fflush(stdout);
 }
 
+// The row's records in the --csv / --json files (rank 0; placements that ran).
+static mcclBenchOut* benchOut;
+
+static mcclResult_t recordRow(const char* lib, const char* variant, const char* label, size_t bytes, size_t count,
+                              const struct rowResult* r, const double* ncclBest) {
+  if (rank != 0 || benchOut == NULL) return mcclSuccess;
+  for (int ip = 0; ip < 2; ip++) {
+    if (r->sec[ip] <= 0) continue;
+    mcclBenchRecord rec = {.bytes = bytes,
+                           .count = count,
+                           .type = mcclTypeName(opt.dtype),
+                           .redop = mcclOpName(opt.op),
+                           .lib = lib,
+                           .variant = variant,
+                           .algo = label,
+                           .inPlace = ip,
+                           .timeUs = r->sec[ip] * 1e6,
+                           .wrong = r->wrong[ip],
+                           .ncclTimeUs = ncclBest ? ncclBest[ip] * 1e6 : 0};
+    mcclBenchRecordRates(&rec, nranks);
+    MCCLCHECK(mcclBenchOutRecord(benchOut, &rec));
+  }
+  return mcclSuccess;
+}
+
 // ---- the sweep, the summary and --tune ------------------------------------------------------------
 
 struct sizeStat {
@@ -634,13 +692,30 @@ static void keepBest(double* best, char* bestName, const struct rowResult* r, co
     }
 }
 
-static mcclResult_t sweep(target* ours, int nOurs, target* nccl, int nNccl) {
+static const char* fmtSize(size_t b, char* buf, size_t len);
+
+// Sizes of the sweep at the current type (a size with no whole element is left out).
+static int sweepSizes(size_t* sizes) {
   size_t esize = mcclTypeSize(opt.dtype);
-  printHeader();
-  for (size_t b = opt.minBytes; b <= opt.maxBytes && nStats < MAX_SIZES; b *= (size_t)opt.factor) {
-    size_t count = b / esize, bytes = count * esize;
-    if (count == 0) continue;
-    struct sizeStat* st = &stats[nStats++];
+  int n = 0;
+  for (size_t b = opt.minBytes; b <= opt.maxBytes && n < MAX_SIZES; b *= (size_t)opt.factor)
+    if (b / esize > 0) sizes[n++] = b / esize * esize;
+  return n;
+}
+
+// The progress lines: done of total sizes (over every type and operation), from t0.
+static struct {
+  int on, done, total;
+  double t0;
+} progress;
+
+// One (type, operation): every size, NCCL's rows first. keepStats: this combination feeds the summary.
+static mcclResult_t sweep(target* ours, int nOurs, target* nccl, int nNccl, int keepStats) {
+  size_t esize = mcclTypeSize(opt.dtype), sizes[MAX_SIZES];
+  int nSizes = sweepSizes(sizes);
+  for (int si = 0; si < nSizes; si++) {
+    size_t bytes = sizes[si], count = bytes / esize;
+    struct sizeStat scratch, *st = keepStats ? &stats[nStats++] : &scratch;
     memset(st, 0, sizeof(*st));
     st->bytes = bytes;
     double ncclBest[2] = {0, 0};
@@ -650,6 +725,7 @@ static mcclResult_t sweep(target* ours, int nOurs, target* nccl, int nNccl) {
       char label[32];
       rowLabel(&nccl[i], bytes, label, sizeof(label));
       printRow(label, bytes, count, &r, NULL);
+      MCCLCHECK(recordRow("nccl", label, label, bytes, count, &r, NULL));
       for (int ip = 0; ip < 2; ip++)
         if (r.sec[ip] > 0 && (ncclBest[ip] == 0 || r.sec[ip] < ncclBest[ip])) ncclBest[ip] = r.sec[ip];
       keepBest(&st->nccl, st->ncclAlgo, &r, label);
@@ -662,9 +738,17 @@ static mcclResult_t sweep(target* ours, int nOurs, target* nccl, int nNccl) {
       char label[32];
       rowLabel(&ours[i], bytes, label, sizeof(label));
       printRow(label, bytes, count, &r, ncclBest);
+      MCCLCHECK(recordRow("minccl", kVariant[ours[i].variant].name, label, bytes, count, &r, ncclBest));
       keepBest(&st->ours, st->oursAlgo, &r, label);
       st->tune[ours[i].variant] = r.wrong[0] <= 0 ? r.sec[0] : 0;
       for (int ip = 0; ip < 2; ip++) totalWrong += r.wrong[ip] > 0 ? r.wrong[ip] : 0;
+    }
+    progress.done++;
+    if (progress.on && rank == 0) {
+      char what[96], sz[32];
+      snprintf(what, sizeof(what), "%s %s %s done", fmtSize(bytes, sz, sizeof(sz)), mcclTypeName(opt.dtype),
+               mcclOpName(opt.op));
+      mcclBenchProgress(progress.done, progress.total, what, nowSec() - progress.t0);
     }
   }
   return mcclSuccess;
@@ -737,9 +821,10 @@ static void bandwidthBar(const char* what, size_t bytes, double goal) {
 static void summary(int shmMode) {
   if (rank != 0) return;
   printf(
-      "\n# ==== summary: issue 10's bars, %s backend, %d ranks%s; best algorithm and placement per size, NCCL's "
-      "best of its rows\n",
-      MCCL_BACKEND_NAME, nranks, nranks == 2 ? "" : " (the bars are set for 2 ranks)");
+      "\n# ==== summary: issue 10's bars, %s backend, %d ranks%s, %s %s; best algorithm and placement per size, "
+      "NCCL's best of its rows\n",
+      MCCL_BACKEND_NAME, nranks, nranks == 2 ? "" : " (the bars are set for 2 ranks)", mcclTypeName(opt.dtype),
+      mcclOpName(opt.op));
   printf("# %-40s %14s %14s %-8s %s\n", "bar", "ours", "NCCL", "verdict", "target (our best row)");
   const char* noGraph = "not this run: -G 1 measures it";
   const char* noEager = "not this run: leave -G out";
@@ -850,7 +935,31 @@ static void openNccl(size_t allocBytes, void** bufs, void** wins, int* haveNccl,
   *haveSym = allOk(ok);
 }
 
-static mcclResult_t run(void) {
+// The --csv / --json files (rank 0), after the metadata every chart title uses.
+static mcclResult_t openOutput(int dev, int argc, char** argv, int haveNccl, int shmMode) {
+  if (rank != 0 || (opt.csv == NULL && opt.json == NULL)) return mcclSuccess;
+  mcclBenchMeta meta;
+  mcclBenchMetaFill(&meta, dev, argc, argv);
+  char v[64];
+  MCCLCHECK(mcclBenchMetaAdd(&meta, "program", "lab 07 mpi_bench_allreduce"));
+  snprintf(v, sizeof(v), "%d", nranks);
+  MCCLCHECK(mcclBenchMetaAdd(&meta, "nranks", v));
+  snprintf(v, sizeof(v), "%d", g.comm->nChannels);
+  MCCLCHECK(mcclBenchMetaAdd(&meta, "channels", v));
+  MCCLCHECK(mcclBenchMetaAdd(&meta, "transport", nranks < 2 ? "none" : shmMode ? "SHM" : "P2P"));
+  if (opt.graph)
+    snprintf(v, sizeof(v), "CUDA graph: -n %d calls replayed -G %d times, -w %d", opt.iters, opt.graph, opt.warm);
+  else
+    snprintf(v, sizeof(v), "eager: -n %d calls, -w %d warm-up", opt.iters, opt.warm);
+  MCCLCHECK(mcclBenchMetaAdd(&meta, "timing", v));
+  if (haveNccl) {
+    snprintf(v, sizeof(v), "%d.%d.%d", g.api.version / 10000, g.api.version / 100 % 100, g.api.version % 100);
+    MCCLCHECK(mcclBenchMetaAdd(&meta, "nccl", v));
+  }
+  return mcclBenchOutOpen(opt.csv, opt.json, &meta, &benchOut);
+}
+
+static mcclResult_t run(int argc, char** argv) {
   MPI_Comm local;
   int localRank = 0, ndev = 0;
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
@@ -859,8 +968,7 @@ static mcclResult_t run(void) {
   CUDACHECK(cudaGetDeviceCount(&ndev));
   int dev = localRank % ndev;
   CUDACHECK(cudaSetDevice(dev));
-  size_t esize = mcclTypeSize(opt.dtype);
-  size_t maxBytes = opt.maxBytes / esize * esize, allocBytes = maxBytes + SLACK_BYTES;
+  size_t allocBytes = opt.maxBytes + SLACK_BYTES;  // -e rounded down to whole elements of any type fits
   hostBytes = allocBytes > 64 * MiB ? allocBytes : 64 * MiB;
   hostBuf = malloc(hostBytes);
   if (hostBuf == NULL) {
@@ -896,11 +1004,6 @@ static mcclResult_t run(void) {
   const char* why = sim ? "sim backend: NCCL needs real GPUs" : opt.tune ? "--tune" : "--no-nccl";
   if (!sim && opt.useNccl) openNccl(allocBytes, nbufs, nwins, &haveNccl, &haveSym, &why);
 
-  // The pattern, in every send buffer (only out-of-place calls read them; in-place ones copy it).
-  MCCLCHECK(fillPattern(send, maxBytes / esize));
-  if (haveNccl) MCCLCHECK(fillPattern(nbufs[0], maxBytes / esize));
-  if (haveSym) MCCLCHECK(fillPattern(nbufs[2], maxBytes / esize));
-
   target ours[kNumVariants], nccl[2];
   int nOurs = 0, nNccl = 0;
   for (int i = 0; i < opt.nVariants; i++) ours[nOurs++] = (target){kOurs, opt.variants[i], send, recv};
@@ -908,6 +1011,10 @@ static mcclResult_t run(void) {
   if (haveSym) nccl[nNccl++] = (target){kNcclSym, 0, nbufs[2], nbufs[3]};
 
   if (rank == 0) {
+    char checkHow[64] = "off";
+    if (opt.check)
+      snprintf(checkHow, sizeof(checkHow), "%d call%s per row, outside the timing", opt.check,
+               opt.check == 1 ? "" : "s");
     printf("# lab 07 allreduce%s, %s backend, %d ranks (one device each), %d channels, ring over %s%s\n",
            opt.tune ? " --tune" : "", MCCL_BACKEND_NAME, nranks, g.comm->nChannels,
            nranks < 2 ? "nothing (1 rank)"
@@ -918,7 +1025,7 @@ static mcclResult_t run(void) {
                              : "; ring only");
     printf("# timing: %s, -n %d calls per row after -w %d warm-up, time per call, max over ranks; check: %s\n",
            opt.graph ? "the -n calls captured in a CUDA graph, replayed -G times" : "eager launches back to back",
-           opt.iters, opt.warm, opt.check ? "once per row, outside the timing" : "off");
+           opt.iters, opt.warm, checkHow);
     if (opt.graph) printf("# graph replays per row: %d (after one warm-up replay)\n", opt.graph);
     if (haveNccl)
       printf("# NCCL %d.%d.%d: %s, NCCL_NVLS_ENABLE=0%s; rows nccl (cudaMalloc)%s\n", g.api.version / 10000,
@@ -931,7 +1038,32 @@ static mcclResult_t run(void) {
     fflush(stdout);
   }
 
-  MCCLCHECK(sweep(ours, nOurs, nccl, nNccl));
+  MCCLCHECK(openOutput(dev, argc, argv, haveNccl, shmMode));
+  progress.on = mcclBenchProgressOn(opt.progress);
+  progress.t0 = nowSec();
+  for (int ti = 0; ti < opt.nTypes; ti++) {
+    opt.dtype = opt.types[ti];
+    size_t sizes[MAX_SIZES];
+    progress.total += opt.nOps * sweepSizes(sizes);
+  }
+  printHeader();
+  for (int ti = 0; ti < opt.nTypes; ti++) {
+    for (int oi = 0; oi < opt.nOps; oi++) {
+      opt.dtype = opt.types[ti];
+      opt.op = opt.ops[oi];
+      // The pattern, in every send buffer (only out-of-place calls read them; in-place ones copy it).
+      size_t esize = mcclTypeSize(opt.dtype), count = opt.maxBytes / esize;
+      MCCLCHECK(fillPattern(send, count));
+      if (haveNccl) MCCLCHECK(fillPattern(nbufs[0], count));
+      if (haveSym) MCCLCHECK(fillPattern(nbufs[2], count));
+      MCCLCHECK(sweep(ours, nOurs, nccl, nNccl, ti == 0 && oi == 0));
+    }
+  }
+  opt.dtype = opt.types[0];
+  opt.op = opt.ops[0];
+  mcclResult_t outRes = mcclBenchOutClose(benchOut);
+  benchOut = NULL;
+  MCCLCHECK(outRes);
   if (opt.tune)
     tuneSummary();
   else
@@ -987,7 +1119,7 @@ int main(int argc, char** argv) {
     if (rank == 0) printf("# lab 07 bench: at most %d ranks\n", MCCL_LAB_MAX_RANKS);
     rc = 2;
   } else {
-    mcclResult_t r = run();
+    mcclResult_t r = run(argc, argv);
     if (r != mcclSuccess) {
       fprintf(stderr, "rank %d: bench failed: %s\n", rank, mcclGetErrorString(r));
       rc = 1;
