@@ -1,0 +1,297 @@
+// Lab 07's other ring collectives (Broadcast, Reduce, AllGather, ReduceScatter) in one process
+// driving up to 4 devices (mcclLabCommInitAll; 4 on sim), checked on every rank against the CPU
+// reference (coll_test_util.h): every dtype x op of the reducing ones, every root of the rooted
+// ones, both protocols, in place and out of place, counts 0, 1, odd, prime and not divisible by
+// ranks x channels over several rounds of small FIFOs, over SHM too, one rank, the argument checks,
+// and nothing leaked.
+#include <stdlib.h>
+#include "coll_test_util.h"
+#include "mccl_test.h"
+
+#define MAXDEV 4
+
+static int nDevices(void) {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+}
+static int nRanksHere(void) {
+  return nDevices() < MAXDEV ? nDevices() : MAXDEV;
+}
+
+// The protocol of the calls that follow (NULL: the size decides).
+static void forceProto(const char* proto) {
+  if (proto)
+    setenv("MCCL_PROTO", proto, 1);
+  else
+    unsetenv("MCCL_PROTO");
+  mcclParamResetAll();
+}
+static const char* const protos[2] = {"simple", "ll"};
+
+// SIMPLE: 8 slots of 512 B (a 2 KiB chunk); LL: 8 slots of 256 data bytes: a few thousand elements
+// take several rounds of the chunk loop and wrap every FIFO.
+static void smallFifos(int on) {
+  if (on) {
+    setenv("MCCL_BUFFSIZE", "4096", 1);
+    setenv("MCCL_LL_BUFFSIZE", "4096", 1);
+  } else {
+    unsetenv("MCCL_BUFFSIZE");
+    unsetenv("MCCL_LL_BUFFSIZE");
+  }
+  mcclParamResetAll();
+}
+
+struct collSet {
+  int n;
+  size_t bytes;  // of each send and recv buffer
+  mcclLabComm* comm[MAXDEV];
+  void *send[MAXDEV], *recv[MAXDEV];
+  cudaStream_t stream[MAXDEV];
+  void* host;
+};
+
+static void setUp(struct collSet* s, int n, int nChannels, size_t bytes) {
+  memset(s, 0, sizeof(*s));
+  s->n = n;
+  s->bytes = bytes;
+  EXPECT_OK(mcclLabCommInitAll(s->comm, n, NULL, nChannels));
+  for (int i = 0; i < n && s->comm[i]; i++) {
+    EXPECT_CUDA_OK(cudaSetDevice(s->comm[i]->cudaDev));
+    EXPECT_CUDA_OK(cudaMalloc(&s->send[i], bytes));
+    EXPECT_CUDA_OK(cudaMalloc(&s->recv[i], bytes));
+    EXPECT_CUDA_OK(cudaStreamCreateWithFlags(&s->stream[i], cudaStreamNonBlocking));
+  }
+  s->host = malloc(bytes);
+  EXPECT_TRUE(s->host != NULL);
+}
+
+static void tearDown(struct collSet* s) {
+  for (int i = 0; i < s->n; i++) {
+    if (s->comm[i] == NULL) continue;
+    cudaSetDevice(s->comm[i]->cudaDev);
+    if (s->stream[i]) EXPECT_CUDA_OK(cudaStreamDestroy(s->stream[i]));
+    if (s->send[i]) EXPECT_CUDA_OK(cudaFree(s->send[i]));
+    if (s->recv[i]) EXPECT_CUDA_OK(cudaFree(s->recv[i]));
+    EXPECT_OK(mcclLabCommDestroy(s->comm[i]));
+  }
+  free(s->host);
+  memset(s, 0, sizeof(*s));
+}
+
+// One call on every rank (launched on all before any wait), checked on every rank.
+static void runOne(struct collSet* s, const struct collCall* c) {
+  CHECK_STOPPED();
+  void *in[MAXDEV], *out[MAXDEV];
+  char what[128], why[200];
+  collDescribe(c, what, sizeof(what));
+  if (collInBytes(c, s->n) > s->bytes || collOutBytes(c, s->n) > s->bytes) {
+    mcclTestFailAt(__FILE__, __LINE__, "%s: buffers of %zu bytes are too small", what, s->bytes);
+    return;
+  }
+  for (int i = 0; i < s->n; i++) {
+    EXPECT_CUDA_OK(cudaSetDevice(s->comm[i]->cudaDev));
+    int line = collPrepare(c, s->comm[i]->rank, s->n, s->send[i], s->recv[i], s->host, &in[i], &out[i]);
+    if (line) mcclTestFailAt(__FILE__, line, "%s: setting rank %d's buffers up", what, i);
+  }
+  CHECK_STOPPED();
+  for (int i = 0; i < s->n; i++) {
+    EXPECT_CUDA_OK(cudaSetDevice(s->comm[i]->cudaDev));
+    EXPECT_OK(collIssue(c, in[i], out[i], s->comm[i], s->stream[i]));
+  }
+  CHECK_STOPPED();
+  for (int i = 0; i < s->n; i++) {
+    EXPECT_CUDA_OK(cudaSetDevice(s->comm[i]->cudaDev));
+    EXPECT_CUDA_OK(cudaStreamSynchronize(s->stream[i]));
+  }
+  CHECK_STOPPED();
+  for (int i = 0; i < s->n; i++) {
+    EXPECT_CUDA_OK(cudaSetDevice(s->comm[i]->cudaDev));
+    if (collVerify(c, s->comm[i]->rank, s->n, out[i], why, sizeof(why))) {
+      mcclTestFailAt(__FILE__, __LINE__, "%s (%s, %d ranks): rank %d: %s", what, getenv("MCCL_PROTO"), s->n, i, why);
+      return;
+    }
+  }
+}
+
+// Reduce and ReduceScatter: every dtype x op, alternating the protocol, in/out of place and the
+// root, on an odd count (one channel: on sim every kernel thread is a host thread).
+static void everyTypeAndOp(void) {
+  int n = nRanksHere();
+  if (n < 2) SKIP("needs 2 devices");
+  struct collSet s;
+  setUp(&s, n, 1, 203 * 8 * MAXDEV);
+  int k = 0;
+  for (int f = collReduce; f <= collReduceScatter && !mcclTestStopped(); f += collReduceScatter - collReduce)
+    for (int t = 0; t < mcclNumTypes && !mcclTestStopped(); t++)
+      for (int op = 0; op < mcclNumOps && !mcclTestStopped(); op++, k++) {
+        forceProto(protos[k & 1]);
+        struct collCall c = {
+            f, (mcclDataType_t)t, (mcclRedOp_t)op, 203, k % n, (k >> 1) & 1, mcclTestSeed() + (uint64_t)k};
+        runOne(&s, &c);
+      }
+  forceProto(NULL);
+  tearDown(&s);
+}
+
+// Broadcast and Reduce from every root, both protocols, in and out of place.
+static void everyRoot(void) {
+  int n = nRanksHere();
+  if (n < 2) SKIP("needs 2 devices");
+  struct collSet s;
+  setUp(&s, n, 2, 1001 * 4);
+  int k = 0;
+  for (int f = collBroadcast; f <= collReduce && !mcclTestStopped(); f++)
+    for (int root = 0; root < n && !mcclTestStopped(); root++)
+      for (int p = 0; p < 2 && !mcclTestStopped(); p++, k++) {
+        forceProto(protos[p]);
+        struct collCall c = {f,
+                             f == collBroadcast ? mcclFloat16 : mcclInt32,
+                             k % 3 ? mcclSum : mcclAvg,
+                             1001,
+                             root,
+                             k & 1,
+                             mcclTestSeed() + (uint64_t)k};
+        runOne(&s, &c);
+      }
+  forceProto(NULL);
+  tearDown(&s);
+}
+
+// Every collective, both protocols, in and out of place, on counts 0, 1, odd, prime and not
+// divisible by ranks x channels (3 channels: uneven parts); small FIFOs, so the larger counts take
+// several rounds of the chunk loop. Then count 0 leaves every output alone, and nothing leaked.
+static void awkwardCounts(void) {
+  int n = nRanksHere();
+  if (n < 2) SKIP("needs 2 devices");
+  int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads(), shm0 = mcclTestCountDir("/dev/shm");
+  static const size_t counts[] = {0, 1, 7, 131, 1021, 4099};
+  static const mcclDataType_t types[] = {mcclInt8, mcclFloat32, mcclFloat64, mcclBfloat16, mcclUint32};
+  smallFifos(1);
+  struct collSet s;
+  setUp(&s, n, 3, 4099 * 8 * MAXDEV);
+  int k = 0;
+  for (int f = 0; f < collNumFuncs && !mcclTestStopped(); f++)
+    for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]) && !mcclTestStopped(); ci++)
+      for (int p = 0; p < 2 && !mcclTestStopped(); p++, k++) {
+        forceProto(protos[p]);
+        struct collCall c = {f,     types[k % 5], k % 3 ? mcclSum : mcclAvg,   counts[ci],
+                             k % n, (k >> 1) & 1, mcclTestSeed() + (uint64_t)k};
+        runOne(&s, &c);
+      }
+  // count 0: nothing launched, nothing written
+  if (!mcclTestStopped()) {
+    unsigned char back[64], want[64];
+    memset(want, 0x5a, sizeof(want));
+    for (int i = 0; i < n; i++) {
+      EXPECT_CUDA_OK(cudaSetDevice(s.comm[i]->cudaDev));
+      EXPECT_CUDA_OK(cudaMemcpy(s.recv[i], want, sizeof(want), cudaMemcpyHostToDevice));
+      EXPECT_OK(mcclLabBroadcast(s.send[i], s.recv[i], 0, mcclFloat32, 0, s.comm[i], s.stream[i]));
+      EXPECT_OK(mcclLabReduce(s.send[i], s.recv[i], 0, mcclFloat32, mcclSum, 0, s.comm[i], s.stream[i]));
+      EXPECT_OK(mcclLabAllGather(s.send[i], s.recv[i], 0, mcclFloat32, s.comm[i], s.stream[i]));
+      EXPECT_OK(mcclLabReduceScatter(s.send[i], s.recv[i], 0, mcclFloat32, mcclSum, s.comm[i], s.stream[i]));
+      EXPECT_CUDA_OK(cudaStreamSynchronize(s.stream[i]));
+      EXPECT_CUDA_OK(cudaMemcpy(back, s.recv[i], sizeof(back), cudaMemcpyDeviceToHost));
+      EXPECT_MEM_EQ(back, want, sizeof(want));
+    }
+  }
+  forceProto(NULL);
+  smallFifos(0);
+  tearDown(&s);
+  EXPECT_EQ(mcclTestCountFds(), fds0);
+  EXPECT_EQ(mcclTestCountThreads(), th0);
+  EXPECT_EQ(mcclTestCountDir("/dev/shm"), shm0);
+}
+
+// Every collective over SHM connections (MCCL_P2P_DISABLE=1), both protocols.
+static void shmRing(void) {
+  int n = nRanksHere();
+  if (n < 2) SKIP("needs 2 devices");
+  setenv("MCCL_P2P_DISABLE", "1", 1);
+  smallFifos(1);
+  struct collSet s;
+  setUp(&s, n, 2, 3001 * 4 * MAXDEV);
+  if (!mcclTestStopped()) EXPECT_EQ(s.comm[0]->transport[0], TRANSPORT_SHM);
+  for (int f = 0; f < collNumFuncs && !mcclTestStopped(); f++)
+    for (int p = 0; p < 2 && !mcclTestStopped(); p++) {
+      forceProto(protos[p]);
+      struct collCall c = {f, mcclInt32, mcclMax, 3001, (f + p) % n, p, mcclTestSeed() + (uint64_t)f};
+      runOne(&s, &c);
+    }
+  forceProto(NULL);
+  unsetenv("MCCL_P2P_DISABLE");
+  smallFifos(0);
+  tearDown(&s);
+}
+
+// One device: each collective's output is its input (avg divides by 1), in place and out of place.
+static void oneRank(void) {
+  if (nDevices() < 1) SKIP("no CUDA device");
+  struct collSet s;
+  setUp(&s, 1, 2, 999 * 8);
+  for (int f = 0; f < collNumFuncs && !mcclTestStopped(); f++)
+    for (int k = 0; k < 2 && !mcclTestStopped(); k++) {
+      struct collCall c = {f, k ? mcclFloat64 : mcclUint8, k ? mcclAvg : mcclProd, 999, 0, k, mcclTestSeed()};
+      runOne(&s, &c);
+    }
+  tearDown(&s);
+}
+
+// Bad arguments: mcclInvalidArgument before anything is launched (the streams stay empty, the
+// buffers untouched); an aborted communicator: mcclInvalidUsage.
+static void argumentChecks(void) {
+  int n = nRanksHere();
+  if (n < 2) SKIP("needs 2 devices");
+  struct collSet s;
+  setUp(&s, 2, 1, 4096);
+  CHECK_STOPPED();
+  mcclLabComm* c = s.comm[0];
+  void *in = s.send[0], *out = s.recv[0];
+  cudaStream_t st = s.stream[0];
+  EXPECT_CUDA_OK(cudaSetDevice(c->cudaDev));
+  // NULL communicator
+  EXPECT_RES(mcclLabBroadcast(in, out, 4, mcclInt32, 0, NULL, st), mcclInvalidArgument);
+  EXPECT_RES(mcclLabReduce(in, out, 4, mcclInt32, mcclSum, 0, NULL, st), mcclInvalidArgument);
+  EXPECT_RES(mcclLabAllGather(in, out, 4, mcclInt32, NULL, st), mcclInvalidArgument);
+  EXPECT_RES(mcclLabReduceScatter(in, out, 4, mcclInt32, mcclSum, NULL, st), mcclInvalidArgument);
+  // dtype and op out of range
+  EXPECT_RES(mcclLabBroadcast(in, out, 4, (mcclDataType_t)mcclNumTypes, 0, c, st), mcclInvalidArgument);
+  EXPECT_RES(mcclLabAllGather(in, out, 4, (mcclDataType_t)-1, c, st), mcclInvalidArgument);
+  EXPECT_RES(mcclLabReduce(in, out, 4, mcclInt32, (mcclRedOp_t)mcclNumOps, 0, c, st), mcclInvalidArgument);
+  EXPECT_RES(mcclLabReduceScatter(in, out, 4, mcclInt32, (mcclRedOp_t)-1, c, st), mcclInvalidArgument);
+  // root out of range
+  EXPECT_RES(mcclLabBroadcast(in, out, 4, mcclInt32, 2, c, st), mcclInvalidArgument);
+  EXPECT_RES(mcclLabBroadcast(in, out, 4, mcclInt32, -1, c, st), mcclInvalidArgument);
+  EXPECT_RES(mcclLabReduce(in, out, 4, mcclInt32, mcclSum, 2, c, st), mcclInvalidArgument);
+  // counts whose buffers overflow a size_t (AllGather and ReduceScatter: times nRanks)
+  EXPECT_RES(mcclLabBroadcast(in, out, SIZE_MAX / 2, mcclInt32, 0, c, st), mcclInvalidArgument);
+  EXPECT_RES(mcclLabAllGather(in, out, SIZE_MAX / 8 + 1, mcclInt32, c, st), mcclInvalidArgument);
+  EXPECT_RES(mcclLabReduceScatter(in, out, SIZE_MAX / 8 + 1, mcclInt32, mcclSum, c, st), mcclInvalidArgument);
+  // NULL buffers where the rank uses them; NULL where it does not is fine (count 0 too)
+  EXPECT_RES(mcclLabBroadcast(NULL, out, 4, mcclInt32, 0, c, st), mcclInvalidArgument);  // rank 0 is the root
+  EXPECT_RES(mcclLabBroadcast(in, NULL, 4, mcclInt32, 1, c, st), mcclInvalidArgument);
+  EXPECT_RES(mcclLabReduce(NULL, out, 4, mcclInt32, mcclSum, 1, c, st), mcclInvalidArgument);
+  EXPECT_RES(mcclLabReduce(in, NULL, 4, mcclInt32, mcclSum, 0, c, st), mcclInvalidArgument);
+  EXPECT_RES(mcclLabAllGather(NULL, out, 4, mcclInt32, c, st), mcclInvalidArgument);
+  EXPECT_RES(mcclLabAllGather(in, NULL, 4, mcclInt32, c, st), mcclInvalidArgument);
+  EXPECT_RES(mcclLabReduceScatter(NULL, out, 4, mcclInt32, mcclSum, c, st), mcclInvalidArgument);
+  EXPECT_RES(mcclLabReduceScatter(in, NULL, 4, mcclInt32, mcclSum, c, st), mcclInvalidArgument);
+  EXPECT_OK(mcclLabAllGather(NULL, NULL, 0, mcclInt32, c, st));
+  // overlapping buffers that are not the in-place layout
+  EXPECT_RES(mcclLabBroadcast((char*)out + 4, out, 4, mcclInt32, 0, c, st), mcclInvalidArgument);
+  EXPECT_RES(mcclLabReduce((char*)out + 4, out, 4, mcclInt32, mcclSum, 0, c, st), mcclInvalidArgument);
+  EXPECT_RES(mcclLabAllGather((char*)out + 16, out, 4, mcclInt32, c, st), mcclInvalidArgument);  // rank 0's block: +0
+  EXPECT_RES(mcclLabReduceScatter(in, (char*)in + 16, 4, mcclInt32, mcclSum, c, st), mcclInvalidArgument);
+  // a bad MCCL_PROTO
+  forceProto("ll128");
+  EXPECT_RES(mcclLabAllGather(in, out, 4, mcclInt32, c, st), mcclInvalidArgument);
+  forceProto(NULL);
+  EXPECT_CUDA_OK(cudaStreamSynchronize(st));
+  // an aborted communicator
+  EXPECT_OK(mcclLabCommAbort(c));
+  EXPECT_RES(mcclLabBroadcast(in, out, 4, mcclInt32, 0, c, st), mcclInvalidUsage);
+  EXPECT_RES(mcclLabReduceScatter(in, out, 4, mcclInt32, mcclSum, c, st), mcclInvalidUsage);
+  tearDown(&s);
+}
+
+MCCL_TEST_MAIN(MCCL_TEST_CASE(everyTypeAndOp), MCCL_TEST_CASE(everyRoot), MCCL_TEST_CASE(awkwardCounts),
+               MCCL_TEST_CASE(shmRing), MCCL_TEST_CASE(oneRank), MCCL_TEST_CASE(argumentChecks))
