@@ -83,9 +83,11 @@ typedef struct mcclWindow_vidmem* mcclWindow_t;
  */
 mcclResult_t mcclGetVersion(int* version);
 
+/** @cond MCCL_REDECLARED (documented where they are defined; repeated so minccl.h stands alone) */
 /* mcclGetUniqueId (NCCL's ncclGetUniqueId), documented in mccl_bootstrap.h: a fresh id on one rank,
  * then handed to every rank (MPI_Bcast). mcclSuccess; mcclInvalidArgument (NULL); mcclSystemError. */
 mcclResult_t mcclGetUniqueId(mcclUniqueId* uniqueId);
+/** @endcond */
 
 /**
  * @brief Create this rank's communicator on the current device (NCCL's ncclCommInitRank).
@@ -171,9 +173,11 @@ mcclResult_t mcclCommUserRank(const mcclComm_t comm, int* rank);
  */
 mcclResult_t mcclCommGetAsyncError(mcclComm_t comm, mcclResult_t* asyncError);
 
+/** @cond MCCL_REDECLARED (documented where they are defined; repeated so minccl.h stands alone) */
 /* mcclGetErrorString (NCCL's ncclGetErrorString), documented in mccl_result.h: a static string for
  * any result code, never NULL. */
 const char* mcclGetErrorString(mcclResult_t result);
+/** @endcond */
 
 /**
  * @brief The text of the last warning the library printed, in any thread (NCCL's ncclGetLastError:
@@ -183,6 +187,7 @@ const char* mcclGetErrorString(mcclResult_t result);
  */
 const char* mcclGetLastError(mcclComm_t comm);
 
+/** @cond MCCL_REDECLARED (documented where they are defined; repeated so minccl.h stands alone) */
 /* mcclMemAlloc / mcclMemFree (NCCL's ncclMemAlloc / ncclMemFree), documented in lab 01's
  * mccl_alloc.h: device memory on the current device that peers can map (cuMem, with fd and fabric
  * handles), the memory to register as a window. mcclSuccess; mcclInvalidArgument;
@@ -190,6 +195,7 @@ const char* mcclGetLastError(mcclComm_t comm);
 mcclResult_t mcclMemAlloc(void** ptr, size_t size);
 /* See mcclMemAlloc. ptr NULL is a no-op. */
 mcclResult_t mcclMemFree(void* ptr);
+/** @endcond */
 
 /**
  * @brief Register a buffer as a symmetric window (NCCL 2.28's ncclCommWindowRegister): collective;
