@@ -87,7 +87,9 @@ mcclDebugLogLevel mcclDebugLevel(void) {
 
 void mcclDebugSetRank(int rank) { logRank = rank; }
 
-const char* mcclDebugLastError(void) { return lastError; }
+const char* mcclDebugLastError(void) {
+  return lastError;
+}
 
 void mcclDebugLog(mcclDebugLogLevel level, unsigned long flags, const char* file, int line, const char* fmt, ...) {
   if (level == MCCL_LOG_WARN) {  // kept also under MCCL_DEBUG=NONE, as NCCL keeps ncclLastError

@@ -9,13 +9,13 @@
 
 #define MAXDEV 8
 
-#define CHECK(call)                                                                                          \
-  do {                                                                                                       \
-    mcclResult_t r_ = (call);                                                                                \
-    if (r_ != mcclSuccess) {                                                                                 \
-      printf("%s failed: %s (%s)\n", #call, mcclGetErrorString(r_), mcclGetLastError(NULL));                \
-      return 1;                                                                                              \
-    }                                                                                                        \
+#define CHECK(call)                                                                          \
+  do {                                                                                       \
+    mcclResult_t r_ = (call);                                                                \
+    if (r_ != mcclSuccess) {                                                                 \
+      printf("%s failed: %s (%s)\n", #call, mcclGetErrorString(r_), mcclGetLastError(NULL)); \
+      return 1;                                                                              \
+    }                                                                                        \
   } while (0)
 
 int main(int argc, char** argv) {

@@ -62,7 +62,7 @@ extern "C" {
 /** @brief minccl's patch level. */
 #define MCCL_PATCH 0
 /** @brief A version code from its parts (NCCL's NCCL_VERSION for releases after 2.8). */
-#define MCCL_VERSION(X, Y, Z) ((X) * 10000 + (Y) * 100 + (Z))
+#define MCCL_VERSION(X, Y, Z) ((X)*10000 + (Y)*100 + (Z))
 /** @brief This header's version, as mcclGetVersion reports the library's. */
 #define MCCL_VERSION_CODE MCCL_VERSION(MCCL_MAJOR, MCCL_MINOR, MCCL_PATCH)
 
@@ -241,8 +241,8 @@ mcclResult_t mcclCommWindowDeregister(mcclComm_t comm, mcclWindow_t win);
  *         overflow, unknown datatype or op, a forced algorithm that cannot run); mcclInvalidUsage
  *         (an aborted communicator); errors of the launch.
  */
-mcclResult_t mcclAllReduce(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t datatype,
-                           mcclRedOp_t op, mcclComm_t comm, cudaStream_t stream);
+mcclResult_t mcclAllReduce(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t datatype, mcclRedOp_t op,
+                           mcclComm_t comm, cudaStream_t stream);
 
 /**
  * @brief Start a group (NCCL's ncclGroupStart): until the matching mcclGroupEnd, mcclCommInitRank,

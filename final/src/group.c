@@ -31,7 +31,9 @@ struct groupOp {
 static __thread int groupDepth;
 static __thread struct groupOp *groupHead, *groupTail;
 
-int mcclGroupActive(void) { return groupDepth > 0; }
+int mcclGroupActive(void) {
+  return groupDepth > 0;
+}
 
 mcclResult_t mcclGroupStart(void) {
   groupDepth++;

@@ -299,7 +299,8 @@ static mcclResult_t commReady(const struct mcclComm* comm, const char* call) {
   if (comm->lab != NULL) return mcclSuccess;
   mcclResult_t r = (mcclResult_t)__atomic_load_n(&comm->asyncResult, __ATOMIC_ACQUIRE);
   WARN("Invalid usage: %s: rank %d's communicator is %s", call, comm->rank,
-       r == mcclInProgress ? "still being created (its mcclGroupEnd has not run)" : "the failed result of a grouped init");
+       r == mcclInProgress ? "still being created (its mcclGroupEnd has not run)"
+                           : "the failed result of a grouped init");
   return mcclInvalidUsage;
 }
 
@@ -357,8 +358,8 @@ mcclResult_t mcclAllReduceNow(const void* sendbuff, void* recvbuff, size_t count
   return res;
 }
 
-mcclResult_t mcclAllReduce(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t datatype,
-                           mcclRedOp_t op, mcclComm_t comm, cudaStream_t stream) {
+mcclResult_t mcclAllReduce(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t datatype, mcclRedOp_t op,
+                           mcclComm_t comm, cudaStream_t stream) {
   MCCLCHECK(mcclCommCheck(comm, "mcclAllReduce"));
   // NCCL's ArgsCheck, before anything is recorded or launched.
   MCCL_ARGCHECK((int)datatype >= 0 && (int)datatype < mcclNumTypes, "mcclAllReduce: datatype %d (0 .. %d)",

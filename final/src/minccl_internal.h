@@ -19,10 +19,10 @@ struct mcclClique {
 struct mcclComm {
   mcclLabComm* lab;  // NULL until a grouped mcclCommInitRank has run at mcclGroupEnd (or if it failed)
   int rank, nRanks, cudaDev;
-  mcclUniqueId id;           // for a grouped initialisation
-  int asyncResult;           // atomic mcclResult_t: mcclInProgress while a grouped init waits, its error after
-  struct mcclClique* clique; // shared with the process's other members
-  struct mcclComm* next;     // the live list
+  mcclUniqueId id;            // for a grouped initialisation
+  int asyncResult;            // atomic mcclResult_t: mcclInProgress while a grouped init waits, its error after
+  struct mcclClique* clique;  // shared with the process's other members
+  struct mcclComm* next;      // the live list
 };
 
 // Is comm a live communicator (created, not yet destroyed)? Errors name `call`.

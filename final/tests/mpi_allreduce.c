@@ -138,4 +138,5 @@ static void badInputOnLiveComm(void) {
   tearDown(&w);
 }
 
-MCCL_TEST_MAIN_MPI(MCCL_TEST_CASE(everyTypeOpAlgorithm), MCCL_TEST_CASE(tableChoice), MCCL_TEST_CASE(badInputOnLiveComm))
+MCCL_TEST_MAIN_MPI(MCCL_TEST_CASE(everyTypeOpAlgorithm), MCCL_TEST_CASE(tableChoice),
+                   MCCL_TEST_CASE(badInputOnLiveComm))

@@ -287,7 +287,9 @@ static void initAllEveryTypeOp(int firstPath, int npaths) {
   EXPECT_EQ(mcclTestCountMaps("minccl-sim"), maps0);
 }
 
-static void initAllEveryTypeOpRingOneShot(void) { initAllEveryTypeOp(0, AR_NPATHS_MPI); }
+static void initAllEveryTypeOpRingOneShot(void) {
+  initAllEveryTypeOp(0, AR_NPATHS_MPI);
+}
 
 // Two-shot has the known bug of ar_test_util.h (AR_NPATHS_MPI) in one process too: at 4 ranks,
 // counts 203 and 1021, 1 or 2 channels, about one run in three a rank's result keeps elements of

@@ -9,13 +9,13 @@
 #define MAXDEV 4
 #define COUNT 1000
 
-#define CHECK(call)                                                                        \
-  do {                                                                                     \
-    mcclResult_t r_ = (call);                                                              \
-    if (r_ != mcclSuccess) {                                                               \
+#define CHECK(call)                                                                                   \
+  do {                                                                                                \
+    mcclResult_t r_ = (call);                                                                         \
+    if (r_ != mcclSuccess) {                                                                          \
       fprintf(stderr, "%s failed: %s (%s)\n", #call, mcclGetErrorString(r_), mcclGetLastError(NULL)); \
-      return 1;                                                                            \
-    }                                                                                      \
+      return 1;                                                                                       \
+    }                                                                                                 \
   } while (0)
 
 int main(void) {
