@@ -40,7 +40,7 @@ $(MINCCL_A): $(MINCCL_ARCHIVES) $(MINCCL_MAP)
 	@mkdir -p $(OBJ)/final
 	ld -r -o $(OBJ)/final/minccl-all.o --whole-archive $(MINCCL_ARCHIVES) --no-whole-archive
 	objcopy $(addprefix --keep-global-symbol=,$(MINCCL_API)) $(OBJ)/final/minccl-all.o $(OBJ)/final/minccl.o
-	rm -f $@ && ar rcs $@ $(OBJ)/final/minccl.o
+	rm -f $@.tmp && ar rcs $@.tmp $(OBJ)/final/minccl.o && mv -f $@.tmp $@
 
 ALL_LIBS += $(MINCCL_SO) $(MINCCL_A)
 
