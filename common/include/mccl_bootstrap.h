@@ -37,6 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "mccl_result.h"
+#include "mccl_types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -45,15 +46,8 @@ extern "C" {
 /** @addtogroup common
  * @{ */
 
-/** @brief Size of the opaque unique id, as NCCL_UNIQUE_ID_BYTES. */
-#define MCCL_UNIQUE_ID_BYTES 128
 /** @brief Bytes of an abstract socket name carried in a peer record (including the NUL). */
 #define MCCL_SOCKET_NAME_LEN 64
-
-/** @brief Opaque rendezvous id: an abstract socket name and a random secret. Copy it by value. */
-typedef struct {
-  char internal[MCCL_UNIQUE_ID_BYTES]; /**< Opaque bytes; never interpret them. */
-} mcclUniqueId;
 
 /** @brief One rank's fixed-size record, allgathered by mcclBootstrapInit. */
 typedef struct {

@@ -22,6 +22,7 @@ skip_list=(
   '^mk/gpu-run\.sh@@needs GPUs'
   '^make( .*)? fuzz( |$)@@runs libFuzzer for FUZZ_SECONDS per target; .ci/run runs it, make test replays the corpus'
   '^make( .*)? params-doc( |$)@@rewrites docs/parameters.md; test_common checks that it is current'
+  '^make( .*)? install( |$)@@writes outside the build tree (PREFIX); final/tests/test_install.sh runs it with a temporary one'
   'LAB=NN( |$)@@NN is a placeholder'
 )
 

@@ -13,6 +13,7 @@
 #include <cuda_runtime.h>
 #include "mccl_conn.h"
 #include "mccl_result.h"
+#include "mccl_types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -37,31 +38,6 @@ extern "C" {
  * @endcode
  * @{
  */
-
-/** @brief Element types (values of NCCL's ncclDataType_t). */
-typedef enum {
-  mcclInt8 = 0,     /**< int8_t */
-  mcclUint8 = 1,    /**< uint8_t */
-  mcclInt32 = 2,    /**< int32_t */
-  mcclUint32 = 3,   /**< uint32_t */
-  mcclInt64 = 4,    /**< int64_t */
-  mcclUint64 = 5,   /**< uint64_t */
-  mcclFloat16 = 6,  /**< IEEE half (__half) */
-  mcclFloat32 = 7,  /**< float */
-  mcclFloat64 = 8,  /**< double */
-  mcclBfloat16 = 9, /**< bfloat16 (__nv_bfloat16) */
-  mcclNumTypes = 10 /**< number of types */
-} mcclDataType_t;
-
-/** @brief Reduction operations (values of NCCL's ncclRedOp_t). */
-typedef enum {
-  mcclSum = 0,   /**< a + b */
-  mcclProd = 1,  /**< a * b */
-  mcclMax = 2,   /**< max(a, b) */
-  mcclMin = 3,   /**< min(a, b) */
-  mcclAvg = 4,   /**< sum, then divided by mcclDevWork::redOpArg where postOp applies (as NCCL) */
-  mcclNumOps = 5 /**< number of operations */
-} mcclRedOp_t;
 
 /** @brief The primitive a launch performs (the public ops of NCCL's Primitives). */
 enum mcclDevOp {
