@@ -98,7 +98,7 @@ void mcclDebugLog(mcclDebugLogLevel level, unsigned long flags, const char* file
     n = snprintf(buf, sizeof(buf), "%s:%d:%d%s %s:%d MCCL WARN ", hostName, (int)getpid(), tid, rank, base, line);
   else
     n = snprintf(buf, sizeof(buf), "%s:%d:%d%s MCCL %s ", hostName, (int)getpid(), tid, rank,
-                 level == MCCL_LOG_INFO ? "INFO" : "TRACE");
+                 level == MCCL_LOG_INFO ? "INFO" : level == MCCL_LOG_VERSION ? "VERSION" : "TRACE");
   if (n < 0) return;
   if ((size_t)n >= sizeof(buf)) n = sizeof(buf) - 1;
   va_list ap;
