@@ -20,6 +20,7 @@ skip_list=(
   '^make( .*)? docs( |$)@@runs Doxygen; .ci/run builds the site and checks its links'
   '^make( .*)? (clean|compdb)( |$)@@rewrites the build tree or compile_commands.json under a running make test'
   '^mk/gpu-run\.sh@@needs GPUs'
+  '^mk/nccl-tests\.sh@@needs GPUs and an nccl-tests checkout'
   '^make( .*)? params-doc( |$)@@rewrites docs/parameters.md; test_common checks that it is current'
   'LAB=NN( |$)@@NN is a placeholder'
 )

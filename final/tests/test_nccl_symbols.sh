@@ -13,6 +13,11 @@ need() {
   [ -f "$header" ] || shtest_skip "no nccl.h at $header (set NCCL_INCLUDE)"
   command -v python3 >/dev/null || shtest_skip "python3 is needed to read nccl.h's declarations"
 }
+need_lib() {
+  need
+  compgen -G 'final/src/*.c' >/dev/null || shtest_skip "final/src has no sources yet: libnccl.so.2 is not built"
+  [ -f "$lib" ] || shtest_fail "$lib was not built"
+}
 header_names() { python3 final/nccl/gen_stubs.py --names "$header"; }
 exported() { nm -D --defined-only "$lib" | awk '$2 ~ /^[TWiV]$/ {print $3}' | sed 's/@.*//' | sort -u; }
 
@@ -30,8 +35,7 @@ stubs_cover_header() {
 }
 
 exports_match_header() {
-  need
-  [ -f "$lib" ] || shtest_fail "$lib was not built"
+  need_lib
   local want have missing extra
   want=$( (header_names; grep -v '^#' final/nccl/extra_symbols.txt) | sort -u)
   have=$(exported)
@@ -43,8 +47,7 @@ exports_match_header() {
 
 # The calls docs/nccl-dropin.md says minccl serves are strong (T) symbols; a weak (W) one is a stub.
 served_are_strong() {
-  need
-  [ -f "$lib" ] || shtest_fail "$lib was not built"
+  need_lib
   local n weak=""
   for n in ncclGetVersion ncclGetUniqueId ncclCommInitRank ncclCommInitRankConfig ncclCommInitRankScalable \
            ncclCommInitAll ncclCommFinalize ncclCommDestroy ncclCommAbort ncclCommSplit ncclCommGetAsyncError \
@@ -60,7 +63,7 @@ served_are_strong() {
 
 # The library's SONAME is NCCL's, so LD_PRELOAD / LD_LIBRARY_PATH replace NCCL with it.
 soname_is_nccls() {
-  [ -f "$lib" ] || shtest_skip "$lib was not built"
+  need_lib
   objdump -p "$lib" | grep -qE 'SONAME +libnccl\.so\.2$' || shtest_fail "SONAME is not libnccl.so.2"
 }
 

@@ -275,9 +275,10 @@ static void test_allreduce_all(void) {
   CHECK_CUDA(cudaMalloc(&drecv, maxBytes));
   for (int t = 0; t < 10 && status != 1; t++)
     for (int op = 0; op < ncclNumOps && status != 1; op++)
-      for (int c = 0; c < 3 && status != 1; c++)
-        for (int inPlace = 0; inPlace < 2 && status != 1; inPlace++)
-          (void)allreduceChecked(comm, (ncclDataType_t)t, (ncclRedOp_t)op, counts[c], inPlace, dsend, drecv);
+      for (int c = 0; c < 3 && status != 1; c++)  // the large count (ring chunks) in float32 only: the sim is slow
+        if (c < 2 || t == ncclFloat32)
+          for (int inPlace = 0; inPlace < 2 && status != 1; inPlace++)
+            (void)allreduceChecked(comm, (ncclDataType_t)t, (ncclRedOp_t)op, counts[c], inPlace, dsend, drecv);
   cudaFree(dsend);
   cudaFree(drecv);
 }
