@@ -1,2 +1,69 @@
-# final/: the NCCL drop-in (libnccl.so.2) keeps its rules in its own file.
+# final/: libminccl.so and libminccl.a from every layer's library (common, labs 01-07) and
+# final/src, exporting only minccl.h's calls; `make install PREFIX=...` installs them with the
+# headers and minccl.pc. Every object is already -fPIC (mk/config.mk, both backends).
+
+# The layers' archives, highest first (the link order): final, labs 07 .. 01, common. The test
+# harness (libmccl_test.a) is not among them.
+minccl_reverse = $(if $(1),$(call minccl_reverse,$(wordlist 2,$(words $(1)),$(1))) $(firstword $(1)))
+MINCCL_ARCHIVES := $(strip $(foreach l,$(call minccl_reverse,$(LAYERS)),$($(l)_LIB)))
+MINCCL_VERSION := $(shell sed -nE 's/^\#define MCCL_(MAJOR|MINOR|PATCH) ([0-9]+).*/\2/p' final/include/minccl.h | paste -sd.)
+MINCCL_SONAME := libminccl.so.$(firstword $(subst ., ,$(MINCCL_VERSION)))
+MINCCL_SO := $(LIB)/libminccl.so
+MINCCL_A := $(LIB)/libminccl.a
+MINCCL_MAP := final/minccl.map
+# The API names, from the version script (for the static library's symbol table).
+MINCCL_API = $(shell sed -nE 's/^ +(mccl[A-Za-z]+);$$/\1/p' $(MINCCL_MAP))
+# Installed headers: minccl.h and what it includes.
+MINCCL_HEADERS := final/include/minccl.h common/include/mccl_result.h common/include/mccl_types.h
+# What a program linking libminccl also needs: the device runtime (the sim's, or CUDA's).
+ifeq ($(BACKEND),sim)
+  MINCCL_SO_LIBS := -L$(LIB) -lsimcuda -Wl,-rpath,'$$ORIGIN'
+  MINCCL_RUNTIME_LIBS := -lsimcuda
+  MINCCL_RUNTIME_FILES := $(LIB)/libsimcuda.so
+else
+  MINCCL_SO_LIBS := $(BACKEND_LIBS)
+  MINCCL_RUNTIME_LIBS := -L$(CUDA_HOME)/lib64 -lcudart -Wl,-rpath,$(CUDA_HOME)/lib64
+  MINCCL_RUNTIME_FILES :=
+endif
+
+# The shared library: final's archive whole (it holds the API), the rest as the linker needs them.
+$(MINCCL_SO): $(MINCCL_ARCHIVES) $(MINCCL_MAP) $(BACKEND_DEP)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,$(MINCCL_SONAME) -Wl,--version-script=$(MINCCL_MAP) -Wl,--no-undefined \
+	  -o $@ -Wl,--whole-archive $(firstword $(MINCCL_ARCHIVES)) -Wl,--no-whole-archive $(wordlist 2,99,$(MINCCL_ARCHIVES)) \
+	  $(MINCCL_SO_LIBS) $(LDLIBS) -ldl -lstdc++
+	ln -sf libminccl.so $(LIB)/$(MINCCL_SONAME)
+
+# The static library: one relocatable object of every layer, in which only the API stays global,
+# so a program that links it cannot clash with the labs' internal names.
+$(MINCCL_A): $(MINCCL_ARCHIVES) $(MINCCL_MAP)
+	@mkdir -p $(OBJ)/final
+	ld -r -o $(OBJ)/final/minccl-all.o --whole-archive $(MINCCL_ARCHIVES) --no-whole-archive
+	objcopy $(addprefix --keep-global-symbol=,$(MINCCL_API)) $(OBJ)/final/minccl-all.o $(OBJ)/final/minccl.o
+	rm -f $@ && ar rcs $@ $(OBJ)/final/minccl.o
+
+ALL_LIBS += $(MINCCL_SO) $(MINCCL_A)
+
+# make install PREFIX=dir [DESTDIR=root]: lib/libminccl.{so,a} (and, on sim, the sim's runtime
+# libsimcuda.so, which every program of this backend needs), include/, lib/pkgconfig/minccl.pc.
+PREFIX ?= /usr/local
+.PHONY: install
+install: $(MINCCL_SO) $(MINCCL_A) $(MINCCL_RUNTIME_FILES)
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
+	install -m 644 $(MINCCL_HEADERS) $(DESTDIR)$(PREFIX)/include/
+	install -m 755 $(MINCCL_SO) $(DESTDIR)$(PREFIX)/lib/libminccl.so.$(MINCCL_VERSION)
+	ln -sf libminccl.so.$(MINCCL_VERSION) $(DESTDIR)$(PREFIX)/lib/$(MINCCL_SONAME)
+	ln -sf $(MINCCL_SONAME) $(DESTDIR)$(PREFIX)/lib/libminccl.so
+	install -m 644 $(MINCCL_A) $(DESTDIR)$(PREFIX)/lib/
+	$(if $(MINCCL_RUNTIME_FILES),install -m 755 $(MINCCL_RUNTIME_FILES) $(DESTDIR)$(PREFIX)/lib/)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(MINCCL_VERSION)|' -e 's|@BACKEND@|$(BACKEND)|' \
+	  -e 's|@CUDA_CFLAGS@|-I$(CUDA_HOME)/include|' -e 's|@RUNTIME_LIBS@|$(MINCCL_RUNTIME_LIBS)|' \
+	  -e 's|@PRIVATE_LIBS@|$(MINCCL_RUNTIME_LIBS) -lstdc++ -lrt -lm -ldl -pthread|' \
+	  final/minccl.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/minccl.pc
+	@echo "installed minccl $(MINCCL_VERSION) ($(BACKEND) backend) in $(DESTDIR)$(PREFIX): pkg-config --cflags --libs minccl (PKG_CONFIG_PATH=$(PREFIX)/lib/pkgconfig)"
+
+# The mpirun tests run with 2, 3 and 4 ranks (odd rings too), as lab 07's.
+final_MPI_NP := 2 3 4
+
+# The NCCL drop-in (libnccl.so.2 from the same archives) keeps its rules in its own file.
 include final/nccl.mk

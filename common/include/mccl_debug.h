@@ -61,6 +61,12 @@ void mcclDebugLog(mcclDebugLogLevel level, unsigned long flags, const char* file
  */
 mcclDebugLogLevel mcclDebugLevel(void);
 /**
+ * @brief The text of the last WARN of any thread (its message, without the host:pid prefix), kept
+ * whatever MCCL_DEBUG says (NCCL's ncclLastError, which ncclGetLastError returns).
+ * @return a static buffer, "" before the first WARN; the next WARN overwrites it.
+ */
+const char* mcclDebugLastError(void);
+/**
  * @brief Tag this thread's log lines with a rank, printed as "[rank]".
  * @param[in] rank the rank, or -1 to clear the tag.
  */

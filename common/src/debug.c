@@ -17,6 +17,8 @@ static FILE* debugFile = NULL;
 static pthread_mutex_t debugLock = PTHREAD_MUTEX_INITIALIZER;
 static char hostName[64];
 static __thread int logRank = -1;
+// The text of the last WARN, whatever the level (NCCL's ncclLastError, returned by ncclGetLastError).
+static char lastError[1024];
 
 static const struct { const char* name; unsigned long bit; } subsysNames[] = {
     {"INIT", MCCL_INIT},   {"COLL", MCCL_COLL},   {"P2P", MCCL_P2P},       {"SHM", MCCL_SHM},
@@ -85,7 +87,19 @@ mcclDebugLogLevel mcclDebugLevel(void) {
 
 void mcclDebugSetRank(int rank) { logRank = rank; }
 
+const char* mcclDebugLastError(void) { return lastError; }
+
 void mcclDebugLog(mcclDebugLogLevel level, unsigned long flags, const char* file, int line, const char* fmt, ...) {
+  if (level == MCCL_LOG_WARN) {  // kept also under MCCL_DEBUG=NONE, as NCCL keeps ncclLastError
+    char text[sizeof(lastError)];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    pthread_mutex_lock(&debugLock);
+    memcpy(lastError, text, sizeof(lastError));
+    pthread_mutex_unlock(&debugLock);
+  }
   if (mcclDebugLevel() < level) return;
   if (level >= MCCL_LOG_INFO && (flags & debugMask) == 0) return;
   char buf[2048];

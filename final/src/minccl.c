@@ -1,0 +1,374 @@
+// final/: NCCL's communicator API (src/init.cc, src/collectives.cc, src/misc/argcheck.cc in NCCL
+// 2.28.9) over lab 07's communicator. The handle is checked against a list of live communicators,
+// so a destroyed or made-up handle gives mcclInvalidArgument instead of a use after free (NCCL
+// checks magic numbers inside the freed object).
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "mccl_checks.h"
+#include "mccl_debug.h"
+#include "minccl_internal.h"
+
+static pthread_mutex_t liveLock = PTHREAD_MUTEX_INITIALIZER;
+static struct mcclComm* liveComms;      // every communicator created and not yet destroyed
+static struct mcclClique* liveCliques;  // keyed cliques with members in this process
+
+static int isLive(const struct mcclComm* comm) {
+  for (struct mcclComm* c = liveComms; c; c = c->next)
+    if (c == comm) return 1;
+  return 0;
+}
+
+mcclResult_t mcclCommCheck(const struct mcclComm* comm, const char* call) {
+  if (comm == NULL) {
+    WARN("Invalid argument: %s: comm is NULL", call);
+    return mcclInvalidArgument;
+  }
+  pthread_mutex_lock(&liveLock);
+  int live = isLive(comm);
+  pthread_mutex_unlock(&liveLock);
+  if (!live) {
+    WARN("Invalid argument: %s: comm %p is not a live communicator (destroyed, or never created)", call,
+         (const void*)comm);
+    return mcclInvalidArgument;
+  }
+  return mcclSuccess;
+}
+
+// The clique of `id` (keyed), or a new unkeyed one (id NULL); with a reference for the caller.
+static struct mcclClique* cliqueGet(const mcclUniqueId* id) {
+  pthread_mutex_lock(&liveLock);
+  struct mcclClique* q = NULL;
+  if (id)
+    for (q = liveCliques; q; q = q->next)
+      if (q->keyed && memcmp(&q->id, id, sizeof(*id)) == 0) break;
+  if (q == NULL && (q = (struct mcclClique*)calloc(1, sizeof(*q))) != NULL) {
+    if (id) {
+      q->id = *id;
+      q->keyed = 1;
+    }
+    q->next = liveCliques;
+    liveCliques = q;
+  }
+  if (q) q->refs++;
+  pthread_mutex_unlock(&liveLock);
+  if (q == NULL) WARN("Out of memory for a clique");
+  return q;
+}
+
+static void cliquePut(struct mcclClique* q) {
+  if (q == NULL) return;
+  pthread_mutex_lock(&liveLock);
+  if (--q->refs == 0) {
+    for (struct mcclClique** p = &liveCliques; *p; p = &(*p)->next)
+      if (*p == q) {
+        *p = q->next;
+        break;
+      }
+    free(q);
+  }
+  pthread_mutex_unlock(&liveLock);
+}
+
+// A new handle, in the live list. lab may be NULL (a grouped initialisation, done at mcclGroupEnd).
+static mcclResult_t commNew(mcclLabComm* lab, int rank, int nRanks, int cudaDev, const mcclUniqueId* id,
+                            struct mcclClique* clique, struct mcclComm** out) {
+  struct mcclComm* comm = (struct mcclComm*)calloc(1, sizeof(*comm));
+  if (comm == NULL) {
+    WARN("Out of memory for a communicator handle");
+    return mcclSystemError;
+  }
+  comm->lab = lab;
+  comm->rank = rank;
+  comm->nRanks = nRanks;
+  comm->cudaDev = cudaDev;
+  if (id) comm->id = *id;
+  comm->asyncResult = lab ? mcclSuccess : mcclInProgress;
+  comm->clique = clique;
+  pthread_mutex_lock(&liveLock);
+  comm->next = liveComms;
+  liveComms = comm;
+  pthread_mutex_unlock(&liveLock);
+  *out = comm;
+  return mcclSuccess;
+}
+
+// Take comm out of the live list; mcclInvalidArgument if it was not in it.
+static mcclResult_t commUnlink(struct mcclComm* comm, const char* call) {
+  pthread_mutex_lock(&liveLock);
+  for (struct mcclComm** p = &liveComms; *p; p = &(*p)->next)
+    if (*p == comm) {
+      *p = comm->next;
+      pthread_mutex_unlock(&liveLock);
+      return mcclSuccess;
+    }
+  pthread_mutex_unlock(&liveLock);
+  WARN("Invalid argument: %s: comm %p is not a live communicator (destroyed twice, or never created)", call,
+       (void*)comm);
+  return mcclInvalidArgument;
+}
+
+// Wait for what the communicator launched, then free it. The kernels run on the caller's streams,
+// so the wait is for the device (NCCL's commDestroySync waits on its own streams, which every
+// launch is ordered with). After an abort the kernels see the flag and end within a few spins.
+static mcclResult_t commFree(struct mcclComm* comm, int abort) {
+  mcclResult_t res = mcclSuccess;
+  if (comm->lab) {
+    int saved = -1;
+    if (cudaGetDevice(&saved) != cudaSuccess) saved = -1;
+    if (abort) {
+      (void)mcclLabCommAbort(comm->lab);
+      if (comm->clique) __atomic_store_n(&comm->clique->aborted, 1, __ATOMIC_RELEASE);
+    }
+    cudaError_t err = cudaSetDevice(comm->cudaDev);
+    if (err == cudaSuccess) err = cudaDeviceSynchronize();
+    if (err != cudaSuccess) {
+      WARN("Cuda failure %d '%s' waiting for rank %d's operations before freeing its communicator", (int)err,
+           cudaGetErrorString(err), comm->rank);
+      res = mcclUnhandledCudaError;
+    }
+    mcclResult_t r = mcclLabCommDestroy(comm->lab);
+    if (res == mcclSuccess) res = r;
+    if (saved >= 0) cudaSetDevice(saved);
+  }
+  cliquePut(comm->clique);
+  free(comm);
+  return abort ? mcclSuccess : res;
+}
+
+// ---- version, ids, errors ------------------------------------------------------------------------
+
+mcclResult_t mcclGetVersion(int* version) {
+  MCCL_ARGCHECK(version != NULL, "mcclGetVersion: version is NULL");
+  *version = MCCL_VERSION_CODE;
+  return mcclSuccess;
+}
+
+const char* mcclGetLastError(mcclComm_t comm) {
+  (void)comm;  // one buffer per process, as NCCL's ncclLastError
+  return mcclDebugLastError();
+}
+
+// ---- communicators -------------------------------------------------------------------------------
+
+mcclResult_t mcclCommInitDeferred(struct mcclComm* comm) {
+  mcclLabComm* lab = NULL;
+  mcclResult_t res = cudaSetDevice(comm->cudaDev) == cudaSuccess ? mcclSuccess : mcclUnhandledCudaError;
+  if (res == mcclSuccess) res = mcclLabCommInit(&lab, comm->nRanks, &comm->id, comm->rank, comm->cudaDev, 0);
+  if (res == mcclSuccess) comm->lab = lab;
+  __atomic_store_n(&comm->asyncResult, (int)res, __ATOMIC_RELEASE);
+  return res;
+}
+
+mcclResult_t mcclCommInitRank(mcclComm_t* comm, int nranks, mcclUniqueId commId, int rank) {
+  MCCL_ARGCHECK(comm != NULL, "mcclCommInitRank: comm is NULL");
+  MCCL_ARGCHECK(nranks >= 1 && nranks <= MCCL_LAB_MAX_RANKS, "mcclCommInitRank: nranks %d (must be 1 .. %d)", nranks,
+                MCCL_LAB_MAX_RANKS);
+  MCCL_ARGCHECK(rank >= 0 && rank < nranks, "mcclCommInitRank: rank %d (must be 0 .. %d)", rank, nranks - 1);
+  int dev = 0;
+  CUDACHECK(cudaGetDevice(&dev));
+  struct mcclClique* clique = cliqueGet(&commId);
+  if (clique == NULL) return mcclSystemError;
+  struct mcclComm* c = NULL;
+  mcclLabComm* lab = NULL;
+  mcclResult_t res;
+  if (mcclGroupActive()) {
+    MCCLCHECKGOTO(commNew(NULL, rank, nranks, dev, &commId, clique, &c), res, fail);
+    MCCLCHECKGOTO(mcclGroupRecordInit(c), res, fail);
+    *comm = c;
+    return mcclSuccess;
+  }
+  MCCLCHECKGOTO(mcclLabCommInit(&lab, nranks, &commId, rank, dev, 0), res, fail);
+  MCCLCHECKGOTO(commNew(lab, rank, nranks, dev, &commId, clique, &c), res, fail);
+  *comm = c;
+  return mcclSuccess;
+fail:
+  if (c) {
+    (void)commUnlink(c, "mcclCommInitRank");
+    commFree(c, 0);  // drops the clique reference too
+  } else {
+    if (lab) mcclLabCommDestroy(lab);
+    cliquePut(clique);
+  }
+  return res;
+}
+
+mcclResult_t mcclCommInitAll(mcclComm_t* comms, int ndev, const int* devlist) {
+  MCCL_ARGCHECK(comms != NULL, "mcclCommInitAll: comms is NULL");
+  MCCL_ARGCHECK(ndev >= 1 && ndev <= MCCL_LAB_MAX_RANKS, "mcclCommInitAll: ndev %d (must be 1 .. %d)", ndev,
+                MCCL_LAB_MAX_RANKS);
+  mcclLabComm* labs[MCCL_LAB_MAX_RANKS];
+  struct mcclComm* out[MCCL_LAB_MAX_RANKS];
+  memset(out, 0, sizeof(out));
+  MCCLCHECK(mcclLabCommInitAll(labs, ndev, devlist, 0));
+  mcclResult_t res = mcclSuccess;
+  struct mcclClique* clique = cliqueGet(NULL);
+  if (clique == NULL) res = mcclSystemError;
+  for (int i = 0; i < ndev; i++) {
+    if (res == mcclSuccess) {
+      pthread_mutex_lock(&liveLock);
+      if (i > 0) clique->refs++;  // cliqueGet took the first member's reference
+      pthread_mutex_unlock(&liveLock);
+      res = commNew(labs[i], labs[i]->rank, ndev, labs[i]->cudaDev, NULL, clique, &out[i]);
+      if (res != mcclSuccess && i > 0) cliquePut(clique);
+      if (res == mcclSuccess) continue;
+    }
+    mcclLabCommDestroy(labs[i]);  // not wrapped: free it here
+  }
+  if (res != mcclSuccess) {
+    for (int i = 0; i < ndev; i++)
+      if (out[i]) {
+        (void)commUnlink(out[i], "mcclCommInitAll");
+        commFree(out[i], 0);
+      }
+    if (out[0] == NULL) cliquePut(clique);
+    return res;
+  }
+  for (int i = 0; i < ndev; i++) comms[i] = out[i];
+  return mcclSuccess;
+}
+
+mcclResult_t mcclCommDestroy(mcclComm_t comm) {
+  if (comm == NULL) return mcclSuccess;  // as NCCL
+  MCCLCHECK(commUnlink(comm, "mcclCommDestroy"));
+  return commFree(comm, 0);
+}
+
+mcclResult_t mcclCommAbort(mcclComm_t comm) {
+  if (comm == NULL) return mcclSuccess;  // as NCCL
+  MCCLCHECK(commUnlink(comm, "mcclCommAbort"));
+  return commFree(comm, 1);
+}
+
+mcclResult_t mcclCommCount(const mcclComm_t comm, int* count) {
+  MCCLCHECK(mcclCommCheck(comm, "mcclCommCount"));
+  MCCL_ARGCHECK(count != NULL, "mcclCommCount: count is NULL");
+  *count = comm->nRanks;
+  return mcclSuccess;
+}
+
+mcclResult_t mcclCommCuDevice(const mcclComm_t comm, int* device) {
+  MCCLCHECK(mcclCommCheck(comm, "mcclCommCuDevice"));
+  MCCL_ARGCHECK(device != NULL, "mcclCommCuDevice: device is NULL");
+  *device = comm->cudaDev;
+  return mcclSuccess;
+}
+
+mcclResult_t mcclCommUserRank(const mcclComm_t comm, int* rank) {
+  MCCLCHECK(mcclCommCheck(comm, "mcclCommUserRank"));
+  MCCL_ARGCHECK(rank != NULL, "mcclCommUserRank: rank is NULL");
+  *rank = comm->rank;
+  return mcclSuccess;
+}
+
+mcclResult_t mcclCommGetAsyncError(mcclComm_t comm, mcclResult_t* asyncError) {
+  MCCLCHECK(mcclCommCheck(comm, "mcclCommGetAsyncError"));
+  MCCL_ARGCHECK(asyncError != NULL, "mcclCommGetAsyncError: asyncError is NULL");
+  mcclResult_t r = (mcclResult_t)__atomic_load_n(&comm->asyncResult, __ATOMIC_ACQUIRE);
+  if (r == mcclSuccess && comm->lab) {
+    const mcclLabComm* lab = comm->lab;
+    if (__atomic_load_n(lab->abortFlag, __ATOMIC_ACQUIRE)) {
+      r = mcclInternalError;  // as NCCL reports its own abort
+    } else if (comm->clique && __atomic_load_n(&comm->clique->aborted, __ATOMIC_ACQUIRE)) {
+      WARN("rank %d: a communicator of the same clique in this process was aborted", comm->rank);
+      r = mcclRemoteError;
+    } else {
+      // Peers in other processes: one that has exited can no longer take part (NCCL learns it from
+      // its proxy's sockets; on one host the pid says it at once).
+      pid_t me = getpid();
+      for (int p = 0; p < lab->nRanks && r == mcclSuccess; p++) {
+        pid_t pid = (pid_t)lab->peerInfo[p].pid;
+        if (pid > 0 && pid != me && kill(pid, 0) != 0 && errno == ESRCH) {
+          WARN("rank %d: peer rank %d (pid %d) has exited", comm->rank, p, (int)pid);
+          r = mcclRemoteError;
+        }
+      }
+    }
+    if (r != mcclSuccess) __atomic_store_n(&comm->asyncResult, (int)r, __ATOMIC_RELEASE);
+  }
+  *asyncError = r;
+  return mcclSuccess;
+}
+
+// A communicator whose grouped initialisation is pending or failed cannot run anything.
+static mcclResult_t commReady(const struct mcclComm* comm, const char* call) {
+  if (comm->lab != NULL) return mcclSuccess;
+  mcclResult_t r = (mcclResult_t)__atomic_load_n(&comm->asyncResult, __ATOMIC_ACQUIRE);
+  WARN("Invalid usage: %s: rank %d's communicator is %s", call, comm->rank,
+       r == mcclInProgress ? "still being created (its mcclGroupEnd has not run)" : "the failed result of a grouped init");
+  return mcclInvalidUsage;
+}
+
+// ---- windows -------------------------------------------------------------------------------------
+
+mcclResult_t mcclWindowRegisterNow(struct mcclComm* comm, void* buff, size_t size, mcclWindow_t* win) {
+  MCCLCHECK(commReady(comm, "mcclCommWindowRegister"));
+  int saved = 0;
+  CUDACHECK(cudaGetDevice(&saved));
+  CUDACHECK(cudaSetDevice(comm->cudaDev));
+  mcclLabWindow* w = NULL;
+  mcclResult_t res = mcclLabWindowRegister(comm->lab, buff, size, &w);
+  cudaSetDevice(saved);
+  if (res == mcclSuccess) *win = (mcclWindow_t)w;
+  return res;
+}
+
+mcclResult_t mcclCommWindowRegister(mcclComm_t comm, void* buff, size_t size, mcclWindow_t* win, int winFlags) {
+  MCCLCHECK(mcclCommCheck(comm, "mcclCommWindowRegister"));
+  MCCL_ARGCHECK(buff != NULL, "mcclCommWindowRegister: buff is NULL");
+  MCCL_ARGCHECK(size > 0, "mcclCommWindowRegister: size is 0");
+  MCCL_ARGCHECK(win != NULL, "mcclCommWindowRegister: win is NULL");
+  MCCL_ARGCHECK((winFlags & ~MCCL_WIN_COLL_SYMMETRIC) == 0,
+                "mcclCommWindowRegister: winFlags 0x%x (MCCL_WIN_DEFAULT or MCCL_WIN_COLL_SYMMETRIC)", winFlags);
+  if (mcclGroupActive()) return mcclGroupRecordWindow(comm, buff, size, win);
+  return mcclWindowRegisterNow(comm, buff, size, win);
+}
+
+mcclResult_t mcclCommWindowDeregister(mcclComm_t comm, mcclWindow_t win) {
+  MCCLCHECK(mcclCommCheck(comm, "mcclCommWindowDeregister"));
+  MCCL_ARGCHECK(win != NULL, "mcclCommWindowDeregister: win is NULL");
+  MCCLCHECK(commReady(comm, "mcclCommWindowDeregister"));
+  int saved = 0;
+  CUDACHECK(cudaGetDevice(&saved));
+  CUDACHECK(cudaSetDevice(comm->cudaDev));
+  mcclResult_t res = mcclSuccess;
+  // Kernels may still read the peers' buffers through this window: let them finish.
+  CUDACHECKGOTO(cudaDeviceSynchronize(), res, out);
+  res = mcclLabWindowDeregister(comm->lab, (mcclLabWindow*)win);
+out:
+  cudaSetDevice(saved);
+  return res;
+}
+
+// ---- allreduce -----------------------------------------------------------------------------------
+
+mcclResult_t mcclAllReduceNow(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t datatype,
+                              mcclRedOp_t op, struct mcclComm* comm, cudaStream_t stream) {
+  MCCLCHECK(commReady(comm, "mcclAllReduce"));
+  int saved = 0;
+  CUDACHECK(cudaGetDevice(&saved));
+  if (saved != comm->cudaDev) CUDACHECK(cudaSetDevice(comm->cudaDev));
+  mcclResult_t res = mcclLabAllReduce(sendbuff, recvbuff, count, datatype, op, comm->lab, stream);
+  if (saved != comm->cudaDev) cudaSetDevice(saved);
+  return res;
+}
+
+mcclResult_t mcclAllReduce(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t datatype,
+                           mcclRedOp_t op, mcclComm_t comm, cudaStream_t stream) {
+  MCCLCHECK(mcclCommCheck(comm, "mcclAllReduce"));
+  // NCCL's ArgsCheck, before anything is recorded or launched.
+  MCCL_ARGCHECK((int)datatype >= 0 && (int)datatype < mcclNumTypes, "mcclAllReduce: datatype %d (0 .. %d)",
+                (int)datatype, mcclNumTypes - 1);
+  MCCL_ARGCHECK((int)op >= 0 && (int)op < mcclNumOps, "mcclAllReduce: op %d (0 .. %d)", (int)op, mcclNumOps - 1);
+  size_t esize = mcclTypeSize(datatype);
+  MCCL_ARGCHECK(count <= SIZE_MAX / esize, "mcclAllReduce: count %zu (x %zu-byte %s overflows size_t)", count, esize,
+                mcclTypeName(datatype));
+  MCCL_ARGCHECK(count == 0 || sendbuff != NULL, "mcclAllReduce: sendbuff is NULL with count %zu", count);
+  MCCL_ARGCHECK(count == 0 || recvbuff != NULL, "mcclAllReduce: recvbuff is NULL with count %zu", count);
+  if (mcclGroupActive()) return mcclGroupRecordAllReduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
+  return mcclAllReduceNow(sendbuff, recvbuff, count, datatype, op, comm, stream);
+}

