@@ -48,14 +48,15 @@ exports_match_header() {
 # The calls docs/nccl-dropin.md says minccl serves are strong (T) symbols; a weak (W) one is a stub.
 served_are_strong() {
   need_lib
-  local n weak=""
+  local n s weak="" syms
+  syms=$(nm -D --defined-only "$lib")
   for n in ncclGetVersion ncclGetUniqueId ncclCommInitRank ncclCommInitRankConfig ncclCommInitRankScalable \
            ncclCommInitAll ncclCommFinalize ncclCommDestroy ncclCommAbort ncclCommSplit ncclCommGetAsyncError \
            ncclCommCount ncclCommCuDevice ncclCommUserRank ncclGetErrorString ncclGetLastError ncclCommRegister \
            ncclCommDeregister ncclCommWindowRegister ncclCommWindowDeregister ncclMemAlloc ncclMemFree \
            ncclRedOpCreatePreMulSum ncclRedOpDestroy ncclAllReduce ncclGroupStart ncclGroupEnd; do
     for s in "$n" "p$n"; do
-      nm -D --defined-only "$lib" | grep -qE " T $s(@|$)" || weak+="$s "
+      grep -qE " T $s(@|$)" <<<"$syms" || weak+="$s "
     done
   done
   [ -z "$weak" ] || shtest_fail "served calls that are not strong definitions: $weak"
