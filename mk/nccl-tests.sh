@@ -11,7 +11,7 @@
 #      sendrecv_perf with -b 8 -e 1G -f 2 -g 1 -c 1 under mpirun -np 2, all_reduce_perf also with -R 2
 #      (symmetric registration) and -G 20 (CUDA graphs): first with LD_LIBRARY_PATH on the drop-in,
 #      then on NCCL's library (NCCL_LIB_DIR; default: the lib/ of python3's nvidia.nccl package),
-#   4. writes each run's log and summary.md (size, busbw minccl vs NCCL, #wrong) under OUT
+#   4. writes each run's log and summary.md (size, out-of-place time and busbw minccl vs NCCL, #wrong) under OUT
 #      (default ./nccl-tests-out) and prints the summary.
 # NCCL_NVLS_ENABLE=0 for every run. A minccl run must print minccl's banner (the drop-in served it)
 # and an NCCL run must not. Exit status: 0 when every run finished with #wrong 0 everywhere.
@@ -104,7 +104,7 @@ if [ -f "$NCCL_LIB_DIR/libnccl.so.2" ]; then
   done
 fi
 
-# 4. the table: per run and size, out-of-place busbw of both and #wrong (out + in place) of both.
+# 4. the table: per run and size, out-of-place time and busbw of both and #wrong (out + in place) of both.
 python3 - "$OUT" "${runs[@]}" > "$OUT/summary.md" <<'EOF'
 import os, re, sys
 out, runs = sys.argv[1], [r.split()[0] for r in sys.argv[2:]]
@@ -117,27 +117,28 @@ def parse(path):
         if len(f) >= 12 and f[0].isdigit() and f[1].isdigit():
             # size count type redop root | time algbw busbw #wrong | time algbw busbw #wrong
             try:
-                busbw = float(f[7]); wrong = [int(x) if x.isdigit() else x for x in (f[8], f[-1])]
+                t = float(f[5]); busbw = float(f[7]); wrong = [int(x) if x.isdigit() else x for x in (f[8], f[-1])]
             except ValueError:
                 continue
-            rows[int(f[0])] = (busbw, wrong)
+            rows[int(f[0])] = (t, busbw, wrong)
     return rows
 bad = 0
 print("# nccl-tests: minccl's libnccl.so.2 beside NCCL\n")
 for name in runs:
     m, n = parse(f"{out}/minccl-{name}.log"), parse(f"{out}/nccl-{name}.log")
-    print(f"## {name}\n\n| size (B) | busbw minccl (GB/s) | busbw NCCL (GB/s) | ratio | #wrong minccl | #wrong NCCL |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: |")
+    print(f"## {name}\n\n| size (B) | time minccl (us) | time NCCL (us) | busbw minccl (GB/s) | busbw NCCL (GB/s) | ratio |"
+          " #wrong minccl | #wrong NCCL |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     if not m:
-        print("| (no results: see the log) | | | | | |"); bad = 1
+        print("| (no results: see the log) | | | | | | | |"); bad = 1
     for size in sorted(set(m) | set(n)):
-        mb, mw = m.get(size, (None, ["-"]))
-        nb, nw = n.get(size, (None, ["-"]))
+        mt, mb, mw = m.get(size, (None, None, ["-"]))
+        nt, nb, nw = n.get(size, (None, None, ["-"]))
         ratio = f"{mb / nb:.2f}" if mb is not None and nb else "-"
         if any(w not in (0, "N/A") for w in mw if w != "-"):
             bad = 1
         fmt = lambda b: "-" if b is None else f"{b:.2f}"
-        print(f"| {size} | {fmt(mb)} | {fmt(nb)} | {ratio} | {'/'.join(map(str, mw))} | {'/'.join(map(str, nw))} |")
+        print(f"| {size} | {fmt(mt)} | {fmt(nt)} | {fmt(mb)} | {fmt(nb)} | {ratio} | {'/'.join(map(str, mw))} | {'/'.join(map(str, nw))} |")
     print()
 sys.exit(bad)
 EOF
