@@ -13,7 +13,7 @@ ifeq ($(final_SRCS),)
 $(info note: final/src has no sources yet: the NCCL drop-in (libnccl.so.2) is not built)
 else ifneq ($(wildcard $(NCCL_INCLUDE)/nccl.h),)
 # The collectives of issue 11 section 2 are forwarded once minccl.h declares them.
-DROPIN_HAVE := $(sort $(shell grep -ow -E 'mccl(AllGather|ReduceScatter|Broadcast|Reduce|Send|Recv)' \
+DROPIN_HAVE := $(sort $(shell sed -nE 's/^mcclResult_t +(mccl(AllGather|ReduceScatter|Broadcast|Reduce|Send|Recv))\(.*/\1/p' \
                  final/include/minccl.h 2>/dev/null))
 DROPIN_CPPFLAGS = -I$(NCCL_INCLUDE) -Ifinal/nccl $(CPPFLAGS) $(foreach f,$(DROPIN_HAVE),-DMCCL_HAVE_$(f))
 DROPIN_OBJS := $(OBJ)/final/nccl/nccl_dropin.o $(OBJ)/final/nccl/nccl_stubs.o
