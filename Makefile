@@ -113,7 +113,9 @@ ALL_LIBS += $(TEST_LIB)
 
 # ---- what test/bench/demo/gdb run --------------------------------------------------------
 TEST_MODULES := $(call selected,common sim $(LAB_DIRS) $(wildcard final))
+# A module.mk may add entries of its own (<module>_TEST_ENTRIES, e.g. final/nccl.mk's drop-in test).
 TEST_ENTRIES := $(foreach m,$(TEST_MODULES),$(foreach s,$(sort $(call srcs,$(m),tests)),$(call entry,$(m),$(s))) \
+                  $($(m)_TEST_ENTRIES) \
                   $(foreach s,$(sort $(wildcard $(m)/tests/test_*.sh)),sh:$(s)) \
                   $(if $(wildcard $(m)/lab.gdb),gdb:$(m):$(BIN)/$($(m)_ID)/demo) \
                   $(if $(wildcard $(m)/lab.cuda-gdb),cudagdb:$(m)) \
@@ -130,7 +132,7 @@ include common/fuzz/fuzz.mk
 # Checked when the goal is read, before anything is built (and by make -n too).
 $(foreach g,test bench demo gdb,$(if $(filter $(g),$(MAKECMDGOALS)),$(call need_lab,$(g),$(HAS_$(g)))))
 
-export MPIRUN MPIRUN_FLAGS BACKEND CUDA_HOME MPICC
+export MPIRUN MPIRUN_FLAGS BACKEND CUDA_HOME MPICC NCCL_INCLUDE
 ifeq ($(SANITIZE),1)
   export LSAN_OPTIONS := suppressions=$(abspath mk/lsan.supp):print_suppressions=0
   export ASAN_OPTIONS := detect_leaks=1:abort_on_error=0

@@ -64,3 +64,6 @@ install: $(MINCCL_SO) $(MINCCL_A) $(MINCCL_RUNTIME_FILES)
 
 # The mpirun tests run with 2, 3 and 4 ranks (odd rings too), as lab 07's.
 final_MPI_NP := 2 3 4
+
+# The NCCL drop-in (libnccl.so.2 from the same archives) keeps its rules in its own file.
+include final/nccl.mk

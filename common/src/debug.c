@@ -112,6 +112,8 @@ void mcclDebugLog(mcclDebugLogLevel level, unsigned long flags, const char* file
   const char* base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
   if (level == MCCL_LOG_WARN)
     n = snprintf(buf, sizeof(buf), "%s:%d:%d%s %s:%d MCCL WARN ", hostName, (int)getpid(), tid, rank, base, line);
+  else if (level == MCCL_LOG_VERSION)
+    n = snprintf(buf, sizeof(buf), "%s:%d:%d%s MCCL VERSION ", hostName, (int)getpid(), tid, rank);
   else
     n = snprintf(buf, sizeof(buf), "%s:%d:%d%s MCCL %s ", hostName, (int)getpid(), tid, rank,
                  level == MCCL_LOG_INFO ? "INFO" : "TRACE");

@@ -21,6 +21,7 @@ skip_list=(
   '^make( .*)? (clean|compdb)( |$)@@rewrites the build tree or compile_commands.json under a running make test'
   '^mk/gpu-run\.sh@@needs GPUs'
   '^make( .*)? fuzz( |$)@@runs libFuzzer for FUZZ_SECONDS per target; .ci/run runs it, make test replays the corpus'
+  '^mk/nccl-tests\.sh@@needs GPUs and an nccl-tests checkout'
   '^make( .*)? params-doc( |$)@@rewrites docs/parameters.md; test_common checks that it is current'
   '^make( .*)? install( |$)@@writes outside the build tree (PREFIX); final/tests/test_install.sh runs it with a temporary one'
   'LAB=NN( |$)@@NN is a placeholder'

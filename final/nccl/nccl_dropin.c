@@ -1,0 +1,758 @@
+// libnccl.so.2 from minccl: NCCL 2.28's names and ABI over libminccl's mccl* calls.
+//
+// This file is compiled against NCCL's own nccl.h, so every definition below is checked against
+// NCCL's declaration. Each ncclX forwards to mcclX (minccl.h gives mcclX NCCL's signature and
+// semantics); pncclX (NCCL's profiling twin) is an alias of ncclX. Calls minccl does not serve are
+// the weak stubs of nccl_stubs.c (generated from nccl.h), which warn and return ncclInvalidUsage.
+// What is accepted and ignored is in docs/nccl-dropin.md.
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "nccl_dropin.h"
+#include "minccl.h"
+#include "mccl_debug.h"
+
+// The ABI: NCCL's values are minccl's (minccl.h promises it; the drop-in relies on it).
+_Static_assert(ncclSuccess == (int)mcclSuccess && ncclUnhandledCudaError == (int)mcclUnhandledCudaError &&
+                   ncclSystemError == (int)mcclSystemError && ncclInternalError == (int)mcclInternalError &&
+                   ncclInvalidArgument == (int)mcclInvalidArgument && ncclInvalidUsage == (int)mcclInvalidUsage &&
+                   ncclRemoteError == (int)mcclRemoteError && ncclInProgress == (int)mcclInProgress,
+               "ncclResult_t and mcclResult_t differ");
+_Static_assert(ncclInt8 == (int)mcclInt8 && ncclUint8 == (int)mcclUint8 && ncclInt32 == (int)mcclInt32 &&
+                   ncclUint32 == (int)mcclUint32 && ncclInt64 == (int)mcclInt64 && ncclUint64 == (int)mcclUint64 &&
+                   ncclFloat16 == (int)mcclFloat16 && ncclFloat32 == (int)mcclFloat32 &&
+                   ncclFloat64 == (int)mcclFloat64 && ncclBfloat16 == (int)mcclBfloat16 &&
+                   ncclFloat8e4m3 == (int)mcclNumTypes,
+               "ncclDataType_t and mcclDataType_t differ (minccl serves NCCL's types below the fp8 ones)");
+_Static_assert(ncclSum == (int)mcclSum && ncclProd == (int)mcclProd && ncclMax == (int)mcclMax &&
+                   ncclMin == (int)mcclMin && ncclAvg == (int)mcclAvg && ncclNumOps == (int)mcclNumOps,
+               "ncclRedOp_t and mcclRedOp_t differ");
+_Static_assert(sizeof(ncclUniqueId) == sizeof(mcclUniqueId), "ncclUniqueId and mcclUniqueId differ in size");
+_Static_assert(NCCL_WIN_DEFAULT == MCCL_WIN_DEFAULT && NCCL_WIN_COLL_SYMMETRIC == MCCL_WIN_COLL_SYMMETRIC,
+               "window flags differ");
+
+// The NCCL ABI level this library implements (ncclGetVersion).
+#define DROPIN_NCCL_VERSION NCCL_VERSION(2, 28, 9)
+#define DROPIN_COMM_MAGIC 0x6d63636cu  // "mccl"
+#define DROPIN_REG_MAGIC 0x72656721u
+#define NCCL_CONFIG_MAGIC 0xcafebeefu  // NCCL_CONFIG_INITIALIZER's magic
+
+#define PNCCL_ALIAS(name) extern __typeof(name) p##name __attribute__((alias(#name)))
+
+static atomic_ullong servedCalls;
+unsigned long long mcclDropinCalls(void) {
+  return atomic_load(&servedCalls);
+}
+#define SERVED() atomic_fetch_add_explicit(&servedCalls, 1, memory_order_relaxed)
+
+// mcclTimeout has no NCCL twin: a peer that does not answer is, for NCCL's callers, a remote error.
+static ncclResult_t toNccl(mcclResult_t r) {
+  if (r == mcclTimeout) return ncclRemoteError;
+  if ((int)r < 0 || (int)r >= ncclNumResults) return ncclInternalError;
+  return (ncclResult_t)r;
+}
+
+// ---- calls minccl does not serve -------------------------------------------------------------
+static pthread_mutex_t warnedLock = PTHREAD_MUTEX_INITIALIZER;
+static struct warned {
+  const char* name;
+  struct warned* next;
+} * warnedList;
+
+ncclResult_t mcclDropinUnimplemented(const char* call) {
+  pthread_mutex_lock(&warnedLock);
+  struct warned* w = warnedList;
+  while (w && strcmp(w->name, call) != 0) w = w->next;
+  int first = w == NULL;
+  if (first) {
+    w = malloc(sizeof(*w));
+    if (w) {  // the list lives as long as the process (one node per call name)
+      w->name = call;
+      w->next = warnedList;
+      warnedList = w;
+    }
+  }
+  pthread_mutex_unlock(&warnedLock);
+  if (first) WARN("%s is not implemented by minccl (the NCCL drop-in): it returns ncclInvalidUsage", call);
+  return ncclInvalidUsage;
+}
+
+// ---- communicators -------------------------------------------------------------------------------
+// ncclComm_t points to this wrapper: it holds what NCCL's API has and minccl's does not (a
+// non-blocking initialisation in flight, ncclCommRegister's handles, the finalized state).
+struct dropinReg {
+  uint32_t magic;
+  void* buff;
+  size_t size;
+  struct dropinReg* next;
+};
+
+struct ncclComm {
+  uint32_t magic;
+  mcclComm_t mc;          // NULL until a non-blocking initialisation has finished
+  atomic_int initResult;  // ncclInProgress while the initialisation thread runs
+  pthread_t initThread;   // valid when initJoinable
+  int initJoinable;
+  int cudaDev;       // the device current at the init call (the thread makes it current)
+  int nranks, rank;  // the init call's arguments, for the thread
+  mcclUniqueId id;
+  pthread_mutex_t lock;    // regs, finalized
+  struct dropinReg* regs;  // ncclCommRegister handles not yet deregistered
+  int finalized;
+};
+
+static _Thread_local int groupDepth;  // ncclGroupStart nesting in this thread
+
+static atomic_int bannerShown;
+// One line per process at the first communicator: minccl, not NCCL, serves this program. It is
+// printed at VERSION level, so it shows by default and MCCL_DEBUG=NONE hides it.
+static void banner(void) {
+  if (atomic_exchange(&bannerShown, 1)) return;
+  Dl_info info;
+  const char* path = dladdr((void*)banner, &info) && info.dli_fname ? info.dli_fname : "libnccl.so.2";
+  mcclDebugLog(MCCL_LOG_VERSION, MCCL_INIT, __FILE__, __LINE__,
+               "minccl %d.%d.%d serves this process's NCCL %d.%d.%d calls (%s, %s backend)", MCCL_MAJOR, MCCL_MINOR,
+               MCCL_PATCH, NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH, path, MCCL_BACKEND_NAME);
+}
+
+static struct ncclComm* commNew(void) {
+  struct ncclComm* c = calloc(1, sizeof(*c));
+  if (!c) {
+    WARN("NCCL drop-in: out of memory for a communicator");
+    return NULL;
+  }
+  c->magic = DROPIN_COMM_MAGIC;
+  atomic_init(&c->initResult, ncclSuccess);
+  pthread_mutex_init(&c->lock, NULL);
+  return c;
+}
+
+static void commFree(struct ncclComm* c) {
+  struct dropinReg* r = c->regs;
+  while (r) {
+    struct dropinReg* n = r->next;
+    r->magic = 0;
+    free(r);
+    r = n;
+  }
+  pthread_mutex_destroy(&c->lock);
+  c->magic = 0;
+  free(c);
+}
+
+// A non-blocking initialisation's thread ends before the communicator is used or freed.
+static void commJoinInit(struct ncclComm* c) {
+  if (c->initJoinable) {
+    pthread_join(c->initThread, NULL);
+    c->initJoinable = 0;
+  }
+}
+
+// The live minccl communicator behind comm, or an NCCL error (named in a WARN).
+static ncclResult_t commGet(ncclComm_t comm, const char* call, mcclComm_t* out) {
+  if (comm == NULL) {
+    WARN("%s: comm is NULL", call);
+    return ncclInvalidArgument;
+  }
+  if (comm->magic != DROPIN_COMM_MAGIC) {
+    WARN("%s: comm %p is not a communicator of this library (destroyed, or never created)", call, (void*)comm);
+    return ncclInvalidArgument;
+  }
+  commJoinInit(comm);
+  int r = atomic_load(&comm->initResult);
+  if (r != ncclSuccess || comm->mc == NULL) {
+    WARN("%s: comm %p failed to initialise (%s)", call, (void*)comm, ncclGetErrorString((ncclResult_t)r));
+    return ncclInvalidUsage;
+  }
+  *out = comm->mc;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclGetVersion(int* version) {
+  if (version == NULL) {
+    WARN("ncclGetVersion: version is NULL");
+    return ncclInvalidArgument;
+  }
+  *version = DROPIN_NCCL_VERSION;
+  SERVED();
+  return ncclSuccess;
+}
+PNCCL_ALIAS(ncclGetVersion);
+
+ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
+  if (uniqueId == NULL) {
+    WARN("ncclGetUniqueId: uniqueId is NULL");
+    return ncclInvalidArgument;
+  }
+  mcclUniqueId id;
+  mcclResult_t r = mcclGetUniqueId(&id);
+  if (r == mcclSuccess) memcpy(uniqueId, &id, sizeof(id));
+  SERVED();
+  return toNccl(r);
+}
+PNCCL_ALIAS(ncclGetUniqueId);
+
+static ncclResult_t initBlocking(ncclComm_t* comm, int nranks, const mcclUniqueId* id, int rank) {
+  struct ncclComm* c = commNew();
+  if (!c) return ncclSystemError;
+  mcclResult_t r = mcclCommInitRank(&c->mc, nranks, *id, rank);
+  if (r != mcclSuccess) {
+    commFree(c);
+    return toNccl(r);
+  }
+  *comm = c;
+  banner();
+  return ncclSuccess;
+}
+
+static void* initThreadMain(void* arg) {
+  struct ncclComm* c = arg;
+  mcclResult_t r = mcclSuccess;
+  if (cudaSetDevice(c->cudaDev) != cudaSuccess) {
+    WARN("ncclCommInitRankConfig (non-blocking): cudaSetDevice(%d) failed", c->cudaDev);
+    r = mcclUnhandledCudaError;
+  } else {
+    r = mcclCommInitRank(&c->mc, c->nranks, c->id, c->rank);
+  }
+  if (r == mcclSuccess) banner();
+  atomic_store(&c->initResult, toNccl(r));
+  return NULL;
+}
+
+// config: NCCL_CONFIG_INITIALIZER, then the caller's fields. blocking = 0 is honoured (the
+// initialisation runs on a thread and the call returns ncclInProgress; ncclCommGetAsyncError
+// reports ncclInProgress until it is done; inside a group the group defers it anyway). The other
+// fields are accepted and ignored (docs/nccl-dropin.md).
+static ncclResult_t initConfig(const char* call, ncclComm_t* comm, int nranks, const mcclUniqueId* id, int rank,
+                               ncclConfig_t* config) {
+  if (comm == NULL) {
+    WARN("%s: comm is NULL", call);
+    return ncclInvalidArgument;
+  }
+  int blocking = 1;
+  if (config != NULL) {
+    if (config->magic != NCCL_CONFIG_MAGIC) {
+      WARN("%s: config->magic is 0x%x, not NCCL_CONFIG_INITIALIZER's 0x%x (initialise the config with it)", call,
+           config->magic, NCCL_CONFIG_MAGIC);
+      return ncclInvalidArgument;
+    }
+    if (config->blocking != NCCL_CONFIG_UNDEF_INT && config->blocking != 0 && config->blocking != 1) {
+      WARN("%s: config->blocking is %d (0 or 1)", call, config->blocking);
+      return ncclInvalidArgument;
+    }
+    if (config->blocking == 0) blocking = 0;
+  }
+  if (blocking || groupDepth > 0) return initBlocking(comm, nranks, id, rank);
+  if (nranks < 1 || rank < 0 || rank >= nranks) {  // checked here so that the error is the call's own
+    WARN("%s: rank %d of nranks %d is out of range", call, rank, nranks);
+    return ncclInvalidArgument;
+  }
+  struct ncclComm* c = commNew();
+  if (!c) return ncclSystemError;
+  if (cudaGetDevice(&c->cudaDev) != cudaSuccess) {
+    WARN("%s: cudaGetDevice failed", call);
+    commFree(c);
+    return ncclUnhandledCudaError;
+  }
+  c->nranks = nranks;
+  c->rank = rank;
+  c->id = *id;
+  atomic_store(&c->initResult, ncclInProgress);
+  int err = pthread_create(&c->initThread, NULL, initThreadMain, c);
+  if (err != 0) {
+    WARN("%s: pthread_create: %s", call, strerror(err));
+    commFree(c);
+    return ncclSystemError;
+  }
+  c->initJoinable = 1;
+  *comm = c;
+  return ncclInProgress;
+}
+
+ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank, ncclConfig_t* config) {
+  mcclUniqueId id;
+  memcpy(&id, &commId, sizeof(id));
+  SERVED();
+  return initConfig("ncclCommInitRankConfig", comm, nranks, &id, rank, config);
+}
+PNCCL_ALIAS(ncclCommInitRankConfig);
+
+ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+  mcclUniqueId id;
+  memcpy(&id, &commId, sizeof(id));
+  SERVED();
+  return initConfig("ncclCommInitRank", comm, nranks, &id, rank, NULL);
+}
+PNCCL_ALIAS(ncclCommInitRank);
+
+// Every rank holds all nId ids (NCCL spreads its bootstrap over them); minccl's bootstrap uses the first.
+ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId, ncclUniqueId* commIds,
+                                      ncclConfig_t* config) {
+  if (nId < 1 || commIds == NULL) {
+    WARN("ncclCommInitRankScalable: nId %d / commIds %p (at least one id)", nId, (void*)commIds);
+    return ncclInvalidArgument;
+  }
+  mcclUniqueId id;
+  memcpy(&id, &commIds[0], sizeof(id));
+  SERVED();
+  return initConfig("ncclCommInitRankScalable", newcomm, nranks, &id, myrank, config);
+}
+PNCCL_ALIAS(ncclCommInitRankScalable);
+
+ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist) {
+  if (comm == NULL || ndev < 1) {
+    WARN("ncclCommInitAll: comm %p, ndev %d (comm non-NULL, ndev >= 1)", (void*)comm, ndev);
+    return ncclInvalidArgument;
+  }
+  SERVED();
+  struct ncclComm** w = calloc((size_t)ndev, sizeof(*w));
+  mcclComm_t* mcs = calloc((size_t)ndev, sizeof(*mcs));
+  ncclResult_t res = ncclSuccess;
+  if (!w || !mcs) {
+    WARN("ncclCommInitAll: out of memory");
+    res = ncclSystemError;
+    goto free_arrays;
+  }
+  for (int i = 0; i < ndev; i++)
+    if (!(w[i] = commNew())) {
+      res = ncclSystemError;
+      goto free_wrappers;
+    }
+  res = toNccl(mcclCommInitAll(mcs, ndev, devlist));
+  if (res != ncclSuccess) goto free_wrappers;
+  for (int i = 0; i < ndev; i++) {
+    w[i]->mc = mcs[i];
+    comm[i] = w[i];
+  }
+  banner();
+  goto free_arrays;
+free_wrappers:
+  for (int i = 0; w && i < ndev; i++)
+    if (w[i]) commFree(w[i]);
+free_arrays:
+  free(mcs);
+  free(w);
+  return res;
+}
+PNCCL_ALIAS(ncclCommInitAll);
+
+// NCCL flushes the communicator's operations and marks it finalized; minccl's operations are
+// kernels on the caller's streams, so finalize waits for the device, then refuses new collectives.
+ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  mcclComm_t mc;
+  ncclResult_t res = commGet(comm, "ncclCommFinalize", &mc);
+  if (res != ncclSuccess) return res;
+  int dev;
+  if (mcclCommCuDevice(mc, &dev) != mcclSuccess || cudaSetDevice(dev) != cudaSuccess ||
+      cudaDeviceSynchronize() != cudaSuccess) {
+    WARN("ncclCommFinalize: waiting for the communicator's device failed");
+    return ncclUnhandledCudaError;
+  }
+  pthread_mutex_lock(&comm->lock);
+  comm->finalized = 1;
+  pthread_mutex_unlock(&comm->lock);
+  SERVED();
+  return ncclSuccess;
+}
+PNCCL_ALIAS(ncclCommFinalize);
+
+static ncclResult_t commEnd(ncclComm_t comm, const char* call, int abort) {
+  if (comm == NULL) return ncclSuccess;  // as NCCL
+  if (comm->magic != DROPIN_COMM_MAGIC) {
+    WARN("%s: comm %p is not a communicator of this library (destroyed, or never created)", call, (void*)comm);
+    return ncclInvalidArgument;
+  }
+  commJoinInit(comm);
+  mcclResult_t r = mcclSuccess;
+  if (comm->mc) r = abort ? mcclCommAbort(comm->mc) : mcclCommDestroy(comm->mc);
+  commFree(comm);
+  SERVED();
+  return toNccl(r);
+}
+
+ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  return commEnd(comm, "ncclCommDestroy", 0);
+}
+PNCCL_ALIAS(ncclCommDestroy);
+
+ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  return commEnd(comm, "ncclCommAbort", 1);
+}
+PNCCL_ALIAS(ncclCommAbort);
+
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  if (comm == NULL || asyncError == NULL || comm->magic != DROPIN_COMM_MAGIC) {
+    WARN("ncclCommGetAsyncError: comm %p / asyncError %p (a live communicator and an output)", (void*)comm,
+         (void*)asyncError);
+    return ncclInvalidArgument;
+  }
+  int init = atomic_load(&comm->initResult);
+  if (init != ncclSuccess) {  // in progress, or the non-blocking initialisation failed
+    *asyncError = (ncclResult_t)init;
+    return ncclSuccess;
+  }
+  commJoinInit(comm);
+  mcclResult_t a;
+  mcclResult_t r = mcclCommGetAsyncError(comm->mc, &a);
+  if (r == mcclSuccess) *asyncError = toNccl(a);
+  return toNccl(r);
+}
+PNCCL_ALIAS(ncclCommGetAsyncError);
+
+ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
+  mcclComm_t mc;
+  ncclResult_t res = commGet(comm, "ncclCommCount", &mc);
+  return res != ncclSuccess ? res : toNccl(mcclCommCount(mc, count));
+}
+PNCCL_ALIAS(ncclCommCount);
+
+ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
+  mcclComm_t mc;
+  ncclResult_t res = commGet(comm, "ncclCommCuDevice", &mc);
+  return res != ncclSuccess ? res : toNccl(mcclCommCuDevice(mc, device));
+}
+PNCCL_ALIAS(ncclCommCuDevice);
+
+ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
+  mcclComm_t mc;
+  ncclResult_t res = commGet(comm, "ncclCommUserRank", &mc);
+  return res != ncclSuccess ? res : toNccl(mcclCommUserRank(mc, rank));
+}
+PNCCL_ALIAS(ncclCommUserRank);
+
+const char* ncclGetErrorString(ncclResult_t result) {
+  return mcclGetErrorString((mcclResult_t)result);
+}
+PNCCL_ALIAS(ncclGetErrorString);
+
+const char* ncclGetLastError(ncclComm_t comm) {
+  (void)comm;  // NCCL keeps one message per process as well
+  return mcclGetLastError(NULL);
+}
+PNCCL_ALIAS(ncclGetLastError);
+
+// ---- comm split ----------------------------------------------------------------------------------
+// Collective over the parent: every rank's (color, key) and a fresh unique id are summed into
+// everybody's copy with one int64 allreduce on the parent (each rank fills only its own slot, so the
+// sum is the table), then each color's ranks, ordered by (key, parent rank), create the new
+// communicator with the id of its first rank. NCCL_SPLIT_NOCOLOR ranks take part and get NULL.
+#define SPLIT_SLOT_WORDS (2 + sizeof(mcclUniqueId) / sizeof(int64_t))
+_Static_assert(sizeof(mcclUniqueId) % sizeof(int64_t) == 0, "unique id not a whole number of words");
+
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
+  mcclComm_t mc;
+  ncclResult_t res = commGet(comm, "ncclCommSplit", &mc);
+  if (res != ncclSuccess) return res;
+  if (newcomm == NULL || (color < 0 && color != NCCL_SPLIT_NOCOLOR)) {
+    WARN("ncclCommSplit: newcomm %p, color %d (newcomm non-NULL; color >= 0 or NCCL_SPLIT_NOCOLOR)", (void*)newcomm,
+         color);
+    return ncclInvalidArgument;
+  }
+  if (config != NULL && config->magic != NCCL_CONFIG_MAGIC) {
+    WARN("ncclCommSplit: config->magic is 0x%x, not NCCL_CONFIG_INITIALIZER's", config->magic);
+    return ncclInvalidArgument;
+  }
+  if (groupDepth > 0) {
+    WARN("ncclCommSplit inside ncclGroupStart/ncclGroupEnd is not supported by minccl");
+    return ncclInvalidUsage;
+  }
+  int nranks, rank, dev;
+  if ((res = toNccl(mcclCommCount(mc, &nranks))) != ncclSuccess || (res = toNccl(mcclCommUserRank(mc, &rank))) ||
+      (res = toNccl(mcclCommCuDevice(mc, &dev))))
+    return res;
+  size_t words = (size_t)nranks * SPLIT_SLOT_WORDS;
+  int64_t* table = calloc(words, sizeof(int64_t));
+  int64_t* dtable = NULL;
+  cudaStream_t stream = NULL;
+  mcclUniqueId myId;
+  if (!table) {
+    WARN("ncclCommSplit: out of memory");
+    return ncclSystemError;
+  }
+  if ((res = toNccl(mcclGetUniqueId(&myId))) != ncclSuccess) goto free_table;
+  int64_t* mine = table + (size_t)rank * SPLIT_SLOT_WORDS;
+  mine[0] = color;
+  mine[1] = key;
+  memcpy(mine + 2, &myId, sizeof(myId));
+  if (cudaSetDevice(dev) != cudaSuccess || cudaMalloc((void**)&dtable, words * sizeof(int64_t)) != cudaSuccess) {
+    WARN("ncclCommSplit: cudaMalloc of %zu bytes on device %d failed", words * sizeof(int64_t), dev);
+    res = ncclUnhandledCudaError;
+    goto free_table;
+  }
+  if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess ||
+      cudaMemcpy(dtable, table, words * sizeof(int64_t), cudaMemcpyHostToDevice) != cudaSuccess) {
+    WARN("ncclCommSplit: staging the split table on device %d failed", dev);
+    res = ncclUnhandledCudaError;
+    goto free_dev;
+  }
+  if ((res = toNccl(mcclAllReduce(dtable, dtable, words, mcclInt64, mcclSum, mc, stream))) != ncclSuccess)
+    goto free_dev;
+  if (cudaStreamSynchronize(stream) != cudaSuccess ||
+      cudaMemcpy(table, dtable, words * sizeof(int64_t), cudaMemcpyDeviceToHost) != cudaSuccess) {
+    WARN("ncclCommSplit: reading the split table back from device %d failed", dev);
+    res = ncclUnhandledCudaError;
+    goto free_dev;
+  }
+  if (color == NCCL_SPLIT_NOCOLOR) {
+    *newcomm = NULL;
+    SERVED();
+    goto free_dev;
+  }
+  // This rank's place among its color, ordered by (key, parent rank); the first one's id.
+  int newRank = 0, newSize = 0, first = -1;
+  for (int r = 0; r < nranks; r++) {
+    const int64_t* s = table + (size_t)r * SPLIT_SLOT_WORDS;
+    if (s[0] != color) continue;
+    newSize++;
+    if (s[1] < key || (s[1] == key && r < rank)) newRank++;
+    if (first < 0 || s[1] < table[(size_t)first * SPLIT_SLOT_WORDS + 1]) first = r;
+  }
+  mcclUniqueId id;
+  memcpy(&id, table + (size_t)first * SPLIT_SLOT_WORDS + 2, sizeof(id));
+  res = initBlocking(newcomm, newSize, &id, newRank);
+  if (res == ncclSuccess) SERVED();
+free_dev:
+  if (stream) cudaStreamDestroy(stream);
+  if (dtable) cudaFree(dtable);
+free_table:
+  free(table);
+  return res;
+}
+PNCCL_ALIAS(ncclCommSplit);
+
+// ---- memory and registration ---------------------------------------------------------------------
+ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
+  SERVED();
+  return toNccl(mcclMemAlloc(ptr, size));
+}
+PNCCL_ALIAS(ncclMemAlloc);
+
+ncclResult_t ncclMemFree(void* ptr) {
+  SERVED();
+  return toNccl(mcclMemFree(ptr));
+}
+PNCCL_ALIAS(ncclMemFree);
+
+// NCCL registers the buffer for zero-copy transfers; minccl copies through its FIFOs, so the
+// registration only checks its arguments and hands back a handle for ncclCommDeregister.
+ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
+  mcclComm_t mc;
+  ncclResult_t res = commGet(comm, "ncclCommRegister", &mc);
+  if (res != ncclSuccess) return res;
+  if (buff == NULL || size == 0 || handle == NULL) {
+    WARN("ncclCommRegister: buff %p, size %zu, handle %p (non-NULL, > 0, non-NULL)", buff, size, (void*)handle);
+    return ncclInvalidArgument;
+  }
+  struct dropinReg* r = calloc(1, sizeof(*r));
+  if (!r) {
+    WARN("ncclCommRegister: out of memory");
+    return ncclSystemError;
+  }
+  r->magic = DROPIN_REG_MAGIC;
+  r->buff = buff;
+  r->size = size;
+  pthread_mutex_lock(&comm->lock);
+  r->next = comm->regs;
+  comm->regs = r;
+  pthread_mutex_unlock(&comm->lock);
+  *handle = r;
+  SERVED();
+  return ncclSuccess;
+}
+PNCCL_ALIAS(ncclCommRegister);
+
+ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
+  mcclComm_t mc;
+  ncclResult_t res = commGet(comm, "ncclCommDeregister", &mc);
+  if (res != ncclSuccess) return res;
+  pthread_mutex_lock(&comm->lock);
+  struct dropinReg** p = &comm->regs;
+  while (*p && (void*)*p != handle) p = &(*p)->next;
+  struct dropinReg* r = *p;
+  if (r) *p = r->next;
+  pthread_mutex_unlock(&comm->lock);
+  if (!r) {
+    WARN("ncclCommDeregister: handle %p is not a registration of comm %p", handle, (void*)comm);
+    return ncclInvalidArgument;
+  }
+  r->magic = 0;
+  free(r);
+  SERVED();
+  return ncclSuccess;
+}
+PNCCL_ALIAS(ncclCommDeregister);
+
+ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags) {
+  mcclComm_t mc;
+  ncclResult_t res = commGet(comm, "ncclCommWindowRegister", &mc);
+  if (res != ncclSuccess) return res;
+  if (win == NULL) {
+    WARN("ncclCommWindowRegister: win is NULL");
+    return ncclInvalidArgument;
+  }
+  mcclWindow_t w;
+  res = toNccl(mcclCommWindowRegister(mc, buff, size, &w, winFlags));
+  if (res == ncclSuccess) {
+    *win = (ncclWindow_t)w;
+    SERVED();
+  }
+  return res;
+}
+PNCCL_ALIAS(ncclCommWindowRegister);
+
+ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
+  mcclComm_t mc;
+  ncclResult_t res = commGet(comm, "ncclCommWindowDeregister", &mc);
+  if (res != ncclSuccess) return res;
+  SERVED();
+  return toNccl(mcclCommWindowDeregister(mc, (mcclWindow_t)win));
+}
+PNCCL_ALIAS(ncclCommWindowDeregister);
+
+// ---- reduction operators -------------------------------------------------------------------------
+// PreMulSum is refused: minccl's kernels have no scalar pre-multiply (NCCL's ncclDevPreMulSum).
+ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
+                                      ncclScalarResidence_t residence, ncclComm_t comm) {
+  (void)op, (void)scalar, (void)datatype, (void)residence, (void)comm;
+  return mcclDropinUnimplemented("ncclRedOpCreatePreMulSum");
+}
+PNCCL_ALIAS(ncclRedOpCreatePreMulSum);
+
+ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
+  (void)comm;
+  if ((int)op < ncclNumOps)
+    WARN("ncclRedOpDestroy: op %d is a built-in operation (only ncclRedOpCreate* results are destroyed)", (int)op);
+  else
+    WARN("ncclRedOpDestroy: op %d was not created (minccl creates no operations: PreMulSum is refused)", (int)op);
+  return ncclInvalidArgument;
+}
+PNCCL_ALIAS(ncclRedOpDestroy);
+
+// ---- collectives ---------------------------------------------------------------------------------
+static ncclResult_t collCheck(const char* call, ncclComm_t comm, ncclDataType_t datatype, int op, mcclComm_t* mc) {
+  ncclResult_t res = commGet(comm, call, mc);
+  if (res != ncclSuccess) return res;
+  if ((int)datatype < 0 || (int)datatype >= mcclNumTypes) {
+    WARN("%s: datatype %d is not served by minccl (%s)", call, (int)datatype,
+         datatype == ncclFloat8e4m3 || datatype == ncclFloat8e5m2 ? "NCCL's fp8 types are not implemented"
+                                                                  : "not an ncclDataType_t");
+    return ncclInvalidArgument;
+  }
+  if (op < 0 || op >= ncclNumOps) {
+    WARN("%s: op %d is not a built-in ncclRedOp_t (minccl creates no PreMulSum operations)", call, op);
+    return ncclInvalidArgument;
+  }
+  if (comm->finalized) {
+    WARN("%s: comm %p was finalized (ncclCommFinalize)", call, (void*)comm);
+    return ncclInvalidUsage;
+  }
+  SERVED();
+  return ncclSuccess;
+}
+
+ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
+                           ncclComm_t comm, cudaStream_t stream) {
+  mcclComm_t mc;
+  ncclResult_t res = collCheck("ncclAllReduce", comm, datatype, (int)op, &mc);
+  if (res != ncclSuccess) return res;
+  return toNccl(mcclAllReduce(sendbuff, recvbuff, count, (mcclDataType_t)datatype, (mcclRedOp_t)op, mc, stream));
+}
+PNCCL_ALIAS(ncclAllReduce);
+
+// The other collectives are forwarded when minccl.h declares them (final/nccl.mk defines
+// MCCL_HAVE_<name> for each it finds); until then nccl_stubs.c answers ncclInvalidUsage for them.
+#ifdef MCCL_HAVE_mcclAllGather
+ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
+                           ncclComm_t comm, cudaStream_t stream) {
+  mcclComm_t mc;
+  ncclResult_t res = collCheck("ncclAllGather", comm, datatype, ncclSum, &mc);
+  if (res != ncclSuccess) return res;
+  return toNccl(mcclAllGather(sendbuff, recvbuff, sendcount, (mcclDataType_t)datatype, mc, stream));
+}
+PNCCL_ALIAS(ncclAllGather);
+#endif
+
+#ifdef MCCL_HAVE_mcclReduceScatter
+ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
+                               ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  mcclComm_t mc;
+  ncclResult_t res = collCheck("ncclReduceScatter", comm, datatype, (int)op, &mc);
+  if (res != ncclSuccess) return res;
+  return toNccl(
+      mcclReduceScatter(sendbuff, recvbuff, recvcount, (mcclDataType_t)datatype, (mcclRedOp_t)op, mc, stream));
+}
+PNCCL_ALIAS(ncclReduceScatter);
+#endif
+
+#ifdef MCCL_HAVE_mcclBroadcast
+ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                           ncclComm_t comm, cudaStream_t stream) {
+  mcclComm_t mc;
+  ncclResult_t res = collCheck("ncclBroadcast", comm, datatype, ncclSum, &mc);
+  if (res != ncclSuccess) return res;
+  return toNccl(mcclBroadcast(sendbuff, recvbuff, count, (mcclDataType_t)datatype, root, mc, stream));
+}
+PNCCL_ALIAS(ncclBroadcast);
+
+// NCCL's legacy in-place broadcast.
+ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+                       cudaStream_t stream) {
+  mcclComm_t mc;
+  ncclResult_t res = collCheck("ncclBcast", comm, datatype, ncclSum, &mc);
+  if (res != ncclSuccess) return res;
+  return toNccl(mcclBroadcast(buff, buff, count, (mcclDataType_t)datatype, root, mc, stream));
+}
+PNCCL_ALIAS(ncclBcast);
+#endif
+
+#ifdef MCCL_HAVE_mcclReduce
+ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
+                        int root, ncclComm_t comm, cudaStream_t stream) {
+  mcclComm_t mc;
+  ncclResult_t res = collCheck("ncclReduce", comm, datatype, (int)op, &mc);
+  if (res != ncclSuccess) return res;
+  return toNccl(mcclReduce(sendbuff, recvbuff, count, (mcclDataType_t)datatype, (mcclRedOp_t)op, root, mc, stream));
+}
+PNCCL_ALIAS(ncclReduce);
+#endif
+
+#ifdef MCCL_HAVE_mcclSend
+ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                      cudaStream_t stream) {
+  mcclComm_t mc;
+  ncclResult_t res = collCheck("ncclSend", comm, datatype, ncclSum, &mc);
+  if (res != ncclSuccess) return res;
+  return toNccl(mcclSend(sendbuff, count, (mcclDataType_t)datatype, peer, mc, stream));
+}
+PNCCL_ALIAS(ncclSend);
+#endif
+
+#ifdef MCCL_HAVE_mcclRecv
+ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                      cudaStream_t stream) {
+  mcclComm_t mc;
+  ncclResult_t res = collCheck("ncclRecv", comm, datatype, ncclSum, &mc);
+  if (res != ncclSuccess) return res;
+  return toNccl(mcclRecv(recvbuff, count, (mcclDataType_t)datatype, peer, mc, stream));
+}
+PNCCL_ALIAS(ncclRecv);
+#endif
+
+ncclResult_t ncclGroupStart(void) {
+  ncclResult_t res = toNccl(mcclGroupStart());
+  if (res == ncclSuccess) groupDepth++;
+  SERVED();
+  return res;
+}
+PNCCL_ALIAS(ncclGroupStart);
+
+ncclResult_t ncclGroupEnd(void) {
+  if (groupDepth > 0) groupDepth--;
+  SERVED();
+  return toNccl(mcclGroupEnd());
+}
+PNCCL_ALIAS(ncclGroupEnd);

@@ -1,0 +1,537 @@
+// A program written only against NCCL's nccl.h and linked with -lnccl, as any NCCL client is; the
+// build links it to minccl's libnccl.so.2 (final/nccl.mk). Run under mpirun, one device per rank.
+// It reports in the repository's test format (PASS/FAIL/SKIP lines, then the counts) without
+// linking any of minccl's code: a test fails if it fails on any rank; rank 0 prints.
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fnmatch.h>
+#include <math.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+static int rank, nranks;
+static ncclComm_t comm;  // the world communicator, made by test_init
+static cudaStream_t stream;
+static char msg[512];  // the current test's failure or skip message
+static int status;     // 0 pass, 1 fail, 2 skip
+
+#define FAILF(...)                                                                        \
+  do {                                                                                    \
+    if (status != 1) snprintf(msg, sizeof(msg), "%s:%d: ", __FILE__, __LINE__);           \
+    if (status != 1) snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg), __VA_ARGS__); \
+    status = 1;                                                                           \
+  } while (0)
+#define EXPECT_NCCL(call, want)                                                                                  \
+  do {                                                                                                           \
+    ncclResult_t r_ = (call);                                                                                    \
+    if (r_ != (want)) FAILF("%s: expected %s, got %s", #call, ncclGetErrorString(want), ncclGetErrorString(r_)); \
+  } while (0)
+#define CHECK_NCCL(call)                                                           \
+  do {                                                                             \
+    ncclResult_t r_ = (call);                                                      \
+    if (r_ != ncclSuccess) {                                                       \
+      FAILF("%s: %s (%s)", #call, ncclGetErrorString(r_), ncclGetLastError(NULL)); \
+      return;                                                                      \
+    }                                                                              \
+  } while (0)
+#define CHECK_CUDA(call)                              \
+  do {                                                \
+    cudaError_t e_ = (call);                          \
+    if (e_ != cudaSuccess) {                          \
+      FAILF("%s: %s", #call, cudaGetErrorString(e_)); \
+      return;                                         \
+    }                                                 \
+  } while (0)
+#define SKIPF(...)                           \
+  do {                                       \
+    snprintf(msg, sizeof(msg), __VA_ARGS__); \
+    status = 2;                              \
+    return;                                  \
+  } while (0)
+
+// ---- element conversions (values are small integers, exact in every type) -----------------------
+static uint16_t toHalf(double v) {  // 0 <= v < 2048, a multiple of 1/8
+  if (v == 0) return 0;
+  int e = 0;
+  double m = frexp(v, &e);  // v = m * 2^e, 0.5 <= m < 1
+  return (uint16_t)(((e - 1 + 15) << 10) | ((uint32_t)ldexp(m * 2 - 1, 10) & 0x3ff));
+}
+static double fromHalf(uint16_t h) {
+  int e = (h >> 10) & 0x1f;
+  if (e == 0) return ldexp(h & 0x3ff, -24);
+  return ldexp(1.0 + (h & 0x3ff) / 1024.0, e - 15);
+}
+static uint16_t toBf16(double v) {
+  float f = (float)v;
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return (uint16_t)(u >> 16);
+}
+static double fromBf16(uint16_t b) {
+  uint32_t u = (uint32_t)b << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+static size_t typeSize(ncclDataType_t t) {
+  switch (t) {
+    case ncclInt8:
+    case ncclUint8:
+      return 1;
+    case ncclFloat16:
+    case ncclBfloat16:
+      return 2;
+    case ncclInt32:
+    case ncclUint32:
+    case ncclFloat32:
+      return 4;
+    default:
+      return 8;
+  }
+}
+static void put(void* buf, ncclDataType_t t, size_t i, double v) {
+  switch (t) {
+    case ncclInt8:
+      ((int8_t*)buf)[i] = (int8_t)v;
+      break;
+    case ncclUint8:
+      ((uint8_t*)buf)[i] = (uint8_t)v;
+      break;
+    case ncclInt32:
+      ((int32_t*)buf)[i] = (int32_t)v;
+      break;
+    case ncclUint32:
+      ((uint32_t*)buf)[i] = (uint32_t)v;
+      break;
+    case ncclInt64:
+      ((int64_t*)buf)[i] = (int64_t)v;
+      break;
+    case ncclUint64:
+      ((uint64_t*)buf)[i] = (uint64_t)v;
+      break;
+    case ncclFloat16:
+      ((uint16_t*)buf)[i] = toHalf(v);
+      break;
+    case ncclFloat32:
+      ((float*)buf)[i] = (float)v;
+      break;
+    case ncclFloat64:
+      ((double*)buf)[i] = v;
+      break;
+    case ncclBfloat16:
+      ((uint16_t*)buf)[i] = toBf16(v);
+      break;
+    default:
+      break;
+  }
+}
+static double get(const void* buf, ncclDataType_t t, size_t i) {
+  switch (t) {
+    case ncclInt8:
+      return ((const int8_t*)buf)[i];
+    case ncclUint8:
+      return ((const uint8_t*)buf)[i];
+    case ncclInt32:
+      return ((const int32_t*)buf)[i];
+    case ncclUint32:
+      return ((const uint32_t*)buf)[i];
+    case ncclInt64:
+      return (double)((const int64_t*)buf)[i];
+    case ncclUint64:
+      return (double)((const uint64_t*)buf)[i];
+    case ncclFloat16:
+      return fromHalf(((const uint16_t*)buf)[i]);
+    case ncclFloat32:
+      return ((const float*)buf)[i];
+    case ncclFloat64:
+      return ((const double*)buf)[i];
+    case ncclBfloat16:
+      return fromBf16(((const uint16_t*)buf)[i]);
+    default:
+      return NAN;
+  }
+}
+static const char* typeName(ncclDataType_t t) {
+  static const char* n[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double", "bf16"};
+  return (int)t < 10 ? n[t] : "fp8";
+}
+static int isFloat(ncclDataType_t t) {
+  return t == ncclFloat16 || t == ncclFloat32 || t == ncclFloat64 || t == ncclBfloat16;
+}
+
+// Rank r's element i: 1..4, so products over 4 ranks stay within int8.
+static double value(int r, size_t i) {
+  return (double)((i * 7 + (size_t)r * 3) % 4 + 1);
+}
+
+static double expected(ncclRedOp_t op, ncclDataType_t t, size_t i) {
+  double acc = value(0, i);
+  for (int r = 1; r < nranks; r++) {
+    double v = value(r, i);
+    if (op == ncclSum || op == ncclAvg)
+      acc += v;
+    else if (op == ncclProd)
+      acc *= v;
+    else if (op == ncclMax)
+      acc = v > acc ? v : acc;
+    else
+      acc = v < acc ? v : acc;
+  }
+  if (op == ncclAvg) acc = isFloat(t) ? acc / nranks : floor(acc / nranks);  // NCCL: integer division
+  return acc;
+}
+
+// One allreduce of count elements, checked everywhere; in place or not. Returns 0 when correct.
+static int allreduceChecked(ncclComm_t c, ncclDataType_t t, ncclRedOp_t op, size_t count, int inPlace, void* dsend,
+                            void* drecv) {
+  size_t bytes = count * typeSize(t);
+  void* host = malloc(bytes ? bytes : 1);
+  int bad = 0;
+  if (!host) {
+    FAILF("malloc");
+    return 1;
+  }
+  for (size_t i = 0; i < count; i++) put(host, t, i, value(rank, i));
+  void* src = inPlace ? drecv : dsend;
+  if (cudaMemcpy(src, host, bytes, cudaMemcpyHostToDevice) != cudaSuccess) {
+    FAILF("cudaMemcpy to device");
+    bad = 1;
+    goto out;
+  }
+  ncclResult_t r = ncclAllReduce(src, drecv, count, t, op, c, stream);
+  if (r != ncclSuccess) {
+    FAILF("ncclAllReduce(%s, op %d, count %zu): %s", typeName(t), (int)op, count, ncclGetErrorString(r));
+    bad = 1;
+    goto out;
+  }
+  if (cudaStreamSynchronize(stream) != cudaSuccess || cudaMemcpy(host, drecv, bytes, cudaMemcpyDeviceToHost)) {
+    FAILF("synchronise / copy back");
+    bad = 1;
+    goto out;
+  }
+  for (size_t i = 0; i < count; i++) {
+    double want = expected(op, t, i), got = get(host, t, i);
+    if (got != want) {
+      FAILF("allreduce %s op %d count %zu %s: element %zu is %g, expected %g", typeName(t), (int)op, count,
+            inPlace ? "in place" : "out of place", i, got, want);
+      bad = 1;
+      break;
+    }
+  }
+out:
+  free(host);
+  return bad;
+}
+
+// ---- tests -----------------------------------------------------------------------------------------
+static void test_version(void) {
+  int v = 0;
+  CHECK_NCCL(ncclGetVersion(&v));
+  if (v != NCCL_VERSION(2, 28, 9)) FAILF("ncclGetVersion reports %d, expected 22809", v);
+  EXPECT_NCCL(ncclGetVersion(NULL), ncclInvalidArgument);
+}
+
+// The library this program was linked with is minccl's: it exports mcclDropinCalls, NCCL does not.
+static void test_served_by_minccl(void) {
+  unsigned long long (*calls)(void) = (unsigned long long (*)(void))dlsym(RTLD_DEFAULT, "mcclDropinCalls");
+  if (!calls)
+    FAILF("mcclDropinCalls is not defined: this is not minccl's libnccl.so.2");
+  else if (calls() == 0)
+    FAILF("mcclDropinCalls() is 0 after ncclGetVersion");
+}
+
+static void test_init(void) {
+  ncclUniqueId id;
+  if (rank == 0) CHECK_NCCL(ncclGetUniqueId(&id));
+  MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
+  CHECK_NCCL(ncclCommInitRank(&comm, nranks, id, rank));
+  int n = -1, r = -1, d = -1, cur = -2;
+  CHECK_NCCL(ncclCommCount(comm, &n));
+  CHECK_NCCL(ncclCommUserRank(comm, &r));
+  CHECK_NCCL(ncclCommCuDevice(comm, &d));
+  CHECK_CUDA(cudaGetDevice(&cur));
+  if (n != nranks || r != rank || d != cur)
+    FAILF("count %d rank %d device %d, expected %d %d %d", n, r, d, nranks, rank, cur);
+  ncclResult_t async = ncclInternalError;
+  CHECK_NCCL(ncclCommGetAsyncError(comm, &async));
+  if (async != ncclSuccess) FAILF("ncclCommGetAsyncError: %s", ncclGetErrorString(async));
+}
+
+#define NEED_COMM() \
+  if (!comm) SKIPF("no communicator (test_init failed)")
+
+static void test_allreduce_all(void) {
+  NEED_COMM();
+  const size_t counts[] = {1, 1031, 70000};
+  size_t maxBytes = 70000 * 8;
+  void *dsend = NULL, *drecv = NULL;
+  CHECK_CUDA(cudaMalloc(&dsend, maxBytes));
+  CHECK_CUDA(cudaMalloc(&drecv, maxBytes));
+  for (int t = 0; t < 10 && status != 1; t++)
+    for (int op = 0; op < ncclNumOps && status != 1; op++)
+      for (int c = 0; c < 3 && status != 1; c++)  // the large count (ring chunks) in float32 only: the sim is slow
+        if (c < 2 || t == ncclFloat32)
+          for (int inPlace = 0; inPlace < 2 && status != 1; inPlace++)
+            (void)allreduceChecked(comm, (ncclDataType_t)t, (ncclRedOp_t)op, counts[c], inPlace, dsend, drecv);
+  cudaFree(dsend);
+  cudaFree(drecv);
+}
+
+// fp8 types and ops that were never created are refused before anything runs.
+static void test_allreduce_refused(void) {
+  NEED_COMM();
+  void* d = NULL;
+  CHECK_CUDA(cudaMalloc(&d, 64));
+  EXPECT_NCCL(ncclAllReduce(d, d, 8, ncclFloat8e4m3, ncclSum, comm, stream), ncclInvalidArgument);
+  EXPECT_NCCL(ncclAllReduce(d, d, 8, ncclFloat8e5m2, ncclSum, comm, stream), ncclInvalidArgument);
+  EXPECT_NCCL(ncclAllReduce(d, d, 8, ncclFloat32, (ncclRedOp_t)(ncclNumOps + 3), comm, stream), ncclInvalidArgument);
+  EXPECT_NCCL(ncclAllReduce(d, d, 8, ncclFloat32, ncclSum, NULL, stream), ncclInvalidArgument);
+  cudaFree(d);
+}
+
+static void test_unimplemented(void) {
+  NEED_COMM();
+  ncclComm_t out = NULL;
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
+  ncclRedOp_t op;
+  float scalar = 2.0f;
+  int exclude = 0;
+  EXPECT_NCCL(ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT), ncclInvalidUsage);
+  EXPECT_NCCL(ncclCommShrink(comm, &exclude, 1, &out, &cfg, NCCL_SHRINK_DEFAULT), ncclInvalidUsage);
+  EXPECT_NCCL(ncclAlltoAll(NULL, NULL, 0, ncclFloat32, comm, stream), ncclInvalidUsage);
+  EXPECT_NCCL(ncclGather(NULL, NULL, 0, ncclFloat32, 0, comm, stream), ncclInvalidUsage);
+  EXPECT_NCCL(ncclScatter(NULL, NULL, 0, ncclFloat32, 0, comm, stream), ncclInvalidUsage);
+  EXPECT_NCCL(ncclGroupSimulateEnd(&sim), ncclInvalidUsage);
+  EXPECT_NCCL(pncclAlltoAll(NULL, NULL, 0, ncclFloat32, comm, stream), ncclInvalidUsage);
+  EXPECT_NCCL(ncclRedOpCreatePreMulSum(&op, &scalar, ncclFloat32, ncclScalarHostImmediate, comm), ncclInvalidUsage);
+  EXPECT_NCCL(ncclRedOpDestroy(ncclSum, comm), ncclInvalidArgument);
+  if (out != NULL) FAILF("ncclCommShrink wrote a communicator");
+  if (ncclGetLastError(comm) == NULL) FAILF("ncclGetLastError returned NULL");
+}
+
+// The collectives of issue 11 section 2: checked when this build serves them, else skipped.
+static void test_other_collectives(void) {
+  NEED_COMM();
+  const size_t n = 1000;
+  float* d = NULL;
+  float* h = malloc(n * nranks * sizeof(float));
+  if (!h) SKIPF("malloc");
+  if (cudaMalloc((void**)&d, 2 * n * nranks * sizeof(float)) != cudaSuccess) {
+    free(h);
+    FAILF("cudaMalloc");
+    return;
+  }
+  float* out = d + n * nranks;
+  for (size_t i = 0; i < n; i++) h[i] = (float)(rank * 1000 + (int)i % 100);
+  CHECK_CUDA(cudaMemcpy(d, h, n * sizeof(float), cudaMemcpyHostToDevice));
+  ncclResult_t r = ncclAllGather(d, out, n, ncclFloat32, comm, stream);
+  if (r == ncclInvalidUsage) {
+    cudaFree(d);
+    free(h);
+    SKIPF("ncclAllGather returns ncclInvalidUsage: minccl.h has no mcclAllGather in this build (issue 11 section 2)");
+  }
+  if (r != ncclSuccess) FAILF("ncclAllGather: %s", ncclGetErrorString(r));
+  if (r == ncclSuccess && cudaStreamSynchronize(stream) == cudaSuccess &&
+      cudaMemcpy(h, out, n * nranks * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess) {
+    for (int p = 0; p < nranks && status != 1; p++)
+      for (size_t i = 0; i < n; i++)
+        if (h[p * n + i] != (float)(p * 1000 + (int)i % 100)) {
+          FAILF("allgather: block %d element %zu is %g", p, i, h[p * n + i]);
+          break;
+        }
+  }
+  cudaFree(d);
+  free(h);
+}
+
+static void test_config_nonblocking(void) {
+  ncclUniqueId id;
+  if (rank == 0) CHECK_NCCL(ncclGetUniqueId(&id));
+  MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
+  ncclConfig_t bad = NCCL_CONFIG_INITIALIZER;
+  bad.magic = 0;
+  ncclComm_t c = NULL;
+  EXPECT_NCCL(ncclCommInitRankConfig(&c, nranks, id, rank, &bad), ncclInvalidArgument);
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.blocking = 0;
+  cfg.commName = "dropin-nonblocking";  // accepted and ignored
+  cfg.minCTAs = 4;
+  ncclResult_t r = ncclCommInitRankConfig(&c, nranks, id, rank, &cfg);
+  if (r != ncclSuccess && r != ncclInProgress) {
+    FAILF("non-blocking ncclCommInitRankConfig: %s", ncclGetErrorString(r));
+    return;
+  }
+  ncclResult_t async = ncclInProgress;
+  time_t start = time(NULL);
+  while (async == ncclInProgress && time(NULL) - start < 60) CHECK_NCCL(ncclCommGetAsyncError(c, &async));
+  if (async != ncclSuccess) FAILF("non-blocking init ended with %s", ncclGetErrorString(async));
+  void* d = NULL;
+  CHECK_CUDA(cudaMalloc(&d, 4096 * 4));
+  if (async == ncclSuccess) (void)allreduceChecked(c, ncclInt32, ncclSum, 4096, 1, d, d);
+  cudaFree(d);
+  CHECK_NCCL(ncclCommDestroy(c));
+}
+
+static void test_register(void) {
+  NEED_COMM();
+  void* d = NULL;
+  void* handle = NULL;
+  CHECK_CUDA(cudaMalloc(&d, 1 << 16));
+  CHECK_NCCL(ncclCommRegister(comm, d, 1 << 16, &handle));
+  if (!handle) FAILF("ncclCommRegister gave no handle");
+  int bogus;
+  EXPECT_NCCL(ncclCommDeregister(comm, &bogus), ncclInvalidArgument);
+  CHECK_NCCL(ncclCommDeregister(comm, handle));
+  EXPECT_NCCL(ncclCommRegister(comm, NULL, 16, &handle), ncclInvalidArgument);
+  cudaFree(d);
+}
+
+static void test_window(void) {
+  NEED_COMM();
+  const size_t count = 1 << 16;
+  void* buf = NULL;
+  ncclWindow_t win = NULL;
+  CHECK_NCCL(ncclMemAlloc(&buf, count * sizeof(float)));
+  CHECK_NCCL(ncclCommWindowRegister(comm, buf, count * sizeof(float), &win, NCCL_WIN_COLL_SYMMETRIC));
+  for (int op = 0; op < ncclNumOps && status != 1; op++)
+    (void)allreduceChecked(comm, ncclFloat32, op, 1000, 1, buf, buf);
+  (void)allreduceChecked(comm, ncclBfloat16, ncclSum, count, 1, buf, buf);
+  CHECK_NCCL(ncclCommWindowDeregister(comm, win));
+  CHECK_NCCL(ncclMemFree(buf));
+}
+
+// Split the world in one color with the ranks in reverse order, then with every rank NOCOLOR.
+static void test_split(void) {
+  NEED_COMM();
+  ncclComm_t sub = NULL;
+  CHECK_NCCL(ncclCommSplit(comm, 7, nranks - rank, &sub, NULL));
+  int r = -1, n = -1;
+  CHECK_NCCL(ncclCommUserRank(sub, &r));
+  CHECK_NCCL(ncclCommCount(sub, &n));
+  if (r != nranks - 1 - rank || n != nranks)
+    FAILF("split: rank %d of %d, expected %d of %d", r, n, nranks - 1 - rank, nranks);
+  void* d = NULL;
+  CHECK_CUDA(cudaMalloc(&d, 4096 * 8));
+  (void)allreduceChecked(sub, ncclFloat64, ncclMax, 4096, 1, d, d);
+  cudaFree(d);
+  CHECK_NCCL(ncclCommDestroy(sub));
+  ncclComm_t none = (ncclComm_t)&r;
+  CHECK_NCCL(ncclCommSplit(comm, NCCL_SPLIT_NOCOLOR, 0, &none, NULL));
+  if (none != NULL) FAILF("NCCL_SPLIT_NOCOLOR gave a communicator");
+}
+
+static void test_finalize_destroy(void) {
+  NEED_COMM();
+  CHECK_NCCL(ncclCommFinalize(comm));
+  void* d = NULL;
+  CHECK_CUDA(cudaMalloc(&d, 64));
+  EXPECT_NCCL(ncclAllReduce(d, d, 4, ncclFloat32, ncclSum, comm, stream), ncclInvalidUsage);
+  cudaFree(d);
+  CHECK_NCCL(ncclCommDestroy(comm));
+  comm = NULL;
+  EXPECT_NCCL(ncclCommDestroy(NULL), ncclSuccess);
+  // A second communicator, ended by ncclCommAbort.
+  ncclUniqueId id;
+  if (rank == 0) CHECK_NCCL(ncclGetUniqueId(&id));
+  MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
+  ncclComm_t c;
+  CHECK_NCCL(ncclCommInitRank(&c, nranks, id, rank));
+  CHECK_NCCL(ncclCommAbort(c));
+}
+
+// ---- the harness (the repository's output format, without linking its library) ------------------
+struct testCase {
+  const char* name;
+  void (*fn)(void);
+};
+static const struct testCase cases[] = {
+    {"version", test_version},
+    {"served_by_minccl", test_served_by_minccl},
+    {"init", test_init},
+    {"allreduce_all_types_ops", test_allreduce_all},
+    {"allreduce_refused", test_allreduce_refused},
+    {"unimplemented_calls", test_unimplemented},
+    {"other_collectives", test_other_collectives},
+    {"config_nonblocking", test_config_nonblocking},
+    {"register", test_register},
+    {"window", test_window},
+    {"split", test_split},
+    {"finalize_destroy", test_finalize_destroy},
+};
+
+static int selected(const char* pattern, const char* full) {
+  if (!pattern || !*pattern) return 1;
+  char glob[512];
+  snprintf(glob, sizeof(glob), strpbrk(pattern, "*?[") ? "%s" : "*%s*", pattern);
+  return fnmatch(glob, full, 0) == 0;
+}
+
+int main(int argc, char** argv) {
+  int ncases = (int)(sizeof(cases) / sizeof(cases[0]));
+  int list = argc > 1 && strcmp(argv[1], "--list") == 0;
+  const char* pattern = argc > 1 && !list ? argv[1] : getenv("MCCL_TEST_FILTER");
+  char suite[128];
+  if (list) {
+    snprintf(suite, sizeof(suite), "final/mpi_nccl_dropin@np%d", argc > 2 ? atoi(argv[2]) : 1);
+    for (int i = 0; i < ncases; i++) {
+      char full[256];
+      snprintf(full, sizeof(full), "%s.%s", suite, cases[i].name);
+      if (selected(pattern, full)) printf("%s\n", full);
+    }
+    return 0;
+  }
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  snprintf(suite, sizeof(suite), "final/mpi_nccl_dropin@np%d", nranks);
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) {
+    if (rank == 0) printf("SKIP %s (no device)\n0 passed, 0 failed, 1 skipped\n", suite);
+    MPI_Finalize();
+    return 0;
+  }
+  cudaSetDevice(rank % ndev);
+  cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  int counts[3] = {0, 0, 0};
+  for (int i = 0; i < ncases; i++) {
+    char full[256];
+    snprintf(full, sizeof(full), "%s.%s", suite, cases[i].name);
+    if (!selected(pattern, full)) continue;
+    status = 0;
+    msg[0] = '\0';
+    double t0 = MPI_Wtime();
+    cases[i].fn();
+    double ms = (MPI_Wtime() - t0) * 1e3;
+    int worst = status == 1 ? 2 : status == 2 ? 1 : 0;  // fail beats skip beats pass
+    MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    int mine = status == 1 ? 2 : status == 2 ? 1 : 0;
+    int who = worst && mine == worst ? rank : nranks;
+    MPI_Allreduce(MPI_IN_PLACE, &who, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    char text[600] = "";
+    if (worst) {
+      if (rank == who) snprintf(text, sizeof(text), "rank %d of %d: %s", who, nranks, msg);
+      MPI_Bcast(text, sizeof(text), MPI_CHAR, who, MPI_COMM_WORLD);
+    }
+    int st = worst == 2 ? 1 : worst == 1 ? 2 : 0;
+    counts[st]++;
+    if (rank == 0) {
+      if (st == 0)
+        printf("PASS %s (%.0f ms)\n", full, ms);
+      else
+        printf("%s %s (%s)\n", st == 1 ? "FAIL" : "SKIP", full, text);
+    }
+  }
+  if (comm) ncclCommDestroy(comm);
+  cudaStreamDestroy(stream);
+  if (rank == 0) printf("%d passed, %d failed, %d skipped\n", counts[0], counts[1], counts[2]);
+  MPI_Finalize();
+  return counts[1] ? 1 : 0;
+}

@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""PyTorch's "nccl" backend on minccl's libnccl.so.2, unmodified (issue 11, section 3).
+
+Run on a host with 2 GPUs and torch, with the drop-in preloaded:
+
+    LD_PRELOAD=$PWD/build/cuda/lib/libnccl.so.2 NCCL_NVLS_ENABLE=0 \\
+        torchrun --nproc_per_node 2 final/tests/torch_dropin.py
+
+Each rank runs init_process_group("nccl"), all_reduce (sum, avg, max on float32, bfloat16 and int64,
+1 to 256 Mi elements), all_gather, reduce_scatter, broadcast, barrier, a sub-group's all_reduce and
+destroy_process_group, and checks every result against values computed locally. It fails when NCCL
+rather than minccl served the calls: minccl's library exports mcclDropinCalls (NCCL's does not), its
+count of served calls must grow with the calls made, and no other libnccl may be mapped. Rank 0
+prints a PASS/FAIL line per check and the counts; the exit status is 1 if any check failed on any rank.
+MCCL_TORCH_MAX_LOG2 (default 28) caps the largest size at 2^N elements.
+"""
+import ctypes
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+SIZES = [1, 1023, 1 << 20, 1 << 24, 1 << 28]
+DTYPES = [torch.float32, torch.bfloat16, torch.int64]
+OPS = {"sum": dist.ReduceOp.SUM, "avg": dist.ReduceOp.AVG, "max": dist.ReduceOp.MAX}
+
+
+def dropin_calls():
+    """minccl's count of served NCCL calls, or None when the process's libnccl is not minccl's."""
+    try:
+        f = ctypes.CDLL(None).mcclDropinCalls
+    except AttributeError:
+        return None
+    f.restype = ctypes.c_ulonglong
+    return f()
+
+
+def mapped_libnccl():
+    """Paths of every libnccl* mapped into this process."""
+    with open("/proc/self/maps") as maps:
+        return sorted({line.split()[-1] for line in maps if "libnccl" in line.split()[-1]})
+
+
+def pattern(rank, n, dtype, device):
+    """Rank r's input: small integers (exact in bfloat16, sums and halves of them too)."""
+    return ((torch.arange(n, device=device, dtype=torch.int64) % 7) + 3 * rank + 1).to(dtype)
+
+
+def expected_allreduce(op, world, n, dtype, device):
+    parts = [pattern(r, n, torch.float64, device) for r in range(world)]
+    if op == "max":
+        acc = torch.stack(parts).amax(0)
+    else:
+        acc = torch.stack(parts).sum(0)
+        if op == "avg":
+            acc = acc / world
+            if not dtype.is_floating_point:
+                acc = torch.floor(acc)  # NCCL's integer average divides with truncation
+    return acc.to(dtype)
+
+
+class Checks:
+    def __init__(self, rank, world):
+        self.rank, self.world, self.results = rank, world, []
+
+    def run(self, name, fn):
+        t0 = time.time()
+        try:
+            msg = fn()
+        except Exception as e:  # a DistBackendError from an ncclInvalidUsage stub lands here too
+            msg = "%s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else "")
+        ok = torch.tensor([0 if msg is None else 1], device="cuda")
+        # Combine over ranks with a plain all_reduce (itself served by minccl); if the backend is
+        # broken, fall back to this rank's own verdict.
+        try:
+            dist.all_reduce(ok, op=dist.ReduceOp.MAX)
+            torch.cuda.synchronize()
+        except Exception:
+            pass
+        failed = ok.item() != 0
+        self.results.append(failed)
+        if self.rank == 0:
+            if failed:
+                print("FAIL torch_dropin.%s (%s)" % (name, msg or "failed on another rank"), flush=True)
+            else:
+                print("PASS torch_dropin.%s (%.0f ms)" % (name, (time.time() - t0) * 1e3), flush=True)
+        elif failed and msg:
+            print("rank %d: torch_dropin.%s: %s" % (self.rank, name, msg), file=sys.stderr, flush=True)
+
+
+def main():
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    local = int(os.environ.get("LOCAL_RANK", rank))
+    torch.cuda.set_device(local)
+    dev = torch.device("cuda", local)
+    max_log2 = int(os.environ.get("MCCL_TORCH_MAX_LOG2", "28"))
+    sizes = [n for n in SIZES if n <= (1 << max_log2)]
+
+    before = dropin_calls()
+    if before is None:
+        print("FAIL torch_dropin.served_by_minccl (mcclDropinCalls is not defined: libnccl.so.2 is not "
+              "minccl's; preload it: LD_PRELOAD=build/cuda/lib/libnccl.so.2)", flush=True)
+        return 1
+    dist.init_process_group("nccl", device_id=dev)
+    checks = Checks(rank, world)
+
+    def served():
+        libs = mapped_libnccl()
+        preload = os.path.realpath(os.environ.get("LD_PRELOAD", "").split(":")[0])
+        mine = [p for p in libs if os.path.realpath(p) == preload]
+        if len(libs) != 1 or not mine:
+            return "libnccl mapped: %s (only the preloaded drop-in may be)" % libs
+        return None
+    checks.run("only_minccl_mapped", served)
+
+    for dtype in DTYPES:
+        for opname, op in OPS.items():
+            def allreduce(dtype=dtype, opname=opname, op=op):
+                for n in sizes:
+                    t = pattern(rank, n, dtype, dev)
+                    dist.all_reduce(t, op=op)
+                    want = expected_allreduce(opname, world, n, dtype, dev)
+                    if not torch.equal(t, want):
+                        bad = (t != want).nonzero()[0].item()
+                        return "n=%d: element %d is %s, expected %s" % (n, bad, t[bad].item(), want[bad].item())
+                    del t, want
+                return None
+            checks.run("all_reduce_%s_%s" % (opname, str(dtype).replace("torch.", "")), allreduce)
+
+    def all_gather():
+        for n in (1, 1000, 1 << 22):
+            t = pattern(rank, n, torch.float32, dev)
+            out = torch.empty(n * world, dtype=torch.float32, device=dev)
+            dist.all_gather_into_tensor(out, t)
+            want = torch.cat([pattern(r, n, torch.float32, dev) for r in range(world)])
+            if not torch.equal(out, want):
+                return "n=%d: gathered tensor differs" % n
+        return None
+    checks.run("all_gather", all_gather)
+
+    def reduce_scatter():
+        for n in (1, 1000, 1 << 22):
+            t = pattern(rank, n * world, torch.float32, dev)
+            out = torch.empty(n, dtype=torch.float32, device=dev)
+            dist.reduce_scatter_tensor(out, t, op=dist.ReduceOp.SUM)
+            want = expected_allreduce("sum", world, n * world, torch.float32, dev)[rank * n:(rank + 1) * n]
+            if not torch.equal(out, want):
+                return "n=%d: this rank's block differs" % n
+        return None
+    checks.run("reduce_scatter", reduce_scatter)
+
+    def broadcast():
+        for root in range(world):
+            for n in (1, 1 << 22):
+                t = pattern(rank, n, torch.bfloat16, dev)
+                dist.broadcast(t, src=root)
+                if not torch.equal(t, pattern(root, n, torch.bfloat16, dev)):
+                    return "root %d n=%d: differs from the root's tensor" % (root, n)
+        return None
+    checks.run("broadcast", broadcast)
+
+    def barrier():
+        dist.barrier()
+        torch.cuda.synchronize()
+        return None
+    checks.run("barrier", barrier)
+
+    def subgroup():  # torch may create it with ncclCommSplit (eager init with device_id)
+        g = dist.new_group(list(range(world)))
+        t = pattern(rank, 4096, torch.float32, dev)
+        dist.all_reduce(t, group=g)
+        if not torch.equal(t, expected_allreduce("sum", world, 4096, torch.float32, dev)):
+            return "sub-group all_reduce differs"
+        dist.destroy_process_group(g)
+        return None
+    checks.run("subgroup_all_reduce", subgroup)
+
+    def counted():
+        after = dropin_calls()
+        # at least one ncclAllReduce per all_reduce call above, so far more than 30
+        return None if after is not None and after - before >= 30 else "mcclDropinCalls grew by %s" % (
+            None if after is None else after - before)
+    checks.run("served_by_minccl", counted)
+
+    failed = sum(checks.results)
+    dist.destroy_process_group()
+    if rank == 0:
+        print("%d passed, %d failed, 0 skipped" % (len(checks.results) - failed, failed), flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
