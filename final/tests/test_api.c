@@ -288,17 +288,10 @@ static void initAllEveryTypeOp(int firstPath, int npaths) {
 }
 
 static void initAllEveryTypeOpRingOneShot(void) {
-  initAllEveryTypeOp(0, AR_NPATHS_MPI);
+  initAllEveryTypeOp(0, 3);
 }
 
-// Two-shot has the known bug of ar_test_util.h (AR_NPATHS_MPI) in one process too: at 4 ranks,
-// counts 203 and 1021, 1 or 2 channels, about one run in three a rank's result keeps elements of
-// other ranks' slices unwritten (their all-gather stores lost; 0xa5 poison or the old contents).
-// It runs with MCCL_FINAL_TWOSHOT=1 until lab 07's fix lands; then this SKIP goes.
 static void initAllEveryTypeOpTwoShot(void) {
-  const char* on = getenv("MCCL_FINAL_TWOSHOT");
-  if (!on || strcmp(on, "1") != 0)
-    SKIP("two-shot's known lost-store bug (labs/07_allreduce/tests/ar_test_util.h); MCCL_FINAL_TWOSHOT=1 runs it");
   initAllEveryTypeOp(3, 1);
 }
 
@@ -331,9 +324,9 @@ static void groupedInitRank(void) {
   }
   struct rankBufs b[NDEV];
   memset(b, 0, sizeof(b));
-  // One-shot, then the ring (sizes in between would take two-shot, whose known bug is skipped above).
-  static const size_t counts[] = {1, 8000, 600000};
-  setUpBufs(comms, b, NDEV, counts[2] * 4);
+  // One-shot, two-shot, then the ring (the table's choices at 4 ranks on these sizes).
+  static const size_t counts[] = {1, 8000, 100000, 600000};
+  setUpBufs(comms, b, NDEV, counts[3] * 4);
   static const struct arPath table = {"table", NULL, NULL};
   for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]) && !mcclTestStopped(); i++)
     runChecked(comms, b, NDEV, &table, mcclFloat32, mcclSum, counts[i], (int)i & 1, mcclTestSeed() + i);

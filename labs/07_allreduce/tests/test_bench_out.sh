@@ -20,12 +20,10 @@ run_bench() {
   timeout 300 $MPIRUN $MPIRUN_FLAGS -np 2 "$bench" "$@" >"$work/$name.log" 2>&1
 }
 
-# The sweep's files, made once for the cases that read them. Ring and one-shot only: two-shot (and auto,
-# which picks it at 256 KiB) now and then returns wrong elements on the sim (lab 07's own bug, seen with
-# the benchmark before --csv existed); the format under test is the same for every algorithm.
+# The sweep's files, made once for the cases that read them: ring, one-shot and two-shot.
 sweep_files() {
   [ -f "$work/sweep.json" ] && return 0
-  run_bench sweep -b 64 -e 256K -f 64 -n 2 -w 1 -c 1 --algo ring,oneshot --csv "$work/sweep.csv" --json "$work/sweep.json" --progress ||
+  run_bench sweep -b 64 -e 256K -f 64 -n 2 -w 1 -c 1 --algo ring,oneshot,twoshot --csv "$work/sweep.csv" --json "$work/sweep.json" --progress ||
     shtest_fail "mpi_bench_allreduce exited $?: $(tail -n 4 "$work/sweep.log" | tr '\n' ' ')"
 }
 
@@ -104,8 +102,8 @@ EOF
 csvAndJsonRecords() {
   need_bench
   sweep_files
-  check_records "$work/sweep.csv" 64,4096,262144 float32 sum oneshot,ring
-  check_records "$work/sweep.json" 64,4096,262144 float32 sum oneshot,ring
+  check_records "$work/sweep.csv" 64,4096,262144 float32 sum oneshot,ring,twoshot
+  check_records "$work/sweep.json" 64,4096,262144 float32 sum oneshot,ring,twoshot
   # The same records in both files, and as many as the table has rows x placements.
   local ncsv njson nrows
   ncsv=$(grep -cv '^#' "$work/sweep.csv")
