@@ -147,6 +147,7 @@ mcclResult_t mcclLabCommInit(mcclLabComm** out, int nranks, const mcclUniqueId* 
   CUDACHECK(cudaGetDeviceCount(&ndev));
   MCCL_ARGCHECK(cudaDev >= 0 && cudaDev < ndev, "cudaDev %d (this process sees %d devices)", cudaDev, ndev);
   if (nChannels == 0) nChannels = (int)mcclParamNchannels();
+  if (nChannels == 0) nChannels = strcmp(MCCL_BACKEND_NAME, "sim") == 0 ? 2 : 32;
   MCCL_ARGCHECK(nChannels >= 1 && nChannels <= MCCL_SIGNAL_MAX_BLOCKS,
                 "nChannels %d (must be 1 .. %d; 0 reads "
                 "MCCL_NCHANNELS)",
