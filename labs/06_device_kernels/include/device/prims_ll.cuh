@@ -39,8 +39,15 @@ class Primitives<T, RedOp, ProtoLL> {
   T* userOutput;
   RedOp redOp;
 
-  __device__ __forceinline__ void barrier() { barrier_sync(MCCL_BAR_GROUP, nthreads); }
-  __device__ __forceinline__ bool barrierAny(int vote) { return barrier_red_or(vote != 0, MCCL_BAR_GROUP, nthreads); }
+  // Reconverge the warp first (a lane spinning alone in waitSend or readLL), as in SIMPLE.
+  __device__ __forceinline__ void barrier() {
+    __syncwarp();
+    barrier_sync(MCCL_BAR_GROUP, nthreads);
+  }
+  __device__ __forceinline__ bool barrierAny(int vote) {
+    __syncwarp();
+    return barrier_red_or(vote != 0, MCCL_BAR_GROUP, nthreads);
+  }
 
   __device__ __forceinline__ union mcclLLFifoLine* recvPtr() { return recvBuff + (recvStep % MCCL_STEPS) * stepLines; }
   __device__ __forceinline__ union mcclLLFifoLine* sendPtr() { return sendBuff + (sendStep % MCCL_STEPS) * stepLines; }
