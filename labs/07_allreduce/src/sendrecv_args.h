@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "mccl_allreduce_args.h"
 #include "mccl_conn.h"
 
 struct mcclSendRecvArgs {
