@@ -245,9 +245,113 @@ mcclResult_t mcclAllReduce(const void* sendbuff, void* recvbuff, size_t count, m
                            mcclComm_t comm, cudaStream_t stream);
 
 /**
+ * @brief AllGather (NCCL's ncclAllGather): every rank's recvbuff holds nranks blocks of sendcount
+ * elements, block r being rank r's sendbuff. In place when sendbuff is recvbuff + rank * sendcount
+ * elements. Lab 07's ring (LL up to 256 KiB of output, SIMPLE above); stream-ordered, asynchronous,
+ * recorded inside a group and launched at mcclGroupEnd in call order, as mcclAllReduce.
+ * @param[in]  sendbuff   device input, sendcount elements.
+ * @param[out] recvbuff   device output, nranks * sendcount elements.
+ * @param[in]  sendcount  elements per rank; nranks * sendcount * size of datatype must not overflow.
+ * @param[in]  datatype   mcclDataType_t.
+ * @param[in]  comm       the communicator.
+ * @param[in]  stream     a stream of the communicator's device.
+ * @return mcclSuccess; mcclInvalidArgument (NULL or dead comm, NULL buffers with sendcount > 0, count
+ *         overflow, unknown datatype, buffers that overlap other than in place); mcclInvalidUsage (an
+ *         aborted communicator); errors of the launch.
+ */
+mcclResult_t mcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, mcclDataType_t datatype,
+                           mcclComm_t comm, cudaStream_t stream);
+
+/**
+ * @brief ReduceScatter (NCCL's ncclReduceScatter): rank r's recvbuff[i] = op over all ranks of
+ * sendbuff[r * recvcount + i]. In place when recvbuff is sendbuff + rank * recvcount elements.
+ * Lab 07's ring; semantics and group behaviour as mcclAllReduce.
+ * @param[in]  sendbuff   device input, nranks * recvcount elements.
+ * @param[out] recvbuff   device output, recvcount elements.
+ * @param[in]  recvcount  elements per rank; nranks * recvcount * size of datatype must not overflow.
+ * @param[in]  datatype   mcclDataType_t.
+ * @param[in]  op         mcclRedOp_t.
+ * @param[in]  comm       the communicator.
+ * @param[in]  stream     a stream of the communicator's device.
+ * @return as mcclAllGather, and mcclInvalidArgument for an unknown op.
+ */
+mcclResult_t mcclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, mcclDataType_t datatype,
+                               mcclRedOp_t op, mcclComm_t comm, cudaStream_t stream);
+
+/**
+ * @brief Broadcast (NCCL's ncclBroadcast): count elements of the root's sendbuff into every rank's
+ * recvbuff, the root's included; in place when sendbuff == recvbuff. Lab 07's ring; semantics and
+ * group behaviour as mcclAllReduce.
+ * @param[in]  sendbuff  device input, count elements; read on the root only.
+ * @param[out] recvbuff  device output, count elements.
+ * @param[in]  count     elements; count * size of datatype must not overflow.
+ * @param[in]  datatype  mcclDataType_t.
+ * @param[in]  root      the rank whose data is sent, 0 .. nranks-1.
+ * @param[in]  comm      the communicator.
+ * @param[in]  stream    a stream of the communicator's device.
+ * @return as mcclAllGather, and mcclInvalidArgument for a root out of range.
+ */
+mcclResult_t mcclBroadcast(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t datatype, int root,
+                           mcclComm_t comm, cudaStream_t stream);
+
+/**
+ * @brief Reduce (NCCL's ncclReduce): the root's recvbuff[i] = op over all ranks of sendbuff[i];
+ * other ranks' recvbuff is not written. In place when sendbuff == recvbuff. Lab 07's ring;
+ * semantics and group behaviour as mcclAllReduce.
+ * @param[in]  sendbuff  device input, count elements.
+ * @param[out] recvbuff  device output on the root, count elements.
+ * @param[in]  count     elements; count * size of datatype must not overflow.
+ * @param[in]  datatype  mcclDataType_t.
+ * @param[in]  op        mcclRedOp_t.
+ * @param[in]  root      the rank that receives the result, 0 .. nranks-1.
+ * @param[in]  comm      the communicator.
+ * @param[in]  stream    a stream of the communicator's device.
+ * @return as mcclBroadcast, and mcclInvalidArgument for an unknown op.
+ */
+mcclResult_t mcclReduce(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t datatype, mcclRedOp_t op,
+                        int root, mcclComm_t comm, cudaStream_t stream);
+
+/**
+ * @brief Send count elements to peer (NCCL's ncclSend); peer calls mcclRecv with the same count and
+ * type. Inside a group, a communicator's sends and receives on one stream are paired in call order
+ * and each pair is one launch at mcclGroupEnd (a send to next and a receive from prev, as nccl-tests'
+ * sendrecv, must be grouped: alone, each would wait for the other). **Limit:** minccl reaches only the
+ * ring's neighbours over lab 07's ring connections: peer must be the rank this rank's ring sends
+ * to (with MCCL's ring, (rank + 1) % nranks) or this rank itself (a device copy, which needs its
+ * mcclRecv from self of the same size in the same group); other peers return mcclInvalidUsage.
+ * @param[in] sendbuff  device input, count elements.
+ * @param[in] count     elements; count * size of datatype must not overflow.
+ * @param[in] datatype  mcclDataType_t (bytes are moved).
+ * @param[in] peer      the receiving rank.
+ * @param[in] comm      the communicator.
+ * @param[in] stream    a stream of the communicator's device.
+ * @return mcclSuccess; mcclInvalidArgument (NULL or dead comm, NULL sendbuff with count > 0, count
+ *         overflow, unknown datatype, peer out of range); mcclInvalidUsage (a peer that is not the
+ *         ring's next or self, named in the WARN; an unpaired send to self; an aborted communicator);
+ *         errors of the launch.
+ */
+mcclResult_t mcclSend(const void* sendbuff, size_t count, mcclDataType_t datatype, int peer, mcclComm_t comm,
+                      cudaStream_t stream);
+
+/**
+ * @brief Receive count elements from peer (NCCL's ncclRecv), the counterpart of its mcclSend; group
+ * behaviour as mcclSend. **Limit:** peer must be the rank this rank's ring receives from (with
+ * MCCL's ring, (rank - 1 + nranks) % nranks) or this rank itself.
+ * @param[out] recvbuff  device output, count elements.
+ * @param[in]  count     elements.
+ * @param[in]  datatype  mcclDataType_t.
+ * @param[in]  peer      the sending rank.
+ * @param[in]  comm      the communicator.
+ * @param[in]  stream    a stream of the communicator's device.
+ * @return as mcclSend (NULL recvbuff; a peer that is not the ring's previous rank or self).
+ */
+mcclResult_t mcclRecv(void* recvbuff, size_t count, mcclDataType_t datatype, int peer, mcclComm_t comm,
+                      cudaStream_t stream);
+
+/**
  * @brief Start a group (NCCL's ncclGroupStart): until the matching mcclGroupEnd, mcclCommInitRank,
- * mcclCommWindowRegister and mcclAllReduce of this thread only check their arguments and record
- * the call. Groups nest; only the outermost mcclGroupEnd runs them.
+ * mcclCommWindowRegister and the collectives and point-to-point calls of this thread only check
+ * their arguments and record the call. Groups nest; only the outermost mcclGroupEnd runs them.
  * @return mcclSuccess.
  */
 mcclResult_t mcclGroupStart(void);
@@ -255,7 +359,8 @@ mcclResult_t mcclGroupStart(void);
 /**
  * @brief End a group (NCCL's ncclGroupEnd): at the outermost one, create the recorded
  * communicators together (one thread each), then register the recorded windows together, then
- * launch the recorded allreduces in call order. Returns when all are launched, not finished.
+ * launch the recorded collectives in call order (a communicator's sends and receives on one stream
+ * paired, each pair one launch). Returns when all are launched, not finished.
  * @return mcclSuccess; mcclInvalidUsage (no group started in this thread); the first error of a
  *         recorded call (the others still ran; a failed communicator reports it through
  *         mcclCommGetAsyncError and must be destroyed).

@@ -1,14 +1,17 @@
 // final/: groups (NCCL's src/group.cc, in small). Between mcclGroupStart and the outermost
 // mcclGroupEnd a thread's collective calls are recorded; mcclGroupEnd then runs them: the blocking,
 // collective ones (communicator creation, window registration) one thread per call, since the
-// ranks wait for each other; then the allreduces, launched in call order (launches never block).
+// ranks wait for each other; then the collectives, launched in call order (launches never block).
+// A communicator's sends and receives on one stream are paired, in call order, and each pair is one
+// launch (NCCL fuses a group's point-to-point operations the same way), so a ring's send to next and
+// receive from prev run together and neither waits for the other's launch.
 #include <pthread.h>
 #include <stdlib.h>
 #include "mccl_checks.h"
 #include "mccl_debug.h"
 #include "minccl_internal.h"
 
-enum groupOpKind { GROUP_INIT, GROUP_WINDOW, GROUP_ALLREDUCE };
+enum groupOpKind { GROUP_INIT, GROUP_WINDOW, GROUP_CALL };
 
 struct groupOp {
   enum groupOpKind kind;
@@ -17,13 +20,9 @@ struct groupOp {
   void* buff;
   size_t size;
   mcclWindow_t* win;
-  // GROUP_ALLREDUCE
-  const void* sendbuff;
-  void* recvbuff;
-  size_t count;
-  mcclDataType_t datatype;
-  mcclRedOp_t op;
-  cudaStream_t stream;
+  // GROUP_CALL
+  struct mcclCall call;
+  int done;  // a send or receive already launched with its pair
   mcclResult_t res;
   struct groupOp* next;
 };
@@ -66,17 +65,29 @@ mcclResult_t mcclGroupRecordWindow(struct mcclComm* comm, void* buff, size_t siz
   return record(&op);
 }
 
-mcclResult_t mcclGroupRecordAllReduce(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t datatype,
-                                      mcclRedOp_t op, struct mcclComm* comm, cudaStream_t stream) {
-  struct groupOp o = {.kind = GROUP_ALLREDUCE,
-                      .comm = comm,
-                      .sendbuff = sendbuff,
-                      .recvbuff = recvbuff,
-                      .count = count,
-                      .datatype = datatype,
-                      .op = op,
-                      .stream = stream};
+mcclResult_t mcclGroupRecordCall(const struct mcclCall* call) {
+  struct groupOp o = {.kind = GROUP_CALL, .comm = call->comm, .call = *call};
   return record(&o);
+}
+
+static int isP2p(const struct groupOp* o) {
+  return o->kind == GROUP_CALL && (o->call.kind == MCCL_CALL_SEND || o->call.kind == MCCL_CALL_RECV);
+}
+
+// Launch a send or receive with the first later one of the other direction on the same
+// communicator and stream that is not launched yet, if any.
+static void runP2p(struct groupOp* o) {
+  struct groupOp* pair = NULL;
+  for (struct groupOp* q = o->next; q && !pair; q = q->next)
+    if (isP2p(q) && !q->done && q->comm == o->comm && q->call.kind != o->call.kind && q->call.stream == o->call.stream)
+      pair = q;
+  const struct mcclCall* pc = pair ? &pair->call : NULL;
+  if (o->call.kind == MCCL_CALL_SEND)
+    o->res = mcclSendRecvNow(&o->call, pc);
+  else
+    o->res = mcclSendRecvNow(pc, &o->call);
+  o->done = 1;
+  if (pair) pair->done = 1;
 }
 
 // One communicator's recorded ops of one kind, in call order (a communicator's collectives must
@@ -154,9 +165,13 @@ mcclResult_t mcclGroupEnd(void) {
   mcclResult_t res = mcclSuccess;
   runTogether(ops, GROUP_INIT);
   runTogether(ops, GROUP_WINDOW);
-  for (struct groupOp* o = ops; o; o = o->next)
-    if (o->kind == GROUP_ALLREDUCE)
-      o->res = mcclAllReduceNow(o->sendbuff, o->recvbuff, o->count, o->datatype, o->op, o->comm, o->stream);
+  for (struct groupOp* o = ops; o; o = o->next) {
+    if (o->kind != GROUP_CALL || o->done) continue;
+    if (isP2p(o))
+      runP2p(o);
+    else
+      o->res = mcclCallNow(&o->call);
+  }
   while (ops) {
     struct groupOp* o = ops;
     ops = o->next;

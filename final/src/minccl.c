@@ -11,6 +11,8 @@
 #include <unistd.h>
 #include "mccl_checks.h"
 #include "mccl_debug.h"
+#include "mccl_collectives.h"
+#include "mccl_sendrecv.h"
 #include "minccl_internal.h"
 
 static pthread_mutex_t liveLock = PTHREAD_MUTEX_INITIALIZER;
@@ -345,31 +347,134 @@ out:
   return res;
 }
 
-// ---- allreduce -----------------------------------------------------------------------------------
+// ---- collectives and point-to-point -----------------------------------------------------------------
 
-mcclResult_t mcclAllReduceNow(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t datatype,
-                              mcclRedOp_t op, struct mcclComm* comm, cudaStream_t stream) {
-  MCCLCHECK(commReady(comm, "mcclAllReduce"));
+static const char* const callNames[] = {"mcclAllReduce", "mcclAllGather", "mcclReduceScatter", "mcclBroadcast",
+                                        "mcclReduce",    "mcclSend",      "mcclRecv"};
+
+mcclResult_t mcclCallNow(const struct mcclCall* c) {
+  struct mcclComm* comm = c->comm;
+  MCCLCHECK(commReady(comm, callNames[c->kind]));
+  if (c->kind == MCCL_CALL_SEND) return mcclSendRecvNow(c, NULL);
+  if (c->kind == MCCL_CALL_RECV) return mcclSendRecvNow(NULL, c);
   int saved = 0;
   CUDACHECK(cudaGetDevice(&saved));
   if (saved != comm->cudaDev) CUDACHECK(cudaSetDevice(comm->cudaDev));
-  mcclResult_t res = mcclLabAllReduce(sendbuff, recvbuff, count, datatype, op, comm->lab, stream);
+  mcclResult_t res = mcclInternalError;
+  switch (c->kind) {
+    case MCCL_CALL_ALLREDUCE:
+      res = mcclLabAllReduce(c->sendbuff, c->recvbuff, c->count, c->datatype, c->op, comm->lab, c->stream);
+      break;
+    case MCCL_CALL_ALLGATHER:
+      res = mcclLabAllGather(c->sendbuff, c->recvbuff, c->count, c->datatype, comm->lab, c->stream);
+      break;
+    case MCCL_CALL_REDUCESCATTER:
+      res = mcclLabReduceScatter(c->sendbuff, c->recvbuff, c->count, c->datatype, c->op, comm->lab, c->stream);
+      break;
+    case MCCL_CALL_BROADCAST:
+      res = mcclLabBroadcast(c->sendbuff, c->recvbuff, c->count, c->datatype, c->root, comm->lab, c->stream);
+      break;
+    case MCCL_CALL_REDUCE:
+      res = mcclLabReduce(c->sendbuff, c->recvbuff, c->count, c->datatype, c->op, c->root, comm->lab, c->stream);
+      break;
+    default:
+      WARN("Internal error: call kind %d", (int)c->kind);
+      break;
+  }
   if (saved != comm->cudaDev) cudaSetDevice(saved);
   return res;
 }
 
+mcclResult_t mcclSendRecvNow(const struct mcclCall* send, const struct mcclCall* recv) {
+  struct mcclComm* comm = send ? send->comm : recv->comm;
+  MCCLCHECK(commReady(comm, send ? "mcclSend" : "mcclRecv"));
+  if (send && recv && send->stream != recv->stream) {
+    WARN("Internal error: a send and a receive on different streams in one launch");
+    return mcclInternalError;
+  }
+  int saved = 0;
+  CUDACHECK(cudaGetDevice(&saved));
+  if (saved != comm->cudaDev) CUDACHECK(cudaSetDevice(comm->cudaDev));
+  mcclResult_t res = mcclLabSendRecv(send ? send->sendbuff : NULL, send ? send->count * mcclTypeSize(send->datatype) : 0,
+                                     send ? send->root : -1, recv ? recv->recvbuff : NULL,
+                                     recv ? recv->count * mcclTypeSize(recv->datatype) : 0, recv ? recv->root : -1,
+                                     comm->lab, send ? send->stream : recv->stream);
+  if (saved != comm->cudaDev) cudaSetDevice(saved);
+  return res;
+}
+
+// NCCL's ArgsCheck, before anything is recorded or launched: the communicator, the type, the op of
+// the reducing calls, the root or peer, the larger buffer's size, the buffers a rank reads or writes.
+static mcclResult_t callCheck(const struct mcclCall* c) {
+  const char* name = callNames[c->kind];
+  MCCLCHECK(mcclCommCheck(c->comm, name));
+  MCCL_ARGCHECK((int)c->datatype >= 0 && (int)c->datatype < mcclNumTypes, "%s: datatype %d (0 .. %d)", name,
+                (int)c->datatype, mcclNumTypes - 1);
+  const int reducing = c->kind == MCCL_CALL_ALLREDUCE || c->kind == MCCL_CALL_REDUCESCATTER || c->kind == MCCL_CALL_REDUCE;
+  if (reducing)
+    MCCL_ARGCHECK((int)c->op >= 0 && (int)c->op < mcclNumOps, "%s: op %d (0 .. %d)", name, (int)c->op, mcclNumOps - 1);
+  const int nRanks = c->comm->nRanks, rank = c->comm->rank;
+  if (c->kind == MCCL_CALL_BROADCAST || c->kind == MCCL_CALL_REDUCE)
+    MCCL_ARGCHECK(c->root >= 0 && c->root < nRanks, "%s: root %d (ranks 0 .. %d)", name, c->root, nRanks - 1);
+  if (c->kind == MCCL_CALL_SEND || c->kind == MCCL_CALL_RECV)
+    MCCL_ARGCHECK(c->root >= 0 && c->root < nRanks, "%s: peer %d (ranks 0 .. %d)", name, c->root, nRanks - 1);
+  const size_t blocks = c->kind == MCCL_CALL_ALLGATHER || c->kind == MCCL_CALL_REDUCESCATTER ? (size_t)nRanks : 1;
+  size_t esize = mcclTypeSize(c->datatype);
+  MCCL_ARGCHECK(c->count <= SIZE_MAX / esize / blocks, "%s: count %zu (x %zu-byte %s x %zu overflows size_t)", name,
+                c->count, esize, mcclTypeName(c->datatype), blocks);
+  if (c->count == 0) return mcclSuccess;
+  const int isRoot = c->root == rank;
+  const int readsSend = c->kind != MCCL_CALL_RECV && (c->kind != MCCL_CALL_BROADCAST || isRoot);
+  const int writesRecv = c->kind != MCCL_CALL_SEND && (c->kind != MCCL_CALL_REDUCE || isRoot);
+  MCCL_ARGCHECK(!readsSend || c->sendbuff != NULL, "%s: sendbuff is NULL with count %zu", name, c->count);
+  MCCL_ARGCHECK(!writesRecv || c->recvbuff != NULL, "%s: recvbuff is NULL with count %zu", name, c->count);
+  return mcclSuccess;
+}
+
+static mcclResult_t callStart(const struct mcclCall* c) {
+  MCCLCHECK(callCheck(c));
+  if (mcclGroupActive()) return mcclGroupRecordCall(c);
+  return mcclCallNow(c);
+}
+
 mcclResult_t mcclAllReduce(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t datatype, mcclRedOp_t op,
                            mcclComm_t comm, cudaStream_t stream) {
-  MCCLCHECK(mcclCommCheck(comm, "mcclAllReduce"));
-  // NCCL's ArgsCheck, before anything is recorded or launched.
-  MCCL_ARGCHECK((int)datatype >= 0 && (int)datatype < mcclNumTypes, "mcclAllReduce: datatype %d (0 .. %d)",
-                (int)datatype, mcclNumTypes - 1);
-  MCCL_ARGCHECK((int)op >= 0 && (int)op < mcclNumOps, "mcclAllReduce: op %d (0 .. %d)", (int)op, mcclNumOps - 1);
-  size_t esize = mcclTypeSize(datatype);
-  MCCL_ARGCHECK(count <= SIZE_MAX / esize, "mcclAllReduce: count %zu (x %zu-byte %s overflows size_t)", count, esize,
-                mcclTypeName(datatype));
-  MCCL_ARGCHECK(count == 0 || sendbuff != NULL, "mcclAllReduce: sendbuff is NULL with count %zu", count);
-  MCCL_ARGCHECK(count == 0 || recvbuff != NULL, "mcclAllReduce: recvbuff is NULL with count %zu", count);
-  if (mcclGroupActive()) return mcclGroupRecordAllReduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
-  return mcclAllReduceNow(sendbuff, recvbuff, count, datatype, op, comm, stream);
+  struct mcclCall c = {MCCL_CALL_ALLREDUCE, sendbuff, recvbuff, count, datatype, op, 0, comm, stream};
+  return callStart(&c);
+}
+
+mcclResult_t mcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, mcclDataType_t datatype,
+                           mcclComm_t comm, cudaStream_t stream) {
+  struct mcclCall c = {MCCL_CALL_ALLGATHER, sendbuff, recvbuff, sendcount, datatype, mcclSum, 0, comm, stream};
+  return callStart(&c);
+}
+
+mcclResult_t mcclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, mcclDataType_t datatype,
+                               mcclRedOp_t op, mcclComm_t comm, cudaStream_t stream) {
+  struct mcclCall c = {MCCL_CALL_REDUCESCATTER, sendbuff, recvbuff, recvcount, datatype, op, 0, comm, stream};
+  return callStart(&c);
+}
+
+mcclResult_t mcclBroadcast(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t datatype, int root,
+                           mcclComm_t comm, cudaStream_t stream) {
+  struct mcclCall c = {MCCL_CALL_BROADCAST, sendbuff, recvbuff, count, datatype, mcclSum, root, comm, stream};
+  return callStart(&c);
+}
+
+mcclResult_t mcclReduce(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t datatype, mcclRedOp_t op,
+                        int root, mcclComm_t comm, cudaStream_t stream) {
+  struct mcclCall c = {MCCL_CALL_REDUCE, sendbuff, recvbuff, count, datatype, op, root, comm, stream};
+  return callStart(&c);
+}
+
+mcclResult_t mcclSend(const void* sendbuff, size_t count, mcclDataType_t datatype, int peer, mcclComm_t comm,
+                      cudaStream_t stream) {
+  struct mcclCall c = {MCCL_CALL_SEND, sendbuff, NULL, count, datatype, mcclSum, peer, comm, stream};
+  return callStart(&c);
+}
+
+mcclResult_t mcclRecv(void* recvbuff, size_t count, mcclDataType_t datatype, int peer, mcclComm_t comm,
+                      cudaStream_t stream) {
+  struct mcclCall c = {MCCL_CALL_RECV, NULL, recvbuff, count, datatype, mcclSum, peer, comm, stream};
+  return callStart(&c);
 }

@@ -29,16 +29,38 @@ struct mcclComm {
 mcclResult_t mcclCommCheck(const struct mcclComm* comm, const char* call);
 // A grouped initialisation, run at mcclGroupEnd (on its own thread): fills comm->lab or asyncResult.
 mcclResult_t mcclCommInitDeferred(struct mcclComm* comm);
-// Register a window / launch an allreduce now (arguments already checked).
+// The collective and point-to-point calls, as recorded by a group or run at once.
+enum mcclCallKind {
+  MCCL_CALL_ALLREDUCE,
+  MCCL_CALL_ALLGATHER,
+  MCCL_CALL_REDUCESCATTER,
+  MCCL_CALL_BROADCAST,
+  MCCL_CALL_REDUCE,
+  MCCL_CALL_SEND,
+  MCCL_CALL_RECV
+};
+struct mcclCall {
+  enum mcclCallKind kind;
+  const void* sendbuff;  // MCCL_CALL_SEND: the buffer sent
+  void* recvbuff;        // MCCL_CALL_RECV: the buffer received into
+  size_t count;
+  mcclDataType_t datatype;
+  mcclRedOp_t op;
+  int root;  // Broadcast / Reduce: the root; Send / Recv: the peer
+  struct mcclComm* comm;
+  cudaStream_t stream;
+};
+
+// Register a window / launch a call now (arguments already checked).
 mcclResult_t mcclWindowRegisterNow(struct mcclComm* comm, void* buff, size_t size, mcclWindow_t* win);
-mcclResult_t mcclAllReduceNow(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t datatype,
-                              mcclRedOp_t op, struct mcclComm* comm, cudaStream_t stream);
+mcclResult_t mcclCallNow(const struct mcclCall* call);
+// A send and a receive of one communicator in one launch (either may be NULL, not both).
+mcclResult_t mcclSendRecvNow(const struct mcclCall* send, const struct mcclCall* recv);
 
 // Group: non-zero inside mcclGroupStart/End on this thread; record one call (run at mcclGroupEnd).
 int mcclGroupActive(void);
 mcclResult_t mcclGroupRecordInit(struct mcclComm* comm);
 mcclResult_t mcclGroupRecordWindow(struct mcclComm* comm, void* buff, size_t size, mcclWindow_t* win);
-mcclResult_t mcclGroupRecordAllReduce(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t datatype,
-                                      mcclRedOp_t op, struct mcclComm* comm, cudaStream_t stream);
+mcclResult_t mcclGroupRecordCall(const struct mcclCall* call);
 
 #endif

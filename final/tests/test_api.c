@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 #include "../../labs/07_allreduce/tests/ar_test_util.h"
+#include "fcoll_test_util.h"
 #include "mccl_test.h"
 #include "minccl.h"
 
@@ -333,6 +334,115 @@ static void groupedInitRank(void) {
   tearDown(comms, b, NDEV);
 }
 
+// One collective on every rank (one group, one thread), checked on every rank.
+static void collChecked(mcclComm_t* comms, struct rankBufs* b, int n, const struct collCall* c) {
+  void *in[NDEV], *out[NDEV];
+  char what[128], why[200];
+  collDescribe(c, what, sizeof(what));
+  for (int r = 0; r < n && !mcclTestStopped(); r++) {
+    int line = collPrepare(c, r, n, b[r].send, b[r].recv, b[r].host, &in[r], &out[r]);
+    if (line) mcclTestFailAt(__FILE__, line, "%s: setting rank %d's buffers up", what, r);
+  }
+  CHECK_STOPPED();
+  EXPECT_OK(mcclGroupStart());
+  for (int r = 0; r < n; r++) EXPECT_OK(fcollIssue(c, in[r], out[r], comms[r], b[r].stream));
+  EXPECT_OK(mcclGroupEnd());
+  for (int r = 0; r < n && !mcclTestStopped(); r++) {
+    EXPECT_CUDA_OK(cudaStreamSynchronize(b[r].stream));
+    if (collVerify(c, r, n, out[r], why, sizeof(why)))
+      mcclTestFailAt(__FILE__, __LINE__, "%s: rank %d: %s", what, r, why);
+  }
+}
+
+// 4 devices, one thread: AllGather, ReduceScatter, Broadcast, Reduce in groups; every dtype x op of
+// the reducing ones, every dtype of the others, every root of the rooted ones, in and out of place.
+static void initAllCollectives(void) {
+  if (nDevices() < NDEV) SKIP("needs %d devices", NDEV);
+  mcclComm_t comms[NDEV];
+  struct rankBufs b[NDEV];
+  memset(b, 0, sizeof(b));
+  EXPECT_OK(mcclCommInitAll(comms, NDEV, NULL));
+  setUpBufs(comms, b, NDEV, 37 * 8 * NDEV);
+  int k = 0;
+  for (int f = 0; f < collNumFuncs && !mcclTestStopped(); f++) {
+    const int reducing = f == collReduce || f == collReduceScatter;
+    for (int t = 0; t < mcclNumTypes && !mcclTestStopped(); t++)
+      for (int op = 0; op < (reducing ? mcclNumOps : 2) && !mcclTestStopped(); op++, k++) {
+        struct collCall c = {f,  (mcclDataType_t)t, (mcclRedOp_t)op, 37, k % NDEV,
+                             reducing ? (k >> 1) & 1 : op, mcclTestSeed() + (uint64_t)k};
+        collChecked(comms, b, NDEV, &c);
+      }
+    if (f == collBroadcast || f == collReduce)
+      for (int root = 0; root < NDEV && !mcclTestStopped(); root++)
+        for (int inPlace = 0; inPlace < 2 && !mcclTestStopped(); inPlace++, k++) {
+          struct collCall c = {f, mcclFloat32, mcclMax, 37, root, inPlace, mcclTestSeed() + (uint64_t)k};
+          collChecked(comms, b, NDEV, &c);
+        }
+  }
+  tearDown(comms, b, NDEV);
+}
+
+// 4 devices, one thread: nccl-tests' sendrecv (each rank sends to rank+1 and receives from rank-1,
+// all in one group) on counts 0, 1, odd and 64 KiB; to self; a peer beyond the neighbours refused.
+static void initAllSendRecv(void) {
+  if (nDevices() < NDEV) SKIP("needs %d devices", NDEV);
+  static const size_t counts[] = {0, 1, 4097, 65536};
+  mcclComm_t comms[NDEV];
+  struct rankBufs b[NDEV];
+  memset(b, 0, sizeof(b));
+  EXPECT_OK(mcclCommInitAll(comms, NDEV, NULL));
+  setUpBufs(comms, b, NDEV, 65536);
+  char why[160];
+  for (int i = 0; i < 4 && !mcclTestStopped(); i++) {
+    const size_t bytes = counts[i];
+    const uint64_t seed = mcclTestSeed() + (uint64_t)i;
+    for (int r = 0; r < NDEV; r++) {
+      fcollFillBytes(b[r].host, bytes, seed, r);
+      if (bytes) EXPECT_CUDA_OK(cudaMemcpy(b[r].send, b[r].host, bytes, cudaMemcpyHostToDevice));
+      EXPECT_CUDA_OK(cudaMemset(b[r].recv, COLL_POISON, 65536));
+    }
+    EXPECT_OK(mcclGroupStart());
+    for (int r = 0; r < NDEV; r++) {
+      EXPECT_OK(mcclSend(b[r].send, bytes, mcclInt8, (r + 1) % NDEV, comms[r], b[r].stream));
+      EXPECT_OK(mcclRecv(b[r].recv, bytes, mcclInt8, (r + NDEV - 1) % NDEV, comms[r], b[r].stream));
+    }
+    EXPECT_OK(mcclGroupEnd());
+    for (int r = 0; r < NDEV && !mcclTestStopped(); r++) {
+      EXPECT_CUDA_OK(cudaStreamSynchronize(b[r].stream));
+      EXPECT_CUDA_OK(cudaMemcpy(b[r].host, b[r].recv, 65536, cudaMemcpyDeviceToHost));
+      if (fcollCheckBytes(b[r].host, bytes, seed, (r + NDEV - 1) % NDEV, why, sizeof(why)))
+        mcclTestFailAt(__FILE__, __LINE__, "sendrecv %zu bytes: rank %d: %s", bytes, r, why);
+      if (bytes < 65536 && ((unsigned char*)b[r].host)[bytes] != COLL_POISON)
+        mcclTestFailAt(__FILE__, __LINE__, "sendrecv %zu bytes: rank %d wrote beyond the count", bytes, r);
+    }
+  }
+  // Every rank to itself, in a group: a device copy.
+  for (int r = 0; r < NDEV; r++) {
+    fcollFillBytes(b[r].host, 4000, 5, r);
+    EXPECT_CUDA_OK(cudaMemcpy(b[r].send, b[r].host, 4000, cudaMemcpyHostToDevice));
+  }
+  EXPECT_OK(mcclGroupStart());
+  for (int r = 0; r < NDEV; r++) {
+    EXPECT_OK(mcclRecv(b[r].recv, 500, mcclFloat64, r, comms[r], b[r].stream));
+    EXPECT_OK(mcclSend(b[r].send, 500, mcclFloat64, r, comms[r], b[r].stream));
+  }
+  EXPECT_OK(mcclGroupEnd());
+  for (int r = 0; r < NDEV && !mcclTestStopped(); r++) {
+    EXPECT_CUDA_OK(cudaStreamSynchronize(b[r].stream));
+    EXPECT_CUDA_OK(cudaMemcpy(b[r].host, b[r].recv, 4000, cudaMemcpyDeviceToHost));
+    if (fcollCheckBytes(b[r].host, 4000, 5, r, why, sizeof(why)))
+      mcclTestFailAt(__FILE__, __LINE__, "send/recv to self: rank %d: %s", r, why);
+  }
+  // The limit: rank 0 may send only to 1 and receive only from 3; the group reports the refusal.
+  EXPECT_RES(mcclSend(b[0].send, 4, mcclInt8, 2, comms[0], b[0].stream), mcclInvalidUsage);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "ring's next") != NULL);
+  EXPECT_OK(mcclGroupStart());
+  EXPECT_OK(mcclRecv(b[0].recv, 4, mcclInt8, 1, comms[0], b[0].stream));
+  EXPECT_RES(mcclGroupEnd(), mcclInvalidUsage);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "ring's previous") != NULL);
+  tearDown(comms, b, NDEV);
+}
+
 // Abort returns promptly while the kernel of rank 0 waits for rank 1, which never launches; the
 // other member of the clique then sees mcclRemoteError, and is aborted too.
 static void abortWhileWaiting(void) {
@@ -365,5 +475,6 @@ static void abortWhileWaiting(void) {
 
 MCCL_TEST_MAIN(MCCL_TEST_CASE(versionAndStrings), MCCL_TEST_CASE(nullAndBogusComm), MCCL_TEST_CASE(initArguments),
                MCCL_TEST_CASE(oneRank), MCCL_TEST_CASE(initAllEveryTypeOpRingOneShot),
-               MCCL_TEST_CASE(initAllEveryTypeOpTwoShot), MCCL_TEST_CASE(groupedInitRank),
+               MCCL_TEST_CASE(initAllEveryTypeOpTwoShot), MCCL_TEST_CASE(groupedInitRank), MCCL_TEST_CASE(initAllCollectives),
+               MCCL_TEST_CASE(initAllSendRecv),
                MCCL_TEST_CASE(abortWhileWaiting))

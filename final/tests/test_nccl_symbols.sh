@@ -54,7 +54,8 @@ served_are_strong() {
            ncclCommInitAll ncclCommFinalize ncclCommDestroy ncclCommAbort ncclCommSplit ncclCommGetAsyncError \
            ncclCommCount ncclCommCuDevice ncclCommUserRank ncclGetErrorString ncclGetLastError ncclCommRegister \
            ncclCommDeregister ncclCommWindowRegister ncclCommWindowDeregister ncclMemAlloc ncclMemFree \
-           ncclRedOpCreatePreMulSum ncclRedOpDestroy ncclAllReduce ncclGroupStart ncclGroupEnd; do
+           ncclRedOpCreatePreMulSum ncclRedOpDestroy ncclAllReduce ncclAllGather ncclReduceScatter ncclBroadcast \
+           ncclBcast ncclReduce ncclSend ncclRecv ncclGroupStart ncclGroupEnd; do
     for s in "$n" "p$n"; do
       grep -qE " T $s(@|$)" <<<"$syms" || weak+="$s "
     done
