@@ -19,10 +19,13 @@ MINCCL_HEADERS := final/include/minccl.h common/include/mccl_result.h common/inc
 ifeq ($(BACKEND),sim)
   MINCCL_SO_LIBS := -L$(LIB) -lsimcuda -Wl,-rpath,'$$ORIGIN'
   MINCCL_RUNTIME_LIBS := -lsimcuda
+  MINCCL_PRIVATE_LIBS := $(MINCCL_RUNTIME_LIBS)
   MINCCL_RUNTIME_FILES := $(LIB)/libsimcuda.so
 else
   MINCCL_SO_LIBS := $(BACKEND_LIBS)
   MINCCL_RUNTIME_LIBS := -L$(CUDA_HOME)/lib64 -lcudart -Wl,-rpath,$(CUDA_HOME)/lib64
+  # The static library also calls the driver API (cuMem*, cuLaunchKernel): libcuda, through its stub.
+  MINCCL_PRIVATE_LIBS := $(MINCCL_RUNTIME_LIBS) -L$(CUDA_HOME)/lib64/stubs -lcuda
   MINCCL_RUNTIME_FILES :=
 endif
 
@@ -58,7 +61,7 @@ install: $(MINCCL_SO) $(MINCCL_A) $(MINCCL_RUNTIME_FILES)
 	$(if $(MINCCL_RUNTIME_FILES),install -m 755 $(MINCCL_RUNTIME_FILES) $(DESTDIR)$(PREFIX)/lib/)
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(MINCCL_VERSION)|' -e 's|@BACKEND@|$(BACKEND)|' \
 	  -e 's|@CUDA_CFLAGS@|-I$(CUDA_HOME)/include|' -e 's|@RUNTIME_LIBS@|$(MINCCL_RUNTIME_LIBS)|' \
-	  -e 's|@PRIVATE_LIBS@|$(MINCCL_RUNTIME_LIBS) -lstdc++ -lrt -lm -ldl -pthread|' \
+	  -e 's|@PRIVATE_LIBS@|$(MINCCL_PRIVATE_LIBS) -lstdc++ -lrt -lm -ldl -pthread|' \
 	  final/minccl.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/minccl.pc
 	@echo "installed minccl $(MINCCL_VERSION) ($(BACKEND) backend) in $(DESTDIR)$(PREFIX): pkg-config --cflags --libs minccl (PKG_CONFIG_PATH=$(PREFIX)/lib/pkgconfig)"
 

@@ -17,9 +17,12 @@ else ifneq ($(wildcard $(NCCL_INCLUDE)/nccl.h),)
 dropin_decl_re := ^mcclResult_t +(mccl(AllGather|ReduceScatter|Broadcast|Reduce|Send|Recv))[(].*
 DROPIN_HAVE := $(sort $(shell sed -nE 's/$(dropin_decl_re)/\1/p' final/include/minccl.h 2>/dev/null))
 DROPIN_CPPFLAGS = -I$(NCCL_INCLUDE) -Ifinal/nccl $(CPPFLAGS) $(foreach f,$(DROPIN_HAVE),-DMCCL_HAVE_$(f))
-DROPIN_OBJS := $(OBJ)/final/nccl/nccl_dropin.o $(OBJ)/final/nccl/nccl_stubs.o
+DROPIN_OBJS := $(OBJ)/final/nccl/nccl_dropin.o $(OBJ)/final/nccl/nccl_stubs.o $(OBJ)/final/nccl/nccl_device_stubs.o
 
 $(OBJ)/final/nccl/nccl_dropin.o: final/nccl/nccl_dropin.c final/include/minccl.h | $(BACKEND_DEP)
+	@mkdir -p $(@D)
+	$(CC) $(DROPIN_CPPFLAGS) $(CFLAGS) -c $< -o $@
+$(OBJ)/final/nccl/nccl_device_stubs.o: final/nccl/nccl_device_stubs.c | $(BACKEND_DEP)
 	@mkdir -p $(@D)
 	$(CC) $(DROPIN_CPPFLAGS) $(CFLAGS) -c $< -o $@
 # The stubs ignore their parameters.
@@ -27,12 +30,13 @@ $(OBJ)/final/nccl/nccl_stubs.o: final/nccl/nccl_stubs.c | $(BACKEND_DEP)
 	@mkdir -p $(@D)
 	$(CC) $(DROPIN_CPPFLAGS) $(CFLAGS) -Wno-unused-parameter -c $< -o $@
 
-# The same archives libminccl links (final's and every lab's below it); only nccl* and the marker
-# are exported (exports.map). --no-undefined: an mcclX the shim calls must exist in final/.
-$(DROPIN_LIB): $(DROPIN_OBJS) $(call linklibs,final) final/nccl/exports.map $(BACKEND_DEP)
+# The same archives libminccl links (MINCCL_ARCHIVES, from final/module.mk: linklibs is not defined
+# yet when this file is read, so prerequisites written with it came out empty and -j builds raced);
+# only nccl* and the marker are exported (exports.map). --no-undefined: an mcclX the shim calls must exist in final/.
+$(DROPIN_LIB): $(DROPIN_OBJS) $(MINCCL_ARCHIVES) final/nccl/exports.map $(BACKEND_DEP)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -shared -Wl,-soname,libnccl.so.2 -Wl,--version-script=final/nccl/exports.map \
-	  -Wl,--no-undefined -o $@ $(DROPIN_OBJS) $(call linklibs,final) $(BACKEND_LIBS) $(LDLIBS) -ldl \
+	  -Wl,--no-undefined -o $@ $(DROPIN_OBJS) $(MINCCL_ARCHIVES) $(BACKEND_LIBS) $(LDLIBS) -ldl \
 	  $(if $(filter %.cu,$(foreach l,$(LAYERS_UPTO_final),$($(l)_SRCS))),-lstdc++)
 $(LIB)/libnccl.so: $(DROPIN_LIB)
 	ln -sf libnccl.so.2 $@

@@ -594,12 +594,12 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, nc
     WARN("ncclCommWindowRegister: win is NULL");
     return ncclInvalidArgument;
   }
-  mcclWindow_t w;
-  res = toNccl(mcclCommWindowRegister(mc, buff, size, &w, winFlags));
-  if (res == ncclSuccess) {
-    *win = (ncclWindow_t)w;
-    SERVED();
-  }
+  // Inside a group minccl registers at mcclGroupEnd and writes the window then, so the caller's own
+  // pointer goes down (a local here would be written after this frame is gone: nccl-tests -R 2 lost
+  // its stack to that). Both handle types are opaque pointers.
+  _Static_assert(sizeof(ncclWindow_t) == sizeof(mcclWindow_t), "window handles are pointers");
+  res = toNccl(mcclCommWindowRegister(mc, buff, size, (mcclWindow_t*)(void*)win, winFlags));
+  if (res == ncclSuccess) SERVED();
   return res;
 }
 PNCCL_ALIAS(ncclCommWindowRegister);
