@@ -395,10 +395,10 @@ mcclResult_t mcclSendRecvNow(const struct mcclCall* send, const struct mcclCall*
   int saved = 0;
   CUDACHECK(cudaGetDevice(&saved));
   if (saved != comm->cudaDev) CUDACHECK(cudaSetDevice(comm->cudaDev));
-  mcclResult_t res = mcclLabSendRecv(send ? send->sendbuff : NULL, send ? send->count * mcclTypeSize(send->datatype) : 0,
-                                     send ? send->root : -1, recv ? recv->recvbuff : NULL,
-                                     recv ? recv->count * mcclTypeSize(recv->datatype) : 0, recv ? recv->root : -1,
-                                     comm->lab, send ? send->stream : recv->stream);
+  mcclResult_t res = mcclLabSendRecv(
+      send ? send->sendbuff : NULL, send ? send->count * mcclTypeSize(send->datatype) : 0, send ? send->root : -1,
+      recv ? recv->recvbuff : NULL, recv ? recv->count * mcclTypeSize(recv->datatype) : 0, recv ? recv->root : -1,
+      comm->lab, send ? send->stream : recv->stream);
   if (saved != comm->cudaDev) cudaSetDevice(saved);
   return res;
 }
@@ -410,7 +410,8 @@ static mcclResult_t callCheck(const struct mcclCall* c) {
   MCCLCHECK(mcclCommCheck(c->comm, name));
   MCCL_ARGCHECK((int)c->datatype >= 0 && (int)c->datatype < mcclNumTypes, "%s: datatype %d (0 .. %d)", name,
                 (int)c->datatype, mcclNumTypes - 1);
-  const int reducing = c->kind == MCCL_CALL_ALLREDUCE || c->kind == MCCL_CALL_REDUCESCATTER || c->kind == MCCL_CALL_REDUCE;
+  const int reducing =
+      c->kind == MCCL_CALL_ALLREDUCE || c->kind == MCCL_CALL_REDUCESCATTER || c->kind == MCCL_CALL_REDUCE;
   if (reducing)
     MCCL_ARGCHECK((int)c->op >= 0 && (int)c->op < mcclNumOps, "%s: op %d (0 .. %d)", name, (int)c->op, mcclNumOps - 1);
   const int nRanks = c->comm->nRanks, rank = c->comm->rank;

@@ -368,8 +368,13 @@ static void initAllCollectives(void) {
     const int reducing = f == collReduce || f == collReduceScatter;
     for (int t = 0; t < mcclNumTypes && !mcclTestStopped(); t++)
       for (int op = 0; op < (reducing ? mcclNumOps : 2) && !mcclTestStopped(); op++, k++) {
-        struct collCall c = {f,  (mcclDataType_t)t, (mcclRedOp_t)op, 37, k % NDEV,
-                             reducing ? (k >> 1) & 1 : op, mcclTestSeed() + (uint64_t)k};
+        struct collCall c = {f,
+                             (mcclDataType_t)t,
+                             (mcclRedOp_t)op,
+                             37,
+                             k % NDEV,
+                             reducing ? (k >> 1) & 1 : op,
+                             mcclTestSeed() + (uint64_t)k};
         collChecked(comms, b, NDEV, &c);
       }
     if (f == collBroadcast || f == collReduce)
@@ -475,6 +480,5 @@ static void abortWhileWaiting(void) {
 
 MCCL_TEST_MAIN(MCCL_TEST_CASE(versionAndStrings), MCCL_TEST_CASE(nullAndBogusComm), MCCL_TEST_CASE(initArguments),
                MCCL_TEST_CASE(oneRank), MCCL_TEST_CASE(initAllEveryTypeOpRingOneShot),
-               MCCL_TEST_CASE(initAllEveryTypeOpTwoShot), MCCL_TEST_CASE(groupedInitRank), MCCL_TEST_CASE(initAllCollectives),
-               MCCL_TEST_CASE(initAllSendRecv),
-               MCCL_TEST_CASE(abortWhileWaiting))
+               MCCL_TEST_CASE(initAllEveryTypeOpTwoShot), MCCL_TEST_CASE(groupedInitRank),
+               MCCL_TEST_CASE(initAllCollectives), MCCL_TEST_CASE(initAllSendRecv), MCCL_TEST_CASE(abortWhileWaiting))
