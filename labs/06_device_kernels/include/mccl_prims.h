@@ -108,6 +108,18 @@ struct mcclDevWork {
 mcclResult_t mcclDevLaunch(const struct mcclDevWork* work, int nthreads, cudaStream_t stream);
 
 /**
+ * @brief The device function of a kernel on device `dev`, for cuLaunchKernel (NCCL looks its kernels
+ * up once with cudaGetFuncBySymbol): looked up with `dev` current on first use, then cached. Every
+ * lab that launches its own kernels (lab 06's mcclDevLaunch, lab 07's collectives) uses this one cache.
+ * @param[in]  dev     the device the launch is for.
+ * @param[in]  kernel  the kernel's host symbol, e.g. `(const void*)myKernel`.
+ * @param[out] fn      the function (a CUfunction for the driver API).
+ * @return mcclSuccess; mcclInvalidArgument (NULL); mcclInvalidUsage (device beyond 64);
+ *         mcclInternalError (more than 64 kernels on a device); mcclUnhandledCudaError.
+ */
+mcclResult_t mcclDevGetFunction(int dev, const void* kernel, cudaFunction_t* fn);
+
+/**
  * @brief Wait for the kernels on `stream` to finish, aborting them after `timeoutMs` of waiting
  * (the abort flag is set, the kernel leaves within MCCL_SPINS_BEFORE_CHECK_ABORT spins), then read
  * the status word the kernel wrote.

@@ -17,8 +17,9 @@
 #define MCCL_DEV_KERNEL(suffix) extern void mcclDevKernel_##suffix(struct mcclDevWork work);
 MCCL_DEV_KERNEL(copy)
 MCCL_DEV_KERNEL(i8)
-MCCL_DEV_KERNEL(u8) MCCL_DEV_KERNEL(i32) MCCL_DEV_KERNEL(u32) MCCL_DEV_KERNEL(i64) MCCL_DEV_KERNEL(u64)
-    MCCL_DEV_KERNEL(f16) MCCL_DEV_KERNEL(f32) MCCL_DEV_KERNEL(f64) MCCL_DEV_KERNEL(bf16)
+MCCL_DEV_KERNEL(u8)
+MCCL_DEV_KERNEL(i32) MCCL_DEV_KERNEL(u32) MCCL_DEV_KERNEL(i64) MCCL_DEV_KERNEL(u64) MCCL_DEV_KERNEL(f16)
+    MCCL_DEV_KERNEL(f32) MCCL_DEV_KERNEL(f64) MCCL_DEV_KERNEL(bf16)
 #define MCCL_DEV_NUM_KERNELS (1 + mcclNumTypes)
         static void (*const kernelSyms[MCCL_DEV_NUM_KERNELS])(struct mcclDevWork) = {
             mcclDevKernel_copy, mcclDevKernel_i8,  mcclDevKernel_u8,  mcclDevKernel_i32,
@@ -84,27 +85,44 @@ static int opWrites(int op) {
   return op != mcclDevOpSend && op != mcclDevOpRecvReduceSend;
 }
 
-// The device functions, looked up once per device and kernel (the lookup names the current
-// context's copy of the kernel).
+// The device functions, looked up once per device and kernel (cudaGetFuncBySymbol names the current
+// context's copy of a kernel, so a miss looks it up with `dev` current). Every lab's launch goes
+// through here: a handful of kernels per device, found by a short scan under one lock.
 #define MCCL_DEV_MAX_DEVICES 64
-static CUfunction kernelFn[MCCL_DEV_MAX_DEVICES][MCCL_DEV_NUM_KERNELS];
+#define MCCL_DEV_MAX_FUNCTIONS 64
+static struct {
+  const void* kernel;
+  CUfunction fn;
+} kernelFn[MCCL_DEV_MAX_DEVICES][MCCL_DEV_MAX_FUNCTIONS];
 static pthread_mutex_t kernelFnLock = PTHREAD_MUTEX_INITIALIZER;
 
-static mcclResult_t getKernel(int index, CUfunction* fn) {
-  int dev;
-  CUDACHECK(cudaGetDevice(&dev));
+mcclResult_t mcclDevGetFunction(int dev, const void* kernel, cudaFunction_t* fn) {
+  MCCL_ARGCHECK(kernel != NULL && fn != NULL, "mcclDevGetFunction: kernel %p / fn %p is NULL", kernel, (void*)fn);
   if (dev < 0 || dev >= MCCL_DEV_MAX_DEVICES) {
-    WARN("device %d is beyond the %d devices lab 06 launches on", dev, MCCL_DEV_MAX_DEVICES);
+    WARN("device %d is beyond the %d devices minccl launches on", dev, MCCL_DEV_MAX_DEVICES);
     return mcclInvalidUsage;
   }
   mcclResult_t res = mcclSuccess;
   PTHREADCHECK(pthread_mutex_lock(&kernelFnLock));
-  if (kernelFn[dev][index] == NULL) {
-    cudaFunction_t f;
-    CUDACHECKGOTO(cudaGetFuncBySymbol(&f, (const void*)kernelSyms[index]), res, unlock);
-    kernelFn[dev][index] = (CUfunction)f;
+  int k = 0;
+  while (k < MCCL_DEV_MAX_FUNCTIONS && kernelFn[dev][k].kernel != NULL && kernelFn[dev][k].kernel != kernel) k++;
+  if (k == MCCL_DEV_MAX_FUNCTIONS) {
+    WARN("more than %d kernels launched on device %d (MCCL_DEV_MAX_FUNCTIONS)", MCCL_DEV_MAX_FUNCTIONS, dev);
+    res = mcclInternalError;
+    goto unlock;
   }
-  *fn = kernelFn[dev][index];
+  if (kernelFn[dev][k].kernel == NULL) {
+    int saved = -1;
+    cudaFunction_t f;
+    CUDACHECKGOTO(cudaGetDevice(&saved), res, unlock);
+    CUDACHECKGOTO(cudaSetDevice(dev), res, unlock);
+    cudaError_t e = cudaGetFuncBySymbol(&f, kernel);
+    cudaSetDevice(saved);
+    CUDACHECKGOTO(e, res, unlock);
+    kernelFn[dev][k].fn = (CUfunction)f;
+    kernelFn[dev][k].kernel = kernel;
+  }
+  *fn = (cudaFunction_t)kernelFn[dev][k].fn;
 unlock:
   pthread_mutex_unlock(&kernelFnLock);
   return res;
@@ -141,10 +159,13 @@ mcclResult_t mcclDevLaunch(const struct mcclDevWork* work, int nthreads, cudaStr
   MCCL_ARGCHECK(nthreads >= 32 && nthreads <= MCCL_DEV_MAX_THREADS && nthreads % 32 == 0,
                 "nthreads %d is not a multiple of 32 in 32..%d", nthreads, MCCL_DEV_MAX_THREADS);
 
-  CUfunction fn;
-  MCCLCHECK(getKernel(opReduces(w.op) ? 1 + w.dtype : 0, &fn));
+  int dev;
+  cudaFunction_t fn;
+  CUDACHECK(cudaGetDevice(&dev));
+  MCCLCHECK(mcclDevGetFunction(dev, (const void*)kernelSyms[opReduces(w.op) ? 1 + w.dtype : 0], &fn));
   void* params[] = {&w};
-  CUCHECK(cuLaunchKernel(fn, (unsigned)w.nchannels, 1, 1, (unsigned)nthreads, 1, 1, 0, (CUstream)stream, params, NULL));
+  CUCHECK(cuLaunchKernel((CUfunction)fn, (unsigned)w.nchannels, 1, 1, (unsigned)nthreads, 1, 1, 0, (CUstream)stream,
+                         params, NULL));
   TRACE(MCCL_COLL, "launched %s %s %s/%s count %zu on %d channels x %d threads", mcclDevOpName(w.op),
         w.proto == MCCL_PROTO_LL ? "LL" : "SIMPLE", mcclTypeName(w.dtype), mcclOpName(w.redop), w.count, w.nchannels,
         nthreads);

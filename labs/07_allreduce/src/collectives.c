@@ -3,7 +3,6 @@
 // protocol choice, and their launch as src/launch.c launches the allreduce: the kernel of the element
 // type (the copy kernel for the collectives that move bytes), the arguments packed as its one
 // parameter, cudaGetFuncBySymbol + cuLaunchKernel, no host synchronisation.
-#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 #include <strings.h>
@@ -39,28 +38,6 @@ static void (*const kernelSyms[mcclNumTypes + 1])(struct mcclCollArgs) = {
     mcclCollKernel_f64, mcclCollKernel_bf16, mcclCollKernel_copy};
 _Static_assert(mcclInt8 == 0 && mcclBfloat16 == 9 && mcclNumTypes == 10, "kernelSyms follows mcclDataType_t");
 
-#define COLL_MAX_DEVICES 64
-static CUfunction kernelFn[COLL_MAX_DEVICES][mcclNumTypes + 1];
-static pthread_mutex_t kernelFnLock = PTHREAD_MUTEX_INITIALIZER;
-
-static mcclResult_t getKernel(int dev, int which, CUfunction* fn) {
-  if (dev < 0 || dev >= COLL_MAX_DEVICES) {
-    WARN("device %d is beyond the %d devices lab 07 launches on", dev, COLL_MAX_DEVICES);
-    return mcclInvalidUsage;
-  }
-  mcclResult_t res = mcclSuccess;
-  PTHREADCHECK(pthread_mutex_lock(&kernelFnLock));
-  if (kernelFn[dev][which] == NULL) {
-    cudaFunction_t f;
-    CUDACHECKGOTO(cudaGetFuncBySymbol(&f, (const void*)kernelSyms[which]), res, unlock);
-    kernelFn[dev][which] = (CUfunction)f;
-  }
-  *fn = kernelFn[dev][which];
-unlock:
-  pthread_mutex_unlock(&kernelFnLock);
-  return res;
-}
-
 // Threads per block as the allreduce ring: SIMPLE's copies want many threads, LL is latency bound.
 #define COLL_THREADS_SIMPLE 512
 #define COLL_THREADS_LL 256
@@ -70,12 +47,12 @@ static mcclResult_t collLaunch(mcclLabComm* comm, struct mcclCollArgs* a, cudaSt
   a->sliceSteps = MCCL_DEV_DEFAULT_CHUNKSTEPS < MCCL_DEV_DEFAULT_SLICESTEPS ? MCCL_DEV_DEFAULT_CHUNKSTEPS
                                                                             : MCCL_DEV_DEFAULT_SLICESTEPS;
   const int copy = a->func == mcclCollBroadcast || a->func == mcclCollAllGather;
-  CUfunction fn;
-  MCCLCHECK(getKernel(comm->cudaDev, copy ? COLL_COPY_KERNEL : a->dtype, &fn));
+  cudaFunction_t fn;
+  MCCLCHECK(mcclDevGetFunction(comm->cudaDev, (const void*)kernelSyms[copy ? COLL_COPY_KERNEL : a->dtype], &fn));
   const int nthreads = a->proto == MCCL_PROTO_LL ? COLL_THREADS_LL : COLL_THREADS_SIMPLE;
   void* params[] = {a};
-  CUCHECK(
-      cuLaunchKernel(fn, (unsigned)a->nChannels, 1, 1, (unsigned)nthreads, 1, 1, 0, (CUstream)stream, params, NULL));
+  CUCHECK(cuLaunchKernel((CUfunction)fn, (unsigned)a->nChannels, 1, 1, (unsigned)nthreads, 1, 1, 0, (CUstream)stream,
+                         params, NULL));
   return mcclSuccess;
 }
 

@@ -2,43 +2,27 @@
 // element type, size the grid for the algorithm, and launch it with the arguments packed as its one
 // parameter through cudaGetFuncBySymbol + cuLaunchKernel. No host synchronisation: launches
 // pipeline on the stream and can be captured in a CUDA graph.
-#include <pthread.h>
 #include <cuda.h>
 #include "allreduce_internal.h"
 #include "mccl_checks.h"
 #include "mccl_debug.h"
 
-#define MCCL_AR_KERNEL(suffix) extern void mcclAllReduceKernel_##suffix(struct mcclAllReduceArgs args);
-MCCL_AR_KERNEL(i8)
-MCCL_AR_KERNEL(u8) MCCL_AR_KERNEL(i32) MCCL_AR_KERNEL(u32) MCCL_AR_KERNEL(i64) MCCL_AR_KERNEL(u64) MCCL_AR_KERNEL(f16)
-    MCCL_AR_KERNEL(f32) MCCL_AR_KERNEL(f64)
-        MCCL_AR_KERNEL(bf16) static void (*const kernelSyms[mcclNumTypes])(struct mcclAllReduceArgs) = {
-            mcclAllReduceKernel_i8,  mcclAllReduceKernel_u8,  mcclAllReduceKernel_i32, mcclAllReduceKernel_u32,
-            mcclAllReduceKernel_i64, mcclAllReduceKernel_u64, mcclAllReduceKernel_f16, mcclAllReduceKernel_f32,
-            mcclAllReduceKernel_f64, mcclAllReduceKernel_bf16};
+#define MCCL_AR_KERNEL(suffix) extern void mcclAllReduceKernel_##suffix(struct mcclAllReduceArgs args)
+MCCL_AR_KERNEL(i8);
+MCCL_AR_KERNEL(u8);
+MCCL_AR_KERNEL(i32);
+MCCL_AR_KERNEL(u32);
+MCCL_AR_KERNEL(i64);
+MCCL_AR_KERNEL(u64);
+MCCL_AR_KERNEL(f16);
+MCCL_AR_KERNEL(f32);
+MCCL_AR_KERNEL(f64);
+MCCL_AR_KERNEL(bf16);
+static void (*const kernelSyms[mcclNumTypes])(struct mcclAllReduceArgs) = {
+    mcclAllReduceKernel_i8,  mcclAllReduceKernel_u8,  mcclAllReduceKernel_i32, mcclAllReduceKernel_u32,
+    mcclAllReduceKernel_i64, mcclAllReduceKernel_u64, mcclAllReduceKernel_f16, mcclAllReduceKernel_f32,
+    mcclAllReduceKernel_f64, mcclAllReduceKernel_bf16};
 _Static_assert(mcclInt8 == 0 && mcclBfloat16 == 9, "kernelSyms follows mcclDataType_t");
-
-#define MCCL_AR_MAX_DEVICES 64
-static CUfunction kernelFn[MCCL_AR_MAX_DEVICES][mcclNumTypes];
-static pthread_mutex_t kernelFnLock = PTHREAD_MUTEX_INITIALIZER;
-
-static mcclResult_t getKernel(int dev, int dtype, CUfunction* fn) {
-  if (dev < 0 || dev >= MCCL_AR_MAX_DEVICES) {
-    WARN("device %d is beyond the %d devices lab 07 launches on", dev, MCCL_AR_MAX_DEVICES);
-    return mcclInvalidUsage;
-  }
-  mcclResult_t res = mcclSuccess;
-  PTHREADCHECK(pthread_mutex_lock(&kernelFnLock));
-  if (kernelFn[dev][dtype] == NULL) {
-    cudaFunction_t f;
-    CUDACHECKGOTO(cudaGetFuncBySymbol(&f, (const void*)kernelSyms[dtype]), res, unlock);
-    kernelFn[dev][dtype] = (CUfunction)f;
-  }
-  *fn = kernelFn[dev][dtype];
-unlock:
-  pthread_mutex_unlock(&kernelFnLock);
-  return res;
-}
 
 // Threads per block: the ring's SIMPLE copies want many threads per channel (NCCL runs 512-640);
 // LL and the symmetric kernels move a line or a pack per thread and are latency bound. Blocks:
@@ -62,9 +46,10 @@ mcclResult_t mcclLabAllReduceLaunch(mcclLabComm* comm, const struct mcclAllReduc
   } else if (a.algorithm == MCCL_ALGO_RING && a.proto == MCCL_PROTO_LL) {
     nthreads = MCCL_AR_THREADS_LL;
   }
-  CUfunction fn;
-  MCCLCHECK(getKernel(comm->cudaDev, a.dtype, &fn));
+  cudaFunction_t fn;
+  MCCLCHECK(mcclDevGetFunction(comm->cudaDev, (const void*)kernelSyms[a.dtype], &fn));
   void* params[] = {&a};
-  CUCHECK(cuLaunchKernel(fn, (unsigned)nblocks, 1, 1, (unsigned)nthreads, 1, 1, 0, (CUstream)stream, params, NULL));
+  CUCHECK(cuLaunchKernel((CUfunction)fn, (unsigned)nblocks, 1, 1, (unsigned)nthreads, 1, 1, 0, (CUstream)stream, params,
+                         NULL));
   return mcclSuccess;
 }

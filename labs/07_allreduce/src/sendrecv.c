@@ -3,7 +3,6 @@
 // connections are the only ones the communicator has (send -> ring.next, recv <- ring.prev).
 // One launch of the byte kernel (sendrecv.cu) does both directions, as src/launch.c launches the
 // allreduce: the arguments packed as its one parameter, cuLaunchKernel, no host synchronisation.
-#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 #include <cuda.h>
@@ -14,28 +13,6 @@
 #include "sendrecv_args.h"
 
 extern void mcclSendRecvKernel(struct mcclSendRecvArgs args);
-
-#define SR_MAX_DEVICES 64
-static CUfunction kernelFn[SR_MAX_DEVICES];
-static pthread_mutex_t kernelFnLock = PTHREAD_MUTEX_INITIALIZER;
-
-static mcclResult_t getKernel(int dev, CUfunction* fn) {
-  if (dev < 0 || dev >= SR_MAX_DEVICES) {
-    WARN("device %d is beyond the %d devices lab 07 launches on", dev, SR_MAX_DEVICES);
-    return mcclInvalidUsage;
-  }
-  mcclResult_t res = mcclSuccess;
-  PTHREADCHECK(pthread_mutex_lock(&kernelFnLock));
-  if (kernelFn[dev] == NULL) {
-    cudaFunction_t f;
-    CUDACHECKGOTO(cudaGetFuncBySymbol(&f, (const void*)mcclSendRecvKernel), res, unlock);
-    kernelFn[dev] = (CUfunction)f;
-  }
-  *fn = kernelFn[dev];
-unlock:
-  pthread_mutex_unlock(&kernelFnLock);
-  return res;
-}
 
 // SIMPLE's copies want many threads (as the ring collectives).
 #define SR_THREADS 512
@@ -56,22 +33,25 @@ mcclResult_t mcclLabSendRecv(const void* sendbuff, size_t sendBytes, int sendPee
   const int self = sendPeer == rank || recvPeer == rank;
   if (self) {
     if (sendPeer != rank || recvPeer != rank || sendBytes != recvBytes) {
-      WARN("Invalid usage: rank %d: a send to itself needs the receive from itself of the same size in the same group "
-           "(send to %d, %zu bytes; receive from %d, %zu bytes)",
-           rank, sendPeer, sendBytes, recvPeer, recvBytes);
+      WARN(
+          "Invalid usage: rank %d: a send to itself needs the receive from itself of the same size in the same group "
+          "(send to %d, %zu bytes; receive from %d, %zu bytes)",
+          rank, sendPeer, sendBytes, recvPeer, recvBytes);
       return mcclInvalidUsage;
     }
   } else {
     if (sendPeer >= 0 && sendPeer != comm->ring.next) {
-      WARN("Invalid usage: rank %d: send to rank %d: minccl sends only to the ring's next rank (%d) or to itself, "
-           "over the ring's connections (any-peer send/recv is not implemented)",
-           rank, sendPeer, comm->ring.next);
+      WARN(
+          "Invalid usage: rank %d: send to rank %d: minccl sends only to the ring's next rank (%d) or to itself, "
+          "over the ring's connections (any-peer send/recv is not implemented)",
+          rank, sendPeer, comm->ring.next);
       return mcclInvalidUsage;
     }
     if (recvPeer >= 0 && recvPeer != comm->ring.prev) {
-      WARN("Invalid usage: rank %d: receive from rank %d: minccl receives only from the ring's previous rank (%d) or "
-           "from itself, over the ring's connections (any-peer send/recv is not implemented)",
-           rank, recvPeer, comm->ring.prev);
+      WARN(
+          "Invalid usage: rank %d: receive from rank %d: minccl receives only from the ring's previous rank (%d) or "
+          "from itself, over the ring's connections (any-peer send/recv is not implemented)",
+          rank, recvPeer, comm->ring.prev);
       return mcclInvalidUsage;
     }
   }
@@ -85,7 +65,7 @@ mcclResult_t mcclLabSendRecv(const void* sendbuff, size_t sendBytes, int sendPee
   a.nChannels = comm->nChannels;
   a.chunkSteps = MCCL_DEV_DEFAULT_CHUNKSTEPS;
   a.sliceSteps = MCCL_DEV_DEFAULT_CHUNKSTEPS < MCCL_DEV_DEFAULT_SLICESTEPS ? MCCL_DEV_DEFAULT_CHUNKSTEPS
-                                                                            : MCCL_DEV_DEFAULT_SLICESTEPS;
+                                                                           : MCCL_DEV_DEFAULT_SLICESTEPS;
   a.self = self;
   a.sendBytes = sendBytes;
   a.recvBytes = recvBytes;
@@ -96,9 +76,10 @@ mcclResult_t mcclLabSendRecv(const void* sendbuff, size_t sendBytes, int sendPee
   a.abortFlag = comm->abortFlagDev;
   TRACE(MCCL_COLL, "rank %d: send %zu bytes to %d, recv %zu bytes from %d", rank, sendBytes, sendPeer, recvBytes,
         recvPeer);
-  CUfunction fn;
-  MCCLCHECK(getKernel(comm->cudaDev, &fn));
+  cudaFunction_t fn;
+  MCCLCHECK(mcclDevGetFunction(comm->cudaDev, (const void*)mcclSendRecvKernel, &fn));
   void* params[] = {&a};
-  CUCHECK(cuLaunchKernel(fn, (unsigned)a.nChannels, 1, 1, SR_THREADS, 1, 1, 0, (CUstream)stream, params, NULL));
+  CUCHECK(
+      cuLaunchKernel((CUfunction)fn, (unsigned)a.nChannels, 1, 1, SR_THREADS, 1, 1, 0, (CUstream)stream, params, NULL));
   return mcclSuccess;
 }
