@@ -13,9 +13,7 @@ static void setUpOrSkip(struct arMpi* m, int nChannels, size_t bytes) {
 static void everyPathAwkwardCounts(void) {
   static const size_t counts[] = {0, 1, 7, 131, 1021, 4099};
   struct arMpi m;
-  setenv("MCCL_BUFFSIZE", "4096", 1);  // small FIFOs: several rounds of the ring loop
-  setenv("MCCL_LL_BUFFSIZE", "4096", 1);
-  mcclParamResetAll();
+  arSmallFifos(1);
   setUpOrSkip(&m, 2, 4099 * 8);
   uint64_t seed = mcclTestSeed();
   int k = 0;
@@ -23,8 +21,7 @@ static void everyPathAwkwardCounts(void) {
     for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]) && !mcclTestStopped(); c++, k++)
       arMpiRun(&m, &arPaths[p], k & 1 ? mcclFloat64 : mcclUint8, k % 3 ? mcclSum : mcclAvg, counts[c], k & 2 ? 1 : 0,
                seed + (uint64_t)k);
-  unsetenv("MCCL_BUFFSIZE");
-  unsetenv("MCCL_LL_BUFFSIZE");
+  arSmallFifos(0);
   arForce(NULL, NULL);
   arMpiTearDown(&m);
 }

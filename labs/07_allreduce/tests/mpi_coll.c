@@ -3,56 +3,23 @@
 // divisible by ranks x channels; every root of Broadcast and Reduce; every dtype x op of Reduce and
 // ReduceScatter; the ring over SHM. Each rank checks its own output against the CPU reference
 // (coll_test_util.h); the harness combines the verdicts.
+#include "ar_mpi_util.h"
 #include "coll_test_util.h"
 #include "mccl_test.h"
 #include "mccl_test_mpi.h"
 
-struct collMpi {
-  mcclLabComm* comm;
-  void *send, *recv, *host;
-  cudaStream_t stream;
-  size_t bytes;
-};
-
-static void setUpOrSkip(struct collMpi* m, int nChannels, size_t bytes) {
-  memset(m, 0, sizeof(*m));
-  int ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) SKIP("no CUDA device");
-  int dev = mcclTestMpiRank() % ndev;
-  mcclUniqueId id;
-  memset(&id, 0, sizeof(id));
-  if (mcclTestMpiRank() == 0) EXPECT_OK(mcclGetUniqueId(&id));
-  MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
-  EXPECT_CUDA_OK(cudaSetDevice(dev));
-  EXPECT_OK(mcclLabCommInit(&m->comm, mcclTestMpiSize(), &id, mcclTestMpiRank(), dev, nChannels));
-  m->bytes = bytes;
-  EXPECT_CUDA_OK(cudaMalloc(&m->send, bytes));
-  EXPECT_CUDA_OK(cudaMalloc(&m->recv, bytes));
-  EXPECT_CUDA_OK(cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking));
-  m->host = malloc(bytes);
-  EXPECT_TRUE(m->host != NULL);
+// The mpirun world of the allreduce tests (ar_mpi_util.h): a communicator, send and recv buffers
+// (mcclMemAlloc; registered as windows where cuMem allows, which these collectives do not need) and a
+// stream.
+static void setUpOrSkip(struct arMpi* m, int nChannels, size_t bytes) {
+  if (arMpiDevice() < 0) SKIP("no CUDA device");
+  arMpiSetUp(m, nChannels, bytes);
 }
 
-static void tearDown(struct collMpi* m) {
-  if (m->stream) EXPECT_CUDA_OK(cudaStreamDestroy(m->stream));
-  if (m->send) EXPECT_CUDA_OK(cudaFree(m->send));
-  if (m->recv) EXPECT_CUDA_OK(cudaFree(m->recv));
-  EXPECT_OK(mcclLabCommDestroy(m->comm));
-  free(m->host);
-  memset(m, 0, sizeof(*m));
-}
-
-static void forceProto(const char* proto) {
-  if (proto)
-    setenv("MCCL_PROTO", proto, 1);
-  else
-    unsetenv("MCCL_PROTO");
-  mcclParamResetAll();
-}
 static const char* const protos[2] = {"simple", "ll"};
 
 // One call on this rank (every rank makes the same one), checked here.
-static void runOne(struct collMpi* m, const struct collCall* c) {
+static void runOne(struct arMpi* m, const struct collCall* c) {
   CHECK_STOPPED();
   const int rank = m->comm->rank, n = m->comm->nRanks;
   void *in, *out;
@@ -77,16 +44,14 @@ static void runOne(struct collMpi* m, const struct collCall* c) {
 static void awkwardCounts(void) {
   static const size_t counts[] = {0, 1, 7, 131, 1021, 4099};
   static const mcclDataType_t types[] = {mcclUint8, mcclFloat64, mcclInt32, mcclFloat16};
-  setenv("MCCL_BUFFSIZE", "4096", 1);
-  setenv("MCCL_LL_BUFFSIZE", "4096", 1);
-  mcclParamResetAll();
-  struct collMpi m;
+  arSmallFifos(1);
+  struct arMpi m;
   setUpOrSkip(&m, 2, 4099 * 8 * (size_t)mcclTestMpiSize());
   int k = 0;
   for (int f = 0; f < collNumFuncs && !mcclTestStopped(); f++)
     for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]) && !mcclTestStopped(); ci++)
       for (int inPlace = 0; inPlace < 2 && !mcclTestStopped(); inPlace++, k++) {
-        forceProto(protos[(k >> 1) & 1]);
+        arForce(NULL, protos[(k >> 1) & 1]);
         struct collCall c = {f,
                              types[k % 4],
                              k % 3 ? mcclSum : mcclAvg,
@@ -96,39 +61,38 @@ static void awkwardCounts(void) {
                              mcclTestSeed() + (uint64_t)k};
         runOne(&m, &c);
       }
-  unsetenv("MCCL_BUFFSIZE");
-  unsetenv("MCCL_LL_BUFFSIZE");
-  forceProto(NULL);
-  tearDown(&m);
+  arSmallFifos(0);
+  arForce(NULL, NULL);
+  arMpiTearDown(&m);
 }
 
 // Broadcast and Reduce from every root, both protocols.
 static void everyRoot(void) {
-  struct collMpi m;
+  struct arMpi m;
   setUpOrSkip(&m, 1, 777 * 8);
   int k = 0;
   for (int f = collBroadcast; f <= collReduce && !mcclTestStopped(); f++)
     for (int root = 0; root < mcclTestMpiSize() && !mcclTestStopped(); root++)
       for (int p = 0; p < 2 && !mcclTestStopped(); p++, k++) {
-        forceProto(protos[p]);
+        arForce(NULL, protos[p]);
         struct collCall c = {f,    mcclFloat32,  k & 1 ? mcclProd : mcclMin,  777,
                              root, (k >> 1) & 1, mcclTestSeed() + (uint64_t)k};
         runOne(&m, &c);
       }
-  forceProto(NULL);
-  tearDown(&m);
+  arForce(NULL, NULL);
+  arMpiTearDown(&m);
 }
 
 // Reduce and ReduceScatter on every dtype x op, the protocol, root and placement changing from call
 // to call (the one-process test covers the same cross product on 4 ranks).
 static void everyTypeAndOp(void) {
-  struct collMpi m;
+  struct arMpi m;
   setUpOrSkip(&m, 1, 101 * 8 * (size_t)mcclTestMpiSize());
   int k = 0;
   for (int f = collReduce; f <= collReduceScatter && !mcclTestStopped(); f += collReduceScatter - collReduce)
     for (int t = 0; t < mcclNumTypes && !mcclTestStopped(); t++)
       for (int op = 0; op < mcclNumOps && !mcclTestStopped(); op++, k++) {
-        forceProto(protos[k & 1]);
+        arForce(NULL, protos[k & 1]);
         struct collCall c = {f,
                              (mcclDataType_t)t,
                              (mcclRedOp_t)op,
@@ -138,26 +102,26 @@ static void everyTypeAndOp(void) {
                              mcclTestSeed() + (uint64_t)k};
         runOne(&m, &c);
       }
-  forceProto(NULL);
-  tearDown(&m);
+  arForce(NULL, NULL);
+  arMpiTearDown(&m);
 }
 
 // The ring over SHM (MCCL_P2P_DISABLE=1): every collective, both protocols.
 static void shmRing(void) {
   setenv("MCCL_P2P_DISABLE", "1", 1);
   mcclParamResetAll();
-  struct collMpi m;
+  struct arMpi m;
   setUpOrSkip(&m, 2, 2003 * 4 * (size_t)mcclTestMpiSize());
   if (!mcclTestStopped() && m.comm->nRanks > 1) EXPECT_EQ(m.comm->transport[0], TRANSPORT_SHM);
   for (int f = 0; f < collNumFuncs && !mcclTestStopped(); f++)
     for (int p = 0; p < 2 && !mcclTestStopped(); p++) {
-      forceProto(protos[p]);
+      arForce(NULL, protos[p]);
       struct collCall c = {f, mcclInt32, mcclSum, 2003, (f + p) % mcclTestMpiSize(), p, mcclTestSeed() + (uint64_t)f};
       runOne(&m, &c);
     }
   unsetenv("MCCL_P2P_DISABLE");
-  forceProto(NULL);
-  tearDown(&m);
+  arForce(NULL, NULL);
+  arMpiTearDown(&m);
 }
 
 MCCL_TEST_MAIN_MPI(MCCL_TEST_CASE(awkwardCounts), MCCL_TEST_CASE(everyRoot), MCCL_TEST_CASE(everyTypeAndOp),

@@ -30,7 +30,7 @@ static void ringAndWindow(int nChannels, const char* p2pDisable) {
   else
     unsetenv("MCCL_P2P_DISABLE");
   mcclParamResetAll();
-  int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads(), shm0 = mcclTestCountDir("/dev/shm");
+  int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads(), shm0 = mcclTestCountShm();
   int rank = mcclTestMpiRank(), n = mcclTestMpiSize();
   mcclUniqueId id;
   memset(&id, 0, sizeof(id));
@@ -60,7 +60,7 @@ static void ringAndWindow(int nChannels, const char* p2pDisable) {
   mcclParamResetAll();
   EXPECT_EQ(mcclTestCountFds(), fds0);
   EXPECT_EQ(mcclTestCountThreads(), th0);
-  EXPECT_EQ(mcclTestCountDir("/dev/shm"), shm0);
+  EXPECT_EQ(mcclTestCountShm(), shm0);
 }
 
 static void p2pTwoChannels(void) {

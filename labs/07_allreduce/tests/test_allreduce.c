@@ -32,20 +32,6 @@ static void warmUp(int n) {
   cudaSetDevice(0);
 }
 
-// Small FIFOs (SIMPLE: 8 slots of 512 B, a 2 KiB chunk; LL: 8 slots of 256 data bytes) so that
-// counts of a few thousand elements already take several rounds of the ring loop and wrap every
-// FIFO many times. NULL restores the defaults.
-static void smallFifos(int on) {
-  if (on) {
-    setenv("MCCL_BUFFSIZE", "4096", 1);
-    setenv("MCCL_LL_BUFFSIZE", "4096", 1);
-  } else {
-    unsetenv("MCCL_BUFFSIZE");
-    unsetenv("MCCL_LL_BUFFSIZE");
-  }
-  mcclParamResetAll();
-}
-
 struct arRank {
   mcclLabComm* comm;
   void *send, *recv;  // device, `bytes` each, both registered windows
@@ -205,8 +191,8 @@ static void awkwardCounts(void) {
   if (n < 2) SKIP("needs 2 devices");
   if (!mcclCuMemEnable()) SKIP("cuMem not supported: no windows");
   warmUp(n);
-  int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads(), shm0 = mcclTestCountDir("/dev/shm");
-  smallFifos(1);
+  int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads(), shm0 = mcclTestCountShm();
+  arSmallFifos(1);
   static const size_t counts[] = {0, 1, 2, 3, 7, 31, 131, 1021, 4099, 12289};
   struct arSet s;
   setUp(&s, n, nChannels, 12289 * 8);
@@ -238,11 +224,11 @@ static void awkwardCounts(void) {
     }
   }
   arForce(NULL, NULL);
-  smallFifos(0);
+  arSmallFifos(0);
   tearDown(&s);
   EXPECT_EQ(mcclTestCountFds(), fds0);
   EXPECT_EQ(mcclTestCountThreads(), th0);
-  EXPECT_EQ(mcclTestCountDir("/dev/shm"), shm0);
+  EXPECT_EQ(mcclTestCountShm(), shm0);
 }
 
 // The ring over SHM connections (MCCL_P2P_DISABLE=1) too.
@@ -251,7 +237,7 @@ static void shmRing(void) {
   if (n < 2) SKIP("needs 2 devices");
   if (!mcclCuMemEnable()) SKIP("cuMem not supported: no windows");
   setenv("MCCL_P2P_DISABLE", "1", 1);
-  smallFifos(1);
+  arSmallFifos(1);
   struct arSet s;
   setUp(&s, n, 2, 5003 * 4);
   if (!mcclTestStopped()) EXPECT_EQ(s.r[0].comm->transport[0], TRANSPORT_SHM);
@@ -261,7 +247,7 @@ static void shmRing(void) {
   }
   arForce(NULL, NULL);
   unsetenv("MCCL_P2P_DISABLE");
-  smallFifos(0);
+  arSmallFifos(0);
   tearDown(&s);
 }
 
@@ -279,7 +265,7 @@ static void backToBack(void) {
   if (n < 2) SKIP("needs 2 devices");
   if (!mcclCuMemEnable()) SKIP("cuMem not supported: no windows");
   if (MCCL_TEST_ON_SIM) n = 2;
-  smallFifos(1);
+  arSmallFifos(1);
   struct arSet s;
   setUp(&s, n, MCCL_TEST_ON_SIM ? 1 : 2, (size_t)BB_BATCH * BB_MAXCOUNT * 4);
   uint64_t seed = mcclTestSeed();
@@ -308,7 +294,7 @@ static void backToBack(void) {
     }
   }
   arForce(NULL, NULL);
-  smallFifos(0);
+  arSmallFifos(0);
   tearDown(&s);
 }
 
@@ -395,7 +381,7 @@ static void abortPath(const struct arPath* path) {
   if (nDevices() < 2) SKIP("needs 2 devices");
   if (!mcclCuMemEnable()) SKIP("cuMem not supported: no windows");
   warmUp(2);
-  int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads(), shm0 = mcclTestCountDir("/dev/shm");
+  int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads(), shm0 = mcclTestCountShm();
   long maps0 = mcclTestCountMaps("minccl-sim");
   struct arSet s;
   setUp(&s, 2, 1, 64 << 10);
@@ -414,7 +400,7 @@ static void abortPath(const struct arPath* path) {
   tearDown(&s);
   EXPECT_EQ(mcclTestCountFds(), fds0);
   EXPECT_EQ(mcclTestCountThreads(), th0);
-  EXPECT_EQ(mcclTestCountDir("/dev/shm"), shm0);
+  EXPECT_EQ(mcclTestCountShm(), shm0);
   if (MCCL_TEST_ON_SIM) EXPECT_EQ(mcclTestCountMaps("minccl-sim"), maps0);
 }
 static void abortRingSimple(void) {

@@ -19,27 +19,7 @@ static int nRanksHere(void) {
 }
 
 // The protocol of the calls that follow (NULL: the size decides).
-static void forceProto(const char* proto) {
-  if (proto)
-    setenv("MCCL_PROTO", proto, 1);
-  else
-    unsetenv("MCCL_PROTO");
-  mcclParamResetAll();
-}
 static const char* const protos[2] = {"simple", "ll"};
-
-// SIMPLE: 8 slots of 512 B (a 2 KiB chunk); LL: 8 slots of 256 data bytes: a few thousand elements
-// take several rounds of the chunk loop and wrap every FIFO.
-static void smallFifos(int on) {
-  if (on) {
-    setenv("MCCL_BUFFSIZE", "4096", 1);
-    setenv("MCCL_LL_BUFFSIZE", "4096", 1);
-  } else {
-    unsetenv("MCCL_BUFFSIZE");
-    unsetenv("MCCL_LL_BUFFSIZE");
-  }
-  mcclParamResetAll();
-}
 
 struct collSet {
   int n;
@@ -124,12 +104,12 @@ static void everyTypeAndOp(void) {
   for (int f = collReduce; f <= collReduceScatter && !mcclTestStopped(); f += collReduceScatter - collReduce)
     for (int t = 0; t < mcclNumTypes && !mcclTestStopped(); t++)
       for (int op = 0; op < mcclNumOps && !mcclTestStopped(); op++, k++) {
-        forceProto(protos[k & 1]);
+        arForce(NULL, protos[k & 1]);
         struct collCall c = {
             f, (mcclDataType_t)t, (mcclRedOp_t)op, 203, k % n, (k >> 1) & 1, mcclTestSeed() + (uint64_t)k};
         runOne(&s, &c);
       }
-  forceProto(NULL);
+  arForce(NULL, NULL);
   tearDown(&s);
 }
 
@@ -143,7 +123,7 @@ static void everyRoot(void) {
   for (int f = collBroadcast; f <= collReduce && !mcclTestStopped(); f++)
     for (int root = 0; root < n && !mcclTestStopped(); root++)
       for (int p = 0; p < 2 && !mcclTestStopped(); p++, k++) {
-        forceProto(protos[p]);
+        arForce(NULL, protos[p]);
         struct collCall c = {f,
                              f == collBroadcast ? mcclFloat16 : mcclInt32,
                              k % 3 ? mcclSum : mcclAvg,
@@ -153,7 +133,7 @@ static void everyRoot(void) {
                              mcclTestSeed() + (uint64_t)k};
         runOne(&s, &c);
       }
-  forceProto(NULL);
+  arForce(NULL, NULL);
   tearDown(&s);
 }
 
@@ -163,17 +143,17 @@ static void everyRoot(void) {
 static void awkwardCounts(void) {
   int n = nRanksHere();
   if (n < 2) SKIP("needs 2 devices");
-  int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads(), shm0 = mcclTestCountDir("/dev/shm");
+  int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads(), shm0 = mcclTestCountShm();
   static const size_t counts[] = {0, 1, 7, 131, 1021, 4099};
   static const mcclDataType_t types[] = {mcclInt8, mcclFloat32, mcclFloat64, mcclBfloat16, mcclUint32};
-  smallFifos(1);
+  arSmallFifos(1);
   struct collSet s;
   setUp(&s, n, 3, 4099 * 8 * MAXDEV);
   int k = 0;
   for (int f = 0; f < collNumFuncs && !mcclTestStopped(); f++)
     for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]) && !mcclTestStopped(); ci++)
       for (int p = 0; p < 2 && !mcclTestStopped(); p++, k++) {
-        forceProto(protos[p]);
+        arForce(NULL, protos[p]);
         struct collCall c = {f,     types[k % 5], k % 3 ? mcclSum : mcclAvg,   counts[ci],
                              k % n, (k >> 1) & 1, mcclTestSeed() + (uint64_t)k};
         runOne(&s, &c);
@@ -194,12 +174,12 @@ static void awkwardCounts(void) {
       EXPECT_MEM_EQ(back, want, sizeof(want));
     }
   }
-  forceProto(NULL);
-  smallFifos(0);
+  arForce(NULL, NULL);
+  arSmallFifos(0);
   tearDown(&s);
   EXPECT_EQ(mcclTestCountFds(), fds0);
   EXPECT_EQ(mcclTestCountThreads(), th0);
-  EXPECT_EQ(mcclTestCountDir("/dev/shm"), shm0);
+  EXPECT_EQ(mcclTestCountShm(), shm0);
 }
 
 // Every collective over SHM connections (MCCL_P2P_DISABLE=1), both protocols.
@@ -207,19 +187,19 @@ static void shmRing(void) {
   int n = nRanksHere();
   if (n < 2) SKIP("needs 2 devices");
   setenv("MCCL_P2P_DISABLE", "1", 1);
-  smallFifos(1);
+  arSmallFifos(1);
   struct collSet s;
   setUp(&s, n, 2, 3001 * 4 * MAXDEV);
   if (!mcclTestStopped()) EXPECT_EQ(s.comm[0]->transport[0], TRANSPORT_SHM);
   for (int f = 0; f < collNumFuncs && !mcclTestStopped(); f++)
     for (int p = 0; p < 2 && !mcclTestStopped(); p++) {
-      forceProto(protos[p]);
+      arForce(NULL, protos[p]);
       struct collCall c = {f, mcclInt32, mcclMax, 3001, (f + p) % n, p, mcclTestSeed() + (uint64_t)f};
       runOne(&s, &c);
     }
-  forceProto(NULL);
+  arForce(NULL, NULL);
   unsetenv("MCCL_P2P_DISABLE");
-  smallFifos(0);
+  arSmallFifos(0);
   tearDown(&s);
 }
 
@@ -282,9 +262,9 @@ static void argumentChecks(void) {
   EXPECT_RES(mcclLabAllGather((char*)out + 16, out, 4, mcclInt32, c, st), mcclInvalidArgument);  // rank 0's block: +0
   EXPECT_RES(mcclLabReduceScatter(in, (char*)in + 16, 4, mcclInt32, mcclSum, c, st), mcclInvalidArgument);
   // a bad MCCL_PROTO
-  forceProto("ll128");
+  arForce(NULL, "ll128");
   EXPECT_RES(mcclLabAllGather(in, out, 4, mcclInt32, c, st), mcclInvalidArgument);
-  forceProto(NULL);
+  arForce(NULL, NULL);
   EXPECT_CUDA_OK(cudaStreamSynchronize(st));
   // an aborted communicator
   EXPECT_OK(mcclLabCommAbort(c));

@@ -56,7 +56,7 @@ static void ringsChannelsWindows(int nChannels, const char* p2pDisable) {
   if (nDevices() < NDEV) SKIP("needs 4 devices");
   warmUp();
   setParam("MCCL_P2P_DISABLE", p2pDisable);
-  int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads(), shm0 = mcclTestCountDir("/dev/shm");
+  int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads(), shm0 = mcclTestCountShm();
   long maps0 = mcclTestCountMaps("minccl-sim");
   int devs[NDEV] = {3, 1, 0, 2};  // rank i on devs[i]: the ring must follow device order, not rank order
   mcclLabComm* comms[NDEV] = {NULL};
@@ -114,7 +114,7 @@ static void ringsChannelsWindows(int nChannels, const char* p2pDisable) {
   setParam("MCCL_P2P_DISABLE", NULL);
   EXPECT_EQ(mcclTestCountFds(), fds0);
   EXPECT_EQ(mcclTestCountThreads(), th0);
-  EXPECT_EQ(mcclTestCountDir("/dev/shm"), shm0);
+  EXPECT_EQ(mcclTestCountShm(), shm0);
   EXPECT_EQ(mcclTestCountMaps("minccl-sim"), maps0);
 }
 
