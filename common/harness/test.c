@@ -75,6 +75,14 @@ long mcclTestCountMaps(const char* containing) {
 }
 
 int mcclTestCountFds(void) { return mcclTestCountDir("/proc/self/fd"); }
+int mcclTestCountShm(void) {
+  DIR* d = opendir("/dev/shm");
+  if (d == NULL) return -1;
+  int n = 0;
+  for (struct dirent* e; (e = readdir(d)) != NULL;) n += strncmp(e->d_name, "mccl-", 5) == 0;
+  closedir(d);
+  return n;
+}
 // Threads that have begun to exit (PF_EXITING in the flags field of their stat, set first thing in
 // the kernel's do_exit) are not counted: after pthread_join returns, /proc can still list the joined
 // thread until the kernel reaps it, a window that a loaded machine stretches.

@@ -96,6 +96,13 @@ const char* mcclTestName(void);
  */
 int mcclTestCountDir(const char* path);
 /**
+ * @brief minccl's own files in /dev/shm (names starting "mccl-", lab 04's MCCL_SHM_PREFIX and the
+ *        bootstrap's segments): compare before and after to find leaks. Other programs' segments
+ *        (Open MPI's, other test runs on the host) come and go with them and are not counted.
+ * @return the count, or -1 if /dev/shm cannot be read.
+ */
+int mcclTestCountShm(void);
+/**
  * @brief Open file descriptors of this process: compare before and after to find fd leaks.
  * @return the count, or -1 if /proc/self/fd cannot be read.
  */

@@ -15,16 +15,6 @@
 
 #define NDEV 4
 
-// /dev/shm entries of the library's own naming (lab 04's MCCL_SHM_PREFIX): Open MPI's segments
-// there belong to other jobs on the host and come and go with them.
-static int countShm(void) {
-  DIR* d = opendir("/dev/shm");
-  if (d == NULL) return -1;
-  int n = 0;
-  for (struct dirent* e; (e = readdir(d)) != NULL;) n += strncmp(e->d_name, "mccl-", 5) == 0;
-  closedir(d);
-  return n;
-}
 
 static int nDevices(void) {
   int n = 0;
@@ -252,7 +242,7 @@ static void runChecked(mcclComm_t* comms, struct rankBufs* b, int n, const struc
 static void initAllEveryTypeOp(int firstPath, int npaths) {
   if (nDevices() < NDEV) SKIP("needs %d devices", NDEV);
   warmUp();
-  int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads(), shm0 = countShm();
+  int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads(), shm0 = mcclTestCountShm();
   long maps0 = mcclTestCountMaps("minccl-sim");
   mcclComm_t comms[NDEV];
   struct rankBufs b[NDEV];
@@ -284,7 +274,7 @@ static void initAllEveryTypeOp(int firstPath, int npaths) {
   tearDown(comms, b, NDEV);
   EXPECT_EQ(mcclTestCountFds(), fds0);
   EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
-  EXPECT_EQ(countShm(), shm0);
+  EXPECT_EQ(mcclTestCountShm(), shm0);
   EXPECT_EQ(mcclTestCountMaps("minccl-sim"), maps0);
 }
 

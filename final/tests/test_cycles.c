@@ -13,16 +13,6 @@
 #define NDEV 2
 #define COUNT 256
 
-// /dev/shm entries of the library's own naming (lab 04's MCCL_SHM_PREFIX): Open MPI's segments
-// there belong to other jobs on the host and come and go with them.
-static int countShm(void) {
-  DIR* d = opendir("/dev/shm");
-  if (d == NULL) return -1;
-  int n = 0;
-  for (struct dirent* e; (e = readdir(d)) != NULL;) n += strncmp(e->d_name, "mccl-", 5) == 0;
-  closedir(d);
-  return n;
-}
 
 static int nDevices(void) {
   int n = 0;
@@ -72,7 +62,7 @@ static void initAllReduceDestroyCycles(void) {
   }
   int line = cycle(st, 0);  // the first cycle starts what stays (the sim's device threads)
   if (line) mcclTestFailAt(__FILE__, line, "first cycle failed: %s", mcclGetLastError(NULL));
-  int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads(), shm0 = countShm();
+  int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads(), shm0 = mcclTestCountShm();
   long maps0 = mcclTestCountMaps("minccl-sim");
   for (int i = 1; i < n && !mcclTestStopped(); i++) {
     line = cycle(st, i);
@@ -80,7 +70,7 @@ static void initAllReduceDestroyCycles(void) {
   }
   EXPECT_EQ(mcclTestCountFds(), fds0);
   EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
-  EXPECT_EQ(countShm(), shm0);
+  EXPECT_EQ(mcclTestCountShm(), shm0);
   EXPECT_EQ(mcclTestCountMaps("minccl-sim"), maps0);
   for (int r = 0; r < NDEV; r++) {
     EXPECT_CUDA_OK(cudaSetDevice(r));

@@ -2,7 +2,6 @@
 #ifndef SHM_TEST_UTIL_H_
 #define SHM_TEST_UTIL_H_
 
-#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,18 +12,6 @@
 #include "mccl_param.h"
 #include "mccl_shm.h"
 #include "mccl_test.h"
-
-// Number of /dev/shm entries named mccl-* (ours and, in parallel runs, other labs').
-static inline int countShmFiles(const char* dir) {
-  DIR* d = opendir(dir);
-  if (d == NULL) return -1;
-  int n = 0;
-  struct dirent* e;
-  while ((e = readdir(d)) != NULL)
-    if (strncmp(e->d_name, "mccl-", 5) == 0) n++;
-  closedir(d);
-  return n;
-}
 
 static inline int pathExists(const char* path) {
   struct stat st;

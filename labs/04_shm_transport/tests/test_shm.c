@@ -115,7 +115,7 @@ static void shmOpenRefusesExisting(void) {
 
 static void shmOpenBadArgs(void) {
   int fds = mcclTestCountFds();
-  int files = countShmFiles(MCCL_SHM_DIR);
+  int files = mcclTestCountShm();
   char path[MCCL_SHM_PATH_MAX] = "";
   void* p = (void*)0x1;
   mcclShmHandle_t h = (mcclShmHandle_t)0x1;
@@ -139,7 +139,7 @@ static void shmOpenBadArgs(void) {
   EXPECT_OK(mcclShmClose(ha));
   EXPECT_TRUE(p == (void*)0x1 && h == (mcclShmHandle_t)0x1);
   EXPECT_EQ(mcclTestCountFds(), fds);
-  EXPECT_EQ(countShmFiles(MCCL_SHM_DIR), files);
+  EXPECT_EQ(mcclTestCountShm(), files);
   EXPECT_OK(mcclShmClose(NULL));
 }
 
@@ -154,7 +154,7 @@ static int tooSmallChild(int useMount) {
     signal(SIGXFSZ, SIG_IGN);  // so the write limit is an EFBIG, not a kill
     if (setrlimit(RLIMIT_FSIZE, &rl) != 0) return 77;
   }
-  int files = countShmFiles(MCCL_SHM_DIR);
+  int files = mcclTestCountShm();
   int fds = mcclTestCountFds();
   char path[MCCL_SHM_PATH_MAX] = "";
   void* p = (void*)0x1;
@@ -162,12 +162,12 @@ static int tooSmallChild(int useMount) {
   mcclResult_t r = mcclShmOpen(path, sizeof(path), 8 << 20, &p, NULL, 1, &h);
   if (r != mcclSystemError) return 1;
   if (p != (void*)0x1 || h != (mcclShmHandle_t)0x1 || path[0] != '\0') return 2;
-  if (countShmFiles(MCCL_SHM_DIR) != files || mcclTestCountFds() != fds) return 3;
+  if (mcclTestCountShm() != files || mcclTestCountFds() != fds) return 3;
   // and the shareable-buffer layer reports it the same way
   mcclShmIpcDesc_t d;
   memset(&d, 0, sizeof(d));
   if (mcclShmAllocateShareableBuffer(8 << 20, 1, &d, &p, NULL) != mcclSystemError || d.kind != 0) return 4;
-  if (countShmFiles(MCCL_SHM_DIR) != files) return 5;
+  if (mcclTestCountShm() != files) return 5;
   return 0;
 }
 
@@ -241,7 +241,7 @@ static void ipcCuMemRoundTrip(void) {
     setParam("MCCL_CUMEM_HOST_ENABLE", NULL);
     SKIP("cuMem host-NUMA memory is not available on this system");
   }
-  int fds = mcclTestCountFds(), files = countShmFiles(MCCL_SHM_DIR);
+  int fds = mcclTestCountFds(), files = mcclTestCountShm();
   mcclShmIpcDesc_t mine, theirs;
   void *h, *d, *h2, *d2;
   mcclResult_t r = mcclShmAllocateShareableBuffer(3 << 20, 0, &mine, &h, &d);
@@ -250,7 +250,7 @@ static void ipcCuMemRoundTrip(void) {
   EXPECT_EQ(mine.kind, MCCL_SHM_IPC_CUMEM);
   EXPECT_EQ(mine.cumem.type, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
   EXPECT_TRUE(h == d);
-  EXPECT_EQ(countShmFiles(MCCL_SHM_DIR), files);  // nothing in /dev/shm on this path
+  EXPECT_EQ(mcclTestCountShm(), files);  // nothing in /dev/shm on this path
   fillPattern(h, 3 << 20, 9);
   int fd = -1;
   EXPECT_OK(mcclShmExportFd(&mine, &fd));
@@ -420,7 +420,7 @@ static void loopMessage(struct loop* l, void* dsrc, void* ddst, unsigned char* h
 
 static void loopbackSizesAndWrap(void) {
   setParam("MCCL_BUFFSIZE", "65536");  // 8 KiB slots: many laps of the FIFO per message
-  int files = countShmFiles(MCCL_SHM_DIR), fds = mcclTestCountFds();
+  int files = mcclTestCountShm(), fds = mcclTestCountFds();
   struct loop l;
   const uint64_t start = UINT64_MAX - 13;  // the counters wrap during the second message
   loopOpen(&l, start);
@@ -446,7 +446,7 @@ static void loopbackSizesAndWrap(void) {
   EXPECT_CUDA_OK(cudaFree(dsrc));
   EXPECT_CUDA_OK(cudaFree(ddst));
   loopClose(&l);
-  EXPECT_EQ(countShmFiles(MCCL_SHM_DIR), files);
+  EXPECT_EQ(mcclTestCountShm(), files);
   EXPECT_EQ(mcclTestCountFds(), fds);
 }
 
@@ -490,7 +490,7 @@ static void loopbackTimeoutAndAbort(void) {
 }
 
 static void connectorMisuse(void) {
-  int files = countShmFiles(MCCL_SHM_DIR), fds = mcclTestCountFds();
+  int files = mcclTestCountShm(), fds = mcclTestCountFds();
   struct mcclConnector c;
   struct mcclConnect ci;
   struct mcclProxyOp op;
@@ -544,7 +544,7 @@ static void connectorMisuse(void) {
   EXPECT_RES(mcclProxyOpToArgs(NULL, NULL), mcclInvalidArgument);
   loopClose(&l);
   EXPECT_CUDA_OK(cudaFree(d));
-  EXPECT_EQ(countShmFiles(MCCL_SHM_DIR), files);
+  EXPECT_EQ(mcclTestCountShm(), files);
   EXPECT_EQ(mcclTestCountFds(), fds);
 }
 

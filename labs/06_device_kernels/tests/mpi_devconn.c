@@ -28,7 +28,7 @@ static void warmUp(void) {
 // and return head, then a barrier, then senders check head.
 static void exchange(mcclDevTransport_t which, const char* name, uint64_t initialStep) {
   warmUp();
-  int fds0 = mcclTestCountFds(), shm0 = mcclTestCountDir("/dev/shm");
+  int fds0 = mcclTestCountFds(), shm0 = mcclTestCountShm();
   world w;
   mcclResult_t up = worldUp(&w);
   if (w.dev < 0) SKIP("no CUDA device");
@@ -59,7 +59,7 @@ static void exchange(mcclDevTransport_t which, const char* name, uint64_t initia
   EXPECT_OK(mcclBootstrapBarrier(w.bs));
   worldDown(&w);
   EXPECT_EQ(mcclTestCountFds(), fds0);
-  EXPECT_EQ(mcclTestCountDir("/dev/shm"), shm0);
+  EXPECT_EQ(mcclTestCountShm(), shm0);
 }
 
 static void p2pBothWays(void) {

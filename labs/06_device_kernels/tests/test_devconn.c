@@ -142,7 +142,7 @@ static void localPairs(mcclDevTransport_t which, const char* name) {
   if (which == mcclDevTransportP2p && !mcclCuMemEnable()) SKIP("cuMem not supported: no P2P");
   setParam("MCCL_P2P_DISABLE", NULL);
   warmUp();
-  int fds0 = mcclTestCountFds(), shm0 = mcclTestCountDir("/dev/shm");
+  int fds0 = mcclTestCountFds(), shm0 = mcclTestCountShm();
   // Device memory (on sim, memfds named minccl-sim*) and /dev/shm segments mapped here; all maps
   // would also count the malloc arenas and thread stacks glibc keeps after stream threads exit.
   long maps0 = mcclTestCountMaps("minccl-sim"), shmMaps0 = mcclTestCountMaps("/dev/shm");
@@ -170,7 +170,7 @@ static void localPairs(mcclDevTransport_t which, const char* name) {
   EXPECT_EQ(checkLocalPair(p, 0), 0);
   EXPECT_OK(mcclDevPairLocalFree(p));
   EXPECT_EQ(mcclTestCountFds(), fds0);
-  EXPECT_EQ(mcclTestCountDir("/dev/shm"), shm0);
+  EXPECT_EQ(mcclTestCountShm(), shm0);
   EXPECT_EQ(mcclTestCountMaps("minccl-sim"), maps0);
   EXPECT_EQ(mcclTestCountMaps("/dev/shm"), shmMaps0);
 }
