@@ -25,10 +25,10 @@ $(OBJ)/final/nccl/nccl_dropin.o: final/nccl/nccl_dropin.c final/include/minccl.h
 $(OBJ)/final/nccl/nccl_device_stubs.o: final/nccl/nccl_device_stubs.c | $(BACKEND_DEP)
 	@mkdir -p $(@D)
 	$(CC) $(DROPIN_CPPFLAGS) $(CFLAGS) -c $< -o $@
-# The stubs ignore their parameters.
+# The stubs ignore their parameters, and name deprecated calls (ncclResetDebugInit) as alias targets.
 $(OBJ)/final/nccl/nccl_stubs.o: final/nccl/nccl_stubs.c | $(BACKEND_DEP)
 	@mkdir -p $(@D)
-	$(CC) $(DROPIN_CPPFLAGS) $(CFLAGS) -Wno-unused-parameter -c $< -o $@
+	$(CC) $(DROPIN_CPPFLAGS) $(CFLAGS) -Wno-unused-parameter -Wno-deprecated-declarations -c $< -o $@
 
 # The same archives libminccl links (MINCCL_ARCHIVES, from final/module.mk: linklibs is not defined
 # yet when this file is read, so prerequisites written with it came out empty and -j builds raced);

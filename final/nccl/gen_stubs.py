@@ -6,7 +6,8 @@ Usage: final/nccl/gen_stubs.py [path/to/nccl.h] > final/nccl/nccl_stubs.c
 The header defaults to $CUDA_HOME/include/nccl.h (CUDA_HOME defaults to /usr/local/cuda).
 
 Each stub has the header's own signature (the file includes nccl.h, so the compiler checks it), is
-weak, warns once naming the call and returns ncclInvalidUsage. nccl_dropin.c defines the calls
+weak, warns once naming the call and returns ncclInvalidUsage; a pncclX (NCCL's profiling name) is a
+weak alias of ncclX's stub. nccl_dropin.c defines the calls
 minccl implements as strong symbols, which replace the weak stubs when libnccl.so.2 is linked.
 The output goes through clang-format (the repository's .clang-format). final/tests/test_nccl_symbols.sh
 fails when the header declares a name the committed file lacks.
@@ -40,6 +41,11 @@ def stubs(decls):
              "#include <nccl.h>", '#include "nccl_dropin.h"']
     for name in sorted(decls):
         ret, args = decls[name]
+        if name.startswith("pnccl") and name[1:] in decls:
+            # NCCL's profiling twin is the same call: a weak alias of its stub (replaced as the stub is).
+            # (Redeclared with ncclX's type: the compiler checks it against nccl.h's pncclX.)
+            lines.append('extern __typeof(%s) %s __attribute__((weak, alias("%s")));' % (name[1:], name, name[1:]))
+            continue
         lines += ["", "__attribute__((weak)) %s %s(%s) {" % (ret, name, "void" if args in ("", "void") else args)]
         if ret == "ncclResult_t":
             lines.append('  return mcclDropinUnimplemented("%s");' % name)

@@ -191,192 +191,47 @@ __attribute__((weak)) ncclResult_t ncclSend(const void* sendbuff, size_t count, 
                                             ncclComm_t comm, cudaStream_t stream) {
   return mcclDropinUnimplemented("ncclSend");
 }
-
-__attribute__((weak)) ncclResult_t pncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
-                                                  ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
-  return mcclDropinUnimplemented("pncclAllGather");
-}
-
-__attribute__((weak)) ncclResult_t pncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
-                                                  ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
-                                                  cudaStream_t stream) {
-  return mcclDropinUnimplemented("pncclAllReduce");
-}
-
-__attribute__((weak)) ncclResult_t pncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
-                                                 ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
-  return mcclDropinUnimplemented("pncclAlltoAll");
-}
-
-__attribute__((weak)) ncclResult_t pncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root,
-                                              ncclComm_t comm, cudaStream_t stream) {
-  return mcclDropinUnimplemented("pncclBcast");
-}
-
-__attribute__((weak)) ncclResult_t pncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
-                                                  ncclDataType_t datatype, int root, ncclComm_t comm,
-                                                  cudaStream_t stream) {
-  return mcclDropinUnimplemented("pncclBroadcast");
-}
-
-__attribute__((weak)) ncclResult_t pncclCommAbort(ncclComm_t comm) {
-  return mcclDropinUnimplemented("pncclCommAbort");
-}
-
-__attribute__((weak)) ncclResult_t pncclCommCount(const ncclComm_t comm, int* count) {
-  return mcclDropinUnimplemented("pncclCommCount");
-}
-
-__attribute__((weak)) ncclResult_t pncclCommCuDevice(const ncclComm_t comm, int* device) {
-  return mcclDropinUnimplemented("pncclCommCuDevice");
-}
-
-__attribute__((weak)) ncclResult_t pncclCommDeregister(const ncclComm_t comm, void* handle) {
-  return mcclDropinUnimplemented("pncclCommDeregister");
-}
-
-__attribute__((weak)) ncclResult_t pncclCommDestroy(ncclComm_t comm) {
-  return mcclDropinUnimplemented("pncclCommDestroy");
-}
-
-__attribute__((weak)) ncclResult_t pncclCommFinalize(ncclComm_t comm) {
-  return mcclDropinUnimplemented("pncclCommFinalize");
-}
-
-__attribute__((weak)) ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
-  return mcclDropinUnimplemented("pncclCommGetAsyncError");
-}
-
-__attribute__((weak)) ncclResult_t pncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist) {
-  return mcclDropinUnimplemented("pncclCommInitAll");
-}
-
-__attribute__((weak)) ncclResult_t pncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
-  return mcclDropinUnimplemented("pncclCommInitRank");
-}
-
-__attribute__((weak)) ncclResult_t pncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
-                                                           ncclConfig_t* config) {
-  return mcclDropinUnimplemented("pncclCommInitRankConfig");
-}
-
-__attribute__((weak)) ncclResult_t pncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
-                                                             ncclUniqueId* commIds, ncclConfig_t* config) {
-  return mcclDropinUnimplemented("pncclCommInitRankScalable");
-}
-
-__attribute__((weak)) ncclResult_t pncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
-  return mcclDropinUnimplemented("pncclCommRegister");
-}
-
-__attribute__((weak)) ncclResult_t pncclCommRevoke(ncclComm_t comm, int revokeFlags) {
-  return mcclDropinUnimplemented("pncclCommRevoke");
-}
-
-__attribute__((weak)) ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
-                                                   ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
-  return mcclDropinUnimplemented("pncclCommShrink");
-}
-
-__attribute__((weak)) ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
-                                                  ncclConfig_t* config) {
-  return mcclDropinUnimplemented("pncclCommSplit");
-}
-
-__attribute__((weak)) ncclResult_t pncclCommUserRank(const ncclComm_t comm, int* rank) {
-  return mcclDropinUnimplemented("pncclCommUserRank");
-}
-
-__attribute__((weak)) ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
-  return mcclDropinUnimplemented("pncclCommWindowDeregister");
-}
-
-__attribute__((weak)) ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
-                                                           int winFlags) {
-  return mcclDropinUnimplemented("pncclCommWindowRegister");
-}
-
-__attribute__((weak)) ncclResult_t pncclGather(const void* sendbuff, void* recvbuff, size_t count,
-                                               ncclDataType_t datatype, int root, ncclComm_t comm,
-                                               cudaStream_t stream) {
-  return mcclDropinUnimplemented("pncclGather");
-}
-
-__attribute__((weak)) const char* pncclGetErrorString(ncclResult_t result) {
-  (void)mcclDropinUnimplemented("pncclGetErrorString");
-  return NULL;
-}
-
-__attribute__((weak)) const char* pncclGetLastError(ncclComm_t comm) {
-  (void)mcclDropinUnimplemented("pncclGetLastError");
-  return NULL;
-}
-
-__attribute__((weak)) ncclResult_t pncclGetUniqueId(ncclUniqueId* uniqueId) {
-  return mcclDropinUnimplemented("pncclGetUniqueId");
-}
-
-__attribute__((weak)) ncclResult_t pncclGetVersion(int* version) {
-  return mcclDropinUnimplemented("pncclGetVersion");
-}
-
-__attribute__((weak)) ncclResult_t pncclGroupEnd(void) {
-  return mcclDropinUnimplemented("pncclGroupEnd");
-}
-
-__attribute__((weak)) ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
-  return mcclDropinUnimplemented("pncclGroupSimulateEnd");
-}
-
-__attribute__((weak)) ncclResult_t pncclGroupStart(void) {
-  return mcclDropinUnimplemented("pncclGroupStart");
-}
-
-__attribute__((weak)) ncclResult_t pncclMemAlloc(void** ptr, size_t size) {
-  return mcclDropinUnimplemented("pncclMemAlloc");
-}
-
-__attribute__((weak)) ncclResult_t pncclMemFree(void* ptr) {
-  return mcclDropinUnimplemented("pncclMemFree");
-}
-
-__attribute__((weak)) ncclResult_t pncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
-                                             ncclComm_t comm, cudaStream_t stream) {
-  return mcclDropinUnimplemented("pncclRecv");
-}
-
-__attribute__((weak)) ncclResult_t pncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
-                                                             ncclScalarResidence_t residence, ncclComm_t comm) {
-  return mcclDropinUnimplemented("pncclRedOpCreatePreMulSum");
-}
-
-__attribute__((weak)) ncclResult_t pncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
-  return mcclDropinUnimplemented("pncclRedOpDestroy");
-}
-
-__attribute__((weak)) ncclResult_t pncclReduce(const void* sendbuff, void* recvbuff, size_t count,
-                                               ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
-                                               cudaStream_t stream) {
-  return mcclDropinUnimplemented("pncclReduce");
-}
-
-__attribute__((weak)) ncclResult_t pncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
-                                                      ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
-                                                      cudaStream_t stream) {
-  return mcclDropinUnimplemented("pncclReduceScatter");
-}
-
-__attribute__((weak)) void pncclResetDebugInit(void) {
-  (void)mcclDropinUnimplemented("pncclResetDebugInit");
-}
-
-__attribute__((weak)) ncclResult_t pncclScatter(const void* sendbuff, void* recvbuff, size_t count,
-                                                ncclDataType_t datatype, int root, ncclComm_t comm,
-                                                cudaStream_t stream) {
-  return mcclDropinUnimplemented("pncclScatter");
-}
-
-__attribute__((weak)) ncclResult_t pncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
-                                             ncclComm_t comm, cudaStream_t stream) {
-  return mcclDropinUnimplemented("pncclSend");
-}
+extern __typeof(ncclAllGather) pncclAllGather __attribute__((weak, alias("ncclAllGather")));
+extern __typeof(ncclAllReduce) pncclAllReduce __attribute__((weak, alias("ncclAllReduce")));
+extern __typeof(ncclAlltoAll) pncclAlltoAll __attribute__((weak, alias("ncclAlltoAll")));
+extern __typeof(ncclBcast) pncclBcast __attribute__((weak, alias("ncclBcast")));
+extern __typeof(ncclBroadcast) pncclBroadcast __attribute__((weak, alias("ncclBroadcast")));
+extern __typeof(ncclCommAbort) pncclCommAbort __attribute__((weak, alias("ncclCommAbort")));
+extern __typeof(ncclCommCount) pncclCommCount __attribute__((weak, alias("ncclCommCount")));
+extern __typeof(ncclCommCuDevice) pncclCommCuDevice __attribute__((weak, alias("ncclCommCuDevice")));
+extern __typeof(ncclCommDeregister) pncclCommDeregister __attribute__((weak, alias("ncclCommDeregister")));
+extern __typeof(ncclCommDestroy) pncclCommDestroy __attribute__((weak, alias("ncclCommDestroy")));
+extern __typeof(ncclCommFinalize) pncclCommFinalize __attribute__((weak, alias("ncclCommFinalize")));
+extern __typeof(ncclCommGetAsyncError) pncclCommGetAsyncError __attribute__((weak, alias("ncclCommGetAsyncError")));
+extern __typeof(ncclCommInitAll) pncclCommInitAll __attribute__((weak, alias("ncclCommInitAll")));
+extern __typeof(ncclCommInitRank) pncclCommInitRank __attribute__((weak, alias("ncclCommInitRank")));
+extern __typeof(ncclCommInitRankConfig) pncclCommInitRankConfig __attribute__((weak, alias("ncclCommInitRankConfig")));
+extern __typeof(ncclCommInitRankScalable) pncclCommInitRankScalable
+    __attribute__((weak, alias("ncclCommInitRankScalable")));
+extern __typeof(ncclCommRegister) pncclCommRegister __attribute__((weak, alias("ncclCommRegister")));
+extern __typeof(ncclCommRevoke) pncclCommRevoke __attribute__((weak, alias("ncclCommRevoke")));
+extern __typeof(ncclCommShrink) pncclCommShrink __attribute__((weak, alias("ncclCommShrink")));
+extern __typeof(ncclCommSplit) pncclCommSplit __attribute__((weak, alias("ncclCommSplit")));
+extern __typeof(ncclCommUserRank) pncclCommUserRank __attribute__((weak, alias("ncclCommUserRank")));
+extern __typeof(ncclCommWindowDeregister) pncclCommWindowDeregister
+    __attribute__((weak, alias("ncclCommWindowDeregister")));
+extern __typeof(ncclCommWindowRegister) pncclCommWindowRegister __attribute__((weak, alias("ncclCommWindowRegister")));
+extern __typeof(ncclGather) pncclGather __attribute__((weak, alias("ncclGather")));
+extern __typeof(ncclGetErrorString) pncclGetErrorString __attribute__((weak, alias("ncclGetErrorString")));
+extern __typeof(ncclGetLastError) pncclGetLastError __attribute__((weak, alias("ncclGetLastError")));
+extern __typeof(ncclGetUniqueId) pncclGetUniqueId __attribute__((weak, alias("ncclGetUniqueId")));
+extern __typeof(ncclGetVersion) pncclGetVersion __attribute__((weak, alias("ncclGetVersion")));
+extern __typeof(ncclGroupEnd) pncclGroupEnd __attribute__((weak, alias("ncclGroupEnd")));
+extern __typeof(ncclGroupSimulateEnd) pncclGroupSimulateEnd __attribute__((weak, alias("ncclGroupSimulateEnd")));
+extern __typeof(ncclGroupStart) pncclGroupStart __attribute__((weak, alias("ncclGroupStart")));
+extern __typeof(ncclMemAlloc) pncclMemAlloc __attribute__((weak, alias("ncclMemAlloc")));
+extern __typeof(ncclMemFree) pncclMemFree __attribute__((weak, alias("ncclMemFree")));
+extern __typeof(ncclRecv) pncclRecv __attribute__((weak, alias("ncclRecv")));
+extern __typeof(ncclRedOpCreatePreMulSum) pncclRedOpCreatePreMulSum
+    __attribute__((weak, alias("ncclRedOpCreatePreMulSum")));
+extern __typeof(ncclRedOpDestroy) pncclRedOpDestroy __attribute__((weak, alias("ncclRedOpDestroy")));
+extern __typeof(ncclReduce) pncclReduce __attribute__((weak, alias("ncclReduce")));
+extern __typeof(ncclReduceScatter) pncclReduceScatter __attribute__((weak, alias("ncclReduceScatter")));
+extern __typeof(ncclResetDebugInit) pncclResetDebugInit __attribute__((weak, alias("ncclResetDebugInit")));
+extern __typeof(ncclScatter) pncclScatter __attribute__((weak, alias("ncclScatter")));
+extern __typeof(ncclSend) pncclSend __attribute__((weak, alias("ncclSend")));

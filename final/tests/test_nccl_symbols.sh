@@ -26,7 +26,10 @@ stubs_cover_header() {
   local names stubs missing
   names=$(header_names) || shtest_fail "gen_stubs.py --names failed on $header"
   [ "$(echo "$names" | wc -l)" -ge 80 ] || shtest_fail "only $(echo "$names" | wc -l) declarations read from $header"
-  stubs=$(sed -nE 's/^__attribute__\(\(weak\)\) [^(]*[ *](p?nccl[A-Za-z0-9_]+)\(.*/\1/p' final/nccl/nccl_stubs.c | sort -u)
+  # Stub definitions, and the pncclX weak aliases of them.
+  stubs=$({ sed -nE 's/^__attribute__\(\(weak\)\) [^(]*[ *](p?nccl[A-Za-z0-9_]+)\(.*/\1/p' final/nccl/nccl_stubs.c
+    tr '\n' ' ' <final/nccl/nccl_stubs.c | grep -oE '__typeof\(nccl[A-Za-z0-9_]+\) +pnccl[A-Za-z0-9_]+' | awk '{print $2}'; } |
+    sort -u)
   missing=$(comm -23 <(echo "$names") <(echo "$stubs") | tr '\n' ' ')
   [ -z "$missing" ] || shtest_fail "nccl_stubs.c lacks $missing(rerun final/nccl/gen_stubs.py $header > final/nccl/nccl_stubs.c)"
   local extra
