@@ -986,6 +986,13 @@ static void launchBadInput(void) {
   bad[nbad - 1].w.redOpArg = 0;
 #undef BAD
   EXPECT_RES(mcclDevLaunch(NULL, T, l.stream), mcclInvalidArgument);
+  // The kernel-function cache every launch uses.
+  cudaFunction_t fn = NULL;
+  EXPECT_RES(mcclDevGetFunction(0, NULL, &fn), mcclInvalidArgument);
+  EXPECT_RES(mcclDevGetFunction(0, (const void*)launchBadInput, NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclDevGetFunction(-1, (const void*)launchBadInput, &fn), mcclInvalidUsage);
+  EXPECT_RES(mcclDevGetFunction(64, (const void*)launchBadInput, &fn), mcclInvalidUsage);
+  EXPECT_TRUE(fn == NULL);
   for (int i = 0; i < nbad; i++) {
     *(volatile int*)l.statusH = 77;
     mcclResult_t r = mcclDevLaunch(&bad[i].w, bad[i].nthreads, l.stream);
