@@ -50,6 +50,9 @@ ALL_LIBS += $(MINCCL_SO) $(MINCCL_A)
 # make install PREFIX=dir [DESTDIR=root]: lib/libminccl.{so,a} (and, on sim, the sim's runtime
 # libsimcuda.so, which every program of this backend needs), include/, lib/pkgconfig/minccl.pc.
 PREFIX ?= /usr/local
+# A sanitizer build's library needs that sanitizer's runtime in the program (first in its library
+# list), so the installed minccl.pc of such a build links it: programs built with pkg-config run.
+MINCCL_SAN_LIBS := $(if $(filter 1,$(SANITIZE)), -fsanitize=address$(comma)undefined)$(if $(filter 1,$(TSAN)), -fsanitize=thread)
 .PHONY: install
 install: $(MINCCL_SO) $(MINCCL_A) $(MINCCL_RUNTIME_FILES)
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
@@ -60,7 +63,7 @@ install: $(MINCCL_SO) $(MINCCL_A) $(MINCCL_RUNTIME_FILES)
 	install -m 644 $(MINCCL_A) $(DESTDIR)$(PREFIX)/lib/
 	$(if $(MINCCL_RUNTIME_FILES),install -m 755 $(MINCCL_RUNTIME_FILES) $(DESTDIR)$(PREFIX)/lib/)
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(MINCCL_VERSION)|' -e 's|@BACKEND@|$(BACKEND)|' \
-	  -e 's|@CUDA_CFLAGS@|-I$(CUDA_HOME)/include|' -e 's|@RUNTIME_LIBS@|$(MINCCL_RUNTIME_LIBS)|' \
+	  -e 's|@CUDA_CFLAGS@|-I$(CUDA_HOME)/include|' -e 's|@RUNTIME_LIBS@|$(MINCCL_RUNTIME_LIBS)$(MINCCL_SAN_LIBS)|' \
 	  -e 's|@PRIVATE_LIBS@|$(MINCCL_PRIVATE_LIBS) -lstdc++ -lrt -lm -ldl -pthread|' \
 	  final/minccl.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/minccl.pc
 	@echo "installed minccl $(MINCCL_VERSION) ($(BACKEND) backend) in $(DESTDIR)$(PREFIX): pkg-config --cflags --libs minccl (PKG_CONFIG_PATH=$(PREFIX)/lib/pkgconfig)"
