@@ -130,12 +130,6 @@ void mcclArBenchParse(int argc, char** argv, const mcclArBenchSpec* spec, mcclAr
   }
 }
 
-int mcclArBenchRanks(const mcclArBenchOpts* o) {
-  int procs = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &procs);
-  return procs * o->nLocal;
-}
-
 const char* mcclArBenchFmtSize(size_t b, char* buf, size_t len) {
   if (b >= MiB && b % MiB == 0)
     snprintf(buf, len, "%zu MiB", b / MiB);

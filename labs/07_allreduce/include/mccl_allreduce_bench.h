@@ -157,13 +157,6 @@ mcclResult_t mcclArBenchRun(const mcclArBenchSetup* setup, const mcclArBenchOpts
                             long* totalWrong);
 
 /**
- * @brief Ranks of the run: processes x nLocal (valid after MPI_Init).
- * @param[in] opts from mcclArBenchParse().
- * @return the rank count.
- */
-int mcclArBenchRanks(const mcclArBenchOpts* opts);
-
-/**
  * @brief "8 B", "4 KiB", "2 MiB": a size as the tables and summaries show it.
  * @param[in]  bytes  the size.
  * @param[out] buf    where the text goes.
