@@ -27,7 +27,8 @@ BENCH_ENTRIES :=
 DEMO_ENTRIES :=
 
 # ---- one module: library from src/, a binary per file in tests/, examples/, bench/ ---------
-# mpi_*.c files are compiled with Open MPI and run under mpirun. Device code is .cu (CU_COMPILE in
+# mpi_*.c files (and those a module.mk adds to MPI_SRCS) are compiled with Open MPI and run under
+# mpirun. Device code is .cu (CU_COMPILE in
 # mk/config.mk): its objects (x.cu -> x.cu.o) join the module's library, and a .cu in tests/,
 # examples/ or bench/ is a binary as a .c is; a link that contains any .cu object adds -lstdc++.
 srcs = $(wildcard $(1)/$(2)/*.c) $(wildcard $(1)/$(2)/*.cu)
@@ -36,6 +37,8 @@ define MODULE
 $(1)_ID := $(call modid,$(1))
 $(1)_SRCS := $(call srcs,$(1),src)
 $(1)_LIB := $(if $$($(1)_SRCS),$(LIB)/libmccl_$$($(1)_ID).a)
+$(1)_BENCH_SRCS := $(call srcs,$(1),benchlib)
+$(1)_BENCH_LIB := $$(if $$($(1)_BENCH_SRCS),$(LIB)/libmccl_$$($(1)_ID)_bench.a)
 -include $(1)/module.mk
 endef
 
@@ -43,6 +46,9 @@ endef
 $(foreach i,$(shell seq 1 $(words $(LAYERS))),$(eval LAYERS_UPTO_$(word $(i),$(LAYERS)) := $(wordlist 1,$(i),$(LAYERS))))
 $(foreach m,$(LAYERS),$(eval $(call MODULE,$(m))))
 reverse = $(if $(1),$(call reverse,$(wordlist 2,$(words $(1)),$(1))) $(firstword $(1)))
+# Whether a source is an MPI program's (mpi_*.c, or listed in MPI_SRCS by a module.mk).
+MPI_SRCS ?=
+ismpi = $(or $(findstring /mpi_,/$(notdir $(1))),$(filter $(1),$(MPI_SRCS)))
 
 # Link line of module m: its lib and every lower layer's lib, highest first.
 linklibs = $(foreach l,$(call reverse,$(LAYERS_UPTO_$(1))),$($(l)_LIB))
@@ -50,7 +56,7 @@ linklibs = $(foreach l,$(call reverse,$(LAYERS_UPTO_$(1))),$($(l)_LIB))
 define OBJ_RULE
 $(OBJ)/$(1)/%.o: $(1)/%.c | $(BACKEND_DEP)
 	@mkdir -p $$(@D)
-	$(CC) $(CPPFLAGS) $$(if $$(findstring /mpi_,/$$(notdir $$<)),$$(MPI_CFLAGS)) $(CFLAGS) -c $$< -o $$@
+	$(CC) $(CPPFLAGS) $$(if $$(call ismpi,$$<),$$(MPI_CFLAGS)) $(CFLAGS) -c $$< -o $$@
 $(OBJ)/$(1)/%.cu.o: $(1)/%.cu | $(BACKEND_DEP)
 	@mkdir -p $$(@D)
 	$(CU_COMPILE) -c $$< -o $$@
@@ -61,12 +67,15 @@ endef
 TEST_LIB := $(LIB)/libmccl_test.a
 TEST_LIB_SRCS := $(wildcard common/harness/*.c)
 testlib = $(if $(findstring /tests/,/$(1)),$(TEST_LIB))
+# Code that benchmarks share (a module's benchlib/, e.g. lab 07's allreduce driver) has an archive of
+# its own, linked only into the bench/ binaries of that module and the modules above it.
+benchlibs = $(if $(findstring /bench/,/$(2)),$(strip $(foreach l,$(call reverse,$(LAYERS_UPTO_$(1))),$($(l)_BENCH_LIB))))
 
 define BIN_RULE
 # $(1)=module $(2)=source file
-$(BIN)/$($(1)_ID)/$(basename $(notdir $(2))): $(call objof,$(1),$(2)) $(call testlib,$(2)) $(call linklibs,$(1)) $(BACKEND_DEP)
+$(BIN)/$($(1)_ID)/$(basename $(notdir $(2))): $(call objof,$(1),$(2)) $(call testlib,$(2)) $(call benchlibs,$(1),$(2)) $(call linklibs,$(1)) $(BACKEND_DEP)
 	@mkdir -p $$(@D)
-	$(CC) $(LDFLAGS) -o $$@ $$< $(call testlib,$(2)) $(call linklibs,$(1)) $$(if $$(findstring /mpi_,/$(notdir $(2))),$$(MPI_LIBS)) $(BACKEND_LIBS) $(LDLIBS) \
+	$(CC) $(LDFLAGS) -o $$@ $$< $(call testlib,$(2)) $(call benchlibs,$(1),$(2)) $(call linklibs,$(1)) $$(if $$(call ismpi,$(2)),$$(MPI_LIBS)) $(BACKEND_LIBS) $(LDLIBS) \
 	  $(if $(filter %.cu,$(2) $(foreach l,$(LAYERS_UPTO_$(1)),$($(l)_SRCS))),-lstdc++)
 ALL_BINS += $(BIN)/$($(1)_ID)/$(basename $(notdir $(2)))
 endef
@@ -78,13 +87,21 @@ $($(1)_LIB): $(call objof,$(1),$($(1)_SRCS))
 ALL_LIBS += $($(1)_LIB)
 endef
 
+define BENCH_LIB_RULE
+$($(1)_BENCH_LIB): $(call objof,$(1),$($(1)_BENCH_SRCS))
+	@mkdir -p $$(@D)
+	rm -f $$@ && ar rcs $$@ $$^
+ALL_LIBS += $($(1)_BENCH_LIB)
+endef
+
 # An mpi_ test runs at the process counts of <module>_<binary>_MPI_NP, else <module>_MPI_NP, else 2 and 4.
-entry = $(if $(findstring /mpi_,/$(notdir $(2))),mpi:$(subst $(eval) ,$(comma),$(or $($(1)_$(basename $(notdir $(2)))_MPI_NP),$($(1)_MPI_NP),2 4)),plain):$(BIN)/$($(1)_ID)/$(basename $(notdir $(2)))
+entry = $(if $(call ismpi,$(2)),mpi:$(subst $(eval) ,$(comma),$(or $($(1)_$(basename $(notdir $(2)))_MPI_NP),$($(1)_MPI_NP),2 4)),plain):$(BIN)/$($(1)_ID)/$(basename $(notdir $(2)))
 comma := ,
 
 define MODULE_BINS
 $(eval $(call OBJ_RULE,$(1)))
 $(if $($(1)_LIB),$(eval $(call LIB_RULE,$(1))))
+$(if $($(1)_BENCH_LIB),$(eval $(call BENCH_LIB_RULE,$(1))))
 $(foreach s,$(call srcs,$(1),tests) $(call srcs,$(1),examples) $(call srcs,$(1),bench),$(eval $(call BIN_RULE,$(1),$(s))))
 endef
 

@@ -73,3 +73,6 @@ final_MPI_NP := 2 3 4
 
 # The NCCL drop-in (libnccl.so.2 from the same archives) keeps its rules in its own file.
 include final/nccl.mk
+
+# The benchmark is an MPI program (run under mpirun, or alone) named as nccl-tests names its own.
+MPI_SRCS += final/bench/allreduce_perf.c

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One call on a GPU host: environment report, build, tests, demo and benchmarks (BACKEND=cuda),
 # each logged under $OUT. MCCL_COMMIT names the commit (the copied tree may have no .git).
-# Lab 07's benchmark runs also write CSV and JSON beside their logs (bench07*.csv/.json), charted
-# with make plot (bench07*-latency.png, -busbw.png) when this host's Python has matplotlib.
+# Lab 07's and final's benchmark runs also write CSV and JSON beside their logs (bench07*.csv/.json,
+# allreduce_perf_{eager,graph}.csv/.json), charted with make plot (*-latency.png, *-busbw.png) when
+# this host's Python has matplotlib. MCCL_BENCH_FINAL=0 leaves out final's two allreduce_perf runs.
 set -u
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
@@ -72,9 +73,24 @@ if [ -x "$b07" ] && { [ -z "${LABS:-}" ] || [[ " $LABS " == *" 07 "* ]]; } && [ 
     echo "$run exit $?"; tail -$n "$OUT/bench07_$run.log"
   done
 fi
-csvs=$(ls "$OUT"/bench07*.csv 2>/dev/null | tr '\n' ' ')
+# final's allreduce_perf beside NCCL in the same run on the same buffers (issue 10's bars): eager
+# launches and a CUDA graph of the calls replayed 20 times, 2 GPUs, one process each (nccl-tests -g 1).
+bf=build/cuda/bin/final/allreduce_perf
+if [ -x "$bf" ] && { [ -z "${LABS:-}" ] || [[ " $LABS " == *" final "* ]]; } && [ "${MCCL_BENCH_FINAL:-1}" = 1 ] &&
+  [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+  mr="mpirun --oversubscribe --bind-to none --mca btl_vader_single_copy_mechanism none $( [ "$(id -u)" = 0 ] && echo --allow-run-as-root) -np 2"
+  step "final allreduce_perf --nccl: eager, -G 20"
+  for run in eager graph; do
+    case $run in eager) args="" ;; graph) args="-G 20" ;; esac
+    # shellcheck disable=SC2086 # mr and args are lists
+    $mr "$bf" --nccl -b 8 -e 1G -f 2 $args --progress --csv "$OUT/allreduce_perf_$run.csv" \
+      --json "$OUT/allreduce_perf_$run.json" > "$OUT/allreduce_perf_$run.log" 2>&1
+    echo "$run exit $?"; tail -9 "$OUT/allreduce_perf_$run.log"
+  done
+fi
+csvs=$(ls "$OUT"/bench07*.csv "$OUT"/allreduce_perf*.csv 2>/dev/null | tr '\n' ' ')
 if [ -n "$csvs" ]; then
-  step "plot (lab 07's CSV files)"
+  step "plot (lab 07's and final's CSV files)"
   if mk/plot.sh --check; then make plot RESULTS="$csvs" 2>&1 | tee "$OUT/plot.log"
   else echo "plot: skipped: no Python with matplotlib on this host (the CSV/JSON files are in $OUT; make plot RESULTS=... elsewhere)"; fi
 fi

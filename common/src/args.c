@@ -133,7 +133,7 @@ static long long parseInt(const char* s, const char* name, long long min, long l
     snprintf(msg, sizeof(msg), "%s must be a whole number in %lld..%lld, got '%%s'", name, min, max);
     refuse(msg, s);
   }
-  v <<= shift;
+  if (shift > 0) v <<= shift;  // v >= 0 here; shifting a negative value (even by 0) is undefined
   if (v < min || v > max) {
     snprintf(msg, sizeof(msg), "%s must be in %lld..%lld, got '%%s'", name, min, max);
     refuse(msg, s);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The docs cannot go stale: every shell command in a fenced block of README.md, sim/README.md,
-# labs/*/README.md and docs/*.md is run (or, when expensive, dry-run), and no page states a test
+# labs/*/README.md, final/README.md and docs/*.md is run (or, when expensive, dry-run), and no page states a test
 # count by hand (counts go stale; docs/results/ pages are generated from logs by mk/results-md.py).
 #
 # A command line in a fenced block: after optional VAR=value words, `make ...`, `build/...` or
@@ -27,7 +27,7 @@ skip_list=(
   'LAB=NN( |$)@@NN is a placeholder'
 )
 
-doc_files() { ls README.md sim/README.md labs/*/README.md docs/*.md 2>/dev/null; }
+doc_files() { ls README.md sim/README.md labs/*/README.md final/README.md docs/*.md 2>/dev/null; }
 
 # commands FILE: "LINE<TAB>COMMAND" for each command in the file's fenced blocks
 commands() {

@@ -21,13 +21,13 @@ static int fileContains(const char* path, const char* needle) {
   return found;
 }
 
-// Every cu*/cuda* call in labs/*/{src,examples,bench}/*.{c,cu} appears as `name` in docs/device-contract.md.
+// Every cu*/cuda* call in labs/*/{src,examples,bench,benchlib}/*.{c,cu} appears as `name` in docs/device-contract.md.
 static void deviceContractComplete(void) {
   if (!inRoot()) SKIP("run from the repository root (make test)");
   FILE* p = popen(
       "grep -ohE '\\b(cu|cuda)[A-Z][A-Za-z0-9_]*[[:space:]]*\\(' "
       "labs/*/src/*.c labs/*/src/*.cu labs/*/examples/*.c labs/*/examples/*.cu "
-      "labs/*/bench/*.c labs/*/bench/*.cu 2>/dev/null | tr -d ' (' | sort -u",
+      "labs/*/bench/*.c labs/*/bench/*.cu labs/*/benchlib/*.c 2>/dev/null | tr -d ' (' | sort -u",
       "r");
   EXPECT_TRUE(p != NULL);
   char name[256], missing[2048] = "";

@@ -1,5 +1,5 @@
 // final/ demo: the integrated library as an application uses it, through minccl.h alone. One
-// process drives the devices present (the sim's 4, or the GPUs, at most 8): mcclCommInitAll, buffers
+// process drives every device present (the sim's 4, or the GPUs, at most 8): mcclCommInitAll, buffers
 // from mcclMemAlloc registered as symmetric windows (in a group: registration is collective), then
 // allreduces through mcclGroupStart/End on every algorithm the library picks by size, each checked.
 #include <stdio.h>
@@ -23,8 +23,8 @@ int main(int argc, char** argv) {
                 "  libminccl in one process: mcclCommInitAll over ndev devices, windows, and grouped\n"
                 "  mcclAllReduce (sum of float32) at sizes where the library picks one-shot, then the ring,\n"
                 "  each result checked on every rank.\n"
-                "  ndev  devices, 2..8 (default 4, at most the devices present)");
-  int want = (int)mcclArgsInt(argc, argv, 1, "ndev", 4, 2, MAXDEV);
+                "  ndev  devices, 2..8 (default: every device present, at most 8)");
+  int want = (int)mcclArgsInt(argc, argv, 1, "ndev", MAXDEV, 2, MAXDEV);
   int present = 0, version = 0;
   if (cudaGetDeviceCount(&present) != cudaSuccess) present = 0;
   int n = want < present ? want : present;

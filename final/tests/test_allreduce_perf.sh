@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# final/bench/allreduce_perf on the sim, as a user runs it: under mpirun -np 2 (one device per
+# process) and as one process driving 4 devices (-g 4), 8 B .. 64 KiB; every row of the table has
+# #wrong 0 in both placements, the --csv/--json files parse with the columns of
+# common/include/mccl_benchout.h, and bad flags exit 2 naming the option. A few seconds.
+. "$(dirname "$0")/../../common/tests/shtest_lib.sh"
+
+bench=${MCCL_BIN_DIR:-build/sim/bin}/final/allreduce_perf
+work=$(mktemp -d)
+trap 'rm -rf "$work" "$shtest_msg"' EXIT
+# As mk/runtests.sh does for MPI programs: Open MPI's allocations outlive MPI_Finalize in components
+# it unloads (<unknown module>, beyond mk/lsan.supp), so LeakSanitizer is off here (the library's
+# leaks are checked by the single-process tests); ASan/UBSan errors still fail the run.
+[ -z "${ASAN_OPTIONS+x}" ] || export ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0"
+
+need_bench() {
+  [ -x "$bench" ] || shtest_fail "$bench not built (make all)"
+  [ -n "${MPIRUN:-}" ] || shtest_skip "run through make test (MPIRUN comes from make)"
+}
+
+# check_run NAME RANKS: the table of $work/NAME.log (5 sizes, one minccl row each, #wrong 0 in both
+# placements, the data check line) and its files NAME.csv / NAME.json.
+check_run() {
+  local msg
+  msg=$(python3 - "$work/$1" "$2" <<'EOF2' 2>&1
+import csv, json, sys
+base, nranks = sys.argv[1], sys.argv[2]
+log = open(base + ".log").read().splitlines()
+rows = [l.split() for l in log if l[:1] == " " and l.split()[0].isdigit()]
+assert [int(r[0]) for r in rows] == [8, 64, 512, 4096, 32768], "table sizes: %s" % [r[0] for r in rows]
+for r in rows:
+    # size count type redop root algo | time algbw busbw #wrong | time algbw busbw #wrong | ratio ratio
+    assert len(r) == 16 and r[2] == "float32" and r[3] == "sum" and r[4] == "-1" and r[5] == "minccl", r
+    assert r[9] == "0" and r[13] == "0", "#wrong not 0: %s" % r
+assert "# data check: 0 wrong elements in all rows" in log, "no data check line"
+cols = ["size", "count", "type", "redop", "lib", "variant", "algo", "placement", "time_us", "algbw", "busbw",
+        "wrong", "nccl_time_us", "ratio"]
+meta, lines = {}, []
+for line in open(base + ".csv", newline=""):
+    if line.startswith("#"):
+        k, _, v = line[1:].partition(":")
+        meta[k.strip()] = v.strip()
+    else:
+        lines.append(line)
+reader = csv.DictReader(lines)
+assert reader.fieldnames == cols, "CSV header %s" % reader.fieldnames
+crows = list(reader)
+doc = json.load(open(base + ".json"))
+jrows = doc["rows"]
+assert all(list(r.keys()) == cols for r in jrows), "JSON keys"
+assert meta["program"] == doc["metadata"]["program"] == "final allreduce_perf", meta
+assert meta["nranks"] == nranks and meta["backend"] == "sim", meta
+assert len(crows) == len(jrows) == 2 * len(rows), "records: CSV %d, JSON %d, table %d rows" % (len(crows), len(jrows), len(rows))
+for c, j in zip(crows, jrows):
+    assert int(c["size"]) == j["size"] and c["placement"] == j["placement"] and c["lib"] == j["lib"] == "minccl", (c, j)
+    assert int(c["wrong"]) == 0 and j["wrong"] == 0 and float(c["time_us"]) > 0, (c, j)
+    assert c["nccl_time_us"] == "" and j["ratio"] is None, "NCCL figures on the sim: %s" % c
+EOF2
+  ) || shtest_fail "$1: $msg"
+}
+
+mpirunTwoRanks() {
+  need_bench
+  # shellcheck disable=SC2086 # MPIRUN_FLAGS is a list of flags
+  timeout 120 $MPIRUN $MPIRUN_FLAGS -np 2 "$bench" -b 8 -e 64K -f 8 -n 1 -w 0 --csv "$work/np2.csv" \
+    --json "$work/np2.json" >"$work/np2.log" 2>&1 || shtest_fail "mpirun -np 2 exited $?: $(tail -n 3 "$work/np2.log" | tr '\n' ' ')"
+  check_run np2 2
+}
+
+oneProcessFourDevices() {
+  need_bench
+  timeout 120 "$bench" -g 4 -b 8 -e 64K -f 8 -n 1 -w 0 -c 2 --csv "$work/g4.csv" --json "$work/g4.json" --progress \
+    >"$work/g4.log" 2>&1 || shtest_fail "-g 4 exited $?: $(tail -n 3 "$work/g4.log" | tr '\n' ' ')"
+  check_run g4 4
+  grep -q '^\[5/5\] 32 KiB float32 sum done' "$work/g4.log" || shtest_fail "--progress: no [5/5] line"
+  grep -q '4 ranks (1 process x 4 devices)' "$work/g4.log" || shtest_fail "-g 4: the header does not say 1 process x 4 devices"
+}
+
+badFlags() {
+  need_bench
+  local args want rc
+  while IFS='|' read -r args want; do
+    # shellcheck disable=SC2086 # args is a list
+    "$bench" $args >"$work/bad.log" 2>&1
+    rc=$?
+    [ "$rc" = 2 ] && grep -q -- "$want" "$work/bad.log" ||
+      shtest_fail "'$args' exited $rc (expected 2, naming '$want'): $(head -n 2 "$work/bad.log" | tr '\n' ' ')"
+  done <<'EOF2'
+-R 1|-R 1
+-b 1M -e 8|-b
+-d float128|-d
+-o mulsum|-o
+-n 0|-n
+-g 9|-g
+--algo ring|--algo
+--csv x.out --json x.out|same file
+EOF2
+  if [[ " ${MCCL_MAKE_VARS:-} " == *" BACKEND=sim "* ]]; then
+    "$bench" -G 1 >"$work/bad.log" 2>&1
+    rc=$?
+    [ "$rc" = 2 ] && grep -q -- '-G' "$work/bad.log" || shtest_fail "-G 1 on the sim exited $rc: $(head -n 1 "$work/bad.log")"
+  fi
+  "$bench" --help >"$work/help.log" 2>&1 && grep -q -- '--nccl' "$work/help.log" || shtest_fail "--help: no --nccl line"
+}
+
+shtest_case mpirunTwoRanks mpirunTwoRanks
+shtest_case oneProcessFourDevices oneProcessFourDevices
+shtest_case badFlags badFlags
+shtest_main "$@"
