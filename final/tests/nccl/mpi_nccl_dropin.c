@@ -416,7 +416,26 @@ static void test_sendrecv(void) {
         FAILF("sendrecv: element %zu is %g, expected %g from rank %d", i, h[i], (float)(prev * 10000 + (int)i), prev);
         break;
       }
-  if (nranks >= 3) EXPECT_NCCL(ncclSend(d, 4, ncclFloat32, prev, comm, stream), ncclInvalidUsage);
+  // Any peer: the reverse ring (send to prev, receive from next), beyond the ring's direction.
+  for (size_t i = 0; i < count; i++) h[i] = (float)(rank * 10000 + (int)i);
+  if (cudaMemcpy(d, h, count * sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess) FAILF("cudaMemcpy");
+  r1 = ncclGroupStart();
+  r2 = ncclRecv(d + count, count, ncclFloat32, next, comm, stream);
+  r3 = ncclSend(d, count, ncclFloat32, prev, comm, stream);
+  r4 = ncclGroupEnd();
+  if (r1 || r2 || r3 || r4)
+    FAILF("grouped ncclSend to prev / ncclRecv from next: %s %s %s %s (%s)", ncclGetErrorString(r1),
+          ncclGetErrorString(r2), ncclGetErrorString(r3), ncclGetErrorString(r4), ncclGetLastError(NULL));
+  else if (cudaStreamSynchronize(stream) != cudaSuccess ||
+           cudaMemcpy(h, d + count, count * sizeof(float), cudaMemcpyDeviceToHost) != cudaSuccess)
+    FAILF("synchronise / copy back");
+  else
+    for (size_t i = 0; i < count; i++)
+      if (h[i] != (float)(next * 10000 + (int)i)) {
+        FAILF("reverse sendrecv: element %zu is %g, expected %g from rank %d", i, h[i], (float)(next * 10000 + (int)i),
+              next);
+        break;
+      }
   cudaFree(d);
   free(h);
 }
