@@ -2,7 +2,8 @@
 // Reduce (every dtype x op of the reducing ones on a small count, every root of the rooted ones, in
 // place and out of place, a group of several) and Send/Recv to any peer (nccl-tests' sendrecv on
 // counts 0, 1, odd, 64 KiB; to self; all-to-all in one group on every dtype up to 1 MiB; rank r to
-// r+2; a send with no receive, ended by mcclCommAbort). Each rank checks its own output against the CPU reference (fcoll_test_util.h).
+// r+2; a send with no receive, ended by mcclCommAbort). Each rank checks its own output against the CPU reference
+// (fcoll_test_util.h).
 #include <stdlib.h>
 #include <time.h>
 #include "fcoll_test_util.h"
@@ -193,7 +194,9 @@ static void sendRecvSelf(void) {
 }
 
 // What `from` sends to `to`: fcollFillBytes's bytes under a seed of the pair.
-static uint64_t pairSeed(uint64_t seed, int to) { return seed * 131 + (uint64_t)to; }
+static uint64_t pairSeed(uint64_t seed, int to) {
+  return seed * 131 + (uint64_t)to;
+}
 
 // All-to-all in one group (every rank to every rank, itself included), calls in a scrambled order,
 // on every dtype with counts 0, 1, odd and 1 MiB in all.

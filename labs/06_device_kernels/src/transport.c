@@ -218,9 +218,11 @@ mcclResult_t mcclTransportP2pSetup(struct mcclTransportCtx* ctx, const void* gra
     int toSend = ctx->connectSend[sendPeer] != 0, fromRecv = ctx->connectRecv[recvPeer] != 0;
     if (recvPeer == sendPeer) toSend = fromRecv = toSend || fromRecv;
     if (toSend) MCCLCHECKGOTO(mcclBootstrapSend(ctx->bootstrap, sendPeer, tag, NULL, 0), res, out);
-    if (fromRecv && recvPeer != sendPeer) MCCLCHECKGOTO(mcclBootstrapSend(ctx->bootstrap, recvPeer, tag, NULL, 0), res, out);
+    if (fromRecv && recvPeer != sendPeer)
+      MCCLCHECKGOTO(mcclBootstrapSend(ctx->bootstrap, recvPeer, tag, NULL, 0), res, out);
     if (toSend) MCCLCHECKGOTO(mcclBootstrapRecv(ctx->bootstrap, sendPeer, tag, NULL, 0), res, out);
-    if (fromRecv && recvPeer != sendPeer) MCCLCHECKGOTO(mcclBootstrapRecv(ctx->bootstrap, recvPeer, tag, NULL, 0), res, out);
+    if (fromRecv && recvPeer != sendPeer)
+      MCCLCHECKGOTO(mcclBootstrapRecv(ctx->bootstrap, recvPeer, tag, NULL, 0), res, out);
   }
   for (int p = 0; p < n; p++) ctx->connectSend[p] = ctx->connectRecv[p] = 0;
 out:

@@ -131,8 +131,8 @@ static mcclResult_t p2pLaunch(struct mcclSendRecvArgs* a, mcclLabComm* comm, cud
   cudaFunction_t fn;
   MCCLCHECK(mcclDevGetFunction(comm->cudaDev, (const void*)mcclSendRecvKernel, &fn));
   void* params[] = {a};
-  CUCHECK(cuLaunchKernel((CUfunction)fn, (unsigned)a->nP2pChannels, 1, 1, SR_THREADS, 1, 1, 0, (CUstream)stream,
-                         params, NULL));
+  CUCHECK(cuLaunchKernel((CUfunction)fn, (unsigned)a->nP2pChannels, 1, 1, SR_THREADS, 1, 1, 0, (CUstream)stream, params,
+                         NULL));
   a->nWorks = 0;
   return mcclSuccess;
 }

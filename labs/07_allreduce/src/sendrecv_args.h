@@ -41,7 +41,7 @@ struct mcclSendRecvArgs {
   int sliceSteps;    // slots per slice
   int rank;          // this rank (a work with sendRank == rank is a local copy)
   int pad;
-  volatile uint32_t* abortFlag;                              // device view of the host-mapped abort flag
+  volatile uint32_t* abortFlag;                                 // device view of the host-mapped abort flag
   struct mcclDevChannelPeer* devPeers[MCCL_SIGNAL_MAX_BLOCKS];  // per channel (at most the comm's): its [nRanks] peers
   struct mcclP2pWork works[MCCL_P2P_MAX_WORKS];
 };

@@ -13,8 +13,8 @@
 
 // Byte i of what `from` sends to `to` under seed.
 static unsigned char srByte(uint64_t seed, int from, int to, size_t i) {
-  uint64_t x = seed * 0x9e3779b97f4a7c15ull + (uint64_t)(from * 64 + to) * 0xbf58476d1ce4e5b9ull +
-               i * 0x94d049bb133111ebull;
+  uint64_t x =
+      seed * 0x9e3779b97f4a7c15ull + (uint64_t)(from * 64 + to) * 0xbf58476d1ce4e5b9ull + i * 0x94d049bb133111ebull;
   return (unsigned char)((x >> 29) ^ (x >> 41));
 }
 
@@ -55,8 +55,9 @@ static void allToAll(struct arMpi* m, size_t bytes, uint64_t seed, const char* w
   for (int p = 0; p < n; p++)
     for (size_t i = 0; i < bytes; i++)
       if (h[(size_t)p * bytes + i] != srByte(seed, p, rank, i)) {
-        mcclTestFailAt(__FILE__, __LINE__, "%s, %zu bytes a pair: rank %d: byte %zu from rank %d: expected 0x%02x, got 0x%02x",
-                       what, bytes, rank, i, p, srByte(seed, p, rank, i), h[(size_t)p * bytes + i]);
+        mcclTestFailAt(__FILE__, __LINE__,
+                       "%s, %zu bytes a pair: rank %d: byte %zu from rank %d: expected 0x%02x, got 0x%02x", what, bytes,
+                       rank, i, p, srByte(seed, p, rank, i), h[(size_t)p * bytes + i]);
         return;
       }
   for (size_t b = (size_t)n * bytes; b < m->bytes; b++)
@@ -104,7 +105,7 @@ static void outOfOrderPeers(void) {
   EXPECT_CUDA_OK(cudaMemset(m.recv, 0, 3 * 40000));
   char* s = (char*)m.send;
   char* r = (char*)m.recv;
-  mcclLabP2pTask t[6] = {{0, from1, r + 40000, sz[1]}, {1, to2, s, sz[0]},          {1, to1, s + 40000, sz[1]},
+  mcclLabP2pTask t[6] = {{0, from1, r + 40000, sz[1]}, {1, to2, s, sz[0]},         {1, to1, s + 40000, sz[1]},
                          {0, from2, r, sz[0]},         {1, to1, s + 80000, sz[2]}, {0, from1, r + 80000, sz[2]}};
   EXPECT_OK(mcclLabSendRecv(t, 6, m.comm, m.stream));
   EXPECT_CUDA_OK(cudaStreamSynchronize(m.stream));
@@ -129,8 +130,7 @@ static void allToAllShm(void) {
   setUpOrSkip(&m, 2, (size_t)n * 20011);
   allToAll(&m, 20011, mcclTestSeed(), "all-to-all over SHM");
   const int peer = (m.comm->rank + 1) % n;
-  if (!mcclTestStopped() && n > 1)
-    EXPECT_EQ(m.comm->ctx.channels[0].peers[peer].send[1].transport, TRANSPORT_SHM);
+  if (!mcclTestStopped() && n > 1) EXPECT_EQ(m.comm->ctx.channels[0].peers[peer].send[1].transport, TRANSPORT_SHM);
   unsetenv("MCCL_P2P_DISABLE");
   mcclParamResetAll();
   arMpiTearDown(&m);
