@@ -312,38 +312,42 @@ mcclResult_t mcclReduce(const void* sendbuff, void* recvbuff, size_t count, mccl
                         int root, mcclComm_t comm, cudaStream_t stream);
 
 /**
- * @brief Send count elements to peer (NCCL's ncclSend); peer calls mcclRecv with the same count and
- * type. Inside a group, a communicator's sends and receives on one stream are paired in call order
- * and each pair is one launch at mcclGroupEnd (a send to next and a receive from prev, as nccl-tests'
- * sendrecv, must be grouped: alone, each would wait for the other). **Limit:** minccl reaches only the
- * ring's neighbours over lab 07's ring connections: peer must be the rank this rank's ring sends
- * to (with MCCL's ring, (rank + 1) % nranks) or this rank itself (a device copy, which needs its
- * mcclRecv from self of the same size in the same group); other peers return mcclInvalidUsage.
+ * @brief Send count elements to any peer (NCCL's ncclSend); peer calls mcclRecv with the same count
+ * and type. At mcclGroupEnd (a call outside a group is a group of one), a communicator's sends and
+ * receives go together to lab 07's mcclLabSendRecv: peers not yet connected get point-to-point
+ * connections on every channel (connIndex 1, P2P else SHM, kept until mcclCommDestroy), made with the
+ * peer's matching call, then NCCL's schedule (round r: the send to rank + r with the receive from
+ * rank - r) runs in one kernel launch per 16 rounds. A send and its receive must be in groups that
+ * both ranks reach (a ring's send to next and receive from prev in one group each, as nccl-tests'
+ * sendrecv; all-to-all in one group). To self is a device copy, which needs the mcclRecv from self of
+ * the same size in the same group. A communicator's grouped sends and receives must share one stream.
+ *
+ * A send whose receive never comes waits, as in NCCL: at mcclGroupEnd while connecting (until
+ * MCCL_BOOTSTRAP_TIMEOUT, mcclTimeout) or, once connected, in the kernel; mcclCommAbort ends it.
  * @param[in] sendbuff  device input, count elements.
  * @param[in] count     elements; count * size of datatype must not overflow.
  * @param[in] datatype  mcclDataType_t (bytes are moved).
- * @param[in] peer      the receiving rank.
+ * @param[in] peer      the receiving rank, 0 .. nranks-1 (this rank: a copy).
  * @param[in] comm      the communicator.
  * @param[in] stream    a stream of the communicator's device.
  * @return mcclSuccess; mcclInvalidArgument (NULL or dead comm, NULL sendbuff with count > 0, count
- *         overflow, unknown datatype, peer out of range); mcclInvalidUsage (a peer that is not the
- *         ring's next or self, named in the WARN; an unpaired send to self; an aborted communicator);
- *         errors of the launch.
+ *         overflow, unknown datatype, peer out of range); mcclInvalidUsage (an unpaired send to self,
+ *         a group's sends and receives of one communicator on several streams, an aborted
+ *         communicator); errors of the connection setup (mcclTimeout, ...) and of the launch.
  */
 mcclResult_t mcclSend(const void* sendbuff, size_t count, mcclDataType_t datatype, int peer, mcclComm_t comm,
                       cudaStream_t stream);
 
 /**
- * @brief Receive count elements from peer (NCCL's ncclRecv), the counterpart of its mcclSend; group
- * behaviour as mcclSend. **Limit:** peer must be the rank this rank's ring receives from (with
- * MCCL's ring, (rank - 1 + nranks) % nranks) or this rank itself.
+ * @brief Receive count elements from any peer (NCCL's ncclRecv), the counterpart of its mcclSend;
+ * connections, schedule and group behaviour as mcclSend.
  * @param[out] recvbuff  device output, count elements.
  * @param[in]  count     elements.
  * @param[in]  datatype  mcclDataType_t.
- * @param[in]  peer      the sending rank.
+ * @param[in]  peer      the sending rank, 0 .. nranks-1 (this rank: a copy).
  * @param[in]  comm      the communicator.
  * @param[in]  stream    a stream of the communicator's device.
- * @return as mcclSend (NULL recvbuff; a peer that is not the ring's previous rank or self).
+ * @return as mcclSend (NULL recvbuff with count > 0; an unpaired receive from self).
  */
 mcclResult_t mcclRecv(void* recvbuff, size_t count, mcclDataType_t datatype, int peer, mcclComm_t comm,
                       cudaStream_t stream);
@@ -359,8 +363,9 @@ mcclResult_t mcclGroupStart(void);
 /**
  * @brief End a group (NCCL's ncclGroupEnd): at the outermost one, create the recorded
  * communicators together (one thread each), then register the recorded windows together, then
- * launch the recorded collectives in call order (a communicator's sends and receives on one stream
- * paired, each pair one launch). Returns when all are launched, not finished.
+ * launch the recorded collectives in call order, then each communicator's sends and receives
+ * together (connecting new peers first; one thread per communicator, as the ranks wait for each
+ * other). Returns when all are launched, not finished.
  * @return mcclSuccess; mcclInvalidUsage (no group started in this thread); the first error of a
  *         recorded call (the others still ran; a failed communicator reports it through
  *         mcclCommGetAsyncError and must be destroyed).

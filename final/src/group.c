@@ -1,17 +1,18 @@
 // final/: groups (NCCL's src/group.cc, in small). Between mcclGroupStart and the outermost
 // mcclGroupEnd a thread's collective calls are recorded; mcclGroupEnd then runs them: the blocking,
 // collective ones (communicator creation, window registration) one thread per call, since the
-// ranks wait for each other; then the collectives, launched in call order (launches never block).
-// A communicator's sends and receives on one stream are paired, in call order, and each pair is one
-// launch (NCCL fuses a group's point-to-point operations the same way), so a ring's send to next and
-// receive from prev run together and neither waits for the other's launch.
+// ranks wait for each other; then the collectives, launched in call order (launches never block);
+// then, as NCCL schedules a plan's point-to-point tasks after its collectives, each communicator's
+// sends and receives, to any peers, handed together to lab 07's mcclLabSendRecv (one thread per
+// communicator when several have some: connecting new peers waits for the peers' matching calls).
+// A call outside a group is a group of one, as in NCCL.
 #include <pthread.h>
 #include <stdlib.h>
 #include "mccl_checks.h"
 #include "mccl_debug.h"
 #include "minccl_internal.h"
 
-enum groupOpKind { GROUP_INIT, GROUP_WINDOW, GROUP_CALL };
+enum groupOpKind { GROUP_INIT, GROUP_WINDOW, GROUP_CALL, GROUP_P2P };
 
 struct groupOp {
   enum groupOpKind kind;
@@ -20,9 +21,8 @@ struct groupOp {
   void* buff;
   size_t size;
   mcclWindow_t* win;
-  // GROUP_CALL
+  // GROUP_CALL, GROUP_P2P (a send or a receive)
   struct mcclCall call;
-  int done;  // a send or receive already launched with its pair
   mcclResult_t res;
   struct groupOp* next;
 };
@@ -66,28 +66,31 @@ mcclResult_t mcclGroupRecordWindow(struct mcclComm* comm, void* buff, size_t siz
 }
 
 mcclResult_t mcclGroupRecordCall(const struct mcclCall* call) {
-  struct groupOp o = {.kind = GROUP_CALL, .comm = call->comm, .call = *call};
+  const int p2p = call->kind == MCCL_CALL_SEND || call->kind == MCCL_CALL_RECV;
+  struct groupOp o = {.kind = p2p ? GROUP_P2P : GROUP_CALL, .comm = call->comm, .call = *call};
   return record(&o);
 }
 
-static int isP2p(const struct groupOp* o) {
-  return o->kind == GROUP_CALL && (o->call.kind == MCCL_CALL_SEND || o->call.kind == MCCL_CALL_RECV);
-}
-
-// Launch a send or receive with the first later one of the other direction on the same
-// communicator and stream that is not launched yet, if any.
-static void runP2p(struct groupOp* o) {
-  struct groupOp* pair = NULL;
-  for (struct groupOp* q = o->next; q && !pair; q = q->next)
-    if (isP2p(q) && !q->done && q->comm == o->comm && q->call.kind != o->call.kind && q->call.stream == o->call.stream)
-      pair = q;
-  const struct mcclCall* pc = pair ? &pair->call : NULL;
-  if (o->call.kind == MCCL_CALL_SEND)
-    o->res = mcclSendRecvNow(&o->call, pc);
-  else
-    o->res = mcclSendRecvNow(pc, &o->call);
-  o->done = 1;
-  if (pair) pair->done = 1;
+// One communicator's sends and receives, in call order, in one lab 07 call; the result goes to its first op.
+static void runP2p(struct groupOp* ops, struct mcclComm* comm) {
+  int n = 0;
+  struct groupOp* first = NULL;
+  for (struct groupOp* o = ops; o; o = o->next)
+    if (o->kind == GROUP_P2P && o->comm == comm) {
+      if (!first) first = o;
+      n++;
+    }
+  struct mcclCall* calls = (struct mcclCall*)malloc((size_t)n * sizeof(*calls));
+  if (calls == NULL) {
+    WARN("Out of memory for %d grouped sends and receives", n);
+    first->res = mcclSystemError;
+    return;
+  }
+  int k = 0;
+  for (struct groupOp* o = ops; o; o = o->next)
+    if (o->kind == GROUP_P2P && o->comm == comm) calls[k++] = o->call;
+  first->res = mcclSendRecvNow(comm, calls, n);
+  free(calls);
 }
 
 // One communicator's recorded ops of one kind, in call order (a communicator's collectives must
@@ -102,6 +105,10 @@ static void* runComm(void* p) {
   struct commRun* cr = (struct commRun*)p;
   for (struct groupOp* o = cr->ops; o; o = o->next) {
     if (o->kind != cr->kind || o->comm != cr->comm) continue;
+    if (o->kind == GROUP_P2P) {
+      runP2p(cr->ops, cr->comm);
+      break;
+    }
     if (o->kind == GROUP_INIT)
       o->res = mcclCommInitDeferred(o->comm);
     else
@@ -165,13 +172,9 @@ mcclResult_t mcclGroupEnd(void) {
   mcclResult_t res = mcclSuccess;
   runTogether(ops, GROUP_INIT);
   runTogether(ops, GROUP_WINDOW);
-  for (struct groupOp* o = ops; o; o = o->next) {
-    if (o->kind != GROUP_CALL || o->done) continue;
-    if (isP2p(o))
-      runP2p(o);
-    else
-      o->res = mcclCallNow(&o->call);
-  }
+  for (struct groupOp* o = ops; o; o = o->next)
+    if (o->kind == GROUP_CALL) o->res = mcclCallNow(&o->call);
+  runTogether(ops, GROUP_P2P);
   while (ops) {
     struct groupOp* o = ops;
     ops = o->next;

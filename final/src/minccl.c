@@ -355,8 +355,7 @@ static const char* const callNames[] = {"mcclAllReduce", "mcclAllGather", "mcclR
 mcclResult_t mcclCallNow(const struct mcclCall* c) {
   struct mcclComm* comm = c->comm;
   MCCLCHECK(commReady(comm, callNames[c->kind]));
-  if (c->kind == MCCL_CALL_SEND) return mcclSendRecvNow(c, NULL);
-  if (c->kind == MCCL_CALL_RECV) return mcclSendRecvNow(NULL, c);
+  if (c->kind == MCCL_CALL_SEND || c->kind == MCCL_CALL_RECV) return mcclSendRecvNow(comm, c, 1);
   int saved = 0;
   CUDACHECK(cudaGetDevice(&saved));
   if (saved != comm->cudaDev) CUDACHECK(cudaSetDevice(comm->cudaDev));
@@ -385,21 +384,36 @@ mcclResult_t mcclCallNow(const struct mcclCall* c) {
   return res;
 }
 
-mcclResult_t mcclSendRecvNow(const struct mcclCall* send, const struct mcclCall* recv) {
-  struct mcclComm* comm = send ? send->comm : recv->comm;
-  MCCLCHECK(commReady(comm, send ? "mcclSend" : "mcclRecv"));
-  if (send && recv && send->stream != recv->stream) {
-    WARN("Internal error: a send and a receive on different streams in one launch");
-    return mcclInternalError;
+mcclResult_t mcclSendRecvNow(struct mcclComm* comm, const struct mcclCall* calls, int n) {
+  MCCLCHECK(commReady(comm, calls[0].kind == MCCL_CALL_SEND ? "mcclSend" : "mcclRecv"));
+  for (int i = 1; i < n; i++)
+    if (calls[i].stream != calls[0].stream) {
+      WARN(
+          "Invalid usage: rank %d: a group's sends and receives of one communicator are on several streams (%p and "
+          "%p); minccl launches them together on one stream",
+          comm->rank, (void*)calls[0].stream, (void*)calls[i].stream);
+      return mcclInvalidUsage;
+    }
+  mcclLabP2pTask* tasks = (mcclLabP2pTask*)calloc((size_t)n, sizeof(*tasks));
+  if (tasks == NULL) {
+    WARN("Out of memory for %d point-to-point tasks", n);
+    return mcclSystemError;
   }
+  for (int i = 0; i < n; i++) {
+    const struct mcclCall* c = &calls[i];
+    tasks[i].isSend = c->kind == MCCL_CALL_SEND;
+    tasks[i].peer = c->root;
+    tasks[i].buff = tasks[i].isSend ? (void*)c->sendbuff : c->recvbuff;
+    tasks[i].bytes = c->count * mcclTypeSize(c->datatype);
+  }
+  mcclResult_t res = mcclSuccess;
   int saved = 0;
-  CUDACHECK(cudaGetDevice(&saved));
-  if (saved != comm->cudaDev) CUDACHECK(cudaSetDevice(comm->cudaDev));
-  mcclResult_t res = mcclLabSendRecv(
-      send ? send->sendbuff : NULL, send ? send->count * mcclTypeSize(send->datatype) : 0, send ? send->root : -1,
-      recv ? recv->recvbuff : NULL, recv ? recv->count * mcclTypeSize(recv->datatype) : 0, recv ? recv->root : -1,
-      comm->lab, send ? send->stream : recv->stream);
+  CUDACHECKGOTO(cudaGetDevice(&saved), res, out);
+  if (saved != comm->cudaDev) CUDACHECKGOTO(cudaSetDevice(comm->cudaDev), res, out);
+  res = mcclLabSendRecv(tasks, n, comm->lab, calls[0].stream);
   if (saved != comm->cudaDev) cudaSetDevice(saved);
+out:
+  free(tasks);
   return res;
 }
 

@@ -54,8 +54,10 @@ struct mcclCall {
 // Register a window / launch a call now (arguments already checked).
 mcclResult_t mcclWindowRegisterNow(struct mcclComm* comm, void* buff, size_t size, mcclWindow_t* win);
 mcclResult_t mcclCallNow(const struct mcclCall* call);
-// A send and a receive of one communicator in one launch (either may be NULL, not both).
-mcclResult_t mcclSendRecvNow(const struct mcclCall* send, const struct mcclCall* recv);
+// A group's sends and receives of one communicator (n >= 1, all on one stream): connect what they
+// need, then launch them (lab 07's mcclLabSendRecv). Blocks while connecting: the peers' matching
+// calls connect the other ends.
+mcclResult_t mcclSendRecvNow(struct mcclComm* comm, const struct mcclCall* calls, int n);
 
 // Group: non-zero inside mcclGroupStart/End on this thread; record one call (run at mcclGroupEnd).
 int mcclGroupActive(void);

@@ -1,9 +1,11 @@
 // final/ under mpirun (2, 3 and 4 ranks): minccl.h's AllGather, ReduceScatter, Broadcast and
 // Reduce (every dtype x op of the reducing ones on a small count, every root of the rooted ones, in
-// place and out of place, a group of several) and Send/Recv between ring neighbours (grouped as
-// nccl-tests' sendrecv: counts 0, 1, odd, 64 KiB; to self; a peer beyond the ring's neighbours
-// refused). Each rank checks its own output against the CPU reference (fcoll_test_util.h).
+// place and out of place, a group of several) and Send/Recv to any peer (nccl-tests' sendrecv on
+// counts 0, 1, odd, 64 KiB; to self; all-to-all in one group on every dtype up to 1 MiB; rank r to
+// r+2; a send with no receive, ended by mcclCommAbort). Each rank checks its own output against the CPU reference
+// (fcoll_test_util.h).
 #include <stdlib.h>
+#include <time.h>
 #include "fcoll_test_util.h"
 #include "mccl_test.h"
 #include "mccl_test_mpi.h"
@@ -171,13 +173,11 @@ static void sendRecvRing(void) {
   tearDown(&w);
 }
 
-// To itself (a device copy), and the limit: a peer that is not the ring's neighbour.
-static void sendRecvSelfAndLimit(void) {
+// To itself (a device copy); a send to self without its receive is refused.
+static void sendRecvSelf(void) {
   struct world w;
   setUp(&w, 4096);
   CHECK_STOPPED();
-  int next = 0, prev = 0;
-  fcollRingNeighbours(w.rank, w.nranks, w.ndev, &next, &prev);
   char why[160];
   fcollFillBytes(w.host, 4000, 7, w.rank);
   EXPECT_CUDA_OK(cudaMemcpy(w.send, w.host, 4000, cudaMemcpyHostToDevice));
@@ -191,15 +191,111 @@ static void sendRecvSelfAndLimit(void) {
     mcclTestFailAt(__FILE__, __LINE__, "send/recv to self: rank %d: %s", w.rank, why);
   // A send to self without its receive.
   EXPECT_RES(mcclSend(w.send, 10, mcclInt32, w.rank, w.comm, w.stream), mcclInvalidUsage);
-  // Beyond the neighbours (only rings of 3 ranks or more have ranks that are not next, or not prev).
-  if (w.nranks >= 3) {
-    EXPECT_RES(mcclSend(w.send, 10, mcclInt32, prev, w.comm, w.stream), mcclInvalidUsage);
-    EXPECT_TRUE(strstr(mcclGetLastError(NULL), "ring's next") != NULL);
-    EXPECT_RES(mcclRecv(w.recv, 10, mcclInt32, next, w.comm, w.stream), mcclInvalidUsage);
-    EXPECT_TRUE(strstr(mcclGetLastError(NULL), "ring's previous") != NULL);
+  EXPECT_RES(mcclRecv(NULL, 10, mcclInt32, w.rank, w.comm, w.stream), mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "recvbuff") != NULL);
+  tearDown(&w);
+}
+
+// What `from` sends to `to`: fcollFillBytes's bytes under a seed of the pair.
+static uint64_t pairSeed(uint64_t seed, int to) {
+  return seed * 131 + (uint64_t)to;
+}
+
+// All-to-all in one group (every rank to every rank, itself included), calls in a scrambled order,
+// on every dtype with counts 0, 1, odd and 1 MiB in all.
+static void sendRecvAllToAll(void) {
+  const int n = mcclTestMpiSize();
+  const size_t big = (1u << 20) / (size_t)n;
+  struct world w;
+  setUp(&w, (size_t)n * big);
+  CHECK_STOPPED();
+  unsigned char* h = (unsigned char*)w.host;
+  char why[160];
+  for (int ty = 0; ty < mcclNumTypes && !mcclTestStopped(); ty++) {
+    const size_t es = mcclTypeSize((mcclDataType_t)ty);
+    const size_t counts[4] = {0, 1, 1001, big / es};
+    for (int c = 0; c < 4 && !mcclTestStopped(); c++) {
+      if (!(ty == 0 || ty == mcclNumTypes - 1 || c == ty % 4)) continue;
+      const size_t count = counts[c], bytes = count * es;
+      const uint64_t seed = mcclTestSeed() + (uint64_t)(ty * 4 + c);
+      for (int p = 0; p < n; p++) fcollFillBytes(h + (size_t)p * bytes, bytes, pairSeed(seed, p), w.rank);
+      if (bytes) EXPECT_CUDA_OK(cudaMemcpy(w.send, h, (size_t)n * bytes, cudaMemcpyHostToDevice));
+      EXPECT_CUDA_OK(cudaMemset(w.recv, COLL_POISON, w.bytes));
+      EXPECT_OK(mcclGroupStart());
+      for (int j = 0; j < 2 * n; j++) {
+        const int i = (j * 7 + w.rank) % (2 * n), p = i / 2;  // a permutation: 7 is prime to 2n (n < 7)
+        if (i % 2)
+          EXPECT_OK(mcclRecv((char*)w.recv + (size_t)p * bytes, count, (mcclDataType_t)ty, p, w.comm, w.stream));
+        else
+          EXPECT_OK(mcclSend((char*)w.send + (size_t)p * bytes, count, (mcclDataType_t)ty, p, w.comm, w.stream));
+      }
+      EXPECT_OK(mcclGroupEnd());
+      EXPECT_CUDA_OK(cudaStreamSynchronize(w.stream));
+      EXPECT_CUDA_OK(cudaMemcpy(h, w.recv, w.bytes, cudaMemcpyDeviceToHost));
+      for (int p = 0; p < n; p++)
+        if (fcollCheckBytes(h + (size_t)p * bytes, bytes, pairSeed(seed, w.rank), p, why, sizeof(why))) {
+          mcclTestFailAt(__FILE__, __LINE__, "all-to-all %s count %zu: rank %d: %s", mcclTypeName((mcclDataType_t)ty),
+                         count, w.rank, why);
+          break;
+        }
+      for (size_t b = (size_t)n * bytes; b < w.bytes; b++)
+        if (h[b] != COLL_POISON) {
+          mcclTestFailAt(__FILE__, __LINE__, "all-to-all count %zu: rank %d wrote byte %zu beyond", count, w.rank, b);
+          break;
+        }
+    }
   }
   tearDown(&w);
 }
 
+// Peers out of ring order: rank r sends to r+2 and receives from r-2 (itself with 2 ranks).
+static void sendRecvPlusTwo(void) {
+  struct world w;
+  setUp(&w, 30001);
+  CHECK_STOPPED();
+  const int to = (w.rank + 2) % w.nranks, from = (w.rank - 2 + 2 * w.nranks) % w.nranks;
+  char why[160];
+  fcollFillBytes(w.host, 30001, pairSeed(5, to), w.rank);
+  EXPECT_CUDA_OK(cudaMemcpy(w.send, w.host, 30001, cudaMemcpyHostToDevice));
+  EXPECT_OK(mcclGroupStart());
+  EXPECT_OK(mcclRecv(w.recv, 30001, mcclUint8, from, w.comm, w.stream));
+  EXPECT_OK(mcclSend(w.send, 30001, mcclUint8, to, w.comm, w.stream));
+  EXPECT_OK(mcclGroupEnd());
+  EXPECT_CUDA_OK(cudaStreamSynchronize(w.stream));
+  EXPECT_CUDA_OK(cudaMemcpy(w.host, w.recv, 30001, cudaMemcpyDeviceToHost));
+  if (fcollCheckBytes(w.host, 30001, pairSeed(5, w.rank), from, why, sizeof(why)))
+    mcclTestFailAt(__FILE__, __LINE__, "send to r+2: rank %d: %s", w.rank, why);
+  tearDown(&w);
+}
+
+// A send whose receive never comes: as in NCCL the kernel waits (rank 0 sends more than the FIFOs
+// hold to rank 1, which posts nothing); mcclCommAbort ends it and frees the communicator. Every
+// rank then leaves through mcclCommAbort, its peers' states no longer matching.
+static void sendRecvUnmatched(void) {
+  arSmallFifos(1);  // 4 KiB FIFOs: 1 MiB is far more than they hold
+  struct world w;
+  setUp(&w, 1 << 20);
+  CHECK_STOPPED();
+  const int n = w.nranks;
+  EXPECT_OK(mcclGroupStart());  // connect rank 0 -> 1 (and the rest of a ring) first
+  EXPECT_OK(mcclSend(w.send, 1, mcclUint8, (w.rank + 1) % n, w.comm, w.stream));
+  EXPECT_OK(mcclRecv(w.recv, 1, mcclUint8, (w.rank + n - 1) % n, w.comm, w.stream));
+  EXPECT_OK(mcclGroupEnd());
+  EXPECT_CUDA_OK(cudaStreamSynchronize(w.stream));
+  if (w.rank == 0) {
+    EXPECT_OK(mcclSend(w.send, 1 << 20, mcclUint8, 1, w.comm, w.stream));
+    struct timespec ts = {0, 200 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    EXPECT_CUDA(cudaStreamQuery(w.stream), cudaErrorNotReady);  // still waiting for rank 1
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_OK(mcclCommAbort(w.comm));
+  w.comm = NULL;
+  EXPECT_CUDA_OK(cudaStreamSynchronize(w.stream));
+  tearDown(&w);
+  arSmallFifos(0);
+}
+
 MCCL_TEST_MAIN_MPI(MCCL_TEST_CASE(everyTypeAndOp), MCCL_TEST_CASE(everyRoot), MCCL_TEST_CASE(badInput),
-                   MCCL_TEST_CASE(sendRecvRing), MCCL_TEST_CASE(sendRecvSelfAndLimit))
+                   MCCL_TEST_CASE(sendRecvRing), MCCL_TEST_CASE(sendRecvSelf), MCCL_TEST_CASE(sendRecvAllToAll),
+                   MCCL_TEST_CASE(sendRecvPlusTwo), MCCL_TEST_CASE(sendRecvUnmatched))

@@ -380,7 +380,7 @@ static void initAllCollectives(void) {
 }
 
 // 4 devices, one thread: nccl-tests' sendrecv (each rank sends to rank+1 and receives from rank-1,
-// all in one group) on counts 0, 1, odd and 64 KiB; to self; a peer beyond the neighbours refused.
+// all in one group) on counts 0, 1, odd and 64 KiB; to self; all-to-all in one group; bad peers.
 static void initAllSendRecv(void) {
   if (nDevices() < NDEV) SKIP("needs %d devices", NDEV);
   static const size_t counts[] = {0, 1, 4097, 65536};
@@ -430,13 +430,38 @@ static void initAllSendRecv(void) {
     if (fcollCheckBytes(b[r].host, 4000, 5, r, why, sizeof(why)))
       mcclTestFailAt(__FILE__, __LINE__, "send/recv to self: rank %d: %s", r, why);
   }
-  // The limit: rank 0 may send only to 1 and receive only from 3; the group reports the refusal.
-  EXPECT_RES(mcclSend(b[0].send, 4, mcclInt8, 2, comms[0], b[0].stream), mcclInvalidUsage);
-  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "ring's next") != NULL);
+  // All-to-all, every rank to every rank (itself included) in one group of the 4 communicators:
+  // the connections beyond the neighbours are made at mcclGroupEnd, one thread per communicator.
+  const size_t blk = 4099;
+  for (int r = 0; r < NDEV; r++) {
+    for (int p = 0; p < NDEV; p++) fcollFillBytes((char*)b[r].host + (size_t)p * blk, blk, 11 * 64 + (uint64_t)p, r);
+    EXPECT_CUDA_OK(cudaMemcpy(b[r].send, b[r].host, NDEV * blk, cudaMemcpyHostToDevice));
+    EXPECT_CUDA_OK(cudaMemset(b[r].recv, COLL_POISON, 65536));
+  }
   EXPECT_OK(mcclGroupStart());
-  EXPECT_OK(mcclRecv(b[0].recv, 4, mcclInt8, 1, comms[0], b[0].stream));
+  for (int r = 0; r < NDEV; r++)
+    for (int k = 0; k < NDEV; k++) {
+      const int p = (r + NDEV - k) % NDEV;  // each rank in its own peer order
+      EXPECT_OK(mcclSend((char*)b[r].send + (size_t)p * blk, blk, mcclInt8, p, comms[r], b[r].stream));
+      EXPECT_OK(mcclRecv((char*)b[r].recv + (size_t)p * blk, blk, mcclInt8, p, comms[r], b[r].stream));
+    }
+  EXPECT_OK(mcclGroupEnd());
+  for (int r = 0; r < NDEV && !mcclTestStopped(); r++) {
+    EXPECT_CUDA_OK(cudaStreamSynchronize(b[r].stream));
+    EXPECT_CUDA_OK(cudaMemcpy(b[r].host, b[r].recv, 65536, cudaMemcpyDeviceToHost));
+    for (int p = 0; p < NDEV; p++)
+      if (fcollCheckBytes((char*)b[r].host + (size_t)p * blk, blk, 11 * 64 + (uint64_t)r, p, why, sizeof(why)))
+        mcclTestFailAt(__FILE__, __LINE__, "all-to-all: rank %d, block from %d: %s", r, p, why);
+    if (((unsigned char*)b[r].host)[NDEV * blk] != COLL_POISON)
+      mcclTestFailAt(__FILE__, __LINE__, "all-to-all: rank %d wrote beyond its blocks", r);
+  }
+  // A peer out of range is refused, naming it; a grouped send to self without its receive makes
+  // mcclGroupEnd fail, as in NCCL.
+  EXPECT_RES(mcclSend(b[0].send, 4, mcclInt8, NDEV, comms[0], b[0].stream), mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "peer") != NULL);
+  EXPECT_OK(mcclGroupStart());
+  EXPECT_OK(mcclSend(b[0].send, 4, mcclInt8, 0, comms[0], b[0].stream));
   EXPECT_RES(mcclGroupEnd(), mcclInvalidUsage);
-  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "ring's previous") != NULL);
   tearDown(comms, b, NDEV);
 }
 

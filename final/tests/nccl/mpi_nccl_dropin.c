@@ -387,8 +387,28 @@ static void test_other_collectives(void) {
   cudaFree(d);
 }
 
-// nccl-tests' sendrecv: send to (rank+1)%n and receive from (rank-1+n)%n in one group; then a peer
-// beyond minccl's ring neighbours is refused (only rings of 3 ranks or more have one).
+// One group: send count floats of d to `to`, receive count from `from` into d + count; check them.
+static void sendRecvChecked(float* d, float* h, size_t count, int to, int from) {
+  for (size_t i = 0; i < count; i++) h[i] = (float)(rank * 10000 + (int)i);
+  if (cudaMemcpy(d, h, count * sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess) FAILF("cudaMemcpy");
+  ncclResult_t r1 = ncclGroupStart(), r2 = ncclSend(d, count, ncclFloat32, to, comm, stream);
+  ncclResult_t r3 = ncclRecv(d + count, count, ncclFloat32, from, comm, stream), r4 = ncclGroupEnd();
+  if (r1 || r2 || r3 || r4)
+    FAILF("grouped ncclSend to %d / ncclRecv from %d: %s %s %s %s (%s)", to, from, ncclGetErrorString(r1),
+          ncclGetErrorString(r2), ncclGetErrorString(r3), ncclGetErrorString(r4), ncclGetLastError(NULL));
+  else if (cudaStreamSynchronize(stream) != cudaSuccess ||
+           cudaMemcpy(h, d + count, count * sizeof(float), cudaMemcpyDeviceToHost) != cudaSuccess)
+    FAILF("synchronise / copy back");
+  else
+    for (size_t i = 0; i < count; i++)
+      if (h[i] != (float)(from * 10000 + (int)i)) {
+        FAILF("sendrecv: element %zu is %g, expected %g from rank %d", i, h[i], (float)(from * 10000 + (int)i), from);
+        break;
+      }
+}
+
+// nccl-tests' sendrecv: send to (rank+1)%n and receive from (rank-1+n)%n in one group; then any
+// peer: the reverse ring (send to prev, receive from next).
 static void test_sendrecv(void) {
   NEED_COMM();
   const size_t count = 4099;
@@ -400,23 +420,8 @@ static void test_sendrecv(void) {
     return;
   }
   const int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks;
-  for (size_t i = 0; i < count; i++) h[i] = (float)(rank * 10000 + (int)i);
-  if (cudaMemcpy(d, h, count * sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess) FAILF("cudaMemcpy");
-  ncclResult_t r1 = ncclGroupStart(), r2 = ncclSend(d, count, ncclFloat32, next, comm, stream);
-  ncclResult_t r3 = ncclRecv(d + count, count, ncclFloat32, prev, comm, stream), r4 = ncclGroupEnd();
-  if (r1 || r2 || r3 || r4)
-    FAILF("grouped ncclSend/ncclRecv: %s %s %s %s (%s)", ncclGetErrorString(r1), ncclGetErrorString(r2),
-          ncclGetErrorString(r3), ncclGetErrorString(r4), ncclGetLastError(NULL));
-  else if (cudaStreamSynchronize(stream) != cudaSuccess ||
-           cudaMemcpy(h, d + count, count * sizeof(float), cudaMemcpyDeviceToHost) != cudaSuccess)
-    FAILF("synchronise / copy back");
-  else
-    for (size_t i = 0; i < count; i++)
-      if (h[i] != (float)(prev * 10000 + (int)i)) {
-        FAILF("sendrecv: element %zu is %g, expected %g from rank %d", i, h[i], (float)(prev * 10000 + (int)i), prev);
-        break;
-      }
-  if (nranks >= 3) EXPECT_NCCL(ncclSend(d, 4, ncclFloat32, prev, comm, stream), ncclInvalidUsage);
+  sendRecvChecked(d, h, count, next, prev);
+  sendRecvChecked(d, h, count, prev, next);
   cudaFree(d);
   free(h);
 }

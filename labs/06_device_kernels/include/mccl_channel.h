@@ -81,8 +81,11 @@ mcclResult_t mcclTransportP2pConnect(struct mcclTransportCtx* ctx, int channelId
  * each distance i = 1 .. nRanks-1, with sendPeer = rank + i and recvPeer = rank - i, select and set up
  * a transport for every recorded channel (mcclTransportSetupConnector), swap the mcclConnect records
  * with both peers through ctx->bootstrap, connect, and copy each connector's conn into
- * ctx->channels[c].devPeers[peer].send/recv[connIndex]. Collective: every rank calls it with
- * matching records. The masks are cleared afterwards. Synchronous (the device copies are complete).
+ * ctx->channels[c].devPeers[peer].send/recv[connIndex]. Collective between the ranks it connects:
+ * a send to p recorded here needs p's call with the receive from this rank recorded on the same
+ * channels (ranks that record nothing need not call it). It ends with one empty message to and from
+ * each peer connected (NCCL's closing exchange), so nobody frees what a peer is still importing. The
+ * masks are cleared afterwards. Synchronous (the device copies are complete).
  * @param[in,out] ctx        with channels, peerInfo, bootstrap and proxyState.
  * @param[in]     graph      passed to the hooks (may be NULL).
  * @param[in]     connIndex  0 .. MCCL_MAX_CONNS-1.

@@ -208,10 +208,23 @@ mcclResult_t mcclTransportP2pSetup(struct mcclTransportCtx* ctx, const void* gra
       if (recvMask & (1ULL << c))
         MCCLCHECKGOTO(connectOne(ctx, ch, recvPeer, connIndex, 0, &recvData[r++], stream), res, out);
     }
-    ctx->connectRecv[recvPeer] = ctx->connectSend[sendPeer] = 0;
   }
-  // Nobody may free (and unlink a /dev/shm file) before every peer has attached.
-  if (n > 1) MCCLCHECKGOTO(mcclBootstrapBarrier(ctx->bootstrap), res, out);
+  // Nobody may free (and unlink a /dev/shm file) before its peers have attached: each rank syncs
+  // with the peers it connected to, and only with them (NCCL's closing exchange), so ranks that
+  // connect nothing now (a point-to-point group between two of them) are not waited for.
+  for (int i = 1; i < n; i++) {
+    int tag = P2P_SETUP_TAG_BASE + (i << 8) + 0x80 + connIndex;
+    int recvPeer = (me - i + n) % n, sendPeer = (me + i) % n;
+    int toSend = ctx->connectSend[sendPeer] != 0, fromRecv = ctx->connectRecv[recvPeer] != 0;
+    if (recvPeer == sendPeer) toSend = fromRecv = toSend || fromRecv;
+    if (toSend) MCCLCHECKGOTO(mcclBootstrapSend(ctx->bootstrap, sendPeer, tag, NULL, 0), res, out);
+    if (fromRecv && recvPeer != sendPeer)
+      MCCLCHECKGOTO(mcclBootstrapSend(ctx->bootstrap, recvPeer, tag, NULL, 0), res, out);
+    if (toSend) MCCLCHECKGOTO(mcclBootstrapRecv(ctx->bootstrap, sendPeer, tag, NULL, 0), res, out);
+    if (fromRecv && recvPeer != sendPeer)
+      MCCLCHECKGOTO(mcclBootstrapRecv(ctx->bootstrap, recvPeer, tag, NULL, 0), res, out);
+  }
+  for (int p = 0; p < n; p++) ctx->connectSend[p] = ctx->connectRecv[p] = 0;
 out:
   free(sendData);
   free(recvData);

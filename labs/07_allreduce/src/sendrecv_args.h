@@ -1,6 +1,6 @@
 // Lab 07, private: what one send/receive launch needs, in a header that compiles as C11
-// (sendrecv.c fills it), C++ (the sim's kernels) and CUDA (nvcc). NCCL's twin is the part of
-// ncclDevWorkP2p that src/device/sendrecv.h reads.
+// (sendrecv.c fills it), C++ (the sim's kernels) and CUDA (nvcc). NCCL's twins are ncclDevWorkP2p
+// (one work: a round's send and receive) and the kernel arguments that carry a plan's works.
 #ifndef MCCL_SENDRECV_ARGS_H_
 #define MCCL_SENDRECV_ARGS_H_
 
@@ -9,18 +9,41 @@
 #include "mccl_allreduce_args.h"
 #include "mccl_conn.h"
 
+// Works one launch carries; a group with more is cut into several launches, as NCCL cuts a
+// planner's tasks into several kernel plans when one plan's budget is full.
+#define MCCL_P2P_MAX_WORKS 16
+// The connection index point-to-point uses on every channel (NCCL's addP2pToPlan: connIndex 1),
+// apart from the ring's (0), also to the ring's neighbours.
+#define MCCL_P2P_CONN_INDEX 1
+// Parts of a direction start at multiples of this (NCCL's ncclP2pPartBounds: 4 KiB).
+#define MCCL_P2P_PART_ALIGN 4096
+
+// One round of the schedule (NCCL's ncclDevWorkP2p): a send to sendRank and a receive from
+// recvRank, each cut into parts spread over the channels channelBase, channelBase + 1, ...
+// (modulo nP2pChannels). sendRank == the launch's rank: a copy of sendBytes from sendAddr to recvAddr.
+struct mcclP2pWork {
+  const void* sendAddr;
+  void* recvAddr;
+  uint64_t sendBytes;
+  uint64_t recvBytes;
+  int32_t sendRank;     // -1: no send in this round
+  int32_t recvRank;     // -1: no receive in this round
+  int32_t nSendParts;   // channels the send is cut over (0: no bytes)
+  int32_t nRecvParts;   // channels the receive is cut over (0: no bytes)
+  int32_t channelBase;  // channel of part 0
+  int32_t pad;
+};
+
 struct mcclSendRecvArgs {
-  int nChannels;   // blocks, one per ring channel
-  int chunkSteps;  // FIFO slots per chunk
-  int sliceSteps;  // slots per slice
-  int self;        // 1: copy sendbuff to recvbuff on this device (sendBytes bytes), no connection used
-  size_t sendBytes;  // 0: no send
-  size_t recvBytes;  // 0: no receive
-  const void* sendbuff;
-  void* recvbuff;
-  struct mcclConnInfo* recvConns;  // [nChannels] device array: recv from the ring's prev on channel c
-  struct mcclConnInfo* sendConns;  // [nChannels] device array: send to the ring's next on channel c
-  volatile uint32_t* abortFlag;    // device view of the communicator's host-mapped abort flag
+  int nWorks;        // works[0 .. nWorks), run in this order by every block
+  int nP2pChannels;  // blocks: a power of two, at most the communicator's channels
+  int chunkSteps;    // FIFO slots per chunk
+  int sliceSteps;    // slots per slice
+  int rank;          // this rank (a work with sendRank == rank is a local copy)
+  int pad;
+  volatile uint32_t* abortFlag;                                 // device view of the host-mapped abort flag
+  struct mcclDevChannelPeer* devPeers[MCCL_SIGNAL_MAX_BLOCKS];  // per channel (at most the comm's): its [nRanks] peers
+  struct mcclP2pWork works[MCCL_P2P_MAX_WORKS];
 };
 
 #endif

@@ -1,8 +1,16 @@
-// Lab 07: the send/receive kernel (NCCL 2.28.9 src/device/sendrecv.h, runSend / runRecv), over lab
-// 06's Primitives with the SIMPLE protocol. It moves bytes: one kernel serves every type. One
-// launch does a communicator's send to the ring's next and receive from its prev: block c carries
-// a contiguous part of each direction over channel c's connections, one chunk of each in turn, so
-// neither direction waits for the other to finish (the FIFO holds more than one chunk).
+// Lab 07: the send/receive kernel (NCCL 2.28.9 src/device/sendrecv.h, RunWorkBatch<ncclFuncSendRecv>
+// with runSend / runRecv), over lab 06's Primitives with the SIMPLE protocol. It moves bytes: one
+// kernel serves every type. One launch carries up to MCCL_P2P_MAX_WORKS works, one per round of the
+// host's schedule (a send to rank+round and a receive from rank-round). A work's send and receive are
+// each cut into parts, part p on channel (channelBase + p) mod nP2pChannels (ncclP2pChannelToPart);
+// block c runs its part of every work, in work order, over channel c's point-to-point connections
+// (connIndex MCCL_P2P_CONN_INDEX), one chunk of each direction in turn, so neither direction waits
+// for the other to finish (the FIFO holds more than one chunk).
+//
+// Against NCCL, said once here: a block runs its works one after the other, where NCCL splits the
+// block's warps between up to 8 works of a batch and runs them side by side (lab 06's Primitives use
+// one pair of named barriers per block). Every rank runs its rounds in the same order, and a round's
+// send and receive meet the peer's receive and send of the same round, so the order cannot deadlock.
 #ifndef MCCL_SENDRECV_KERNELS_CUH_
 #define MCCL_SENDRECV_KERNELS_CUH_
 
@@ -14,12 +22,50 @@ struct mcclSendRecvShmem {
 };
 MCCL_SHMEM_DEFINE(struct mcclSendRecvShmem, sendRecvShmem);
 
-// Channel c's part [lo, lo + n) of `bytes`, cut at 512-byte multiples (as the ring collectives).
-__device__ __forceinline__ void mcclSendRecvPart(int64_t bytes, int nChannels, int64_t* lo, int64_t* n) {
-  const int64_t per = mcclDivUp(mcclDivUp(bytes, (int64_t)nChannels), (int64_t)512) * 512;
-  const int64_t l = (int64_t)blockIdx.x * per < bytes ? (int64_t)blockIdx.x * per : bytes;
+// This block's part [lo, lo + n) of a direction of `bytes` cut into nParts parts from channel base
+// (NCCL's ncclP2pChannelToPart and ncclP2pPartBounds); n is 0 where the block has no part.
+__device__ __forceinline__ void mcclP2pPart(int64_t bytes, int nParts, int base, int nP2pChannels, int64_t* lo,
+                                            int64_t* n) {
+  const int part = ((int)blockIdx.x - base) & (nP2pChannels - 1);
+  *lo = 0;
+  *n = 0;
+  if (part >= nParts) return;
+  const int64_t per = mcclDivUp(mcclDivUp(bytes, (int64_t)nParts), (int64_t)MCCL_P2P_PART_ALIGN) * MCCL_P2P_PART_ALIGN;
+  const int64_t l = (int64_t)part * per < bytes ? (int64_t)part * per : bytes;
   *lo = l;
   *n = (l + per < bytes ? l + per : bytes) - l;
+}
+
+// Returns whether the block saw the abort flag (the whole block agrees).
+__device__ __forceinline__ bool mcclP2pRunWork(const struct mcclSendRecvArgs& a, const struct mcclP2pWork& w, int tid,
+                                               int nthreads) {
+  int64_t sLo, sN, rLo, rN;
+  mcclP2pPart((int64_t)w.sendBytes, w.nSendParts, w.channelBase, a.nP2pChannels, &sLo, &sN);
+  mcclP2pPart((int64_t)w.recvBytes, w.nRecvParts, w.channelBase, a.nP2pChannels, &rLo, &rN);
+  if (w.sendRank == a.rank) {  // to oneself: a copy, no connection
+    if (sN <= 0 || w.sendAddr == (const void*)w.recvAddr) return false;
+    FuncSum<uint8_t> op;
+    op.arg = 1;
+    void* src[1] = {(void*)((const uint8_t*)w.sendAddr + sLo)};
+    void* dst[1] = {(void*)((uint8_t*)w.recvAddr + sLo)};
+    mcclReduceCopy<MCCL_SIMPLE_UNROLL, uint8_t, FuncSum<uint8_t>, 1, 1>(tid, nthreads, op, false, src, dst, sN);
+    __syncthreads();  // the next work reuses the threads
+    return false;
+  }
+  // A direction this block has no bytes of is not touched, on either side (both cut alike).
+  if (sN <= 0 && rN <= 0) return false;
+  struct mcclDevChannelPeer* peers = a.devPeers[blockIdx.x];
+  Primitives<uint8_t, FuncSum<uint8_t>, ProtoSimple> prims(
+      tid, nthreads, rN > 0 ? &peers[w.recvRank].recv[MCCL_P2P_CONN_INDEX] : NULL,
+      sN > 0 ? &peers[w.sendRank].send[MCCL_P2P_CONN_INDEX] : NULL, (const uint8_t*)w.sendAddr + sLo,
+      (uint8_t*)w.recvAddr + rLo, 1, a.chunkSteps / a.sliceSteps, a.sliceSteps);
+  const int64_t chunk = prims.chunkElems();
+  const int64_t n = sN > rN ? sN : rN;
+  for (int64_t e = 0; e < n && !prims.aborted(); e += chunk) {
+    if (e < sN) prims.send(e, (int)(chunk < sN - e ? chunk : sN - e));
+    if (e < rN && !prims.aborted()) prims.recv(e, (int)(chunk < rN - e ? chunk : rN - e));
+  }
+  return prims.aborted();
 }
 
 __device__ __forceinline__ void mcclSendRecvMain(const struct mcclSendRecvArgs& args) {
@@ -36,29 +82,8 @@ __device__ __forceinline__ void mcclSendRecvMain(const struct mcclSendRecvArgs& 
     __syncthreads();
   }
   const struct mcclSendRecvArgs& a = sendRecvShmem.args;
-  int64_t sLo, sN, rLo, rN;
-  mcclSendRecvPart((int64_t)a.sendBytes, a.nChannels, &sLo, &sN);
-  mcclSendRecvPart((int64_t)a.recvBytes, a.nChannels, &rLo, &rN);
-  if (a.self) {  // to oneself: a copy, no connection
-    if (sN <= 0 || a.sendbuff == (const void*)a.recvbuff) return;
-    FuncSum<uint8_t> op;
-    op.arg = 1;
-    void* src[1] = {(void*)((const uint8_t*)a.sendbuff + sLo)};
-    void* dst[1] = {(void*)((uint8_t*)a.recvbuff + sLo)};
-    mcclReduceCopy<MCCL_SIMPLE_UNROLL, uint8_t, FuncSum<uint8_t>, 1, 1>(tid, nthreads, op, false, src, dst, sN);
-    return;
-  }
-  // A direction this block has no bytes of is not connected, on either side (both cut alike).
-  if (sN <= 0 && rN <= 0) return;
-  Primitives<uint8_t, FuncSum<uint8_t>, ProtoSimple> prims(
-      tid, nthreads, rN > 0 ? a.recvConns + blockIdx.x : NULL, sN > 0 ? a.sendConns + blockIdx.x : NULL, a.sendbuff,
-      a.recvbuff, 1, a.chunkSteps / a.sliceSteps, a.sliceSteps);
-  const int64_t chunk = prims.chunkElems();
-  const int64_t n = sN > rN ? sN : rN;
-  for (int64_t e = 0; e < n && !prims.aborted(); e += chunk) {
-    if (e < sN) prims.send(sLo + e, (int)(chunk < sN - e ? chunk : sN - e));
-    if (e < rN && !prims.aborted()) prims.recv(rLo + e, (int)(chunk < rN - e ? chunk : rN - e));
-  }
+  bool aborted = false;
+  for (int w = 0; w < a.nWorks && !aborted; w++) aborted = mcclP2pRunWork(a, a.works[w], tid, nthreads);
 }
 
 #define MCCL_DEFINE_SENDRECV_KERNEL()                                                                              \

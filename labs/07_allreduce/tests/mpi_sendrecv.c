@@ -1,0 +1,220 @@
+// Lab 07's grouped point-to-point (mcclLabSendRecv) across processes under mpirun (2, 3 and 4
+// ranks): all-to-all in one group (self included) on every dtype's sizes with counts 0, 1, odd and
+// 1 MiB in all, tasks posted in a scrambled order; out-of-order peer sets (rank r sends to r+2, two
+// messages to one peer); over SHM (MCCL_P2P_DISABLE=1); bad input refused before anything is
+// connected or launched; and a send whose receive never comes: the wait ends with an abort, in
+// connection setup and in the kernel. Each rank checks what it received from each peer.
+#include <pthread.h>
+#include <time.h>
+#include "ar_mpi_util.h"
+#include "mccl_sendrecv.h"
+#include "mccl_test.h"
+#include "mccl_test_mpi.h"
+
+// Byte i of what `from` sends to `to` under seed.
+static unsigned char srByte(uint64_t seed, int from, int to, size_t i) {
+  uint64_t x =
+      seed * 0x9e3779b97f4a7c15ull + (uint64_t)(from * 64 + to) * 0xbf58476d1ce4e5b9ull + i * 0x94d049bb133111ebull;
+  return (unsigned char)((x >> 29) ^ (x >> 41));
+}
+
+static double nowSec(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void setUpOrSkip(struct arMpi* m, int nChannels, size_t bytes) {
+  if (arMpiDevice() < 0) SKIP("no CUDA device");
+  arMpiSetUp(m, nChannels, bytes);
+}
+
+// One all-to-all of `bytes` per pair: block p of send goes to rank p, block p of recv comes from rank
+// p. Tasks are posted in a scrambled order (the schedule, not the call order, pairs them).
+static void allToAll(struct arMpi* m, size_t bytes, uint64_t seed, const char* what) {
+  CHECK_STOPPED();
+  const int rank = m->comm->rank, n = m->comm->nRanks;
+  unsigned char* h = (unsigned char*)m->host;
+  for (int p = 0; p < n; p++)
+    for (size_t i = 0; i < bytes; i++) h[(size_t)p * bytes + i] = srByte(seed, rank, p, i);
+  if (bytes) EXPECT_CUDA_OK(cudaMemcpy(m->send, h, (size_t)n * bytes, cudaMemcpyHostToDevice));
+  EXPECT_CUDA_OK(cudaMemset(m->recv, 0x5a, m->bytes));
+  mcclLabP2pTask t[2 * MCCL_LAB_MAX_RANKS];
+  int k = 0;
+  for (int j = 0; j < 2 * n; j++) {
+    int i = (j * 7 + rank) % (2 * n);  // a permutation: 7 is prime to 2n for n < 7
+    int p = i / 2;
+    if (i % 2)
+      t[k++] = (mcclLabP2pTask){0, p, (char*)m->recv + (size_t)p * bytes, bytes};
+    else
+      t[k++] = (mcclLabP2pTask){1, p, (char*)m->send + (size_t)p * bytes, bytes};
+  }
+  EXPECT_OK(mcclLabSendRecv(t, k, m->comm, m->stream));
+  EXPECT_CUDA_OK(cudaStreamSynchronize(m->stream));
+  EXPECT_CUDA_OK(cudaMemcpy(h, m->recv, m->bytes, cudaMemcpyDeviceToHost));
+  for (int p = 0; p < n; p++)
+    for (size_t i = 0; i < bytes; i++)
+      if (h[(size_t)p * bytes + i] != srByte(seed, p, rank, i)) {
+        mcclTestFailAt(__FILE__, __LINE__,
+                       "%s, %zu bytes a pair: rank %d: byte %zu from rank %d: expected 0x%02x, got 0x%02x", what, bytes,
+                       rank, i, p, srByte(seed, p, rank, i), h[(size_t)p * bytes + i]);
+        return;
+      }
+  for (size_t b = (size_t)n * bytes; b < m->bytes; b++)
+    if (h[b] != 0x5a) {
+      mcclTestFailAt(__FILE__, __LINE__, "%s, %zu bytes a pair: rank %d wrote byte %zu beyond the blocks", what, bytes,
+                     rank, b);
+      return;
+    }
+}
+
+// Every dtype's element size, counts 0, 1, odd and 1 MiB in all (split between the peers).
+static void allToAllEveryType(void) {
+  const int n = mcclTestMpiSize();
+  const size_t big = (1u << 20) / (size_t)n;
+  struct arMpi m;
+  setUpOrSkip(&m, 2, (size_t)n * big + 64);
+  for (int ty = 0; ty < mcclNumTypes && !mcclTestStopped(); ty++) {
+    const size_t es = mcclTypeSize((mcclDataType_t)ty);
+    const size_t counts[4] = {0, 1, 1001, big / es};
+    char what[64];
+    snprintf(what, sizeof(what), "all-to-all %s", mcclTypeName((mcclDataType_t)ty));
+    // One count per type, all four on the first and last types.
+    for (int c = 0; c < 4; c++)
+      if (ty == 0 || ty == mcclNumTypes - 1 || c == ty % 4)
+        allToAll(&m, counts[c] * es, mcclTestSeed() + (uint64_t)(ty * 4 + c), what);
+  }
+  arMpiTearDown(&m);
+}
+
+// Peers out of ring order: rank r sends to r+2 and receives from r-2 (its own rank with 2 ranks), and
+// two messages to r+1 in one group arrive in order; small FIFOs so each takes many steps.
+static void outOfOrderPeers(void) {
+  arSmallFifos(1);
+  struct arMpi m;
+  setUpOrSkip(&m, 2, 3 * 40000);
+  CHECK_STOPPED();
+  const int rank = m.comm->rank, n = m.comm->nRanks;
+  const int to2 = (rank + 2) % n, from2 = (rank - 2 + 2 * n) % n;
+  const int to1 = (rank + 1) % n, from1 = (rank - 1 + n) % n;
+  const size_t sz[3] = {40000, 777, 12345};
+  unsigned char* h = (unsigned char*)m.host;
+  for (int k = 0; k < 3; k++)
+    for (size_t i = 0; i < sz[k]; i++) h[k * 40000 + i] = srByte(mcclTestSeed() + (uint64_t)k, rank, k ? to1 : to2, i);
+  EXPECT_CUDA_OK(cudaMemcpy(m.send, h, 3 * 40000, cudaMemcpyHostToDevice));
+  EXPECT_CUDA_OK(cudaMemset(m.recv, 0, 3 * 40000));
+  char* s = (char*)m.send;
+  char* r = (char*)m.recv;
+  mcclLabP2pTask t[6] = {{0, from1, r + 40000, sz[1]}, {1, to2, s, sz[0]},         {1, to1, s + 40000, sz[1]},
+                         {0, from2, r, sz[0]},         {1, to1, s + 80000, sz[2]}, {0, from1, r + 80000, sz[2]}};
+  EXPECT_OK(mcclLabSendRecv(t, 6, m.comm, m.stream));
+  EXPECT_CUDA_OK(cudaStreamSynchronize(m.stream));
+  EXPECT_CUDA_OK(cudaMemcpy(h, m.recv, 3 * 40000, cudaMemcpyDeviceToHost));
+  for (int k = 0; k < 3 && !mcclTestStopped(); k++)
+    for (size_t i = 0; i < sz[k]; i++)
+      if (h[k * 40000 + i] != srByte(mcclTestSeed() + (uint64_t)k, k ? from1 : from2, rank, i)) {
+        mcclTestFailAt(__FILE__, __LINE__, "message %d (%zu bytes from rank %d): rank %d: byte %zu wrong", k, sz[k],
+                       k ? from1 : from2, rank, i);
+        break;
+      }
+  arMpiTearDown(&m);
+  arSmallFifos(0);
+}
+
+// Over SHM (MCCL_P2P_DISABLE=1): the point-to-point connections choose SHM too.
+static void allToAllShm(void) {
+  setenv("MCCL_P2P_DISABLE", "1", 1);
+  mcclParamResetAll();
+  const int n = mcclTestMpiSize();
+  struct arMpi m;
+  setUpOrSkip(&m, 2, (size_t)n * 20011);
+  allToAll(&m, 20011, mcclTestSeed(), "all-to-all over SHM");
+  const int peer = (m.comm->rank + 1) % n;
+  if (!mcclTestStopped() && n > 1) EXPECT_EQ(m.comm->ctx.channels[0].peers[peer].send[1].transport, TRANSPORT_SHM);
+  unsetenv("MCCL_P2P_DISABLE");
+  mcclParamResetAll();
+  arMpiTearDown(&m);
+}
+
+// Bad input: refused with mcclInvalidArgument (mcclInvalidUsage for an unpaired send to self) before
+// anything is connected or launched, so no rank waits for another.
+static void badInput(void) {
+  struct arMpi m;
+  setUpOrSkip(&m, 2, 4096);
+  CHECK_STOPPED();
+  const int rank = m.comm->rank, n = m.comm->nRanks;
+  mcclLabP2pTask ok = {1, rank, m.send, 16}, okr = {0, rank, m.recv, 16};
+  mcclLabP2pTask bad[2];
+  bad[0] = ok;
+  bad[1] = (mcclLabP2pTask){0, n, m.recv, 16};
+  EXPECT_RES(mcclLabSendRecv(bad, 2, m.comm, m.stream), mcclInvalidArgument);
+  bad[1] = (mcclLabP2pTask){1, -1, m.send, 16};
+  EXPECT_RES(mcclLabSendRecv(bad, 2, m.comm, m.stream), mcclInvalidArgument);
+  bad[0] = okr;
+  bad[1] = (mcclLabP2pTask){1, (rank + 1) % n, NULL, 16};
+  EXPECT_RES(mcclLabSendRecv(bad, 2, m.comm, m.stream), mcclInvalidArgument);
+  bad[1] = (mcclLabP2pTask){2, rank, m.send, 16};
+  EXPECT_RES(mcclLabSendRecv(bad, 2, m.comm, m.stream), mcclInvalidArgument);
+  EXPECT_RES(mcclLabSendRecv(NULL, 1, m.comm, m.stream), mcclInvalidArgument);
+  EXPECT_RES(mcclLabSendRecv(&ok, 1, NULL, m.stream), mcclInvalidArgument);
+  EXPECT_RES(mcclLabSendRecv(&ok, 1, m.comm, m.stream), mcclInvalidUsage);   // to self, no receive
+  EXPECT_RES(mcclLabSendRecv(&okr, 1, m.comm, m.stream), mcclInvalidUsage);  // from self, no send
+  bad[0] = ok;
+  bad[1] = okr;
+  bad[1].bytes = 8;
+  EXPECT_RES(mcclLabSendRecv(bad, 2, m.comm, m.stream), mcclInvalidUsage);  // sizes differ
+  // A NULL buffer with 0 bytes is fine, and so is an empty group.
+  bad[0] = (mcclLabP2pTask){1, rank, NULL, 0};
+  bad[1] = (mcclLabP2pTask){0, rank, NULL, 0};
+  EXPECT_OK(mcclLabSendRecv(bad, 2, m.comm, m.stream));
+  EXPECT_OK(mcclLabSendRecv(NULL, 0, m.comm, m.stream));
+  EXPECT_CUDA_OK(cudaStreamSynchronize(m.stream));
+  arMpiTearDown(&m);
+}
+
+static void* abortLater(void* p) {
+  struct timespec ts = {0, 300 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+  mcclLabCommAbort((mcclLabComm*)p);
+  return NULL;
+}
+
+// Rank 0 sends to rank 1, which posts no receive. Not yet connected: the setup waits for rank 1's
+// half until the abort flag (raised from a thread) ends it with an error. Connected (after an
+// all-to-all): the kernel waits, with more bytes than the FIFOs hold, until the abort ends it.
+static void unmatchedSend(void) {
+  const int n = mcclTestMpiSize();
+  for (int connected = 0; connected < 2 && !mcclTestStopped(); connected++) {
+    arSmallFifos(1);
+    struct arMpi m;
+    setUpOrSkip(&m, 2, (size_t)n * 4096 + (1 << 18));
+    if (connected) allToAll(&m, 4096, mcclTestSeed(), "all-to-all before the unmatched send");
+    CHECK_STOPPED();
+    if (m.comm->rank == 0) {
+      mcclLabP2pTask t = {1, 1, m.send, 1 << 18};  // 64 FIFOs' worth
+      double t0 = nowSec();
+      if (!connected) {
+        pthread_t th;
+        EXPECT_EQ(pthread_create(&th, NULL, abortLater, m.comm), 0);
+        EXPECT_TRUE(mcclLabSendRecv(&t, 1, m.comm, m.stream) != mcclSuccess);
+        pthread_join(th, NULL);
+      } else {
+        EXPECT_OK(mcclLabSendRecv(&t, 1, m.comm, m.stream));
+        struct timespec ts = {0, 200 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        EXPECT_CUDA(cudaStreamQuery(m.stream), cudaErrorNotReady);  // still waiting for rank 1
+        EXPECT_OK(mcclLabCommAbort(m.comm));
+        EXPECT_CUDA_OK(cudaStreamSynchronize(m.stream));
+      }
+      EXPECT_LT(nowSec() - t0, 10.0);
+    }
+    // Every rank leaves through the abort path: its peers' states no longer match.
+    MPI_Barrier(MPI_COMM_WORLD);
+    EXPECT_OK(mcclLabCommAbort(m.comm));
+    arMpiTearDown(&m);
+    arSmallFifos(0);
+  }
+}
+
+MCCL_TEST_MAIN_MPI(MCCL_TEST_CASE(allToAllEveryType), MCCL_TEST_CASE(outOfOrderPeers), MCCL_TEST_CASE(allToAllShm),
+                   MCCL_TEST_CASE(badInput), MCCL_TEST_CASE(unmatchedSend))
