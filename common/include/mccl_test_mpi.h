@@ -47,12 +47,17 @@ static inline uint64_t mcclTestMpiShareSeed_(uint64_t seed) {
 }
 
 /** @brief main() of a test binary run under mpirun. */
-#define MCCL_TEST_MAIN_MPI(...)                                                                                   \
+#define MCCL_TEST_MAIN_MPI(...) MCCL_TEST_MAIN_MPI_THREADS(MPI_THREAD_SINGLE, __VA_ARGS__)
+
+/** @brief main() of a test binary run under mpirun whose library calls MPI from other threads too
+ *  (lab 08's net plugin, from the proxy thread): MPI_Init_thread asks for `level`. */
+#define MCCL_TEST_MAIN_MPI_THREADS(level, ...)                                                                    \
   int main(int argc, char** argv) {                                                                               \
     static const mcclTestCase cases_[] = {__VA_ARGS__};                                                           \
     if (argc > 1 && strcmp(argv[1], "--list") == 0) /* names only: no MPI needed */                               \
       return mcclTestMain(argc, argv, cases_, (int)(sizeof(cases_) / sizeof(cases_[0])), NULL);                   \
-    MPI_Init(&argc, &argv);                                                                                       \
+    int provided_ = 0;                                                                                            \
+    MPI_Init_thread(&argc, &argv, (level), &provided_);                                                           \
     MPI_Comm_rank(MPI_COMM_WORLD, &mcclTestMpiRank_);                                                             \
     MPI_Comm_size(MPI_COMM_WORLD, &mcclTestMpiSize_);                                                             \
     mcclDebugSetRank(mcclTestMpiRank_);                                                                           \

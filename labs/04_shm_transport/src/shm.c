@@ -732,4 +732,5 @@ struct mcclTransport mcclShmTransport = {
   shmCanConnect,
   {shmSendSetup, shmSendConnect, shmFree, shmProxySetup, shmProxyConnect, shmProxyFree, shmSendProxyProgress},
   {shmRecvSetup, shmRecvConnect, shmFree, shmProxySetup, shmProxyConnect, shmProxyFree, shmRecvProxyProgress},
+  NULL,
 };
