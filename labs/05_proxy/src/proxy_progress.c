@@ -58,9 +58,10 @@ void* mcclProxyProgress(void* arg) {
           INFO(MCCL_PROXY, "Proxy %d: op %d ends with its connector after %llu steps", p->rank, active[i],
                (unsigned long long)s->args.subs[0].done);
         else
-          WARN("Proxy %d: op %d cancelled after %llu of %llu steps: its connector was freed while the op was in "
-               "flight", p->rank, active[i], (unsigned long long)s->args.subs[0].done,
-               (unsigned long long)s->args.subs[0].nsteps);
+          WARN(
+              "Proxy %d: op %d cancelled after %llu of %llu steps: its connector was freed while the op was in "
+              "flight",
+              p->rank, active[i], (unsigned long long)s->args.subs[0].done, (unsigned long long)s->args.subs[0].nsteps);
         finishOp(s, mcclInvalidUsage);
         memmove(&active[i], &active[i + 1], sizeof(int) * (size_t)(nActive - i - 1));
         nActive--;

@@ -554,9 +554,11 @@ static mcclResult_t slowSetup(struct mcclProxyConnection* c, struct mcclProxySta
   *done = 1;
   return mcclSuccess;
 }
-static struct mcclTransport slowTransport = {
-    "SLOW", NULL, {NULL, NULL, NULL, slowSetup, NULL, NULL, NULL}, {NULL, NULL, NULL, slowSetup, NULL, NULL, NULL},
-    NULL};
+static struct mcclTransport slowTransport = {"SLOW",
+                                             NULL,
+                                             {NULL, NULL, NULL, slowSetup, NULL, NULL, NULL},
+                                             {NULL, NULL, NULL, slowSetup, NULL, NULL, NULL},
+                                             NULL};
 static int clockReadings;
 static uint64_t clockAtDeadline(void) {
   struct timespec ts;

@@ -70,8 +70,7 @@ typedef struct {
   /** Post a send of size bytes; *request NULL: retry later. */
   mcclResult_t (*isend)(void* sendComm, void* data, size_t size, int tag, void* mhandle, void** request);
   /** Post n receives (n is 1 here) of at most sizes[i] bytes; *request NULL: retry later. */
-  mcclResult_t (*irecv)(void* recvComm, int n, void** data, size_t* sizes, int* tags, void** mhandles,
-                        void** request);
+  mcclResult_t (*irecv)(void* recvComm, int n, void** data, size_t* sizes, int* tags, void** mhandles, void** request);
   /** Whether request is done; on completion *done is 1, sizes[0] holds the bytes moved and the request is freed. */
   mcclResult_t (*test)(void* request, int* done, int* sizes);
   /** Close a send connection (no request may be pending on it). */

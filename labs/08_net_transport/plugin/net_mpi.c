@@ -24,15 +24,15 @@ static MPI_Comm netComm = MPI_COMM_NULL;
 static int worldRank = -1, tagUb = 32767;
 static int nextTag = 1;  // atomics: listen runs on the proxy's service threads of several communicators
 
-#define NETWARN(...) \
-  do {               \
+#define NETWARN(...)                                             \
+  do {                                                           \
     if (logFn) logFn(LOG_WARN, __FILE__, __LINE__, __VA_ARGS__); \
   } while (0)
 
 struct mpiHandle {  // what travels in the listen handle (MCCL_NET_HANDLE_MAXSIZE bytes)
   uint32_t magic;
   int rank, tag;
-  int stage;  // sender side: 0 nothing yet, 1 hello posted
+  int stage;      // sender side: 0 nothing yet, 1 hello posted
   void* pending;  // sender side: the sendComm under construction
 };
 _Static_assert(sizeof(struct mpiHandle) <= MCCL_NET_HANDLE_MAXSIZE, "handle fits");
@@ -63,10 +63,10 @@ static mcclResult_t mpiCheck(int rc, const char* call) {
   NETWARN("NET/MPI: %s failed: %s", call, msg);
   return mcclSystemError;
 }
-#define MPICHECK(call)                                     \
-  do {                                                     \
-    mcclResult_t r_ = mpiCheck((call), #call);             \
-    if (r_ != mcclSuccess) return r_;                      \
+#define MPICHECK(call)                         \
+  do {                                         \
+    mcclResult_t r_ = mpiCheck((call), #call); \
+    if (r_ != mcclSuccess) return r_;          \
   } while (0)
 
 static mcclResult_t mpiInit(mcclNetLogger_t logFunction) {
@@ -75,17 +75,19 @@ static mcclResult_t mpiInit(mcclNetLogger_t logFunction) {
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
   if (!initialized || finalized) {
-    NETWARN("NET/MPI: MPI is %s: the application must call MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...) "
-            "before creating a communicator that spans hosts",
-            finalized ? "finalized" : "not initialised");
+    NETWARN(
+        "NET/MPI: MPI is %s: the application must call MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...) "
+        "before creating a communicator that spans hosts",
+        finalized ? "finalized" : "not initialised");
     return mcclInvalidUsage;
   }
   int provided = MPI_THREAD_SINGLE;
   MPICHECK(MPI_Query_thread(&provided));
   if (provided != MPI_THREAD_MULTIPLE) {
-    NETWARN("NET/MPI: MPI runs at thread level %d, not MPI_THREAD_MULTIPLE (%d): minccl's proxy thread calls MPI "
-            "beside the application; initialise MPI with MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...)",
-            provided, MPI_THREAD_MULTIPLE);
+    NETWARN(
+        "NET/MPI: MPI runs at thread level %d, not MPI_THREAD_MULTIPLE (%d): minccl's proxy thread calls MPI "
+        "beside the application; initialise MPI with MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...)",
+        provided, MPI_THREAD_MULTIPLE);
     return mcclInvalidUsage;
   }
   MPICHECK(MPI_Comm_dup(MPI_COMM_WORLD, &netComm));  // collective: every process of the job
@@ -274,15 +276,20 @@ static mcclResult_t closeComm(struct mpiComm* c) {
   for (int i = 0; i < MAX_REQUESTS; i++) {
     if (!c->reqs[i].used) continue;
     MPI_Cancel(&c->reqs[i].req);
-    if (mpiCheck(MPI_Wait(&c->reqs[i].req, MPI_STATUS_IGNORE), "MPI_Wait(cancelled)") != mcclSuccess) res = mcclSystemError;
+    if (mpiCheck(MPI_Wait(&c->reqs[i].req, MPI_STATUS_IGNORE), "MPI_Wait(cancelled)") != mcclSuccess)
+      res = mcclSystemError;
     c->reqs[i].used = 0;
   }
   free(c);
   return res;
 }
 
-static mcclResult_t mpiCloseSend(void* sendComm) { return closeComm((struct mpiComm*)sendComm); }
-static mcclResult_t mpiCloseRecv(void* recvComm) { return closeComm((struct mpiComm*)recvComm); }
+static mcclResult_t mpiCloseSend(void* sendComm) {
+  return closeComm((struct mpiComm*)sendComm);
+}
+static mcclResult_t mpiCloseRecv(void* recvComm) {
+  return closeComm((struct mpiComm*)recvComm);
+}
 
 static mcclResult_t mpiCloseListen(void* listenComm) {
   struct mpiListen* l = (struct mpiListen*)listenComm;
@@ -297,6 +304,6 @@ static mcclResult_t mpiCloseListen(void* listenComm) {
 
 // The plugin's one exported symbol (NCCL's ncclNetPlugin_vN).
 __attribute__((visibility("default"))) const mcclNet_t mcclNetPlugin_v1 = {
-    "MPI",        mpiInit,   mpiDevices, mpiGetProperties, mpiListen,    mpiConnect,   mpiAccept,      mpiRegMr,
-    mpiDeregMr,   mpiIsend,  mpiIrecv,   mpiTest,          mpiCloseSend, mpiCloseRecv, mpiCloseListen,
+    "MPI",      mpiInit,  mpiDevices, mpiGetProperties, mpiListen,    mpiConnect,   mpiAccept,      mpiRegMr,
+    mpiDeregMr, mpiIsend, mpiIrecv,   mpiTest,          mpiCloseSend, mpiCloseRecv, mpiCloseListen,
 };

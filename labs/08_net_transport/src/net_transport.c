@@ -42,9 +42,9 @@ struct netResources {
   void* listenComm;
   void* netComm;  // sendComm or recvComm
   void* mhandle;
-  uint64_t posted, done;          // steps posted to the plugin / completed (absolute)
-  int64_t remaining;              // send: bytes of the current slice not yet sent
-  void* requests[MCCL_STEPS];     // per slot: the plugin request in flight
+  uint64_t posted, done;       // steps posted to the plugin / completed (absolute)
+  int64_t remaining;           // send: bytes of the current slice not yet sent
+  void* requests[MCCL_STEPS];  // per slot: the plugin request in flight
   int started;
   // User side: the persistent proxy op.
   mcclProxyState* proxy;
@@ -217,8 +217,7 @@ static mcclResult_t netProxyConnect(struct mcclProxyConnection* connection, stru
   MCCL_ARGCHECK(r != NULL, "NET proxyConnect before setup");
   if (r->netComm == NULL) {
     if (connection->send) {
-      MCCL_ARGCHECK(req != NULL && reqSize == MCCL_NET_HANDLE_MAXSIZE, "NET proxyConnect: handle of %d bytes",
-                    reqSize);
+      MCCL_ARGCHECK(req != NULL && reqSize == MCCL_NET_HANDLE_MAXSIZE, "NET proxyConnect: handle of %d bytes", reqSize);
       if (!r->started) memcpy(r->handle, req, MCCL_NET_HANDLE_MAXSIZE);  // the plugin keeps its stage in it
       r->started = 1;
       MCCLCHECK(r->net->connect(0, r->handle, &r->netComm));
@@ -252,7 +251,9 @@ static mcclResult_t netProxyFree(struct mcclProxyConnection* connection, struct 
   return res;
 }
 
-static int64_t stepDiff(uint64_t a, uint64_t b) { return (int64_t)(a - b); }
+static int64_t stepDiff(uint64_t a, uint64_t b) {
+  return (int64_t)(a - b);
+}
 
 static void progressStart(struct mcclProxyArgs* args, struct netResources* r) {
   if (args->state != mcclProxyOpReady) return;
@@ -349,7 +350,9 @@ struct mcclTransport mcclNetTransport = {
 // Lab 04's registry cannot name a transport of a lab above it: this one fills its slot (as lab 06's
 // P2P does) when lab 08 is linked in. mcclNetRingTransports is in this file so that a program that
 // asks for it links the transport too.
-__attribute__((constructor)) static void netRegister(void) { mcclTransports[TRANSPORT_NET] = &mcclNetTransport; }
+__attribute__((constructor)) static void netRegister(void) {
+  mcclTransports[TRANSPORT_NET] = &mcclNetTransport;
+}
 
 mcclResult_t mcclNetRingTransports(const mcclLabComm* comm, int channel, int* send, int* recv) {
   MCCL_ARGCHECK(comm != NULL && send != NULL && recv != NULL, "mcclNetRingTransports: NULL argument");

@@ -26,7 +26,9 @@ __attribute__((constructor)) static void netPoseHosts(void) {
   setenv("MCCL_HOSTID", id, 1);
 }
 
-static inline int netHostOf(int rank) { return rank / NET_RANKS_PER_HOST; }
+static inline int netHostOf(int rank) {
+  return rank / NET_RANKS_PER_HOST;
+}
 
 static inline int netCountFds(void) {
   DIR* d = opendir("/proc/self/fd");
@@ -53,7 +55,8 @@ static inline void netCheckRing(const mcclLabComm* comm) {
   for (int c = 0; c < comm->nChannels; c++) {
     int send = -1, recv = -1;
     EXPECT_OK(mcclNetRingTransports(comm, c, &send, &recv));
-    int sendCross = netHostOf(comm->ring.next) != netHostOf(me), recvCross = netHostOf(comm->ring.prev) != netHostOf(me);
+    int sendCross = netHostOf(comm->ring.next) != netHostOf(me),
+        recvCross = netHostOf(comm->ring.prev) != netHostOf(me);
     EXPECT_EQ(send == TRANSPORT_NET, sendCross);
     EXPECT_EQ(recv == TRANSPORT_NET, recvCross);
     if (!sendCross) EXPECT_TRUE(send == TRANSPORT_P2P || send == TRANSPORT_SHM);

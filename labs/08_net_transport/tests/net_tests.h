@@ -41,8 +41,8 @@ static void collectives(void) {
   int k = 0;
   for (int f = 0; f < collNumFuncs && !mcclTestStopped(); f++)
     for (int ci = 0; ci < 2 && !mcclTestStopped(); ci++, k++) {
-      struct collCall c = {f, k & 1 ? mcclFloat64 : mcclInt32, mcclSum, ci ? 4099 : 5, k % mcclTestMpiSize(), k & 1,
-                           mcclTestSeed() + (uint64_t)k};
+      struct collCall c = {f,     k & 1 ? mcclFloat64 : mcclInt32, mcclSum, ci ? 4099 : 5, k % mcclTestMpiSize(),
+                           k & 1, mcclTestSeed() + (uint64_t)k};
       void *in, *out;
       char what[128], why[200];
       collDescribe(&c, what, sizeof(what));
