@@ -21,5 +21,7 @@ fi
 if [ -s "$log" ]; then cat "$log"; fi
 # The results pages link their raw logs and show their charts (docs/results/<run>/*.log, *.csv, *.png)
 # relative to the page: copy them. (No IMAGE_PATH: Doxygen then leaves ![..](<run>/x.png) as written.)
-for d in docs/results/*/; do [ -d "$d" ] && cp -r "$d" docs/html/; done
+# The README (the site's main page) shows a chart by its path in the repository: copy them there too.
+mkdir -p docs/html/docs/results
+for d in docs/results/*/; do [ -d "$d" ] && cp -r "$d" docs/html/ && cp -r "$d" docs/html/docs/results/; done
 echo "docs: site built in docs/html/index.html from: $inputs"

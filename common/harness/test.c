@@ -43,6 +43,17 @@ int mcclTestStopped(void) { return curStatus != ST_PASS; }
 uint64_t mcclTestSeed(void) { return seed; }
 const char* mcclTestName(void) { return curName; }
 
+int mcclTestSampling(void) {
+  if (!(MCCL_TEST_UNDER_ASAN || MCCL_TEST_UNDER_TSAN)) return 0;
+  const char* full = getenv("MCCL_TEST_FULL");
+  return full == NULL || strcmp(full, "1") != 0;
+}
+
+int mcclTestSampled(uint64_t k, unsigned every) {
+  if (every <= 1 || !mcclTestSampling()) return 1;
+  return (k + seed) % every == 0;
+}
+
 uint64_t mcclTestRand(void) {
   rngState ^= rngState >> 12;
   rngState ^= rngState << 25;

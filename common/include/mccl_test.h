@@ -84,6 +84,25 @@ uint64_t mcclTestSeed(void);
  */
 uint64_t mcclTestRand(void);
 /**
+ * @brief Whether case k of a test's value matrix runs in this build.
+ *
+ * Plain builds run every case. Under a sanitizer (SANITIZE=1, TSAN=1: 3 to 15 times slower) the
+ * heavy matrices (dtype x op x algorithm x count) run one case in `every`, chosen by the run's
+ * seed, so each sanitized run checks a different slice and the seed replays it; the value
+ * coverage is the plain build's. MCCL_TEST_FULL=1 runs every case under a sanitizer too.
+ * Ranks of one mpirun test share the seed, so they choose the same cases.
+ * @param k     the case's index in the matrix (any numbering that is the same on every rank).
+ * @param every run one case in this many (0 or 1: every case).
+ * @return non-zero when case k runs.
+ */
+int mcclTestSampled(uint64_t k, unsigned every);
+/**
+ * @brief Whether this build samples its heavy tests (a sanitizer build without MCCL_TEST_FULL=1);
+ * stress loops use it to run fewer rounds (see mcclTestSampled).
+ * @return non-zero when heavy tests run a sample.
+ */
+int mcclTestSampling(void);
+/**
  * @brief Name of the running test.
  * @return the test's name.
  */

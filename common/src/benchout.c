@@ -54,8 +54,16 @@ void mcclBenchMetaFill(mcclBenchMeta* meta, int dev, int argc, char** argv) {
   if (f) {
     char line[256];
     if (fgets(line, sizeof(line), f)) {
+      // "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build ...":
+      // the version is the first word after "Kernel Module" that starts with a digit.
       const char* k = strstr(line, "Kernel Module");
-      if (k && sscanf(k + strlen("Kernel Module"), " %63s", kmod) != 1) kmod[0] = '\0';
+      for (const char* w = k ? k + strlen("Kernel Module") : NULL; w && *w && !kmod[0];) {
+        int n = 0;
+        char word[64];
+        if (sscanf(w, " %63s%n", word, &n) != 1) break;
+        if (word[0] >= '0' && word[0] <= '9') snprintf(kmod, sizeof(kmod), "%s", word);
+        w += n;
+      }
     }
     fclose(f);
   }

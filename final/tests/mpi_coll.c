@@ -75,6 +75,7 @@ static void everyTypeAndOp(void) {
     for (int t = 0; t < mcclNumTypes && !mcclTestStopped(); t++)
       for (int op = 0; op < (f == collReduce || f == collReduceScatter ? mcclNumOps : 2) && !mcclTestStopped();
            op++, k++) {
+        if (!mcclTestSampled((uint64_t)k, 3)) continue;
         struct collCall c = {f,  (mcclDataType_t)t, (mcclRedOp_t)op, 37, k % w.nranks,
                              f == collReduce || f == collReduceScatter ? (k >> 1) & 1 : op,
                              mcclTestSeed() + (uint64_t)k};
@@ -107,8 +108,10 @@ static void badInput(void) {
   EXPECT_RES(mcclReduce(w.send, w.recv, 4, mcclInt8, mcclNumOps, 0, w.comm, w.stream), mcclInvalidArgument);
   EXPECT_RES(mcclAllGather(NULL, w.recv, 4, mcclInt8, w.comm, w.stream), mcclInvalidArgument);
   EXPECT_TRUE(strstr(mcclGetLastError(NULL), "sendbuff") != NULL);
-  EXPECT_RES(mcclReduceScatter(w.send, w.recv, SIZE_MAX / 2, mcclInt8, mcclSum, w.comm, w.stream),
+  // count x nranks bytes of int8 is one past SIZE_MAX at every rank count (SIZE_MAX / 2 is not, at 2 ranks).
+  EXPECT_RES(mcclReduceScatter(w.send, w.recv, SIZE_MAX / (size_t)w.nranks + 1, mcclInt8, mcclSum, w.comm, w.stream),
              mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "overflows") != NULL);
   EXPECT_RES(mcclAllGather(w.send, w.recv, 4, (mcclDataType_t)mcclNumTypes, w.comm, w.stream), mcclInvalidArgument);
   EXPECT_RES(mcclSend(w.send, 4, mcclInt8, -1, w.comm, w.stream), mcclInvalidArgument);
   EXPECT_RES(mcclRecv(w.recv, 4, mcclInt8, w.nranks, w.comm, w.stream), mcclInvalidArgument);

@@ -264,7 +264,8 @@ static void initAllEveryTypeOp(int firstPath, int npaths) {
   for (int p = firstPath; p < firstPath + npaths && !mcclTestStopped(); p++)
     for (int t = 0; t < mcclNumTypes && !mcclTestStopped(); t++)
       for (int op = 0; op < mcclNumOps && !mcclTestStopped(); op++, k++)
-        runChecked(comms, b, NDEV, &arPaths[p], (mcclDataType_t)t, (mcclRedOp_t)op, count, k & 1, seed + (uint64_t)k);
+        if (mcclTestSampled((uint64_t)k, 4))
+          runChecked(comms, b, NDEV, &arPaths[p], (mcclDataType_t)t, (mcclRedOp_t)op, count, k & 1, seed + (uint64_t)k);
   arForce(NULL, NULL);
   for (int r = 0; r < NDEV; r++) {
     mcclResult_t ae = mcclInternalError;
@@ -358,6 +359,7 @@ static void initAllCollectives(void) {
     const int reducing = f == collReduce || f == collReduceScatter;
     for (int t = 0; t < mcclNumTypes && !mcclTestStopped(); t++)
       for (int op = 0; op < (reducing ? mcclNumOps : 2) && !mcclTestStopped(); op++, k++) {
+        if (!mcclTestSampled((uint64_t)k, 3)) continue;
         struct collCall c = {f,
                              (mcclDataType_t)t,
                              (mcclRedOp_t)op,

@@ -612,6 +612,7 @@ static void reduceTypes(int proto) {
     EXPECT_CUDA_OK(cudaSetDevice(1));
     EXPECT_CUDA_OK(cudaMemcpy(srcB, b, tb, cudaMemcpyHostToDevice));
     for (int redop = 0; redop < mcclNumOps && !mcclTestStopped(); redop++) {
+      if (!mcclTestSampled((uint64_t)(dtype * mcclNumOps + redop), 3)) continue;
       // avg divides by redOpArg where postOp is set (2, 3 or 4 here); the other operations' post
       // step is the identity, tried with postOp on for every other type.
       int post = redop == mcclAvg || (dtype & 1);

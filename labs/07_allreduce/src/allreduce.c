@@ -12,10 +12,17 @@
 // ---- tuning: one table, by rank count and size (NCCL's tuning.cc computes times from bandwidth
 // and latency tables; lab 07 keeps the cut-over points themselves) ------------------------------
 //
-// PLACEHOLDERS until measured: the lead sets these from 2x H200 runs (docs/results/), and writes
-// the measurements next to them. Bytes are per rank (count * type size).
-#define MCCL_TUNE_ONESHOT_MAX_2R (64u << 10)  // 2 ranks: one-shot up to here
-#define MCCL_TUNE_TWOSHOT_MAX_2R (4u << 20)   // 2 ranks: two-shot up to here, then the ring
+// Bytes are per rank (count * type size). The 2-rank row is measured: 2x H200 (NV18), lab 07's bench,
+// float32 sum, out of place, commit 7171267 (docs/results/2026-11-23-h200x2-b/bench07.csv), time per
+// call of each algorithm forced:
+//   256 KiB: one-shot 7.2 us, ring (LL) 9.1, two-shot 12.0   -> one-shot up to 256 KiB (its limit)
+//   512 KiB: two-shot 12.6, ring (SIMPLE) 15.8
+//    16 MiB: two-shot 66.0, ring 72.5                          -> two-shot up to 16 MiB
+//    32 MiB: ring 130.8, two-shot 134.6 (in place 118.0)       -> the ring above
+// The 3-4 and 5-8 rank rows are NOT measured (no 4-GPU run yet): they are guesses, below the 2-rank
+// cut-overs because one-shot's traffic and two-shot's barrier waits grow with the ranks.
+#define MCCL_TUNE_ONESHOT_MAX_2R (256u << 10)  // 2 ranks: one-shot up to here
+#define MCCL_TUNE_TWOSHOT_MAX_2R (16u << 20)   // 2 ranks: two-shot up to here, then the ring
 #define MCCL_TUNE_ONESHOT_MAX_4R (32u << 10)  // 3-4 ranks
 #define MCCL_TUNE_TWOSHOT_MAX_4R (2u << 20)
 #define MCCL_TUNE_ONESHOT_MAX_8R (16u << 10)  // 5-8 ranks

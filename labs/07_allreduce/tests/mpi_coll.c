@@ -51,6 +51,7 @@ static void awkwardCounts(void) {
   for (int f = 0; f < collNumFuncs && !mcclTestStopped(); f++)
     for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]) && !mcclTestStopped(); ci++)
       for (int inPlace = 0; inPlace < 2 && !mcclTestStopped(); inPlace++, k++) {
+        if (!mcclTestSampled((uint64_t)k, 2)) continue;
         arForce(NULL, protos[(k >> 1) & 1]);
         struct collCall c = {f,
                              types[k % 4],
@@ -92,6 +93,7 @@ static void everyTypeAndOp(void) {
   for (int f = collReduce; f <= collReduceScatter && !mcclTestStopped(); f += collReduceScatter - collReduce)
     for (int t = 0; t < mcclNumTypes && !mcclTestStopped(); t++)
       for (int op = 0; op < mcclNumOps && !mcclTestStopped(); op++, k++) {
+        if (!mcclTestSampled((uint64_t)k, 3)) continue;
         arForce(NULL, protos[k & 1]);
         struct collCall c = {f,
                              (mcclDataType_t)t,

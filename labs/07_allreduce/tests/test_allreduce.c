@@ -176,8 +176,9 @@ static void everyTypeAndOp(void) {
   for (int p = 0; p < AR_NPATHS && !mcclTestStopped(); p++)
     for (int t = 0; t < mcclNumTypes && !mcclTestStopped(); t++)
       for (int op = 0; op < mcclNumOps && !mcclTestStopped(); op++)
-        runOne(&s, &arPaths[p], (mcclDataType_t)t, (mcclRedOp_t)op, 203, (p + t + op) & 1,
-               mcclTestSeed() + (uint64_t)t);
+        if (mcclTestSampled((uint64_t)((p * mcclNumTypes + t) * mcclNumOps + op), 4))
+          runOne(&s, &arPaths[p], (mcclDataType_t)t, (mcclRedOp_t)op, 203, (p + t + op) & 1,
+                 mcclTestSeed() + (uint64_t)t);
   arForce(NULL, NULL);
   tearDown(&s);
 }
@@ -201,8 +202,9 @@ static void awkwardCounts(void) {
   for (int p = 0; p < AR_NPATHS && !mcclTestStopped(); p++)
     for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]) && !mcclTestStopped(); c++)
       for (int inPlace = 0; inPlace < 2 && !mcclTestStopped(); inPlace++, k++)
-        runOne(&s, &arPaths[p], types[k % 4], k % 3 ? mcclSum : mcclAvg, counts[c], inPlace,
-               mcclTestSeed() + (uint64_t)k);
+        if (mcclTestSampled((uint64_t)k, 3))
+          runOne(&s, &arPaths[p], types[k % 4], k % 3 ? mcclSum : mcclAvg, counts[c], inPlace,
+                 mcclTestSeed() + (uint64_t)k);
   // count 0 leaves the output alone
   if (!mcclTestStopped()) {
     memset(s.host, 0x5a, 64);
@@ -251,11 +253,11 @@ static void shmRing(void) {
   tearDown(&s);
 }
 
-// 1000 calls back to back: sizes, paths, ops, in/out of place all change from call to call, and
-// the host waits only after every batch of 8 calls (each in its own slot of the buffers), so
-// calls pipeline on the streams and any stale FIFO step, one-shot parity or barrier sequence
-// number shows as a wrong result. Small FIFOs make the ring steps wrap often. On sim it runs on 2
-// ranks with one channel: every kernel thread is a host thread created per launch (up to 512 per
+// 1000 calls back to back (200 in a sanitizer build: mcclTestSampling): sizes, paths, ops, in/out
+// of place all change from call to call, and the host waits only after every batch of 8 calls
+// (each in its own slot of the buffers), so calls pipeline on the streams and any stale FIFO step,
+// one-shot parity or barrier sequence number shows as a wrong result. Small FIFOs make the ring steps wrap often. On
+// sim it runs on 2 ranks with one channel: every kernel thread is a host thread created per launch (up to 512 per
 // block), and 1000 calls on 4 ranks take most of a minute on CI's 2 cores; the GPU runs all ranks.
 #define BB_CALLS 1000
 #define BB_BATCH 8
@@ -270,7 +272,8 @@ static void backToBack(void) {
   setUp(&s, n, MCCL_TEST_ON_SIM ? 1 : 2, (size_t)BB_BATCH * BB_MAXCOUNT * 4);
   uint64_t seed = mcclTestSeed();
   size_t counts[BB_BATCH];
-  for (int base = 0; base < BB_CALLS && !mcclTestStopped(); base += BB_BATCH) {
+  const int calls = mcclTestSampling() ? BB_CALLS / 5 : BB_CALLS;  // sanitizers: 200 calls
+  for (int base = 0; base < calls && !mcclTestStopped(); base += BB_BATCH) {
     for (int j = 0; j < BB_BATCH && !mcclTestStopped(); j++) {
       int i = base + j;
       counts[j] = (size_t)(arMix(seed + (uint64_t)i) % (BB_MAXCOUNT + 1));
