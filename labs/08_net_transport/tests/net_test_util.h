@@ -1,11 +1,8 @@
-// Lab 08 mpirun tests: one machine poses as several hosts. Before main, every rank sets MCCL_HOSTID
-// from its world rank (Open MPI's OMPI_COMM_WORLD_RANK): ranks r and r' are on one "host" when
-// r / NET_RANKS_PER_HOST == r' / NET_RANKS_PER_HOST. The tests then run lab 07's collectives on a
-// lab 07 communicator whose inter-host ring edges are NET (lab 08 is linked in).
+// Lab 08 mpirun tests: one machine poses as several hosts (net_pose.h). The tests run lab 07's
+// collectives on a lab 07 communicator whose inter-host ring edges are NET (lab 08 is linked in).
 #ifndef NET_TEST_UTIL_H_
 #define NET_TEST_UTIL_H_
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include "../../07_allreduce/tests/ar_mpi_util.h"
@@ -13,31 +10,7 @@
 #include "mccl_net.h"
 #include "mccl_test.h"
 #include "mccl_test_mpi.h"
-
-#ifndef NET_RANKS_PER_HOST
-#error "define NET_RANKS_PER_HOST before including net_test_util.h"
-#endif
-
-__attribute__((constructor)) static void netPoseHosts(void) {
-  const char* r = getenv("OMPI_COMM_WORLD_RANK");
-  if (r == NULL) return;  // --list, or not under mpirun: one host
-  char id[64];
-  snprintf(id, sizeof(id), "mccl-pose-host-%d", atoi(r) / NET_RANKS_PER_HOST);
-  setenv("MCCL_HOSTID", id, 1);
-}
-
-static inline int netHostOf(int rank) {
-  return rank / NET_RANKS_PER_HOST;
-}
-
-static inline int netCountFds(void) {
-  DIR* d = opendir("/proc/self/fd");
-  int n = 0;
-  if (d == NULL) return -1;
-  while (readdir(d) != NULL) n++;
-  closedir(d);
-  return n;
-}
+#include "net_pose.h"
 
 static inline void netSetUpOrSkip(struct arMpi* m, int nChannels, size_t bytes) {
   if (arMpiDevice() < 0) SKIP("no CUDA device");

@@ -65,7 +65,7 @@ static void collectives(void) {
 static void noLeak(void) {
   if (arMpiDevice() < 0) SKIP("no CUDA device");
   MPI_Barrier(MPI_COMM_WORLD);
-  int fds = netCountFds(), shm = mcclTestCountShm();
+  int fds = mcclTestCountDir("/proc/self/fd"), shm = mcclTestCountShm();
   for (int i = 0; i < 2 && !mcclTestStopped(); i++) {
     struct arMpi m;
     arMpiSetUp(&m, 2, 4096);
@@ -73,7 +73,7 @@ static void noLeak(void) {
     arMpiTearDown(&m);
   }
   MPI_Barrier(MPI_COMM_WORLD);
-  EXPECT_EQ(netCountFds(), fds);
+  EXPECT_EQ(mcclTestCountDir("/proc/self/fd"), fds);
   EXPECT_EQ(mcclTestCountShm(), shm);
 }
 
