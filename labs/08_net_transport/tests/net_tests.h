@@ -14,34 +14,47 @@ static void ringTransports(void) {
   arMpiTearDown(&m);
 }
 
-// The ring allreduce across the hosts, small FIFOs (many wraps) and the default ones (slices over
-// several steps); asking for LL gets SIMPLE on a NET ring, with the same result.
+// The ring allreduce across the hosts: small FIFOs (512-byte slots: slices of two steps, every FIFO
+// wrapping several times at 4099 elements) on counts from 0 up, then the default FIFOs (a slice
+// within one step); asking for LL (arPaths[1]) gets SIMPLE on a NET ring, with the same result.
+// Every ring hop is a message through two proxies and a call costs its hops' latency more than its
+// bytes, so each count runs once, the paths alternating (both at 4099); dtype, op and placement vary
+// with the call. Sanitizer builds run a seeded half of the calls (mcclTestSampled).
 static void allreduce(void) {
-  static const size_t counts[] = {0, 1, 7, 1021, 70001};
-  for (int small = 1; small >= 0 && !mcclTestStopped(); small--) {
-    arSmallFifos(small);
-    struct arMpi m;
-    netSetUpOrSkip(&m, 2, 70001 * 8);
-    int k = 0;
-    for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]) && !mcclTestStopped(); ci++)
-      for (int p = 0; p < 2 && !mcclTestStopped(); p++, k++)
-        arMpiRun(&m, &arPaths[p], k & 1 ? mcclInt32 : mcclFloat32, k % 3 ? mcclSum : mcclMax, counts[ci], k & 2,
-                 mcclTestSeed() + (uint64_t)k);
-    arMpiTearDown(&m);
+  static const struct {
+    int small;
+    size_t count;
+    int path;
+  } calls[] = {{1, 0, 0}, {1, 1, 1}, {1, 7, 0}, {1, 1021, 1}, {1, 4099, 0}, {1, 4099, 1}, {0, 1021, 1}, {0, 70001, 0}};
+  struct arMpi m;
+  int open = -1;  // the FIFO size of the communicator m, when one is open
+  for (int k = 0; k < (int)(sizeof(calls) / sizeof(calls[0])) && !mcclTestStopped(); k++) {
+    if (calls[k].small != open) {
+      if (open >= 0) arMpiTearDown(&m);
+      arSmallFifos(calls[k].small);
+      netSetUpOrSkip(&m, 2, 70001 * 8);
+      open = calls[k].small;
+    }
+    if (mcclTestSampled((uint64_t)k, 2))
+      arMpiRun(&m, &arPaths[calls[k].path], k & 1 ? mcclInt32 : mcclFloat32, k % 3 ? mcclSum : mcclMax, calls[k].count,
+               k & 2, mcclTestSeed() + (uint64_t)k);
   }
+  if (open >= 0) arMpiTearDown(&m);
   arSmallFifos(0);
   arForce(NULL, NULL);
 }
 
-// AllGather, ReduceScatter, Broadcast and Reduce across the hosts against the CPU reference.
+// AllGather, ReduceScatter, Broadcast and Reduce across the hosts against the CPU reference (small
+// FIFOs: 1021 doubles wrap them; a seeded half of the calls under a sanitizer).
 static void collectives(void) {
   arSmallFifos(1);
   struct arMpi m;
-  netSetUpOrSkip(&m, 2, 4099 * 8 * (size_t)mcclTestMpiSize());
+  netSetUpOrSkip(&m, 2, 1021 * 8 * (size_t)mcclTestMpiSize());
   int k = 0;
   for (int f = 0; f < collNumFuncs && !mcclTestStopped(); f++)
     for (int ci = 0; ci < 2 && !mcclTestStopped(); ci++, k++) {
-      struct collCall c = {f,     k & 1 ? mcclFloat64 : mcclInt32, mcclSum, ci ? 4099 : 5, k % mcclTestMpiSize(),
+      if (!mcclTestSampled((uint64_t)k, 2)) continue;
+      struct collCall c = {f,     k & 1 ? mcclFloat64 : mcclInt32, mcclSum, ci ? 1021 : 5, k % mcclTestMpiSize(),
                            k & 1, mcclTestSeed() + (uint64_t)k};
       void *in, *out;
       char what[128], why[200];
