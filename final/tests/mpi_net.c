@@ -51,6 +51,7 @@ static void tearDown(struct world* w) {
 // mcclAllReduce across the two posed hosts: the table's choice (a ring, SIMPLE: the communicator
 // has NET edges), small and multi-step counts, two dtype x op pairs, in and out of place.
 static void allReduceAcrossHosts(void) {
+  MCCL_TEST_MPI_REQUIRE_THREAD_MULTIPLE();
   static const size_t counts[] = {1, 1031, NET_MAX_COUNT};
   struct world w;
   setUp(&w, NET_MAX_COUNT * 8);
@@ -87,6 +88,7 @@ static void allReduceAcrossHosts(void) {
 // mcclAllGather across the two posed hosts: every rank's block lands on every rank, in and out of
 // place.
 static void allGatherAcrossHosts(void) {
+  MCCL_TEST_MPI_REQUIRE_THREAD_MULTIPLE();
   static const size_t counts[] = {5, 4099};
   struct world w;
   setUp(&w, 4099 * 8 * (size_t)mcclTestMpiSize());

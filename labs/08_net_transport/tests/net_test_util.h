@@ -12,10 +12,13 @@
 #include "mccl_test_mpi.h"
 #include "net_pose.h"
 
-static inline void netSetUpOrSkip(struct arMpi* m, int nChannels, size_t bytes) {
-  if (arMpiDevice() < 0) SKIP("no CUDA device");
-  arMpiSetUp(m, nChannels, bytes);
-}
+// The first line of every test: no device or no MPI_THREAD_MULTIPLE (the proxy thread calls the
+// net plugin, which calls MPI) is a SKIP with its reason.
+#define NET_SKIP_UNLESS_READY()                    \
+  do {                                             \
+    if (arMpiDevice() < 0) SKIP("no CUDA device"); \
+    MCCL_TEST_MPI_REQUIRE_THREAD_MULTIPLE();       \
+  } while (0)
 
 // Every ring edge's transport, through mcclNetRingTransports: NET exactly where the two ends are on
 // different hosts, the edges that cross hosts as few as the ring allows (one per host), the same on

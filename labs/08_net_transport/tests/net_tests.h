@@ -5,8 +5,9 @@
 #include "net_test_util.h"
 
 static void ringTransports(void) {
+  NET_SKIP_UNLESS_READY();
   struct arMpi m;
-  netSetUpOrSkip(&m, 2, 4096);
+  arMpiSetUp(&m, 2, 4096);
   if (!mcclTestStopped()) netCheckRing(m.comm);
   int send = 0, recv = 0;
   if (!mcclTestStopped()) EXPECT_RES(mcclNetRingTransports(m.comm, 2, &send, &recv), mcclInvalidArgument);
@@ -21,6 +22,7 @@ static void ringTransports(void) {
 // bytes, so each count runs once, the paths alternating (both at 4099); dtype, op and placement vary
 // with the call. Sanitizer builds run a seeded half of the calls (mcclTestSampled).
 static void allreduce(void) {
+  NET_SKIP_UNLESS_READY();
   static const struct {
     int small;
     size_t count;
@@ -32,7 +34,7 @@ static void allreduce(void) {
     if (calls[k].small != open) {
       if (open >= 0) arMpiTearDown(&m);
       arSmallFifos(calls[k].small);
-      netSetUpOrSkip(&m, 2, 70001 * 8);
+      arMpiSetUp(&m, 2, 70001 * 8);
       open = calls[k].small;
     }
     if (mcclTestSampled((uint64_t)k, 2))
@@ -47,9 +49,10 @@ static void allreduce(void) {
 // AllGather, ReduceScatter, Broadcast and Reduce across the hosts against the CPU reference (small
 // FIFOs: 1021 doubles wrap them; a seeded half of the calls under a sanitizer).
 static void collectives(void) {
+  NET_SKIP_UNLESS_READY();
   arSmallFifos(1);
   struct arMpi m;
-  netSetUpOrSkip(&m, 2, 1021 * 8 * (size_t)mcclTestMpiSize());
+  arMpiSetUp(&m, 2, 1021 * 8 * (size_t)mcclTestMpiSize());
   int k = 0;
   for (int f = 0; f < collNumFuncs && !mcclTestStopped(); f++)
     for (int ci = 0; ci < 2 && !mcclTestStopped(); ci++, k++) {
@@ -76,7 +79,7 @@ static void collectives(void) {
 // A communicator with NET edges leaves nothing behind: no fd, no /dev/shm file (the plugin's MPI
 // communicator lives as long as the process, as NCCL's plugin stays loaded).
 static void noLeak(void) {
-  if (arMpiDevice() < 0) SKIP("no CUDA device");
+  NET_SKIP_UNLESS_READY();
   MPI_Barrier(MPI_COMM_WORLD);
   int fds = mcclTestCountDir("/proc/self/fd"), shm = mcclTestCountShm();
   for (int i = 0; i < 2 && !mcclTestStopped(); i++) {
