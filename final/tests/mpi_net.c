@@ -8,55 +8,20 @@
 #include "../../labs/07_allreduce/tests/ar_test_util.h"
 #include "../../labs/08_net_transport/tests/net_pose.h"
 #include "fcoll_test_util.h"
+#include "fmpi_test_util.h"
 #include "mccl_test.h"
 #include "mccl_test_mpi.h"
 
 #define NET_MAX_COUNT 70001
-
-struct world {
-  mcclComm_t comm;
-  void *send, *recv, *host;
-  cudaStream_t stream;
-  size_t bytes;
-};
-
-static void setUp(struct world* w, size_t bytes) {
-  memset(w, 0, sizeof(*w));
-  int ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) SKIP("no CUDA device");
-  int rank = mcclTestMpiRank(), nranks = mcclTestMpiSize();
-  mcclUniqueId id;
-  memset(&id, 0, sizeof(id));
-  if (rank == 0) EXPECT_OK(mcclGetUniqueId(&id));
-  MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
-  EXPECT_CUDA_OK(cudaSetDevice(rank % ndev));
-  EXPECT_OK(mcclCommInitRank(&w->comm, nranks, id, rank));
-  w->bytes = bytes;
-  EXPECT_CUDA_OK(cudaMalloc(&w->send, bytes));
-  EXPECT_CUDA_OK(cudaMalloc(&w->recv, bytes));
-  EXPECT_CUDA_OK(cudaStreamCreateWithFlags(&w->stream, cudaStreamNonBlocking));
-  w->host = malloc(bytes);
-  EXPECT_TRUE(w->host != NULL);
-}
-
-static void tearDown(struct world* w) {
-  if (w->stream) EXPECT_CUDA_OK(cudaStreamDestroy(w->stream));
-  if (w->send) EXPECT_CUDA_OK(cudaFree(w->send));
-  if (w->recv) EXPECT_CUDA_OK(cudaFree(w->recv));
-  if (w->comm) EXPECT_OK(mcclCommDestroy(w->comm));
-  free(w->host);
-  memset(w, 0, sizeof(*w));
-}
 
 // mcclAllReduce across the two posed hosts: the table's choice (a ring, SIMPLE: the communicator
 // has NET edges), small and multi-step counts, two dtype x op pairs, in and out of place.
 static void allReduceAcrossHosts(void) {
   MCCL_TEST_MPI_REQUIRE_THREAD_MULTIPLE();
   static const size_t counts[] = {1, 1031, NET_MAX_COUNT};
-  struct world w;
-  setUp(&w, NET_MAX_COUNT * 8);
+  struct fmpiWorld w;
+  fmpiSetUp(&w, NET_MAX_COUNT * 8);
   CHECK_STOPPED();
-  const int rank = mcclTestMpiRank();
   int k = 0;
   for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]) && !mcclTestStopped(); ci++)
     for (int v = 0; v < 2 && !mcclTestStopped(); v++, k++) {
@@ -70,19 +35,19 @@ static void allReduceAcrossHosts(void) {
         memset(w.host, 0xa5, bytes);
         EXPECT_CUDA_OK(cudaMemcpy(w.recv, w.host, bytes, cudaMemcpyHostToDevice));
       }
-      arFill(w.host, t, op, count, rank, seed);
+      arFill(w.host, t, op, count, w.rank, seed);
       EXPECT_CUDA_OK(cudaMemcpy(inPlace ? w.recv : w.send, w.host, bytes, cudaMemcpyHostToDevice));
       EXPECT_OK(mcclAllReduce(inPlace ? w.recv : w.send, w.recv, count, t, op, w.comm, w.stream));
       EXPECT_CUDA_OK(cudaStreamSynchronize(w.stream));
       EXPECT_CUDA_OK(cudaMemcpy(w.host, w.recv, bytes, cudaMemcpyDeviceToHost));
       if (arCheck(w.host, t, op, count, mcclTestMpiSize(), seed, why, sizeof(why)))
         mcclTestFailAt(__FILE__, __LINE__, "%s %s count %zu %s: rank %d: %s", mcclTypeName(t), mcclOpName(op), count,
-                       inPlace ? "in place" : "out of place", rank, why);
+                       inPlace ? "in place" : "out of place", w.rank, why);
     }
   mcclResult_t ae = mcclInternalError;
   EXPECT_OK(mcclCommGetAsyncError(w.comm, &ae));
   EXPECT_EQ(ae, mcclSuccess);
-  tearDown(&w);
+  fmpiTearDown(&w);
 }
 
 // mcclAllGather across the two posed hosts: every rank's block lands on every rank, in and out of
@@ -90,27 +55,26 @@ static void allReduceAcrossHosts(void) {
 static void allGatherAcrossHosts(void) {
   MCCL_TEST_MPI_REQUIRE_THREAD_MULTIPLE();
   static const size_t counts[] = {5, 4099};
-  struct world w;
-  setUp(&w, 4099 * 8 * (size_t)mcclTestMpiSize());
+  struct fmpiWorld w;
+  fmpiSetUp(&w, 4099 * 8 * (size_t)mcclTestMpiSize());
   CHECK_STOPPED();
-  const int rank = mcclTestMpiRank(), nranks = mcclTestMpiSize();
   for (int k = 0; k < 2 && !mcclTestStopped(); k++) {
     struct collCall c = {
         collAllGather, k ? mcclFloat64 : mcclInt32, mcclSum, counts[k], 0, k, mcclTestSeed() + (uint64_t)k};
     void *in, *out;
     char what[128], why[200];
     collDescribe(&c, what, sizeof(what));
-    int line = collPrepare(&c, rank, nranks, w.send, w.recv, w.host, &in, &out);
+    int line = collPrepare(&c, w.rank, w.nranks, w.send, w.recv, w.host, &in, &out);
     if (line) {
-      mcclTestFailAt(__FILE__, line, "%s: setting rank %d's buffers up", what, rank);
+      mcclTestFailAt(__FILE__, line, "%s: setting rank %d's buffers up", what, w.rank);
       break;
     }
     EXPECT_OK(fcollIssue(&c, in, out, w.comm, w.stream));
     EXPECT_CUDA_OK(cudaStreamSynchronize(w.stream));
-    if (collVerify(&c, rank, nranks, out, why, sizeof(why)))
-      mcclTestFailAt(__FILE__, __LINE__, "%s: rank %d: %s", what, rank, why);
+    if (collVerify(&c, w.rank, w.nranks, out, why, sizeof(why)))
+      mcclTestFailAt(__FILE__, __LINE__, "%s: rank %d: %s", what, w.rank, why);
   }
-  tearDown(&w);
+  fmpiTearDown(&w);
 }
 
 MCCL_TEST_MAIN_MPI_THREADS(MPI_THREAD_MULTIPLE, MCCL_TEST_CASE(allReduceAcrossHosts),
