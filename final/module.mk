@@ -48,13 +48,14 @@ $(MINCCL_A): $(MINCCL_ARCHIVES) $(MINCCL_MAP)
 ALL_LIBS += $(MINCCL_SO) $(MINCCL_A)
 
 # make install PREFIX=dir [DESTDIR=root]: lib/libminccl.{so,a} (and, on sim, the sim's runtime
-# libsimcuda.so, which every program of this backend needs), include/, lib/pkgconfig/minccl.pc.
+# libsimcuda.so, which every program of this backend needs; lab 08's net plugin libmccl-net-mpi.so,
+# which NET dlopens next to libminccl.so), include/, lib/pkgconfig/minccl.pc.
 PREFIX ?= /usr/local
 # A sanitizer build's library needs that sanitizer's runtime in the program (first in its library
 # list), so the installed minccl.pc of such a build links it: programs built with pkg-config run.
 MINCCL_SAN_LIBS := $(if $(filter 1,$(SANITIZE)), -fsanitize=address$(comma)undefined)$(if $(filter 1,$(TSAN)), -fsanitize=thread)
 .PHONY: install
-install: $(MINCCL_SO) $(MINCCL_A) $(MINCCL_RUNTIME_FILES)
+install: $(MINCCL_SO) $(MINCCL_A) $(MINCCL_RUNTIME_FILES) $(NET_MPI_PLUGIN)
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
 	install -m 644 $(MINCCL_HEADERS) $(DESTDIR)$(PREFIX)/include/
 	install -m 755 $(MINCCL_SO) $(DESTDIR)$(PREFIX)/lib/libminccl.so.$(MINCCL_VERSION)
@@ -62,6 +63,7 @@ install: $(MINCCL_SO) $(MINCCL_A) $(MINCCL_RUNTIME_FILES)
 	ln -sf $(MINCCL_SONAME) $(DESTDIR)$(PREFIX)/lib/libminccl.so
 	install -m 644 $(MINCCL_A) $(DESTDIR)$(PREFIX)/lib/
 	$(if $(MINCCL_RUNTIME_FILES),install -m 755 $(MINCCL_RUNTIME_FILES) $(DESTDIR)$(PREFIX)/lib/)
+	$(if $(NET_MPI_PLUGIN),install -m 755 $(NET_MPI_PLUGIN) $(DESTDIR)$(PREFIX)/lib/)
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(MINCCL_VERSION)|' -e 's|@BACKEND@|$(BACKEND)|' \
 	  -e 's|@CUDA_CFLAGS@|-I$(CUDA_HOME)/include|' -e 's|@RUNTIME_LIBS@|$(MINCCL_RUNTIME_LIBS)$(MINCCL_SAN_LIBS)|' \
 	  -e 's|@PRIVATE_LIBS@|$(MINCCL_PRIVATE_LIBS) -lstdc++ -lrt -lm -ldl -pthread|' \
@@ -70,6 +72,8 @@ install: $(MINCCL_SO) $(MINCCL_A) $(MINCCL_RUNTIME_FILES)
 
 # The mpirun tests run with 2, 3 and 4 ranks (odd rings too), as lab 07's.
 final_MPI_NP := 2 3 4
+# The NET test poses as 2 hosts x 2 ranks (MCCL_HOSTID from the world rank): 4 ranks.
+final_mpi_net_MPI_NP := 4
 
 # The NCCL drop-in (libnccl.so.2 from the same archives) keeps its rules in its own file.
 include final/nccl.mk

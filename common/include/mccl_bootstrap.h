@@ -164,8 +164,9 @@ mcclResult_t mcclBootstrapClose(mcclBootstrap* state);
 mcclResult_t mcclBootstrapAbort(mcclBootstrap* state);
 
 /**
- * @brief This host's hash (host name and /proc/sys/kernel/random/boot_id), as NCCL's getHostHash.
- * @return the hash; the same for every process of one host boot.
+ * @brief This host's hash (host name and /proc/sys/kernel/random/boot_id), as NCCL's getHostHash;
+ * MCCL_HOSTID, when set, is hashed instead (NCCL_HOSTID), so one machine can pose as several hosts.
+ * @return the hash; the same for every process of one host boot (and MCCL_HOSTID).
  */
 uint64_t mcclGetHostHash(void);
 

@@ -217,13 +217,22 @@ static mcclResult_t acceptOne(int listenFd, uint64_t deadline, volatile uint32_t
 
 uint64_t mcclGetHostHash(void) {
   char buf[512] = {0};
-  gethostname(buf, 255);
-  size_t len = strlen(buf);
-  int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    ssize_t n = read(fd, buf + len, sizeof(buf) - len - 1);
-    if (n > 0) len += (size_t)n;
-    close(fd);
+  size_t len = 0;
+  const char* hostId = mcclParamHostId();
+  if (hostId != NULL && hostId[0] != '\0') {
+    // MCCL_HOSTID replaces the host name and boot id (NCCL_HOSTID): ranks with different ids are on
+    // different "hosts", so one machine can pose as several (lab 08's NET tests).
+    len = strnlen(hostId, sizeof(buf) - 1);
+    memcpy(buf, hostId, len);
+  } else {
+    gethostname(buf, 255);
+    len = strlen(buf);
+    int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      ssize_t n = read(fd, buf + len, sizeof(buf) - len - 1);
+      if (n > 0) len += (size_t)n;
+      close(fd);
+    }
   }
   uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a
   for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)buf[i]) * 0x100000001b3ULL;

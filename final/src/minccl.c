@@ -12,6 +12,7 @@
 #include "mccl_checks.h"
 #include "mccl_debug.h"
 #include "mccl_collectives.h"
+#include "mccl_net.h"
 #include "mccl_sendrecv.h"
 #include "minccl_internal.h"
 
@@ -156,6 +157,12 @@ const char* mcclGetLastError(mcclComm_t comm) {
 }
 
 // ---- communicators -------------------------------------------------------------------------------
+
+// Lab 08's NET transport registers itself in lab 04's mcclTransports[] from a constructor, which
+// runs only when its object is linked; nothing else names it, so this reference from the
+// communicator's code links it into libminccl, the drop-in and every program that creates a
+// communicator: ranks on different hosts (MCCL_HOSTID) then connect through NET.
+__attribute__((used)) static const struct mcclTransport* const commNetTransport = &mcclNetTransport;
 
 mcclResult_t mcclCommInitDeferred(struct mcclComm* comm) {
   mcclLabComm* lab = NULL;

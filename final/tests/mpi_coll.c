@@ -7,47 +7,12 @@
 #include <stdlib.h>
 #include <time.h>
 #include "fcoll_test_util.h"
+#include "fmpi_test_util.h"
 #include "mccl_test.h"
 #include "mccl_test_mpi.h"
 
-struct world {
-  mcclComm_t comm;
-  void *send, *recv, *host;
-  cudaStream_t stream;
-  size_t bytes;
-  int rank, nranks, ndev;
-};
-
-static void setUp(struct world* w, size_t bytes) {
-  memset(w, 0, sizeof(*w));
-  if (cudaGetDeviceCount(&w->ndev) != cudaSuccess || w->ndev < 1) SKIP("no CUDA device");
-  w->rank = mcclTestMpiRank();
-  w->nranks = mcclTestMpiSize();
-  mcclUniqueId id;
-  memset(&id, 0, sizeof(id));
-  if (w->rank == 0) EXPECT_OK(mcclGetUniqueId(&id));
-  MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
-  EXPECT_CUDA_OK(cudaSetDevice(w->rank % w->ndev));
-  EXPECT_OK(mcclCommInitRank(&w->comm, w->nranks, id, w->rank));
-  w->bytes = bytes;
-  EXPECT_CUDA_OK(cudaMalloc(&w->send, bytes));
-  EXPECT_CUDA_OK(cudaMalloc(&w->recv, bytes));
-  EXPECT_CUDA_OK(cudaStreamCreateWithFlags(&w->stream, cudaStreamNonBlocking));
-  w->host = malloc(bytes);
-  EXPECT_TRUE(w->host != NULL);
-}
-
-static void tearDown(struct world* w) {
-  if (w->stream) EXPECT_CUDA_OK(cudaStreamDestroy(w->stream));
-  if (w->send) EXPECT_CUDA_OK(cudaFree(w->send));
-  if (w->recv) EXPECT_CUDA_OK(cudaFree(w->recv));
-  if (w->comm) EXPECT_OK(mcclCommDestroy(w->comm));
-  free(w->host);
-  memset(w, 0, sizeof(*w));
-}
-
 // One collective on this rank (every rank makes the same one), checked here.
-static void runOne(struct world* w, const struct collCall* c) {
+static void runOne(struct fmpiWorld* w, const struct collCall* c) {
   CHECK_STOPPED();
   void *in, *out;
   char what[128], why[200];
@@ -70,8 +35,8 @@ static void runOne(struct world* w, const struct collCall* c) {
 // Reduce and ReduceScatter on every dtype x op (root and placement changing from call to call);
 // AllGather and Broadcast on every dtype, in and out of place.
 static void everyTypeAndOp(void) {
-  struct world w;
-  setUp(&w, 37 * 8 * (size_t)mcclTestMpiSize());
+  struct fmpiWorld w;
+  fmpiSetUp(&w, 37 * 8 * (size_t)mcclTestMpiSize());
   int k = 0;
   for (int f = 0; f < collNumFuncs && !mcclTestStopped(); f++)
     for (int t = 0; t < mcclNumTypes && !mcclTestStopped(); t++)
@@ -83,13 +48,13 @@ static void everyTypeAndOp(void) {
                              mcclTestSeed() + (uint64_t)k};
         runOne(&w, &c);
       }
-  tearDown(&w);
+  fmpiTearDown(&w);
 }
 
 // Every root of Broadcast and Reduce, in place and out of place.
 static void everyRoot(void) {
-  struct world w;
-  setUp(&w, 1001 * 4);
+  struct fmpiWorld w;
+  fmpiSetUp(&w, 1001 * 4);
   int k = 0;
   for (int f = collBroadcast; f <= collReduce && !mcclTestStopped(); f++)
     for (int root = 0; root < w.nranks && !mcclTestStopped(); root++)
@@ -97,13 +62,13 @@ static void everyRoot(void) {
         struct collCall c = {f, mcclFloat32, mcclSum, 1001, root, inPlace, mcclTestSeed() + (uint64_t)k};
         runOne(&w, &c);
       }
-  tearDown(&w);
+  fmpiTearDown(&w);
 }
 
 // Bad input is refused before anything is recorded or launched, naming the argument.
 static void badInput(void) {
-  struct world w;
-  setUp(&w, 64);
+  struct fmpiWorld w;
+  fmpiSetUp(&w, 64);
   CHECK_STOPPED();
   EXPECT_RES(mcclBroadcast(w.send, w.recv, 4, mcclInt8, w.nranks, w.comm, w.stream), mcclInvalidArgument);
   EXPECT_TRUE(strstr(mcclGetLastError(NULL), "root") != NULL);
@@ -119,14 +84,14 @@ static void badInput(void) {
   EXPECT_RES(mcclRecv(w.recv, 4, mcclInt8, w.nranks, w.comm, w.stream), mcclInvalidArgument);
   EXPECT_TRUE(strstr(mcclGetLastError(NULL), "peer") != NULL);
   EXPECT_RES(mcclSend(w.send, 4, mcclInt8, 0, NULL, w.stream), mcclInvalidArgument);
-  tearDown(&w);
+  fmpiTearDown(&w);
 }
 
 // nccl-tests' sendrecv: every rank sends to its ring's next and receives from its prev in one group.
 static void sendRecvRing(void) {
   static const size_t counts[] = {0, 1, 4097, 65536};
-  struct world w;
-  setUp(&w, 65536);
+  struct fmpiWorld w;
+  fmpiSetUp(&w, 65536);
   CHECK_STOPPED();
   int next = 0, prev = 0;
   fcollRingNeighbours(w.rank, w.nranks, w.ndev, &next, &prev);
@@ -170,13 +135,13 @@ static void sendRecvRing(void) {
   EXPECT_CUDA_OK(cudaMemcpy(w.host, w.recv, count * 4, cudaMemcpyDeviceToHost));
   if (fcollCheckBytes(w.host, count * 4, 99, prev, why, sizeof(why)))
     mcclTestFailAt(__FILE__, __LINE__, "ungrouped send then recv: rank %d: %s", w.rank, why);
-  tearDown(&w);
+  fmpiTearDown(&w);
 }
 
 // To itself (a device copy); a send to self without its receive is refused.
 static void sendRecvSelf(void) {
-  struct world w;
-  setUp(&w, 4096);
+  struct fmpiWorld w;
+  fmpiSetUp(&w, 4096);
   CHECK_STOPPED();
   char why[160];
   fcollFillBytes(w.host, 4000, 7, w.rank);
@@ -193,7 +158,7 @@ static void sendRecvSelf(void) {
   EXPECT_RES(mcclSend(w.send, 10, mcclInt32, w.rank, w.comm, w.stream), mcclInvalidUsage);
   EXPECT_RES(mcclRecv(NULL, 10, mcclInt32, w.rank, w.comm, w.stream), mcclInvalidArgument);
   EXPECT_TRUE(strstr(mcclGetLastError(NULL), "recvbuff") != NULL);
-  tearDown(&w);
+  fmpiTearDown(&w);
 }
 
 // What `from` sends to `to`: fcollFillBytes's bytes under a seed of the pair.
@@ -206,8 +171,8 @@ static uint64_t pairSeed(uint64_t seed, int to) {
 static void sendRecvAllToAll(void) {
   const int n = mcclTestMpiSize();
   const size_t big = (1u << 20) / (size_t)n;
-  struct world w;
-  setUp(&w, (size_t)n * big);
+  struct fmpiWorld w;
+  fmpiSetUp(&w, (size_t)n * big);
   CHECK_STOPPED();
   unsigned char* h = (unsigned char*)w.host;
   char why[160];
@@ -245,13 +210,13 @@ static void sendRecvAllToAll(void) {
         }
     }
   }
-  tearDown(&w);
+  fmpiTearDown(&w);
 }
 
 // Peers out of ring order: rank r sends to r+2 and receives from r-2 (itself with 2 ranks).
 static void sendRecvPlusTwo(void) {
-  struct world w;
-  setUp(&w, 30001);
+  struct fmpiWorld w;
+  fmpiSetUp(&w, 30001);
   CHECK_STOPPED();
   const int to = (w.rank + 2) % w.nranks, from = (w.rank - 2 + 2 * w.nranks) % w.nranks;
   char why[160];
@@ -265,7 +230,7 @@ static void sendRecvPlusTwo(void) {
   EXPECT_CUDA_OK(cudaMemcpy(w.host, w.recv, 30001, cudaMemcpyDeviceToHost));
   if (fcollCheckBytes(w.host, 30001, pairSeed(5, w.rank), from, why, sizeof(why)))
     mcclTestFailAt(__FILE__, __LINE__, "send to r+2: rank %d: %s", w.rank, why);
-  tearDown(&w);
+  fmpiTearDown(&w);
 }
 
 // A send whose receive never comes: as in NCCL the kernel waits (rank 0 sends more than the FIFOs
@@ -273,8 +238,8 @@ static void sendRecvPlusTwo(void) {
 // rank then leaves through mcclCommAbort, its peers' states no longer matching.
 static void sendRecvUnmatched(void) {
   arSmallFifos(1);  // 4 KiB FIFOs: 1 MiB is far more than they hold
-  struct world w;
-  setUp(&w, 1 << 20);
+  struct fmpiWorld w;
+  fmpiSetUp(&w, 1 << 20);
   CHECK_STOPPED();
   const int n = w.nranks;
   EXPECT_OK(mcclGroupStart());  // connect rank 0 -> 1 (and the rest of a ring) first
@@ -292,7 +257,7 @@ static void sendRecvUnmatched(void) {
   EXPECT_OK(mcclCommAbort(w.comm));
   w.comm = NULL;
   EXPECT_CUDA_OK(cudaStreamSynchronize(w.stream));
-  tearDown(&w);
+  fmpiTearDown(&w);
   arSmallFifos(0);
 }
 

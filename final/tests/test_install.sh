@@ -11,7 +11,7 @@ trap 'rm -rf "$tmp" "$shtest_msg"' EXIT
 installAndBuildOutside() {
   command -v pkg-config >/dev/null || shtest_skip "pkg-config not installed (make deps)"
   shtest_make install PREFIX="$tmp/prefix" >"$tmp/install.log" 2>&1 || shtest_fail "make install failed: $(tail -n 3 "$tmp/install.log" | tr '\n' ' ')"
-  for f in include/minccl.h include/mccl_result.h include/mccl_types.h lib/libminccl.so lib/libminccl.a lib/pkgconfig/minccl.pc; do
+  for f in include/minccl.h include/mccl_result.h include/mccl_types.h lib/libminccl.so lib/libminccl.a lib/libmccl-net-mpi.so lib/pkgconfig/minccl.pc; do
     [ -e "$tmp/prefix/$f" ] || shtest_fail "$f not installed"
   done
   mkdir -p "$tmp/app" && cp final/tests/pkgconfig/allreduce_example.c "$tmp/app/"

@@ -49,8 +49,10 @@ struct mcclProxyState;
 #define TRANSPORT_P2P 0
 /** @brief mcclTransports[] index of SHM (this lab). */
 #define TRANSPORT_SHM 1
-/** @brief Entries of mcclTransports[] (NCCL_NUM_TRANSPORTS; minccl has no NET or COLLNET yet). */
-#define MCCL_NUM_TRANSPORTS 2
+/** @brief mcclTransports[] index of NET (lab 08 fills the slot when it is linked in). */
+#define TRANSPORT_NET 2
+/** @brief Entries of mcclTransports[] (NCCL_NUM_TRANSPORTS; minccl has no COLLNET). */
+#define MCCL_NUM_TRANSPORTS 3
 
 struct mcclChannelPeer;
 
@@ -143,12 +145,17 @@ struct mcclProxySubArgs {
   int channelId;                          /**< from the op */
   ssize_t nbytes;                         /**< from the op */
   void* ceBuff;                           /**< from the op (copy-engine mode only) */
-  uint64_t nsteps;                        /**< steps the message uses (at least 1), fixed at start */
+  uint64_t nsteps;                        /**< steps the message uses (at least 1), fixed at start;
+                                               MCCL_PROXY_STEPS_UNTIL_FREE: progressed until its connector is freed */
   uint64_t base;                          /**< connection step at which this message starts */
   uint64_t transmitted;                   /**< steps whose copy has been issued */
   uint64_t done;                          /**< steps completed (sender: tail published; receiver: head returned) */
   uint64_t lastProgressNs;                /**< CLOCK_MONOTONIC time of the last step that moved */
 };
+
+/** @brief mcclProxySubArgs::nsteps of an op that follows its connection until the connector is freed
+ *  (lab 08's NET: its kernels do not tell the host a collective's step count), instead of one message. */
+#define MCCL_PROXY_STEPS_UNTIL_FREE UINT64_MAX
 
 /** @brief Sub-operations one mcclProxyArgs groups (NCCL groups up to MAXCHANNELS of one opCount on a
  *  shared connection; minccl progresses one connection per args). */
@@ -255,19 +262,25 @@ struct mcclTransport {
                              const mcclPeerInfo* info2);
   struct mcclTransportComm send; /**< sender's hooks */
   struct mcclTransportComm recv; /**< receiver's hooks */
+  /** Optional (NULL: nothing to do): called on every rank of a context before its connections are set
+   *  up (lab 06's mcclTransportP2pSetup), with ctx->peerInfo filled; collective over the context's
+   *  ranks. Lab 08's NET loads and initialises its network plugin here (NCCL's ncclNetInit at
+   *  communicator init). Must be idempotent. */
+  mcclResult_t (*init)(struct mcclTransportCtx* ctx);
 };
 
 /**
  * @brief The transports, in the order connections try them (NCCL's ncclTransports[]): [TRANSPORT_P2P]
  * is NULL until lab 06 is linked in (its P2P transport fills the slot when the program starts: a lab
- * never names a transport of a lab above it), [TRANSPORT_SHM] is &mcclShmTransport.
+ * never names a transport of a lab above it), [TRANSPORT_SHM] is &mcclShmTransport, [TRANSPORT_NET]
+ * is NULL until lab 08 is linked in (its NET transport fills it, last: it serves any pair).
  */
 extern struct mcclTransport* mcclTransports[MCCL_NUM_TRANSPORTS];
 
 /**
  * @brief The index of a transport in mcclTransports[].
  * @param[in] transport  e.g. &mcclShmTransport.
- * @return TRANSPORT_P2P, TRANSPORT_SHM, or TRANSPORT_UNDEFINED when it is not registered.
+ * @return TRANSPORT_P2P, TRANSPORT_SHM, TRANSPORT_NET, or TRANSPORT_UNDEFINED when it is not registered.
  */
 int mcclTransportIndex(const struct mcclTransport* transport);
 

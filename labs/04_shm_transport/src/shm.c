@@ -728,8 +728,9 @@ static mcclResult_t shmRecvProxyProgress(struct mcclProxyState* proxyState, stru
 }
 
 struct mcclTransport mcclShmTransport = {
-  "SHM",
-  shmCanConnect,
-  {shmSendSetup, shmSendConnect, shmFree, shmProxySetup, shmProxyConnect, shmProxyFree, shmSendProxyProgress},
-  {shmRecvSetup, shmRecvConnect, shmFree, shmProxySetup, shmProxyConnect, shmProxyFree, shmRecvProxyProgress},
+    "SHM",
+    shmCanConnect,
+    {shmSendSetup, shmSendConnect, shmFree, shmProxySetup, shmProxyConnect, shmProxyFree, shmSendProxyProgress},
+    {shmRecvSetup, shmRecvConnect, shmFree, shmProxySetup, shmProxyConnect, shmProxyFree, shmRecvProxyProgress},
+    NULL,
 };

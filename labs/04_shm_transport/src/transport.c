@@ -48,8 +48,9 @@ mcclResult_t mcclComputeBuffSizes(int buffSizes[MCCL_NUM_PROTOCOLS]) {
 }
 
 // NCCL's ncclTransports[] is a static array of every transport; here a lab cannot name a transport of
-// a lab above it, so lab 06 fills the P2P slot itself (a constructor in its p2p.c) when it is linked.
-struct mcclTransport* mcclTransports[MCCL_NUM_TRANSPORTS] = {NULL, &mcclShmTransport};
+// a lab above it, so lab 06 fills the P2P slot itself (a constructor in its p2p.c) when it is linked,
+// and lab 08 the NET slot (net_transport.c).
+struct mcclTransport* mcclTransports[MCCL_NUM_TRANSPORTS] = {NULL, &mcclShmTransport, NULL};
 
 int mcclTransportIndex(const struct mcclTransport* transport) {
   for (int t = 0; transport != NULL && t < MCCL_NUM_TRANSPORTS; t++)

@@ -354,7 +354,7 @@ static void opsTable(void) {
   EXPECT_EQ(c.transport, TRANSPORT_SHM);
   EXPECT_EQ(c.proxyConn->transport, TRANSPORT_SHM);
   EXPECT_EQ(mcclTransportIndex(NULL), TRANSPORT_UNDEFINED);
-  struct mcclTransport stray = {"STRAY", NULL, {0}, {0}};
+  struct mcclTransport stray = {"STRAY", NULL, {0}, {0}, NULL};
   EXPECT_EQ(mcclTransportIndex(&stray), TRANSPORT_UNDEFINED);
   EXPECT_RES(mcclConnectorInit(&c, &stray, 1, 0), mcclInvalidArgument);  // not registered
   EXPECT_RES(mcclConnectorInit(&c, t, 2, 0), mcclInvalidArgument);

@@ -54,8 +54,14 @@ void* mcclProxyProgress(void* arg) {
       if (isClosing(s)) {
         // The user freed the connector with this op in flight: it ends here, and the Free waiting
         // on the service thread may release the connection once no op of it is left.
-        WARN("Proxy %d: op %d cancelled after %llu of %llu steps: its connector was freed while the op was in flight",
-             p->rank, active[i], (unsigned long long)s->args.subs[0].done, (unsigned long long)s->args.subs[0].nsteps);
+        if (s->args.subs[0].nsteps == MCCL_PROXY_STEPS_UNTIL_FREE)  // a persistent op (lab 08's NET) ends so
+          INFO(MCCL_PROXY, "Proxy %d: op %d ends with its connector after %llu steps", p->rank, active[i],
+               (unsigned long long)s->args.subs[0].done);
+        else
+          WARN(
+              "Proxy %d: op %d cancelled after %llu of %llu steps: its connector was freed while the op was in "
+              "flight",
+              p->rank, active[i], (unsigned long long)s->args.subs[0].done, (unsigned long long)s->args.subs[0].nsteps);
         finishOp(s, mcclInvalidUsage);
         memmove(&active[i], &active[i + 1], sizeof(int) * (size_t)(nActive - i - 1));
         nActive--;

@@ -94,7 +94,8 @@ static mcclResult_t fakeProgress(struct mcclProxyState* ps, struct mcclProxyArgs
 static struct mcclTransport fakeTransport = {"FAKE",
                                              NULL,
                                              {NULL, NULL, NULL, fakeSetup, fakeConnect, fakeFree, fakeProgress},
-                                             {NULL, NULL, NULL, fakeSetup, fakeConnect, fakeFree, fakeProgress}};
+                                             {NULL, NULL, NULL, fakeSetup, fakeConnect, fakeFree, fakeProgress},
+                                             NULL};
 
 // mcclTransports[] has a slot per real transport; lab 05 does not link lab 06, so the P2P slot is free
 // and a test transport takes it: the Init RPC then carries TRANSPORT_P2P, and the proxy finds these
@@ -553,8 +554,11 @@ static mcclResult_t slowSetup(struct mcclProxyConnection* c, struct mcclProxySta
   *done = 1;
   return mcclSuccess;
 }
-static struct mcclTransport slowTransport = {
-    "SLOW", NULL, {NULL, NULL, NULL, slowSetup, NULL, NULL, NULL}, {NULL, NULL, NULL, slowSetup, NULL, NULL, NULL}};
+static struct mcclTransport slowTransport = {"SLOW",
+                                             NULL,
+                                             {NULL, NULL, NULL, slowSetup, NULL, NULL, NULL},
+                                             {NULL, NULL, NULL, slowSetup, NULL, NULL, NULL},
+                                             NULL};
 static int clockReadings;
 static uint64_t clockAtDeadline(void) {
   struct timespec ts;

@@ -371,6 +371,7 @@ struct mcclTransport mcclP2pTransport = {
     p2pCanConnect,
     {p2pSendSetup, p2pSendConnect, p2pFree, p2pProxySetup, NULL, p2pProxyFree, p2pProxyProgress},
     {p2pRecvSetup, p2pRecvConnect, p2pFree, p2pProxySetup, NULL, p2pProxyFree, p2pProxyProgress},
+    NULL,
 };
 
 // Lab 04's registry (mcclTransports[]) cannot name a transport of a lab above it: this one fills its

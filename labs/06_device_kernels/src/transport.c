@@ -110,6 +110,7 @@ mcclResult_t mcclTransportSetupConnector(struct mcclTransportCtx* ctx, const voi
        ctx->onlyTransport != TRANSPORT_UNDEFINED ? " of the forced " : "",
        ctx->onlyTransport == TRANSPORT_P2P   ? "P2P"
        : ctx->onlyTransport == TRANSPORT_SHM ? "SHM"
+       : ctx->onlyTransport == TRANSPORT_NET ? "NET"
                                              : "",
        myInfo->rank, myInfo->cudaDev, send ? "->" : "<-", peerInfo->rank, peerInfo->cudaDev);
   return mcclInvalidUsage;
@@ -163,6 +164,10 @@ mcclResult_t mcclTransportP2pSetup(struct mcclTransportCtx* ctx, const void* gra
   int saved = -1;
   cudaStream_t stream = NULL;
   struct mcclConnect *sendData = NULL, *recvData = NULL;
+  // Every rank gives every transport its start (NCCL's ncclNetInit, run by each rank at init), even a
+  // rank with no connection of that transport: its start may be collective (NET's plugin init).
+  for (int t = 0; t < MCCL_NUM_TRANSPORTS; t++)
+    if (mcclTransports[t] != NULL && mcclTransports[t]->init != NULL) MCCLCHECK(mcclTransports[t]->init(ctx));
   CUDACHECK(cudaGetDevice(&saved));
   CUDACHECKGOTO(cudaSetDevice(ctx->cudaDev), res, out);
   CUDACHECKGOTO(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), res, out);

@@ -69,7 +69,9 @@ typedef struct mcclLabComm {
   struct mcclTransportCtx ctx;       /**< the transports' view: buffSizes, channels (ctx.channels[c].peers/devPeers) */
   int nChannels;                     /**< ring channels (== ctx.nChannels) */
   struct mcclLabRing ring;           /**< the ring every channel follows */
-  int transport[MCCL_MAX_CHANNELS];  /**< per channel: TRANSPORT_P2P or TRANSPORT_SHM of the send connection */
+  int transport[MCCL_MAX_CHANNELS];  /**< per channel: TRANSPORT_P2P, TRANSPORT_SHM or TRANSPORT_NET of the send
+                                        connection */
+  int simpleOnly;                    /**< 1: a ring edge is NET (lab 08), whose proxy moves SIMPLE slots only: no LL */
   struct mcclConnInfo* devRecvConns; /**< [nChannels] device: recv from ring.prev, channel c at [c] */
   struct mcclConnInfo* devSendConns; /**< [nChannels] device: send to ring.next, channel c at [c] */
   volatile uint32_t* abortFlag;      /**< host view of the host-mapped abort flag */
@@ -82,10 +84,10 @@ typedef struct mcclLabComm {
 
 /**
  * @brief Create this rank's communicator (one process per rank, e.g. under mpirun; NCCL's
- * ncclCommInitRank): proxy, bootstrap, peer records, the ring (ranks ordered by device, then rank),
+ * ncclCommInitRank): proxy, bootstrap, peer records, the ring (ranks ordered by host, device, rank),
  * nChannels channels each connected send -> next and recv <- prev by lab 06's mcclTransportP2pSetup
- * (P2P, else SHM; MCCL_P2P_DISABLE=1 forces SHM), device arrays of the per-channel connections, a
- * host-mapped abort flag and a signal area mapped by every rank. Collective over the nranks ranks.
+ * (P2P, else SHM, else lab 08's NET when linked; MCCL_P2P_DISABLE=1 forces SHM), device arrays of the per-channel
+ * connections, a host-mapped abort flag and a signal area mapped by every rank. Collective over the nranks ranks.
  * @param[out] comm       the communicator; written only on success.
  * @param[in]  nranks     1 .. MCCL_LAB_MAX_RANKS.
  * @param[in]  id         from mcclGetUniqueId on one rank, the same on all.

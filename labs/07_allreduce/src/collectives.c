@@ -110,6 +110,7 @@ static mcclResult_t collStart(int func, const void* sendbuff, void* recvbuff, si
   struct mcclCollArgs a;
   memset(&a, 0, sizeof(a));
   MCCLCHECK(selectProto(protoBytes, &a.proto));
+  if (comm->simpleOnly) a.proto = MCCL_PROTO_SIMPLE;  // a NET ring edge moves SIMPLE slots only
   if (count == 0) return mcclSuccess;  // NCCL: nothing to move, nothing enqueued
   const int copy = func == mcclCollBroadcast || func == mcclCollAllGather;
   a.func = func;

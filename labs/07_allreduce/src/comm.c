@@ -14,12 +14,14 @@
 #include "mccl_devconn.h"
 #include "mccl_param.h"
 
-// Ring order (NCCL's rings.cc builds it from the topology; one host here): by device, then rank, so
-// that one process driving several devices gets them in device order and mpirun ranks on distinct
-// devices get rank order.
+// Ring order (NCCL's rings.cc builds it from the topology): by host, then device, then rank, so
+// that the ranks of one host are neighbours and only two edges of the ring cross hosts (those take
+// lab 08's NET; the others keep P2P/SHM), one process driving several devices gets them in device
+// order, and mpirun ranks on distinct devices get rank order.
 static const mcclPeerInfo* sortInfo;
 static int byDevice(const void* a, const void* b) {
   const mcclPeerInfo *x = &sortInfo[*(const int*)a], *y = &sortInfo[*(const int*)b];
+  if (x->hostHash != y->hostHash) return x->hostHash < y->hostHash ? -1 : 1;
   if (x->cudaDev != y->cudaDev) return x->cudaDev < y->cudaDev ? -1 : 1;
   return x->rank < y->rank ? -1 : x->rank > y->rank;
 }
@@ -58,6 +60,8 @@ static mcclResult_t ringConns(mcclLabComm* comm) {
     recv[c] = prev->recv[0].conn;
     send[c] = next->send[0].conn;
     comm->transport[c] = next->send[0].transport;
+    // NET's proxy moves SIMPLE slots only (it follows tail; an LL step publishes none).
+    if (next->send[0].transport == TRANSPORT_NET || prev->recv[0].transport == TRANSPORT_NET) comm->simpleOnly = 1;
   }
   size_t bytes = sizeof(struct mcclConnInfo) * (size_t)comm->nChannels;
   CUDACHECK(cudaMalloc((void**)&comm->devRecvConns, bytes));
@@ -68,6 +72,11 @@ static mcclResult_t ringConns(mcclLabComm* comm) {
 }
 
 static mcclResult_t signalArea(mcclLabComm* comm) {
+  for (int r = 1; r < comm->nRanks; r++)
+    if (comm->peerInfo[r].hostHash != comm->peerInfo[0].hostHash) {
+      INFO(MCCL_INIT, "rank %d: ranks on several hosts share no memory: no signal area, only the ring", comm->rank);
+      return mcclSuccess;
+    }
   if (comm->nRanks > MCCL_SYM_MAX_RANKS) {
     INFO(MCCL_INIT, "rank %d: %d ranks, more than the symmetric kernels serve (%d): no signal area, only the ring",
          comm->rank, comm->nRanks, MCCL_SYM_MAX_RANKS);
@@ -197,6 +206,7 @@ mcclResult_t mcclLabCommInit(mcclLabComm** out, int nranks, const mcclUniqueId* 
        comm->ring.prev, comm->ring.next, nChannels,
        nranks == 1                           ? "none"
        : comm->transport[0] == TRANSPORT_P2P ? "P2P"
+       : comm->transport[0] == TRANSPORT_NET ? "NET"
                                              : "SHM");
   cudaSetDevice(saved);
   *out = comm;

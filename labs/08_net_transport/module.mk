@@ -1,0 +1,13 @@
+# Lab 08: the mpirun tests run with 4 ranks (posing as 2 hosts x 2 ranks, and as 4 hosts x 1).
+labs/08_net_transport_MPI_NP := 4
+
+# The network plugin over Open MPI: its own shared object next to the labs' libraries, loaded by
+# dlopen (MCCL_NET_PLUGIN), so that the labs' archives, final/ and the drop-in never link MPI.
+NET_MPI_PLUGIN := $(LIB)/libmccl-net-mpi.so
+$(OBJ)/labs/08_net_transport/plugin/net_mpi.o: labs/08_net_transport/plugin/net_mpi.c | $(BACKEND_DEP)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(MPI_CFLAGS) $(CFLAGS) -c $< -o $@
+$(NET_MPI_PLUGIN): $(OBJ)/labs/08_net_transport/plugin/net_mpi.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,libmccl-net-mpi.so -o $@ $^ $(MPI_LIBS)
+ALL_LIBS += $(NET_MPI_PLUGIN)

@@ -1,0 +1,377 @@
+// Lab 08: the NET transport (NCCL 2.28.9 src/transport/net.cc: canConnect, sendSetup/recvSetup,
+// sendConnect/recvConnect, sendProxySetup/recvProxySetup, sendProxyConnect/recvProxyConnect,
+// sendProxyProgress/recvProxyProgress). Ranks on different hosts share no memory, so each side keeps
+// its own FIFO in pinned host memory (lab 02) and the proxy's progress thread (lab 05) moves the
+// slots through the network plugin:
+//   sender: the kernel fills a slot and publishes tail (as for SHM); the proxy sees tail move,
+//           isends the slot, and when the send completes publishes head (the slot is free again);
+//   receiver: the proxy irecvs into every slot the kernel has freed (head), and when a receive
+//           completes publishes tail; the kernel reads the slot and returns it with head.
+// The kernels (lab 06) cannot tell: a connector has buffs, head, tail and connFifo, as for SHM.
+//
+// One difference from NCCL: NCCL posts a proxy op per collective with its step count; minccl's
+// kernels do not tell the host how many steps a collective takes, so each NET connector has one
+// proxy op for its whole life, which follows tail and head as they move. The sender learns where a
+// slice starts from connFifo[slot].size (the kernel writes it at a slice's first step; the proxy
+// resets it to -1 once read), and sends every step as its own message (the rest of the slice, at most
+// a slot; 0 bytes for steps a kernel skipped), so the receiver publishes one step per message.
+#include <stdlib.h>
+#include <string.h>
+#include "mccl_checks.h"
+#include "mccl_debug.h"
+#include "mccl_host_alloc.h"
+#include "mccl_net.h"
+#include "mccl_proxy.h"
+
+// Everything one side of a NET connection owns. The user side allocates it; the proxy side (a
+// thread of the same process) uses the same object through connection->transportResources.
+struct netResources {
+  int send;                     // 1: send side
+  int peer;                     // the peer's rank (logs)
+  int channelId;                // logs
+  char* hostMem;                // one pinned allocation: sendMem page, recvMem page, LL FIFO, SIMPLE FIFO
+  struct mcclSendMem* sendMem;  // head: the sender's proxy writes it (send side), the kernel writes it (recv side)
+  struct mcclRecvMem* recvMem;  // tail and connFifo: the kernel writes them (send side), the proxy (recv side)
+  char* llBuff;                 // LL FIFO: present for the kernels' layout, never used (NET is SIMPLE only)
+  char* buff;                   // SIMPLE FIFO, MCCL_STEPS slots of stepSize bytes
+  int buffSize, llBuffSize, stepSize;
+  uint64_t initialStep;
+  // Proxy side.
+  const mcclNet_t* net;
+  char handle[MCCL_NET_HANDLE_MAXSIZE];  // recv: from listen; send: the peer's, kept across connect calls
+  void* listenComm;
+  void* netComm;  // sendComm or recvComm
+  void* mhandle;
+  uint64_t posted, done;       // steps posted to the plugin / completed (absolute)
+  int64_t remaining;           // send: bytes of the current slice not yet sent
+  void* requests[MCCL_STEPS];  // per slot: the plugin request in flight
+  int started;
+  // User side: the persistent proxy op.
+  mcclProxyState* proxy;
+  mcclProxyRequest opReq;
+  int opPosted;
+};
+
+// ---- canConnect: NET serves any pair; it is last in mcclTransports[], so only pairs P2P and SHM
+// refuse (ranks on different hosts) reach it (NCCL's netCanConnect answers 1 too). -------------
+static mcclResult_t netCanConnect(int* ret, const struct mcclTransportCtx* ctx, const mcclPeerInfo* info1,
+                                  const mcclPeerInfo* info2) {
+  (void)ctx;
+  MCCL_ARGCHECK(ret != NULL && info1 != NULL && info2 != NULL, "netCanConnect: NULL argument");
+  *ret = 1;
+  return mcclSuccess;
+}
+
+// Every rank of a context that spans several hosts loads the plugin: its init is collective.
+static mcclResult_t netInit(struct mcclTransportCtx* ctx) {
+  MCCL_ARGCHECK(ctx != NULL && ctx->peerInfo != NULL, "netInit: ctx %p has no peerInfo", (void*)ctx);
+  int multiHost = 0;
+  for (int r = 1; r < ctx->nRanks; r++) multiHost |= ctx->peerInfo[r].hostHash != ctx->peerInfo[0].hostHash;
+  if (!multiHost) return mcclSuccess;
+  const mcclNet_t* net = NULL;
+  return mcclNetGet(&net);
+}
+
+static void netResourcesFree(struct netResources* r) {
+  if (r == NULL) return;
+  if (r->hostMem) (void)mcclHostFree(r->hostMem);
+  free(r);
+}
+
+// The user side of setup (both directions): the FIFO in pinned host memory, then the proxy's half.
+static mcclResult_t netSetup(struct mcclTransportCtx* ctx, const mcclPeerInfo* peerInfo,
+                             struct mcclConnect* connectInfo, struct mcclConnector* connector, int channelId,
+                             int send) {
+  MCCL_ARGCHECK(ctx != NULL && peerInfo != NULL && connectInfo != NULL && connector != NULL,
+                "NET setup: NULL argument");
+  if (ctx->proxyState == NULL) {
+    WARN("Invalid usage: the NET transport needs a proxy thread (ctx->proxyState is NULL): rank %d %s rank %d",
+         ctx->rank, send ? "->" : "<-", peerInfo->rank);
+    return mcclInvalidUsage;
+  }
+  const mcclNet_t* net = NULL;
+  MCCLCHECK(mcclNetGet(&net));
+  struct netResources* r = (struct netResources*)calloc(1, sizeof(*r));
+  if (r == NULL) {
+    WARN("Out of memory for NET resources");
+    return mcclSystemError;
+  }
+  mcclResult_t res = mcclSuccess;
+  r->send = send;
+  r->peer = peerInfo->rank;
+  r->channelId = channelId;
+  r->net = net;
+  r->buffSize = ctx->buffSizes[MCCL_PROTO_SIMPLE];
+  r->llBuffSize = ctx->buffSizes[MCCL_PROTO_LL];
+  r->stepSize = r->buffSize / MCCL_STEPS;
+  r->initialStep = connector->initialStep;
+  r->proxy = (mcclProxyState*)ctx->proxyState;
+  size_t bytes = 2 * (size_t)MCCL_MEM_ALIGN + (size_t)r->llBuffSize + (size_t)r->buffSize;
+  MCCLCHECKGOTO(mcclHostAlloc((void**)&r->hostMem, bytes), res, fail);
+  r->sendMem = (struct mcclSendMem*)r->hostMem;
+  r->recvMem = (struct mcclRecvMem*)(r->hostMem + MCCL_MEM_ALIGN);
+  r->llBuff = r->hostMem + 2 * MCCL_MEM_ALIGN;
+  r->buff = r->llBuff + r->llBuffSize;
+  r->sendMem->head = r->initialStep;
+  r->recvMem->tail = r->initialStep;
+  for (int i = 0; i < MCCL_STEPS; i++) r->recvMem->connFifo[i].size = -1;  // no slice announced
+  connector->transportResources = r;
+  memset(connectInfo, 0, sizeof(*connectInfo));
+  // The proxy learns the resources; a receiver's proxy listens and answers the handle for the peer.
+  char handle[MCCL_NET_HANDLE_MAXSIZE];
+  MCCLCHECKGOTO(connector->proxyCall(connector, mcclProxyMsgSetup, &r, sizeof(r), send ? NULL : handle,
+                                     send ? 0 : (int)sizeof(handle)),
+                res, fail);
+  if (!send) memcpy(connectInfo->data, handle, sizeof(handle));
+  INFO(MCCL_NET | MCCL_INIT, "Channel %02d : %d %s %d via NET/%s", channelId, ctx->rank, send ? "->" : "<-",
+       peerInfo->rank, net->name);
+  return mcclSuccess;
+fail:
+  connector->transportResources = NULL;
+  netResourcesFree(r);
+  return res;
+}
+
+static mcclResult_t netSendSetup(struct mcclTransportCtx* ctx, const void* graph, const mcclPeerInfo* myInfo,
+                                 const mcclPeerInfo* peerInfo, struct mcclConnect* connectInfo,
+                                 struct mcclConnector* connector, int channelId, int connIndex) {
+  (void)graph, (void)myInfo, (void)connIndex;
+  return netSetup(ctx, peerInfo, connectInfo, connector, channelId, 1);
+}
+
+static mcclResult_t netRecvSetup(struct mcclTransportCtx* ctx, const void* graph, const mcclPeerInfo* myInfo,
+                                 const mcclPeerInfo* peerInfo, struct mcclConnect* connectInfo,
+                                 struct mcclConnector* connector, int channelId, int connIndex) {
+  (void)graph, (void)myInfo, (void)connIndex;
+  return netSetup(ctx, peerInfo, connectInfo, connector, channelId, 0);
+}
+
+// The user side of connect: the proxy connects (sender, with the receiver's handle) or accepts
+// (receiver), then the kernel's view of the FIFO, and the connection's proxy op is posted.
+static mcclResult_t netConnect(struct mcclTransportCtx* ctx, const struct mcclConnect* connectInfo, int nranks,
+                               int rank, struct mcclConnector* connector) {
+  (void)nranks, (void)rank;
+  MCCL_ARGCHECK(ctx != NULL && connectInfo != NULL && connector != NULL, "NET connect: NULL argument");
+  struct netResources* r = (struct netResources*)connector->transportResources;
+  if (r == NULL || connector->connected) {
+    WARN("Invalid usage: NET connector %p is %s", (void*)connector, r ? "already connected" : "not set up");
+    return mcclInvalidUsage;
+  }
+  MCCLCHECK(connector->proxyCall(connector, mcclProxyMsgConnect, connectInfo->data, MCCL_NET_HANDLE_MAXSIZE, NULL, 0));
+  struct mcclConnInfo* c = &connector->conn;
+  c->buffs[MCCL_PROTO_LL] = r->llBuff;
+  c->buffs[MCCL_PROTO_SIMPLE] = r->buff;
+  c->head = &r->sendMem->head;
+  c->tail = &r->recvMem->tail;
+  c->connFifo = r->send ? r->recvMem->connFifo : NULL;
+  c->stepSize = r->stepSize;
+  c->llStepSize = r->llBuffSize / MCCL_STEPS;
+  c->step = connector->initialStep;
+  connector->connected = 1;
+  MCCLCHECK(mcclProxyPostOp(r->proxy, connector, NULL, 0, &r->opReq));
+  r->opPosted = 1;
+  return mcclSuccess;
+}
+
+// The user side of free (after the proxy's): collect the cancelled op, free the FIFO.
+static mcclResult_t netFree(struct mcclConnector* connector) {
+  struct netResources* r = (struct netResources*)connector->transportResources;
+  if (r == NULL) return mcclSuccess;
+  if (r->opPosted) {
+    // The op ended when its connection was freed (cancelled) or the proxy stopped: either ends the
+    // op with an error that is the expected end of a persistent op, not a failure of this free.
+    // mcclConnectorFree freed the proxy half first, which ends the op at once; this only collects it.
+    (void)mcclProxyWait(r->proxy, r->opReq);
+    r->opPosted = 0;
+  }
+  connector->transportResources = NULL;
+  netResourcesFree(r);
+  return mcclSuccess;
+}
+
+// ---- proxy side ---------------------------------------------------------------------------
+static mcclResult_t netProxySetup(struct mcclProxyConnection* connection, struct mcclProxyState* proxyState,
+                                  const void* req, int reqSize, void* resp, int respSize, int* done) {
+  (void)proxyState;
+  MCCL_ARGCHECK(req != NULL && reqSize == (int)sizeof(struct netResources*), "NET proxySetup: request of %d bytes",
+                reqSize);
+  struct netResources* r;
+  memcpy(&r, req, sizeof(r));
+  connection->transportResources = r;
+  if (!connection->send) {
+    MCCL_ARGCHECK(resp != NULL && respSize == MCCL_NET_HANDLE_MAXSIZE, "NET proxySetup: response of %d bytes",
+                  respSize);
+    MCCLCHECK(r->net->listen(0, r->handle, &r->listenComm));
+    memcpy(resp, r->handle, MCCL_NET_HANDLE_MAXSIZE);
+  }
+  *done = 1;
+  return mcclSuccess;
+}
+
+// Connect and accept may need several calls (the peer's side may not be there yet): not done until
+// the plugin gives a comm; lab 05's service calls again later (NCCL's async proxy ops).
+static mcclResult_t netProxyConnect(struct mcclProxyConnection* connection, struct mcclProxyState* proxyState,
+                                    const void* req, int reqSize, void* resp, int respSize, int* done) {
+  (void)proxyState, (void)resp, (void)respSize;
+  struct netResources* r = (struct netResources*)connection->transportResources;
+  MCCL_ARGCHECK(r != NULL, "NET proxyConnect before setup");
+  if (r->netComm == NULL) {
+    if (connection->send) {
+      MCCL_ARGCHECK(req != NULL && reqSize == MCCL_NET_HANDLE_MAXSIZE, "NET proxyConnect: handle of %d bytes", reqSize);
+      if (!r->started) memcpy(r->handle, req, MCCL_NET_HANDLE_MAXSIZE);  // the plugin keeps its stage in it
+      r->started = 1;
+      MCCLCHECK(r->net->connect(0, r->handle, &r->netComm));
+    } else {
+      MCCLCHECK(r->net->accept(r->listenComm, &r->netComm));
+    }
+    if (r->netComm == NULL) {
+      *done = 0;
+      return mcclSuccess;
+    }
+  }
+  MCCLCHECK(r->net->regMr(r->netComm, r->buff, (size_t)r->buffSize, MCCL_PTR_HOST, &r->mhandle));
+  r->started = 0;
+  *done = 1;
+  return mcclSuccess;
+}
+
+static mcclResult_t netProxyFree(struct mcclProxyConnection* connection, struct mcclProxyState* proxyState) {
+  (void)proxyState;
+  struct netResources* r = (struct netResources*)connection->transportResources;
+  if (r == NULL) return mcclSuccess;
+  mcclResult_t res = mcclSuccess, x;
+  if (r->mhandle && (x = r->net->deregMr(r->netComm, r->mhandle)) != mcclSuccess) res = x;
+  if (r->netComm) {
+    x = connection->send ? r->net->closeSend(r->netComm) : r->net->closeRecv(r->netComm);
+    if (x != mcclSuccess && res == mcclSuccess) res = x;
+  }
+  if (r->listenComm && (x = r->net->closeListen(r->listenComm)) != mcclSuccess && res == mcclSuccess) res = x;
+  r->mhandle = r->netComm = r->listenComm = NULL;
+  connection->transportResources = NULL;  // the user side frees the memory
+  return res;
+}
+
+static int64_t stepDiff(uint64_t a, uint64_t b) {
+  return (int64_t)(a - b);
+}
+
+static void progressStart(struct mcclProxyArgs* args, struct netResources* r) {
+  if (args->state != mcclProxyOpReady) return;
+  r->posted = r->done = r->initialStep;
+  r->remaining = 0;
+  args->subs[0].base = r->initialStep;
+  args->subs[0].nsteps = MCCL_PROXY_STEPS_UNTIL_FREE;  // ends when the connector is freed
+  args->state = mcclProxyOpProgress;
+}
+
+// Sender: isend every step the kernel has published (tail), at most MCCL_STEPS in flight; as sends
+// complete, in order, give the slots back to the kernel (head).
+static mcclResult_t netSendProxyProgress(struct mcclProxyState* proxyState, struct mcclProxyArgs* args) {
+  (void)proxyState;
+  struct netResources* r = (struct netResources*)args->subs[0].connection->transportResources;
+  progressStart(args, r);
+  args->idle = 1;
+  uint64_t tail = __atomic_load_n(&r->recvMem->tail, __ATOMIC_ACQUIRE);
+  while (stepDiff(tail, r->posted) > 0 && stepDiff(r->posted, r->done) < MCCL_STEPS) {
+    int slot = (int)(r->posted % MCCL_STEPS);
+    ssize_t* sizep = &r->recvMem->connFifo[slot].size;
+    ssize_t size = __atomic_load_n(sizep, __ATOMIC_RELAXED);
+    if (size >= 0) r->remaining = size;  // a slice starts at this step
+    size_t n = r->remaining < r->stepSize ? (size_t)r->remaining : (size_t)r->stepSize;
+    void* req = NULL;
+    MCCLCHECK(r->net->isend(r->netComm, r->buff + (size_t)slot * (size_t)r->stepSize, n, 0, r->mhandle, &req));
+    if (req == NULL) break;  // the plugin is out of requests: again on the next call
+    if (size >= 0) __atomic_store_n(sizep, (ssize_t)-1, __ATOMIC_RELAXED);
+    r->remaining -= (int64_t)n;
+    r->requests[slot] = req;
+    r->posted++;
+    args->subs[0].transmitted++;
+    args->idle = 0;
+  }
+  while (stepDiff(r->posted, r->done) > 0) {
+    int slot = (int)(r->done % MCCL_STEPS), d = 0, sz = 0;
+    MCCLCHECK(r->net->test(r->requests[slot], &d, &sz));
+    if (!d) break;
+    r->requests[slot] = NULL;
+    r->done++;
+    args->subs[0].done++;
+    __atomic_store_n(&r->sendMem->head, r->done, __ATOMIC_RELEASE);
+    args->idle = 0;
+  }
+  return mcclSuccess;
+}
+
+// Receiver: irecv into every slot the kernel has returned (head), at most MCCL_STEPS in flight; as
+// receives complete, in order, publish them to the kernel (tail).
+static mcclResult_t netRecvProxyProgress(struct mcclProxyState* proxyState, struct mcclProxyArgs* args) {
+  (void)proxyState;
+  struct netResources* r = (struct netResources*)args->subs[0].connection->transportResources;
+  progressStart(args, r);
+  args->idle = 1;
+  uint64_t head = __atomic_load_n(&r->sendMem->head, __ATOMIC_ACQUIRE);
+  while (stepDiff(head + MCCL_STEPS, r->posted) > 0 && stepDiff(r->posted, r->done) < MCCL_STEPS) {
+    int slot = (int)(r->posted % MCCL_STEPS), tag = 0;
+    void* data = r->buff + (size_t)slot * (size_t)r->stepSize;
+    size_t size = (size_t)r->stepSize;
+    void* req = NULL;
+    MCCLCHECK(r->net->irecv(r->netComm, 1, &data, &size, &tag, &r->mhandle, &req));
+    if (req == NULL) break;
+    r->requests[slot] = req;
+    r->posted++;
+    args->subs[0].transmitted++;
+    args->idle = 0;
+  }
+  while (stepDiff(r->posted, r->done) > 0) {
+    int slot = (int)(r->done % MCCL_STEPS), d = 0, sz = 0;
+    MCCLCHECK(r->net->test(r->requests[slot], &d, &sz));
+    if (!d) break;
+    if (sz > r->stepSize) {
+      WARN("NET channel %d: %d bytes from rank %d for a slot of %d", r->channelId, sz, r->peer, r->stepSize);
+      return mcclRemoteError;
+    }
+    r->requests[slot] = NULL;
+    r->recvMem->connFifo[slot].size = sz;
+    r->done++;
+    args->subs[0].done++;
+    __atomic_store_n(&r->recvMem->tail, r->done, __ATOMIC_RELEASE);
+    args->idle = 0;
+  }
+  return mcclSuccess;
+}
+
+struct mcclTransport mcclNetTransport = {
+    "NET",
+    netCanConnect,
+    {netSendSetup, netConnect, netFree, netProxySetup, netProxyConnect, netProxyFree, netSendProxyProgress},
+    {netRecvSetup, netConnect, netFree, netProxySetup, netProxyConnect, netProxyFree, netRecvProxyProgress},
+    netInit,
+};
+
+// Lab 04's registry cannot name a transport of a lab above it: this one fills its slot (as lab 06's
+// P2P does) when lab 08 is linked in. mcclNetRingTransports is in this file so that a program that
+// asks for it links the transport too.
+__attribute__((constructor)) static void netRegister(void) {
+  mcclTransports[TRANSPORT_NET] = &mcclNetTransport;
+}
+
+mcclResult_t mcclNetRingTransports(const mcclLabComm* comm, int channel, int* send, int* recv) {
+  MCCL_ARGCHECK(comm != NULL && send != NULL && recv != NULL, "mcclNetRingTransports: NULL argument");
+  MCCL_ARGCHECK(comm->nRanks > 1, "mcclNetRingTransports: a communicator of %d rank has no ring edges", comm->nRanks);
+  MCCL_ARGCHECK(channel >= 0 && channel < comm->nChannels, "channel %d (0 .. %d)", channel, comm->nChannels - 1);
+  const struct mcclChannel* ch = &comm->ctx.channels[channel];
+  *send = ch->peers[comm->ring.next].send[0].transport;
+  *recv = ch->peers[comm->ring.prev].recv[0].transport;
+  return mcclSuccess;
+}
+
+mcclResult_t mcclNetCommHosts(const mcclLabComm* comm, int* nHosts) {
+  MCCL_ARGCHECK(comm != NULL && nHosts != NULL, "mcclNetCommHosts: NULL argument");
+  int n = 0;
+  for (int r = 0; r < comm->nRanks; r++) {
+    int seen = 0;
+    for (int q = 0; q < r && !seen; q++) seen = comm->peerInfo[q].hostHash == comm->peerInfo[r].hostHash;
+    n += !seen;
+  }
+  *nHosts = n;
+  return mcclSuccess;
+}

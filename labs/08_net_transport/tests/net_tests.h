@@ -1,0 +1,98 @@
+// The lab 08 mpirun test cases, shared by mpi_net_2hosts.c and mpi_net_4hosts.c (which pose as
+// different host layouts through NET_RANKS_PER_HOST).
+#ifndef NET_TESTS_H_
+#define NET_TESTS_H_
+#include "net_test_util.h"
+
+static void ringTransports(void) {
+  NET_SKIP_UNLESS_READY();
+  struct arMpi m;
+  arMpiSetUp(&m, 2, 4096);
+  if (!mcclTestStopped()) netCheckRing(m.comm);
+  int send = 0, recv = 0;
+  if (!mcclTestStopped()) EXPECT_RES(mcclNetRingTransports(m.comm, 2, &send, &recv), mcclInvalidArgument);
+  EXPECT_RES(mcclNetRingTransports(NULL, 0, &send, &recv), mcclInvalidArgument);
+  arMpiTearDown(&m);
+}
+
+// The ring allreduce across the hosts: small FIFOs (512-byte slots: slices of two steps, every FIFO
+// wrapping several times at 4099 elements) on counts from 0 up, then the default FIFOs (a slice
+// within one step); asking for LL (arPaths[1]) gets SIMPLE on a NET ring, with the same result.
+// Every ring hop is a message through two proxies and a call costs its hops' latency more than its
+// bytes, so each count runs once, the paths alternating (both at 4099); dtype, op and placement vary
+// with the call. Sanitizer builds run a seeded half of the calls (mcclTestSampled).
+static void allreduce(void) {
+  NET_SKIP_UNLESS_READY();
+  static const struct {
+    int small;
+    size_t count;
+    int path;
+  } calls[] = {{1, 0, 0}, {1, 1, 1}, {1, 7, 0}, {1, 1021, 1}, {1, 4099, 0}, {1, 4099, 1}, {0, 1021, 1}, {0, 70001, 0}};
+  struct arMpi m;
+  int open = -1;  // the FIFO size of the communicator m, when one is open
+  for (int k = 0; k < (int)(sizeof(calls) / sizeof(calls[0])) && !mcclTestStopped(); k++) {
+    if (calls[k].small != open) {
+      if (open >= 0) arMpiTearDown(&m);
+      arSmallFifos(calls[k].small);
+      arMpiSetUp(&m, 2, 70001 * 8);
+      open = calls[k].small;
+    }
+    if (mcclTestSampled((uint64_t)k, 2))
+      arMpiRun(&m, &arPaths[calls[k].path], k & 1 ? mcclInt32 : mcclFloat32, k % 3 ? mcclSum : mcclMax, calls[k].count,
+               k & 2, mcclTestSeed() + (uint64_t)k);
+  }
+  if (open >= 0) arMpiTearDown(&m);
+  arSmallFifos(0);
+  arForce(NULL, NULL);
+}
+
+// AllGather, ReduceScatter, Broadcast and Reduce across the hosts against the CPU reference (small
+// FIFOs: 1021 doubles wrap them; a seeded half of the calls under a sanitizer).
+static void collectives(void) {
+  NET_SKIP_UNLESS_READY();
+  arSmallFifos(1);
+  struct arMpi m;
+  arMpiSetUp(&m, 2, 1021 * 8 * (size_t)mcclTestMpiSize());
+  int k = 0;
+  for (int f = 0; f < collNumFuncs && !mcclTestStopped(); f++)
+    for (int ci = 0; ci < 2 && !mcclTestStopped(); ci++, k++) {
+      if (!mcclTestSampled((uint64_t)k, 2)) continue;
+      struct collCall c = {f,     k & 1 ? mcclFloat64 : mcclInt32, mcclSum, ci ? 1021 : 5, k % mcclTestMpiSize(),
+                           k & 1, mcclTestSeed() + (uint64_t)k};
+      void *in, *out;
+      char what[128], why[200];
+      collDescribe(&c, what, sizeof(what));
+      int line = collPrepare(&c, m.comm->rank, m.comm->nRanks, m.send, m.recv, m.host, &in, &out);
+      if (line) {
+        mcclTestFailAt(__FILE__, line, "%s: setting the buffers up", what);
+        break;
+      }
+      EXPECT_OK(collIssue(&c, in, out, m.comm, m.stream));
+      EXPECT_CUDA_OK(cudaStreamSynchronize(m.stream));
+      if (collVerify(&c, m.comm->rank, m.comm->nRanks, out, why, sizeof(why)))
+        mcclTestFailAt(__FILE__, __LINE__, "%s: rank %d: %s", what, m.comm->rank, why);
+    }
+  arMpiTearDown(&m);
+  arSmallFifos(0);
+}
+
+// A communicator with NET edges leaves nothing behind: no fd, no /dev/shm file (the plugin's MPI
+// communicator lives as long as the process, as NCCL's plugin stays loaded).
+static void noLeak(void) {
+  NET_SKIP_UNLESS_READY();
+  MPI_Barrier(MPI_COMM_WORLD);
+  int fds = mcclTestCountDir("/proc/self/fd"), shm = mcclTestCountShm();
+  for (int i = 0; i < 2 && !mcclTestStopped(); i++) {
+    struct arMpi m;
+    arMpiSetUp(&m, 2, 4096);
+    if (!mcclTestStopped()) arMpiRun(&m, &arPaths[0], mcclFloat32, mcclSum, 1000, 0, mcclTestSeed());
+    arMpiTearDown(&m);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_EQ(mcclTestCountDir("/proc/self/fd"), fds);
+  EXPECT_EQ(mcclTestCountShm(), shm);
+}
+
+#define NET_TEST_CASES \
+  MCCL_TEST_CASE(ringTransports), MCCL_TEST_CASE(allreduce), MCCL_TEST_CASE(collectives), MCCL_TEST_CASE(noLeak)
+#endif
