@@ -5,6 +5,7 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include "mccl_args.h"
 #include "mccl_net.h"
 
 static const char* transportName(int t) {
@@ -12,6 +13,7 @@ static const char* transportName(int t) {
 }
 
 int main(int argc, char** argv) {
+  mcclArgsCheck(argc, argv, 0, "", "  Under mpirun: each rank a posed host, ring edges over NET, one allreduce.");
   int provided = 0, rank = 0, nranks = 1, ndev = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);  // the proxy thread calls MPI too
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
