@@ -21,6 +21,7 @@ labs/NN_name/exercises.txt: the one place that lists them.
   exercises.py derive PROBE_DIR [LAB] [--write]
                                              per exercise, the lab's tests that fail with only its stub on
                                              in a built probe tree; --write puts them in exercises.txt
+  exercises.py objects [OBJDIR]              the objects that compile every file holding a region (CI)
   exercises.py readme                        rewrite each lab README's "## Exercises" section from exercises.txt
                                              (check fails while one is stale)
 """
@@ -258,8 +259,9 @@ def derive(probe_dir, lab=None, write=False, src=ROOT):
             reached = ("MCCL EXERCISE %s not implemented" % ex) in out
             print("%s\t%s\t%s" % (ex, "reached" if reached else "NOT REACHED", " ".join(failed)))
             sys.stdout.flush()
-            text = re.sub(r"(\[%s\]\n(?:(?!\[).*\n)*?)tests = .*\n" % re.escape(ex),
-                          lambda m: m.group(1) + "tests = %s\n" % (" ".join(failed) or "NONE"), text)
+            text = re.sub(r"(\[%s\]\n(?:(?!\[).*\n)*?)tests =.*\n(?:[ \t]+.*\n)*" % re.escape(ex),
+                          lambda m: m.group(1) + "tests =\n" + "".join("  %s\n" % t for t in failed or ["NONE"]),
+                          text)
         if write:
             with open(p, "w") as f:
                 f.write(text)
