@@ -44,11 +44,10 @@ $(foreach i,$(shell seq 1 $(words $(LAYERS))),$(eval LAYERS_UPTO_$(word $(i),$(L
 $(foreach m,$(LAYERS),$(eval $(call MODULE,$(m))))
 reverse = $(if $(1),$(call reverse,$(wordlist 2,$(words $(1)),$(1))) $(firstword $(1)))
 
-# make exercises / make grade, and a learner tree's flags and USE_REF=1 link lines (docs/exercises.md).
-include mk/exercises.mk
-
 # Link line of module m: its lib and every lower layer's lib, highest first.
 linklibs = $(foreach l,$(call reverse,$(LAYERS_UPTO_$(1))),$($(l)_LIB))
+# make exercises / make grade, and a learner tree's flags and USE_REF=1 link lines (docs/exercises.md).
+include mk/exercises.mk
 
 define OBJ_RULE
 $(OBJ)/$(1)/%.o: $(1)/%.c | $(BACKEND_DEP)
