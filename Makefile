@@ -52,6 +52,8 @@ ismpi = $(or $(findstring /mpi_,/$(notdir $(1))),$(filter $(1),$(MPI_SRCS)))
 
 # Link line of module m: its lib and every lower layer's lib, highest first.
 linklibs = $(foreach l,$(call reverse,$(LAYERS_UPTO_$(1))),$($(l)_LIB))
+# make exercises / make grade, and a learner tree's flags and USE_REF=1 link lines (docs/exercises.md).
+include mk/exercises.mk
 
 define OBJ_RULE
 $(OBJ)/$(1)/%.o: $(1)/%.c | $(BACKEND_DEP)
@@ -249,6 +251,8 @@ help:
 	@echo "  format-check  fail if clang-format (.clang-format) would change a C file"
 	@echo "  fuzz     build the decoders' libFuzzer targets (clang) and run each FUZZ_SECONDS (default 60); FUZZ=pattern"
 	@echo "  fuzz-seed  rewrite common/fuzz/corpus from gen_corpus.c"
+	@echo "  exercises  write a learner tree (EXERCISES_DIR, default $(EXERCISES_DIR)): marked solutions become stubs"
+	@echo "  grade    LAB=NN [USE_REF=1]: run the lab's tests and score its exercises (USE_REF=1: lower labs from the reference)"
 	@echo "  clean    remove build/ and docs/html"
 	@echo "variables:"
 	@echo "  BACKEND=cuda|sim  device calls to the GPU or to the CPU sim (default here: $(BACKEND))"

@@ -22,7 +22,8 @@ ifeq ($(TSAN),1)
   endif
 endif
 
-VARIANT := $(BACKEND)$(if $(filter 1,$(DEBUG)),-debug)$(if $(filter 1,$(CUDA_DEBUG)),-G)$(if $(filter 1,$(SANITIZE)),-asan)$(if $(filter 1,$(TSAN)),-tsan)
+# USE_REF=1 (a learner tree's make grade, mk/exercises.mk) links other archives: its own build directory.
+VARIANT := $(BACKEND)$(if $(filter 1,$(DEBUG)),-debug)$(if $(filter 1,$(CUDA_DEBUG)),-G)$(if $(filter 1,$(SANITIZE)),-asan)$(if $(filter 1,$(TSAN)),-tsan)$(if $(filter 1,$(USE_REF)),-ref)
 BUILD_ROOT ?= build
 BUILD := $(BUILD_ROOT)/$(VARIANT)
 BIN := $(BUILD)/bin

@@ -27,7 +27,8 @@ typedef enum {
   mcclRemoteError = 6,        /**< A peer process failed, closed or sent something invalid. */
   mcclInProgress = 7,         /**< Non-blocking operation not finished yet; call again. */
   mcclTimeout = 8,            /**< A wait on a peer exceeded its timeout (no NCCL twin). */
-  mcclNumResults = 9
+  mcclNotImplemented = 9,     /**< An exercise stub of a learner tree (`make exercises`); no NCCL twin. */
+  mcclNumResults = 10
 } mcclResult_t;
 
 /**
@@ -36,6 +37,22 @@ typedef enum {
  * @return a static string, never NULL.
  */
 const char* mcclGetErrorString(mcclResult_t res);
+
+/**
+ * @brief What an exercise stub returns (see docs/exercises.md): prints, whatever MCCL_DEBUG says,
+ * `MCCL EXERCISE <name> not implemented` on stderr, so that every test reaching a stub fails naming it.
+ * @param[in] name the exercise, e.g. "01.map".
+ * @return mcclNotImplemented.
+ */
+mcclResult_t mcclExerciseStub(const char* name);
+
+/**
+ * @brief In a probe tree (`mk/exercises.py gen --probe`, CI's checker): is exercise `name` the one that
+ * MCCL_EXERCISE_PROBE names (or is `all`), so that its region runs as a stub?
+ * @param[in] name the exercise, e.g. "01.map".
+ * @return 1 when MCCL_EXERCISE_PROBE is name or "all", else 0.
+ */
+int mcclExerciseProbe(const char* name);
 
 /** @} */
 

@@ -16,6 +16,8 @@ static void resultStrings(void) {
   EXPECT_EQ(mcclSuccess, 0);
   EXPECT_EQ(mcclInProgress, 7);
   EXPECT_EQ(mcclTimeout, 8);
+  EXPECT_EQ(mcclNotImplemented, 9);
+  EXPECT_RES(mcclExerciseStub("00.test"), mcclNotImplemented);
   EXPECT_EQ(strcmp(mcclGetErrorString((mcclResult_t)99), "unknown result code"), 0);
 }
 

@@ -25,6 +25,8 @@ skip_list=(
   '^make( .*)? params-doc( |$)@@rewrites docs/parameters.md; test_common checks that it is current'
   '^make( .*)? install( |$)@@writes outside the build tree (PREFIX); final/tests/test_install.sh runs it with a temporary one'
   'LAB=NN( |$)@@NN is a placeholder'
+  '^make( .*)? exercises( |$)@@writes a learner tree outside the repository; .ci/run builds and checks one (mk/exercises-ci.sh)'
+  '^make( .*)? grade( |$)@@runs a lab'"'"'s tests in a learner tree (USE_REF=1 only there); mk/exercises-ci.sh checks its stubs'
 )
 
 doc_files() { ls README.md sim/README.md labs/*/README.md final/README.md docs/*.md 2>/dev/null; }

@@ -6,7 +6,7 @@
  * Every call has the name, the signature and the semantics of its NCCL twin with `nccl` replaced by
  * `mccl` (docs/final-api.md maps them one by one), so a program moves between the two by renaming,
  * and the NCCL drop-in (libnccl.so.2) forwards each ncclX to mcclX unchanged. The types come from
- * mccl_result.h (mcclResult_t, NCCL's values 0..7, plus mcclTimeout) and mccl_types.h
+ * mccl_result.h (mcclResult_t, NCCL's values 0..7, plus mcclTimeout and mcclNotImplemented) and mccl_types.h
  * (mcclUniqueId, mcclDataType_t, mcclRedOp_t with NCCL's values); both are installed with this header.
  */
 #ifndef MINCCL_H_

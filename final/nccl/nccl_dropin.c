@@ -50,8 +50,10 @@ unsigned long long mcclDropinCalls(void) {
 #define SERVED() atomic_fetch_add_explicit(&servedCalls, 1, memory_order_relaxed)
 
 // mcclTimeout has no NCCL twin: a peer that does not answer is, for NCCL's callers, a remote error.
+// mcclNotImplemented (an exercise stub of a learner tree) is what NCCL says of a call it does not serve.
 static ncclResult_t toNccl(mcclResult_t r) {
   if (r == mcclTimeout) return ncclRemoteError;
+  if (r == mcclNotImplemented) return ncclInvalidUsage;
   if ((int)r < 0 || (int)r >= ncclNumResults) return ncclInternalError;
   return (ncclResult_t)r;
 }

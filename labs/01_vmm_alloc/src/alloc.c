@@ -72,6 +72,7 @@ mcclResult_t mcclCuMemMapAndSetAccess(void* ptr, size_t size, CUmemGenericAlloca
   MCCL_ARGCHECK(size > 0, "mcclCuMemMapAndSetAccess: size is 0");
   MCCL_ARGCHECK(descs != NULL && nDescs > 0, "mcclCuMemMapAndSetAccess: descs %p, nDescs %d (need at least one)",
                 (const void*)descs, nDescs);
+  // EXERCISE(01.map_access)
   int devicesOnly = 1;
   for (int i = 0; i < nDescs; i++) devicesOnly &= descs[i].location.type == CU_MEM_LOCATION_TYPE_DEVICE;
   CUCHECK(cuMemMap((CUdeviceptr)ptr, size, 0, handle, 0));
@@ -84,6 +85,7 @@ mcclResult_t mcclCuMemMapAndSetAccess(void* ptr, size_t size, CUmemGenericAlloca
 unmap:
   cuMemUnmap((CUdeviceptr)ptr, size);
   return res;
+  // END EXERCISE(01.map_access)
 }
 
 mcclResult_t mcclCuMemAllocAddr(void** ptr, CUmemGenericAllocationHandle handle, size_t size, size_t align,
@@ -123,6 +125,7 @@ mcclResult_t mcclCuMemAlloc(void** ptr, CUmemGenericAllocationHandle* handlep, C
   MCCLCHECK(checkFitsDevice(cudaDev, size));
   CUCHECK(cuDeviceGet(&dev, cudaDev));
 
+  // EXERCISE(01.cumem_alloc)
   prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   prop.location.id = dev;
@@ -145,6 +148,7 @@ mcclResult_t mcclCuMemAlloc(void** ptr, CUmemGenericAllocationHandle* handlep, C
 release:
   cuMemRelease(handle);
   return res;
+  // END EXERCISE(01.cumem_alloc)
 }
 
 // The mapping that holds ptr: its physical handle (retained: the caller releases it), start and
@@ -202,6 +206,7 @@ mcclResult_t mcclCuMemFree(void* ptr) {
          (unsigned long long)base, size);
     return mcclInvalidArgument;
   }
+  // EXERCISE(01.cumem_free)
   TRACE(MCCL_ALLOC, "CuMem Free size %zu pointer %p handle 0x%llx", size, ptr, (unsigned long long)handle);
   // Reverse of the allocation: the mapping goes first (it holds a reference to the handle), then
   // our own reference, which frees the physical memory, then the virtual range.
@@ -209,6 +214,7 @@ mcclResult_t mcclCuMemFree(void* ptr) {
   CUCHECK(cuMemRelease(handle));
   CUCHECK(cuMemAddressFree((CUdeviceptr)ptr, size));
   return mcclSuccess;
+  // END EXERCISE(01.cumem_free)
 }
 
 mcclResult_t mcclCuMemRetainHandle(const void* ptr, CUmemGenericAllocationHandle* handlep,
@@ -278,6 +284,7 @@ static mcclResult_t memAllocVmm(int cudaDev, size_t size, void** ptr) {
     return mcclUnhandledCudaError;
   }
 
+  // EXERCISE(01.peer_access)
   descs = calloc((size_t)dcnt, sizeof(*descs));
   if (descs == NULL) {
     WARN("Failed to allocate %d access descriptors", dcnt);
@@ -310,6 +317,7 @@ freeDescs:
 release:
   cuMemRelease(handle);
   return res;
+  // END EXERCISE(01.peer_access)
 }
 
 mcclResult_t mcclMemAlloc(void** ptr, size_t size) {

@@ -22,6 +22,7 @@ static mcclResult_t hostNumaProp(int* cudaDevp, CUmemAllocationProp* prop) {
   CUDACHECK(cudaGetDevice(&cudaDev));
   CUDACHECK(cudaSetDevice(cudaDev));  // primary context current for the driver calls that follow
   CUCHECK(cuDeviceGet(&dev, cudaDev));
+  // EXERCISE(02.numa_prop)
   CUCHECK(cuDeviceGetAttribute(&numaId, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, dev));
   if (numaId < 0) numaId = 0;
   memset(prop, 0, sizeof(*prop));
@@ -31,6 +32,7 @@ static mcclResult_t hostNumaProp(int* cudaDevp, CUmemAllocationProp* prop) {
   prop->requestedHandleTypes = mcclCuMemHandleType;  // so lab 04 can export it as an fd
   *cudaDevp = cudaDev;
   return mcclSuccess;
+  // END EXERCISE(02.numa_prop)
 }
 
 // ---- the gate and its self-test ---------------------------------------------------------------
@@ -93,6 +95,7 @@ mcclResult_t mcclCuMemHostAlloc(void** ptr, CUmemGenericAllocationHandle* handle
   MCCL_ARGCHECK(size <= SIZE_MAX - gran, "size %zu overflows when rounded to the granularity %zu", size, gran);
   size_t alignedSize = alignUp(size, gran);
 
+  // EXERCISE(02.host_alloc)
   CUCHECK(cuMemCreate(&handle, alignedSize, &prop, 0));
   // Two grants: the device (it reaches the memory over PCIe/C2C) and the host itself. Unlike
   // cudaHostAlloc memory, a cuMem host mapping is not CPU-accessible until the host NUMA node is
@@ -112,6 +115,7 @@ mcclResult_t mcclCuMemHostAlloc(void** ptr, CUmemGenericAllocationHandle* handle
 release:
   cuMemRelease(handle);
   return res;
+  // END EXERCISE(02.host_alloc)
 }
 
 mcclResult_t mcclCuMemHostFree(void* ptr) {
@@ -136,12 +140,14 @@ mcclResult_t mcclCuMemHostFree(void* ptr) {
     res = mcclInvalidArgument;
     goto dropRetain;
   }
+  // EXERCISE(02.host_free)
   TRACE(MCCL_ALLOC, "CuMem Host Free size %zu pointer %p handle 0x%llx", size, ptr, (unsigned long long)handle);
   CUCHECKGOTO(cuMemRelease(handle), res, out);  // our retain
   CUCHECK(cuMemUnmap((CUdeviceptr)ptr, size));
   CUCHECK(cuMemRelease(handle));  // the allocation's own reference: the memory goes back
   CUCHECK(cuMemAddressFree((CUdeviceptr)ptr, size));
   return mcclSuccess;
+  // END EXERCISE(02.host_free)
 dropRetain:
   cuMemRelease(handle);
 out:
@@ -162,6 +168,7 @@ mcclResult_t mcclCudaHostCalloc(void** ptr, size_t nelem, size_t elemSize) {
   // cudaHostAlloc is not a stream operation, but under the default (global) capture mode the
   // runtime treats it as unsafe while any thread captures a graph and invalidates the capture.
   // Relaxed for the duration of this call only; the caller's mode comes back in `mode`.
+  // EXERCISE(02.host_calloc)
   CUDACHECK(cudaThreadExchangeStreamCaptureMode(&mode));
   CUDACHECKGOTO(cudaHostAlloc(&p, size, cudaHostAllocMapped), res, restore);
   memset(p, 0, size);
@@ -174,6 +181,7 @@ restore:
   }
   if (res == mcclSuccess) *ptr = p;
   return res;
+  // END EXERCISE(02.host_calloc)
 }
 
 mcclResult_t mcclCudaHostFree(void* ptr) {

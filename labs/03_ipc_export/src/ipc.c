@@ -103,6 +103,7 @@ mcclResult_t mcclIpcExport(const void* ptr, mcclIpcDesc* desc, int* fd) {
     res = mcclInvalidArgument;
     goto release;
   }
+  // EXERCISE(03.export) STUB: res = mcclExerciseStub("03.export");
   memset(&prop, 0, sizeof(prop));
   CUCHECKGOTO(cuMemGetAllocationPropertiesFromHandle(&prop, handle), res, release);
   if (types & CU_MEM_HANDLE_TYPE_FABRIC) {
@@ -130,6 +131,7 @@ mcclResult_t mcclIpcExport(const void* ptr, mcclIpcDesc* desc, int* fd) {
     goto release;
   }
   res = mcclIpcExportHandle(handle, size, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, prop.location.id, desc, fd);
+  // END EXERCISE(03.export)
 release:
   // Our retained reference only; the allocation itself stays the caller's.
   cuMemRelease(handle);
@@ -227,6 +229,7 @@ mcclResult_t mcclIpcImport(const mcclIpcDesc* desc, int fd, int cudaDev, void** 
   CUmemGenericAllocationHandle handle;
   size_t gran = 0, size = 0;
   MCCLCHECK(importHandle("mcclIpcImport", desc, fd, cudaDev, &handle, &size, &gran));
+  // EXERCISE(03.import)
   CUmemAccessDesc access;
   deviceAccess(cudaDev, &access);
   void* mapped = NULL;
@@ -248,6 +251,7 @@ unmap_only:
 release:
   cuMemRelease(handle);
   return res;
+  // END EXERCISE(03.import)
 }
 
 mcclResult_t mcclIpcUnmap(void* ptr) {
@@ -318,6 +322,7 @@ mcclResult_t mcclIpcMapSymmetric(mcclIpcSymmetric* sym, size_t offset, size_t si
                                  void** symPtr) {
   MCCL_ARGCHECK(symPtr != NULL, "mcclIpcMapSymmetric: symPtr is NULL");
   MCCLCHECK(symCheckSlot("mcclIpcMapSymmetric", sym, offset, size));
+  // EXERCISE(03.symmetric)
   CUmemAccessDesc access;
   deviceAccess(sym->cudaDev, &access);
   void* ptr = (char*)sym->base + offset;
@@ -326,6 +331,7 @@ mcclResult_t mcclIpcMapSymmetric(mcclIpcSymmetric* sym, size_t offset, size_t si
         offset);
   *symPtr = ptr;
   return mcclSuccess;
+  // END EXERCISE(03.symmetric)
 }
 
 mcclResult_t mcclIpcImportSymmetric(mcclIpcSymmetric* sym, size_t offset, const mcclIpcDesc* desc, int fd,

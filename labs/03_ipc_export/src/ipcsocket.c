@@ -148,6 +148,7 @@ mcclResult_t mcclIpcSocketSendMsg(mcclIpcSocket* handle, const void* hdr, int hd
   int isAbstract;
   MCCLCHECK(ipcAddress(rank, hash, &addr, &addrLen, name, &isAbstract));
 
+  // EXERCISE(03.sendmsg)
   // A header-less message still needs one byte: a zero-length datagram cannot carry control data
   // reliably, and it would look like "nothing" to the receiver.
   char dummy = '\0';
@@ -203,6 +204,7 @@ mcclResult_t mcclIpcSocketSendMsg(mcclIpcSocket* handle, const void* hdr, int hd
     nanosleep(&ts, NULL);
     if (sleepUs < 5000) sleepUs *= 2;
   }
+  // END EXERCISE(03.sendmsg)
 }
 
 static void closeFds(const int* fds, int n) {

@@ -240,6 +240,7 @@ static mcclResult_t shmSetup(int send, struct mcclTransportCtx* ctx, const mcclP
     WARN("Invalid usage: connector %p is already set up", (void*)c);
     return mcclInvalidUsage;
   }
+  // EXERCISE(04.setup)
   mcclResult_t res = mcclSuccess;
   int buffSizes[MCCL_NUM_PROTOCOLS];
   memcpy(buffSizes, ctx->buffSizes, sizeof(buffSizes));
@@ -289,6 +290,7 @@ static mcclResult_t shmSetup(int send, struct mcclTransportCtx* ctx, const mcclP
 fail:
   free(resources);
   return res;
+  // END EXERCISE(04.setup)
 }
 
 static mcclResult_t shmSendSetup(struct mcclTransportCtx* ctx, const void* graph, const mcclPeerInfo* myInfo,
@@ -631,6 +633,7 @@ static mcclResult_t shmSendProxyProgress(struct mcclProxyState* proxyState, stru
   struct shmProxyInfo* pi;
   struct mcclProxySubArgs* sub;
   MCCLCHECK(opStart(args, &sub, &pi));
+  // EXERCISE(04.send_progress)
   int moved = 0;
   const size_t stepSize = (size_t)pi->stepSize;
   uint64_t head = 0;
@@ -671,6 +674,7 @@ static mcclResult_t shmSendProxyProgress(struct mcclProxyState* proxyState, stru
                         __atomic_load_n(&pi->recvMem->tail, __ATOMIC_RELAXED)));
   }
   return mcclSuccess;
+  // END EXERCISE(04.send_progress)
 }
 
 // Receiver (NCCL's shmRecvProxyProgress, with the device buffer as the destination): wait for tail,
@@ -681,6 +685,7 @@ static mcclResult_t shmRecvProxyProgress(struct mcclProxyState* proxyState, stru
   struct shmProxyInfo* pi;
   struct mcclProxySubArgs* sub;
   MCCLCHECK(opStart(args, &sub, &pi));
+  // EXERCISE(04.recv_progress)
   int moved = 0;
   const size_t stepSize = (size_t)pi->stepSize;
   while (sub->transmitted < sub->done + MCCL_STEPS && sub->transmitted < sub->nsteps) {
@@ -725,6 +730,7 @@ static mcclResult_t shmRecvProxyProgress(struct mcclProxyState* proxyState, stru
                         __atomic_load_n(&pi->recvMem->tail, __ATOMIC_RELAXED)));
   }
   return mcclSuccess;
+  // END EXERCISE(04.recv_progress)
 }
 
 struct mcclTransport mcclShmTransport = {

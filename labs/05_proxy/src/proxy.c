@@ -225,6 +225,7 @@ mcclResult_t mcclProxyCreate(int rank, int cudaDev, volatile uint32_t* abortFlag
   // The fd service: a lab 03 datagram socket named (0, udsHash); clients derive it from the address.
   MCCLCHECKGOTO(mcclIpcSocketInit(&p->uds, 0, p->udsHash, abortFlag), res, fail);
 
+  // EXERCISE(05.create) STUB: res = mcclExerciseStub("05.create"); goto fail;
   // Pinned from their first instruction: when mcclProxyCreate returns, the affinity is in place (not
   // some time later, when the thread gets to run), and a CPU list the kernel refuses fails here.
   PTHREADCHECKGOTO(pthread_attr_init(&attr), res, fail);
@@ -243,6 +244,7 @@ mcclResult_t mcclProxyCreate(int rank, int cudaDev, volatile uint32_t* abortFlag
   INFO(MCCL_PROXY | MCCL_INIT, "Proxy %d: created, listening on @%s", rank, p->address);
   *out = p;
   return mcclSuccess;
+  // END EXERCISE(05.create)
 
 stop_threads:
   atomic_store(&p->stopService, 1);

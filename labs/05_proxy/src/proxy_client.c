@@ -217,6 +217,7 @@ static mcclResult_t udsCall(mcclProxyState* p, int peerRank, udsReq* q, int send
     WARN("Proxy: getrandom failed: %s", strerror(errno));
     return mcclSystemError;
   }
+  // EXERCISE(05.udscall)
   MCCLCHECK(mcclIpcSocketInit(&cli, p->rank + 1, myHash, p->abortFlag));
   q->clientRank = p->rank + 1;
   q->clientHash = myHash;
@@ -237,6 +238,7 @@ static mcclResult_t udsCall(mcclProxyState* p, int peerRank, udsReq* q, int send
 out:
   mcclIpcSocketClose(&cli);
   return res;
+  // END EXERCISE(05.udscall)
 }
 
 mcclResult_t mcclProxyClientGetFdBlocking(void* ctx, int peerRank, const void* handle, int handleSize, int* fd) {

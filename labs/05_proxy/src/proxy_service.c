@@ -143,6 +143,7 @@ __attribute__((noinline)) static mcclResult_t serviceRequest(mcclProxyState* p, 
     p->clientFds[i] = -1;
     return mcclSuccess;
   }
+  // EXERCISE(05.service) STUB: close(p->clientFds[i]); p->clientFds[i] = -1; return mcclExerciseStub("05.service");
   asyncOp* op = calloc(1, sizeof(*op));
   if (op == NULL) {
     WARN("Proxy: out of memory");
@@ -232,6 +233,7 @@ __attribute__((noinline)) static mcclResult_t serviceRequest(mcclProxyState* p, 
     p->clientFds[i] = -1;
   }
   return mcclSuccess;
+  // END EXERCISE(05.service)
 }
 
 static void progressAsyncOps(mcclProxyState* p) {

@@ -89,6 +89,7 @@ static mcclResult_t p2pSetup(int send, struct mcclTransportCtx* ctx, const mcclP
     WARN("Invalid usage: connector %p is already set up", (void*)c);
     return mcclInvalidUsage;
   }
+  // EXERCISE(06.p2p_setup)
   int cudaDev = -1;
   CUDACHECK(cudaGetDevice(&cudaDev));
   if (cudaDev != myInfo->cudaDev)
@@ -137,6 +138,7 @@ static mcclResult_t p2pSetup(int send, struct mcclTransportCtx* ctx, const mcclP
 fail:
   free(r);
   return res;
+  // END EXERCISE(06.p2p_setup)
 }
 
 static mcclResult_t p2pSendSetup(struct mcclTransportCtx* ctx, const void* graph, const mcclPeerInfo* myInfo,
@@ -167,6 +169,7 @@ static mcclResult_t p2pImport(struct mcclConnector* c, const struct mcclP2pConne
         info->rank, info->buff.size, (unsigned long long)info->buff.handle, needed);
     return mcclRemoteError;
   }
+  // EXERCISE(06.p2p_import)
   int cudaDev = -1;
   CUDACHECK(cudaGetDevice(&cudaDev));
   int fd = -1;
@@ -192,6 +195,7 @@ static mcclResult_t p2pImport(struct mcclConnector* c, const struct mcclP2pConne
   mcclResult_t res = mcclIpcImport(&desc, fd, cudaDev, devMem);
   close(fd);  // the mapping holds the memory; the fd was only its passport
   return res;
+  // END EXERCISE(06.p2p_import)
 }
 
 static mcclResult_t p2pConnectCheck(const struct mcclConnect* connectInfo, struct mcclConnector* c, int send,

@@ -27,6 +27,7 @@ static int byDevice(const void* a, const void* b) {
 }
 
 static mcclResult_t buildRing(mcclLabComm* comm) {
+  // EXERCISE(07.ring)
   int n = comm->nRanks;
   comm->ring.userRanks = (int*)calloc((size_t)n, sizeof(int));
   if (comm->ring.userRanks == NULL) {
@@ -44,11 +45,13 @@ static mcclResult_t buildRing(mcclLabComm* comm) {
   comm->ring.prev = comm->ring.userRanks[(comm->ring.index + n - 1) % n];
   comm->ring.next = comm->ring.userRanks[(comm->ring.index + 1) % n];
   return mcclSuccess;
+  // END EXERCISE(07.ring)
 }
 
 // The kernels' view of the ring connections: channel c's recv-from-prev and send-to-next, one
 // device array each (lab 06's mcclDevWork takes arrays indexed by channel).
 static mcclResult_t ringConns(mcclLabComm* comm) {
+  // EXERCISE(07.ring_conns)
   struct mcclConnInfo recv[MCCL_MAX_CHANNELS], send[MCCL_MAX_CHANNELS];
   for (int c = 0; c < comm->nChannels; c++) {
     struct mcclChannelPeer* prev = &comm->ctx.channels[c].peers[comm->ring.prev];
@@ -69,6 +72,7 @@ static mcclResult_t ringConns(mcclLabComm* comm) {
   CUDACHECK(cudaMemcpy(comm->devRecvConns, recv, bytes, cudaMemcpyHostToDevice));
   CUDACHECK(cudaMemcpy(comm->devSendConns, send, bytes, cudaMemcpyHostToDevice));
   return mcclSuccess;
+  // END EXERCISE(07.ring_conns)
 }
 
 static mcclResult_t signalArea(mcclLabComm* comm) {

@@ -70,6 +70,7 @@ mcclResult_t labWindowMap(mcclLabComm* comm, void* buff, size_t size, mcclLabWin
   MCCL_ARGCHECK(buff != NULL, "buff is NULL");
   MCCL_ARGCHECK(size > 0, "size is 0");
   MCCL_ARGCHECK(out != NULL, "win is NULL");
+  // EXERCISE(07.window)
   int saved = -1;
   CUDACHECK(cudaGetDevice(&saved));
   mcclResult_t res = mcclSuccess;
@@ -157,6 +158,7 @@ fail:
   free(all);
   cudaSetDevice(saved);
   return res;
+  // END EXERCISE(07.window)
 }
 
 mcclResult_t mcclLabWindowRegister(mcclLabComm* comm, void* buff, size_t size, mcclLabWindow** win) {

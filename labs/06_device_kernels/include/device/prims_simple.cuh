@@ -77,6 +77,7 @@ class Primitives<T, RedOp, ProtoSimple> {
   // counters (lab.gdb breaks here on the sim; inlined at -O2 they were optimized out).
   template <int Recv, int Send, int Src, int Dst>
   __device__ __noinline__ void waitPeer(int nelts) {
+    // EXERCISE(06.waitPeer) STUB: MCCL_EXERCISE_DEVICE_STUB("06.waitPeer", flags, Aborted); return;
     const bool isSendNotRecv = (Send && Recv) ? (flags & RoleWaitSend) : Send;
     if ((flags & (Recv * RoleWaitRecv)) || (flags & (Send * RoleWaitSend))) {
       struct mcclSpin spins;
@@ -97,6 +98,7 @@ class Primitives<T, RedOp, ProtoSimple> {
       ptrs[0] = connEltsFifo + (step % MCCL_STEPS) * (uint64_t)stepSize;
       step += stepPerSlice;
     }
+    // END EXERCISE(06.waitPeer)
   }
 
   template <int Recv, int Send>

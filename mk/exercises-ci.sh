@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# CI's check of the exercises (docs/exercises.md), on the sim backend, after the main tree's `make all`.
+#   1. mk/exercises.py check: every region pairs up and every exercise of labs/NN/exercises.txt marks one.
+#   2. The learner tree (`make exercises`) compiles on sim: each file a region was cut from (a full build
+#      would recompile every kernel a second time, for the same link the probe tree checks).
+#   3. A probe tree (the same regions as `if (MCCL_EXERCISE_PROBE names it) stub else solution`), one build:
+#      with every stub on (MCCL_EXERCISE_PROBE=all), each lab's tests either pass, when no exercise lists
+#      them, or fail, and then the output names a stub (or, for a test that hides its child's output,
+#      an exercise lists the test); none crashes or hangs (MCCL_TEST_TIMEOUT short).
+#      With one stub on at a time, the first test its exercise lists fails and names it: every region
+#      is reached by a test, and the mapping in exercises.txt is not stale.
+# Both trees start from a copy of build/sim (objects, timestamps kept), so only the marked files and what
+# includes or links them are rebuilt. EXERCISES_CI_DIR (default build-exercises) holds the trees.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+work=${EXERCISES_CI_DIR:-build-exercises}
+export MCCL_TEST_TIMEOUT=${EXERCISES_TEST_TIMEOUT:-60}
+start=$SECONDS
+fail=0
+note() { printf '# exercises-ci (%ds): %s\n' "$((SECONDS - start))" "$*"; }
+bad() { echo "FAIL exercises: $*"; fail=1; }
+
+python3 mk/exercises.py check || exit 1
+[ -d build/sim ] || { echo "exercises-ci: build/sim is missing: run make BACKEND=sim all first"; exit 1; }
+rm -rf "$work" && mkdir -p "$work" || exit 1
+python3 mk/exercises.py gen "$work/learner" || exit 1
+python3 mk/exercises.py gen "$work/probe" --probe || exit 1
+for t in learner probe; do mkdir -p "$work/$t/build" && cp -a build/sim "$work/$t/build/" || exit 1; done
+# The learner tree: every file a region was cut from compiles (as its own object, or for a device header
+# one kernel that includes it), with the learner's flags. The probe tree's full build below links them all.
+objs=$(python3 mk/exercises.py objects build/sim/obj) || exit 1
+note "compiling the learner tree's stubbed files: $(echo $objs | wc -w) objects"
+if ! make -C "$work/learner" -j2 BACKEND=sim $objs >"$work/learner-build.log" 2>&1; then
+  tail -n 40 "$work/learner-build.log"; bad "the learner tree's stubs do not compile on sim (log: $work/learner-build.log)"
+  exit 1
+fi
+note "building the probe tree"
+if ! make -C "$work/probe" -j2 BACKEND=sim all >"$work/probe-build.log" 2>&1; then
+  tail -n 40 "$work/probe-build.log"; bad "the probe tree does not build on sim (log: $work/probe-build.log)"
+  exit 1
+fi
+
+# Every stub on: run each lab's tests, then look at each test binary's run (mk/runtests.sh's '# running' blocks).
+python3 mk/exercises.py list | cut -f3 | tr ' ' '\n' | sort -u >"$work/listed.txt"
+for lab in $(python3 mk/exercises.py list | cut -f2 | sort -u); do
+  n=${lab%%_*}
+  note "lab $n, every stub on"
+  log="$work/all-$n.log"
+  MCCL_EXERCISE_PROBE=all make -C "$work/probe" --no-print-directory BACKEND=sim test LAB="$n" >"$log" 2>&1
+  python3 - "$log" "$n" "$work/listed.txt" <<'EOF' || fail=1
+import re, sys
+log, lab = sys.argv[1], sys.argv[2]
+listed = set(open(sys.argv[3]).read().split())
+blocks, cur = [], None
+for line in open(log, errors="replace"):
+    if line.startswith("# running "):
+        cur = [line[10:].strip(), []]
+        blocks.append(cur)
+    elif cur is not None:
+        cur[1].append(line.rstrip("\n"))
+bad = 0
+for unit, lines in blocks:
+    text = "\n".join(lines)
+    fails = [l for l in lines if l.startswith("FAIL ")]
+    passes = [l.split()[1] for l in lines if l.startswith("PASS ")]
+    for p in passes:
+        if p in listed:
+            print("FAIL exercises: lab %s: %s passes with every stub on, yet an exercise lists it" % (lab, p))
+            bad = 1
+    if any("timed out after" in l or "exited with status" in l for l in fails) and "MCCL EXERCISE" not in text:
+        print("FAIL exercises: lab %s: %s crashed or hung with every stub on:\n  %s" % (lab, unit, "\n  ".join(fails)))
+        bad = 1
+    elif any("timed out after" in l for l in fails):
+        print("FAIL exercises: lab %s: %s hung past MCCL_TEST_TIMEOUT behind a stub" % (lab, unit))
+        bad = 1
+    elif fails and "MCCL EXERCISE" not in text and "an exercise stub" not in text and \
+            not all(l.split()[1] in listed for l in fails):
+        # A test that hides its child's output (a demo run by a test) cannot name the stub: it must then be
+        # one that an exercise lists, i.e. one that fails with only that exercise's stub on.
+        print("FAIL exercises: lab %s: %s fails with no stub named:\n  %s" % (lab, unit, "\n  ".join(fails[:5])))
+        bad = 1
+sys.exit(bad)
+EOF
+done
+
+# One stub at a time: the first test the exercise lists must fail and name it.
+while IFS=$'\t' read -r ex lab tests; do
+  first=${tests%% *}
+  [ -n "$first" ] && [ "$first" != TODO ] || { bad "$ex lists no test"; continue; }
+  log="$work/probe-$ex.log"
+  MCCL_EXERCISE_PROBE=$ex make -C "$work/probe" --no-print-directory BACKEND=sim test LAB="${lab%%_*}" T="$first" \
+    >"$log" 2>&1
+  if ! grep -q "^FAIL $first\b" "$log"; then
+    bad "$ex: its test $first does not fail with the stub in place (log: $log)"
+  elif ! grep -q "MCCL EXERCISE $ex not implemented" "$log"; then
+    bad "$ex: its test $first fails without reaching the stub (log: $log)"
+  fi
+done < <(python3 mk/exercises.py list)
+note "done"
+[ "$fail" -eq 0 ] && echo "exercises: every stub builds, is reached, and fails its tests fast" || exit 1

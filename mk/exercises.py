@@ -1,0 +1,325 @@
+#!/usr/bin/env python3
+"""Exercises: the labs as a learner's assignment, generated from the solutions (docs/exercises.md).
+
+A solution region in a lab source is a pair of line comments naming one exercise:
+
+    // EXERCISE(01.map) optional words for the reader
+    ... the solution ...
+    // END EXERCISE(01.map)
+
+A begin line may end with `STUB: <code>`: what the region becomes in the learner tree (default
+`return mcclExerciseStub("01.map");`, for a function returning mcclResult_t). The exercises of a lab,
+in order, with their title, what each teaches, the hint and the tests each unlocks, are in
+labs/NN_name/exercises.txt: the one place that lists them.
+
+  exercises.py gen OUT [--probe] [--force]   write a tree where every region is a stub (a learner's tree),
+                                             or, with --probe, where a region is a stub only while
+                                             MCCL_EXERCISE_PROBE names it or is `all` (CI's checker:
+                                             one build checks every stub, alone or all together)
+  exercises.py check                         regions and exercises.txt agree (ids, order, pairs)
+  exercises.py list [LAB]                    id, lab, tests: one line per exercise
+  exercises.py derive PROBE_DIR [LAB] [--write]
+                                             per exercise, the lab's tests that fail with only its stub on
+                                             in a built probe tree; --write puts them in exercises.txt
+  exercises.py objects [OBJDIR]              the objects that compile every file holding a region (CI)
+  exercises.py readme                        rewrite each lab README's "## Exercises" section from exercises.txt
+                                             (check fails while one is stale)
+"""
+import configparser
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+BEGIN = re.compile(r"^(\s*)// EXERCISE\((\d\d\.[A-Za-z0-9_]+)\)(.*)$")
+END = re.compile(r"^(\s*)// END EXERCISE\((\d\d\.[A-Za-z0-9_]+)\)\s*$")
+SOURCE_EXT = (".c", ".h", ".cu", ".cuh")
+
+
+def die(msg):
+    sys.stderr.write("exercises: %s\n" % msg)
+    sys.exit(2)
+
+
+def tree_files(src):
+    """The files of the source tree: git's (tracked and untracked-not-ignored), else a walk without build*."""
+    try:
+        out = subprocess.run(["git", "-C", src, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                             check=True, capture_output=True).stdout.decode()
+        return sorted(f for f in set(out.split("\0")) if f and os.path.isfile(os.path.join(src, f)))
+    except (OSError, subprocess.CalledProcessError):
+        files = []
+        for d, dirs, names in os.walk(src):
+            rel = os.path.relpath(d, src)
+            dirs[:] = [x for x in dirs if not (rel == "." and (x.startswith("build") or x.startswith(".")))]
+            files += [os.path.normpath(os.path.join(rel, n)) for n in names]
+        return sorted(files)
+
+
+def regions(path, text):
+    """[(begin line index, end line index, id, stub code or None)] of one file; dies on a broken pair."""
+    out, open_ = [], None
+    for i, line in enumerate(text.split("\n")):
+        b, e = BEGIN.match(line), END.match(line)
+        if b:
+            if open_:
+                die("%s:%d: EXERCISE(%s) inside EXERCISE(%s)" % (path, i + 1, b.group(2), open_[1]))
+            rest = b.group(3)
+            stub = rest.split("STUB:", 1)[1].strip() if "STUB:" in rest else None
+            open_ = (i, b.group(2), stub)
+        elif e:
+            if not open_ or open_[1] != e.group(2):
+                die("%s:%d: END EXERCISE(%s) without its EXERCISE line" % (path, i + 1, e.group(2)))
+            out.append((open_[0], i, open_[1], open_[2]))
+            open_ = None
+        elif "EXERCISE(" in line and "// " in line and not line.lstrip().startswith("*"):
+            if re.search(r"//\s*(END )?EXERCISE\(", line):
+                die("%s:%d: malformed exercise marker (want '// EXERCISE(NN.name)' alone on its line)" % (path, i + 1))
+    if open_:
+        die("%s:%d: EXERCISE(%s) never ends" % (path, open_[0] + 1, open_[1]))
+    return out
+
+
+def default_stub(ex):
+    return 'return mcclExerciseStub("%s");' % ex
+
+
+def transform(text, regs, probe):
+    lines = text.split("\n")
+    out, last = [], 0
+    for b, e, ex, stub in regs:
+        indent = re.match(r"^\s*", lines[b]).group(0)
+        code = stub or default_stub(ex)
+        out += lines[last:b + 1]
+        if probe:
+            # The stub, or else the solution: a region's declarations are never used after its END line.
+            out.append('%sif (mcclExerciseProbe("%s")) { %s } else {' % (indent, ex, code))
+            out += lines[b + 1:e]
+            out += [indent + "}", lines[e]]
+        else:
+            out.append(indent + code)
+            out.append(lines[e])
+        last = e + 1
+    out += lines[last:]
+    return "\n".join(out)
+
+
+def lab_dirs(src=ROOT):
+    base = os.path.join(src, "labs")
+    return sorted(d for d in os.listdir(base) if re.match(r"^\d\d_", d) and os.path.isdir(os.path.join(base, d)))
+
+
+def load_exercises(src=ROOT):
+    """{lab dir: [(id, fields)]} from each labs/NN_x/exercises.txt, in file order."""
+    labs = {}
+    for d in lab_dirs(src):
+        p = os.path.join(src, "labs", d, "exercises.txt")
+        if not os.path.exists(p):
+            continue
+        cp = configparser.ConfigParser(interpolation=None)
+        cp.optionxform = str
+        with open(p) as f:
+            cp.read_file(f)
+        labs[d] = [(s, dict(cp[s])) for s in cp.sections()]
+    return labs
+
+
+def all_regions(src=ROOT):
+    found = {}
+    for f in tree_files(src):
+        if not f.endswith(SOURCE_EXT) or not (f.startswith("labs/") or f.startswith("final/")):
+            continue
+        with open(os.path.join(src, f)) as fh:
+            text = fh.read()
+        if "EXERCISE(" in text:
+            for b, e, ex, stub in regions(f, text):
+                found.setdefault(ex, []).append((f, b + 1, e + 1))
+    return found
+
+
+def readme_section(d, exs, found):
+    num = d[:2]
+    out = ["## Exercises",
+           "Learn by doing: `make exercises` (at the top) writes a learner tree, a copy of this repository where",
+           "the solutions below are stubs that fail with `mcclNotImplemented` and print their name. There,",
+           "`make grade LAB=%s` runs this lab's tests and scores each exercise by the tests it unlocks;" % num,
+           "`make grade LAB=%s USE_REF=1` links the reference build of the labs below, to start here." % num,
+           "Do them in order. This section is generated from this lab's `exercises.txt` (`mk/exercises.py",
+           "readme`); how it works: [docs/exercises.md](../../docs/exercises.md).",
+           "",
+           "| # | exercise | in | what it teaches | read in NCCL 2.28.9 |",
+           "| --- | --- | --- | --- | --- |"]
+    for i, (ex, f) in enumerate(exs, 1):
+        files = sorted({w[0].split("/", 2)[2] for w in found.get(ex, [])})
+        out.append("| %d | `%s`: %s | %s | %s | %s |" % (i, ex, f.get("title", ""), ", ".join("`%s`" % x for x in files),
+                                                       f.get("teaches", ""), f.get("hint", "")))
+    out.append("")
+    return "\n".join(out) + "\n"
+
+
+def readme(src=ROOT, write=True):
+    """Rewrite (or, write=False, compare) each lab README's Exercises section; the stale ones' paths."""
+    labs, found, stale = load_exercises(src), all_regions(src), []
+    for d, exs in labs.items():
+        p = os.path.join(src, "labs", d, "README.md")
+        with open(p) as f:
+            text = f.read()
+        want = readme_section(d, exs, found)
+        m = re.search(r"^## Exercises\n.*?(?=^## |\Z)", text, re.S | re.M)
+        new = text[:m.start()] + want + text[m.end():] if m else text.rstrip("\n") + "\n\n" + want
+        if new != text:
+            stale.append(os.path.relpath(p, src))
+            if write:
+                with open(p, "w") as f:
+                    f.write(new)
+    return stale
+
+
+def check(src=ROOT):
+    labs, found = load_exercises(src), all_regions(src)
+    errs, listed = [], set()
+    errs += ["%s: its Exercises section is stale: run mk/exercises.py readme" % p for p in readme(src, write=False)]
+    for d, exs in labs.items():
+        num = d[:2]
+        if not 3 <= len(exs) <= 8:
+            errs.append("labs/%s/exercises.txt: %d exercises (want 3 to 8)" % (d, len(exs)))
+        for ex, fields in exs:
+            listed.add(ex)
+            if not ex.startswith(num + "."):
+                errs.append("labs/%s/exercises.txt: [%s] does not start with %s." % (d, ex, num))
+            for k in ("title", "teaches", "hint", "tests"):
+                if not fields.get(k, "").strip():
+                    errs.append("labs/%s/exercises.txt: [%s] has no %s" % (d, ex, k))
+            if ex not in found:
+                errs.append("labs/%s/exercises.txt: [%s] marks no region in any source" % (d, ex))
+    for ex, where in found.items():
+        if ex not in listed:
+            errs.append("%s:%d: EXERCISE(%s) is not in its lab's exercises.txt" % (where[0][0], where[0][1], ex))
+    for e in errs:
+        print(e)
+    n = sum(len(v) for v in labs.values())
+    print("exercises: %d in %d labs, %d regions%s" % (n, len(labs), sum(len(v) for v in found.values()),
+                                                     "" if not errs else ", %d problems" % len(errs)))
+    return 1 if errs else 0
+
+
+def gen(out, probe=False, force=False, src=ROOT):
+    out = os.path.abspath(out)
+    if os.path.commonpath([out, src]) == src and not os.path.relpath(out, src).startswith("build"):
+        die("%s is inside the source tree: choose a directory outside it (or under build*/)" % out)
+    if os.path.exists(out) and os.listdir(out):
+        if not force:
+            die("%s exists and is not empty: it may hold a learner's work. Remove it, or pass "
+                "EXERCISES_FORCE=1 to overwrite every file the generator writes" % out)
+    if check(src) != 0:
+        die("fix the problems above first")
+    nreg = 0
+    for f in tree_files(src):
+        s, d = os.path.join(src, f), os.path.join(out, f)
+        os.makedirs(os.path.dirname(d), exist_ok=True)
+        if f.endswith(SOURCE_EXT):
+            with open(s) as fh:
+                text = fh.read()
+            regs = regions(f, text) if "EXERCISE(" in text else []
+            if regs:
+                nreg += len(regs)
+                with open(d, "w") as fh:
+                    fh.write(transform(text, regs, probe))
+                shutil.copymode(s, d)
+                continue
+        if os.path.exists(d):
+            os.unlink(d)
+        shutil.copy2(s, d)
+    with open(os.path.join(out, "mk", "learner.mk"), "w") as fh:
+        fh.write("# Written by `make exercises` (mk/exercises.py): this tree is a learner's tree.\n"
+                 "MCCL_LEARNER := %s\n"
+                 "# The reference tree: USE_REF=1 links its archives for the labs below LAB.\n"
+                 "REF_TREE ?= %s\n" % ("probe" if probe else "1", src))
+    print("exercises: wrote %s (%d regions %s)" % (out, nreg, "probed by MCCL_EXERCISE_PROBE" if probe else "stubbed"))
+
+
+def derive(probe_dir, lab=None, write=False, src=ROOT):
+    for d, exs in load_exercises(src).items():
+        if lab and not d.startswith(lab):
+            continue
+        p = os.path.join(src, "labs", d, "exercises.txt")
+        with open(p) as f:
+            text = f.read()
+        for ex, _ in exs:
+            env = dict(os.environ, MCCL_EXERCISE_PROBE=ex)
+            out = subprocess.run(["make", "-C", probe_dir, "--no-print-directory", "BACKEND=sim", "test", "LAB=" + d[:2]],
+                                 env=env, capture_output=True, text=True, errors="replace").stdout
+            failed = []
+            for line in out.split("\n"):
+                m = re.match(r"^FAIL (\S+)", line)
+                if m and m.group(1) not in failed:
+                    failed.append(m.group(1))
+            reached = ("MCCL EXERCISE %s not implemented" % ex) in out
+            print("%s\t%s\t%s" % (ex, "reached" if reached else "NOT REACHED", " ".join(failed)))
+            sys.stdout.flush()
+            text = re.sub(r"(\[%s\]\n(?:(?!\[).*\n)*?)tests =.*\n(?:[ \t]+.*\n)*" % re.escape(ex),
+                          lambda m: m.group(1) + "tests =\n" + "".join("  %s\n" % t for t in failed or ["NONE"]),
+                          text)
+        if write:
+            with open(p, "w") as f:
+                f.write(text)
+
+
+def objects(objdir, src=ROOT):
+    """The objects that compile the files holding regions: a .c/.cu's own, a header's first includer in its lab."""
+    objs = set()
+    for ex, where in all_regions(src).items():
+        for f, _, _ in where:
+            if f.endswith((".c", ".cu")):
+                objs.add(os.path.join(objdir, f + ".o" if f.endswith(".cu") else f[:-2] + ".o"))
+                continue
+            lab = "/".join(f.split("/")[:2])
+            base = os.path.basename(f)
+            for cu in sorted(x for x in tree_files(src) if x.startswith(lab + "/src/") and x.endswith((".cu", ".c"))):
+                with open(os.path.join(src, cu)) as fh:
+                    if base in fh.read() or cu.endswith(".cu"):
+                        objs.add(os.path.join(objdir, cu + ".o" if cu.endswith(".cu") else cu[:-2] + ".o"))
+                        break
+    return sorted(objs)
+
+
+def main(argv):
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0
+    cmd = argv[0]
+    if cmd == "check":
+        return check()
+    if cmd == "objects":
+        print(" ".join(objects(argv[1] if len(argv) > 1 else "build/sim/obj")))
+        return 0
+    if cmd == "readme":
+        for p in readme():
+            print("wrote %s" % p)
+        return 0
+    if cmd == "list":
+        for d, exs in load_exercises().items():
+            if len(argv) > 1 and not d.startswith(argv[1]):
+                continue
+            for ex, fields in exs:
+                print("%s\t%s\t%s" % (ex, d, " ".join(fields.get("tests", "").split())))
+        return 0
+    if cmd == "derive":
+        args = [a for a in argv[1:] if not a.startswith("--")]
+        if not args:
+            die("usage: exercises.py derive PROBE_DIR [LAB] [--write]")
+        derive(os.path.abspath(args[0]), args[1] if len(args) > 1 else None, write="--write" in argv)
+        return 0
+    if cmd == "gen":
+        args = [a for a in argv[1:] if not a.startswith("--")]
+        if len(args) != 1:
+            die("usage: exercises.py gen OUT [--probe] [--force]")
+        gen(args[0], probe="--probe" in argv, force="--force" in argv)
+        return 0
+    die("unknown command %s (gen, check, list)" % cmd)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
