@@ -12,16 +12,19 @@ A begin line may end with `STUB: <code>`: what the region becomes in the learner
 in order, with their title, what each teaches, the hint and the tests each unlocks, are in
 labs/NN_name/exercises.txt: the one place that lists them.
 
-  exercises.py gen OUT [--probe] [--force]   write a tree where every region is a stub (a learner's tree),
+  exercises.py gen OUT [--probe] [--force] [--labs=NN,..]
+                                             write a tree where every region is a stub (a learner's tree),
                                              or, with --probe, where a region is a stub only while
                                              MCCL_EXERCISE_PROBE names it or is `all` (CI's checker:
-                                             one build checks every stub, alone or all together)
+                                             one build checks every stub, alone or all together);
+                                             --labs: only those labs' regions (the rest kept as is)
   exercises.py check                         regions and exercises.txt agree (ids, order, pairs)
   exercises.py list [LAB]                    id, lab, tests: one line per exercise
   exercises.py derive PROBE_DIR [LAB] [--write]
                                              per exercise, the lab's tests that fail with only its stub on
                                              in a built probe tree; --write puts them in exercises.txt
-  exercises.py objects [OBJDIR]              the objects that compile every file holding a region (CI)
+  exercises.py objects [OBJDIR] [--labs=NN,..]
+                                             the objects that compile every file holding a region (CI)
   exercises.py readme                        rewrite each lab README's "## Exercises" section from exercises.txt
                                              (check fails while one is stale)
 """
@@ -205,7 +208,12 @@ def check(src=ROOT):
     return 1 if errs else 0
 
 
-def gen(out, probe=False, force=False, src=ROOT):
+def in_labs(ex, labs):
+    """Whether exercise ex (NN.name) belongs to one of labs (a list of NN), or labs is None (all)."""
+    return labs is None or ex[:2] in labs
+
+
+def gen(out, probe=False, force=False, src=ROOT, labs=None):
     out = os.path.abspath(out)
     if os.path.commonpath([out, src]) == src and not os.path.relpath(out, src).startswith("build"):
         die("%s is inside the source tree: choose a directory outside it (or under build*/)" % out)
@@ -222,7 +230,7 @@ def gen(out, probe=False, force=False, src=ROOT):
         if f.endswith(SOURCE_EXT):
             with open(s) as fh:
                 text = fh.read()
-            regs = regions(f, text) if "EXERCISE(" in text else []
+            regs = [g for g in regions(f, text) if in_labs(g[2], labs)] if "EXERCISE(" in text else []
             if regs:
                 nreg += len(regs)
                 with open(d, "w") as fh:
@@ -267,10 +275,12 @@ def derive(probe_dir, lab=None, write=False, src=ROOT):
                 f.write(text)
 
 
-def objects(objdir, src=ROOT):
+def objects(objdir, src=ROOT, labs=None):
     """The objects that compile the files holding regions: a .c/.cu's own, a header's first includer in its lab."""
     objs = set()
     for ex, where in all_regions(src).items():
+        if not in_labs(ex, labs):
+            continue
         for f, _, _ in where:
             if f.endswith((".c", ".cu")):
                 objs.add(os.path.join(objdir, f + ".o" if f.endswith(".cu") else f[:-2] + ".o"))
@@ -285,6 +295,14 @@ def objects(objdir, src=ROOT):
     return sorted(objs)
 
 
+def labs_arg(argv):
+    """The NN list of a --labs=NN,.. argument (None: every lab)."""
+    for a in argv:
+        if a.startswith("--labs="):
+            return [x.strip()[:2] for x in a[7:].replace(" ", ",").split(",") if x.strip()] or None
+    return None
+
+
 def main(argv):
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
@@ -293,7 +311,8 @@ def main(argv):
     if cmd == "check":
         return check()
     if cmd == "objects":
-        print(" ".join(objects(argv[1] if len(argv) > 1 else "build/sim/obj")))
+        args = [a for a in argv[1:] if not a.startswith("--")]
+        print(" ".join(objects(args[0] if args else "build/sim/obj", labs=labs_arg(argv))))
         return 0
     if cmd == "readme":
         for p in readme():
@@ -315,8 +334,8 @@ def main(argv):
     if cmd == "gen":
         args = [a for a in argv[1:] if not a.startswith("--")]
         if len(args) != 1:
-            die("usage: exercises.py gen OUT [--probe] [--force]")
-        gen(args[0], probe="--probe" in argv, force="--force" in argv)
+            die("usage: exercises.py gen OUT [--probe] [--force] [--labs=NN,..]")
+        gen(args[0], probe="--probe" in argv, force="--force" in argv, labs=labs_arg(argv))
         return 0
     die("unknown command %s (gen, check, list)" % cmd)
 

@@ -55,6 +55,7 @@ static void* openPlugin(const char* name, char* err, size_t errLen) {
 }
 
 static void netLoad(void) {
+  // EXERCISE(08.plugin_load) STUB: netResult = mcclExerciseStub("08.plugin_load"); return;
   const char* name = mcclParamNetPlugin();
   char err[512] = "";
   void* h = openPlugin(name, err, sizeof(err));
@@ -87,6 +88,7 @@ static void netLoad(void) {
   INFO(MCCL_NET | MCCL_INIT, "NET: using plugin %s (%s), device 0: %s", net->name, name, props.name);
   // The handle stays open for the life of the process, as NCCL keeps its plugin loaded.
   netPlugin = net;
+  // END EXERCISE(08.plugin_load)
 }
 
 mcclResult_t mcclNetGet(const mcclNet_t** net) {
