@@ -10,7 +10,8 @@ Each rank runs init_process_group("nccl"), all_reduce (sum, avg, max on float32,
 1 to 256 Mi elements), all_gather, reduce_scatter, broadcast, barrier, a sub-group's all_reduce and
 destroy_process_group, and checks every result against values computed locally. It fails when NCCL
 rather than minccl served the calls: minccl's library exports mcclDropinCalls (NCCL's does not), its
-count of served calls must grow with the calls made, and no other libnccl may be mapped. Rank 0
+count of served calls must grow with the calls made, and the preloaded drop-in must be mapped (torch's
+own libnccl is mapped too, as libtorch_cuda's dependency, and reported; it serves no call). Rank 0
 prints a PASS/FAIL line per check and the counts; the exit status is 1 if any check failed on any rank.
 MCCL_TORCH_MAX_LOG2 (default 28) caps the largest size at 2^N elements.
 """
