@@ -54,9 +54,15 @@ static size_t pageSize;
 
 static size_t roundUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
+// Set on first use by whichever thread gets here first (every thread computes the same value):
+// relaxed atomics, so concurrent first calls (mcclLabCommInitAll's init threads) are no data race.
 static size_t page(void) {
-  if (!pageSize) pageSize = (size_t)sysconf(_SC_PAGESIZE);
-  return pageSize;
+  size_t p = __atomic_load_n(&pageSize, __ATOMIC_RELAXED);
+  if (!p) {
+    p = (size_t)sysconf(_SC_PAGESIZE);
+    __atomic_store_n(&pageSize, p, __ATOMIC_RELAXED);
+  }
+  return p;
 }
 
 static simHandle* findHandle(CUmemGenericAllocationHandle hv) {
