@@ -30,6 +30,22 @@ shtest_make() {
   env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u LAB -u T -u MCCL_TEST_FILTER MCCL_TEST_NESTED=1 make --no-print-directory ${MCCL_MAKE_VARS:-} "$@"
 }
 
+# shtest_bench_setup BIN: for a test that runs a benchmark under mpirun (make test gives MPIRUN):
+# $bench is BIN under the build's bin directory, $work a directory removed at exit, need_bench fails
+# when the binary is missing and skips outside make test. LeakSanitizer is off for those runs, as
+# mk/runtests.sh does for MPI programs: Open MPI's allocations outlive MPI_Finalize in components it
+# unloads (<unknown module>, beyond mk/lsan.supp); ASan/UBSan errors still fail the run.
+shtest_bench_setup() {
+  bench=${MCCL_BIN_DIR:-build/sim/bin}/$1
+  work=$(mktemp -d)
+  trap 'rm -rf "$work" "$shtest_msg"' EXIT
+  [ -z "${ASAN_OPTIONS+x}" ] || export ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0"
+}
+need_bench() {
+  [ -x "$bench" ] || shtest_fail "$bench not built (make all)"
+  [ -n "${MPIRUN:-}" ] || shtest_skip "run through make test (MPIRUN comes from make)"
+}
+
 shtest_main() {
   local filter=${MCCL_TEST_FILTER:-} list=0 i full rc start
   if [ "${1:-}" = --list ]; then list=1; elif [ $# -gt 0 ]; then filter=$1; fi

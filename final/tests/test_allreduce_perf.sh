@@ -5,18 +5,7 @@
 # common/include/mccl_benchout.h, and bad flags exit 2 naming the option. A few seconds.
 . "$(dirname "$0")/../../common/tests/shtest_lib.sh"
 
-bench=${MCCL_BIN_DIR:-build/sim/bin}/final/allreduce_perf
-work=$(mktemp -d)
-trap 'rm -rf "$work" "$shtest_msg"' EXIT
-# As mk/runtests.sh does for MPI programs: Open MPI's allocations outlive MPI_Finalize in components
-# it unloads (<unknown module>, beyond mk/lsan.supp), so LeakSanitizer is off here (the library's
-# leaks are checked by the single-process tests); ASan/UBSan errors still fail the run.
-[ -z "${ASAN_OPTIONS+x}" ] || export ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0"
-
-need_bench() {
-  [ -x "$bench" ] || shtest_fail "$bench not built (make all)"
-  [ -n "${MPIRUN:-}" ] || shtest_skip "run through make test (MPIRUN comes from make)"
-}
+shtest_bench_setup final/allreduce_perf
 
 # check_run NAME RANKS: the table of $work/NAME.log (5 sizes, one minccl row each, #wrong 0 in both
 # placements, the data check line) and its files NAME.csv / NAME.json.

@@ -4,18 +4,7 @@
 # and `make plot` turning them into PNG charts. Runs mpirun -np 2 on the sim (a few seconds each).
 . "$(dirname "$0")/../../../common/tests/shtest_lib.sh"
 
-bench=${MCCL_BIN_DIR:-build/sim/bin}/07_allreduce/mpi_bench_allreduce
-work=$(mktemp -d)
-trap 'rm -rf "$work" "$shtest_msg"' EXIT
-# As mk/runtests.sh does for MPI programs: Open MPI's allocations outlive MPI_Finalize in components
-# it unloads (<unknown module>, beyond mk/lsan.supp), so LeakSanitizer is off here; ASan/UBSan
-# errors still fail the run.
-[ -z "${ASAN_OPTIONS+x}" ] || export ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0"
-
-need_bench() {
-  [ -x "$bench" ] || shtest_fail "$bench not built (make all)"
-  [ -n "${MPIRUN:-}" ] || shtest_skip "run through make test (MPIRUN comes from make)"
-}
+shtest_bench_setup 07_allreduce/mpi_bench_allreduce
 
 # run_bench NAME ARGS...: mpirun -np 2 the benchmark; output in $work/NAME.log, exit status returned
 run_bench() {
