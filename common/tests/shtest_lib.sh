@@ -46,6 +46,19 @@ need_bench() {
   [ -n "${MPIRUN:-}" ] || shtest_skip "run through make test (MPIRUN comes from make)"
 }
 
+# need_refusals: each line of stdin is "ARGS|WANT": $bench ARGS must exit 2 with WANT in its output
+# (a bad flag is refused with the usage status and named). Fails the case at the first that is not.
+need_refusals() {
+  local args want rc
+  while IFS='|' read -r args want; do
+    # shellcheck disable=SC2086 # args is a list
+    "$bench" $args >"$work/bad.log" 2>&1
+    rc=$?
+    [ "$rc" = 2 ] && grep -q -- "$want" "$work/bad.log" ||
+      shtest_fail "'$args' exited $rc (expected 2, naming '$want'): $(head -n 2 "$work/bad.log" | tr '\n' ' ')"
+  done
+}
+
 shtest_main() {
   local filter=${MCCL_TEST_FILTER:-} list=0 i full rc start
   if [ "${1:-}" = --list ]; then list=1; elif [ $# -gt 0 ]; then filter=$1; fi
