@@ -189,14 +189,7 @@ int main(int argc, char** argv) {
     if (rank == 0) printf("# allreduce_perf: skipped, no CUDA device\n");
   } else {
     mcclResult_t r = run(argc, argv, rank, nprocs, localRank, ndev, &wrong);
-    if (r != mcclSuccess) {
-      fprintf(stderr, "rank %d: allreduce_perf failed: %s\n", rank, mcclGetErrorString(r));
-      MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    if (wrong > 0) {  // as nccl-tests: wrong data fails the run (the count is the same on every rank)
-      if (rank == 0) fprintf(stderr, "allreduce_perf: %ld wrong elements: FAILED\n", wrong);
-      rc = 1;
-    }
+    rc = mcclArBenchExitStatus("allreduce_perf", rank, r, wrong);
   }
   MPI_Finalize();
   return rc;

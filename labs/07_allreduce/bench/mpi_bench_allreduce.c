@@ -361,15 +361,7 @@ int main(int argc, char** argv) {
     rc = 2;
   } else {
     mcclResult_t r = run(argc, argv, &wrong);
-    if (r != mcclSuccess) {
-      fprintf(stderr, "rank %d: bench failed: %s\n", rank, mcclGetErrorString(r));
-      rc = 1;
-      MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    if (wrong > 0) {  // as nccl-tests: wrong data fails the run (the count is the same on every rank)
-      if (rank == 0) fprintf(stderr, "lab 07 bench: %ld wrong elements: FAILED\n", wrong);
-      rc = 1;
-    }
+    rc = mcclArBenchExitStatus("lab 07 bench", rank, r, wrong);
   }
   MPI_Finalize();
   return rc;

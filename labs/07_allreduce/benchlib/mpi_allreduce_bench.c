@@ -1004,3 +1004,15 @@ events:
   B.hostBuf = NULL;
   return res;
 }
+
+int mcclArBenchExitStatus(const char* program, int rank, mcclResult_t r, long totalWrong) {
+  if (r != mcclSuccess) {
+    fprintf(stderr, "rank %d: %s failed: %s\n", rank, program, mcclGetErrorString(r));
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  if (totalWrong > 0) {
+    if (rank == 0) fprintf(stderr, "%s: %ld wrong elements: FAILED\n", program, totalWrong);
+    return 1;
+  }
+  return 0;
+}

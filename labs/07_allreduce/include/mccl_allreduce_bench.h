@@ -157,6 +157,17 @@ mcclResult_t mcclArBenchRun(const mcclArBenchSetup* setup, const mcclArBenchOpts
                             long* totalWrong);
 
 /**
+ * @brief A benchmark's exit status after its run, as nccl-tests: a failed run aborts the MPI job
+ * (naming the error), wrong data makes the status 1 (the count is the same on every rank).
+ * @param[in] program    the program's name, for the messages.
+ * @param[in] rank       this process's MPI rank (rank 0 reports wrong data).
+ * @param[in] r          what mcclArBenchRun (or the program's set-up around it) returned.
+ * @param[in] totalWrong wrong elements it counted.
+ * @return 0, or 1 when totalWrong > 0 (a failed run does not return).
+ */
+int mcclArBenchExitStatus(const char* program, int rank, mcclResult_t r, long totalWrong);
+
+/**
  * @brief "8 B", "4 KiB", "2 MiB": a size as the tables and summaries show it.
  * @param[in]  bytes  the size.
  * @param[out] buf    where the text goes.
