@@ -12,6 +12,11 @@ static void ringTransports(void) {
   int send = 0, recv = 0;
   if (!mcclTestStopped()) EXPECT_RES(mcclNetRingTransports(m.comm, 2, &send, &recv), mcclInvalidArgument);
   EXPECT_RES(mcclNetRingTransports(NULL, 0, &send, &recv), mcclInvalidArgument);
+  if (!mcclTestStopped()) EXPECT_RES(mcclNetRingTransports(m.comm, 0, NULL, &recv), mcclInvalidArgument);
+  int hosts = 0;
+  EXPECT_RES(mcclNetCommHosts(NULL, &hosts), mcclInvalidArgument);
+  if (!mcclTestStopped()) EXPECT_RES(mcclNetCommHosts(m.comm, NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclNetGet(NULL), mcclInvalidArgument);
   arMpiTearDown(&m);
 }
 
