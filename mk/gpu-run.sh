@@ -4,6 +4,10 @@
 # Lab 07's and final's benchmark runs also write CSV and JSON beside their logs (bench07*.csv/.json,
 # allreduce_perf_{eager,graph}.csv/.json), charted with make plot (*-latency.png, *-busbw.png) when
 # this host's Python has matplotlib. MCCL_BENCH_FINAL=0 leaves out final's two allreduce_perf runs.
+# MCCL_DROPIN=1 adds the drop-in's clients: nccl-tests (mk/nccl-tests.sh, NCCL_TESTS_SRC, default
+# third_party/nccl-tests, carried to the host) and the PyTorch check (final/tests/torch_dropin.py).
+# MCCL_PROFILE=1 adds kernel durations under Nsight Compute (one-pass metric, --clock-control none) of
+# minccl's and NCCL's allreduce kernels at MCCL_PROFILE_SIZES (default 8 8K 2M), see mk/gpu-profile.sh.
 set -u
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
@@ -12,6 +16,12 @@ export MCCL_TEST_TIMEOUT=${MCCL_TEST_TIMEOUT:-240}
 if [ -z "${MCCL_NCCL_LIB:-}" ]; then
   d=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)
   [ -n "$d" ] && [ -f "$d/lib/libnccl.so.2" ] && export MCCL_NCCL_LIB="$d/lib/libnccl.so.2"
+fi
+# The drop-in needs NCCL 2.28's nccl.h: the CUDA Toolkit's, else the one beside python's NCCL.
+if [ -z "${NCCL_INCLUDE:-}" ] && [ ! -f "$(dirname "$(dirname "$(command -v nvcc)")")/include/nccl.h" ] &&
+  [ -n "${MCCL_NCCL_LIB:-}" ] && [ -f "$(dirname "$(dirname "$MCCL_NCCL_LIB")")/include/nccl.h" ]; then
+  export NCCL_INCLUDE NCCL_LIB_DIR
+  NCCL_INCLUDE=$(dirname "$(dirname "$MCCL_NCCL_LIB")")/include NCCL_LIB_DIR=$(dirname "$MCCL_NCCL_LIB")
 fi
 commit=${MCCL_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
 [ "$commit" = unknown ] || export MCCL_COMMIT=$commit  # the benchmarks' CSV/JSON metadata
@@ -23,6 +33,7 @@ commit=${MCCL_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
   echo "nvcc: $(nvcc --version | tail -1)"
   echo "mpirun: $(mpirun --version | head -1)"
   echo "NCCL library: ${MCCL_NCCL_LIB:-not found}"
+  echo "nccl.h: ${NCCL_INCLUDE:-from the CUDA Toolkit}"
   echo "NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE"
 } > "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
@@ -94,5 +105,19 @@ if [ -n "$csvs" ]; then
   if mk/plot.sh --check; then make plot RESULTS="$csvs" 2>&1 | tee "$OUT/plot.log"
   else echo "plot: skipped: no Python with matplotlib on this host (the CSV/JSON files are in $OUT; make plot RESULTS=... elsewhere)"; fi
 fi
+fi
+if [ "${MCCL_DROPIN:-0}" = 1 ] && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+  step "drop-in: nccl-tests on minccl and on NCCL"
+  timeout "${MCCL_NCCL_TESTS_TIMEOUT:-300}" mk/nccl-tests.sh NCCL_TESTS_SRC="${NCCL_TESTS_SRC:-third_party/nccl-tests}" \
+    OUT="$OUT/nccl-tests" > "$OUT/nccl-tests.log" 2>&1
+  echo "nccl-tests exit $?"; tail -40 "$OUT/nccl-tests.log"
+  step "drop-in: PyTorch (torchrun --nproc_per_node 2, libnccl.so.2 preloaded)"
+  LD_PRELOAD=$PWD/build/cuda/lib/libnccl.so.2 timeout "${MCCL_TORCH_TIMEOUT:-150}" \
+    torchrun --nproc_per_node 2 final/tests/torch_dropin.py > "$OUT/torch.log" 2>&1
+  echo "torch exit $?"; grep -vE '^\[rank|^W[0-9]' "$OUT/torch.log" | tail -25
+fi
+if [ "${MCCL_PROFILE:-0}" = 1 ] && [ "$(nvidia-smi -L | wc -l)" -ge 2 ] && command -v ncu >/dev/null; then
+  step "profile: kernel durations under ncu (minccl and NCCL, ${MCCL_PROFILE_SIZES:-8 8K 2M})"
+  timeout "${MCCL_PROFILE_TIMEOUT:-200}" mk/gpu-profile.sh "$OUT/profile" ${MCCL_PROFILE_SIZES:-8 8K 2M} 2>&1 | tee "$OUT/profile.log" | tail -30
 fi
 step done
