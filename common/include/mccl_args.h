@@ -68,7 +68,8 @@ long long mcclArgsInt(int argc, char** argv, int index, const char* name, long l
  * int nch = (int)mcclArgsOptInt(argc, argv, "-c", 16, 1, 64);
  * @endcode
  * @param[in] argc,argv main()'s arguments.
- * @param[in] options   the accepted spellings, NULL-terminated ("-c=" takes a value, "--no-nccl" not).
+ * @param[in] options   the accepted spellings, NULL-terminated ("-c=" takes a value, "--no-nccl" not); the
+ *                      table is copied (at most 128), so it may live on the caller's stack.
  * @param[in] args      the usage line after the program name, e.g. "[-c N] [--no-nccl]".
  * @param[in] help      the lines `--help` prints after the usage line, or NULL.
  */

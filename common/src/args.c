@@ -67,11 +67,25 @@ static const char* findOption(const char* const* options, const char* arg, const
   return NULL;
 }
 
+// The checked spellings, copied: a caller may build its table on the stack (the allreduce benchmarks'
+// driver does) and read values with mcclArgsOpt() after that frame is gone.
+#define MAX_OPTIONS 128
+static const char* progOptionsCopy[MAX_OPTIONS + 1];
 static const char* const* progOptions = NULL;
 
 void mcclArgsCheckOpts(int argc, char** argv, const char* const* options, const char* args, const char* help) {
   checkHelp(argc, argv, args, help);
-  progOptions = options;
+  int n = 0;
+  while (options[n] != NULL) {
+    if (n == MAX_OPTIONS) {
+      fprintf(stderr, "mcclArgsCheckOpts: more than %d options\n", MAX_OPTIONS);
+      abort();
+    }
+    progOptionsCopy[n] = options[n];
+    n++;
+  }
+  progOptionsCopy[n] = NULL;
+  progOptions = progOptionsCopy;
   for (int i = 1; i < argc; i++) {
     const char* joined;
     const char* o = findOption(options, argv[i], &joined);

@@ -54,6 +54,25 @@ mpirunTwoRanks() {
   timeout 120 $MPIRUN $MPIRUN_FLAGS -np 2 "$bench" -b 8 -e 64K -f 8 -n 1 -w 0 --csv "$work/np2.csv" \
     --json "$work/np2.json" >"$work/np2.log" 2>&1 || shtest_fail "mpirun -np 2 exited $?: $(tail -n 3 "$work/np2.log" | tr '\n' ' ')"
   check_run np2 2
+  grep -q '^# NCCL: skipped (--nccl not given)' "$work/np2.log" || shtest_fail "without --nccl: $(grep '^# NCCL' "$work/np2.log")"
+}
+
+# --nccl is read after the option table that checked it is gone (a stack table once made it read as
+# absent): on the sim it must be seen, and declined for the sim's reason.
+ncclFlagSeen() {
+  need_bench
+  "$bench" --nccl -b 8 -e 8 -n 1 -w 0 >"$work/nccl.log" 2>&1 || shtest_fail "--nccl exited $?: $(tail -n 2 "$work/nccl.log" | tr '\n' ' ')"
+  grep -q '^# NCCL: skipped (sim backend' "$work/nccl.log" || shtest_fail "--nccl not seen: $(grep '^# NCCL' "$work/nccl.log")"
+}
+
+# A --csv file rank 0 cannot create ends every rank at once with an error, not rank 0 alone.
+uncreatableOutput() {
+  need_bench
+  # shellcheck disable=SC2086 # MPIRUN_FLAGS is a list of flags
+  timeout 60 $MPIRUN $MPIRUN_FLAGS -np 2 "$bench" -b 8 -e 8 -n 1 -w 0 --csv "$work/no/such/dir/r.csv" >"$work/nodir.log" 2>&1
+  local rc=$?
+  [ "$rc" != 0 ] && [ "$rc" != 124 ] && grep -q 'no/such/dir/r.csv' "$work/nodir.log" ||
+    shtest_fail "an uncreatable --csv file: exit $rc (124: a rank hung), $(tail -n 2 "$work/nodir.log" | tr '\n' ' ')"
 }
 
 oneProcessFourDevices() {
@@ -87,6 +106,8 @@ EOF2
 }
 
 shtest_case mpirunTwoRanks mpirunTwoRanks
+shtest_case ncclFlagSeen ncclFlagSeen
+shtest_case uncreatableOutput uncreatableOutput
 shtest_case oneProcessFourDevices oneProcessFourDevices
 shtest_case badFlags badFlags
 shtest_main "$@"

@@ -893,7 +893,12 @@ static void printPreamble(const char* why) {
 }
 
 static mcclResult_t runAll(const target* ours, int nOurs, const target* nccl, int nNccl, int argc, char** argv) {
-  MCCLCHECK(openOutput(argc, argv));
+  // Rank 0 opens the files; every rank learns whether it could, so all stop together (a rank that
+  // went on alone would wait in the first collective for one that is tearing down).
+  mcclResult_t openRes = openOutput(argc, argv);
+  int openFailed = openRes != mcclSuccess;
+  MPI_Allreduce(MPI_IN_PLACE, &openFailed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (openFailed) return openRes != mcclSuccess ? openRes : mcclSystemError;
   B.progressOn = mcclBenchProgressOn(B.o->progress);
   B.t0 = nowSec();
   for (int ti = 0; ti < B.o->nTypes; ti++) {
@@ -959,7 +964,7 @@ mcclResult_t mcclArBenchRun(const mcclArBenchSetup* s, const mcclArBenchOpts* o,
   }
 
   const char* why = s->ncclWhyNot ? s->ncclWhyNot : "not asked";
-  if (strcmp(MCCL_BACKEND_NAME, "sim") == 0)
+  if (s->useNccl && strcmp(MCCL_BACKEND_NAME, "sim") == 0)
     why = "sim backend: NCCL needs real GPUs";
   else if (s->useNccl)
     openNccl(allocBytes, &why);
