@@ -228,6 +228,10 @@ template <typename T, typename RedOp>
 __device__ bool mcclRunOneShot(int tid, int nthreads) {
   const struct mcclAllReduceArgs& a = arShmem.args;
   constexpr int EltPerLine = 8 / sizeof(T);
+  // Lines per thread per trip: their loads are all issued before the first is used, so a thread
+  // waits for one memory latency per trip, not one per line (the accesses are volatile asm, which
+  // the compiler keeps in program order: a load after a store waits for nothing but is issued late).
+  constexpr int U = 4;
   const int64_t count = (int64_t)a.count;
   const int64_t nlines = mcclDivUp(count, (int64_t)EltPerLine);
   const int64_t per = mcclDivUp(nlines, (int64_t)gridDim.x);
@@ -241,36 +245,68 @@ __device__ bool mcclRunOneShot(int tid, int nthreads) {
   RedOp op;
   op.arg = a.redOpArg;
   int flags = 0;
-  // Push: one line per thread per trip, to every peer.
-  for (int64_t l = lo + tid; l < hi; l += nthreads) {
-    const int n = (int)(count - l * EltPerLine < EltPerLine ? count - l * EltPerLine : EltPerLine);
-    const uint64_t w = mcclLoadWord(in + l * EltPerLine, n);
-    const uint64_t v0 = (w & 0xffffffffull) | ((uint64_t)flag << 32), v1 = (w >> 32) | ((uint64_t)flag << 32);
+  auto eltsOf = [count](int64_t l) -> int {
+    return (int)(count - l * EltPerLine < EltPerLine ? count - l * EltPerLine : EltPerLine);
+  };
+  // Push: U lines per thread per trip, to every peer.
+  for (int64_t base = lo + tid; base < hi; base += (int64_t)nthreads * U) {
+    uint64_t w[U] = {};
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+      const int64_t l = base + (int64_t)u * nthreads;
+      if (l < hi) w[u] = mcclLoadWord(in + l * EltPerLine, eltsOf(l));
+    }
     for (int p = 0; p < a.nRanks; p++) {
-      if (p != a.rank) store128((uint64_t*)(mcclOneShotLines(p, parity, a.rank) + l), v0, v1);
+      if (p == a.rank) continue;
+      union mcclLLFifoLine* dst = mcclOneShotLines(p, parity, a.rank);
+#pragma unroll
+      for (int u = 0; u < U; u++) {
+        const int64_t l = base + (int64_t)u * nthreads;
+        if (l < hi)
+          store128((uint64_t*)(dst + l), (w[u] & 0xffffffffull) | ((uint64_t)flag << 32),
+                   (w[u] >> 32) | ((uint64_t)flag << 32));
+      }
     }
   }
   // Pull what the peers pushed here, reduce in rank order, write the result.
-  for (int64_t l = lo + tid; l < hi && !flags; l += nthreads) {
-    const int n = (int)(count - l * EltPerLine < EltPerLine ? count - l * EltPerLine : EltPerLine);
-    uint64_t acc = 0;
+  for (int64_t base = lo + tid; base < hi && !flags; base += (int64_t)nthreads * U) {
+    uint64_t acc[U] = {};
     for (int p = 0; p < a.nRanks; p++) {
-      uint64_t w;
+      uint64_t w[U] = {};
       if (p == a.rank) {
-        w = mcclLoadWord(in + l * EltPerLine, n);
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+          const int64_t l = base + (int64_t)u * nthreads;
+          if (l < hi) w[u] = mcclLoadWord(in + l * EltPerLine, eltsOf(l));
+        }
       } else {
-        const union mcclLLFifoLine* src = mcclOneShotLines(a.rank, parity, p) + l;
-        uint64_t v0, v1;
-        struct mcclSpin spins;
-        do {
-          load128((const uint64_t*)src, v0, v1);
-          if (mcclCheckAbort(flags, 1, spins)) break;
-        } while ((uint32_t)(v0 >> 32) != flag || (uint32_t)(v1 >> 32) != flag);
-        w = (v0 & 0xffffffffull) | (v1 << 32);
+        const union mcclLLFifoLine* src = mcclOneShotLines(a.rank, parity, p);
+        uint64_t v0[U] = {}, v1[U] = {};
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+          const int64_t l = base + (int64_t)u * nthreads;
+          if (l < hi) load128((const uint64_t*)(src + l), v0[u], v1[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+          const int64_t l = base + (int64_t)u * nthreads;
+          if (l >= hi) continue;
+          struct mcclSpin spins;
+          while ((uint32_t)(v0[u] >> 32) != flag || (uint32_t)(v1[u] >> 32) != flag) {
+            if (mcclCheckAbort(flags, 1, spins)) break;
+            load128((const uint64_t*)(src + l), v0[u], v1[u]);
+          }
+          w[u] = (v0[u] & 0xffffffffull) | (v1[u] << 32);
+        }
       }
-      acc = p == 0 ? w : mcclReduceWord<T, RedOp>(op, acc, w);
+#pragma unroll
+      for (int u = 0; u < U; u++) acc[u] = p == 0 ? w[u] : mcclReduceWord<T, RedOp>(op, acc[u], w[u]);
     }
-    mcclStoreWord(out + l * EltPerLine, mcclPostWord<T, RedOp>(op, acc), n);
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+      const int64_t l = base + (int64_t)u * nthreads;
+      if (l < hi) mcclStoreWord(out + l * EltPerLine, mcclPostWord<T, RedOp>(op, acc[u]), eltsOf(l));
+    }
   }
   return __syncthreads_or(flags) != 0;
 }
@@ -308,14 +344,16 @@ __device__ bool mcclRunTwoShot(int tid, int nthreads) {
       mcclPack<T> acc[U];
       for (int p = 0; p < nranks; p++) {
         const uint64_t* src = (const uint64_t*)((const T*)arShmem.peerSend[p] + lo);
+        mcclPack<T> x[U];  // all U loads issued before the first is used (see one-shot)
 #pragma unroll
         for (int u = 0; u < U; u++) {
           int64_t k = base + (int64_t)u * nthreads + tid;
-          if (k < npacks) {
-            mcclPack<T> x;
-            load128(src + 2 * k, x.u[0], x.u[1]);
-            acc[u] = p == 0 ? x : mcclApplyPack<T>(op, acc[u], x);
-          }
+          if (k < npacks) load128(src + 2 * k, x[u].u[0], x[u].u[1]);
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+          int64_t k = base + (int64_t)u * nthreads + tid;
+          if (k < npacks) acc[u] = p == 0 ? x[u] : mcclApplyPack<T>(op, acc[u], x[u]);
         }
       }
 #pragma unroll
