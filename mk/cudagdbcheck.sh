@@ -21,7 +21,8 @@ for v in ${MCCL_MAKE_VARS:-}; do
 done
 bin=$root/cuda$debug-G/bin/${dir#labs/}/demo
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+# MCCL_CUDAGDB_LOG=FILE keeps cuda-gdb's whole output there.
+trap '[ -n "${MCCL_CUDAGDB_LOG:-}" ] && cp "$log" "$MCCL_CUDAGDB_LOG"; rm -f "$log"' EXIT
 if ! make --no-print-directory BACKEND=cuda CUDA_DEBUG=1 ${debug:+DEBUG=1} BUILD_ROOT="$root" "$bin" >"$log" 2>&1; then
   echo "FAIL $name (building $bin with CUDA_DEBUG=1 failed)"; tail -20 "$log" | sed 's/^/#   /'; exit 1
 fi
@@ -39,7 +40,7 @@ if [ "$total" -ne "$wanted" ]; then
   echo "FAIL $name (lab.cuda-gdb asks for $wanted breakpoints, cuda-gdb set $total)"; tail -20 "$log" | sed 's/^/#   /'; exit 1
 fi
 if [ -n "$unhit" ]; then
-  echo "FAIL $name (breakpoints never hit: ${unhit% } of $total; cuda-gdb exit $rc)"; tail -30 "$log" | sed 's/^/#   /'; exit 1
+  echo "FAIL $name (breakpoint(s) never hit: number ${unhit% }, of $total set; cuda-gdb exit $rc)"; tail -30 "$log" | sed 's/^/#   /'; exit 1
 fi
 if ! grep -q 'exited normally' "$log"; then
   echo "FAIL $name (the demo did not exit with status 0 under cuda-gdb; cuda-gdb exit $rc)"; tail -30 "$log" | sed 's/^/#   /'; exit 1
