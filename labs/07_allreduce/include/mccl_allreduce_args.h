@@ -81,8 +81,10 @@ struct mcclAllReduceArgs {
   /** symmetric: [nRanks] device array, each rank's recvbuff window mapped here */
   char* const* recvPeers;
   size_t recvOffset; /**< byte offset of recvbuff in its window */
-  /** symmetric: [nRanks] device array, each rank's signal area (MCCL_SIGNAL_BYTES) mapped here */
-  char* const* signalPeers;
+  /** symmetric: each rank's signal area (MCCL_SIGNAL_BYTES) as mapped here, by value (entries past
+   *  nRanks unused): one-shot reads them from its parameter, with no device-memory load before its
+   *  first store to a peer */
+  char* signalPeers[MCCL_SYM_MAX_RANKS];
   /** symmetric: [MCCL_SIGNAL_MAX_BLOCKS] device counters of the symmetric calls made so far. The
    *  kernel keeps them (a CUDA graph replays the same arguments, so the host cannot pass the call's
    *  number); every rank makes the same calls, so every rank's counters agree. */

@@ -136,7 +136,7 @@ mcclResult_t mcclLabAllReduce(const void* sendbuff, void* recvbuff, size_t count
   a.sendConns = comm->devSendConns;
   a.abortFlag = comm->abortFlagDev;
   if (a.algorithm != MCCL_ALGO_RING) {
-    a.signalPeers = (char* const*)comm->signalWin->devPeerPtrs;
+    for (int p = 0; p < comm->nRanks; p++) a.signalPeers[p] = (char*)comm->signalWin->peerPtrs[p];
     a.seqCounters = comm->seqCounters;
   }
   if (a.algorithm == MCCL_ALGO_TWOSHOT) {

@@ -118,8 +118,13 @@ __device__ void mcclRunSelf(int tid, int nthreads) {
 // Every block keeps the number of symmetric calls in device memory (a CUDA graph replays the same
 // arguments, so the host cannot pass it). Block 0 also advances the counters of the blocks this
 // launch does not use, so all counters stay equal and every block of every rank agrees on seq.
+// Two-shot reads it with one thread before its barrier; one-shot has every thread read it beside
+// its first input loads (mcclSymSeqLoad), so the two latencies overlap.
+__device__ __forceinline__ uint64_t mcclSymSeqLoad() {
+  return arShmem.args.seqCounters[blockIdx.x] + 1;
+}
 __device__ __forceinline__ void mcclSymSeqBegin(int tid) {
-  if (tid == 0) arShmem.seq = arShmem.args.seqCounters[blockIdx.x] + 1;
+  if (tid == 0) arShmem.seq = mcclSymSeqLoad();
   __syncthreads();
 }
 __device__ __forceinline__ void mcclSymSeqEnd(int tid, int nthreads) {
@@ -237,7 +242,10 @@ __device__ bool mcclRunOneShot(int tid, int nthreads) {
   const int64_t per = mcclDivUp(nlines, (int64_t)gridDim.x);
   const int64_t lo = (int64_t)blockIdx.x * per < nlines ? (int64_t)blockIdx.x * per : nlines;
   const int64_t hi = lo + per < nlines ? lo + per : nlines;
-  const uint64_t seq = arShmem.seq;
+  // Every thread reads the call's number itself (no barrier before the first store); thread 0 keeps
+  // it for mcclSymSeqEnd, which reads it after its own barrier.
+  const uint64_t seq = mcclSymSeqLoad();
+  if (tid == 0) arShmem.seq = seq;
   const uint32_t flag = mcclSymFlag(seq);
   const int parity = (int)(seq & 1);
   const T* in = (const T*)a.sendbuff;
@@ -393,9 +401,13 @@ __device__ bool mcclRunAllReduce(int tid, int nthreads) {
     return a.proto == MCCL_PROTO_LL ? mcclRunRing<T, RedOp, ProtoLL>(tid, nthreads)
                                     : mcclRunRing<T, RedOp, ProtoSimple>(tid, nthreads);
   }
-  mcclSymSeqBegin(tid);
-  bool aborted = a.algorithm == MCCL_ALGO_ONESHOT ? mcclRunOneShot<T, RedOp>(tid, nthreads)
-                                                  : mcclRunTwoShot<T, RedOp>(tid, nthreads);
+  bool aborted;
+  if (a.algorithm == MCCL_ALGO_ONESHOT) {
+    aborted = mcclRunOneShot<T, RedOp>(tid, nthreads);
+  } else {
+    mcclSymSeqBegin(tid);
+    aborted = mcclRunTwoShot<T, RedOp>(tid, nthreads);
+  }
   mcclSymSeqEnd(tid, nthreads);
   return aborted;
 }
