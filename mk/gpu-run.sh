@@ -8,9 +8,17 @@
 # third_party/nccl-tests, carried to the host) and the PyTorch check (final/tests/torch_dropin.py).
 # MCCL_PROFILE=1 adds kernel durations under Nsight Compute (one-pass metric, --clock-control none) of
 # minccl's and NCCL's allreduce kernels at MCCL_PROFILE_SIZES (default 8 8K 2M), see mk/gpu-profile.sh.
+# At exit (also on a timeout's TERM) everything under $OUT is packed into $OUT/gpu-run.tgz: the
+# device tool brings back a limited number of files, and a run writes dozens (MCCL_PACK=0: unpacked).
 set -u
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
+pack() {
+  local t
+  t=$(mktemp) && (cd "$OUT" && tar czf "$t" --exclude=gpu-run.tgz . && find . -mindepth 1 -delete &&
+    mv "$t" gpu-run.tgz && chmod 644 gpu-run.tgz) 2>/dev/null
+}
+[ "${MCCL_PACK:-1}" = 1 ] && trap pack EXIT && trap 'exit 143' TERM
 export NCCL_NVLS_ENABLE=0  # never use NVLink multicast on shared hosts
 export MCCL_TEST_TIMEOUT=${MCCL_TEST_TIMEOUT:-240}
 if [ -z "${MCCL_NCCL_LIB:-}" ]; then
