@@ -41,6 +41,7 @@ extern "C" {
 
 /** @brief The primitive a launch performs (the public ops of NCCL's Primitives). */
 enum mcclDevOp {
+  mcclDevOpNone = -1,              /**< not one op: a lab 07 kernel (its trace names no op); never launched here */
   mcclDevOpSend = 0,               /**< src -> send FIFO */
   mcclDevOpRecv = 1,               /**< recv FIFO -> dst */
   mcclDevOpCopySend = 2,           /**< src -> dst and send FIFO */

@@ -75,6 +75,8 @@ struct mcclAllReduceArgs {
   struct mcclConnInfo* sendConns;
   int chunkSteps; /**< SIMPLE: FIFO slots per chunk (0: lab 06's default) */
   int sliceSteps; /**< SIMPLE: slots per slice (0: lab 06's default) */
+  int trace;      /**< 1: the ring's role threads narrate their waits and posts (MCCL_KERNEL_TRACE) */
+  int pad_;       /**< keeps the layout the same on every compiler */
   /** symmetric: [nRanks] device array, each rank's sendbuff window mapped here (sendPeers[rank] is the local one) */
   char* const* sendPeers;
   size_t sendOffset; /**< byte offset of sendbuff in its window (the same on every rank) */

@@ -135,6 +135,7 @@ mcclResult_t mcclLabAllReduce(const void* sendbuff, void* recvbuff, size_t count
   a.recvConns = comm->devRecvConns;
   a.sendConns = comm->devSendConns;
   a.abortFlag = comm->abortFlagDev;
+  a.trace = mcclParamKernelTrace() != 0;
   if (a.algorithm != MCCL_ALGO_RING) {
     for (int p = 0; p < comm->nRanks; p++) a.signalPeers[p] = (char*)comm->signalWin->peerPtrs[p];
     a.seqCounters = comm->seqCounters;

@@ -27,7 +27,8 @@ __device__ __forceinline__ void mcclArLoadArgs(const struct mcclAllReduceArgs* a
   for (int i = tid; i < (int)(sizeof(*a) / sizeof(uint32_t)); i += nthreads) dst[i] = src[i];
   if (tid == 0) {
     mcclShmem.work.abortFlag = a->abortFlag;
-    mcclShmem.work.trace = 0;
+    mcclShmem.work.trace = a->trace;
+    mcclShmem.work.op = mcclDevOpNone;
   }
   if (a->algorithm != MCCL_ALGO_RING && tid < a->nRanks) {
     arShmem.peerSignals[tid] = a->signalPeers[tid];

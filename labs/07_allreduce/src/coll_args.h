@@ -28,7 +28,7 @@ struct mcclCollArgs {
   int op;          // mcclRedOp_t (Reduce, ReduceScatter)
   int chunkSteps;  // SIMPLE: FIFO slots per chunk
   int sliceSteps;  // SIMPLE: slots per slice
-  int pad_;        // keeps the layout the same on every compiler
+  int trace;       // 1: the role threads narrate their waits and posts (MCCL_KERNEL_TRACE)
   // Elements of the kernel's type per rank: AllGather sendcount and ReduceScatter recvcount (the
   // per-rank block of the larger buffer), Broadcast / Reduce count. The copy kernel's are bytes.
   size_t count;

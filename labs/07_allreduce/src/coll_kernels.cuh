@@ -23,7 +23,8 @@ __device__ __forceinline__ void mcclCollLoadArgs(const struct mcclCollArgs* a, i
   for (int i = tid; i < (int)(sizeof(*a) / sizeof(uint32_t)); i += nthreads) dst[i] = src[i];
   if (tid == 0) {
     mcclShmem.work.abortFlag = a->abortFlag;
-    mcclShmem.work.trace = 0;
+    mcclShmem.work.trace = a->trace;
+    mcclShmem.work.op = mcclDevOpNone;
   }
   __syncthreads();
 }

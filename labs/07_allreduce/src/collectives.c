@@ -126,6 +126,7 @@ static mcclResult_t collStart(int func, const void* sendbuff, void* recvbuff, si
   a.recvConns = comm->devRecvConns;
   a.sendConns = comm->devSendConns;
   a.abortFlag = comm->abortFlagDev;
+  a.trace = mcclParamKernelTrace() != 0;
   for (int k = 0; k < comm->nRanks; k++) a.ringRanks[k] = comm->ring.userRanks[(comm->ring.index + k) % comm->nRanks];
   TRACE(MCCL_COLL, "rank %d: %s %zu x %s %s root %d, proto %d", comm->rank, funcNames[func], count, mcclTypeName(dtype),
         copy ? "-" : mcclOpName(op), root, a.proto);

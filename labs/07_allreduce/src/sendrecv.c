@@ -14,6 +14,7 @@
 #include "mccl_channel.h"
 #include "mccl_checks.h"
 #include "mccl_debug.h"
+#include "mccl_param.h"
 #include "mccl_prims.h"
 #include "mccl_sendrecv.h"
 #include "sendrecv_args.h"
@@ -156,6 +157,7 @@ mcclResult_t mcclLabSendRecv(const mcclLabP2pTask* tasks, int nTasks, mcclLabCom
                                                                            : MCCL_DEV_DEFAULT_SLICESTEPS;
   a.rank = rank;
   a.abortFlag = comm->abortFlagDev;
+  a.trace = mcclParamKernelTrace() != 0;
   for (int c = 0; c < nP2p; c++) a.devPeers[c] = comm->ctx.channels[c].devPeers;
   // NCCL's nChannelsMin: every channel when all peers fit, else fewer parts per peer to start with.
   int nMin = nP2p;

@@ -40,7 +40,7 @@ struct mcclSendRecvArgs {
   int chunkSteps;    // FIFO slots per chunk
   int sliceSteps;    // slots per slice
   int rank;          // this rank (a work with sendRank == rank is a local copy)
-  int pad;
+  int trace;         // 1: the role threads narrate their waits and posts (MCCL_KERNEL_TRACE)
   volatile uint32_t* abortFlag;                                 // device view of the host-mapped abort flag
   struct mcclDevChannelPeer* devPeers[MCCL_SIGNAL_MAX_BLOCKS];  // per channel (at most the comm's): its [nRanks] peers
   struct mcclP2pWork works[MCCL_P2P_MAX_WORKS];

@@ -77,7 +77,8 @@ __device__ __forceinline__ void mcclSendRecvMain(const struct mcclSendRecvArgs& 
     for (int i = tid; i < (int)(sizeof(args) / sizeof(uint32_t)); i += nthreads) dst[i] = src[i];
     if (tid == 0) {
       mcclShmem.work.abortFlag = args.abortFlag;
-      mcclShmem.work.trace = 0;
+      mcclShmem.work.trace = args.trace;
+      mcclShmem.work.op = mcclDevOpNone;
     }
     __syncthreads();
   }

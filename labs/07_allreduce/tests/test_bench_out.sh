@@ -173,6 +173,25 @@ EOF
     shtest_fail "an uncreatable --csv file: exit $rc, $(tail -n 2 "$work/nodir.log" | tr '\n' ' ')"
 }
 
+# MCCL_KERNEL_TRACE=1: the ring's role threads narrate their waits and posts (LL and SIMPLE); off by
+# default (the runs above print none of it).
+kernelTrace() {
+  need_bench
+  local proto want
+  for proto in ll simple; do
+    case $proto in ll) want='LL PostRecv: published head' ;; simple) want='PostSend: published tail' ;; esac
+    # shellcheck disable=SC2086 # MPIRUN_FLAGS is a list of flags
+    MCCL_KERNEL_TRACE=1 timeout 60 $MPIRUN $MPIRUN_FLAGS -x MCCL_KERNEL_TRACE -np 2 \
+      "$bench" -b 64 -e 64 -n 1 -w 0 -c 1 --algo ring-$proto --no-nccl >"$work/trace-$proto.log" 2>&1 ||
+      shtest_fail "MCCL_KERNEL_TRACE=1 ($proto) exited $?: $(tail -n 2 "$work/trace-$proto.log" | tr '\n' ' ')"
+    grep -q "\[kernel block 0 thread [0-9]*\] $want" "$work/trace-$proto.log" ||
+      shtest_fail "MCCL_KERNEL_TRACE=1 ($proto): no '$want' line"
+  done
+  # shellcheck disable=SC2086 # MPIRUN_FLAGS is a list of flags
+  timeout 60 $MPIRUN $MPIRUN_FLAGS -np 2 "$bench" -b 64 -e 64 -n 1 -w 0 -c 1 --algo ring --no-nccl >"$work/notrace.log" 2>&1
+  ! grep -q '\[kernel block' "$work/notrace.log" || shtest_fail "trace lines without MCCL_KERNEL_TRACE"
+}
+
 is_png() {  # FILE: PNG signature and an IHDR chunk of a non-empty image
   python3 - "$1" <<'EOF'
 import struct, sys
@@ -208,5 +227,6 @@ shtest_case progressLines progressLines
 shtest_case everyTypeAndOp everyTypeAndOp
 shtest_case noCheckIsNotZeroWrong noCheckIsNotZeroWrong
 shtest_case badArguments badArguments
+shtest_case kernelTrace kernelTrace
 shtest_case plotCharts plotCharts
 shtest_main "$@"

@@ -107,6 +107,7 @@ __device__ __forceinline__ int mcclTypeSizeDev(int dtype) {
 }
 __device__ __forceinline__ const char* mcclDevOpNameDev(int op) {
   switch (op) {
+    case mcclDevOpNone: return "kernel";
     case mcclDevOpSend: return "send";
     case mcclDevOpRecv: return "recv";
     case mcclDevOpCopySend: return "copySend";
