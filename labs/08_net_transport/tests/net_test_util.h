@@ -61,10 +61,11 @@ static inline void netCheckBootstrapPaths(const mcclLabComm* comm) {
   uint64_t sendCross = 0, sendSame = 0, recvCross = 0, recvSame = 0;
   for (int mask = 1; mask < n; mask <<= 1) {
     int to = (me + mask) % n, from = (me - mask % n + n) % n;
-    if (netHostOf(to) != netHostOf(me)) sendCross++;
-    else sendSame++;
-    if (netHostOf(from) != netHostOf(me)) recvCross++;
-    else recvSame++;
+    int toCross = netHostOf(to) != netHostOf(me), fromCross = netHostOf(from) != netHostOf(me);
+    sendCross += (uint64_t)toCross;
+    sendSame += (uint64_t)!toCross;
+    recvCross += (uint64_t)fromCross;
+    recvSame += (uint64_t)!fromCross;
   }
   EXPECT_EQ(st1.tcpSent - st0.tcpSent, sendCross);
   EXPECT_EQ(st1.unixSent - st0.unixSent, sendSame);
