@@ -23,13 +23,23 @@ static long nowMs(void) {
   return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void setTimeoutMs(const char* ms) {
-  if (ms) setenv("MCCL_BOOTSTRAP_TIMEOUT", ms, 1);
-  else unsetenv("MCCL_BOOTSTRAP_TIMEOUT");
+static void setEnv(const char* name, const char* value) {
+  if (value)
+    setenv(name, value, 1);
+  else
+    unsetenv(name);
   mcclParamResetAll();
 }
 
+static void setTimeoutMs(const char* ms) {
+  setEnv("MCCL_BOOTSTRAP_TIMEOUT", ms);
+}
+
 #define MAXR 8
+// Host identities ranks pose as (mcclSetThreadHostId).
+static const char* poseHosts[MAXR] = {"pose-h0", "pose-h1", "pose-h2", "pose-h3",
+                                      "pose-h4", "pose-h5", "pose-h6", "pose-h7"};
+
 typedef struct {
   mcclUniqueId id;
   const char* hostId;  // posed host of this rank's thread (mcclSetThreadHostId), NULL: the real one
@@ -177,15 +187,20 @@ static void badArguments(void) {
   EXPECT_EQ(mcclTestCountFds(), fds0);
 }
 
-// Rank 2 of 3 never comes: rank 0 and rank 1 both fail with mcclTimeout, within the timeout.
-static void missingRankTimesOut(void) {
+// Rank 2 of 3 never comes: rank 0 and rank 1 both fail with mcclTimeout, within the timeout. posed:
+// the two ranks pose as different hosts, so rank 1 waits for rank 0's answer on a TCP connection.
+static void missingRankCase(int posed) {
   setTimeoutMs("600");
   int fds0 = mcclTestCountFds();
   rankArgs a[2];
   memset(a, 0, sizeof(a));
   EXPECT_OK(mcclGetUniqueId(&a[0].id));
   a[1].id = a[0].id;
-  for (int i = 0; i < 2; i++) { a[i].rank = i; a[i].nranks = 3; }
+  for (int i = 0; i < 2; i++) {
+    a[i].rank = i;
+    a[i].nranks = 3;
+    a[i].hostId = posed ? poseHosts[i] : NULL;
+  }
   runRanks(a, 2);
   for (int i = 0; i < 2; i++) {
     EXPECT_RES(a[i].initRes, mcclTimeout);
@@ -196,19 +211,30 @@ static void missingRankTimesOut(void) {
   setTimeoutMs(NULL);
 }
 
-// A rank alone whose rank 0 never exists: mcclTimeout.
-static void noRootTimesOut(void) {
+// A rank alone whose rank 0 never exists: mcclTimeout, on the Unix name or (posed as another host
+// than the id's) on the TCP address, where every connect is refused until the deadline.
+static void noRootCase(int posed) {
   setTimeoutMs("300");
   int fds0 = mcclTestCountFds();
-  mcclUniqueId id;
-  EXPECT_OK(mcclGetUniqueId(&id));
-  mcclBootstrap* bs = NULL;
-  long t0 = nowMs();
-  EXPECT_RES(mcclBootstrapInit(&id, 1, 2, 0, NULL, NULL, &bs), mcclTimeout);
-  EXPECT_LT(nowMs() - t0, 2000);
-  EXPECT_TRUE(bs == NULL);
+  rankArgs a;
+  memset(&a, 0, sizeof(a));
+  EXPECT_OK(mcclGetUniqueId(&a.id));
+  a.rank = 1;
+  a.nranks = 2;
+  a.hostId = posed ? poseHosts[1] : NULL;
+  runRanks(&a, 1);
+  EXPECT_RES(a.initRes, mcclTimeout);
+  EXPECT_GE(a.ms, 250);
+  EXPECT_LT(a.ms, 2000);
   EXPECT_EQ(mcclTestCountFds(), fds0);
   setTimeoutMs(NULL);
+}
+
+static void missingRankTimesOut(void) {
+  missingRankCase(0);
+}
+static void noRootTimesOut(void) {
+  noRootCase(0);
 }
 
 // A rank with a forged secret is refused at once; rank 0 keeps waiting and times out.
@@ -311,8 +337,9 @@ static void abortFlagEndsWait(void) {
   setTimeoutMs(NULL);
 }
 
-// A forked peer joins and exits: sending to it fails at once, receiving from it times out.
-static void deadPeer(void) {
+// A forked peer joins and exits: sending to it fails at once, receiving from it times out. childHost:
+// the child poses as that host, so it joins over TCP and the send finds its TCP port closed.
+static void deadPeerCase(const char* childHost) {
   setTimeoutMs("500");
   int fds0 = mcclTestCountFds();
   mcclUniqueId id;
@@ -320,7 +347,10 @@ static void deadPeer(void) {
   pid_t child = mcclForkChild();  // dies with this process
   if (child == 0) {
     mcclBootstrap* bs = NULL;
+    if (mcclSetThreadHostId(childHost) != mcclSuccess) _exit(3);
     if (mcclBootstrapInit(&id, 1, 2, 1, NULL, NULL, &bs) != mcclSuccess) _exit(2);
+    mcclBootstrapStats st;
+    if (mcclBootstrapGetStats(bs, &st) != mcclSuccess || st.rendezvousTcp != (childHost != NULL)) _exit(4);
     _exit(0);  // dies without closing: the kernel closes its sockets
   }
   EXPECT_GT(child, 0);
@@ -342,18 +372,12 @@ static void deadPeer(void) {
   setTimeoutMs(NULL);
 }
 
-static void setEnv(const char* name, const char* value) {
-  if (value)
-    setenv(name, value, 1);
-  else
-    unsetenv(name);
-  mcclParamResetAll();
+static void deadPeer(void) {
+  deadPeerCase(NULL);
 }
 
 // Ranks 0..n-1 posed on hosts "pose-h<rank / perHost>"; the test's own thread made the id posing as
-// idHost (NULL: the real host, which no rank shares).
-static const char* poseHosts[MAXR] = {"pose-h0", "pose-h1", "pose-h2", "pose-h3",
-                                      "pose-h4", "pose-h5", "pose-h6", "pose-h7"};
+// pose-h0 (tcpIdOnHost0) or as the real host, which no rank shares.
 static int tcpPerHost;    // ranks per posed host of the running tcp* test
 static int tcpIdOnHost0;  // 1: the id was made posing as pose-h0
 
@@ -502,72 +526,14 @@ static void socketIfname(void) {
   EXPECT_EQ(mcclTestCountFds(), fds0);
 }
 
-// Over TCP: a rank of another host whose rank 0 never comes, and a rank that never arrives while
-// the others wait, both end in mcclTimeout within the timeout; nothing leaks.
+// Over TCP: a rank of another host whose rank 0 never comes, a rank that never arrives while the
+// others wait, and a peer that died.
 static void tcpRendezvousTimesOut(void) {
-  setTimeoutMs("400");
-  int fds0 = mcclTestCountFds();
-  rankArgs a[2];
-  memset(a, 0, sizeof(a));
-  EXPECT_OK(mcclGetUniqueId(&a[0].id));
-  a[0].rank = 1;
-  a[0].nranks = 2;
-  a[0].hostId = poseHosts[1];
-  runRanks(a, 1);
-  EXPECT_RES(a[0].initRes, mcclTimeout);
-  EXPECT_GE(a[0].ms, 350);
-  EXPECT_LT(a[0].ms, 2500);
-  memset(a, 0, sizeof(a));
-  EXPECT_OK(mcclGetUniqueId(&a[0].id));
-  a[1].id = a[0].id;
-  for (int i = 0; i < 2; i++) {
-    a[i].rank = i;
-    a[i].nranks = 3;
-    a[i].hostId = poseHosts[i];
-  }
-  runRanks(a, 2);
-  for (int i = 0; i < 2; i++) {
-    EXPECT_RES(a[i].initRes, mcclTimeout);
-    EXPECT_LT(a[i].ms, 2500);
-  }
-  EXPECT_EQ(mcclTestCountFds(), fds0);
-  setTimeoutMs(NULL);
+  noRootCase(1);
+  missingRankCase(1);
 }
-
-// A forked peer of another posed host joins over TCP and exits: sending to its TCP port fails at
-// once (refused), receiving from it times out.
 static void tcpDeadPeer(void) {
-  setTimeoutMs("500");
-  int fds0 = mcclTestCountFds();
-  mcclUniqueId id;
-  EXPECT_OK(mcclGetUniqueId(&id));
-  pid_t child = mcclForkChild();
-  if (child == 0) {
-    mcclBootstrap* bs = NULL;
-    mcclSetThreadHostId(poseHosts[1]);
-    if (mcclBootstrapInit(&id, 1, 2, 1, NULL, NULL, &bs) != mcclSuccess) _exit(2);
-    mcclBootstrapStats st;
-    if (mcclBootstrapGetStats(bs, &st) != mcclSuccess || !st.rendezvousTcp) _exit(3);
-    _exit(0);
-  }
-  EXPECT_GT(child, 0);
-  mcclBootstrap* bs = NULL;
-  mcclResult_t r = mcclBootstrapInit(&id, 0, 2, 0, NULL, NULL, &bs);
-  int status = 0;
-  waitpid(child, &status, 0);
-  EXPECT_RES(r, mcclSuccess);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  if (r != mcclSuccess) return;
-  int x = 1;
-  long t0 = nowMs();
-  EXPECT_RES(mcclBootstrapSend(bs, 1, 0, &x, sizeof(x)), mcclRemoteError);
-  EXPECT_LT(nowMs() - t0, 400);
-  t0 = nowMs();
-  EXPECT_RES(mcclBootstrapRecv(bs, 1, 0, &x, sizeof(x)), mcclTimeout);
-  EXPECT_LT(nowMs() - t0, 2000);
-  EXPECT_OK(mcclBootstrapAbort(bs));
-  EXPECT_EQ(mcclTestCountFds(), fds0);
-  setTimeoutMs(NULL);
+  deadPeerCase(poseHosts[1]);
 }
 
 MCCL_TEST_MAIN(MCCL_TEST_CASE(uniqueIdsDiffer), MCCL_TEST_CASE(badArguments), MCCL_TEST_CASE(threadsOneId),
