@@ -11,5 +11,8 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_ASSERT(h.peer.info.rank == h.rank);
   FUZZ_ASSERT(fuzzTerminated(h.peer.info.proxyAddr, sizeof(h.peer.info.proxyAddr)));
   FUZZ_ASSERT(fuzzTerminated(h.peer.listenName, sizeof(h.peer.listenName)) && h.peer.listenName[0] != '\0');
+  const bootSockAddr* a = &h.peer.tcpAddr;
+  FUZZ_ASSERT(a->sa.sa_family == AF_INET ? a->sin.sin_port != 0
+                                         : a->sa.sa_family == AF_INET6 && a->sin6.sin6_port != 0);
   return 0;
 }

@@ -15,6 +15,7 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       FUZZ_ASSERT(peers[r].info.rank == r);
       FUZZ_ASSERT(fuzzTerminated(peers[r].info.proxyAddr, sizeof(peers[r].info.proxyAddr)));
       FUZZ_ASSERT(fuzzTerminated(peers[r].listenName, sizeof(peers[r].listenName)) && peers[r].listenName[0]);
+      FUZZ_ASSERT(mcclBootstrapSockAddrValid(&peers[r].tcpAddr));
     }
   }
   free(peers);

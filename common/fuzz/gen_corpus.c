@@ -1,6 +1,7 @@
 // Writes the seed corpus of every fuzz target: well-formed messages as the senders build them,
 // into <dir>/<target>/seed-<n>. `make fuzz-seed` runs it over common/fuzz/corpus; the output is
 // committed. Seeds only need to be valid: libFuzzer mutates them into everything else.
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -52,6 +53,16 @@ static bootPeer peer(int rank) {
   p.info.shmDev = 0x16;
   snprintf(p.info.proxyAddr, sizeof(p.info.proxyAddr), "mccl-proxy-%016llx", 0xabcdULL + (unsigned)rank);
   snprintf(p.listenName, sizeof(p.listenName), "mccl-bs-00112233445566778899aabbccddeeff.%d.%08x", rank, 0x5a5a0000u);
+  if (rank % 2 == 0) {  // both families a TCP address can have
+    p.tcpAddr.sin.sin_family = AF_INET;
+    p.tcpAddr.sin.sin_port = htons((uint16_t)(40000 + rank));
+    p.tcpAddr.sin.sin_addr.s_addr = htonl(0xc0000202u);  // 192.0.2.2
+  } else {
+    p.tcpAddr.sin6.sin6_family = AF_INET6;
+    p.tcpAddr.sin6.sin6_port = htons((uint16_t)(40000 + rank));
+    p.tcpAddr.sin6.sin6_addr.s6_addr[0] = 0xfd;
+    p.tcpAddr.sin6.sin6_addr.s6_addr[15] = 2;  // fd00::2
+  }
   return p;
 }
 
@@ -61,10 +72,15 @@ static void bootstrap(void) {
   id.magic = BOOT_ID_MAGIC;
   id.secret = FUZZ_SECRET;
   snprintf(id.name, sizeof(id.name), "mccl-bs-00112233445566778899aabbccddeeff");
+  id.hostHash = 0x1234;
+  id.addr = peer(0).tcpAddr;
   mcclUniqueId uid;
   memset(&uid, 0, sizeof(uid));
   memcpy(uid.internal, &id, sizeof(id));
   PUT("bootstrap_id", 1, uid);
+  id.addr = peer(1).tcpAddr;
+  memcpy(uid.internal, &id, sizeof(id));
+  PUT("bootstrap_id", 2, uid);
 
   for (int n = 2; n <= 4; n += 2) {
     bootHello h;

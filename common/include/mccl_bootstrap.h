@@ -1,16 +1,27 @@
 /**
  * @file mccl_bootstrap.h
- * @brief Single-host bootstrap: a unique id, a Unix-socket rendezvous, peer records, tagged
+ * @brief The bootstrap, on one host or across hosts: a unique id, a rendezvous, peer records, tagged
  *        point-to-point messages, allgather and barrier (NCCL's src/bootstrap.cc, in spirit).
  * @ingroup common
  *
- * The application creates one mcclUniqueId (mcclGetUniqueId) and hands it to every rank: with
- * MPI_Bcast under mpirun, or by plain copy when one process runs one thread per rank. Each rank
- * then calls mcclBootstrapInit with the id, its rank and the rank count. Rank 0 hosts the
- * rendezvous (an abstract Unix stream socket named in the id); every rank opens its own listening
- * socket, tells rank 0 where it listens, and receives everybody's peer record (mcclPeerInfo).
- * Afterwards any rank can mcclBootstrapSend / mcclBootstrapRecv a tagged message to any other,
- * and all ranks can mcclBootstrapAllGather and mcclBootstrapBarrier.
+ * The application creates one mcclUniqueId (mcclGetUniqueId, on rank 0's host) and hands it to
+ * every rank: with MPI_Bcast under mpirun, or by plain copy when one process runs one thread per
+ * rank. Each rank then calls mcclBootstrapInit with the id, its rank and the rank count. Rank 0
+ * hosts the rendezvous; every rank opens its own listeners, tells rank 0 where it listens, and
+ * receives everybody's peer record (mcclPeerInfo). Afterwards any rank can mcclBootstrapSend /
+ * mcclBootstrapRecv a tagged message to any other, and all ranks can mcclBootstrapAllGather and
+ * mcclBootstrapBarrier.
+ *
+ * Every listener exists twice. An abstract Unix stream socket serves ranks of the same host (equal
+ * mcclPeerInfo::hostHash); a TCP socket serves ranks of other hosts. The TCP address is that of the
+ * interface MCCL_SOCKET_IFNAME selects (NCCL_SOCKET_IFNAME: name prefixes, ^ excludes, = exact;
+ * unset: the first up interface other than lo, docker and virbr, else lo), IPv4 first, IPv6 when
+ * the interface has no IPv4 address or MCCL_SOCKET_FAMILY=AF_INET6. The unique id carries the
+ * rendezvous both ways: an abstract name and a TCP address (a port reserved on that interface),
+ * plus the host hash of the process that made it; a rank whose host hash equals the id's uses the
+ * name, any other rank the address. Peer messages pick the path the same way, so MCCL_HOSTID (or
+ * mcclSetThreadHostId) posing ranks of one machine as different hosts sends their traffic over TCP;
+ * mcclBootstrapGetStats counts which path each rank used. The bytes are the same on both paths.
  *
  * Every wait is bounded by MCCL_BOOTSTRAP_TIMEOUT (milliseconds; 0 waits forever, as under `make gdb`)
  * and by the optional abort flag:
@@ -63,13 +74,26 @@ typedef struct {
 /** @brief One rank's bootstrap state (opaque). */
 typedef struct mcclBootstrap mcclBootstrap;
 
+/** @brief Which path this rank's bootstrap traffic took (mcclBootstrapGetStats). */
+typedef struct {
+  int rendezvousTcp;     /**< 1: this rank reached rank 0 over TCP; 0: over the Unix socket, or it is rank 0. */
+  uint64_t unixSent;     /**< Messages sent to other ranks over their Unix socket (same host). */
+  uint64_t tcpSent;      /**< Messages sent to other ranks over TCP (other hosts). */
+  uint64_t unixReceived; /**< Messages received from other ranks over this rank's Unix listener. */
+  uint64_t tcpReceived;  /**< Messages received from other ranks over this rank's TCP listener. */
+} mcclBootstrapStats;
+
 /**
  * @brief Make a new unique id (NCCL's ncclGetUniqueId / bootstrapGetUniqueId).
  *
  * Random bytes from getrandom() name the rendezvous socket and make the secret, so two jobs on
- * one host never meet by accident. Nothing is opened: rank 0 binds the name in mcclBootstrapInit.
+ * one host never meet by accident. The id also carries a TCP address on the interface
+ * MCCL_SOCKET_IFNAME selects, with a port the kernel gave (bound and closed again here), and this
+ * thread's mcclGetHostHash. Nothing stays open: rank 0 binds both in mcclBootstrapInit, so call
+ * this on rank 0's host.
  * @param[out] out the id; written only on success.
- * @return mcclSuccess; mcclInvalidArgument if out is NULL; mcclSystemError if getrandom fails.
+ * @return mcclSuccess; mcclInvalidArgument if out is NULL, or MCCL_SOCKET_IFNAME / MCCL_SOCKET_FAMILY
+ *         select no usable interface (named in the WARN); mcclSystemError if getrandom or a socket call fails.
  */
 mcclResult_t mcclGetUniqueId(mcclUniqueId* out);
 
@@ -84,8 +108,10 @@ mcclResult_t mcclGetUniqueId(mcclUniqueId* out);
  * @param[in] proxyAddr abstract socket name of this rank's proxy, or NULL.
  * @param[in] abortFlag optional flag polled during every wait; non-zero aborts (mcclInternalError, as NCCL).
  * @param[out] out      the new state; written only on success.
- * @return mcclSuccess; mcclInvalidArgument (bad id, rank or count; named in the WARN);
- *         mcclInvalidUsage (wrong secret, duplicate rank, rank-count mismatch);
+ * @return mcclSuccess; mcclInvalidArgument (bad id, rank or count, or MCCL_SOCKET_IFNAME /
+ *         MCCL_SOCKET_FAMILY selecting no usable interface; named in the WARN);
+ *         mcclInvalidUsage (wrong secret, duplicate rank, rank-count mismatch, rank 0 not on the
+ *         host whose address the id carries);
  *         mcclTimeout (a rank never arrived); mcclRemoteError (a peer died); mcclInternalError (aborted);
  *         mcclSystemError.
  */
@@ -96,6 +122,14 @@ mcclResult_t mcclBootstrapInit(const mcclUniqueId* id, int rank, int nranks, int
 int mcclBootstrapRank(const mcclBootstrap* state);
 /** @brief The rank count. @param[in] state from mcclBootstrapInit. @return nranks, -1 if state is NULL. */
 int mcclBootstrapNRanks(const mcclBootstrap* state);
+
+/**
+ * @brief Which path this rank's bootstrap traffic took so far: Unix socket or TCP.
+ * @param[in] state from mcclBootstrapInit.
+ * @param[out] out  the counts; written only on success.
+ * @return mcclSuccess or mcclInvalidArgument.
+ */
+mcclResult_t mcclBootstrapGetStats(const mcclBootstrap* state, mcclBootstrapStats* out);
 
 /**
  * @brief A peer's record as gathered at init.
@@ -109,8 +143,8 @@ mcclResult_t mcclBootstrapGetPeerInfo(const mcclBootstrap* state, int peer, mccl
 /**
  * @brief Send size bytes to peer under tag (NCCL's bootstrapSend).
  *
- * Connects to the peer's listening socket, sends a header and the bytes, closes. Returns once
- * the bytes are in the kernel's socket buffer or read by the peer, whichever comes first.
+ * Connects to the peer's listening socket (Unix on its host, TCP from another), sends a header and the bytes, closes.
+ * Returns once the bytes are in the kernel's socket buffer or read by the peer, whichever comes first.
  * @param[in] state from mcclBootstrapInit.
  * @param[in] peer  destination rank (may be this rank).
  * @param[in] tag   any int; the receiver matches (peer, tag).
@@ -169,6 +203,19 @@ mcclResult_t mcclBootstrapAbort(mcclBootstrap* state);
  * @return the hash; the same for every process of one host boot (and MCCL_HOSTID).
  */
 uint64_t mcclGetHostHash(void);
+
+/**
+ * @brief Pose the calling thread as its own host: mcclGetHostHash on this thread hashes hostId
+ * instead of MCCL_HOSTID or the host name (a per-thread MCCL_HOSTID).
+ *
+ * For one process that runs one thread per rank and wants its ranks on different "hosts", as
+ * mpirun ranks do with different MCCL_HOSTID values; the bootstrap's own tests use it to send
+ * traffic over TCP. It only changes what this thread's later calls (mcclGetUniqueId,
+ * mcclBootstrapInit) record; code that compares host hashes reads them from the peer records.
+ * @param[in] hostId the identity, shorter than 256 bytes; NULL or "" restores the default.
+ * @return mcclSuccess or mcclInvalidArgument (too long).
+ */
+mcclResult_t mcclSetThreadHostId(const char* hostId);
 
 /** @} */
 

@@ -20,7 +20,8 @@ extern "C" {
 /** @brief Size of the opaque unique id, as NCCL_UNIQUE_ID_BYTES. */
 #define MCCL_UNIQUE_ID_BYTES 128
 
-/** @brief Opaque rendezvous id (NCCL's ncclUniqueId): an abstract socket name and a random secret. Copy it by value. */
+/** @brief Opaque rendezvous id (NCCL's ncclUniqueId): rank 0's abstract socket name and TCP address, its host hash
+ * and a random secret (mccl_bootstrap.h). Copy it by value. */
 typedef struct {
   char internal[MCCL_UNIQUE_ID_BYTES]; /**< Opaque bytes; never interpret them. */
 } mcclUniqueId;

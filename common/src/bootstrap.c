@@ -1,10 +1,17 @@
-// Single-host bootstrap over abstract Unix stream sockets, after NCCL's src/bootstrap.cc: rank 0
-// hosts the rendezvous named in the unique id (NCCL runs it as the bootstrapRoot thread), every rank
-// listens on its own socket, and point-to-point messages are one connection each with a small
-// header, kept in an "unexpected" list when they arrive before their Recv (NCCL's
-// unexpectedEnqueue/Dequeue).
+// The bootstrap, after NCCL's src/bootstrap.cc and src/misc/socket.cc: rank 0 hosts the rendezvous
+// named in the unique id (NCCL runs it as the bootstrapRoot thread), every rank listens, and
+// point-to-point messages are one connection each with a small header, kept in an "unexpected" list
+// when they arrive before their Recv (NCCL's unexpectedEnqueue/Dequeue). Every listener exists
+// twice: an abstract Unix stream socket, used by ranks of the same host (equal host hash), and a TCP
+// socket on the interface MCCL_SOCKET_IFNAME picks (NCCL's ncclFindInterfaces), used across hosts.
+// Both carry the same bytes; only connect and listen differ.
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +31,7 @@ typedef struct unexpected {
   int peer, kind, tag;
   uint64_t size;
   int fd;       // connection whose payload is still unread, or -1
+  int tcp;      // 1: fd came through the TCP listener
   void* data;   // self-sent payload, or NULL
   struct unexpected* next;
 } unexpected;
@@ -31,13 +39,16 @@ typedef struct unexpected {
 struct mcclBootstrap {
   int rank, nranks;
   uint64_t secret;
-  int listenFd;
+  int listenFd[2];  // [0]: abstract Unix socket (same host), [1]: TCP (other hosts)
   int64_t timeoutMs;
   volatile uint32_t* abortFlag;
   uint32_t allgatherSeq, barrierSeq;
   bootPeer* peers;
   unexpected* unexp;
+  mcclBootstrapStats stats;
 };
+
+static _Thread_local char threadHostId[256];  // mcclSetThreadHostId; "" when unset
 
 static uint64_t nowMs(void) {
   struct timespec ts;
@@ -75,8 +86,9 @@ static mcclResult_t randomBytes(void* buf, size_t n) {
   return mcclSuccess;
 }
 
-// Wait for `events` on fd until the deadline, checking the abort flag every 50 ms.
-static mcclResult_t waitFd(int fd, short events, uint64_t deadline, volatile uint32_t* abortFlag, const char* what) {
+// Wait for the events of any of n fds until the deadline, checking the abort flag every 50 ms.
+static mcclResult_t waitFds(struct pollfd* p, int n, uint64_t deadline, volatile uint32_t* abortFlag,
+                            const char* what) {
   for (;;) {
     if (isAborted(abortFlag)) {
       WARN("Bootstrap: aborted while waiting to %s", what);
@@ -89,14 +101,19 @@ static mcclResult_t waitFd(int fd, short events, uint64_t deadline, volatile uin
       return mcclTimeout;
     }
     uint64_t left = deadline - now;
-    struct pollfd p = {.fd = fd, .events = events, .revents = 0};
-    int r = poll(&p, 1, left < 50 ? (int)left : 50);
+    for (int i = 0; i < n; i++) p[i].revents = 0;
+    int r = poll(p, (nfds_t)n, left < 50 ? (int)left : 50);
     if (r < 0 && errno != EINTR) {
       WARN("Bootstrap: poll failed while waiting to %s: %s", what, strerror(errno));
       return mcclSystemError;
     }
     if (r > 0) return mcclSuccess;  // readable, writable, or an error/hang-up the next call reports
   }
+}
+
+static mcclResult_t waitFd(int fd, short events, uint64_t deadline, volatile uint32_t* abortFlag, const char* what) {
+  struct pollfd p = {.fd = fd, .events = events, .revents = 0};
+  return waitFds(&p, 1, deadline, abortFlag, what);
 }
 
 static mcclResult_t sendAll(int fd, const void* data, size_t size, uint64_t deadline, volatile uint32_t* abortFlag,
@@ -132,7 +149,152 @@ static mcclResult_t recvAll(int fd, void* data, size_t size, uint64_t deadline, 
   return mcclSuccess;
 }
 
-static mcclResult_t listenOn(const char* name, int* outFd) {
+static socklen_t sockAddrLen(const bootSockAddr* a) {
+  return a->sa.sa_family == AF_INET6 ? (socklen_t)sizeof(struct sockaddr_in6) : (socklen_t)sizeof(struct sockaddr_in);
+}
+
+// "192.0.2.1:4242" or "[fd00::1]:4242".
+static const char* sockAddrStr(const bootSockAddr* a, char* buf, size_t len) {
+  char host[INET6_ADDRSTRLEN] = "?";
+  if (a->sa.sa_family == AF_INET6) {
+    inet_ntop(AF_INET6, &a->sin6.sin6_addr, host, sizeof(host));
+    snprintf(buf, len, "[%s]:%u", host, (unsigned)ntohs(a->sin6.sin6_port));
+  } else {
+    inet_ntop(AF_INET, &a->sin.sin_addr, host, sizeof(host));
+    snprintf(buf, len, "%s:%u", host, (unsigned)ntohs(a->sin.sin_port));
+  }
+  return buf;
+}
+
+// Does name match the comma list of prefixes (exact names when exact)?
+static int ifMatches(const char* name, const char* list, int exact) {
+  while (*list) {
+    size_t n = strcspn(list, ",");
+    if (n > 0 && (exact ? strlen(name) == n && strncmp(name, list, n) == 0 : strncmp(name, list, n) == 0)) return 1;
+    list += n;
+    if (*list == ',') list++;
+  }
+  return 0;
+}
+
+// First address of `family` on an up interface that `spec` selects (NCCL's findInterfaces): spec is a
+// comma list of name prefixes, "^list" excludes, "=list" matches whole names. Link-local IPv6 is
+// skipped (its scope means nothing on another host). 1 if found.
+static int findIfAddr(const struct ifaddrs* ifs, const char* spec, int family, bootSockAddr* out, char* ifName,
+                      size_t ifNameLen) {
+  int exclude = spec[0] == '^';
+  if (exclude) spec++;
+  int exact = spec[0] == '=';
+  if (exact) spec++;
+  for (const struct ifaddrs* i = ifs; i; i = i->ifa_next) {
+    if (i->ifa_addr == NULL || i->ifa_addr->sa_family != family) continue;
+    if (!(i->ifa_flags & IFF_UP) || !(i->ifa_flags & IFF_RUNNING)) continue;
+    if (family == AF_INET6 && IN6_IS_ADDR_LINKLOCAL(&((const struct sockaddr_in6*)i->ifa_addr)->sin6_addr)) continue;
+    if (ifMatches(i->ifa_name, spec, exact) == exclude) continue;
+    memset(out, 0, sizeof(*out));
+    memcpy(out, i->ifa_addr, family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
+    if (family == AF_INET6) out->sin6.sin6_scope_id = 0;
+    snprintf(ifName, ifNameLen, "%s", i->ifa_name);
+    return 1;
+  }
+  return 0;
+}
+
+// The address this process's TCP listeners bind, port 0 (NCCL's bootstrapNetInit). Read each time:
+// getifaddrs is cheap next to a rendezvous, and tests change MCCL_SOCKET_IFNAME between runs.
+static mcclResult_t findBootstrapAddr(bootSockAddr* out) {
+  const char* fam = mcclParamSocketFamily();
+  int families[2] = {AF_INET, AF_INET6}, nFamilies = 2;
+  if (fam != NULL) {
+    if (strcmp(fam, "AF_INET") == 0)
+      nFamilies = 1;
+    else if (strcmp(fam, "AF_INET6") == 0) {
+      families[0] = AF_INET6;
+      nFamilies = 1;
+    } else {
+      WARN("Invalid argument: MCCL_SOCKET_FAMILY=%s (AF_INET or AF_INET6)", fam);
+      return mcclInvalidArgument;
+    }
+  }
+  const char* user = mcclParamSocketIfname();
+  const char* defaults[] = {"^docker,lo,virbr", "docker,virbr", "lo"};
+  const char* const* specs = user ? &user : defaults;
+  int nSpecs = user ? 1 : 3;
+  struct ifaddrs* ifs = NULL;
+  if (getifaddrs(&ifs) != 0) {
+    WARN("Bootstrap: getifaddrs failed: %s", strerror(errno));
+    return mcclSystemError;
+  }
+  char ifName[IF_NAMESIZE + 1] = "";
+  int found = 0;
+  for (int s = 0; s < nSpecs && !found; s++)
+    for (int f = 0; f < nFamilies && !found; f++)
+      found = findIfAddr(ifs, specs[s], families[f], out, ifName, sizeof(ifName));
+  if (!found) {
+    char seen[256] = "";
+    size_t o = 0;
+    for (const struct ifaddrs* i = ifs; i && o < sizeof(seen) - IF_NAMESIZE - 2; i = i->ifa_next)
+      if (i->ifa_addr && (i->ifa_addr->sa_family == AF_INET || i->ifa_addr->sa_family == AF_INET6) &&
+          !strstr(seen, i->ifa_name))
+        o += (size_t)snprintf(seen + o, sizeof(seen) - o, "%s%s", o ? "," : "", i->ifa_name);
+    freeifaddrs(ifs);
+    if (user) {
+      WARN("Invalid argument: MCCL_SOCKET_IFNAME=%s matches no up interface with a usable %s address (interfaces: %s)",
+           user, fam ? fam : "IPv4 or IPv6", seen);
+      return mcclInvalidArgument;
+    }
+    WARN("Bootstrap: no up interface with a usable %s address (interfaces: %s)", fam ? fam : "IPv4 or IPv6", seen);
+    return mcclSystemError;
+  }
+  freeifaddrs(ifs);
+  char str[64];
+  TRACE(MCCL_BOOTSTRAP | MCCL_NET, "Bootstrap: TCP on interface %s, %s", ifName, sockAddrStr(out, str, sizeof(str)));
+  return mcclSuccess;
+}
+
+static void setNoDelay(int fd) {
+  int one = 1;
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+// A TCP listener on addr (port 0: any free port; reuse: SO_REUSEADDR, for the port a unique id
+// reserved); *bound is the address peers connect to.
+static mcclResult_t listenTcp(const bootSockAddr* addr, int reuse, bootSockAddr* bound, int* outFd) {
+  char str[64];
+  int fd = socket(addr->sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    WARN("Bootstrap: socket() failed: %s", strerror(errno));
+    return mcclSystemError;
+  }
+  int one = 1;
+  if (reuse) (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (bind(fd, &addr->sa, sockAddrLen(addr)) != 0) {
+    int err = errno;
+    close(fd);
+    if (err == EADDRINUSE) {
+      WARN("Bootstrap: TCP address %s is already bound (duplicate rank 0, or a unique id used twice)",
+           sockAddrStr(addr, str, sizeof(str)));
+      return mcclInvalidUsage;
+    }
+    if (err == EADDRNOTAVAIL) {
+      WARN("Bootstrap: TCP address %s is not on this host: call mcclGetUniqueId on rank 0's host",
+           sockAddrStr(addr, str, sizeof(str)));
+      return mcclInvalidUsage;
+    }
+    WARN("Bootstrap: bind(%s) failed: %s", sockAddrStr(addr, str, sizeof(str)), strerror(err));
+    return mcclSystemError;
+  }
+  socklen_t len = sizeof(*bound);
+  if (listen(fd, 256) != 0 || getsockname(fd, &bound->sa, &len) != 0) {
+    WARN("Bootstrap: listen(%s) failed: %s", sockAddrStr(addr, str, sizeof(str)), strerror(errno));
+    close(fd);
+    return mcclSystemError;
+  }
+  *outFd = fd;
+  return mcclSuccess;
+}
+
+static mcclResult_t listenUnix(const char* name, int* outFd) {
   struct sockaddr_un addr;
   socklen_t len = abstractAddr(name, &addr);
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -159,30 +321,59 @@ static mcclResult_t listenOn(const char* name, int* outFd) {
   return mcclSuccess;
 }
 
-// Connect to an abstract name. retryRefused: at init the listener may not exist yet, so keep
-// trying; afterwards a refused connection means the peer is gone.
-static mcclResult_t connectTo(const char* name, int retryRefused, uint64_t deadline, volatile uint32_t* abortFlag,
+// Where to connect: a rank's abstract Unix name (tcp == NULL) or its TCP address.
+typedef struct {
+  const char* name;
+  const bootSockAddr* tcp;
+} bootDest;
+
+// Connect to dest. retryRefused: at init the listener may not exist yet, so keep trying; afterwards
+// a refused connection means the peer is gone. A TCP connect completes in the background (poll for
+// POLLOUT, then SO_ERROR), so the deadline and the abort flag bound it too.
+static mcclResult_t connectTo(bootDest dest, int retryRefused, uint64_t deadline, volatile uint32_t* abortFlag,
                               const char* what, int* outFd) {
-  struct sockaddr_un addr;
-  socklen_t len = abstractAddr(name, &addr);
+  struct sockaddr_un un;
+  const struct sockaddr* addr = (const struct sockaddr*)&un;
+  socklen_t len;
+  char desc[80];
+  if (dest.tcp) {
+    addr = &dest.tcp->sa;
+    len = sockAddrLen(dest.tcp);
+    sockAddrStr(dest.tcp, desc, sizeof(desc));
+  } else {
+    len = abstractAddr(dest.name, &un);
+    snprintf(desc, sizeof(desc), "@%s", dest.name);
+  }
   for (;;) {
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
       WARN("Bootstrap: socket() failed: %s", strerror(errno));
       return mcclSystemError;
     }
-    if (connect(fd, (struct sockaddr*)&addr, len) == 0) {
+    if (dest.tcp) setNoDelay(fd);
+    int err = connect(fd, addr, len) == 0 ? 0 : errno;
+    if (err == EINPROGRESS) {
+      mcclResult_t res = waitFd(fd, POLLOUT, deadline, abortFlag, what);
+      socklen_t el = sizeof(err);
+      if (res == mcclSuccess && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0) err = errno;
+      if (res != mcclSuccess) {
+        close(fd);
+        return res;
+      }
+    }
+    if (err == 0) {
       *outFd = fd;
       return mcclSuccess;
     }
-    int err = errno;
     close(fd);
-    if (err == ECONNREFUSED && !retryRefused) {
-      WARN("Bootstrap: nobody listens on @%s any more (%s): the peer is gone", name, what);
+    int unreachable = err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH;
+    if ((err == ECONNREFUSED || unreachable) && !retryRefused) {
+      WARN("Bootstrap: %s %s any more (%s): the peer is gone", unreachable ? "cannot reach" : "nobody listens on", desc,
+           what);
       return mcclRemoteError;
     }
-    if (err != ECONNREFUSED && err != EAGAIN && err != ENOENT && err != EINTR) {
-      WARN("Bootstrap: connect(@%s) failed (%s): %s", name, what, strerror(err));
+    if (err != ECONNREFUSED && err != EAGAIN && err != ENOENT && err != EINTR && !unreachable) {
+      WARN("Bootstrap: connect(%s) failed (%s): %s", desc, what, strerror(err));
       return mcclSystemError;
     }
     if (isAborted(abortFlag)) {
@@ -190,7 +381,7 @@ static mcclResult_t connectTo(const char* name, int retryRefused, uint64_t deadl
       return mcclInternalError;
     }
     if (nowMs() >= deadline) {
-      WARN("Bootstrap: timed out trying to %s: nobody accepted on @%s (MCCL_BOOTSTRAP_TIMEOUT=%lld ms)", what, name,
+      WARN("Bootstrap: timed out trying to %s: nobody accepted on %s (MCCL_BOOTSTRAP_TIMEOUT=%lld ms)", what, desc,
            (long long)mcclParamBootstrapTimeout());
       return mcclTimeout;
     }
@@ -199,26 +390,32 @@ static mcclResult_t connectTo(const char* name, int retryRefused, uint64_t deadl
   }
 }
 
-static mcclResult_t acceptOne(int listenFd, uint64_t deadline, volatile uint32_t* abortFlag, const char* what,
-                              int* outFd) {
+// Accept one connection on either listener (fds[0] Unix, fds[1] TCP); *isTcp says which.
+static mcclResult_t acceptOne(const int fds[2], uint64_t deadline, volatile uint32_t* abortFlag, const char* what,
+                              int* outFd, int* isTcp) {
   for (;;) {
-    int fd = accept4(listenFd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd >= 0) {
-      *outFd = fd;
-      return mcclSuccess;
+    for (int i = 0; i < 2; i++) {
+      int fd = accept4(fds[i], NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd >= 0) {
+        if (i == 1) setNoDelay(fd);
+        *outFd = fd;
+        *isTcp = i;
+        return mcclSuccess;
+      }
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED) {
+        WARN("Bootstrap: accept failed while waiting to %s: %s", what, strerror(errno));
+        return mcclSystemError;
+      }
     }
-    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED) {
-      WARN("Bootstrap: accept failed while waiting to %s: %s", what, strerror(errno));
-      return mcclSystemError;
-    }
-    MCCLCHECK(waitFd(listenFd, POLLIN, deadline, abortFlag, what));
+    struct pollfd p[2] = {{.fd = fds[0], .events = POLLIN}, {.fd = fds[1], .events = POLLIN}};
+    MCCLCHECK(waitFds(p, 2, deadline, abortFlag, what));
   }
 }
 
 uint64_t mcclGetHostHash(void) {
   char buf[512] = {0};
   size_t len = 0;
-  const char* hostId = mcclParamHostId();
+  const char* hostId = threadHostId[0] != '\0' ? threadHostId : mcclParamHostId();
   if (hostId != NULL && hostId[0] != '\0') {
     // MCCL_HOSTID replaces the host name and boot id (NCCL_HOSTID): ranks with different ids are on
     // different "hosts", so one machine can pose as several (lab 08's NET tests).
@@ -239,19 +436,37 @@ uint64_t mcclGetHostHash(void) {
   return h;
 }
 
+mcclResult_t mcclSetThreadHostId(const char* hostId) {
+  MCCL_ARGCHECK(hostId == NULL || strlen(hostId) < sizeof(threadHostId),
+                "mcclSetThreadHostId: hostId is longer than %zu bytes", sizeof(threadHostId) - 1);
+  snprintf(threadHostId, sizeof(threadHostId), "%s", hostId ? hostId : "");
+  return mcclSuccess;
+}
+
 mcclResult_t mcclGetUniqueId(mcclUniqueId* out) {
   MCCL_ARGCHECK(out != NULL, "mcclGetUniqueId: out is NULL");
   unsigned char rnd[16];
   bootId id;
   memset(&id, 0, sizeof(id));
   id.magic = BOOT_ID_MAGIC;
+  id.hostHash = mcclGetHostHash();
   MCCLCHECK(randomBytes(rnd, sizeof(rnd)));
   MCCLCHECK(randomBytes(&id.secret, sizeof(id.secret)));
   int o = snprintf(id.name, sizeof(id.name), "mccl-bs-");
   for (size_t i = 0; i < sizeof(rnd); i++) o += snprintf(id.name + o, sizeof(id.name) - (size_t)o, "%02x", rnd[i]);
+  // Reserve a TCP port for rank 0's rendezvous: bind port 0 on the chosen interface, note the port
+  // the kernel gave, close (NCCL keeps a root thread listening instead; nothing here outlives the
+  // call). Rank 0 binds it again in mcclBootstrapInit; if another program took it meanwhile, that
+  // bind fails with a WARN naming the address.
+  bootSockAddr any;
+  int fd = -1;
+  MCCLCHECK(findBootstrapAddr(&any));
+  MCCLCHECK(listenTcp(&any, 0, &id.addr, &fd));
+  close(fd);
   memset(out, 0, sizeof(*out));
   memcpy(out->internal, &id, sizeof(id));
-  INFO(MCCL_BOOTSTRAP, "Unique id: rendezvous @%s", id.name);
+  char str[64];
+  INFO(MCCL_BOOTSTRAP, "Unique id: rendezvous @%s, %s", id.name, sockAddrStr(&id.addr, str, sizeof(str)));
   return mcclSuccess;
 }
 
@@ -267,24 +482,29 @@ static void rootReplyAll(int* conns, int nranks, int32_t status, uint64_t deadli
 }
 
 // Rank 0: accept nranks-1 hellos, check them, send the full table back (NCCL's bootstrapRoot).
+// It listens on the id's Unix name (ranks of the id's host) and on its TCP address (other hosts).
 static mcclResult_t rootGather(mcclBootstrap* st, const bootId* id, uint64_t deadline) {
   mcclResult_t res = mcclSuccess;
-  int rootFd = -1, arrived = 1;
+  int rootFd[2] = {-1, -1}, arrived = 1;
   int* conns = NULL;
-  MCCLCHECK(listenOn(id->name, &rootFd));
+  bootSockAddr bound;
+  MCCLCHECK(listenUnix(id->name, &rootFd[0]));
+  MCCLCHECKGOTO(listenTcp(&id->addr, 1, &bound, &rootFd[1]), res, close_root);
   conns = malloc(sizeof(int) * (size_t)st->nranks);
   if (conns == NULL) { WARN("Bootstrap: out of memory"); res = mcclSystemError; goto close_root; }
   for (int r = 0; r < st->nranks; r++) conns[r] = -1;
   while (arrived < st->nranks) {
-    int fd = -1;
-    res = acceptOne(rootFd, deadline, st->abortFlag, "gather every rank at the rendezvous", &fd);
+    int fd = -1, isTcp = 0;
+    res = acceptOne(rootFd, deadline, st->abortFlag, "gather every rank at the rendezvous", &fd, &isTcp);
     if (res != mcclSuccess) {
       if (res == mcclTimeout) {
         char missing[256] = "";
         size_t o = 0;
         for (int r = 1; r < st->nranks && o < sizeof(missing) - 16; r++)
           if (conns[r] < 0) o += snprintf(missing + o, sizeof(missing) - o, "%s%d", o ? "," : "", r);
-        WARN("Bootstrap: rank(s) %s of %d never arrived at @%s", missing, st->nranks, id->name);
+        char str[64];
+        WARN("Bootstrap: rank(s) %s of %d never arrived at @%s or %s", missing, st->nranks, id->name,
+             sockAddrStr(&bound, str, sizeof(str)));
       }
       rootReplyAll(conns, st->nranks, res, nowMs() + 100);
       goto free_conns;
@@ -334,7 +554,7 @@ free_conns:
   closeAll(conns, st->nranks);
   free(conns);
 close_root:
-  close(rootFd);
+  closeAll(rootFd, 2);
   return res;
 }
 
@@ -342,7 +562,11 @@ static mcclResult_t joinRoot(mcclBootstrap* st, const bootId* id, uint64_t deadl
   mcclResult_t res = mcclSuccess;
   int fd = -1;
   void* table = NULL;
-  MCCLCHECK(connectTo(id->name, 1, deadline, st->abortFlag, "reach rank 0's rendezvous", &fd));
+  // Ranks on the host that made the id keep the Unix socket; the others come over TCP.
+  int tcp = st->peers[st->rank].info.hostHash != id->hostHash;
+  bootDest dest = {.name = id->name, .tcp = tcp ? &id->addr : NULL};
+  MCCLCHECK(connectTo(dest, 1, deadline, st->abortFlag, "reach rank 0's rendezvous", &fd));
+  st->stats.rendezvousTcp = tcp;
   bootHello h;
   memset(&h, 0, sizeof(h));
   h.secret = st->secret;
@@ -396,7 +620,7 @@ mcclResult_t mcclBootstrapInit(const mcclUniqueId* id, int rank, int nranks, int
   st->rank = rank;
   st->nranks = nranks;
   st->secret = bid.secret;
-  st->listenFd = -1;
+  st->listenFd[0] = st->listenFd[1] = -1;
   st->abortFlag = abortFlag;
   st->timeoutMs = mcclParamBootstrapTimeout();  // <= 0: no deadline (`make gdb`); the abort flag still ends a wait
   st->peers = calloc((size_t)nranks, sizeof(bootPeer));
@@ -413,17 +637,22 @@ mcclResult_t mcclBootstrapInit(const mcclUniqueId* id, int rank, int nranks, int
   uint32_t salt;
   MCCLCHECKGOTO(randomBytes(&salt, sizeof(salt)), res, free_peers);
   snprintf(me->listenName, sizeof(me->listenName), "%s.%d.%08x", bid.name, rank, salt);
-  MCCLCHECKGOTO(listenOn(me->listenName, &st->listenFd), res, free_peers);
+  MCCLCHECKGOTO(listenUnix(me->listenName, &st->listenFd[0]), res, free_peers);
+  bootSockAddr ifAddr;
+  MCCLCHECKGOTO(findBootstrapAddr(&ifAddr), res, close_listen);
+  MCCLCHECKGOTO(listenTcp(&ifAddr, 0, &me->tcpAddr, &st->listenFd[1]), res, close_listen);
 
   uint64_t deadline = bootDeadline(st);
   if (rank == 0) MCCLCHECKGOTO(rootGather(st, &bid, deadline), res, close_listen);
   else MCCLCHECKGOTO(joinRoot(st, &bid, deadline), res, close_listen);
-  INFO(MCCL_BOOTSTRAP | MCCL_INIT, "Bootstrap: rank %d of %d ready at @%s", rank, nranks, me->listenName);
+  char str[64];
+  INFO(MCCL_BOOTSTRAP | MCCL_INIT, "Bootstrap: rank %d of %d ready at @%s and %s", rank, nranks, me->listenName,
+       sockAddrStr(&me->tcpAddr, str, sizeof(str)));
   *out = st;
   return mcclSuccess;
 
 close_listen:
-  close(st->listenFd);
+  closeAll(st->listenFd, 2);
 free_peers:
   free(st->peers);
 free_state:
@@ -432,6 +661,13 @@ free_state:
 }
 
 int mcclBootstrapRank(const mcclBootstrap* state) { return state ? state->rank : -1; }
+
+mcclResult_t mcclBootstrapGetStats(const mcclBootstrap* state, mcclBootstrapStats* out) {
+  MCCL_ARGCHECK(state != NULL, "mcclBootstrapGetStats: state is NULL");
+  MCCL_ARGCHECK(out != NULL, "mcclBootstrapGetStats: out is NULL");
+  *out = state->stats;
+  return mcclSuccess;
+}
 int mcclBootstrapNRanks(const mcclBootstrap* state) { return state ? state->nranks : -1; }
 
 mcclResult_t mcclBootstrapGetPeerInfo(const mcclBootstrap* state, int peer, mcclPeerInfo* out) {
@@ -465,7 +701,11 @@ static mcclResult_t sendMsg(mcclBootstrap* st, int peer, int kind, int tag, cons
   int fd = -1;
   char what[96];
   snprintf(what, sizeof(what), "send %zu bytes (tag %d) to rank %d", size, tag, peer);
-  MCCLCHECK(connectTo(st->peers[peer].listenName, 0, deadline, st->abortFlag, what, &fd));
+  // Same host: its Unix name; another host: its TCP address (NCCL's bootstrap always uses TCP).
+  const bootPeer* to = &st->peers[peer];
+  int tcp = to->info.hostHash != st->peers[st->rank].info.hostHash;
+  bootDest dest = {.name = to->listenName, .tcp = tcp ? &to->tcpAddr : NULL};
+  MCCLCHECK(connectTo(dest, 0, deadline, st->abortFlag, what, &fd));
   msgHeader h = {.secret = st->secret, .from = st->rank, .kind = kind, .tag = tag, .pad = 0, .size = size};
   if (size <= 4096) {
     // Header and payload in one write: a receiver that refuses the message (size mismatch) and
@@ -478,6 +718,10 @@ static mcclResult_t sendMsg(mcclBootstrap* st, int peer, int kind, int tag, cons
     MCCLCHECKGOTO(sendAll(fd, &h, sizeof(h), deadline, st->abortFlag, what), res, out);
     MCCLCHECKGOTO(sendAll(fd, data, size, deadline, st->abortFlag, what), res, out);
   }
+  if (tcp)
+    st->stats.tcpSent++;
+  else
+    st->stats.unixSent++;
 out:
   close(fd);
   return res;
@@ -494,6 +738,13 @@ static mcclResult_t readPayload(int fd, uint64_t have, void* data, size_t size, 
   return recvAll(fd, data, size, deadline, abortFlag, "receive a message payload");
 }
 
+static void countReceived(mcclBootstrap* st, int tcp) {
+  if (tcp)
+    st->stats.tcpReceived++;
+  else
+    st->stats.unixReceived++;
+}
+
 static mcclResult_t recvMsg(mcclBootstrap* st, int peer, int kind, int tag, void* data, size_t size) {
   uint64_t deadline = bootDeadline(st);
   mcclResult_t res = mcclSuccess;
@@ -503,6 +754,7 @@ static mcclResult_t recvMsg(mcclBootstrap* st, int peer, int kind, int tag, void
     if (u->fd >= 0) {
       res = readPayload(u->fd, u->size, data, size, peer, tag, deadline, st->abortFlag);
       close(u->fd);
+      if (res == mcclSuccess) countReceived(st, u->tcp);
     } else if (u->size != size) {
       WARN("Bootstrap: rank %d sent %llu bytes under tag %d, the receiver expected %zu", peer,
            (unsigned long long)u->size, tag, size);
@@ -517,8 +769,8 @@ static mcclResult_t recvMsg(mcclBootstrap* st, int peer, int kind, int tag, void
   char what[96];
   snprintf(what, sizeof(what), "receive tag %d from rank %d", tag, peer);
   for (;;) {
-    int fd = -1;
-    MCCLCHECK(acceptOne(st->listenFd, deadline, st->abortFlag, what, &fd));
+    int fd = -1, isTcp = 0;
+    MCCLCHECK(acceptOne(st->listenFd, deadline, st->abortFlag, what, &fd, &isTcp));
     char raw[sizeof(msgHeader)];
     if (recvAll(fd, raw, sizeof(raw), deadline, st->abortFlag, what) != mcclSuccess) {
       close(fd);
@@ -532,11 +784,17 @@ static mcclResult_t recvMsg(mcclBootstrap* st, int peer, int kind, int tag, void
     if (h.from == peer && h.kind == kind && h.tag == tag) {
       res = readPayload(fd, h.size, data, size, peer, tag, deadline, st->abortFlag);
       close(fd);
+      if (res == mcclSuccess) countReceived(st, isTcp);
       return res;
     }
     unexpected* u = calloc(1, sizeof(*u));
     if (u == NULL) { close(fd); WARN("Bootstrap: out of memory"); return mcclSystemError; }
-    u->peer = h.from; u->kind = h.kind; u->tag = h.tag; u->size = h.size; u->fd = fd;
+    u->peer = h.from;
+    u->kind = h.kind;
+    u->tag = h.tag;
+    u->size = h.size;
+    u->fd = fd;
+    u->tcp = isTcp;
     unexpected** tail = &st->unexp;
     while (*tail) tail = &(*tail)->next;
     *tail = u;
@@ -604,7 +862,7 @@ static void freeState(mcclBootstrap* st, int warnUnread) {
     free(u);
     u = next;
   }
-  if (st->listenFd >= 0) close(st->listenFd);
+  closeAll(st->listenFd, 2);
   free(st->peers);
   free(st);
 }

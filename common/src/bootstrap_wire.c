@@ -2,11 +2,18 @@
 // state; bootstrap.c calls them on what it received, common/fuzz/ feeds them arbitrary bytes.
 #include "bootstrap_wire.h"
 
+#include <arpa/inet.h>
 #include <string.h>
 #include "mccl_debug.h"
 
 static int terminated(const char* s, size_t n) {
   return memchr(s, '\0', n) != NULL;
+}
+
+int mcclBootstrapSockAddrValid(const bootSockAddr* a) {
+  if (a->sa.sa_family == AF_INET) return a->sin.sin_port != 0;
+  if (a->sa.sa_family == AF_INET6) return a->sin6.sin6_port != 0;
+  return 0;
 }
 
 mcclResult_t mcclBootstrapIdDecode(const void* buf, size_t len, bootId* out) {
@@ -24,6 +31,11 @@ mcclResult_t mcclBootstrapIdDecode(const void* buf, size_t len, bootId* out) {
     WARN("Invalid argument: id's rendezvous name is %s", id.name[0] == '\0' ? "empty" : "not terminated");
     return mcclInvalidArgument;
   }
+  if (!mcclBootstrapSockAddrValid(&id.addr)) {
+    WARN("Invalid argument: id's rendezvous TCP address has family %d, port %u", (int)id.addr.sa.sa_family,
+         (unsigned)ntohs(id.addr.sin.sin_port));
+    return mcclInvalidArgument;
+  }
   *out = id;
   return mcclSuccess;
 }
@@ -37,6 +49,11 @@ static mcclResult_t peerCheck(const bootPeer* p, const char* what) {
   if (!terminated(p->listenName, sizeof(p->listenName)) || p->listenName[0] == '\0') {
     WARN("Bootstrap: %s: listenName of rank %d is %s", what, p->info.rank,
          p->listenName[0] == '\0' ? "empty" : "not NUL-terminated");
+    return mcclInternalError;
+  }
+  if (!mcclBootstrapSockAddrValid(&p->tcpAddr)) {
+    WARN("Bootstrap: %s: TCP address of rank %d has family %d, port %u", what, p->info.rank,
+         (int)p->tcpAddr.sa.sa_family, (unsigned)ntohs(p->tcpAddr.sin.sin_port));
     return mcclInternalError;
   }
   return mcclSuccess;

@@ -1,5 +1,6 @@
 // The bootstrap under mpirun: one process per rank, the unique id distributed with MPI_Bcast.
 #include <dirent.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -88,4 +89,53 @@ static void allGatherAndSendRecv(void) {
   EXPECT_EQ(mcclTestCountFds(), fds0);
 }
 
-MCCL_TEST_MAIN_MPI(MCCL_TEST_CASE(peerRecords), MCCL_TEST_CASE(allGatherAndSendRecv))
+// Each process poses as host rank / 2 (mcclSetThreadHostId, as MCCL_HOSTID would): ranks of
+// rank 0's host reach the rendezvous over its Unix name, the others over TCP, and exactly the
+// messages between posed hosts go over TCP.
+static void posedHostsOverTcp(void) {
+  int fds0 = mcclTestCountFds();
+  int rank = mcclTestMpiRank(), n = mcclTestMpiSize();
+  char host[32];
+  snprintf(host, sizeof(host), "mpi-pose-%d", rank / 2);
+  EXPECT_OK(mcclSetThreadHostId(host));
+  mcclBootstrap* bs = NULL;
+  EXPECT_OK(initFromMpi(&bs));
+  if (bs == NULL) {
+    mcclSetThreadHostId(NULL);
+    return;
+  }
+  mcclBootstrapStats st0, st1;
+  EXPECT_OK(mcclBootstrapGetStats(bs, &st0));
+  EXPECT_EQ(st0.rendezvousTcp, rank / 2 != 0);
+  int okAll = 1, same = 0;
+  for (int k = 1; k < n; k++) {
+    int to = (rank + k) % n, from = (rank - k + n) % n, v = rank * 1000 + k, got = -1;
+    same += to / 2 == rank / 2;
+    okAll &= mcclBootstrapSend(bs, to, 60 + k, &v, sizeof(v)) == mcclSuccess;
+    okAll &= mcclBootstrapRecv(bs, from, 60 + k, &got, sizeof(got)) == mcclSuccess && got == from * 1000 + k;
+  }
+  EXPECT_TRUE(okAll);
+  EXPECT_OK(mcclBootstrapGetStats(bs, &st1));
+  EXPECT_EQ(st1.tcpSent - st0.tcpSent, (uint64_t)(n - 1 - same));
+  EXPECT_EQ(st1.unixSent - st0.unixSent, (uint64_t)same);
+  EXPECT_EQ(st1.tcpReceived - st0.tcpReceived, (uint64_t)(n - 1 - same));
+  EXPECT_EQ(st1.unixReceived - st0.unixReceived, (uint64_t)same);
+  size_t sz = 200 * 1000;
+  unsigned char* all = malloc(sz * (size_t)n);
+  EXPECT_TRUE(all != NULL);
+  if (all != NULL) {
+    for (size_t i = 0; i < sz; i++) all[(size_t)rank * sz + i] = (unsigned char)(i + (size_t)rank * 3);
+    EXPECT_OK(mcclBootstrapAllGather(bs, all, sz));
+    int same2 = 1;
+    for (int r = 0; r < n; r++)
+      for (size_t i = 0; i < sz; i += 997) same2 &= all[(size_t)r * sz + i] == (unsigned char)(i + (size_t)r * 3);
+    EXPECT_TRUE(same2);
+    free(all);
+  }
+  EXPECT_OK(mcclBootstrapBarrier(bs));
+  EXPECT_OK(mcclBootstrapClose(bs));
+  EXPECT_OK(mcclSetThreadHostId(NULL));
+  EXPECT_EQ(mcclTestCountFds(), fds0);
+}
+
+MCCL_TEST_MAIN_MPI(MCCL_TEST_CASE(peerRecords), MCCL_TEST_CASE(allGatherAndSendRecv), MCCL_TEST_CASE(posedHostsOverTcp))

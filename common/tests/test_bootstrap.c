@@ -1,5 +1,7 @@
 // Tests of the bootstrap in one process: one thread per rank sharing one unique id (the
-// single-process, several-devices model), plus fork() for a peer that dies.
+// single-process, several-devices model), plus fork() for a peer that dies. Threads that pose as
+// different hosts (mcclSetThreadHostId) talk over TCP; the others over Unix sockets.
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
@@ -13,7 +15,7 @@
 #include "mccl_param.h"
 #include "mccl_test.h"
 #include "mccl_fork.h"
-
+#include "../src/bootstrap_wire.h"  // the id's TCP address, to check which interface it names
 
 static long nowMs(void) {
   struct timespec ts;
@@ -21,15 +23,26 @@ static long nowMs(void) {
   return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void setTimeoutMs(const char* ms) {
-  if (ms) setenv("MCCL_BOOTSTRAP_TIMEOUT", ms, 1);
-  else unsetenv("MCCL_BOOTSTRAP_TIMEOUT");
+static void setEnv(const char* name, const char* value) {
+  if (value)
+    setenv(name, value, 1);
+  else
+    unsetenv(name);
   mcclParamResetAll();
 }
 
+static void setTimeoutMs(const char* ms) {
+  setEnv("MCCL_BOOTSTRAP_TIMEOUT", ms);
+}
+
 #define MAXR 8
+// Host identities ranks pose as (mcclSetThreadHostId).
+static const char* poseHosts[MAXR] = {"pose-h0", "pose-h1", "pose-h2", "pose-h3",
+                                      "pose-h4", "pose-h5", "pose-h6", "pose-h7"};
+
 typedef struct {
   mcclUniqueId id;
+  const char* hostId;  // posed host of this rank's thread (mcclSetThreadHostId), NULL: the real one
   int rank, nranks;
   volatile uint32_t* abortFlag;
   mcclResult_t initRes;
@@ -43,6 +56,7 @@ static void* rankMain(void* p) {
   rankArgs* a = p;
   char addr[MCCL_SOCKET_NAME_LEN];
   snprintf(addr, sizeof(addr), "proxy-of-rank-%d", a->rank);
+  if (a->hostId) mcclSetThreadHostId(a->hostId);
   long t0 = nowMs();
   mcclBootstrap* bs = NULL;
   a->initRes = mcclBootstrapInit(&a->id, a->rank, a->nranks, a->rank, addr, a->abortFlag, &bs);
@@ -173,15 +187,20 @@ static void badArguments(void) {
   EXPECT_EQ(mcclTestCountFds(), fds0);
 }
 
-// Rank 2 of 3 never comes: rank 0 and rank 1 both fail with mcclTimeout, within the timeout.
-static void missingRankTimesOut(void) {
+// Rank 2 of 3 never comes: rank 0 and rank 1 both fail with mcclTimeout, within the timeout. posed:
+// the two ranks pose as different hosts, so rank 1 waits for rank 0's answer on a TCP connection.
+static void missingRankCase(int posed) {
   setTimeoutMs("600");
   int fds0 = mcclTestCountFds();
   rankArgs a[2];
   memset(a, 0, sizeof(a));
   EXPECT_OK(mcclGetUniqueId(&a[0].id));
   a[1].id = a[0].id;
-  for (int i = 0; i < 2; i++) { a[i].rank = i; a[i].nranks = 3; }
+  for (int i = 0; i < 2; i++) {
+    a[i].rank = i;
+    a[i].nranks = 3;
+    a[i].hostId = posed ? poseHosts[i] : NULL;
+  }
   runRanks(a, 2);
   for (int i = 0; i < 2; i++) {
     EXPECT_RES(a[i].initRes, mcclTimeout);
@@ -192,19 +211,30 @@ static void missingRankTimesOut(void) {
   setTimeoutMs(NULL);
 }
 
-// A rank alone whose rank 0 never exists: mcclTimeout.
-static void noRootTimesOut(void) {
+// A rank alone whose rank 0 never exists: mcclTimeout, on the Unix name or (posed as another host
+// than the id's) on the TCP address, where every connect is refused until the deadline.
+static void noRootCase(int posed) {
   setTimeoutMs("300");
   int fds0 = mcclTestCountFds();
-  mcclUniqueId id;
-  EXPECT_OK(mcclGetUniqueId(&id));
-  mcclBootstrap* bs = NULL;
-  long t0 = nowMs();
-  EXPECT_RES(mcclBootstrapInit(&id, 1, 2, 0, NULL, NULL, &bs), mcclTimeout);
-  EXPECT_LT(nowMs() - t0, 2000);
-  EXPECT_TRUE(bs == NULL);
+  rankArgs a;
+  memset(&a, 0, sizeof(a));
+  EXPECT_OK(mcclGetUniqueId(&a.id));
+  a.rank = 1;
+  a.nranks = 2;
+  a.hostId = posed ? poseHosts[1] : NULL;
+  runRanks(&a, 1);
+  EXPECT_RES(a.initRes, mcclTimeout);
+  EXPECT_GE(a.ms, 250);
+  EXPECT_LT(a.ms, 2000);
   EXPECT_EQ(mcclTestCountFds(), fds0);
   setTimeoutMs(NULL);
+}
+
+static void missingRankTimesOut(void) {
+  missingRankCase(0);
+}
+static void noRootTimesOut(void) {
+  noRootCase(0);
 }
 
 // A rank with a forged secret is refused at once; rank 0 keeps waiting and times out.
@@ -307,8 +337,9 @@ static void abortFlagEndsWait(void) {
   setTimeoutMs(NULL);
 }
 
-// A forked peer joins and exits: sending to it fails at once, receiving from it times out.
-static void deadPeer(void) {
+// A forked peer joins and exits: sending to it fails at once, receiving from it times out. childHost:
+// the child poses as that host, so it joins over TCP and the send finds its TCP port closed.
+static void deadPeerCase(const char* childHost) {
   setTimeoutMs("500");
   int fds0 = mcclTestCountFds();
   mcclUniqueId id;
@@ -316,7 +347,10 @@ static void deadPeer(void) {
   pid_t child = mcclForkChild();  // dies with this process
   if (child == 0) {
     mcclBootstrap* bs = NULL;
+    if (mcclSetThreadHostId(childHost) != mcclSuccess) _exit(3);
     if (mcclBootstrapInit(&id, 1, 2, 1, NULL, NULL, &bs) != mcclSuccess) _exit(2);
+    mcclBootstrapStats st;
+    if (mcclBootstrapGetStats(bs, &st) != mcclSuccess || st.rendezvousTcp != (childHost != NULL)) _exit(4);
     _exit(0);  // dies without closing: the kernel closes its sockets
   }
   EXPECT_GT(child, 0);
@@ -338,7 +372,172 @@ static void deadPeer(void) {
   setTimeoutMs(NULL);
 }
 
+static void deadPeer(void) {
+  deadPeerCase(NULL);
+}
+
+// Ranks 0..n-1 posed on hosts "pose-h<rank / perHost>"; the test's own thread made the id posing as
+// pose-h0 (tcpIdOnHost0) or as the real host, which no rank shares.
+static int tcpPerHost;    // ranks per posed host of the running tcp* test
+static int tcpIdOnHost0;  // 1: the id was made posing as pose-h0
+
+static int tcpBody(mcclBootstrap* bs, int rank, int nranks, char* err, size_t errLen) {
+  int myHost = rank / tcpPerHost, sameHost = 0;
+  mcclBootstrapStats st0, st1;
+  BODY_CHECK(mcclBootstrapGetStats(bs, &st0) == mcclSuccess);
+  // Ranks of the host that made the id reach rank 0 over its Unix name, the others over TCP.
+  BODY_CHECK(st0.rendezvousTcp == (rank != 0 && !(tcpIdOnHost0 && myHost == 0)));
+  for (int p = 0; p < nranks; p++) {
+    mcclPeerInfo info, mine;
+    BODY_CHECK(mcclBootstrapGetPeerInfo(bs, p, &info) == mcclSuccess);
+    BODY_CHECK(mcclBootstrapGetPeerInfo(bs, rank, &mine) == mcclSuccess);
+    BODY_CHECK((info.hostHash == mine.hostHash) == (p / tcpPerHost == myHost));
+    sameHost += p != rank && p / tcpPerHost == myHost;
+  }
+  // One message to every other rank and one from each: exactly the cross-host ones go over TCP.
+  for (int k = 1; k < nranks; k++) {
+    int to = (rank + k) % nranks, from = (rank - k + nranks) % nranks, v = rank * 100 + k, got = -1;
+    BODY_CHECK(mcclBootstrapSend(bs, to, 50 + k, &v, sizeof(v)) == mcclSuccess);
+    BODY_CHECK(mcclBootstrapRecv(bs, from, 50 + k, &got, sizeof(got)) == mcclSuccess && got == from * 100 + k);
+  }
+  BODY_CHECK(mcclBootstrapGetStats(bs, &st1) == mcclSuccess);
+  BODY_CHECK(st1.tcpSent - st0.tcpSent == (uint64_t)(nranks - 1 - sameHost));
+  BODY_CHECK(st1.unixSent - st0.unixSent == (uint64_t)sameHost);
+  BODY_CHECK(st1.tcpReceived - st0.tcpReceived == (uint64_t)(nranks - 1 - sameHost));
+  BODY_CHECK(st1.unixReceived - st0.unixReceived == (uint64_t)sameHost);
+  // Allgather larger than a socket buffer and barriers across the TCP edges.
+  size_t sz = 1 << 20;
+  unsigned char* all = malloc(sz * (size_t)nranks);
+  BODY_CHECK(all != NULL);
+  for (size_t i = 0; i < sz; i++) all[(size_t)rank * sz + i] = (unsigned char)(i * 5 + (size_t)rank * 17);
+  int ok = mcclBootstrapAllGather(bs, all, sz) == mcclSuccess;
+  for (int r = 0; ok && r < nranks; r++)
+    for (size_t i = 0; i < sz; i += 4093) ok &= all[(size_t)r * sz + i] == (unsigned char)(i * 5 + (size_t)r * 17);
+  free(all);
+  BODY_CHECK(ok);
+  BODY_CHECK(mcclBootstrapBarrier(bs) == mcclSuccess);
+  // A size mismatch is refused over TCP as over a Unix socket.
+  int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks, v = 1;
+  char small = 0;
+  BODY_CHECK(mcclBootstrapSend(bs, next, 3, &v, sizeof(v)) == mcclSuccess);
+  BODY_CHECK(mcclBootstrapRecv(bs, prev, 3, &small, 1) == mcclInvalidUsage && small == 0);
+  BODY_CHECK(mcclBootstrapBarrier(bs) == mcclSuccess);
+  return 1;
+}
+
+static void runPosed(int n, int perHost, int idOnHost0) {
+  rankArgs a[MAXR];
+  memset(a, 0, sizeof(a));
+  mcclUniqueId id;
+  EXPECT_OK(mcclSetThreadHostId(idOnHost0 ? poseHosts[0] : NULL));
+  EXPECT_OK(mcclGetUniqueId(&id));
+  EXPECT_OK(mcclSetThreadHostId(NULL));
+  tcpPerHost = perHost;
+  tcpIdOnHost0 = idOnHost0;
+  for (int i = 0; i < n; i++) {
+    a[i].id = id;
+    a[i].rank = i;
+    a[i].nranks = n;
+    a[i].hostId = poseHosts[i / perHost];
+    a[i].body = tcpBody;
+  }
+  runRanks(a, n);
+  for (int i = 0; i < n; i++) {
+    EXPECT_RES(a[i].initRes, mcclSuccess);
+    if (!a[i].bodyOk) {
+      mcclTestFailAt(__FILE__, __LINE__, "n=%d perHost=%d: %s", n, perHost, a[i].err);
+      return;
+    }
+  }
+}
+
+// Ranks posing as 2 hosts x 2 ranks and 4 hosts x 1 rank: cross-host messages go over TCP (counted
+// by mcclBootstrapGetStats), same-host ones over Unix sockets; nothing leaks.
+static void tcpAcrossPosedHosts(void) {
+  setTimeoutMs("10000");
+  int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads();
+  runPosed(4, 2, 1);
+  runPosed(4, 1, 0);
+  runPosed(3, 2, 1);
+  EXPECT_EQ(mcclTestCountFds(), fds0);
+  EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
+  EXPECT_EQ(mcclGetHostHash(), mcclGetHostHash());
+  char longId[300];
+  memset(longId, 'h', sizeof(longId) - 1);
+  longId[sizeof(longId) - 1] = '\0';
+  EXPECT_RES(mcclSetThreadHostId(longId), mcclInvalidArgument);
+  uint64_t real = mcclGetHostHash();
+  EXPECT_OK(mcclSetThreadHostId("pose-h0"));
+  EXPECT_TRUE(mcclGetHostHash() != real);
+  EXPECT_OK(mcclSetThreadHostId(""));
+  EXPECT_EQ(mcclGetHostHash(), real);
+  mcclBootstrapStats st;
+  EXPECT_RES(mcclBootstrapGetStats(NULL, &st), mcclInvalidArgument);
+  setTimeoutMs(NULL);
+}
+
+static int idFamily(const mcclUniqueId* id, char* host, size_t len) {
+  bootId b;
+  if (mcclBootstrapIdDecode(id->internal, sizeof(id->internal), &b) != mcclSuccess) return -1;
+  if (b.addr.sa.sa_family == AF_INET)
+    inet_ntop(AF_INET, &b.addr.sin.sin_addr, host, (socklen_t)len);
+  else
+    inet_ntop(AF_INET6, &b.addr.sin6.sin6_addr, host, (socklen_t)len);
+  return b.addr.sa.sa_family;
+}
+
+// MCCL_SOCKET_IFNAME / MCCL_SOCKET_FAMILY pick the id's address; a name that matches nothing, or a
+// bad family, is mcclInvalidArgument from mcclGetUniqueId and mcclBootstrapInit alike. Over IPv6
+// loopback (when this machine has it) two posed hosts still meet.
+static void socketIfname(void) {
+  int fds0 = mcclTestCountFds();
+  mcclUniqueId id;
+  char host[INET6_ADDRSTRLEN] = "";
+  setEnv("MCCL_SOCKET_IFNAME", "=lo");
+  EXPECT_OK(mcclGetUniqueId(&id));
+  EXPECT_EQ(idFamily(&id, host, sizeof(host)), AF_INET);
+  EXPECT_TRUE(strcmp(host, "127.0.0.1") == 0);
+  setEnv("MCCL_SOCKET_IFNAME", "nosuchif");
+  mcclUniqueId bad;
+  memset(&bad, 0x11, sizeof(bad));
+  EXPECT_RES(mcclGetUniqueId(&bad), mcclInvalidArgument);
+  EXPECT_EQ((unsigned char)bad.internal[0], 0x11);  // untouched
+  mcclBootstrap* bs = NULL;
+  EXPECT_RES(mcclBootstrapInit(&id, 0, 1, 0, NULL, NULL, &bs), mcclInvalidArgument);
+  EXPECT_TRUE(bs == NULL);
+  setEnv("MCCL_SOCKET_IFNAME", "^");  // excludes nothing: any interface
+  EXPECT_OK(mcclGetUniqueId(&id));
+  setEnv("MCCL_SOCKET_IFNAME", "lo");
+  setEnv("MCCL_SOCKET_FAMILY", "AF_UNIX");
+  EXPECT_RES(mcclGetUniqueId(&bad), mcclInvalidArgument);
+  setEnv("MCCL_SOCKET_FAMILY", "AF_INET6");
+  mcclResult_t r6 = mcclGetUniqueId(&id);
+  if (r6 == mcclSuccess) {
+    EXPECT_EQ(idFamily(&id, host, sizeof(host)), AF_INET6);
+    EXPECT_TRUE(strcmp(host, "::1") == 0);
+    setTimeoutMs("10000");
+    runPosed(2, 1, 0);
+  } else {
+    EXPECT_RES(r6, mcclInvalidArgument);  // no IPv6 on lo here: the IPv4 cases above still ran
+  }
+  setEnv("MCCL_SOCKET_FAMILY", NULL);
+  setEnv("MCCL_SOCKET_IFNAME", NULL);
+  setTimeoutMs(NULL);
+  EXPECT_EQ(mcclTestCountFds(), fds0);
+}
+
+// Over TCP: a rank of another host whose rank 0 never comes, a rank that never arrives while the
+// others wait, and a peer that died.
+static void tcpRendezvousTimesOut(void) {
+  noRootCase(1);
+  missingRankCase(1);
+}
+static void tcpDeadPeer(void) {
+  deadPeerCase(poseHosts[1]);
+}
+
 MCCL_TEST_MAIN(MCCL_TEST_CASE(uniqueIdsDiffer), MCCL_TEST_CASE(badArguments), MCCL_TEST_CASE(threadsOneId),
                MCCL_TEST_CASE(missingRankTimesOut), MCCL_TEST_CASE(noRootTimesOut), MCCL_TEST_CASE(wrongSecret),
                MCCL_TEST_CASE(duplicateRank), MCCL_TEST_CASE(countMismatch), MCCL_TEST_CASE(abortFlagEndsWait),
-               MCCL_TEST_CASE(deadPeer))
+               MCCL_TEST_CASE(deadPeer), MCCL_TEST_CASE(tcpAcrossPosedHosts), MCCL_TEST_CASE(socketIfname),
+               MCCL_TEST_CASE(tcpRendezvousTimesOut), MCCL_TEST_CASE(tcpDeadPeer))

@@ -84,8 +84,9 @@ typedef struct mcclWindow_vidmem* mcclWindow_t;
 mcclResult_t mcclGetVersion(int* version);
 
 /** @cond MCCL_REDECLARED (documented where they are defined; repeated so minccl.h stands alone) */
-/* mcclGetUniqueId (NCCL's ncclGetUniqueId), documented in mccl_bootstrap.h: a fresh id on one rank,
- * then handed to every rank (MPI_Bcast). mcclSuccess; mcclInvalidArgument (NULL); mcclSystemError. */
+/* mcclGetUniqueId (NCCL's ncclGetUniqueId), documented in mccl_bootstrap.h: a fresh id on rank 0's
+ * host, then handed to every rank (MPI_Bcast). mcclSuccess; mcclInvalidArgument (NULL, or
+ * MCCL_SOCKET_IFNAME / MCCL_SOCKET_FAMILY selecting no interface); mcclSystemError. */
 mcclResult_t mcclGetUniqueId(mcclUniqueId* uniqueId);
 /** @endcond */
 

@@ -46,4 +46,30 @@ static inline void netCheckRing(const mcclLabComm* comm) {
   }
   EXPECT_EQ(comm->simpleOnly, nHosts > 1);
 }
+
+// The bootstrap between posed hosts goes over TCP (mcclBootstrapGetStats): rank 0 made the id on
+// its host, so the ranks of other hosts reached its rendezvous over TCP; in a barrier (dissemination:
+// round k sends to me + 2^k, receives from me - 2^k) exactly the messages to and from other hosts
+// take TCP, the others the Unix socket.
+static inline void netCheckBootstrapPaths(const mcclLabComm* comm) {
+  const int n = comm->nRanks, me = comm->rank;
+  mcclBootstrapStats st0, st1;
+  EXPECT_OK(mcclBootstrapGetStats(comm->bootstrap, &st0));
+  EXPECT_EQ(st0.rendezvousTcp, netHostOf(me) != netHostOf(0));
+  EXPECT_OK(mcclBootstrapBarrier(comm->bootstrap));
+  EXPECT_OK(mcclBootstrapGetStats(comm->bootstrap, &st1));
+  uint64_t sendCross = 0, sendSame = 0, recvCross = 0, recvSame = 0;
+  for (int mask = 1; mask < n; mask <<= 1) {
+    int to = (me + mask) % n, from = (me - mask % n + n) % n;
+    int toCross = netHostOf(to) != netHostOf(me), fromCross = netHostOf(from) != netHostOf(me);
+    sendCross += (uint64_t)toCross;
+    sendSame += (uint64_t)!toCross;
+    recvCross += (uint64_t)fromCross;
+    recvSame += (uint64_t)!fromCross;
+  }
+  EXPECT_EQ(st1.tcpSent - st0.tcpSent, sendCross);
+  EXPECT_EQ(st1.unixSent - st0.unixSent, sendSame);
+  EXPECT_EQ(st1.tcpReceived - st0.tcpReceived, recvCross);
+  EXPECT_EQ(st1.unixReceived - st0.unixReceived, recvSame);
+}
 #endif

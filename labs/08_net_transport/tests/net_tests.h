@@ -9,6 +9,7 @@ static void ringTransports(void) {
   struct arMpi m;
   arMpiSetUp(&m, 2, 4096);
   if (!mcclTestStopped()) netCheckRing(m.comm);
+  if (!mcclTestStopped()) netCheckBootstrapPaths(m.comm);
   int send = 0, recv = 0;
   if (!mcclTestStopped()) EXPECT_RES(mcclNetRingTransports(m.comm, 2, &send, &recv), mcclInvalidArgument);
   EXPECT_RES(mcclNetRingTransports(NULL, 0, &send, &recv), mcclInvalidArgument);
