@@ -84,6 +84,20 @@ static void runRanks(rankArgs* args, int n) {
     }                                                                      \
   } while (0)
 
+// An allgather of 1 MiB per rank (larger than a socket buffer, so the ring must not deadlock), each
+// rank's bytes a pattern of (mul, add): whether it succeeded and every sampled byte arrived.
+static int bigAllGatherOk(mcclBootstrap* bs, int rank, int nranks, unsigned mul, unsigned add) {
+  const size_t sz = 1 << 20;
+  unsigned char* all = malloc(sz * (size_t)nranks);
+  if (all == NULL) return 0;
+  for (size_t i = 0; i < sz; i++) all[(size_t)rank * sz + i] = (unsigned char)(i * mul + (size_t)rank * add);
+  int ok = mcclBootstrapAllGather(bs, all, sz) == mcclSuccess;
+  for (int r = 0; ok && r < nranks; r++)
+    for (size_t i = 0; i < sz; i += 4093) ok &= all[(size_t)r * sz + i] == (unsigned char)(i * mul + (size_t)r * add);
+  free(all);
+  return ok;
+}
+
 static int exchangeBody(mcclBootstrap* bs, int rank, int nranks, char* err, size_t errLen) {
   BODY_CHECK(mcclBootstrapRank(bs) == rank && mcclBootstrapNRanks(bs) == nranks);
   for (int p = 0; p < nranks; p++) {
@@ -95,15 +109,7 @@ static int exchangeBody(mcclBootstrap* bs, int rank, int nranks, char* err, size
     BODY_CHECK(info.hostHash == mcclGetHostHash() && strcmp(info.proxyAddr, want) == 0);
   }
   // Allgather of a payload larger than a socket buffer: the ring must not deadlock.
-  size_t sz = 1 << 20;
-  unsigned char* all = malloc(sz * (size_t)nranks);
-  BODY_CHECK(all != NULL);
-  for (size_t i = 0; i < sz; i++) all[(size_t)rank * sz + i] = (unsigned char)(i * 7 + (size_t)rank * 13);
-  int ok = mcclBootstrapAllGather(bs, all, sz) == mcclSuccess;
-  for (int r = 0; ok && r < nranks; r++)
-    for (size_t i = 0; i < sz; i += 4093) ok &= all[(size_t)r * sz + i] == (unsigned char)(i * 7 + (size_t)r * 13);
-  free(all);
-  BODY_CHECK(ok);
+  BODY_CHECK(bigAllGatherOk(bs, rank, nranks, 7, 13));
   BODY_CHECK(mcclBootstrapBarrier(bs) == mcclSuccess);
   // Tagged messages out of order: tag 2 is sent first, received second (the unexpected list).
   int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks;
@@ -406,15 +412,7 @@ static int tcpBody(mcclBootstrap* bs, int rank, int nranks, char* err, size_t er
   BODY_CHECK(st1.tcpReceived - st0.tcpReceived == (uint64_t)(nranks - 1 - sameHost));
   BODY_CHECK(st1.unixReceived - st0.unixReceived == (uint64_t)sameHost);
   // Allgather larger than a socket buffer and barriers across the TCP edges.
-  size_t sz = 1 << 20;
-  unsigned char* all = malloc(sz * (size_t)nranks);
-  BODY_CHECK(all != NULL);
-  for (size_t i = 0; i < sz; i++) all[(size_t)rank * sz + i] = (unsigned char)(i * 5 + (size_t)rank * 17);
-  int ok = mcclBootstrapAllGather(bs, all, sz) == mcclSuccess;
-  for (int r = 0; ok && r < nranks; r++)
-    for (size_t i = 0; i < sz; i += 4093) ok &= all[(size_t)r * sz + i] == (unsigned char)(i * 5 + (size_t)r * 17);
-  free(all);
-  BODY_CHECK(ok);
+  BODY_CHECK(bigAllGatherOk(bs, rank, nranks, 5, 17));
   BODY_CHECK(mcclBootstrapBarrier(bs) == mcclSuccess);
   // A size mismatch is refused over TCP as over a Unix socket.
   int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks, v = 1;
