@@ -63,6 +63,7 @@ static void loadConfig(void) {
   simG.maxBlockThreads =
       (int)envLL(simParamEnvSimMaxBlockThreads, simParamDefaultSimMaxBlockThreads, 32, 1024) / 32 * 32;
   simG.maxGridThreads = (int)envLL(simParamEnvSimMaxGridThreads, simParamDefaultSimMaxGridThreads, 32, 65536);
+  simG.lateCopyUs = (int)envLL(simParamEnvSimLateCopyUs, simParamDefaultSimLateCopyUs, 0, 1000000);
   for (int d = 0; d < SIM_MAX_DEVICES; d++) {
     simG.dev[d].primaryCtx.magic = SIM_CTX_MAGIC;
     simG.dev[d].primaryCtx.device = d;

@@ -38,6 +38,7 @@ typedef struct {
   int numaNodes;            // host NUMA nodes (>= 1)
   int maxBlockThreads;      // MCCL_SIM_MAX_BLOCK_THREADS (a multiple of 32): larger blocks are reduced
   int maxGridThreads;       // MCCL_SIM_MAX_GRID_THREADS: host threads one grid may use
+  int lateCopyUs;           // MCCL_SIM_LATE_COPY_US: delay of a NULL-stream copy/memset that returned first
   simDevice dev[SIM_MAX_DEVICES];
 } simGlobal;
 

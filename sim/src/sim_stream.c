@@ -1,6 +1,11 @@
 // Streams, events and copies. A stream is an ordered queue run by one worker thread, so async copies
 // really overlap with host work. The NULL (legacy) stream runs its op inline in the calling thread after
 // draining the current device's blocking streams; cudaStreamPerThread runs inline without draining.
+// Except where CUDA lets a NULL-stream call return before its work is done (the runtime guide's "API
+// synchronization behavior"): a memset of device memory, and a copy into device memory from pageable host
+// memory (staged first, as the driver does) or from device memory. Those go to the legacy-stream worker,
+// which runs them MCCL_SIM_LATE_COPY_US later, so work on a non-blocking stream that was not ordered
+// after them sees the old bytes, as it may on a GPU.
 // Kernels are never run inline: a kernel on the NULL stream goes to the device's legacy-stream worker (a
 // hidden stream started on the first such launch), queued behind the work of the device's blocking
 // streams, and work queued later on a blocking stream waits for it (simEnqueueWork).
@@ -35,6 +40,8 @@ typedef struct simOp {
   int nDeps;
   struct CUstream_st** deps;
   unsigned long long* depSeq;
+  int late;    // a NULL-stream copy or memset that returned before it ran: delayed, checked again
+  int ownSrc;  // src is the op's own staging copy of pageable host memory, freed after the copy
 } simOp;
 
 struct CUstream_st {
@@ -43,6 +50,7 @@ struct CUstream_st {
   unsigned int flags;
   int dead, exited, pins;
   int legacy;  // the hidden worker of a device's NULL stream (never destroyed)
+  int running;  // legacy: its worker thread is alive (it exits after SIM_LEGACY_IDLE_MS without work)
   int detach;  // destroyed with work queued: the worker detaches itself when it exits
   pthread_t thread;
   pid_t pid;  // the process that started the worker (a forked child has no such thread to join)
@@ -103,6 +111,20 @@ static void runOp(simOp* op) {
   }
 }
 
+// A NULL-stream copy or memset that returned before it ran: it waits the configured delay, then runs
+// unless its destination was unmapped or freed meanwhile (a GPU would fault; the sim says so and skips).
+static void runLateOp(simOp* op) {
+  if (simG.lateCopyUs > 0) usleep((useconds_t)simG.lateCopyUs);
+  size_t bytes = op->kind == OP_SET32 ? op->n * 4 : op->n;
+  if (simRangeUsable((uintptr_t)op->dst, bytes, 0))
+    runOp(op);
+  else
+    fprintf(stderr,
+            "minccl-sim: a NULL-stream %s of %zu bytes to %p ran after its memory was unmapped or freed: "
+            "skipped (a GPU would fault)\n",
+            op->kind == OP_COPY ? "copy" : "memset", bytes, op->dst);
+}
+
 // Called with qLock held for the ops that touch stream/event state.
 static void markReached(CUevent ev, unsigned long long seq) {
   clock_gettime(CLOCK_MONOTONIC, &ev->when);
@@ -111,11 +133,29 @@ static void markReached(CUevent ev, unsigned long long seq) {
 
 static void waitStreamLocked(struct CUstream_st* s, unsigned long long target);
 
+// The legacy-stream worker leaves after this long without work (and is started again on demand), so a
+// NULL-stream memset does not leave a thread behind that a test's thread count would see as leaked.
+#define SIM_LEGACY_IDLE_MS 20
+
 static void* worker(void* arg) {
   struct CUstream_st* s = arg;
   pthread_mutex_lock(&qLock);
   for (;;) {
-    while (!s->head) pthread_cond_wait(&s->work, &qLock);
+    while (!s->head) {
+      if (!s->legacy) {
+        pthread_cond_wait(&s->work, &qLock);
+        continue;
+      }
+      struct timespec until;
+      clock_gettime(CLOCK_REALTIME, &until);
+      until.tv_nsec += SIM_LEGACY_IDLE_MS * 1000000L;
+      if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+      if (pthread_cond_timedwait(&s->work, &qLock, &until) == ETIMEDOUT && !s->head) {
+        s->running = 0;
+        pthread_mutex_unlock(&qLock);
+        return NULL;  // detached
+      }
+    }
     simOp* op = s->head;  // stays queued while running, so cudaStreamQuery sees it pending
     if (op->waitStream) waitStreamLocked(op->waitStream, op->waitSeq);
     for (int i = 0; i < op->nDeps; i++) {
@@ -129,7 +169,11 @@ static void* worker(void* arg) {
       markReached(op->ev, op->seq);
     } else if (op->kind != OP_EXIT) {
       pthread_mutex_unlock(&qLock);
-      runOp(op);
+      if (op->late)
+        runLateOp(op);
+      else
+        runOp(op);
+      if (op->ownSrc) free((void*)op->src);
       pthread_mutex_lock(&qLock);
     }
     s->head = op->next;
@@ -242,22 +286,34 @@ static CUresult submit(CUstream hStream, simOp* tmpl) {
 }
 
 // The device's legacy-stream worker, started on first use; qLock held.
-static struct CUstream_st* legacyLocked(int dev) {
-  if (legacyStream[dev]) return legacyStream[dev];
-  struct CUstream_st* s = calloc(1, sizeof(*s));
-  if (!s) return NULL;
-  s->magic = SIM_STREAM_MAGIC;
-  s->device = dev;
-  s->legacy = 1;
-  s->pins = 1;  // never freed: its thread lives until the process exits
-  pthread_cond_init(&s->work, NULL);
+static int startLegacyWorkerLocked(struct CUstream_st* s) {
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   pthread_t t;
   int rc = pthread_create(&t, &attr, worker, s);
   pthread_attr_destroy(&attr);
-  if (rc != 0) {
+  if (rc != 0) return 0;
+  s->running = 1;
+  s->pid = getpid();
+  return 1;
+}
+
+static struct CUstream_st* legacyLocked(int dev) {
+  struct CUstream_st* s = legacyStream[dev];
+  if (s) {
+    // Its worker left when idle, or lives in the parent of this forked process: start one here.
+    if ((!s->running || s->pid != getpid()) && !startLegacyWorkerLocked(s)) return NULL;
+    return s;
+  }
+  s = calloc(1, sizeof(*s));
+  if (!s) return NULL;
+  s->magic = SIM_STREAM_MAGIC;
+  s->device = dev;
+  s->legacy = 1;
+  s->pins = 1;  // never freed: ops of other streams may wait on its counters at any time
+  pthread_cond_init(&s->work, NULL);
+  if (!startLegacyWorkerLocked(s)) {
     pthread_cond_destroy(&s->work);
     free(s);
     return NULL;
@@ -268,6 +324,39 @@ static struct CUstream_st* legacyLocked(int dev) {
   return s;
 }
 
+// Queues op (malloc'ed; freed here on error) on device dev's legacy-stream worker, behind everything
+// already queued on the device's blocking streams (the legacy stream's rule); qLock held.
+static CUresult enqueueLegacyLocked(int dev, simOp* op) {
+  struct CUstream_st* s = legacyLocked(dev);
+  if (!s) {
+    free(op);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  int n = 0;
+  for (struct CUstream_st* t = streams; t; t = t->next)
+    if (t != s && t->device == dev && !(t->flags & CU_STREAM_NON_BLOCKING) && !t->exited && t->completed < t->submitted)
+      n++;
+  if (n) {
+    op->deps = malloc(sizeof(*op->deps) * (size_t)n);
+    op->depSeq = malloc(sizeof(*op->depSeq) * (size_t)n);
+    if (!op->deps || !op->depSeq) {
+      free(op->deps);
+      free(op->depSeq);
+      free(op);
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    for (struct CUstream_st* t = streams; t; t = t->next)
+      if (t != s && t->device == dev && !(t->flags & CU_STREAM_NON_BLOCKING) && !t->exited &&
+          t->completed < t->submitted) {
+        t->pins++;  // keeps a destroyed stream's memory until the wait is done
+        op->deps[op->nDeps] = t;
+        op->depSeq[op->nDeps++] = t->submitted;
+      }
+  }
+  enqueueLocked(s, op);
+  return CUDA_SUCCESS;
+}
+
 CUresult simEnqueueWork(CUstream hStream, int dev, void (*fn)(void*), void* arg) {
   if (hStream == CU_STREAM_PER_THREAD) return simNotImplemented("a kernel launch on cudaStreamPerThread");
   simOp* op = calloc(1, sizeof(*op));
@@ -276,46 +365,17 @@ CUresult simEnqueueWork(CUstream hStream, int dev, void (*fn)(void*), void* arg)
   op->fn = fn;
   op->arg = arg;
   pthread_mutex_lock(&qLock);
-  struct CUstream_st* s = hStream;
+  CUresult r = CUDA_SUCCESS;
   if (isNullStream(hStream)) {
-    s = legacyLocked(dev);
-    if (!s) {
-      pthread_mutex_unlock(&qLock);
-      free(op);
-      return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    // Behind everything already queued on the device's blocking streams (the legacy stream's rule).
-    int n = 0;
-    for (struct CUstream_st* t = streams; t; t = t->next)
-      if (t != s && t->device == dev && !(t->flags & CU_STREAM_NON_BLOCKING) && !t->exited &&
-          t->completed < t->submitted)
-        n++;
-    if (n) {
-      op->deps = malloc(sizeof(*op->deps) * (size_t)n);
-      op->depSeq = malloc(sizeof(*op->depSeq) * (size_t)n);
-      if (!op->deps || !op->depSeq) {
-        pthread_mutex_unlock(&qLock);
-        free(op->deps);
-        free(op->depSeq);
-        free(op);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-      }
-      for (struct CUstream_st* t = streams; t; t = t->next)
-        if (t != s && t->device == dev && !(t->flags & CU_STREAM_NON_BLOCKING) && !t->exited &&
-            t->completed < t->submitted) {
-          t->pins++;  // keeps a destroyed stream's memory until the wait is done
-          op->deps[op->nDeps] = t;
-          op->depSeq[op->nDeps++] = t->submitted;
-        }
-    }
+    r = enqueueLegacyLocked(dev, op);
   } else if (!streamLive(hStream)) {
-    pthread_mutex_unlock(&qLock);
     free(op);
-    return CUDA_ERROR_INVALID_HANDLE;
+    r = CUDA_ERROR_INVALID_HANDLE;
+  } else {
+    enqueueLocked(hStream, op);
   }
-  enqueueLocked(s, op);
   pthread_mutex_unlock(&qLock);
-  return CUDA_SUCCESS;
+  return r;
 }
 
 static CUresult checkStream(CUstream s) {
@@ -673,6 +733,53 @@ static int vmmAccessOk(const void* p, unsigned long long need) {
   return (info.access & need) == need;
 }
 
+// CUDA's rule for a synchronous-looking call on the NULL stream: it may return before its work is done
+// when it is a memset of device memory, or a copy into device memory from pageable host memory or from
+// device memory (from pinned host memory, or into host memory, it returns when done). Not on
+// cudaStreamPerThread, whose calls the sim runs inline.
+static int returnsEarly(CUstream s, const void* dst, const void* src, int isSet) {
+  if (!(s == NULL || s == CU_STREAM_LEGACY)) return 0;
+  simPtrInfo di, si;
+  if (!simLookup((uintptr_t)dst, &di) || di.kind != SIM_MEM_DEVICE) return 0;
+  if (isSet) return 1;
+  if (!simLookup((uintptr_t)src, &si)) return 1;  // pageable host memory
+  return si.kind == SIM_MEM_DEVICE;
+}
+
+// A copy from pageable host memory into device memory reads the caller's buffer before the call
+// returns (the driver stages it), so the caller may reuse the buffer at once: the sim copies it too.
+static CUresult stagePageable(simOp* op) {
+  simPtrInfo di, si;
+  if (op->kind != OP_COPY || simLookup((uintptr_t)op->src, &si) || !simLookup((uintptr_t)op->dst, &di) ||
+      di.kind != SIM_MEM_DEVICE)
+    return CUDA_SUCCESS;
+  void* staged = malloc(op->n);
+  if (!staged) return CUDA_ERROR_OUT_OF_MEMORY;
+  memcpy(staged, op->src, op->n);
+  op->src = staged;
+  op->ownSrc = 1;
+  return CUDA_SUCCESS;
+}
+
+// Queues such a call on the legacy-stream worker (a pageable source staged first) and returns without
+// waiting for it.
+static CUresult submitLate(const simOp* tmpl) {
+  simOp* op = calloc(1, sizeof(*op));
+  if (!op) return CUDA_ERROR_OUT_OF_MEMORY;
+  *op = *tmpl;
+  op->late = 1;
+  if (stagePageable(op) != CUDA_SUCCESS) {
+    free(op);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  void* staged = op->ownSrc ? (void*)op->src : NULL;
+  pthread_mutex_lock(&qLock);
+  CUresult r = enqueueLegacyLocked(nullStreamDevice(), op);  // frees op on error
+  pthread_mutex_unlock(&qLock);
+  if (r != CUDA_SUCCESS) free(staged);
+  return r;
+}
+
 static CUresult copy(void* dst, int dstHostOk, const void* src, int srcHostOk, size_t n, CUstream s, int async) {
   if (n == 0) return checkStream(s);
   if (!simRangeUsable((uintptr_t)dst, n, dstHostOk) || !simRangeUsable((uintptr_t)src, n, srcHostOk))
@@ -680,7 +787,11 @@ static CUresult copy(void* dst, int dstHostOk, const void* src, int srcHostOk, s
   if (!vmmAccessOk(dst, CU_MEM_ACCESS_FLAGS_PROT_READWRITE) || !vmmAccessOk(src, CU_MEM_ACCESS_FLAGS_PROT_READ))
     return CUDA_ERROR_INVALID_VALUE;
   simOp op = {.kind = OP_COPY, .dst = dst, .src = src, .n = n};
+  if (!async && returnsEarly(s, dst, src, 0)) return submitLate(&op);
+  // An async copy queued on a stream: a pageable source is staged now, as the driver does.
+  if (async && !isNullStream(s) && stagePageable(&op) != CUDA_SUCCESS) return CUDA_ERROR_OUT_OF_MEMORY;
   CUresult r = submit(s, &op);
+  if (r != CUDA_SUCCESS && op.ownSrc) free((void*)op.src);
   if (r == CUDA_SUCCESS && !async && !isNullStream(s)) r = cuStreamSynchronize(s);
   return r;
 }
@@ -692,6 +803,7 @@ static CUresult set(void* dst, unsigned int val, size_t count, int width, CUstre
   if (!vmmAccessOk(dst, CU_MEM_ACCESS_FLAGS_PROT_READWRITE)) return CUDA_ERROR_INVALID_VALUE;
   simOp op = {.kind = width == 1 ? OP_SET8 : OP_SET32, .dst = dst, .n = count, .val = val};
   if (width == 1) op.n = bytes;
+  if (!async && returnsEarly(s, dst, NULL, 1)) return submitLate(&op);
   CUresult r = submit(s, &op);
   if (r == CUDA_SUCCESS && !async && !isNullStream(s)) r = cuStreamSynchronize(s);
   return r;

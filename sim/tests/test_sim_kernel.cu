@@ -149,6 +149,16 @@ extern "C" __global__ void pingKernel(struct PingArgs a) {
 MCCL_KERNEL_REGISTER(pingKernel);
 
 // Waits for the host to set *go (after the launch returned), then reports.
+// Copies one word, as a kernel sees it when it runs.
+struct PeekArgs {
+  uint64_t* src;
+  uint64_t* dst;
+};
+extern "C" __global__ void peekKernel(struct PeekArgs a) {
+  if (threadIdx.x == 0) st_relaxed_sys_global(a.dst, ld_volatile_global(a.src));
+}
+MCCL_KERNEL_REGISTER(peekKernel);
+
 struct GoArgs {
   uint64_t* go;
   uint64_t* done;
@@ -394,6 +404,8 @@ static void twoStreamsPingPong(void) {
   EXPECT_CUDA_OK(cudaMemset(m, 0, 8 * sizeof(uint64_t)));
   EXPECT_CUDA_OK(cudaMemset(stop, 0, sizeof(uint32_t)));
   EXPECT_CUDA_OK(cudaMemset(err, 0, sizeof(int)));
+  // The memsets may still be running (NULL stream), and streams a and b do not wait for it.
+  EXPECT_CUDA_OK(cudaDeviceSynchronize());
   cudaStream_t a, b;
   EXPECT_CUDA_OK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
   EXPECT_CUDA_OK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
@@ -445,6 +457,61 @@ static void legacyStreamIsAsync(void) {
   EXPECT_CUDA_OK(cudaMemcpy(&got, d + 1, sizeof(got), cudaMemcpyDefault));
   EXPECT_EQ(got, 1u);
   EXPECT_CUDA_OK(cudaFreeHost(h));
+}
+
+// CUDA's API synchronization rules: on the NULL stream, cudaMemset of device memory and cudaMemcpy into
+// device memory from pageable host memory may return before the bytes land. A kernel on a blocking stream
+// is ordered after them; one on a non-blocking stream is not (on the sim it runs first, as
+// MCCL_SIM_LATE_COPY_US delays them; on a GPU either order may happen, so only the sim asserts it). A
+// pageable source is staged before the call returns, so the caller may reuse its buffer at once.
+static void nullStreamCallsReturnEarly(void) {
+  setup();
+  CHECK_STOPPED();
+  CUfunction f = func((const void*)peekKernel);
+  EXPECT_TRUE(f != NULL);
+  uint64_t* d = NULL;
+  EXPECT_CUDA_OK(cudaMalloc((void**)&d, 2 * sizeof(uint64_t)));
+  EXPECT_CUDA_OK(cudaMemset(d, 0, 2 * sizeof(uint64_t)));
+  EXPECT_CUDA_OK(cudaDeviceSynchronize());
+  cudaStream_t nb, bl;
+  EXPECT_CUDA_OK(cudaStreamCreateWithFlags(&nb, cudaStreamNonBlocking));
+  EXPECT_CUDA_OK(cudaStreamCreate(&bl));
+  struct PeekArgs pa = {d, d + 1};
+  void* params[] = {&pa};
+  uint64_t got = 1;
+  const char* late = getenv("MCCL_SIM_LATE_COPY_US");
+  const int simLate = MCCL_TEST_ON_SIM && (late == NULL || atoi(late) >= 1000);
+  // A memset, then a kernel on a non-blocking stream: it may run before the memset. (That is a data race
+  // by design, so ThreadSanitizer builds leave it out.)
+  if (!MCCL_TEST_UNDER_TSAN) {
+    EXPECT_CUDA_OK(cudaMemset(d, 0xab, sizeof(uint64_t)));
+    EXPECT_CU_OK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, (CUstream)nb, params, NULL));
+    EXPECT_CUDA_OK(cudaStreamSynchronize(nb));
+    EXPECT_CUDA_OK(cudaDeviceSynchronize());
+    EXPECT_CUDA_OK(cudaMemcpy(&got, d + 1, sizeof(got), cudaMemcpyDeviceToHost));
+    if (simLate) EXPECT_EQ(got, 0u);  // the kernel ran first and saw the old bytes
+  }
+  // A blocking stream's kernel waits for the NULL stream's memset.
+  EXPECT_CUDA_OK(cudaMemset(d, 0xcd, sizeof(uint64_t)));
+  EXPECT_CU_OK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, (CUstream)bl, params, NULL));
+  EXPECT_CUDA_OK(cudaStreamSynchronize(bl));
+  EXPECT_CUDA_OK(cudaMemcpy(&got, d + 1, sizeof(got), cudaMemcpyDeviceToHost));
+  EXPECT_EQ(got, 0xcdcdcdcdcdcdcdcdull);
+  // A copy from pageable memory: the buffer may change once the call returns; the device gets the old value.
+  uint64_t* host = (uint64_t*)malloc(sizeof(uint64_t));
+  EXPECT_TRUE(host != NULL);
+  if (host) {
+    *host = 0x1111;
+    EXPECT_CUDA_OK(cudaMemcpy(d, host, sizeof(uint64_t), cudaMemcpyHostToDevice));
+    *host = 0x2222;
+    // A synchronous copy on the NULL stream waits for the one before it.
+    EXPECT_CUDA_OK(cudaMemcpy(&got, d, sizeof(got), cudaMemcpyDeviceToHost));
+    EXPECT_EQ(got, 0x1111u);
+    free(host);
+  }
+  EXPECT_CUDA_OK(cudaStreamDestroy(nb));
+  EXPECT_CUDA_OK(cudaStreamDestroy(bl));
+  EXPECT_CUDA_OK(cudaFree(d));
 }
 
 // Four grids on four streams, four blocks each, pass 64 words around a ring for many steps.
@@ -583,4 +650,5 @@ static void fp16bf16RoundTrip(void) {
 MCCL_TEST_MAIN(MCCL_TEST_CASE(indicesEveryThread), MCCL_TEST_CASE(syncthreadsVotes),
                MCCL_TEST_CASE(namedBarriersSubsets), MCCL_TEST_CASE(sharedStructPerBlock),
                MCCL_TEST_CASE(twoStreamsPingPong), MCCL_TEST_CASE(ringOfGrids), MCCL_TEST_CASE(legacyStreamIsAsync),
+               MCCL_TEST_CASE(nullStreamCallsReturnEarly),
                MCCL_TEST_CASE(badLaunches), MCCL_TEST_CASE(oversizedBlockReduced), MCCL_TEST_CASE(fp16bf16RoundTrip))
