@@ -286,6 +286,20 @@ int mcclTestMain(int argc, char** argv, const mcclTestCase* cases, int nCases, c
     mcclTestSkipWith(__VA_ARGS__);  \
     return;                         \
   } while (0)
+/** @brief cudaMemcpy from host memory into device memory whose bytes have landed when it returns.
+ *  On the NULL stream a copy from pageable memory into device memory, and a memset of device memory,
+ *  may return before the bytes land (CUDA's API synchronization rules; the sim delays them, see
+ *  MCCL_SIM_LATE_COPY_US), and a kernel or copy queued on a non-blocking stream does not wait for the
+ *  NULL stream: tests set buffers up with these two before handing them to such a stream. */
+static inline cudaError_t mcclTestCopyToDevice(void* dst, const void* src, size_t bytes) {
+  cudaError_t e = cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
+  return e != cudaSuccess ? e : cudaStreamSynchronize(NULL);
+}
+/** @brief cudaMemset whose bytes have landed when it returns (see mcclTestCopyToDevice). */
+static inline cudaError_t mcclTestMemset(void* dst, int value, size_t bytes) {
+  cudaError_t e = cudaMemset(dst, value, bytes);
+  return e != cudaSuccess ? e : cudaStreamSynchronize(NULL);
+}
 /** @brief After calling a helper that uses EXPECT_*, return if it failed or skipped. */
 #define CHECK_STOPPED() \
   do {                  \

@@ -46,6 +46,16 @@ static inline uint64_t mcclTestMpiShareSeed_(uint64_t seed) {
   return s;
 }
 
+/** @brief Whether the running test has failed or been skipped on any rank: collective, every rank calls
+ *  it at the same point. A test that runs rounds of collective work checks it before each round (in its
+ *  loop conditions), so that a rank whose check failed does not leave the others waiting in a kernel for
+ *  a round it never joins. */
+static inline int mcclTestMpiAnyStopped(void) {
+  int stopped = mcclTestStopped();
+  MPI_Allreduce(MPI_IN_PLACE, &stopped, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return stopped;
+}
+
 /** @brief The thread level MPI provides to this process (MPI_Init_thread's `provided`). */
 static inline int mcclTestMpiThreadLevel(void) {
   return mcclTestMpiThreads_;

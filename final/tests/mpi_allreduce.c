@@ -62,10 +62,10 @@ static void run(struct world* w, const struct arPath* path, mcclDataType_t t, mc
   arForce(path->algo, path->proto);
   if (!inPlace) {
     memset(w->host, 0xa5, bytes);
-    EXPECT_CUDA_OK(cudaMemcpy(w->recv, w->host, bytes, cudaMemcpyHostToDevice));
+    EXPECT_CUDA_OK(mcclTestCopyToDevice(w->recv, w->host, bytes));
   }
   arFill(w->host, t, op, count, rank, seed);
-  EXPECT_CUDA_OK(cudaMemcpy(inPlace ? w->recv : w->send, w->host, bytes, cudaMemcpyHostToDevice));
+  EXPECT_CUDA_OK(mcclTestCopyToDevice(inPlace ? w->recv : w->send, w->host, bytes));
   EXPECT_OK(mcclAllReduce(inPlace ? w->recv : w->send, w->recv, count, t, op, w->comm, w->stream));
   EXPECT_CUDA_OK(cudaStreamSynchronize(w->stream));
   EXPECT_CUDA_OK(cudaMemcpy(w->host, w->recv, bytes, cudaMemcpyDeviceToHost));
@@ -82,9 +82,9 @@ static void everyTypeOpAlgorithm(void) {
   CHECK_STOPPED();
   uint64_t seed = mcclTestSeed();
   int k = 0;
-  for (int p = 0; p < AR_NPATHS && !mcclTestStopped(); p++)
-    for (int t = 0; t < mcclNumTypes && !mcclTestStopped(); t++)
-      for (int op = 0; op < mcclNumOps && !mcclTestStopped(); op++, k++)
+  for (int p = 0; p < AR_NPATHS && !mcclTestMpiAnyStopped(); p++)
+    for (int t = 0; t < mcclNumTypes && !mcclTestMpiAnyStopped(); t++)
+      for (int op = 0; op < mcclNumOps && !mcclTestMpiAnyStopped(); op++, k++)
         if (mcclTestSampled((uint64_t)k, 4))
           run(&w, &arPaths[p], (mcclDataType_t)t, (mcclRedOp_t)op, counts[k & 1], (k >> 1) & 1, seed + (uint64_t)k);
   arForce(NULL, NULL);
@@ -106,7 +106,7 @@ static void tableChoice(void) {
   EXPECT_CUDA_OK(cudaMalloc(&w.send, 200000 * 4));
   EXPECT_CUDA_OK(cudaMalloc(&w.recv, 200000 * 4));
   static const struct arPath table = {"table", NULL, NULL};
-  for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]) && !mcclTestStopped(); i++)
+  for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]) && !mcclTestMpiAnyStopped(); i++)
     run(&w, &table, mcclFloat32, mcclSum, counts[i], 0, mcclTestSeed() + i);
   EXPECT_CUDA_OK(cudaFree(w.send));
   EXPECT_CUDA_OK(cudaFree(w.recv));

@@ -38,9 +38,9 @@ static void everyTypeAndOp(void) {
   struct fmpiWorld w;
   fmpiSetUp(&w, 37 * 8 * (size_t)mcclTestMpiSize());
   int k = 0;
-  for (int f = 0; f < collNumFuncs && !mcclTestStopped(); f++)
-    for (int t = 0; t < mcclNumTypes && !mcclTestStopped(); t++)
-      for (int op = 0; op < (f == collReduce || f == collReduceScatter ? mcclNumOps : 2) && !mcclTestStopped();
+  for (int f = 0; f < collNumFuncs && !mcclTestMpiAnyStopped(); f++)
+    for (int t = 0; t < mcclNumTypes && !mcclTestMpiAnyStopped(); t++)
+      for (int op = 0; op < (f == collReduce || f == collReduceScatter ? mcclNumOps : 2) && !mcclTestMpiAnyStopped();
            op++, k++) {
         if (!mcclTestSampled((uint64_t)k, 3)) continue;
         struct collCall c = {f,  (mcclDataType_t)t, (mcclRedOp_t)op, 37, k % w.nranks,
@@ -56,9 +56,9 @@ static void everyRoot(void) {
   struct fmpiWorld w;
   fmpiSetUp(&w, 1001 * 4);
   int k = 0;
-  for (int f = collBroadcast; f <= collReduce && !mcclTestStopped(); f++)
-    for (int root = 0; root < w.nranks && !mcclTestStopped(); root++)
-      for (int inPlace = 0; inPlace < 2 && !mcclTestStopped(); inPlace++, k++) {
+  for (int f = collBroadcast; f <= collReduce && !mcclTestMpiAnyStopped(); f++)
+    for (int root = 0; root < w.nranks && !mcclTestMpiAnyStopped(); root++)
+      for (int inPlace = 0; inPlace < 2 && !mcclTestMpiAnyStopped(); inPlace++, k++) {
         struct collCall c = {f, mcclFloat32, mcclSum, 1001, root, inPlace, mcclTestSeed() + (uint64_t)k};
         runOne(&w, &c);
       }
@@ -96,12 +96,12 @@ static void sendRecvRing(void) {
   int next = 0, prev = 0;
   fcollRingNeighbours(w.rank, w.nranks, w.ndev, &next, &prev);
   char why[160];
-  for (int i = 0; i < 4 && !mcclTestStopped(); i++) {
+  for (int i = 0; i < 4 && !mcclTestMpiAnyStopped(); i++) {
     const size_t bytes = counts[i];
     const uint64_t seed = mcclTestSeed() + (uint64_t)i;
     fcollFillBytes(w.host, bytes, seed, w.rank);
-    if (bytes) EXPECT_CUDA_OK(cudaMemcpy(w.send, w.host, bytes, cudaMemcpyHostToDevice));
-    EXPECT_CUDA_OK(cudaMemset(w.recv, COLL_POISON, w.bytes));
+    if (bytes) EXPECT_CUDA_OK(mcclTestCopyToDevice(w.send, w.host, bytes));
+    EXPECT_CUDA_OK(mcclTestMemset(w.recv, COLL_POISON, w.bytes));
     EXPECT_OK(mcclGroupStart());
     EXPECT_OK(mcclSend(w.send, bytes, mcclUint8, next, w.comm, w.stream));
     EXPECT_OK(mcclRecv(w.recv, bytes, mcclUint8, prev, w.comm, w.stream));
@@ -121,8 +121,8 @@ static void sendRecvRing(void) {
   // alone and a receive alone, as separate launches), in float32 elements.
   const size_t count = 1001;
   fcollFillBytes(w.host, count * 4, 99, w.rank);
-  EXPECT_CUDA_OK(cudaMemcpy(w.send, w.host, count * 4, cudaMemcpyHostToDevice));
-  EXPECT_CUDA_OK(cudaMemset(w.recv, COLL_POISON, count * 4));
+  EXPECT_CUDA_OK(mcclTestCopyToDevice(w.send, w.host, count * 4));
+  EXPECT_CUDA_OK(mcclTestMemset(w.recv, COLL_POISON, count * 4));
   if (w.rank % 2 == 0 || w.nranks % 2 == 1) {
     // Odd rings cannot alternate: everyone sends first; the FIFOs hold the 4 KiB.
     EXPECT_OK(mcclSend(w.send, count, mcclFloat32, next, w.comm, w.stream));
@@ -145,7 +145,7 @@ static void sendRecvSelf(void) {
   CHECK_STOPPED();
   char why[160];
   fcollFillBytes(w.host, 4000, 7, w.rank);
-  EXPECT_CUDA_OK(cudaMemcpy(w.send, w.host, 4000, cudaMemcpyHostToDevice));
+  EXPECT_CUDA_OK(mcclTestCopyToDevice(w.send, w.host, 4000));
   EXPECT_OK(mcclGroupStart());
   EXPECT_OK(mcclSend(w.send, 1000, mcclInt32, w.rank, w.comm, w.stream));
   EXPECT_OK(mcclRecv(w.recv, 1000, mcclInt32, w.rank, w.comm, w.stream));
@@ -176,16 +176,16 @@ static void sendRecvAllToAll(void) {
   CHECK_STOPPED();
   unsigned char* h = (unsigned char*)w.host;
   char why[160];
-  for (int ty = 0; ty < mcclNumTypes && !mcclTestStopped(); ty++) {
+  for (int ty = 0; ty < mcclNumTypes && !mcclTestMpiAnyStopped(); ty++) {
     const size_t es = mcclTypeSize((mcclDataType_t)ty);
     const size_t counts[4] = {0, 1, 1001, big / es};
-    for (int c = 0; c < 4 && !mcclTestStopped(); c++) {
+    for (int c = 0; c < 4 && !mcclTestMpiAnyStopped(); c++) {
       if (!(ty == 0 || ty == mcclNumTypes - 1 || c == ty % 4)) continue;
       const size_t count = counts[c], bytes = count * es;
       const uint64_t seed = mcclTestSeed() + (uint64_t)(ty * 4 + c);
       for (int p = 0; p < n; p++) fcollFillBytes(h + (size_t)p * bytes, bytes, pairSeed(seed, p), w.rank);
-      if (bytes) EXPECT_CUDA_OK(cudaMemcpy(w.send, h, (size_t)n * bytes, cudaMemcpyHostToDevice));
-      EXPECT_CUDA_OK(cudaMemset(w.recv, COLL_POISON, w.bytes));
+      if (bytes) EXPECT_CUDA_OK(mcclTestCopyToDevice(w.send, h, (size_t)n * bytes));
+      EXPECT_CUDA_OK(mcclTestMemset(w.recv, COLL_POISON, w.bytes));
       EXPECT_OK(mcclGroupStart());
       for (int j = 0; j < 2 * n; j++) {
         const int i = (j * 7 + w.rank) % (2 * n), p = i / 2;  // a permutation: 7 is prime to 2n (n < 7)
@@ -221,7 +221,7 @@ static void sendRecvPlusTwo(void) {
   const int to = (w.rank + 2) % w.nranks, from = (w.rank - 2 + 2 * w.nranks) % w.nranks;
   char why[160];
   fcollFillBytes(w.host, 30001, pairSeed(5, to), w.rank);
-  EXPECT_CUDA_OK(cudaMemcpy(w.send, w.host, 30001, cudaMemcpyHostToDevice));
+  EXPECT_CUDA_OK(mcclTestCopyToDevice(w.send, w.host, 30001));
   EXPECT_OK(mcclGroupStart());
   EXPECT_OK(mcclRecv(w.recv, 30001, mcclUint8, from, w.comm, w.stream));
   EXPECT_OK(mcclSend(w.send, 30001, mcclUint8, to, w.comm, w.stream));

@@ -23,7 +23,7 @@ static void allReduceAcrossHosts(void) {
   struct fmpiWorld w;
   fmpiSetUp(&w, NET_MAX_COUNT * 8);
   CHECK_STOPPED();
-  for (int k = 0; k < (int)(sizeof(counts) / sizeof(counts[0])) && !mcclTestStopped(); k++) {
+  for (int k = 0; k < (int)(sizeof(counts) / sizeof(counts[0])) && !mcclTestMpiAnyStopped(); k++) {
     const mcclDataType_t t = k & 1 ? mcclInt32 : mcclFloat32;
     const mcclRedOp_t op = k & 1 ? mcclMax : mcclSum;
     const int inPlace = (k >> 1) & 1;
@@ -32,10 +32,10 @@ static void allReduceAcrossHosts(void) {
     char why[160];
     if (!inPlace) {
       memset(w.host, 0xa5, bytes);
-      EXPECT_CUDA_OK(cudaMemcpy(w.recv, w.host, bytes, cudaMemcpyHostToDevice));
+      EXPECT_CUDA_OK(mcclTestCopyToDevice(w.recv, w.host, bytes));
     }
     arFill(w.host, t, op, count, w.rank, seed);
-    EXPECT_CUDA_OK(cudaMemcpy(inPlace ? w.recv : w.send, w.host, bytes, cudaMemcpyHostToDevice));
+    EXPECT_CUDA_OK(mcclTestCopyToDevice(inPlace ? w.recv : w.send, w.host, bytes));
     EXPECT_OK(mcclAllReduce(inPlace ? w.recv : w.send, w.recv, count, t, op, w.comm, w.stream));
     EXPECT_CUDA_OK(cudaStreamSynchronize(w.stream));
     EXPECT_CUDA_OK(cudaMemcpy(w.host, w.recv, bytes, cudaMemcpyDeviceToHost));
@@ -57,7 +57,7 @@ static void allGatherAcrossHosts(void) {
   struct fmpiWorld w;
   fmpiSetUp(&w, 4099 * 8 * (size_t)mcclTestMpiSize());
   CHECK_STOPPED();
-  for (int k = 0; k < 2 && !mcclTestStopped(); k++) {
+  for (int k = 0; k < 2 && !mcclTestMpiAnyStopped(); k++) {
     struct collCall c = {
         collAllGather, k ? mcclFloat64 : mcclInt32, mcclSum, counts[k], 0, k, mcclTestSeed() + (uint64_t)k};
     void *in, *out;

@@ -152,7 +152,7 @@ static void oneRank(void) {
   int32_t v = 41;
   cudaStream_t s;
   EXPECT_CUDA_OK(cudaStreamCreate(&s));
-  EXPECT_CUDA_OK(cudaMemcpy(buf, &v, sizeof(v), cudaMemcpyHostToDevice));
+  EXPECT_CUDA_OK(mcclTestCopyToDevice(buf, &v, sizeof(v)));
   EXPECT_OK(mcclAllReduce(buf, buf + 1, 1, mcclInt32, mcclSum, c, s));
   EXPECT_CUDA_OK(cudaStreamSynchronize(s));
   v = 0;
@@ -220,9 +220,9 @@ static void runChecked(mcclComm_t* comms, struct rankBufs* b, int n, const struc
   arForce(path->algo, path->proto);
   for (int r = 0; r < n && !mcclTestStopped(); r++) {
     memset(b[r].host, 0xa5, bytes);
-    EXPECT_CUDA_OK(cudaMemcpy(b[r].recv, b[r].host, bytes, cudaMemcpyHostToDevice));
+    EXPECT_CUDA_OK(mcclTestCopyToDevice(b[r].recv, b[r].host, bytes));
     arFill(b[r].host, t, op, count, r, seed);
-    EXPECT_CUDA_OK(cudaMemcpy(inPlace ? b[r].recv : b[r].send, b[r].host, bytes, cudaMemcpyHostToDevice));
+    EXPECT_CUDA_OK(mcclTestCopyToDevice(inPlace ? b[r].recv : b[r].send, b[r].host, bytes));
   }
   EXPECT_OK(mcclGroupStart());
   for (int r = 0; r < n; r++)
@@ -395,8 +395,8 @@ static void initAllSendRecv(void) {
     const uint64_t seed = mcclTestSeed() + (uint64_t)i;
     for (int r = 0; r < NDEV; r++) {
       fcollFillBytes(b[r].host, bytes, seed, r);
-      if (bytes) EXPECT_CUDA_OK(cudaMemcpy(b[r].send, b[r].host, bytes, cudaMemcpyHostToDevice));
-      EXPECT_CUDA_OK(cudaMemset(b[r].recv, COLL_POISON, 65536));
+      if (bytes) EXPECT_CUDA_OK(mcclTestCopyToDevice(b[r].send, b[r].host, bytes));
+      EXPECT_CUDA_OK(mcclTestMemset(b[r].recv, COLL_POISON, 65536));
     }
     EXPECT_OK(mcclGroupStart());
     for (int r = 0; r < NDEV; r++) {
@@ -416,7 +416,7 @@ static void initAllSendRecv(void) {
   // Every rank to itself, in a group: a device copy.
   for (int r = 0; r < NDEV; r++) {
     fcollFillBytes(b[r].host, 4000, 5, r);
-    EXPECT_CUDA_OK(cudaMemcpy(b[r].send, b[r].host, 4000, cudaMemcpyHostToDevice));
+    EXPECT_CUDA_OK(mcclTestCopyToDevice(b[r].send, b[r].host, 4000));
   }
   EXPECT_OK(mcclGroupStart());
   for (int r = 0; r < NDEV; r++) {
@@ -435,8 +435,8 @@ static void initAllSendRecv(void) {
   const size_t blk = 4099;
   for (int r = 0; r < NDEV; r++) {
     for (int p = 0; p < NDEV; p++) fcollFillBytes((char*)b[r].host + (size_t)p * blk, blk, 11 * 64 + (uint64_t)p, r);
-    EXPECT_CUDA_OK(cudaMemcpy(b[r].send, b[r].host, NDEV * blk, cudaMemcpyHostToDevice));
-    EXPECT_CUDA_OK(cudaMemset(b[r].recv, COLL_POISON, 65536));
+    EXPECT_CUDA_OK(mcclTestCopyToDevice(b[r].send, b[r].host, NDEV * blk));
+    EXPECT_CUDA_OK(mcclTestMemset(b[r].recv, COLL_POISON, 65536));
   }
   EXPECT_OK(mcclGroupStart());
   for (int r = 0; r < NDEV; r++)

@@ -33,7 +33,7 @@ static int cycle(struct rankState* st, int i) {
   for (int r = 0; r < NDEV; r++) {
     for (int k = 0; k < COUNT; k++) host[k] = (r + 1) * (k + i);
     if (cudaSetDevice(r) != cudaSuccess) return __LINE__;
-    if (cudaMemcpy(st[r].buf, host, sizeof(host), cudaMemcpyHostToDevice) != cudaSuccess) return __LINE__;
+    if (mcclTestCopyToDevice(st[r].buf, host, sizeof(host)) != cudaSuccess) return __LINE__;
   }
   if (mcclGroupStart() != mcclSuccess) return __LINE__;
   for (int r = 0; r < NDEV; r++)

@@ -17,6 +17,8 @@
 
 static int rank, nranks;
 static ncclComm_t comm;  // the world communicator, made by test_init
+// Non-blocking: it does not wait for the NULL stream, so buffers are filled with copies queued on it
+// (a NULL-stream cudaMemcpy from pageable memory may land after a kernel queued here).
 static cudaStream_t stream;
 static char msg[512];  // the current test's failure or skip message
 static int status;     // 0 pass, 1 fail, 2 skip
@@ -199,7 +201,7 @@ static int allreduceChecked(ncclComm_t c, ncclDataType_t t, ncclRedOp_t op, size
   }
   for (size_t i = 0; i < count; i++) put(host, t, i, value(rank, i));
   void* src = inPlace ? drecv : dsend;
-  if (cudaMemcpy(src, host, bytes, cudaMemcpyHostToDevice) != cudaSuccess) {
+  if (cudaMemcpyAsync(src, host, bytes, cudaMemcpyHostToDevice, stream) != cudaSuccess) {
     FAILF("cudaMemcpy to device");
     bad = 1;
     goto out;
@@ -337,9 +339,9 @@ static int collChecked(int kind, ncclDataType_t t, ncclRedOp_t op, int root, siz
   }
   int bad = 1;
   memset(host, 0x5a, big);
-  if (cudaMemcpy(recv, host, big, cudaMemcpyHostToDevice) != cudaSuccess) goto fail;
+  if (cudaMemcpyAsync(recv, host, big, cudaMemcpyHostToDevice, stream) != cudaSuccess) goto fail;
   for (size_t i = 0; i < inN; i++) put(host, t, i, value(rank, i));
-  if (cudaMemcpy(in, host, inN * es, cudaMemcpyHostToDevice) != cudaSuccess) goto fail;
+  if (cudaMemcpyAsync(in, host, inN * es, cudaMemcpyHostToDevice, stream) != cudaSuccess) goto fail;
   ncclResult_t r = kind == 0   ? ncclAllGather(in, out, count, t, comm, stream)
                    : kind == 1 ? ncclReduceScatter(in, out, count, t, op, comm, stream)
                    : kind == 2 ? ncclBroadcast(in, out, count, t, root, comm, stream)
@@ -390,7 +392,7 @@ static void test_other_collectives(void) {
 // One group: send count floats of d to `to`, receive count from `from` into d + count; check them.
 static void sendRecvChecked(float* d, float* h, size_t count, int to, int from) {
   for (size_t i = 0; i < count; i++) h[i] = (float)(rank * 10000 + (int)i);
-  if (cudaMemcpy(d, h, count * sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess) FAILF("cudaMemcpy");
+  if (cudaMemcpyAsync(d, h, count * sizeof(float), cudaMemcpyHostToDevice, stream) != cudaSuccess) FAILF("cudaMemcpy");
   ncclResult_t r1 = ncclGroupStart(), r2 = ncclSend(d, count, ncclFloat32, to, comm, stream);
   ncclResult_t r3 = ncclRecv(d + count, count, ncclFloat32, from, comm, stream), r4 = ncclGroupEnd();
   if (r1 || r2 || r3 || r4)

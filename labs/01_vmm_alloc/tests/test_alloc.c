@@ -78,11 +78,11 @@ static void roundTrip(void* p, size_t size, unsigned seed) {
   unsigned char* dst = calloc(1, n);
   EXPECT_TRUE(src != NULL && dst != NULL);
   for (size_t i = 0; i < n; i++) src[i] = (unsigned char)(i * 31 + seed);
-  EXPECT_CUDA_OK(cudaMemcpy(p, src, n, cudaMemcpyHostToDevice));
+  EXPECT_CUDA_OK(mcclTestCopyToDevice(p, src, n));
   EXPECT_CUDA_OK(cudaMemcpy(dst, p, n, cudaMemcpyDeviceToHost));
   EXPECT_MEM_EQ(dst, src, n);
   if (size > n) {  // the last bytes too (this may overlap the head, which was checked already)
-    EXPECT_CUDA_OK(cudaMemcpy((char*)p + size - n, src, n, cudaMemcpyHostToDevice));
+    EXPECT_CUDA_OK(mcclTestCopyToDevice((char*)p + size - n, src, n));
     EXPECT_CUDA_OK(cudaMemcpy(dst, (char*)p + size - n, n, cudaMemcpyDeviceToHost));
     EXPECT_MEM_EQ(dst, src, n);
   }
@@ -257,7 +257,7 @@ static void accessFromEveryDevice(void) {
     int ordinal = -1;
     EXPECT_CU_OK(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, (CUdeviceptr)p));
     EXPECT_EQ(ordinal, owner);
-    EXPECT_CUDA_OK(cudaMemset(p, 0xA0 + owner, size));
+    EXPECT_CUDA_OK(mcclTestMemset(p, 0xA0 + owner, size));
     for (int d = 0; d < n; d++) {
       int can = d == owner;
       if (d != owner) EXPECT_CU_OK(cuDeviceCanAccessPeer(&can, d, owner));
@@ -272,7 +272,7 @@ static void accessFromEveryDevice(void) {
       memset(want, 0xA0 + owner, size);
       for (int k = 0; k < d; k++) want[k * 4096] = (unsigned char)(0x10 + k);
       EXPECT_MEM_EQ(host, want, size);
-      EXPECT_CUDA_OK(cudaMemset((char*)p + d * 4096, 0x10 + d, 1));
+      EXPECT_CUDA_OK(mcclTestMemset((char*)p + d * 4096, 0x10 + d, 1));
       if (d != owner) peersChecked++;
     }
     // The owner sees every stamp.

@@ -158,13 +158,13 @@ static void crossCheck(hostBuf* b, unsigned seed) {
   EXPECT_CUDA_OK(cudaMemcpy(got, devBuf, n, cudaMemcpyDeviceToHost));
   EXPECT_MEM_EQ(got, want, n);
 
-  EXPECT_CUDA_OK(cudaMemset(b->dev, 0x5A, n));
+  EXPECT_CUDA_OK(mcclTestMemset(b->dev, 0x5A, n));
   EXPECT_CUDA_OK(cudaDeviceSynchronize());
   memset(want, 0x5A, n);
   EXPECT_MEM_EQ(h, want, n);
 
   for (size_t i = 0; i < n; i++) want[i] = (unsigned char)(i * 7 + seed + 1);
-  EXPECT_CUDA_OK(cudaMemcpy(devBuf, want, n, cudaMemcpyHostToDevice));
+  EXPECT_CUDA_OK(mcclTestCopyToDevice(devBuf, want, n));
   EXPECT_CUDA_OK(cudaMemcpy(b->dev, devBuf, n, cudaMemcpyDeviceToDevice));
   EXPECT_MEM_EQ(h, want, n);
   cudaFree(devBuf);
@@ -374,7 +374,7 @@ static void badArguments(void) {
   void* devMem = NULL;
   EXPECT_OK(mcclMemAlloc(&devMem, MiB));
   EXPECT_RES(mcclCuMemHostFree(devMem), mcclInvalidArgument);
-  EXPECT_CUDA_OK(cudaMemset(devMem, 1, MiB));  // still mapped
+  EXPECT_CUDA_OK(mcclTestMemset(devMem, 1, MiB));  // still mapped
   EXPECT_OK(mcclMemFree(devMem));
   void* m = malloc(4096);
   EXPECT_RES(mcclCudaHostFree(m), mcclInvalidArgument);

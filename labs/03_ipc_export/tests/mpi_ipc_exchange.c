@@ -102,7 +102,7 @@ static void setUp(rankState* st) {
   unsigned char* host = malloc(n);
   EXPECT_TRUE(host != NULL);
   for (size_t i = 0; i < n; i++) host[i] = patternByte(st->rank, st->seed, i);
-  cudaError_t err = cudaMemcpy(st->buf, host, n, cudaMemcpyHostToDevice);
+  cudaError_t err = mcclTestCopyToDevice(st->buf, host, n);
   free(host);
   EXPECT_CUDA_OK(err);
   EXPECT_OK(mcclIpcSocketInit(&st->sock, st->rank, st->hash, NULL));

@@ -58,7 +58,7 @@ static void warmUp(void) {
   for (int dev = 0; dev < deviceCount(); dev++) {
     void* tmp = NULL;
     if (cudaSetDevice(dev) != cudaSuccess || cudaMalloc(&tmp, 4096) != cudaSuccess) continue;
-    cudaMemcpy(tmp, &b, 1, cudaMemcpyHostToDevice);
+    mcclTestCopyToDevice(tmp, &b, 1);
     cudaMemcpy(&b, tmp, 1, cudaMemcpyDeviceToHost);
     cudaFree(tmp);
   }
@@ -79,7 +79,7 @@ static void allocPattern(void** p, size_t size, unsigned char** host, uint64_t* 
   *host = hostAlloc(size);
   EXPECT_TRUE(*host != NULL);
   for (size_t i = 0; i < size; i++) (*host)[i] = patternByte(*seed, i);
-  EXPECT_CUDA_OK(cudaMemcpy(*p, *host, size, cudaMemcpyHostToDevice));
+  EXPECT_CUDA_OK(mcclTestCopyToDevice(*p, *host, size));
 }
 
 static void expectDeviceBytes(const void* dptr, const unsigned char* want, size_t size) {
@@ -142,7 +142,7 @@ static void exportImportEveryDevice(void) {
     CHECK_STOPPED();
     unsigned char mark[64];
     for (size_t i = 0; i < sizeof(mark); i++) mark[i] = (unsigned char)(dev * 17 + i);
-    EXPECT_CUDA_OK(cudaMemcpy((char*)q + size - 64, mark, 64, cudaMemcpyHostToDevice));
+    EXPECT_CUDA_OK(mcclTestCopyToDevice((char*)q + size - 64, mark, 64));
     memcpy(host + size - 64, mark, 64);
     // Read back through the exporter's mapping with its own device current: on a GPU a copy from a
     // VMM range fails (cudaErrorInvalidValue) when the current device was not granted access to it.
@@ -347,7 +347,7 @@ static void fabricRoundTrip(void) {
   EXPECT_EQ(fd, -1);
   unsigned char host[256];
   for (size_t i = 0; i < sizeof(host); i++) host[i] = (unsigned char)mcclTestRand();
-  EXPECT_CUDA_OK(cudaMemcpy(p, host, sizeof(host), cudaMemcpyHostToDevice));
+  EXPECT_CUDA_OK(mcclTestCopyToDevice(p, host, sizeof(host)));
   EXPECT_OK(mcclIpcImport(&desc, -1, 0, &q));
   expectDeviceBytes(q, host, sizeof(host));
   CHECK_STOPPED();
@@ -365,7 +365,7 @@ static void exportMemAlloc(void) {
   EXPECT_OK(mcclMemAlloc(&p, 1000));
   unsigned char host[1000];
   for (size_t i = 0; i < sizeof(host); i++) host[i] = (unsigned char)(i ^ 0x5a);
-  EXPECT_CUDA_OK(cudaMemcpy(p, host, sizeof(host), cudaMemcpyHostToDevice));
+  EXPECT_CUDA_OK(mcclTestCopyToDevice(p, host, sizeof(host)));
   mcclIpcDesc desc;
   int fd = -1;
   mcclResult_t res = mcclIpcExport(p, &desc, &fd);
@@ -495,7 +495,7 @@ static void symmetricImportAtOffset(void) {
   }
   // A write through rank 1's slot lands in rank 1's buffer.
   unsigned char b = 0xA5;
-  EXPECT_CUDA_OK(cudaMemcpy(peer[1], &b, 1, cudaMemcpyHostToDevice));
+  EXPECT_CUDA_OK(mcclTestCopyToDevice(peer[1], &b, 1));
   host[1][0] = 0xA5;
   expectDeviceBytes(bufs[1], host[1], size);
   CHECK_STOPPED();

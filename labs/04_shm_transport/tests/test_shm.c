@@ -202,7 +202,7 @@ static void shmDevicePointer(void) {
   unsigned char* src = (unsigned char*)malloc(n);
   fillPattern(src, n, 42);
   EXPECT_CUDA_OK(cudaMalloc(&dev, n));
-  EXPECT_CUDA_OK(cudaMemcpy(dev, src, n, cudaMemcpyHostToDevice));
+  EXPECT_CUDA_OK(mcclTestCopyToDevice(dev, src, n));
   EXPECT_CUDA_OK(cudaMemcpy(d, dev, n, cudaMemcpyDeviceToDevice));  // the device writes the segment
   EXPECT_MEM_EQ(h, src, n);
   EXPECT_CUDA_OK(cudaFree(dev));
@@ -393,8 +393,8 @@ static void loopClose(struct loop* l) {
 // One message through the loopback; checks the bytes and the counters.
 static void loopMessage(struct loop* l, void* dsrc, void* ddst, unsigned char* hbuf, size_t n, uint64_t seed) {
   fillPattern(hbuf, n, seed);
-  if (n) EXPECT_CUDA_OK(cudaMemcpy(dsrc, hbuf, n, cudaMemcpyHostToDevice));
-  if (n) EXPECT_CUDA_OK(cudaMemset(ddst, 0, n));
+  if (n) EXPECT_CUDA_OK(mcclTestCopyToDevice(dsrc, hbuf, n));
+  if (n) EXPECT_CUDA_OK(mcclTestMemset(ddst, 0, n));
   // The transport's stream is non-blocking (as NCCL's proxy streams): it does not wait for the
   // legacy stream, so the fill and the memset must be complete before the op is posted.
   EXPECT_CUDA_OK(cudaDeviceSynchronize());

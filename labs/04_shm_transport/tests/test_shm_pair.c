@@ -104,11 +104,11 @@ static int childMain(const struct pairCfg* cfg, int rank, uint64_t hash, uint64_
     int nops = 0;
     if (doSend) {
       fillPattern(host, n, mySeed);
-      if (n && cudaMemcpy(dsend, host, n, cudaMemcpyHostToDevice) != cudaSuccess) CHILD_FAIL("fill");
+      if (n && mcclTestCopyToDevice(dsend, host, n) != cudaSuccess) CHILD_FAIL("fill");
       if (mcclProxyOpInit(&ops[nops++], &e.conns[1], dsend, n, NULL) != mcclSuccess) CHILD_FAIL("op init");
     }
     if (doRecv) {
-      if (n && cudaMemset(drecv, 0xee, n) != cudaSuccess) CHILD_FAIL("memset");
+      if (n && mcclTestMemset(drecv, 0xee, n) != cudaSuccess) CHILD_FAIL("memset");
       if (cudaDeviceSynchronize() != cudaSuccess) CHILD_FAIL("sync");  // the transport's stream is non-blocking
       if (mcclProxyOpInit(&ops[nops++], &e.conns[0], drecv, n, NULL) != mcclSuccess) CHILD_FAIL("op init");
     }

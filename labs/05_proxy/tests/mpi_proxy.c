@@ -34,7 +34,7 @@ static void getFdRoundTrips(void) {
   void* buf = NULL;
   CUmemGenericAllocationHandle handle = 0;
   EXPECT_OK(mcclCuMemAlloc(&buf, &handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, size));
-  EXPECT_CUDA_OK(cudaMemset(buf, 0x30 + rank, size));
+  EXPECT_CUDA_OK(mcclTestMemset(buf, 0x30 + rank, size));
   EXPECT_CUDA_OK(cudaDeviceSynchronize());
   EXPECT_OK(mcclProxyRegisterExport(w.proxy, handle));  // offered to peers before they ask
   uint64_t mine[2] = {(uint64_t)handle, size};
@@ -165,8 +165,8 @@ static void shmRingThroughProxy(void) {
     size_t nb = sizes[it];
     for (size_t i = 0; i < nb; i++) h[i] = (unsigned char)(i * 13 + (size_t)rank * 7 + (size_t)it);
     for (size_t i = 0; i < nb; i++) want[i] = (unsigned char)(i * 13 + (size_t)prev * 7 + (size_t)it);
-    ok &= cudaMemcpy(src, h, nb, cudaMemcpyHostToDevice) == cudaSuccess;
-    ok &= cudaMemset(dst, 0xee, max) == cudaSuccess;
+    ok &= mcclTestCopyToDevice(src, h, nb) == cudaSuccess;
+    ok &= mcclTestMemset(dst, 0xee, max) == cudaSuccess;
     ok &= cudaDeviceSynchronize() == cudaSuccess;  // the proxy's stream is non-blocking: fills must be done
     mcclProxyRequest rs, rr;
     ok &= mcclProxyPostOp(w.proxy, &r, dst, nb, &rr) == mcclSuccess;

@@ -421,8 +421,8 @@ static void shmSendRecvInProcess(void) {
   for (int it = 0; it < 6; it++) {
     size_t n = it == 0 ? 0 : it == 1 ? 1 : (size_t)(mcclTestRand() % max);
     for (size_t i = 0; i < n; i++) h[i] = (unsigned char)(mcclTestRand() >> 11);
-    EXPECT_CUDA_OK(cudaMemcpy(src, h, n, cudaMemcpyHostToDevice));
-    EXPECT_CUDA_OK(cudaMemset(dst, 0, max));
+    EXPECT_CUDA_OK(mcclTestCopyToDevice(src, h, n));
+    EXPECT_CUDA_OK(mcclTestMemset(dst, 0, max));
     EXPECT_CUDA_OK(cudaDeviceSynchronize());  // the proxy's stream is non-blocking: fills must be done
     mcclProxyRequest rs, rr;
     EXPECT_OK(mcclProxyPostOp(p, &r, dst, n, &rr));
@@ -470,7 +470,7 @@ static void freeConnectorWithOpInFlight(void) {
   size_t n = 64 << 20;
   char* src = NULL;
   EXPECT_CUDA_OK(cudaMalloc((void**)&src, n));
-  EXPECT_CUDA_OK(cudaMemset(src, 0x5a, n));
+  EXPECT_CUDA_OK(mcclTestMemset(src, 0x5a, n));
   EXPECT_CUDA_OK(cudaDeviceSynchronize());
   mcclProxyRequest rs;
   EXPECT_OK(mcclProxyPostOp(p, &s, src, n, &rs));

@@ -78,22 +78,22 @@ static void exchange(mcclDevTransport_t which) {
   // Each message is seeded from the shared seed, its number and the sender's rank.
   uint64_t seed = mcclTestSeed();
   int msg = 0;
-  for (int proto = 0; proto < MCCL_NUM_PROTOCOLS && !mcclTestStopped(); proto++) {
+  for (int proto = 0; proto < MCCL_NUM_PROTOCOLS && !mcclTestMpiAnyStopped(); proto++) {
     const size_t* sizes = proto == MCCL_PROTO_LL ? llSizes : simpleSizes;
     int nsizes = proto == MCCL_PROTO_LL ? (int)(sizeof(llSizes) / sizeof(llSizes[0]))
                                         : (int)(sizeof(simpleSizes) / sizeof(simpleSizes[0]));
-    for (int i = 0; i < nsizes && !mcclTestStopped(); i++) {
+    for (int i = 0; i < nsizes && !mcclTestMpiAnyStopped(); i++) {
       size_t bytes = sizes[i];
       if (bytes > capBytes(proto)) continue;
       // dir 0: even rank -> odd rank; 1: the other way; 2: both at once (a send and a receive kernel per rank).
-      for (int dir = 0; dir < 3 && !mcclTestStopped(); dir++, msg++) {
+      for (int dir = 0; dir < 3 && !mcclTestMpiAnyStopped(); dir++, msg++) {
         int sends = dir == 2 || (dir == 0) == ((rank & 1) == 0);
         int recvs = dir == 2 || !sends;
         if (sends) {
           ptFill(want, bytes, seed + (uint64_t)msg * 8 + (uint64_t)rank);
-          EXPECT_CUDA_OK(cudaMemcpy(src, want, bytes, cudaMemcpyHostToDevice));
+          EXPECT_CUDA_OK(mcclTestCopyToDevice(src, want, bytes));
         }
-        if (recvs) EXPECT_CUDA_OK(cudaMemset(dst, PT_POISON, bytes + guard));
+        if (recvs) EXPECT_CUDA_OK(mcclTestMemset(dst, PT_POISON, bytes + guard));
         if (recvs) {
           struct mcclDevWork r = ptWork(mcclDevOpRecv, proto, mcclUint8, mcclSum, bytes, nch);
           r.dst = dst;

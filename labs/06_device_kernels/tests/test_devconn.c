@@ -214,7 +214,7 @@ static void devConnCopies(void) {
   EXPECT_MEM_EQ(&back, &s->conn, sizeof(back));
   // What a kernel does at its end: store the step it reached.
   uint64_t step = 41 + 17;
-  EXPECT_CUDA_OK(cudaMemcpy(&d->step, &step, sizeof(step), cudaMemcpyHostToDevice));
+  EXPECT_CUDA_OK(mcclTestCopyToDevice(&d->step, &step, sizeof(step)));
   EXPECT_OK(mcclDevConnReadStep(s, 1, d));
   EXPECT_TRUE(s->conn.step == 41 + 17);
   EXPECT_OK(mcclDevConnFree(d));

@@ -164,9 +164,9 @@ static void moveBytes(mcclDevTransport_t which, int proto) {
     size_t so = (i & 1) && bytes <= (1 << 20) ? 1 : 0, dOff = (i & 1) && bytes <= (1 << 20) ? 3 : 0;
     ptFill(want, bytes, seed + i);
     EXPECT_CUDA_OK(cudaSetDevice(0));
-    EXPECT_CUDA_OK(cudaMemcpy((char*)src + so, want, bytes, cudaMemcpyHostToDevice));
+    EXPECT_CUDA_OK(mcclTestCopyToDevice((char*)src + so, want, bytes));
     EXPECT_CUDA_OK(cudaSetDevice(1));
-    EXPECT_CUDA_OK(cudaMemset(dst, PT_POISON, dOff + bytes + guard));
+    EXPECT_CUDA_OK(mcclTestMemset(dst, PT_POISON, dOff + bytes + guard));
     int64_t t0 = ptNowUs();
     EXPECT_OK(linkMove(&l, proto, mcclUint8, bytes, (char*)src + so, (char*)dst + dOff, NULL, 0));
     int64_t us = ptNowUs() - t0;
@@ -290,7 +290,7 @@ static void chainOps(int proto) {
     EXPECT_CUDA_OK(cudaMalloc(&src[e], bytes));
     EXPECT_CUDA_OK(cudaMalloc(&dst[e], bytes));
     for (size_t i = 0; i < maxCount; i++) h[e][i] = (int32_t)mcclTestRand();
-    EXPECT_CUDA_OK(cudaMemcpy(src[e], h[e], bytes, cudaMemcpyHostToDevice));
+    EXPECT_CUDA_OK(mcclTestCopyToDevice(src[e], h[e], bytes));
   }
   uint64_t stepsAB[2] = {0, 0}, stepsBC[2] = {0, 0};
   for (size_t k = 0; k < sizeof(chainCases) / sizeof(chainCases[0]) && !mcclTestStopped(); k++) {
@@ -300,7 +300,7 @@ static void chainOps(int proto) {
       if (count > maxCount) continue;
       for (int e = 0; e < 3; e++) {
         EXPECT_CUDA_OK(cudaSetDevice(devs[e]));
-        EXPECT_CUDA_OK(cudaMemset(dst[e], PT_POISON, count * sizeof(int32_t)));
+        EXPECT_CUDA_OK(mcclTestMemset(dst[e], PT_POISON, count * sizeof(int32_t)));
       }
       struct mcclDevWork wA = ptWork(cc->opA, proto, mcclInt32, cc->redop, count, nch);
       struct mcclDevWork wB = wA, wC = wA;
@@ -608,9 +608,9 @@ static void reduceTypes(int proto) {
     fillType(dtype, a, count);
     fillType(dtype, b, count);
     EXPECT_CUDA_OK(cudaSetDevice(0));
-    EXPECT_CUDA_OK(cudaMemcpy(srcA, a, tb, cudaMemcpyHostToDevice));
+    EXPECT_CUDA_OK(mcclTestCopyToDevice(srcA, a, tb));
     EXPECT_CUDA_OK(cudaSetDevice(1));
-    EXPECT_CUDA_OK(cudaMemcpy(srcB, b, tb, cudaMemcpyHostToDevice));
+    EXPECT_CUDA_OK(mcclTestCopyToDevice(srcB, b, tb));
     for (int redop = 0; redop < mcclNumOps && !mcclTestStopped(); redop++) {
       if (!mcclTestSampled((uint64_t)(dtype * mcclNumOps + redop), 3)) continue;
       // avg divides by redOpArg where postOp is set (2, 3 or 4 here); the other operations' post
@@ -618,7 +618,7 @@ static void reduceTypes(int proto) {
       int post = redop == mcclAvg || (dtype & 1);
       uint64_t arg = redop == mcclAvg ? 2 + (uint64_t)(dtype % 3) : 0;
       EXPECT_CUDA_OK(cudaSetDevice(1));
-      EXPECT_CUDA_OK(cudaMemset(dst, PT_POISON, tb));
+      EXPECT_CUDA_OK(mcclTestMemset(dst, PT_POISON, tb));
       struct mcclDevWork r = ptWork(mcclDevOpRecvReduceCopy, proto, dtype, redop, count, nch);
       r.src = srcB;
       r.postOp = post;
@@ -719,9 +719,9 @@ static void stepsWrap(mcclDevTransport_t which) {
       int proto = msgs[m].proto;
       ptFill(want, nb, mcclTestRand());
       EXPECT_CUDA_OK(cudaSetDevice(0));
-      EXPECT_CUDA_OK(cudaMemcpy(src, want, nb, cudaMemcpyHostToDevice));
+      EXPECT_CUDA_OK(mcclTestCopyToDevice(src, want, nb));
       EXPECT_CUDA_OK(cudaSetDevice(1));
-      EXPECT_CUDA_OK(cudaMemset(dst, PT_POISON, nb));
+      EXPECT_CUDA_OK(mcclTestMemset(dst, PT_POISON, nb));
       EXPECT_OK(linkMove(&l, proto, mcclUint8, nb, src, dst, NULL, 0));
       EXPECT_CUDA_OK(cudaMemcpy(got, dst, nb, cudaMemcpyDeviceToHost));
       size_t nbad = 0;

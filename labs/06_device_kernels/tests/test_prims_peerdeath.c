@@ -69,7 +69,7 @@ static mcclResult_t childRun(const deathCase* dc, int fd) {
   void *src = NULL, *dst = NULL;
   CUDACHECK(cudaMalloc(&src, half));
   CUDACHECK(cudaMalloc(&dst, half));
-  CUDACHECK(cudaMemcpy(src, host, half, cudaMemcpyHostToDevice));
+  CUDACHECK(mcclTestCopyToDevice(src, host, half));
   struct mcclDevWork s = ptWork(mcclDevOpSend, dc->proto, mcclUint8, mcclSum, half, 1);
   s.src = src;
   s.sendConns = sc;
@@ -143,7 +143,7 @@ static void survive(deathCase* dc) {
   ptFill(want, half, DEATH_SEED);
   void* dst = NULL;
   EXPECT_CUDA_OK(cudaMalloc(&dst, bytes));
-  EXPECT_CUDA_OK(cudaMemset(dst, PT_POISON, bytes));
+  EXPECT_CUDA_OK(mcclTestMemset(dst, PT_POISON, bytes));
   struct mcclDevWork r = ptWork(mcclDevOpRecv, dc->proto, mcclUint8, mcclSum, bytes, 1);
   r.dst = dst;
   r.recvConns = rc;

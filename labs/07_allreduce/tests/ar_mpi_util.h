@@ -65,10 +65,10 @@ static inline void arMpiRun(struct arMpi* m, const struct arPath* path, mcclData
   arForce(path->algo, path->proto);
   if (!inPlace) {
     memset(m->host, 0xa5, bytes);
-    EXPECT_CUDA_OK(cudaMemcpy(m->recv, m->host, bytes, cudaMemcpyHostToDevice));
+    EXPECT_CUDA_OK(mcclTestCopyToDevice(m->recv, m->host, bytes));
   }
   arFill(m->host, t, op, count, m->comm->rank, seed);
-  EXPECT_CUDA_OK(cudaMemcpy(inPlace ? m->recv : m->send, m->host, bytes, cudaMemcpyHostToDevice));
+  EXPECT_CUDA_OK(mcclTestCopyToDevice(inPlace ? m->recv : m->send, m->host, bytes));
   EXPECT_OK(mcclLabAllReduce(inPlace ? m->recv : m->send, m->recv, count, t, op, m->comm, m->stream));
   EXPECT_CUDA_OK(cudaStreamSynchronize(m->stream));
   EXPECT_CUDA_OK(cudaMemcpy(m->host, m->recv, bytes, cudaMemcpyDeviceToHost));

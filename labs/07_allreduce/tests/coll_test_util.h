@@ -15,6 +15,7 @@
 #include <string.h>
 #include "ar_test_util.h"
 #include "mccl_collectives.h"
+#include "mccl_test.h"
 
 enum { collBroadcast = 0, collReduce = 1, collAllGather = 2, collReduceScatter = 3, collNumFuncs = 4 };
 static const char* const collNames[collNumFuncs] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter"};
@@ -83,10 +84,10 @@ static inline int collPrepare(const struct collCall* c, int rank, int nranks, vo
   // In place, ReduceScatter's whole input buffer is recv: poison only what is not input.
   if (!(c->inPlace && c->func == collReduceScatter)) {
     memset(host, COLL_POISON, outBytes);
-    if (cudaMemcpy(recv, host, outBytes, cudaMemcpyHostToDevice) != cudaSuccess) return __LINE__;
+    if (mcclTestCopyToDevice(recv, host, outBytes) != cudaSuccess) return __LINE__;
   }
   collFillInput(c, rank, nranks, host);
-  if (cudaMemcpy(*in, host, inBytes, cudaMemcpyHostToDevice) != cudaSuccess) return __LINE__;
+  if (mcclTestCopyToDevice(*in, host, inBytes) != cudaSuccess) return __LINE__;
   return 0;
 }
 

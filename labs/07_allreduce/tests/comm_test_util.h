@@ -35,10 +35,10 @@ static inline int ctWriteSends(const mcclLabComm* c) {
   for (int ch = 0; ch < c->nChannels; ch++) {
     const struct mcclConnInfo* s = &c->ctx.channels[ch].peers[c->ring.next].send[0].conn;
     uint64_t v = ctPattern(c->rank, ch);
-    if (cudaMemcpy(s->buffs[MCCL_PROTO_SIMPLE], &v, sizeof(v), cudaMemcpyHostToDevice) != cudaSuccess) return __LINE__;
-    if (cudaMemcpy(s->buffs[MCCL_PROTO_LL], &v, sizeof(v), cudaMemcpyHostToDevice) != cudaSuccess) return __LINE__;
+    if (mcclTestCopyToDevice(s->buffs[MCCL_PROTO_SIMPLE], &v, sizeof(v)) != cudaSuccess) return __LINE__;
+    if (mcclTestCopyToDevice(s->buffs[MCCL_PROTO_LL], &v, sizeof(v)) != cudaSuccess) return __LINE__;
     uint64_t t = v + 1;
-    if (cudaMemcpy(s->tail, &t, sizeof(t), cudaMemcpyHostToDevice) != cudaSuccess) return __LINE__;
+    if (mcclTestCopyToDevice(s->tail, &t, sizeof(t)) != cudaSuccess) return __LINE__;
   }
   return 0;
 }
@@ -77,7 +77,7 @@ static inline int ctWindowFill(const mcclLabComm* c, void* buf, size_t words) {
   uint64_t host[256];
   if (words > 256 || cudaSetDevice(c->cudaDev) != cudaSuccess) return __LINE__;
   for (size_t i = 0; i < words; i++) host[i] = ((uint64_t)c->rank << 32) | i;
-  return cudaMemcpy(buf, host, words * 8, cudaMemcpyHostToDevice) == cudaSuccess ? 0 : __LINE__;
+  return mcclTestCopyToDevice(buf, host, words * 8) == cudaSuccess ? 0 : __LINE__;
 }
 
 static inline int ctWindowCheck(const mcclLabComm* c, const mcclLabWindow* w, size_t words) {

@@ -17,8 +17,8 @@ static void everyPathAwkwardCounts(void) {
   setUpOrSkip(&m, 2, 4099 * 8);
   uint64_t seed = mcclTestSeed();
   int k = 0;
-  for (int p = 0; p < AR_NPATHS && !mcclTestStopped(); p++)
-    for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]) && !mcclTestStopped(); c++, k++)
+  for (int p = 0; p < AR_NPATHS && !mcclTestMpiAnyStopped(); p++)
+    for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]) && !mcclTestMpiAnyStopped(); c++, k++)
       arMpiRun(&m, &arPaths[p], k & 1 ? mcclFloat64 : mcclUint8, k % 3 ? mcclSum : mcclAvg, counts[c], k & 2 ? 1 : 0,
                seed + (uint64_t)k);
   arSmallFifos(0);
@@ -31,8 +31,8 @@ static void everyTypeAndOp(void) {
   struct arMpi m;
   setUpOrSkip(&m, 1, 257 * 8);
   uint64_t seed = mcclTestSeed();
-  for (int t = 0; t < mcclNumTypes && !mcclTestStopped(); t++)
-    for (int op = 0; op < mcclNumOps && !mcclTestStopped(); op++)
+  for (int t = 0; t < mcclNumTypes && !mcclTestMpiAnyStopped(); t++)
+    for (int op = 0; op < mcclNumOps && !mcclTestMpiAnyStopped(); op++)
       if (mcclTestSampled((uint64_t)(t * mcclNumOps + op), 3))
         arMpiRun(&m, &arPaths[(t + op) % AR_NPATHS], (mcclDataType_t)t, (mcclRedOp_t)op, 257, (t + op) & 1,
                  seed + (uint64_t)(t * 8 + op));
@@ -46,7 +46,7 @@ static void shmRing(void) {
   mcclParamResetAll();
   setUpOrSkip(&m, 2, 3001 * 4);
   if (!mcclTestStopped() && m.comm->nRanks > 1) EXPECT_EQ(m.comm->transport[0], TRANSPORT_SHM);
-  for (int p = 0; p < 2 && !mcclTestStopped(); p++)
+  for (int p = 0; p < 2 && !mcclTestMpiAnyStopped(); p++)
     arMpiRun(&m, &arPaths[p], mcclInt32, mcclSum, 3001, p, mcclTestSeed());
   unsetenv("MCCL_P2P_DISABLE");
   arForce(NULL, NULL);
@@ -60,7 +60,7 @@ static void backToBack(void) {
   setUpOrSkip(&m, 1, 600 * 4);
   uint64_t seed = mcclTestSeed();
   const int calls = mcclTestSampling() ? 50 : 200;
-  for (int i = 0; i < calls && !mcclTestStopped(); i++)
+  for (int i = 0; i < calls && !mcclTestMpiAnyStopped(); i++)
     arMpiRun(&m, &arPaths[i % AR_NPATHS], mcclInt32, (mcclRedOp_t)(i / AR_NPATHS % mcclNumOps),
              (size_t)(arMix(seed + (uint64_t)i) % 601), i % 3 == 0, seed + (uint64_t)i);
   arForce(NULL, NULL);

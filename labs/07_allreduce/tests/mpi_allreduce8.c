@@ -11,7 +11,7 @@ static void eightRanks(void) {
   struct arMpi m;
   arMpiSetUp(&m, 2, 1001 * 4);
   uint64_t seed = mcclTestSeed();
-  for (int p = 0; p < AR_NPATHS && !mcclTestStopped(); p++) {
+  for (int p = 0; p < AR_NPATHS && !mcclTestMpiAnyStopped(); p++) {
     arMpiRun(&m, &arPaths[p], mcclFloat32, mcclSum, 1001, 0, seed + (uint64_t)p);
     arMpiRun(&m, &arPaths[p], mcclInt8, mcclProd, 333, 1, seed + (uint64_t)p + 100);
   }

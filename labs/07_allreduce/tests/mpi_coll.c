@@ -48,9 +48,9 @@ static void awkwardCounts(void) {
   struct arMpi m;
   setUpOrSkip(&m, 2, 4099 * 8 * (size_t)mcclTestMpiSize());
   int k = 0;
-  for (int f = 0; f < collNumFuncs && !mcclTestStopped(); f++)
-    for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]) && !mcclTestStopped(); ci++)
-      for (int inPlace = 0; inPlace < 2 && !mcclTestStopped(); inPlace++, k++) {
+  for (int f = 0; f < collNumFuncs && !mcclTestMpiAnyStopped(); f++)
+    for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]) && !mcclTestMpiAnyStopped(); ci++)
+      for (int inPlace = 0; inPlace < 2 && !mcclTestMpiAnyStopped(); inPlace++, k++) {
         if (!mcclTestSampled((uint64_t)k, 2)) continue;
         arForce(NULL, protos[(k >> 1) & 1]);
         struct collCall c = {f,
@@ -72,9 +72,9 @@ static void everyRoot(void) {
   struct arMpi m;
   setUpOrSkip(&m, 1, 777 * 8);
   int k = 0;
-  for (int f = collBroadcast; f <= collReduce && !mcclTestStopped(); f++)
-    for (int root = 0; root < mcclTestMpiSize() && !mcclTestStopped(); root++)
-      for (int p = 0; p < 2 && !mcclTestStopped(); p++, k++) {
+  for (int f = collBroadcast; f <= collReduce && !mcclTestMpiAnyStopped(); f++)
+    for (int root = 0; root < mcclTestMpiSize() && !mcclTestMpiAnyStopped(); root++)
+      for (int p = 0; p < 2 && !mcclTestMpiAnyStopped(); p++, k++) {
         arForce(NULL, protos[p]);
         struct collCall c = {f,    mcclFloat32,  k & 1 ? mcclProd : mcclMin,  777,
                              root, (k >> 1) & 1, mcclTestSeed() + (uint64_t)k};
@@ -90,9 +90,9 @@ static void everyTypeAndOp(void) {
   struct arMpi m;
   setUpOrSkip(&m, 1, 101 * 8 * (size_t)mcclTestMpiSize());
   int k = 0;
-  for (int f = collReduce; f <= collReduceScatter && !mcclTestStopped(); f += collReduceScatter - collReduce)
-    for (int t = 0; t < mcclNumTypes && !mcclTestStopped(); t++)
-      for (int op = 0; op < mcclNumOps && !mcclTestStopped(); op++, k++) {
+  for (int f = collReduce; f <= collReduceScatter && !mcclTestMpiAnyStopped(); f += collReduceScatter - collReduce)
+    for (int t = 0; t < mcclNumTypes && !mcclTestMpiAnyStopped(); t++)
+      for (int op = 0; op < mcclNumOps && !mcclTestMpiAnyStopped(); op++, k++) {
         if (!mcclTestSampled((uint64_t)k, 3)) continue;
         arForce(NULL, protos[k & 1]);
         struct collCall c = {f,
@@ -115,8 +115,8 @@ static void shmRing(void) {
   struct arMpi m;
   setUpOrSkip(&m, 2, 2003 * 4 * (size_t)mcclTestMpiSize());
   if (!mcclTestStopped() && m.comm->nRanks > 1) EXPECT_EQ(m.comm->transport[0], TRANSPORT_SHM);
-  for (int f = 0; f < collNumFuncs && !mcclTestStopped(); f++)
-    for (int p = 0; p < 2 && !mcclTestStopped(); p++) {
+  for (int f = 0; f < collNumFuncs && !mcclTestMpiAnyStopped(); f++)
+    for (int p = 0; p < 2 && !mcclTestMpiAnyStopped(); p++) {
       arForce(NULL, protos[p]);
       struct collCall c = {f, mcclInt32, mcclSum, 2003, (f + p) % mcclTestMpiSize(), p, mcclTestSeed() + (uint64_t)f};
       runOne(&m, &c);

@@ -59,7 +59,7 @@ static void ringAndWindow(int nChannels, const char* p2pDisable) {
   unsetenv("MCCL_P2P_DISABLE");
   mcclParamResetAll();
   EXPECT_EQ(mcclTestCountFds(), fds0);
-  EXPECT_EQ(mcclTestCountThreads(), th0);
+  EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
   EXPECT_EQ(mcclTestCountShm(), shm0);
 }
 

@@ -37,8 +37,8 @@ static void allToAll(struct arMpi* m, size_t bytes, uint64_t seed, const char* w
   unsigned char* h = (unsigned char*)m->host;
   for (int p = 0; p < n; p++)
     for (size_t i = 0; i < bytes; i++) h[(size_t)p * bytes + i] = srByte(seed, rank, p, i);
-  if (bytes) EXPECT_CUDA_OK(cudaMemcpy(m->send, h, (size_t)n * bytes, cudaMemcpyHostToDevice));
-  EXPECT_CUDA_OK(cudaMemset(m->recv, 0x5a, m->bytes));
+  if (bytes) EXPECT_CUDA_OK(mcclTestCopyToDevice(m->send, h, (size_t)n * bytes));
+  EXPECT_CUDA_OK(mcclTestMemset(m->recv, 0x5a, m->bytes));
   mcclLabP2pTask t[2 * MCCL_LAB_MAX_RANKS];
   int k = 0;
   for (int j = 0; j < 2 * n; j++) {
@@ -74,7 +74,7 @@ static void allToAllEveryType(void) {
   const size_t big = (1u << 20) / (size_t)n;
   struct arMpi m;
   setUpOrSkip(&m, 2, (size_t)n * big + 64);
-  for (int ty = 0; ty < mcclNumTypes && !mcclTestStopped(); ty++) {
+  for (int ty = 0; ty < mcclNumTypes && !mcclTestMpiAnyStopped(); ty++) {
     const size_t es = mcclTypeSize((mcclDataType_t)ty);
     const size_t counts[4] = {0, 1, 1001, big / es};
     char what[64];
@@ -101,8 +101,8 @@ static void outOfOrderPeers(void) {
   unsigned char* h = (unsigned char*)m.host;
   for (int k = 0; k < 3; k++)
     for (size_t i = 0; i < sz[k]; i++) h[k * 40000 + i] = srByte(mcclTestSeed() + (uint64_t)k, rank, k ? to1 : to2, i);
-  EXPECT_CUDA_OK(cudaMemcpy(m.send, h, 3 * 40000, cudaMemcpyHostToDevice));
-  EXPECT_CUDA_OK(cudaMemset(m.recv, 0, 3 * 40000));
+  EXPECT_CUDA_OK(mcclTestCopyToDevice(m.send, h, 3 * 40000));
+  EXPECT_CUDA_OK(mcclTestMemset(m.recv, 0, 3 * 40000));
   char* s = (char*)m.send;
   char* r = (char*)m.recv;
   mcclLabP2pTask t[6] = {{0, from1, r + 40000, sz[1]}, {1, to2, s, sz[0]},         {1, to1, s + 40000, sz[1]},

@@ -110,11 +110,10 @@ static void fillInputs(struct arSet* s, mcclDataType_t t, mcclRedOp_t op, size_t
     EXPECT_CUDA_OK(cudaSetDevice(r->comm->cudaDev));
     if (!inPlace) {
       memset(s->host, 0xa5, bytes);
-      EXPECT_CUDA_OK(cudaMemcpy((char*)r->recv + slot * es, s->host, bytes, cudaMemcpyHostToDevice));
+      EXPECT_CUDA_OK(mcclTestCopyToDevice((char*)r->recv + slot * es, s->host, bytes));
     }
     arFill(s->host, t, op, count, r->comm->rank, seed);
-    EXPECT_CUDA_OK(
-        cudaMemcpy((char*)(inPlace ? r->recv : r->send) + slot * es, s->host, bytes, cudaMemcpyHostToDevice));
+    EXPECT_CUDA_OK(mcclTestCopyToDevice((char*)(inPlace ? r->recv : r->send) + slot * es, s->host, bytes));
   }
 }
 
@@ -210,7 +209,7 @@ static void awkwardCounts(void) {
     memset(s.host, 0x5a, 64);
     for (int i = 0; i < n; i++) {
       EXPECT_CUDA_OK(cudaSetDevice(s.r[i].comm->cudaDev));
-      EXPECT_CUDA_OK(cudaMemcpy(s.r[i].recv, s.host, 64, cudaMemcpyHostToDevice));
+      EXPECT_CUDA_OK(mcclTestCopyToDevice(s.r[i].recv, s.host, 64));
     }
     for (int p = 0; p < AR_NPATHS; p++) {
       arForce(arPaths[p].algo, arPaths[p].proto);
@@ -229,7 +228,7 @@ static void awkwardCounts(void) {
   arSmallFifos(0);
   tearDown(&s);
   EXPECT_EQ(mcclTestCountFds(), fds0);
-  EXPECT_EQ(mcclTestCountThreads(), th0);
+  EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
   EXPECT_EQ(mcclTestCountShm(), shm0);
 }
 
@@ -402,7 +401,7 @@ static void abortPath(const struct arPath* path) {
   arForce(NULL, NULL);
   tearDown(&s);
   EXPECT_EQ(mcclTestCountFds(), fds0);
-  EXPECT_EQ(mcclTestCountThreads(), th0);
+  EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
   EXPECT_EQ(mcclTestCountShm(), shm0);
   if (MCCL_TEST_ON_SIM) EXPECT_EQ(mcclTestCountMaps("minccl-sim"), maps0);
 }

@@ -166,7 +166,7 @@ static void awkwardCounts(void) {
     memset(want, 0x5a, sizeof(want));
     for (int i = 0; i < n; i++) {
       EXPECT_CUDA_OK(cudaSetDevice(s.comm[i]->cudaDev));
-      EXPECT_CUDA_OK(cudaMemcpy(s.recv[i], want, sizeof(want), cudaMemcpyHostToDevice));
+      EXPECT_CUDA_OK(mcclTestCopyToDevice(s.recv[i], want, sizeof(want)));
       EXPECT_OK(mcclLabBroadcast(s.send[i], s.recv[i], 0, mcclFloat32, 0, s.comm[i], s.stream[i]));
       EXPECT_OK(mcclLabReduce(s.send[i], s.recv[i], 0, mcclFloat32, mcclSum, 0, s.comm[i], s.stream[i]));
       EXPECT_OK(mcclLabAllGather(s.send[i], s.recv[i], 0, mcclFloat32, s.comm[i], s.stream[i]));
@@ -180,7 +180,7 @@ static void awkwardCounts(void) {
   arSmallFifos(0);
   tearDown(&s);
   EXPECT_EQ(mcclTestCountFds(), fds0);
-  EXPECT_EQ(mcclTestCountThreads(), th0);
+  EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
   EXPECT_EQ(mcclTestCountShm(), shm0);
 }
 

@@ -113,7 +113,7 @@ static void ringsChannelsWindows(int nChannels, const char* p2pDisable) {
   for (int r = 0; r < NDEV; r++) EXPECT_OK(mcclLabCommDestroy(comms[r]));
   setParam("MCCL_P2P_DISABLE", NULL);
   EXPECT_EQ(mcclTestCountFds(), fds0);
-  EXPECT_EQ(mcclTestCountThreads(), th0);
+  EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
   EXPECT_EQ(mcclTestCountShm(), shm0);
   EXPECT_EQ(mcclTestCountMaps("minccl-sim"), maps0);
 }
@@ -192,7 +192,7 @@ static void allReduceArguments(void) {
   EXPECT_OK(mcclLabCommDestroy(cs[0]));
   EXPECT_OK(mcclLabCommDestroy(cs[1]));
   EXPECT_EQ(mcclTestCountFds(), fds0);
-  EXPECT_EQ(mcclTestCountThreads(), th0);
+  EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
 }
 
 // The table and the overrides.
