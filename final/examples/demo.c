@@ -63,7 +63,8 @@ int main(int argc, char** argv) {
     for (int r = 0; r < n; r++) {  // rank r holds r + 1 everywhere
       for (size_t i = 0; i < count; i++) host[i] = (float)(r + 1) + (float)(i % 7);
       cudaSetDevice(r);
-      cudaMemcpy(buf[r], host, count * sizeof(float), cudaMemcpyHostToDevice);
+      // On the stream of the allreduce: it is non-blocking, so it would not wait for a NULL-stream copy.
+      cudaMemcpyAsync(buf[r], host, count * sizeof(float), cudaMemcpyHostToDevice, stream[r]);
     }
     CHECK(mcclGroupStart());
     for (int r = 0; r < n; r++) CHECK(mcclAllReduce(buf[r], buf[r], count, mcclFloat32, mcclSum, comms[r], stream[r]));

@@ -486,7 +486,8 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
     goto free_table;
   }
   if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess ||
-      cudaMemcpy(dtable, table, words * sizeof(int64_t), cudaMemcpyHostToDevice) != cudaSuccess) {
+      // On the allreduce's own stream: a NULL-stream copy may land after a non-blocking stream's kernel.
+      cudaMemcpyAsync(dtable, table, words * sizeof(int64_t), cudaMemcpyHostToDevice, stream) != cudaSuccess) {
     WARN("ncclCommSplit: staging the split table on device %d failed", dev);
     res = ncclUnhandledCudaError;
     goto free_dev;

@@ -118,6 +118,9 @@ static mcclResult_t throughLibrary(int nDev) {
   }
 
   CUDACHECKGOTO(cudaMemset(buf, 0x11, want), res, freeBuf);
+  // cudaMemset may return before its bytes land, and another device's copy does not wait for this one's
+  // NULL stream: wait here (each device below does the same after its write).
+  CUDACHECKGOTO(cudaDeviceSynchronize(), res, freeBuf);
   SAY("device 0 (the owner) fills the buffer with 0x11");
   for (int d = 1; d < nDev; d++) {
     CUDACHECKGOTO(cudaSetDevice(d), res, freeBuf);
@@ -125,6 +128,7 @@ static mcclResult_t throughLibrary(int nDev) {
     size_t good = 0;
     for (size_t i = 0; i < want; i++) good += host[i] == 0x11 || (i % MiB == 0 && i / MiB < (size_t)d);
     CUDACHECKGOTO(cudaMemset((char*)buf + (size_t)d * MiB, 0x20 + d, 1), res, freeBuf);
+    CUDACHECKGOTO(cudaDeviceSynchronize(), res, freeBuf);
     SAY("device %d reads %zu of %zu bytes as expected, then writes 0x%02x at offset %zu MiB", d, good, want, 0x20 + d,
         (size_t)d);
     if (good != want) {

@@ -55,6 +55,8 @@ static mcclResult_t exporter(uint64_t hash) {
   }
   for (size_t i = 0; i < SIZE; i++) host[i] = patternByte(i);
   CUDACHECKGOTO(cudaMemcpy(buf, host, SIZE, cudaMemcpyHostToDevice), res, free_host);
+  // A copy from pageable memory may return before its bytes land: wait before another process reads them.
+  CUDACHECKGOTO(cudaDeviceSynchronize(), res, free_host);
   SAY(me, "   wrote the pattern: first bytes %02x %02x %02x %02x", host[0], host[1], host[2], host[3]);
 
   MCCLCHECKGOTO(mcclIpcExport(buf, &desc, &fd), res, free_host);

@@ -39,6 +39,7 @@ static int sender(uint64_t hash) {
   void* dev;
   if (cudaMalloc(&dev, MSG_BYTES) != cudaSuccess) return 1;
   cudaMemcpy(dev, host, MSG_BYTES, cudaMemcpyHostToDevice);
+  cudaDeviceSynchronize();  // the copy may return before it lands; the proxy's copy engine reads it next
   struct mcclProxyOp op;
   struct mcclProxyArgs args;
   TRY(mcclProxyOpInit(&op, &e.conns[1], dev, MSG_BYTES, NULL));

@@ -74,6 +74,8 @@ static mcclResult_t runRank(const mcclUniqueId* id, volatile uint32_t* abortFlag
     if (send) {
       for (size_t i = 0; i < n; i++) host[i] = (unsigned char)(i * 7 + (size_t)msg);
       CUDACHECKGOTO(cudaMemcpy(buf, host, n, cudaMemcpyHostToDevice), res, done);
+      // It may return before the bytes land, and the proxy copies from buf on a stream of its own.
+      CUDACHECKGOTO(cudaDeviceSynchronize(), res, done);
     }
     mcclProxyRequest req;
     MCCLCHECKGOTO(mcclProxyPostOp(proxy, &conn, buf, n, &req), res, done);

@@ -82,12 +82,13 @@ static mcclResult_t runProto(const struct demoEnv* env, struct mcclDevPair* p, s
   CUDACHECKGOTO(cudaSetDevice(0), res, out);
   CUDACHECKGOTO(cudaStreamCreateWithFlags(&sendStream, cudaStreamNonBlocking), res, out);
   CUDACHECKGOTO(cudaMalloc((void**)&src, nbytes), res, out);
-  CUDACHECKGOTO(cudaMemcpy(src, host, nbytes, cudaMemcpyHostToDevice), res, out);
+  // Queued on the stream the kernel will use: a NULL-stream cudaMemcpy may return before its bytes land,
+  // and a non-blocking stream does not wait for the NULL stream.
+  CUDACHECKGOTO(cudaMemcpyAsync(src, host, nbytes, cudaMemcpyHostToDevice, sendStream), res, out);
   CUDACHECKGOTO(cudaSetDevice(env->devB), res, out);
   CUDACHECKGOTO(cudaStreamCreateWithFlags(&recvStream, cudaStreamNonBlocking), res, out);
   CUDACHECKGOTO(cudaMalloc((void**)&dst, nbytes), res, out);
-  CUDACHECKGOTO(cudaMemset(dst, 0, nbytes), res, out);
-  CUDACHECKGOTO(cudaDeviceSynchronize(), res, out);  // the memset is done before the kernel's stream runs
+  CUDACHECKGOTO(cudaMemsetAsync(dst, 0, nbytes, recvStream), res, out);
 
   uint64_t step0 = s->conn.step;
   printf("\n[host] %s: %zu bytes from device 0 to device %d, %zu bytes per step -> %d steps, from step %llu\n",

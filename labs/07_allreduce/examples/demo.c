@@ -79,8 +79,10 @@ static int runAndCheck(struct rank* rk, int n, size_t count, const char* what) {
   for (int r = 0; r < n; r++) {
     CUDACHECK(cudaSetDevice(rk[r].comm->cudaDev));
     for (size_t i = 0; i < count; i++) host[i] = input(rk[r].comm->rank, i);
-    CUDACHECK(cudaMemcpy(rk[r].send, host, count * sizeof(float), cudaMemcpyHostToDevice));
-    CUDACHECK(cudaMemset(rk[r].recv, 0, count * sizeof(float)));
+    // On the rank's own stream, ahead of its allreduce: a NULL-stream cudaMemcpy/cudaMemset may return before
+    // its bytes land, and this stream is non-blocking (it does not wait for the NULL stream).
+    CUDACHECK(cudaMemcpyAsync(rk[r].send, host, count * sizeof(float), cudaMemcpyHostToDevice, rk[r].stream));
+    CUDACHECK(cudaMemsetAsync(rk[r].recv, 0, count * sizeof(float), rk[r].stream));
   }
   for (int r = 0; r < n; r++) {
     CUDACHECK(cudaSetDevice(rk[r].comm->cudaDev));

@@ -71,6 +71,9 @@ static mcclResult_t ringConns(mcclLabComm* comm) {
   CUDACHECK(cudaMalloc((void**)&comm->devSendConns, bytes));
   CUDACHECK(cudaMemcpy(comm->devRecvConns, recv, bytes, cudaMemcpyHostToDevice));
   CUDACHECK(cudaMemcpy(comm->devSendConns, send, bytes, cudaMemcpyHostToDevice));
+  // A copy from pageable memory may return before it lands, and the first kernel runs on the caller's
+  // stream, which need not wait for the NULL stream (non-blocking): wait for the copies here.
+  CUDACHECK(cudaStreamSynchronize(cudaStreamLegacy));
   return mcclSuccess;
   // END EXERCISE(07.ring_conns)
 }

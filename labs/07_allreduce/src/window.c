@@ -143,6 +143,8 @@ mcclResult_t labWindowMap(mcclLabComm* comm, void* buff, size_t size, mcclLabWin
   CUDACHECKGOTO(cudaMalloc((void**)&w->devPeerPtrs, sizeof(char*) * (size_t)comm->nRanks), res, fail);
   CUDACHECKGOTO(cudaMemcpy(w->devPeerPtrs, w->peerPtrs, sizeof(char*) * (size_t)comm->nRanks, cudaMemcpyHostToDevice),
                 res, fail);
+  // Landed before any kernel on a non-blocking stream reads it (the copy may return before it lands).
+  CUDACHECKGOTO(cudaStreamSynchronize(cudaStreamLegacy), res, fail);
   // Every peer has its fd (and its mapping) before the handle stops being offered.
   MCCLCHECKGOTO(mcclBootstrapBarrier(comm->bootstrap), res, fail);
   MCCLCHECKGOTO(mcclProxyDeregisterExport(comm->proxy, handle), res, fail);
