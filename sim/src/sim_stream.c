@@ -139,6 +139,8 @@ static void waitStreamLocked(struct CUstream_st* s, unsigned long long target);
 
 static void* worker(void* arg) {
   struct CUstream_st* s = arg;
+  // Named so the test harness's thread counts can leave out the legacy worker, which comes and goes.
+  if (s->legacy) pthread_setname_np(pthread_self(), "sim-legacy");
   pthread_mutex_lock(&qLock);
   for (;;) {
     while (!s->head) {
