@@ -484,6 +484,8 @@ static mcclResult_t fillPattern(void* src, size_t bytes) {
     for (size_t i = 0; i < n / 4; i++) hostBuf[i] = patternWord(rank, off / 4 + i);
     CUDACHECK(cudaMemcpy((char*)src + off, hostBuf, n, cudaMemcpyHostToDevice));
   }
+  // The copies may return before they land, and the transfers run on non-blocking streams: wait for them.
+  CUDACHECK(cudaStreamSynchronize(cudaStreamLegacy));
   return mcclSuccess;
 }
 

@@ -442,6 +442,8 @@ static mcclResult_t fillPattern(void* dst, int rank, size_t count) {
     for (size_t i = 0; i < n; i++) storeElem(B.hostBuf, i, B.dtype, patValue(patKey(off + i), rank, B.op, B.nranks));
     CUDACHECK(cudaMemcpy((char*)dst + off * esize, B.hostBuf, n * esize, cudaMemcpyHostToDevice));
   }
+  // The copies may return before they land, and the calls run on non-blocking streams: wait for them.
+  CUDACHECK(cudaStreamSynchronize(cudaStreamLegacy));
   return mcclSuccess;
 }
 
