@@ -370,8 +370,9 @@ static void sharedStructPerBlock(void) {
   int* err = NULL;
   EXPECT_CUDA_OK(cudaMalloc((void**)&flags, blocks * sizeof(uint64_t)));
   EXPECT_CUDA_OK(cudaMalloc((void**)&err, sizeof(int)));
-  EXPECT_CUDA_OK(cudaMemset(flags, 0, blocks * sizeof(uint64_t)));
-  EXPECT_CUDA_OK(cudaMemset(err, 0, sizeof(int)));
+  // Stream s is non-blocking: it does not wait for NULL-stream memsets, so they must have landed.
+  EXPECT_CUDA_OK(mcclTestMemset(flags, 0, blocks * sizeof(uint64_t)));
+  EXPECT_CUDA_OK(mcclTestMemset(err, 0, sizeof(int)));
   cudaStream_t s;
   EXPECT_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   for (uint64_t epoch = 1; epoch <= 3; epoch++) {  // launches in a row on one stream
@@ -526,8 +527,9 @@ static void ringOfGrids(void) {
   EXPECT_CUDA_OK(cudaMalloc((void**)&steps, R * B * sizeof(uint64_t)));
   EXPECT_CUDA_OK(cudaMalloc((void**)&data, R * B * 64 * sizeof(uint64_t)));
   EXPECT_CUDA_OK(cudaMalloc((void**)&err, sizeof(int)));
-  EXPECT_CUDA_OK(cudaMemset(steps, 0, R * B * sizeof(uint64_t)));
-  EXPECT_CUDA_OK(cudaMemset(err, 0, sizeof(int)));
+  // The ring's streams are non-blocking: the memsets must have landed before the first launch.
+  EXPECT_CUDA_OK(mcclTestMemset(steps, 0, R * B * sizeof(uint64_t)));
+  EXPECT_CUDA_OK(mcclTestMemset(err, 0, sizeof(int)));
   cudaStream_t s[R];
   struct RingArgs args[R];
   for (int r = 0; r < R; r++) {

@@ -148,6 +148,8 @@ static mcclResult_t run(void) {
   CUDACHECK(cudaMalloc(&src, maxSize));
   CUDACHECK(cudaMalloc(&dst, maxSize));
   CUDACHECK(cudaMemset(src, 1, maxSize));
+  // The memset may return before it lands (NULL stream), and the proxy's copies do not wait for it.
+  CUDACHECK(cudaStreamSynchronize(cudaStreamLegacy));
   ncclApi nccl;
   const char* why = "";
   int haveNccl = ncclOpen(&nccl, &why);
