@@ -386,7 +386,8 @@ static void helperMain(int fd) {
       r.ok = mcclNcclOpen(mcclParamNcclLib(), &api, &why) && cudaSetDevice(q.dev) == cudaSuccess &&
              cudaMalloc(&t.src, q.maxBytes) == cudaSuccess && cudaMalloc(&t.dst, q.maxBytes) == cudaSuccess &&
              cudaMalloc((void**)&t.barrierBuf, sizeof(int)) == cudaSuccess &&
-             cudaMemset(t.src, 1, q.maxBytes) == cudaSuccess && cudaStreamSynchronize(cudaStreamLegacy) == cudaSuccess &&
+             cudaMemset(t.src, 1, q.maxBytes) == cudaSuccess &&
+             cudaStreamSynchronize(cudaStreamLegacy) == cudaSuccess &&
              cudaStreamCreateWithFlags(&t.sendStream, cudaStreamNonBlocking) == cudaSuccess &&
              cudaStreamCreateWithFlags(&t.recvStream, cudaStreamNonBlocking) == cudaSuccess &&
              cudaEventCreate(&t.start) == cudaSuccess && cudaEventCreate(&t.recvDone) == cudaSuccess &&
