@@ -64,20 +64,28 @@
 // Only the sim needs to know a kernel's argument layout: here it checks the kernel exists.
 #define MCCL_KERNEL_REGISTER(kernel) static_assert(sizeof(&kernel) != 0, #kernel)
 
-// Named barriers (NCCL src/device/common.h): bar.sync / bar.red.or.pred on hardware barrier `name`.
-// Not `.aligned` (NCCL's choice, which promises that every warp arrives converged): the primitives
-// call their role functions (waitPeer, postPeer, LL waitSend) out of line, where one lane spins while
-// the others wait, and the compiler cannot prove the warp has reconverged by the next barrier. An
-// `.aligned` barrier reached by a split warp is undefined: on the H200 it raised "illegal instruction".
+// Named barriers (NCCL src/device/common.h): bar.sync / bar.red.or.pred on hardware barrier `name`, the
+// `.aligned` forms NCCL uses, each preceded by __syncwarp(). The primitives call their role functions
+// (waitPeer, postPeer, LL waitSend) out of line, where one lane spins while the others return, so a warp
+// can reach a barrier split. An aligned barrier reached by a split warp is undefined (on the H200 it
+// raised "illegal instruction"). The non-aligned form (barrier.sync) is defined, but ptxas compiles it
+// twice, a converged copy and one for a split warp (behind BRA.DIV), and compute-sanitizer synccheck
+// reports a barrier completed from two instructions as "divergent thread(s) in block" and stops the
+// kernel (32 reports on the H100 and H200, docs/results/2026-11-24-h100-synccheck.md). So __syncwarp
+// reconverges the warp (its slow path runs only for a split warp), then every warp of the group meets
+// at one aligned instruction. Groups are whole warps, so every lane of a warp calls these.
 __device__ __forceinline__ void barrier_sync(int name) {
-  asm volatile("barrier.sync %0;" ::"r"(name) : "memory");
+  __syncwarp();
+  asm volatile("bar.sync %0;" ::"r"(name) : "memory");
 }
 __device__ __forceinline__ void barrier_sync(int name, int nThreads) {
-  asm volatile("barrier.sync %0, %1;" ::"r"(name), "r"(nThreads) : "memory");
+  __syncwarp();
+  asm volatile("bar.sync %0, %1;" ::"r"(name), "r"(nThreads) : "memory");
 }
 __device__ __forceinline__ bool barrier_red_or(bool vote, int name) {
   int ans;
-  asm volatile("{ .reg .pred p; setp.ne.s32 p, %1, 0; barrier.red.or.pred p, %2, p; selp.s32 %0, 1, 0, p; }"
+  __syncwarp();
+  asm volatile("{ .reg .pred p; setp.ne.s32 p, %1, 0; bar.red.or.pred p, %2, p; selp.s32 %0, 1, 0, p; }"
                : "=r"(ans)
                : "r"((int)vote), "r"(name)
                : "memory");
@@ -85,7 +93,8 @@ __device__ __forceinline__ bool barrier_red_or(bool vote, int name) {
 }
 __device__ __forceinline__ bool barrier_red_or(bool vote, int name, int nThreads) {
   int ans;
-  asm volatile("{ .reg .pred p; setp.ne.s32 p, %1, 0; barrier.red.or.pred p, %2, %3, p; selp.s32 %0, 1, 0, p; }"
+  __syncwarp();
+  asm volatile("{ .reg .pred p; setp.ne.s32 p, %1, 0; bar.red.or.pred p, %2, %3, p; selp.s32 %0, 1, 0, p; }"
                : "=r"(ans)
                : "r"((int)vote), "r"(name), "r"(nThreads)
                : "memory");

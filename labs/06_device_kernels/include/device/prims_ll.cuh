@@ -39,13 +39,11 @@ class Primitives<T, RedOp, ProtoLL> {
   T* userOutput;
   RedOp redOp;
 
-  // Reconverge the warp first (a lane spinning alone in waitSend or readLL), as in SIMPLE.
+  // barrier_sync / barrier_red_or reconverge the warp first (a lane may spin alone in waitSend or readLL).
   __device__ __forceinline__ void barrier() {
-    __syncwarp();
     barrier_sync(MCCL_BAR_GROUP, nthreads);
   }
   __device__ __forceinline__ bool barrierAny(int vote) {
-    __syncwarp();
     return barrier_red_or(vote != 0, MCCL_BAR_GROUP, nthreads);
   }
 

@@ -41,30 +41,25 @@ class Primitives<T, RedOp, ProtoSimple> {
   T* userOutput;
   RedOp redOp;
 
-  // Each barrier first reconverges the caller's warp (__syncwarp): a role lane that spun alone in
-  // waitPeer would otherwise reach the barrier apart from its warp, which compute-sanitizer's synccheck
-  // reports as divergence on the H200. Groups are whole warps, so every lane of a warp gets here.
+  // Groups are whole warps: barrier_sync / barrier_red_or reconverge the caller's warp (a role lane may
+  // come back from waitPeer apart from its warp) before the aligned barrier (common/include/mccl_device.h).
   __device__ __forceinline__ void barrier() {
-    __syncwarp();
     barrier_sync(MCCL_BAR_GROUP, nthreads);
   }
   __device__ __forceinline__ void subBarrier() {
     if (nworkers == nthreads) {
       barrier();
     } else {
-      __syncwarp();
       barrier_sync(MCCL_BAR_WORKERS, nworkers);
     }
   }
   // The block agrees on an abort: any thread that saw the flag makes every thread see it.
   __device__ __forceinline__ bool barrierAny(int vote) {
-    __syncwarp();
     return barrier_red_or(vote != 0, MCCL_BAR_GROUP, nthreads);
   }
   // The same among the workers only (subBarrier with a vote).
   __device__ __forceinline__ bool subBarrierAny(int vote) {
     if (nworkers == nthreads) return barrierAny(vote);
-    __syncwarp();
     return barrier_red_or(vote != 0, MCCL_BAR_WORKERS, nworkers);
   }
 
