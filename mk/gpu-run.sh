@@ -64,13 +64,20 @@ echo "demo exit $?"
 # Kernel code under the GPU's own checkers, on lab 06's kernel tests named by MCCL_SANITIZE_FILTER (default:
 # the three-endpoint chains, every op and both protocols; MCCL_SANITIZE=0 skips).
 if [ "${MCCL_SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
-  step "compute-sanitizer (lab 06 test_prims: memcheck, racecheck)"
-  for tool in memcheck racecheck; do
+  step "compute-sanitizer (lab 06 test_prims: memcheck, racecheck, synccheck; lab 07 mpi_allreduce: synccheck)"
+  for tool in memcheck racecheck synccheck; do
     MCCL_TEST_FILTER=${MCCL_SANITIZE_FILTER:-chain} timeout ${MCCL_SANITIZE_TIMEOUT:-150} compute-sanitizer --tool $tool --error-exitcode 9 \
       build/cuda/bin/06_device_kernels/test_prims \
       > "$OUT/sanitizer-$tool.log" 2>&1
     echo "compute-sanitizer $tool: exit $? ($(grep -cE '^(PASS|FAIL) ' "$OUT/sanitizer-$tool.log") tests; $(tail -1 "$OUT/sanitizer-$tool.log"))"
   done
+  # Two ranks (sharing the GPU where there is one): the ring, one-shot and two-shot kernels' barriers.
+  if [ -x build/cuda/bin/07_allreduce/mpi_allreduce ]; then
+    timeout ${MCCL_SANITIZE_TIMEOUT:-150} mpirun --oversubscribe --bind-to none $( [ "$(id -u)" = 0 ] && echo --allow-run-as-root) \
+      -np 2 -x NCCL_NVLS_ENABLE compute-sanitizer --tool synccheck --error-exitcode 9 \
+      build/cuda/bin/07_allreduce/mpi_allreduce > "$OUT/sanitizer-synccheck-07.log" 2>&1
+    echo "compute-sanitizer synccheck lab 07 mpi_allreduce np2: exit $? ($(grep -cE '^(PASS|FAIL) ' "$OUT/sanitizer-synccheck-07.log") tests, $(grep -c 'Barrier error' "$OUT/sanitizer-synccheck-07.log") barrier errors)"
+  fi
 fi
 fi
 if [ "${MCCL_BENCH:-1}" = 1 ]; then
