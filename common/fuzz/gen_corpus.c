@@ -51,6 +51,7 @@ static bootPeer peer(int rank) {
   p.info.cudaDev = rank % 2;
   p.info.hostHash = 0x1234;
   p.info.shmDev = 0x16;
+  p.info.pidNsHash = 0x5678;
   snprintf(p.info.proxyAddr, sizeof(p.info.proxyAddr), "mccl-proxy-%016llx", 0xabcdULL + (unsigned)rank);
   snprintf(p.listenName, sizeof(p.listenName), "mccl-bs-00112233445566778899aabbccddeeff.%d.%08x", rank, 0x5a5a0000u);
   if (rank % 2 == 0) {  // both families a TCP address can have

@@ -69,6 +69,8 @@ typedef struct {
   uint64_t hostHash;                      /**< Hash of the host name and boot id: equal on one host. */
   uint64_t shmDev;                        /**< st_dev of /dev/shm: equal when /dev/shm is shared. */
   char proxyAddr[MCCL_SOCKET_NAME_LEN];   /**< Abstract name its proxy listens on ("" if none). */
+  uint64_t pidNsHash;                     /**< Hash of the boot id and the pid namespace (mcclGetPidNsHash): equal
+                                               where `pid` names the same process, whatever MCCL_HOSTID says. */
 } mcclPeerInfo;
 
 /** @brief One rank's bootstrap state (opaque). */
@@ -203,6 +205,15 @@ mcclResult_t mcclBootstrapAbort(mcclBootstrap* state);
  * @return the hash; the same for every process of one host boot (and MCCL_HOSTID).
  */
 uint64_t mcclGetHostHash(void);
+
+/**
+ * @brief Where this process's pid is meaningful: a hash of /proc/sys/kernel/random/boot_id and the
+ * pid namespace (/proc/self/ns/pid). Two processes with equal values can check each other with
+ * kill(pid, 0); MCCL_HOSTID and mcclSetThreadHostId do not change it (posed hosts share one machine),
+ * while other machines and containers with their own pid namespace differ.
+ * @return the hash; 0 when neither file can be read (then no pid is compared).
+ */
+uint64_t mcclGetPidNsHash(void);
 
 /**
  * @brief Pose the calling thread as its own host: mcclGetHostHash on this thread hashes hostId

@@ -436,6 +436,23 @@ uint64_t mcclGetHostHash(void) {
   return h;
 }
 
+uint64_t mcclGetPidNsHash(void) {
+  char buf[256] = {0};
+  size_t len = 0;
+  int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    ssize_t n = read(fd, buf, sizeof(buf) / 2);
+    if (n > 0) len = (size_t)n;
+    close(fd);
+  }
+  ssize_t n = readlink("/proc/self/ns/pid", buf + len, sizeof(buf) - len - 1);  // "pid:[inode]"
+  if (n > 0) len += (size_t)n;
+  if (len == 0) return 0;
+  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a
+  for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)buf[i]) * 0x100000001b3ULL;
+  return h != 0 ? h : 1;
+}
+
 mcclResult_t mcclSetThreadHostId(const char* hostId) {
   MCCL_ARGCHECK(hostId == NULL || strlen(hostId) < sizeof(threadHostId),
                 "mcclSetThreadHostId: hostId is longer than %zu bytes", sizeof(threadHostId) - 1);
@@ -631,6 +648,7 @@ mcclResult_t mcclBootstrapInit(const mcclUniqueId* id, int rank, int nranks, int
   me->info.pid = (int)getpid();
   me->info.cudaDev = cudaDev;
   me->info.hostHash = mcclGetHostHash();
+  me->info.pidNsHash = mcclGetPidNsHash();
   struct stat sb;
   me->info.shmDev = stat("/dev/shm", &sb) == 0 ? (uint64_t)sb.st_dev : 0;
   if (proxyAddr) snprintf(me->info.proxyAddr, sizeof(me->info.proxyAddr), "%s", proxyAddr);

@@ -107,6 +107,7 @@ static int exchangeBody(mcclBootstrap* bs, int rank, int nranks, char* err, size
     snprintf(want, sizeof(want), "proxy-of-rank-%d", p);
     BODY_CHECK(info.rank == p && info.cudaDev == p && info.pid == (int)getpid());
     BODY_CHECK(info.hostHash == mcclGetHostHash() && strcmp(info.proxyAddr, want) == 0);
+    BODY_CHECK(info.pidNsHash != 0 && info.pidNsHash == mcclGetPidNsHash());
   }
   // Allgather of a payload larger than a socket buffer: the ring must not deadlock.
   BODY_CHECK(bigAllGatherOk(bs, rank, nranks, 7, 13));
@@ -398,6 +399,8 @@ static int tcpBody(mcclBootstrap* bs, int rank, int nranks, char* err, size_t er
     BODY_CHECK(mcclBootstrapGetPeerInfo(bs, p, &info) == mcclSuccess);
     BODY_CHECK(mcclBootstrapGetPeerInfo(bs, rank, &mine) == mcclSuccess);
     BODY_CHECK((info.hostHash == mine.hostHash) == (p / tcpPerHost == myHost));
+    // Posed hosts are one machine: every pid names a process here (what a dead-peer check relies on).
+    BODY_CHECK(info.pidNsHash != 0 && info.pidNsHash == mine.pidNsHash && info.pidNsHash == mcclGetPidNsHash());
     sameHost += p != rank && p / tcpPerHost == myHost;
   }
   // One message to every other rank and one from each: exactly the cross-host ones go over TCP.

@@ -287,10 +287,14 @@ mcclResult_t mcclCommGetAsyncError(mcclComm_t comm, mcclResult_t* asyncError) {
       r = mcclRemoteError;
     } else {
       // Peers in other processes: one that has exited can no longer take part (NCCL learns it from
-      // its proxy's sockets; on one host the pid says it at once).
+      // its proxy's sockets). Where the peer's pid names a process here (same boot and pid namespace,
+      // posed hosts included), the pid says it at once; a pid from another machine or container names
+      // nothing here, and is never looked up.
       pid_t me = getpid();
+      uint64_t ns = mcclGetPidNsHash();
       for (int p = 0; p < lab->nRanks && r == mcclSuccess; p++) {
         pid_t pid = (pid_t)lab->peerInfo[p].pid;
+        if (ns == 0 || lab->peerInfo[p].pidNsHash != ns) continue;
         if (pid > 0 && pid != me && kill(pid, 0) != 0 && errno == ESRCH) {
           WARN("rank %d: peer rank %d (pid %d) has exited", comm->rank, p, (int)pid);
           r = mcclRemoteError;

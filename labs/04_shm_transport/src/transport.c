@@ -27,6 +27,7 @@ mcclResult_t mcclFillPeerInfo(int rank, int cudaDev, mcclPeerInfo* info) {
   p.pid = (int)getpid();
   p.cudaDev = cudaDev;
   p.hostHash = mcclGetHostHash();
+  p.pidNsHash = mcclGetPidNsHash();
   struct stat sb;
   // Two containers on one host see the same host hash but maybe not the same /dev/shm (NCCL's shmDev).
   p.shmDev = stat("/dev/shm", &sb) == 0 ? (uint64_t)sb.st_dev : 0;
