@@ -51,6 +51,11 @@ struct netResources {
   mcclProxyState* proxy;
   mcclProxyRequest opReq;
   int opPosted;
+  // Who frees this object (atomics): the user side, unless the proxy half still holds it when the user
+  // side lets go. After an abort, the proxy is stopped first and the connectors free only their user
+  // half; the proxy halves are freed later by mcclProxyDestroy, which must not find this object gone.
+  int proxyHolds;  // set by netProxySetup, cleared at the end of netProxyFree
+  int userGone;    // set by netFree when the proxy half still holds it
 };
 
 // ---- canConnect: NET serves any pair; it is last in mcclTransports[], so only pairs P2P and SHM
@@ -186,7 +191,12 @@ static mcclResult_t netFree(struct mcclConnector* connector) {
     r->opPosted = 0;
   }
   connector->transportResources = NULL;
-  netResourcesFree(r);
+  // After an abort the proxy half was not freed (the stopped proxy answers no RPC): it still uses r, and
+  // mcclProxyDestroy's netProxyFree frees it. No thread runs that half now (the proxy has stopped).
+  if (__atomic_load_n(&r->proxyHolds, __ATOMIC_ACQUIRE))
+    __atomic_store_n(&r->userGone, 1, __ATOMIC_RELEASE);
+  else
+    netResourcesFree(r);
   return mcclSuccess;
 }
 
@@ -199,6 +209,7 @@ static mcclResult_t netProxySetup(struct mcclProxyConnection* connection, struct
   struct netResources* r;
   memcpy(&r, req, sizeof(r));
   connection->transportResources = r;
+  __atomic_store_n(&r->proxyHolds, 1, __ATOMIC_RELEASE);
   if (!connection->send) {
     MCCL_ARGCHECK(resp != NULL && respSize == MCCL_NET_HANDLE_MAXSIZE, "NET proxySetup: response of %d bytes",
                   respSize);
@@ -248,7 +259,9 @@ static mcclResult_t netProxyFree(struct mcclProxyConnection* connection, struct 
   }
   if (r->listenComm && (x = r->net->closeListen(r->listenComm)) != mcclSuccess && res == mcclSuccess) res = x;
   r->mhandle = r->netComm = r->listenComm = NULL;
-  connection->transportResources = NULL;  // the user side frees the memory
+  connection->transportResources = NULL;
+  __atomic_store_n(&r->proxyHolds, 0, __ATOMIC_RELEASE);
+  if (__atomic_load_n(&r->userGone, __ATOMIC_ACQUIRE)) netResourcesFree(r);  // else the user side frees it
   return res;
 }
 
