@@ -8,10 +8,12 @@
 // proxy's threads call it, so MPI must run with MPI_THREAD_MULTIPLE.
 #include <limits.h>
 #include <mpi.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "mccl_net.h"
 
@@ -37,6 +39,7 @@ static __attribute__((unused)) int netMpiExerciseProbe(const char* name) {
 static mcclNetLogger_t logFn;
 static MPI_Comm netComm = MPI_COMM_NULL;
 static int worldRank = -1, tagUb = 32767;
+static unsigned char* peerGone;  // per rank of netComm: taken as gone at a close (closeComm), atomics
 static int nextTag = 1;  // atomics: listen runs on the proxy's service threads of several communicators
 
 #define NETWARN(...)                                             \
@@ -108,6 +111,13 @@ static mcclResult_t mpiInit(mcclNetLogger_t logFunction) {
   MPICHECK(MPI_Comm_dup(MPI_COMM_WORLD, &netComm));  // collective: every process of the job
   MPICHECK(MPI_Comm_set_errhandler(netComm, MPI_ERRORS_RETURN));
   MPICHECK(MPI_Comm_rank(netComm, &worldRank));
+  int worldSize = 0;
+  MPICHECK(MPI_Comm_size(netComm, &worldSize));
+  if (peerGone == NULL) peerGone = calloc((size_t)worldSize, 1);  // kept for the process's life
+  if (peerGone == NULL) {
+    NETWARN("NET/MPI: out of memory");
+    return mcclSystemError;
+  }
   int* ub = NULL;
   int flag = 0;
   MPICHECK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag));
@@ -290,15 +300,46 @@ static mcclResult_t mpiTest(void* request, int* done, int* sizes) {
 }
 
 // Requests still posted at close (a receiver always has receives posted for the steps to come) are
-// cancelled and completed, so that MPI no longer writes into the buffers about to be freed.
+// cancelled and completed, so that MPI no longer writes into the buffers about to be freed. A send that
+// MPI cannot cancel (Open MPI does not cancel sends: one whose receiver is gone, after an abort, never
+// completes) is waited for until CLOSE_WAIT_MS, then released with MPI_Request_free: its
+// peer will never ask for its data, and waiting for it would hang the abort. A peer whose request was
+// released once is taken as gone: later closes of its comms (one per channel) do not wait again, so an
+// abort with a dead peer costs one wait, not one per channel. (A live peer's transfer in flight at an
+// abort completes well within the wait.)
+#define CLOSE_WAIT_MS 1000  // for all of one comm's requests together
+
+static uint64_t closeNowMs(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 static mcclResult_t closeComm(struct mpiComm* c) {
   if (c == NULL) return mcclInvalidArgument;
   mcclResult_t res = mcclSuccess;
+  for (int i = 0; i < MAX_REQUESTS; i++)
+    if (c->reqs[i].used) MPI_Cancel(&c->reqs[i].req);
+  const int gone = peerGone != NULL && __atomic_load_n(&peerGone[c->peer], __ATOMIC_RELAXED);
+  const uint64_t deadline = closeNowMs() + (gone ? 0 : CLOSE_WAIT_MS);
   for (int i = 0; i < MAX_REQUESTS; i++) {
     if (!c->reqs[i].used) continue;
-    MPI_Cancel(&c->reqs[i].req);
-    if (mpiCheck(MPI_Wait(&c->reqs[i].req, MPI_STATUS_IGNORE), "MPI_Wait(cancelled)") != mcclSuccess)
-      res = mcclSystemError;
+    int done = 0;
+    for (;;) {
+      if (mpiCheck(MPI_Test(&c->reqs[i].req, &done, MPI_STATUS_IGNORE), "MPI_Test(cancelled)") != mcclSuccess) {
+        res = mcclSystemError;
+        break;
+      }
+      if (done || closeNowMs() >= deadline) break;
+      sched_yield();
+    }
+    if (!done && c->reqs[i].req != MPI_REQUEST_NULL) {
+      if (peerGone != NULL && !__atomic_exchange_n(&peerGone[c->peer], 1, __ATOMIC_RELAXED))
+        NETWARN("NET/MPI: a request to/from rank %d neither completed nor cancelled within %d ms at close: "
+                "released, and rank %d taken as gone",
+                c->peer, CLOSE_WAIT_MS, c->peer);
+      MPI_Request_free(&c->reqs[i].req);
+    }
     c->reqs[i].used = 0;
   }
   free(c);
