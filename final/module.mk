@@ -75,6 +75,16 @@ final_MPI_NP := 2 3 4
 # The NET test poses as 2 hosts x 2 ranks (MCCL_HOSTID from the world rank): 4 ranks.
 final_mpi_net_MPI_NP := 4
 
+# A peer killed mid-collective across posed hosts (final/tests/test_net_peerdeath.sh runs it under mpirun
+# --enable-recovery, which a plain mpirun test entry has not: mpirun would end the job with the victim), so
+# it is built from a folder of its own, which make test does not scan for tests.
+NET_PEERDEATH := $(BIN)/final/net_peerdeath
+MPI_SRCS += final/tests/peerdeath/net_peerdeath.c
+$(NET_PEERDEATH): $(OBJ)/final/tests/peerdeath/net_peerdeath.o $(LIB)/libmccl_test.a $(MINCCL_ARCHIVES) $(BACKEND_DEP)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIB)/libmccl_test.a $(MINCCL_ARCHIVES) $(MPI_LIBS) $(BACKEND_LIBS) $(LDLIBS) -lstdc++
+ALL_BINS += $(NET_PEERDEATH)
+
 # The NCCL drop-in (libnccl.so.2 from the same archives) keeps its rules in its own file.
 include final/nccl.mk
 

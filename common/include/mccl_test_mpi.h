@@ -22,20 +22,31 @@
  * @{ */
 
 static int mcclTestMpiRank_ = 0, mcclTestMpiSize_ = 1, mcclTestMpiThreads_ = MPI_THREAD_SINGLE;
+static MPI_Comm mcclTestMpiComm_;  // where results are combined: MPI_COMM_WORLD until mcclTestMpiLeave
+static int mcclTestMpiLeft_ = 0;   // this rank left the combining communicator (mcclTestMpiLeave)
 /** @brief This process's rank in MPI_COMM_WORLD. */
 static inline int mcclTestMpiRank(void) { return mcclTestMpiRank_; }
 /** @brief Number of ranks in MPI_COMM_WORLD. */
 static inline int mcclTestMpiSize(void) { return mcclTestMpiSize_; }
+/** @brief The communicator the harness combines results over: MPI_COMM_WORLD, or after mcclTestMpiLeave the
+ *  ranks that stayed (MPI_COMM_NULL on a rank that left). */
+static inline MPI_Comm mcclTestMpiComm(void) {
+  return mcclTestMpiComm_ ? mcclTestMpiComm_ : MPI_COMM_WORLD;
+}
 
 static inline int mcclTestMpiCombine_(int status, char* msg, size_t msgLen) {
+  if (mcclTestMpiLeft_) return status;  // a rank that left reports to nobody
+  MPI_Comm c = mcclTestMpiComm();
+  int me = 0;
+  MPI_Comm_rank(c, &me);
   int worst = status;
-  MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_INT, MPI_MAX, c);
   if (worst == 0) return 0;
-  int who = status == worst ? mcclTestMpiRank_ : INT_MAX;
-  MPI_Allreduce(MPI_IN_PLACE, &who, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  int who = status == worst ? me : INT_MAX;  // the lowest rank (of c) with the worst status tells
+  MPI_Allreduce(MPI_IN_PLACE, &who, 1, MPI_INT, MPI_MIN, c);
   char buf[1024];
-  if (mcclTestMpiRank_ == who) snprintf(buf, sizeof(buf), "rank %d of %d: %s", who, mcclTestMpiSize_, msg);
-  MPI_Bcast(buf, sizeof(buf), MPI_CHAR, who, MPI_COMM_WORLD);
+  if (me == who) snprintf(buf, sizeof(buf), "rank %d of %d: %s", mcclTestMpiRank_, mcclTestMpiSize_, msg);
+  MPI_Bcast(buf, sizeof(buf), MPI_CHAR, who, c);
   snprintf(msg, msgLen, "%s", buf);
   return worst;
 }
@@ -52,8 +63,25 @@ static inline uint64_t mcclTestMpiShareSeed_(uint64_t seed) {
  *  a round it never joins. */
 static inline int mcclTestMpiAnyStopped(void) {
   int stopped = mcclTestStopped();
-  MPI_Allreduce(MPI_IN_PLACE, &stopped, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (mcclTestMpiLeft_) return stopped;
+  MPI_Allreduce(MPI_IN_PLACE, &stopped, 1, MPI_INT, MPI_MAX, mcclTestMpiComm());
   return stopped;
+}
+
+/** @brief Collective over the ranks still combining results: the ranks that pass leaving=1 stop taking
+ *  part in the harness's result combining (and mcclTestMpiAnyStopped) from here on, and the others
+ *  combine without them. For a test in which a rank dies on purpose (a peer killed mid-collective, run
+ *  under mpirun --enable-recovery): its results are not waited for. World rank 0 must stay. */
+static inline void mcclTestMpiLeave(int leaving) {
+  if (mcclTestMpiLeft_) return;
+  MPI_Comm next = MPI_COMM_NULL;
+  MPI_Comm_split(mcclTestMpiComm(), leaving ? MPI_UNDEFINED : 0, mcclTestMpiRank_, &next);
+  if (leaving) {
+    mcclTestMpiLeft_ = 1;
+    mcclTestMpiComm_ = MPI_COMM_NULL;
+  } else {
+    mcclTestMpiComm_ = next;
+  }
 }
 
 /** @brief The thread level MPI provides to this process (MPI_Init_thread's `provided`). */

@@ -1,0 +1,91 @@
+// final/ across hosts, a peer killed mid-collective (issue 14). Run by final/tests/test_net_peerdeath.sh as
+// `mpirun --enable-recovery -np 3` (without that flag mpirun ends the whole job when one rank dies), each
+// rank posing as its own host (MCCL_HOSTID from the world rank), so every ring edge is lab 08's NET
+// transport over the MPI plugin. Every rank completes one allreduce; then the last rank launches a large
+// one and kills itself (SIGKILL) while its data is in flight. The survivors' allreduce cannot complete:
+// polling as nccl-tests and PyTorch do (cudaStreamQuery, then mcclCommGetAsyncError), each must see
+// mcclRemoteError within PEERDEATH_LIMIT_S, mcclCommAbort must then return promptly and end the kernel,
+// and the survivors' /dev/shm entries and fds come back to what they were before the communicator.
+// It is no mpi_* test (make test would run it under a plain mpirun): the .sh runs it.
+#define NET_RANKS_PER_HOST 1
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+#include "../../../labs/07_allreduce/tests/ar_test_util.h"
+#include "../../../labs/08_net_transport/tests/net_pose.h"
+#include "../fmpi_test_util.h"
+#include "mccl_test.h"
+#include "mccl_test_mpi.h"
+
+#define SMALL_COUNT 4099
+#define BIG_COUNT (4 << 20)  // float32: 16 MiB, many FIFO steps through three proxies on each hop
+#define PEERDEATH_LIMIT_S 20.0
+#define ABORT_LIMIT_S 5.0
+
+static double nowSec(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void peerKilledMidAllReduce(void) {
+  MCCL_TEST_MPI_REQUIRE_THREAD_MULTIPLE();
+  if (mcclTestMpiSize() < 3) SKIP("needs 3 ranks: the victim and 2 survivors");
+  const int victim = mcclTestMpiSize() - 1;
+  const int shm0 = mcclTestCountShm(), fds0 = mcclTestCountFds();
+  struct fmpiWorld w;
+  fmpiSetUp(&w, (size_t)BIG_COUNT * sizeof(float));
+  CHECK_STOPPED();
+  // Every rank: one allreduce that completes (connections up, the NET proxy ops running).
+  const uint64_t seed = mcclTestSeed();
+  char why[160];
+  arFill(w.host, mcclFloat32, mcclSum, SMALL_COUNT, w.rank, seed);
+  EXPECT_CUDA_OK(mcclTestCopyToDevice(w.send, w.host, SMALL_COUNT * sizeof(float)));
+  EXPECT_OK(mcclAllReduce(w.send, w.recv, SMALL_COUNT, mcclFloat32, mcclSum, w.comm, w.stream));
+  EXPECT_CUDA_OK(cudaStreamSynchronize(w.stream));
+  EXPECT_CUDA_OK(cudaMemcpy(w.host, w.recv, SMALL_COUNT * sizeof(float), cudaMemcpyDeviceToHost));
+  if (arCheck(w.host, mcclFloat32, mcclSum, SMALL_COUNT, w.nranks, seed, why, sizeof(why)))
+    mcclTestFailAt(__FILE__, __LINE__, "the allreduce before the kill: rank %d: %s", w.rank, why);
+  if (mcclTestMpiAnyStopped()) {
+    fmpiTearDown(&w);
+    return;
+  }
+  // From here the victim's results are not waited for.
+  mcclTestMpiLeave(w.rank == victim);
+  EXPECT_CUDA_OK(mcclTestMemset(w.send, 0, (size_t)BIG_COUNT * sizeof(float)));
+  EXPECT_OK(mcclAllReduce(w.send, w.recv, BIG_COUNT, mcclFloat32, mcclSum, w.comm, w.stream));
+  if (w.rank == victim) {
+    struct timespec ts = {0, 20 * 1000 * 1000};  // let its kernel and proxy start moving data
+    nanosleep(&ts, NULL);
+    kill(getpid(), SIGKILL);
+  }
+  const double t0 = nowSec();
+  mcclResult_t ae = mcclSuccess;
+  cudaError_t q = cudaErrorNotReady;
+  while (nowSec() - t0 < PEERDEATH_LIMIT_S) {
+    q = cudaStreamQuery(w.stream);
+    if (q != cudaErrorNotReady) break;  // done (it cannot be, without the victim) or failed
+    EXPECT_OK(mcclCommGetAsyncError(w.comm, &ae));
+    if (ae != mcclSuccess) break;
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  const double seen = nowSec() - t0;
+  EXPECT_EQ(q, cudaErrorNotReady);
+  EXPECT_EQ(ae, mcclRemoteError);
+  EXPECT_LT(seen, PEERDEATH_LIMIT_S);
+  const double t1 = nowSec();
+  EXPECT_OK(mcclCommAbort(w.comm));
+  w.comm = NULL;
+  const double aborted = nowSec() - t1;
+  EXPECT_LT(aborted, ABORT_LIMIT_S);
+  EXPECT_CUDA_OK(cudaStreamSynchronize(w.stream));  // the abort ended the kernel
+  fmpiTearDown(&w);
+  EXPECT_EQ(mcclTestCountShm(), shm0);
+  EXPECT_EQ(mcclTestCountFds(), fds0);
+  printf("# rank %d: the peer's death seen after %.2f s, mcclCommAbort took %.2f s\n", mcclTestMpiRank(), seen, aborted);
+}
+
+MCCL_TEST_MAIN_MPI_THREADS(MPI_THREAD_MULTIPLE, MCCL_TEST_CASE(peerKilledMidAllReduce))
