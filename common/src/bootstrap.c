@@ -437,19 +437,20 @@ uint64_t mcclGetHostHash(void) {
 }
 
 uint64_t mcclGetPidNsHash(void) {
-  char buf[256] = {0};
-  size_t len = 0;
+  char boot[64], ns[64];  // a boot id is 36 characters and a newline, the link "pid:[inode]" about 16
+  size_t nBoot = 0, nNs = 0;
   int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
   if (fd >= 0) {
-    ssize_t n = read(fd, buf, sizeof(buf) / 2);
-    if (n > 0) len = (size_t)n;
+    ssize_t n = read(fd, boot, sizeof(boot));
+    if (n > 0) nBoot = (size_t)n;
     close(fd);
   }
-  ssize_t n = readlink("/proc/self/ns/pid", buf + len, sizeof(buf) - len - 1);  // "pid:[inode]"
-  if (n > 0) len += (size_t)n;
-  if (len == 0) return 0;
-  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a
-  for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)buf[i]) * 0x100000001b3ULL;
+  ssize_t n = readlink("/proc/self/ns/pid", ns, sizeof(ns));
+  if (n > 0) nNs = (size_t)n;
+  if (nBoot == 0 && nNs == 0) return 0;
+  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a over both
+  for (size_t i = 0; i < nBoot; i++) h = (h ^ (unsigned char)boot[i]) * 0x100000001b3ULL;
+  for (size_t i = 0; i < nNs; i++) h = (h ^ (unsigned char)ns[i]) * 0x100000001b3ULL;
   return h != 0 ? h : 1;
 }
 
