@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <mpi.h>
 #include "mccl_debug.h"
 #include "mccl_test.h"
@@ -114,25 +115,45 @@ static inline int mcclTestMpiThreadLevel(void) {
 /** @brief main() of a test binary run under mpirun. */
 #define MCCL_TEST_MAIN_MPI(...) MCCL_TEST_MAIN_MPI_THREADS(MPI_THREAD_SINGLE, __VA_ARGS__)
 
+/** @brief The body of the MCCL_TEST_MAIN_MPI* mains: MPI up at `level` (see MCCL_TEST_MAIN_MPI_THREADS), the
+ *  cases run, then MPI_Finalize, or with finalize=0 an exit without it (MCCL_TEST_MAIN_MPI_NO_FINALIZE). */
+static inline int mcclTestMpiMain_(int argc, char** argv, const mcclTestCase* cases, int nCases, int level,
+                                   int finalize) {
+  if (argc > 1 && strcmp(argv[1], "--list") == 0) /* names only: no MPI needed */
+    return mcclTestMain(argc, argv, cases, nCases, NULL);
+  if (level == MPI_THREAD_MULTIPLE && MCCL_TEST_MPI_NO_THREAD_MULTIPLE != NULL) level = MPI_THREAD_SINGLE;
+  MPI_Init_thread(&argc, &argv, level, &mcclTestMpiThreads_);
+  MPI_Comm_rank(MPI_COMM_WORLD, &mcclTestMpiRank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &mcclTestMpiSize_);
+  mcclDebugSetRank(mcclTestMpiRank_);
+  mcclTestHooks hooks = {mcclTestMpiCombine_, mcclTestMpiShareSeed_, mcclTestMpiRank_ == 0, mcclTestMpiSize_};
+  int rc = mcclTestMain(argc, argv, cases, nCases, &hooks);
+  if (!finalize) {
+    fflush(NULL);
+    _exit(rc);
+  }
+  MPI_Finalize();
+  return rc;
+}
+
 /** @brief main() of a test binary run under mpirun whose library calls MPI from other threads too
  *  (lab 08's net plugin, from the proxy thread): MPI_Init_thread asks for `level`, except
  *  MPI_THREAD_MULTIPLE in a build that cannot use it (MCCL_TEST_MPI_NO_THREAD_MULTIPLE), which asks for
  *  MPI_THREAD_SINGLE; tests that need it use MCCL_TEST_MPI_REQUIRE_THREAD_MULTIPLE(). */
-#define MCCL_TEST_MAIN_MPI_THREADS(level, ...)                                                                    \
-  int main(int argc, char** argv) {                                                                               \
-    static const mcclTestCase cases_[] = {__VA_ARGS__};                                                           \
-    if (argc > 1 && strcmp(argv[1], "--list") == 0) /* names only: no MPI needed */                               \
-      return mcclTestMain(argc, argv, cases_, (int)(sizeof(cases_) / sizeof(cases_[0])), NULL);                   \
-    int level_ = (level);                                                                                         \
-    if (level_ == MPI_THREAD_MULTIPLE && MCCL_TEST_MPI_NO_THREAD_MULTIPLE != NULL) level_ = MPI_THREAD_SINGLE;    \
-    MPI_Init_thread(&argc, &argv, level_, &mcclTestMpiThreads_);                                                  \
-    MPI_Comm_rank(MPI_COMM_WORLD, &mcclTestMpiRank_);                                                             \
-    MPI_Comm_size(MPI_COMM_WORLD, &mcclTestMpiSize_);                                                             \
-    mcclDebugSetRank(mcclTestMpiRank_);                                                                           \
-    mcclTestHooks hooks_ = {mcclTestMpiCombine_, mcclTestMpiShareSeed_, mcclTestMpiRank_ == 0, mcclTestMpiSize_}; \
-    int rc_ = mcclTestMain(argc, argv, cases_, (int)(sizeof(cases_) / sizeof(cases_[0])), &hooks_);               \
-    MPI_Finalize();                                                                                               \
-    return rc_;                                                                                                   \
+#define MCCL_TEST_MAIN_MPI_THREADS(level, ...)                                                        \
+  int main(int argc, char** argv) {                                                                   \
+    static const mcclTestCase cases_[] = {__VA_ARGS__};                                               \
+    return mcclTestMpiMain_(argc, argv, cases_, (int)(sizeof(cases_) / sizeof(cases_[0])), (level), 1); \
+  }
+
+/** @brief MCCL_TEST_MAIN_MPI_THREADS for a test in which a rank dies on purpose (mcclTestMpiLeave), run
+ *  under `mpirun --enable-recovery --mca orte_allowed_exit_without_sync 1`: the ranks exit after
+ *  reporting, without MPI_Finalize, whose closing fence with every process of the job (the dead one
+ *  included) Open MPI 4.1 may never complete. */
+#define MCCL_TEST_MAIN_MPI_NO_FINALIZE(level, ...)                                                    \
+  int main(int argc, char** argv) {                                                                   \
+    static const mcclTestCase cases_[] = {__VA_ARGS__};                                               \
+    return mcclTestMpiMain_(argc, argv, cases_, (int)(sizeof(cases_) / sizeof(cases_[0])), (level), 0); \
   }
 
 /** @} */

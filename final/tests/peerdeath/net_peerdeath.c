@@ -1,11 +1,12 @@
 // final/ across hosts, a peer killed mid-collective (issue 14). Run by final/tests/test_net_peerdeath.sh as
 // `mpirun --enable-recovery -np 3` (without that flag mpirun ends the whole job when one rank dies), each
 // rank posing as its own host (MCCL_HOSTID from the world rank), so every ring edge is lab 08's NET
-// transport over the MPI plugin. Every rank completes one allreduce; then the last rank launches a large
-// one and kills itself (SIGKILL) while its data is in flight. The survivors' allreduce cannot complete:
-// polling as nccl-tests and PyTorch do (cudaStreamQuery, then mcclCommGetAsyncError), each must see
-// mcclRemoteError within PEERDEATH_LIMIT_S, mcclCommAbort must then return promptly and end the kernel,
-// and the survivors' /dev/shm entries and fds come back to what they were before the communicator.
+// transport over the MPI plugin. Every rank completes an allreduce on a first communicator; on a second
+// one, the last rank launches a large allreduce and kills itself (SIGKILL) while its data is in flight.
+// The survivors' allreduce cannot complete. Polling as nccl-tests and PyTorch do (cudaStreamQuery, then
+// mcclCommGetAsyncError), each survivor must see mcclRemoteError within PEERDEATH_LIMIT_S; mcclCommAbort
+// must then return promptly and end the kernel, and the survivors' /dev/shm entries and fds come back to
+// what they were before that communicator.
 // It is no mpi_* test (make test would run it under a plain mpirun): the .sh runs it.
 #define NET_RANKS_PER_HOST 1
 #include <signal.h>
@@ -34,20 +35,26 @@ static void peerKilledMidAllReduce(void) {
   MCCL_TEST_MPI_REQUIRE_THREAD_MULTIPLE();
   if (mcclTestMpiSize() < 3) SKIP("needs 3 ranks: the victim and 2 survivors");
   const int victim = mcclTestMpiSize() - 1;
-  const int shm0 = mcclTestCountShm(), fds0 = mcclTestCountFds();
-  struct fmpiWorld w;
-  fmpiSetUp(&w, (size_t)BIG_COUNT * sizeof(float));
-  CHECK_STOPPED();
-  // Every rank: one allreduce that completes (connections up, the NET proxy ops running).
+  // A first communicator that every rank completes an allreduce on and destroys: what CUDA and MPI open
+  // once per process (device fds, MPI's connections) is then open, and the counts after it are the
+  // baseline the second one, the one the victim dies in, must come back to.
   const uint64_t seed = mcclTestSeed();
   char why[160];
+  struct fmpiWorld w;
+  fmpiSetUp(&w, SMALL_COUNT * sizeof(float));
+  CHECK_STOPPED();
   arFill(w.host, mcclFloat32, mcclSum, SMALL_COUNT, w.rank, seed);
   EXPECT_CUDA_OK(mcclTestCopyToDevice(w.send, w.host, SMALL_COUNT * sizeof(float)));
   EXPECT_OK(mcclAllReduce(w.send, w.recv, SMALL_COUNT, mcclFloat32, mcclSum, w.comm, w.stream));
   EXPECT_CUDA_OK(cudaStreamSynchronize(w.stream));
   EXPECT_CUDA_OK(cudaMemcpy(w.host, w.recv, SMALL_COUNT * sizeof(float), cudaMemcpyDeviceToHost));
   if (arCheck(w.host, mcclFloat32, mcclSum, SMALL_COUNT, w.nranks, seed, why, sizeof(why)))
-    mcclTestFailAt(__FILE__, __LINE__, "the allreduce before the kill: rank %d: %s", w.rank, why);
+    mcclTestFailAt(__FILE__, __LINE__, "the first communicator's allreduce: rank %d: %s", w.rank, why);
+  fmpiTearDown(&w);
+  if (mcclTestMpiAnyStopped()) return;
+  const int shm0 = mcclTestCountShm(), fds0 = mcclTestCountFds();
+  fmpiSetUp(&w, (size_t)BIG_COUNT * sizeof(float));
+  CHECK_STOPPED();
   if (mcclTestMpiAnyStopped()) {
     fmpiTearDown(&w);
     return;
@@ -83,9 +90,11 @@ static void peerKilledMidAllReduce(void) {
   EXPECT_LT(aborted, ABORT_LIMIT_S);
   EXPECT_CUDA_OK(cudaStreamSynchronize(w.stream));  // the abort ended the kernel
   fmpiTearDown(&w);
-  EXPECT_EQ(mcclTestCountShm(), shm0);
-  EXPECT_EQ(mcclTestCountFds(), fds0);
-  printf("# rank %d: the peer's death seen after %.2f s, mcclCommAbort took %.2f s\n", mcclTestMpiRank(), seen, aborted);
+  const int shm1 = mcclTestCountShm(), fds1 = mcclTestCountFds();
+  printf("# rank %d: the peer's death seen after %.2f s, mcclCommAbort took %.2f s; /dev/shm %d -> %d, fds %d -> %d\n",
+         mcclTestMpiRank(), seen, aborted, shm0, shm1, fds0, fds1);
+  EXPECT_EQ(shm1, shm0);
+  EXPECT_EQ(fds1, fds0);
 }
 
-MCCL_TEST_MAIN_MPI_THREADS(MPI_THREAD_MULTIPLE, MCCL_TEST_CASE(peerKilledMidAllReduce))
+MCCL_TEST_MAIN_MPI_NO_FINALIZE(MPI_THREAD_MULTIPLE, MCCL_TEST_CASE(peerKilledMidAllReduce))
