@@ -2,7 +2,7 @@
 // `mpirun --enable-recovery -np 3` (without that flag mpirun ends the whole job when one rank dies), each
 // rank posing as its own host (MCCL_HOSTID from the world rank), so every ring edge is lab 08's NET
 // transport over the MPI plugin. Every rank completes an allreduce on a first communicator; on a second
-// one, the last rank launches a large allreduce and kills itself (SIGKILL) while its data is in flight.
+// one, the last rank launches a large allreduce and kills itself (SIGKILL) right after the launch.
 // The survivors' allreduce cannot complete. Polling as nccl-tests and PyTorch do (cudaStreamQuery, then
 // mcclCommGetAsyncError), each survivor must see mcclRemoteError within PEERDEATH_LIMIT_S; mcclCommAbort
 // must then return promptly and end the kernel, and the survivors' /dev/shm entries and fds come back to
@@ -63,11 +63,9 @@ static void peerKilledMidAllReduce(void) {
   mcclTestMpiLeave(w.rank == victim);
   EXPECT_CUDA_OK(mcclTestMemset(w.send, 0, (size_t)BIG_COUNT * sizeof(float)));
   EXPECT_OK(mcclAllReduce(w.send, w.recv, BIG_COUNT, mcclFloat32, mcclSum, w.comm, w.stream));
-  if (w.rank == victim) {
-    struct timespec ts = {0, 20 * 1000 * 1000};  // let its kernel and proxy start moving data
-    nanosleep(&ts, NULL);
-    kill(getpid(), SIGKILL);
-  }
+  // Right after its launch: its kernel and proxy die with it while the others wait for its data (16 MiB
+  // through three proxies cannot be on its way yet). A pause here let the GPU finish the collective first.
+  if (w.rank == victim) kill(getpid(), SIGKILL);
   const double t0 = nowSec();
   mcclResult_t ae = mcclSuccess;
   cudaError_t q = cudaErrorNotReady;
