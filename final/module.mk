@@ -80,7 +80,8 @@ final_mpi_net_MPI_NP := 4
 # it is built from a folder of its own, which make test does not scan for tests.
 NET_PEERDEATH := $(BIN)/final/net_peerdeath
 MPI_SRCS += final/tests/peerdeath/net_peerdeath.c
-$(NET_PEERDEATH): $(OBJ)/final/tests/peerdeath/net_peerdeath.o $(LIB)/libmccl_test.a $(MINCCL_ARCHIVES) $(BACKEND_DEP)
+$(NET_PEERDEATH): $(OBJ)/final/tests/peerdeath/net_peerdeath.o $(LIB)/libmccl_test.a $(MINCCL_ARCHIVES) $(BACKEND_DEP) \
+                  | $(NET_MPI_PLUGIN)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $< $(LIB)/libmccl_test.a $(MINCCL_ARCHIVES) $(MPI_LIBS) $(BACKEND_LIBS) $(LDLIBS) -lstdc++
 ALL_BINS += $(NET_PEERDEATH)
