@@ -17,7 +17,7 @@ peer_killed() {
   grep '^# rank' "$work/run.log"
   case "$line" in
     PASS*) return 0 ;;
-    SKIP*) shtest_skip "${line#SKIP * (}" ;;
+    SKIP*) line=${line#SKIP * (} && shtest_skip "${line%)}" ;;
     FAIL*) shtest_fail "${line#FAIL }" ;;
     *) shtest_fail "no result line (mpirun exit $rc): $(tail -n 5 "$work/run.log" | tr '\n' ' ')" ;;
   esac
