@@ -412,45 +412,41 @@ static mcclResult_t acceptOne(const int fds[2], uint64_t deadline, volatile uint
   }
 }
 
+#define FNV1A_BASIS 0xcbf29ce484222325ULL
+static uint64_t fnv1a(uint64_t h, const char* p, size_t n) {
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 0x100000001b3ULL;
+  return h;
+}
+
+// /proc/sys/kernel/random/boot_id into buf (36 characters and a newline): bytes read, 0 if unreadable.
+static size_t readBootId(char* buf, size_t len) {
+  int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, len);
+  close(fd);
+  return n > 0 ? (size_t)n : 0;
+}
+
 uint64_t mcclGetHostHash(void) {
-  char buf[512] = {0};
-  size_t len = 0;
   const char* hostId = threadHostId[0] != '\0' ? threadHostId : mcclParamHostId();
   if (hostId != NULL && hostId[0] != '\0') {
     // MCCL_HOSTID replaces the host name and boot id (NCCL_HOSTID): ranks with different ids are on
     // different "hosts", so one machine can pose as several (lab 08's NET tests).
-    len = strnlen(hostId, sizeof(buf) - 1);
-    memcpy(buf, hostId, len);
-  } else {
-    gethostname(buf, 255);
-    len = strlen(buf);
-    int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-      ssize_t n = read(fd, buf + len, sizeof(buf) - len - 1);
-      if (n > 0) len += (size_t)n;
-      close(fd);
-    }
+    return fnv1a(FNV1A_BASIS, hostId, strnlen(hostId, 511));
   }
-  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a
-  for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)buf[i]) * 0x100000001b3ULL;
-  return h;
+  char name[256] = {0}, boot[64];
+  gethostname(name, sizeof(name) - 1);
+  uint64_t h = fnv1a(FNV1A_BASIS, name, strlen(name));
+  return fnv1a(h, boot, readBootId(boot, sizeof(boot)));
 }
 
 uint64_t mcclGetPidNsHash(void) {
-  char boot[64], ns[64];  // a boot id is 36 characters and a newline, the link "pid:[inode]" about 16
-  size_t nBoot = 0, nNs = 0;
-  int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    ssize_t n = read(fd, boot, sizeof(boot));
-    if (n > 0) nBoot = (size_t)n;
-    close(fd);
-  }
-  ssize_t n = readlink("/proc/self/ns/pid", ns, sizeof(ns));
-  if (n > 0) nNs = (size_t)n;
+  char boot[64], ns[64];  // the link reads "pid:[inode]"
+  size_t nBoot = readBootId(boot, sizeof(boot));
+  ssize_t nNs = readlink("/proc/self/ns/pid", ns, sizeof(ns));
+  if (nNs < 0) nNs = 0;
   if (nBoot == 0 && nNs == 0) return 0;
-  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a over both
-  for (size_t i = 0; i < nBoot; i++) h = (h ^ (unsigned char)boot[i]) * 0x100000001b3ULL;
-  for (size_t i = 0; i < nNs; i++) h = (h ^ (unsigned char)ns[i]) * 0x100000001b3ULL;
+  uint64_t h = fnv1a(fnv1a(FNV1A_BASIS, boot, nBoot), ns, (size_t)nNs);
   return h != 0 ? h : 1;
 }
 

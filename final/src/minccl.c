@@ -291,7 +291,7 @@ mcclResult_t mcclCommGetAsyncError(mcclComm_t comm, mcclResult_t* asyncError) {
       // posed hosts included), the pid says it at once; a pid from another machine or container names
       // nothing here, and is never looked up.
       pid_t me = getpid();
-      uint64_t ns = mcclGetPidNsHash();
+      const uint64_t ns = lab->peerInfo[lab->rank].pidNsHash;  // this rank's record: no /proc read per poll
       for (int p = 0; p < lab->nRanks && r == mcclSuccess; p++) {
         pid_t pid = (pid_t)lab->peerInfo[p].pid;
         if (ns == 0 || lab->peerInfo[p].pidNsHash != ns) continue;
