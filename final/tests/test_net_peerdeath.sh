@@ -2,8 +2,9 @@
 # A peer killed mid-collective across (posed) hosts: final/tests/peerdeath/net_peerdeath.c under
 # `mpirun --enable-recovery -np 3`, which lets the survivors run on when one rank dies (a plain mpirun ends
 # the whole job); the ranks exit without MPI_Finalize (its fence with the dead rank may never end), which
-# orte_allowed_exit_without_sync lets them. The program's own harness lines say what it checked; this case passes when rank 0's
-# line for it is a PASS, and is skipped where the program skips (no MPI_THREAD_MULTIPLE under TSan).
+# orte_allowed_exit_without_sync lets them. The program's own harness lines say what it checked; this case
+# passes when rank 0's line for it is a PASS, and is skipped where the program skips (no
+# MPI_THREAD_MULTIPLE under TSan).
 . "$(dirname "$0")/../../common/tests/shtest_lib.sh"
 
 shtest_bench_setup final/net_peerdeath

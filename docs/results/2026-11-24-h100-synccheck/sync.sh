@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One-GPU experiment: compute-sanitizer synccheck on the primitives' named barriers, aligned (new) vs
-# barrier.sync (old), ranks sharing the GPU. Logs under $OUT.
+# barrier.sync (old), ranks sharing the GPU. Logs under $OUT. As run on 2026-11-24: the old build used a
+# temporary switch, MCCL_BARRIER_EXPERIMENT_UNALIGNED, that was never committed (the tree has one barrier form).
 set -u
 OUT=${OUT:-$PWD/gpu-out}; mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0 MCCL_TEST_TIMEOUT=120
