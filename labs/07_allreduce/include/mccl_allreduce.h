@@ -49,11 +49,12 @@ struct mcclLabRing {
   int* userRanks; /**< [nRanks] ranks in ring order, starting from ring position 0 */
 };
 
-/** @brief A buffer every rank registered, mapped from every rank (NCCL's ncclWindow, symmetric). */
+/** @brief A buffer every rank registered, mapped from every rank of this host (NCCL's ncclWindow, symmetric). */
 typedef struct mcclLabWindow {
   void* buff;                 /**< this rank's buffer (from mcclMemAlloc; the start of its allocation) */
   size_t size;                /**< bytes registered (the same on every rank) */
-  void** peerPtrs;            /**< [nRanks] host array: each rank's buffer as mapped here (peerPtrs[rank] == buff) */
+  void** peerPtrs;            /**< [nRanks] host array: each rank's buffer as mapped here (peerPtrs[rank] == buff);
+                                   NULL for a rank on another host (lab 08), whose memory cannot be mapped */
   char** devPeerPtrs;         /**< [nRanks] device array of the same, for kernels */
   struct mcclLabWindow* next; /**< the communicator's list */
 } mcclLabWindow;

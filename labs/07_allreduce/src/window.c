@@ -130,15 +130,22 @@ mcclResult_t labWindowMap(mcclLabComm* comm, void* buff, size_t size, mcclLabWin
   for (int p = 0; p < comm->nRanks; p++)
     if (all[p].allocSize > stride) stride = (size_t)all[p].allocSize;
   MCCLCHECKGOTO(mcclIpcSymmetricInit(comm->nRanks, stride, comm->cudaDev, &wp->sym), res, fail);
+  int nMapped = 0;
   for (int p = 0; p < comm->nRanks; p++) {
     if (p == comm->rank) {
       void* alias = NULL;
       MCCLCHECKGOTO(mcclIpcMapSymmetric(&wp->sym, (size_t)p * wp->sym.stride, allocSize, handle, &alias), res, fail);
       wp->mapped[p] = allocSize;
       w->peerPtrs[p] = buff;
+      nMapped++;
       continue;
     }
+    // A rank on another host shares no memory (its proxy's Unix socket is not even reachable from
+    // here): its slot stays empty, and the symmetric algorithms, which need every rank's buffer, are
+    // off for such a communicator anyway (no signal area, signalArea() in comm.c).
+    if (comm->peerInfo[p].hostHash != comm->peerInfo[comm->rank].hostHash) continue;
     MCCLCHECKGOTO(importPeer(comm, wp, p, &all[p], &w->peerPtrs[p]), res, fail);
+    nMapped++;
   }
   CUDACHECKGOTO(cudaMalloc((void**)&w->devPeerPtrs, sizeof(char*) * (size_t)comm->nRanks), res, fail);
   CUDACHECKGOTO(cudaMemcpy(w->devPeerPtrs, w->peerPtrs, sizeof(char*) * (size_t)comm->nRanks, cudaMemcpyHostToDevice),
@@ -149,8 +156,8 @@ mcclResult_t labWindowMap(mcclLabComm* comm, void* buff, size_t size, mcclLabWin
   MCCLCHECKGOTO(mcclBootstrapBarrier(comm->bootstrap), res, fail);
   MCCLCHECKGOTO(mcclProxyDeregisterExport(comm->proxy, handle), res, fail);
   free(all);
-  INFO(MCCL_INIT, "rank %d: window %p size %zu mapped from %d ranks at %p + rank * %zu", comm->rank, buff, size,
-       comm->nRanks, wp->sym.base, wp->sym.stride);
+  INFO(MCCL_INIT, "rank %d: window %p size %zu mapped from %d of %d ranks (the others on other hosts) at %p + rank * %zu",
+       comm->rank, buff, size, nMapped, comm->nRanks, wp->sym.base, wp->sym.stride);
   *out = w;
   cudaSetDevice(saved);
   return mcclSuccess;

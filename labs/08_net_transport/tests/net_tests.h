@@ -82,6 +82,53 @@ static void collectives(void) {
   arSmallFifos(0);
 }
 
+// A window registered across hosts (lab 07's mcclLabWindowRegister, as nccl-tests -R 2 and the
+// drop-in's ncclCommWindowRegister do): it succeeds, maps the buffers of this host's ranks (read back
+// through the mapping) and none of another host's, whose memory is not reachable (before this was
+// checked, posed hosts mapped each other's buffers, and real hosts failed to reach the peer's proxy);
+// the symmetric algorithms stay off (no signal area), so forcing one is refused and the ring serves
+// the call on the window's buffers.
+static void windowAcrossHosts(void) {
+  NET_SKIP_UNLESS_READY();
+  struct arMpi m;
+  arMpiSetUp(&m, 2, 4096);
+  if (!mcclTestStopped() && m.sendWin == NULL) {
+    arMpiTearDown(&m);
+    SKIP("cuMem off: no windows");
+  }
+  if (!mcclTestStopped()) {
+    const mcclLabComm* c = m.comm;
+    EXPECT_TRUE(c->signalWin == NULL);
+    EXPECT_EQ(ctWindowFill(c, m.send, 64), 0);
+    EXPECT_CUDA_OK(cudaDeviceSynchronize());
+    MPI_Barrier(MPI_COMM_WORLD);
+    char* dev[MCCL_LAB_MAX_RANKS];
+    EXPECT_CUDA_OK(cudaMemcpy(dev, m.sendWin->devPeerPtrs, sizeof(char*) * (size_t)c->nRanks, cudaMemcpyDeviceToHost));
+    for (int p = 0; p < c->nRanks; p++) {
+      int sameHost = netHostOf(p) == netHostOf(c->rank);
+      EXPECT_EQ(m.sendWin->peerPtrs[p] != NULL, sameHost);
+      EXPECT_TRUE(dev[p] == (char*)m.sendWin->peerPtrs[p]);
+      if (!sameHost || m.sendWin->peerPtrs[p] == NULL) continue;
+      uint64_t host[64];
+      EXPECT_CUDA_OK(cudaMemcpy(host, m.sendWin->peerPtrs[p], sizeof(host), cudaMemcpyDeviceToHost));
+      for (int i = 0; i < 64; i++)
+        if (host[i] != (((uint64_t)p << 32) | (uint64_t)i)) {
+          mcclTestFailAt(__FILE__, __LINE__, "rank %d: word %d of rank %d's window reads %#llx", c->rank, i, p,
+                         (unsigned long long)host[i]);
+          break;
+        }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);  // every rank read the buffers before the allreduce overwrites them
+    for (int a = 2; a < AR_NPATHS && !mcclTestStopped(); a++) {
+      arForce(arPaths[a].algo, arPaths[a].proto);
+      EXPECT_RES(mcclLabAllReduce(m.send, m.recv, 16, mcclFloat32, mcclSum, m.comm, m.stream), mcclInvalidArgument);
+    }
+    arForce(NULL, NULL);
+    if (!mcclTestStopped()) arMpiRun(&m, &arPaths[0], mcclFloat32, mcclSum, 1000, 0, mcclTestSeed());
+  }
+  arMpiTearDown(&m);
+}
+
 // A communicator with NET edges leaves nothing behind: no fd, no /dev/shm file (the plugin's MPI
 // communicator lives as long as the process, as NCCL's plugin stays loaded).
 static void noLeak(void) {
@@ -100,5 +147,6 @@ static void noLeak(void) {
 }
 
 #define NET_TEST_CASES \
-  MCCL_TEST_CASE(ringTransports), MCCL_TEST_CASE(allreduce), MCCL_TEST_CASE(collectives), MCCL_TEST_CASE(noLeak)
+  MCCL_TEST_CASE(ringTransports), MCCL_TEST_CASE(allreduce), MCCL_TEST_CASE(collectives), MCCL_TEST_CASE(windowAcrossHosts), \
+  MCCL_TEST_CASE(noLeak)
 #endif
