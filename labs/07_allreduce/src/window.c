@@ -156,8 +156,8 @@ mcclResult_t labWindowMap(mcclLabComm* comm, void* buff, size_t size, mcclLabWin
   MCCLCHECKGOTO(mcclBootstrapBarrier(comm->bootstrap), res, fail);
   MCCLCHECKGOTO(mcclProxyDeregisterExport(comm->proxy, handle), res, fail);
   free(all);
-  INFO(MCCL_INIT, "rank %d: window %p size %zu mapped from %d of %d ranks (the others on other hosts) at %p + rank * %zu",
-       comm->rank, buff, size, nMapped, comm->nRanks, wp->sym.base, wp->sym.stride);
+  INFO(MCCL_INIT, "rank %d: window %p size %zu mapped from %d of %d ranks (the others on other hosts) at %p + rank * "
+       "%zu", comm->rank, buff, size, nMapped, comm->nRanks, wp->sym.base, wp->sym.stride);
   *out = w;
   cudaSetDevice(saved);
   return mcclSuccess;

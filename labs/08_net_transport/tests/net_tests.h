@@ -147,6 +147,6 @@ static void noLeak(void) {
 }
 
 #define NET_TEST_CASES \
-  MCCL_TEST_CASE(ringTransports), MCCL_TEST_CASE(allreduce), MCCL_TEST_CASE(collectives), MCCL_TEST_CASE(windowAcrossHosts), \
-  MCCL_TEST_CASE(noLeak)
+  MCCL_TEST_CASE(ringTransports), MCCL_TEST_CASE(allreduce), MCCL_TEST_CASE(collectives), \
+      MCCL_TEST_CASE(windowAcrossHosts), MCCL_TEST_CASE(noLeak)
 #endif
