@@ -6,6 +6,7 @@
 # this host's Python has matplotlib. MCCL_BENCH_FINAL=0 leaves out final's two allreduce_perf runs.
 # MCCL_DROPIN=1 adds the drop-in's clients: nccl-tests (mk/nccl-tests.sh, NCCL_TESTS_SRC, default
 # third_party/nccl-tests, carried to the host) and the PyTorch check (final/tests/torch_dropin.py).
+# MCCL_NET=1 adds issue 14's net path beside NCCL's (allreduce_perf --hosts 2; see the step).
 # MCCL_PROFILE=1 adds kernel durations under Nsight Compute (one-pass metric, --clock-control none) of
 # minccl's and NCCL's allreduce kernels at MCCL_PROFILE_SIZES (default 8 8K 2M), see mk/gpu-profile.sh.
 # At exit (also on a timeout's TERM) everything under $OUT is packed into $OUT/gpu-run.tgz: the
@@ -130,6 +131,34 @@ if [ "${MCCL_DROPIN:-0}" = 1 ] && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
   LD_PRELOAD=$PWD/build/cuda/lib/libnccl.so.2 timeout "${MCCL_TORCH_TIMEOUT:-150}" \
     torchrun --nproc_per_node 2 final/tests/torch_dropin.py > "$OUT/torch.log" 2>&1
   echo "torch exit $?"; grep -vE '^\[rank|^W[0-9]' "$OUT/torch.log" | tail -25
+fi
+# MCCL_NET=1: issue 14's net path beside NCCL's: the two processes pose as two hosts (allreduce_perf
+# --hosts 2: MCCL_HOSTID and NCCL_HOSTID), so minccl's ring runs over lab 08's NET transport (the MPI
+# plugin) and NCCL over its network (NCCL_NET, default Socket). With one GPU both ranks share it, and
+# the step starts an MPS daemon of its own for the run (two processes' kernels cannot overlap without
+# it, and each rank's kernel waits on the other's), stopped after; MCCL_NET_MPS=0 leaves MPS out.
+if [ "${MCCL_NET:-0}" = 1 ] && [ -x build/cuda/bin/final/allreduce_perf ]; then
+  step "net path: allreduce_perf --hosts 2 --nccl (minccl: NET over Open MPI; NCCL: NCCL_NET=${MCCL_NET_NCCL:-Socket})"
+  mpsdir=""
+  if [ "$(nvidia-smi -L | wc -l)" -lt 2 ] && [ "${MCCL_NET_MPS:-1}" = 1 ]; then
+    if command -v nvidia-cuda-mps-control >/dev/null; then
+      mpsdir=$(mktemp -d)
+      export CUDA_MPS_PIPE_DIRECTORY=$mpsdir/pipe CUDA_MPS_LOG_DIRECTORY=$mpsdir/log
+      mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+      nvidia-cuda-mps-control -d && echo "MPS daemon started (one GPU, two ranks)" || { echo "MPS did not start"; mpsdir=""; }
+    else echo "one GPU and no nvidia-cuda-mps-control: the ranks time-slice the GPU (figures not comparable)"; fi
+  fi
+  mr="mpirun --oversubscribe --bind-to none --mca btl_vader_single_copy_mechanism none $( [ "$(id -u)" = 0 ] && echo --allow-run-as-root) -np 2"
+  # shellcheck disable=SC2086 # mr is a list
+  NCCL_NET=${MCCL_NET_NCCL:-Socket} timeout "${MCCL_NET_TIMEOUT:-300}" $mr -x NCCL_NET -x NCCL_NVLS_ENABLE \
+    ${mpsdir:+-x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY} build/cuda/bin/final/allreduce_perf --hosts 2 --nccl \
+    -b 8 -e "${MCCL_NET_MAX:-512M}" -f 2 ${MCCL_NET_ARGS:-} --progress --csv "$OUT/allreduce_perf_net.csv" \
+    --json "$OUT/allreduce_perf_net.json" > "$OUT/allreduce_perf_net.log" 2>&1
+  echo "net exit $?"; grep -vE 'MCCL INFO|NCCL INFO' "$OUT/allreduce_perf_net.log" | tail -34
+  if [ -n "$mpsdir" ]; then
+    echo quit | nvidia-cuda-mps-control; sleep 1; cp -r "$CUDA_MPS_LOG_DIRECTORY" "$OUT/mps-log" 2>/dev/null
+    unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY; rm -rf "$mpsdir"
+  fi
 fi
 if [ "${MCCL_PROFILE:-0}" = 1 ] && [ "$(nvidia-smi -L | wc -l)" -ge 2 ] && command -v ncu >/dev/null; then
   step "profile: kernel durations under ncu (minccl and NCCL, ${MCCL_PROFILE_SIZES:-8 8K 2M})"

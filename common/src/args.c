@@ -6,7 +6,9 @@
 #include <string.h>
 
 static const char* progName = "program";
-static const char* progArgs = "";
+// The usage line, copied: a caller may build it on the stack (the allreduce benchmarks' driver does)
+// and read an option (mcclArgsOptInt, which may refuse it) after that frame is gone.
+static char progArgs[1024];
 
 static void usageLine(FILE* f) {
   fprintf(f, "usage: %s%s%s\n", progName, *progArgs ? " " : "", progArgs);
@@ -27,7 +29,7 @@ static void checkHelp(int argc, char** argv, const char* args, const char* help)
     const char* slash = strrchr(argv[0], '/');
     progName = slash ? slash + 1 : argv[0];
   }
-  progArgs = args ? args : "";
+  snprintf(progArgs, sizeof(progArgs), "%s", args ? args : "");
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       usageLine(stdout);

@@ -47,15 +47,16 @@ need_bench() {
 }
 
 # need_refusals: each line of stdin is "ARGS|WANT": $bench ARGS must exit 2 with WANT in its output
-# (a bad flag is refused with the usage status and named). Fails the case at the first that is not.
+# and the usage line, options included (a bad flag is refused with the usage status, named, and the
+# program's usage shown). Fails the case at the first that is not.
 need_refusals() {
   local args want rc
   while IFS='|' read -r args want; do
     # shellcheck disable=SC2086 # args is a list
     "$bench" $args >"$work/bad.log" 2>&1
     rc=$?
-    [ "$rc" = 2 ] && grep -q -- "$want" "$work/bad.log" ||
-      shtest_fail "'$args' exited $rc (expected 2, naming '$want'): $(head -n 2 "$work/bad.log" | tr '\n' ' ')"
+    [ "$rc" = 2 ] && grep -q -- "$want" "$work/bad.log" && grep -qE '^usage: [^ ]+ \[' "$work/bad.log" ||
+      shtest_fail "'$args' exited $rc (expected 2, naming '$want', then the usage line): $(head -n 2 "$work/bad.log" | tr '\n' ' ')"
   done
 }
 

@@ -10,6 +10,9 @@
 //        (MCCL_WIN_COLL_SYMMETRIC), so the library may pick its symmetric algorithms; with --nccl
 //        NCCL also gets a nccl-sym row on ncclMemAlloc buffers registered as its symmetric windows.
 //   -R 0: buffers from cudaMalloc, nothing registered (the ring only).
+//   --hosts N: the processes pose as N hosts (MCCL_HOSTID and NCCL_HOSTID by block of ranks), so the
+//        ring's edges between them take lab 08's NET transport (and NCCL its network): the net path of
+//        issue 14 measured on one machine.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +23,7 @@
 
 #define SLACK_BYTES 64  // the driver checks this much past the end of every result
 
-static const char* const kOptions[] = {"--nccl", NULL};
+static const char* const kOptions[] = {"--nccl", "--hosts=", NULL};
 
 static const char* kHelp =
     "libminccl's mcclAllReduce as nccl-tests' all_reduce_perf measures it, through minccl.h alone: under mpirun\n"
@@ -40,6 +43,9 @@ static const char* kHelp =
     "                 with --nccl a nccl-sym row (ncclMemAlloc + ncclCommWindowRegister); 0: cudaMalloc [2]\n"
     "  -g N           devices per process, 1..8 [1]\n"
     "  --nccl         also time NCCL's ncclAllReduce (not on the sim)\n"
+    "  --hosts N      pose the processes as N hosts, ranks in N contiguous blocks (MCCL_HOSTID and, for --nccl,\n"
+    "                 NCCL_HOSTID): edges between them use the NET transport (lab 08's plugin over Open MPI, which\n"
+    "                 then runs at MPI_THREAD_MULTIPLE) and NCCL its network; 2 .. processes [off]\n"
     "  --csv FILE     also write every row and placement to FILE as CSV (metadata as '# key: value' lines)\n"
     "  --json FILE    the same as one JSON object {\"metadata\": {...}, \"rows\": [...]} (make plot reads both)\n"
     "  --progress     a line per size on stderr (the default when stderr is a terminal)\n"
@@ -47,6 +53,7 @@ static const char* kHelp =
 
 static mcclArBenchOpts bo;
 static int nLocal;
+static int poseHosts;  // --hosts N, 0: off
 static mcclComm_t comms[MCCL_ARB_MAX_LOCAL];
 
 static mcclResult_t enqueue(void* ctx, const mcclArBenchTarget* t, int local, const void* src, void* dst, size_t count,
@@ -98,6 +105,7 @@ static mcclResult_t run(int argc, char** argv, int rank, int nprocs, int localRa
       .useNccl = mcclArgsOpt(argc, argv, "--nccl") != NULL,
       .ncclSameBuffers = 1,
       .ncclWhyNot = "--nccl not given",
+      .netMode = poseHosts > 0,
       .summary = 1,
       .nOurs = 1};
   mcclArBenchTarget* t = &s.ours[0];
@@ -139,12 +147,22 @@ static mcclResult_t run(int argc, char** argv, int rank, int nprocs, int localRa
   s.metaKey[0] = "buffers";
   s.metaValue[0] = bo.reg == 2 ? "mcclMemAlloc + mcclCommWindowRegister (symmetric)" : "cudaMalloc";
   s.nMeta = 1;
+  char hostsText[64];
+  if (poseHosts) {
+    snprintf(hostsText, sizeof(hostsText), "%d, posed (MCCL_HOSTID, NCCL_HOSTID)", poseHosts);
+    s.metaKey[s.nMeta] = "hosts";
+    s.metaValue[s.nMeta++] = hostsText;
+  }
 
   CHECK(mcclGetVersion(&version));
   if (rank == 0) {
     printf("# final allreduce_perf: libminccl %d, %s backend, %d ranks (%d process%s x %d device%s), buffers: %s\n",
            version, MCCL_BACKEND_NAME, nranks, nprocs, nprocs == 1 ? "" : "es", nLocal, nLocal == 1 ? "" : "s",
            s.metaValue[0]);
+    if (poseHosts)
+      printf("# posed as %d hosts (MCCL_HOSTID, NCCL_HOSTID): the ring edges between them use minccl's NET transport "
+             "(plugin %s)\n",
+             poseHosts, getenv("MCCL_NET_PLUGIN") ? getenv("MCCL_NET_PLUGIN") : "libmccl-net-mpi.so");
     fflush(stdout);
   }
   CHECK(mcclArBenchRun(&s, &bo, argc, argv, wrong));
@@ -176,10 +194,31 @@ int main(int argc, char** argv) {
                                 .maxLocal = MCCL_ARB_MAX_LOCAL};
   mcclArBenchParse(argc, argv, &spec, &bo);
   nLocal = bo.nLocal;
-  MPI_Init(&argc, &argv);
+  const int hosts = poseHosts = (int)mcclArgsOptInt(argc, argv, "--hosts", 0, 2, 4096);
+  // The net plugin is called from minccl's proxy thread while this thread calls MPI too.
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Init_thread(&argc, &argv, hosts ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
   int rank = 0, nprocs = 1, localRank = 0, ndev = 0, rc = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+  if (hosts && (hosts > nprocs || provided < MPI_THREAD_MULTIPLE)) {
+    if (rank == 0 && hosts > nprocs)
+      fprintf(stderr, "allreduce_perf: --hosts %d: more hosts than the %d process%s (one host holds whole processes)\n",
+              hosts, nprocs, nprocs == 1 ? "" : "es");
+    else if (rank == 0)
+      fprintf(stderr,
+              "allreduce_perf: --hosts: the net plugin calls MPI from minccl's proxy thread, which needs "
+              "MPI_THREAD_MULTIPLE; this MPI library provides level %d\n",
+              provided);
+    MPI_Finalize();
+    return 2;
+  }
+  if (hosts) {  // before the first call that reads the host identity (mcclGetUniqueId)
+    char id[64];
+    snprintf(id, sizeof(id), "allreduce_perf-host-%d", (int)((long long)rank * hosts / nprocs));
+    setenv("MCCL_HOSTID", id, 1);
+    setenv("NCCL_HOSTID", id, 1);
+  }
   MPI_Comm local;
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
   MPI_Comm_rank(local, &localRank);

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # final/bench/allreduce_perf as a user runs it, on either backend: under mpirun -np 2 (one device per
-# process) and as one process driving 4 devices (-g 4), 8 B .. 64 KiB; every row of the table has
-# #wrong 0 in both placements, the --csv/--json files parse with the columns of
-# common/include/mccl_benchout.h, and bad flags exit 2 naming the option. A few seconds.
+# process), posed as 2 hosts (--hosts 2: NET edges) and as one process driving 4 devices (-g 4),
+# 8 B .. 64 KiB; every row of the table has #wrong 0 in both placements, the --csv/--json files parse
+# with the columns of common/include/mccl_benchout.h, and bad flags exit 2 naming the option and
+# showing the usage line. A few seconds.
 . "$(dirname "$0")/../../common/tests/shtest_lib.sh"
 
 shtest_bench_setup final/allreduce_perf
@@ -78,6 +79,28 @@ uncreatableOutput() {
     shtest_fail "an uncreatable --csv file: exit $rc (124: a rank hung), $(tail -n 2 "$work/nodir.log" | tr '\n' ' ')"
 }
 
+# --hosts 2: the two processes pose as two hosts, so every ring edge is lab 08's NET transport (each
+# rank's MCCL_DEBUG=INFO lines name NET for both channels' send and receive), the rows are checked as
+# any run's, the files carry the hosts metadata, and the summary is issue 14's (NET) bars. Skipped
+# under TSan: the net plugin needs MPI_THREAD_MULTIPLE (mccl_test_mpi.h says why TSan cannot run it).
+posedHosts() {
+  need_bench
+  [ "${MCCL_TSAN:-0}" = 1 ] && shtest_skip "a ThreadSanitizer build: the net plugin needs MPI_THREAD_MULTIPLE, whose Open MPI races TSan reports"
+  # shellcheck disable=SC2086 # MPIRUN_FLAGS is a list of flags
+  timeout 120 $MPIRUN $MPIRUN_FLAGS -np 2 -x MCCL_DEBUG=INFO -x MCCL_DEBUG_SUBSYS=INIT,NET "$bench" --hosts 2 -b 8 \
+    -e 64K -f 8 -n 1 -w 0 --csv "$work/hosts.csv" --json "$work/hosts.json" >"$work/hosts.log" 2>&1 ||
+    shtest_fail "--hosts 2 exited $?: $(grep -v 'sim: WARN' "$work/hosts.log" | tail -n 3 | tr '\n' ' ')"
+  check_run hosts 2
+  local r n
+  for r in 0 1; do
+    n=$(grep -cE "MCCL INFO Channel 0[01] : $r (->|<-) $((1 - r)) via NET/MPI" "$work/hosts.log")
+    [ "$n" = 4 ] || shtest_fail "rank $r: $n of 4 channel halves via NET/MPI: $(grep ' via ' "$work/hosts.log" | tr '\n' ' ')"
+  done
+  grep -q '^# posed as 2 hosts' "$work/hosts.log" || shtest_fail "no 'posed as 2 hosts' header line"
+  grep -q "^# ==== summary: issue 14's bars (net path)" "$work/hosts.log" || shtest_fail "not issue 14's summary"
+  grep -q '^# hosts: 2, posed' "$work/hosts.csv" || shtest_fail "no hosts metadata: $(grep '^#' "$work/hosts.csv" | tr '\n' ' ')"
+}
+
 oneProcessFourDevices() {
   need_bench
   timeout 120 "$bench" -g 4 -b 8 -e 64K -f 8 -n 1 -w 0 -c 2 --csv "$work/g4.csv" --json "$work/g4.json" --progress \
@@ -99,6 +122,8 @@ badFlags() {
 -g 9|-g
 --algo ring|--algo
 --csv x.out --json x.out|same file
+--hosts 1|--hosts
+--hosts two|--hosts
 EOF2
   if [[ " ${MCCL_MAKE_VARS:-} " == *" BACKEND=sim "* ]]; then
     "$bench" -G 1 >"$work/bad.log" 2>&1
@@ -111,6 +136,7 @@ EOF2
 shtest_case mpirunTwoRanks mpirunTwoRanks
 shtest_case ncclFlagSeen ncclFlagSeen
 shtest_case uncreatableOutput uncreatableOutput
+shtest_case posedHosts posedHosts
 shtest_case oneProcessFourDevices oneProcessFourDevices
 shtest_case badFlags badFlags
 shtest_main "$@"

@@ -736,8 +736,42 @@ static void bandwidthBar(const char* what, size_t bytes, double goal) {
   barLine(what, 0, 0, "", 0, goal, "size not in the sweep (-b, -e, -f)");
 }
 
+// Issue 14's bars for the net path (ranks posed as hosts): NCCL's own figures on its network, same run.
+static void netSummary(void) {
+  printf("\n# ==== summary: issue 14's bars (net path), %s backend, %d ranks, %s %s; best row and placement per size\n",
+         MCCL_BACKEND_NAME, B.nranks, mcclTypeName(B.o->types[0]), mcclOpName(B.o->ops[0]));
+  printf("# %-40s %14s %14s %-8s %s\n", "bar", "ours", "NCCL", "verdict", "target (our best row)");
+  const char* noNccl = "needs --nccl: the bar is NCCL's own figure in the same run";
+  double f = (double)(512 * MiB) * busFactor() / 1e9;
+  int have8 = 0, have512 = 0;
+  for (int i = 0; i < B.nStats; i++) {
+    const struct sizeStat* st = &B.stats[i];
+    if (st->bytes == 8) {
+      have8 = 1;
+      if (st->nccl <= 0 || st->ours <= 0)
+        barLine("8 B time <= NCCL's", 1, 0, "", 0, 0, st->ours <= 0 ? "MISSED: no correct row" : noNccl);
+      else
+        barLine("8 B time <= NCCL's", 1, st->ours * 1e6, st->oursAlgo, st->nccl * 1e6, st->nccl * 1e6, NULL);
+    }
+    if (st->bytes == 512 * MiB) {
+      have512 = 1;
+      if (st->nccl <= 0 || st->ours <= 0)
+        barLine("512 MiB busbw >= NCCL's", 0, 0, "", 0, 0, st->ours <= 0 ? "MISSED: no correct row" : noNccl);
+      else
+        barLine("512 MiB busbw >= NCCL's", 0, f / st->ours, st->oursAlgo, f / st->nccl, f / st->nccl, NULL);
+    }
+  }
+  if (!have8) barLine("8 B time <= NCCL's", 1, 0, "", 0, 0, "size not in the sweep (-b, -e, -f)");
+  if (!have512) barLine("512 MiB busbw >= NCCL's", 0, 0, "", 0, 0, "size not in the sweep (-b, -e, -f)");
+  fflush(stdout);
+}
+
 static void summary(int shmMode) {
   if (B.rank != 0) return;
+  if (B.s->netMode) {
+    netSummary();
+    return;
+  }
   printf(
       "\n# ==== summary: issue 10's bars, %s backend, %d ranks%s, %s %s; best row and placement per size, "
       "NCCL's best of its rows\n",
@@ -806,7 +840,7 @@ static void openNccl(size_t allocBytes, const char** why) {
     *why = "cudaMalloc of NCCL's buffers failed";
     return;
   }
-  if (B.o->reg != 2 || B.s->shmMode) return;
+  if (B.o->reg != 2 || B.s->shmMode || B.s->netMode) return;
   *(void**)&B.ncclMemAlloc = dlsym(B.api.lib, "ncclMemAlloc");
   *(void**)&B.ncclMemFree = dlsym(B.api.lib, "ncclMemFree");
   *(void**)&B.ncclWinRegister = dlsym(B.api.lib, "ncclCommWindowRegister");

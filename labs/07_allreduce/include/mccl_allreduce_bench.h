@@ -127,7 +127,8 @@ typedef struct {
   const char* ncclWhyNot; /**< when useNccl is 0: why, for the header line */
   int oopOnly;            /**< out-of-place rows only */
   int shmMode;            /**< a run with P2P disabled (the SHM bar; no nccl-sym rows) */
-  int summary;            /**< print the summary of issue 10's bars at the end */
+  int netMode;            /**< ranks posed as several hosts, edges over NET (issue 14's bars; no nccl-sym rows) */
+  int summary;            /**< print the summary of the bars at the end (issue 10's; issue 14's in netMode) */
   const char* metaKey[MCCL_ARB_MAX_META];   /**< extra metadata of the --csv/--json files */
   const char* metaValue[MCCL_ARB_MAX_META]; /**< their values */
   int nMeta;                                /**< entries of metaKey */
