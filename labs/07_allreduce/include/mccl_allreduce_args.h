@@ -26,6 +26,9 @@ enum mcclAlgo {
 #define MCCL_LAB_MAX_RANKS 64
 /** @brief Most ranks the symmetric algorithms serve (the size of their per-peer arrays); more use the ring. */
 #define MCCL_SYM_MAX_RANKS 8
+/** @brief Channels of a communicator whose ranks span several hosts when neither the caller nor
+ *  MCCL_NCHANNELS names a count (lab 08's NET edges: a proxy op and network requests per channel). */
+#define MCCL_LAB_MULTIHOST_NCHANNELS 2
 /** @brief Most blocks (channels) of an allreduce launch. */
 #define MCCL_SIGNAL_MAX_BLOCKS 64
 /** @brief Most threads per block of an allreduce launch, the kernels' launch bound. NCCL bounds its

@@ -163,6 +163,7 @@ mcclResult_t mcclLabCommInit(mcclLabComm** out, int nranks, const mcclUniqueId* 
   CUDACHECK(cudaGetDeviceCount(&ndev));
   MCCL_ARGCHECK(cudaDev >= 0 && cudaDev < ndev, "cudaDev %d (this process sees %d devices)", cudaDev, ndev);
   if (nChannels == 0) nChannels = (int)mcclParamNchannels();
+  const int chosen = nChannels == 0;  // the default, which depends on the hosts (after the peer records)
   if (nChannels == 0) nChannels = strcmp(MCCL_BACKEND_NAME, "sim") == 0 ? 2 : 32;
   MCCL_ARGCHECK(nChannels >= 1 && nChannels <= MCCL_SIGNAL_MAX_BLOCKS,
                 "nChannels %d (must be 1 .. %d; 0 reads "
@@ -196,6 +197,15 @@ mcclResult_t mcclLabCommInit(mcclLabComm** out, int nranks, const mcclUniqueId* 
   for (int r = 0; r < nranks; r++)
     MCCLCHECKGOTO(mcclBootstrapGetPeerInfo(comm->bootstrap, r, &comm->peerInfo[r]), res, fail);
   MCCLCHECKGOTO(buildRing(comm), res, fail);
+  // Ranks on several hosts: the ring's edges between them are lab 08's NET connections, each channel a
+  // proxy op and network requests of its own, which one progress thread serves in turn; NCCL too runs
+  // few channels per NIC. Measured on the net path (docs/results/2026-11-25-h100-net.md): 32 channels
+  // took 65 us for 8 bytes and 2.8 GB/s at 512 MiB, 2 channels 25 us and 4.3 GB/s.
+  for (int r = 1; chosen && r < nranks; r++)
+    if (comm->peerInfo[r].hostHash != comm->peerInfo[0].hostHash) {
+      nChannels = MCCL_LAB_MULTIHOST_NCHANNELS;
+      break;
+    }
   comm->ctx.peerInfo = comm->peerInfo;
   comm->ctx.bootstrap = comm->bootstrap;
   comm->ctx.proxyState = comm->proxy;

@@ -82,6 +82,28 @@ static void collectives(void) {
   arSmallFifos(0);
 }
 
+// The channel count a communicator across hosts takes by default (nChannels 0, MCCL_NCHANNELS unset):
+// MCCL_LAB_MULTIHOST_NCHANNELS, not the backend's 32 on cuda (each channel is a NET connection per
+// direction that the proxy serves in turn; on the sim the two defaults agree, so only a GPU run tells
+// them apart); a count the caller names is kept. The ring allreduce runs on both.
+static void channelsAcrossHosts(void) {
+  NET_SKIP_UNLESS_READY();
+  if (getenv("MCCL_NCHANNELS")) SKIP("MCCL_NCHANNELS is set: the default is not in play");
+  struct arMpi m;
+  arMpiSetUp(&m, 0, 4096);
+  if (!mcclTestStopped()) {
+    EXPECT_EQ(m.comm->nChannels, MCCL_LAB_MULTIHOST_NCHANNELS);
+    arMpiRun(&m, &arPaths[0], mcclFloat32, mcclSum, 1000, 0, mcclTestSeed());
+  }
+  arMpiTearDown(&m);
+  arMpiSetUp(&m, 3, 4096);
+  if (!mcclTestStopped()) {
+    EXPECT_EQ(m.comm->nChannels, 3);
+    arMpiRun(&m, &arPaths[0], mcclInt32, mcclMax, 1021, 1, mcclTestSeed() + 1);
+  }
+  arMpiTearDown(&m);
+}
+
 // A window registered across hosts (lab 07's mcclLabWindowRegister, as nccl-tests -R 2 and the
 // drop-in's ncclCommWindowRegister do): it succeeds, maps the buffers of this host's ranks (read back
 // through the mapping) and none of another host's, whose memory is not reachable (before this was
@@ -148,5 +170,5 @@ static void noLeak(void) {
 
 #define NET_TEST_CASES \
   MCCL_TEST_CASE(ringTransports), MCCL_TEST_CASE(allreduce), MCCL_TEST_CASE(collectives), \
-      MCCL_TEST_CASE(windowAcrossHosts), MCCL_TEST_CASE(noLeak)
+      MCCL_TEST_CASE(channelsAcrossHosts), MCCL_TEST_CASE(windowAcrossHosts), MCCL_TEST_CASE(noLeak)
 #endif
