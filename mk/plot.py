@@ -92,6 +92,8 @@ def title(meta, what, combo, placement):
     parts = []
     if meta.get("nranks"):
         parts.append("%s ranks" % meta["nranks"])
+    if meta.get("hosts"):  # allreduce_perf --hosts: the net path (minccl's NET, NCCL's network)
+        parts.append("posed as %s hosts" % meta["hosts"].split(",")[0])
     dev = meta.get("device")
     if dev:
         sim = meta.get("backend") == "sim" and "sim" not in dev
@@ -102,7 +104,16 @@ def title(meta, what, combo, placement):
             parts.append(label + v)
     if meta.get("timing", "").startswith("CUDA graph"):
         parts.append("CUDA graph")
-    return first + ("\n" + ", ".join(parts) if parts else "")
+    lines, line = [], ""
+    for p in parts:  # lines of at most about 110 characters: the figure is 10 inches wide
+        if line and len(line) + 2 + len(p) > 110:
+            lines.append(line)
+            line = p
+        else:
+            line = line + ", " + p if line else p
+    if line:
+        lines.append(line)
+    return "\n".join([first] + lines)
 
 
 def series(rows):
