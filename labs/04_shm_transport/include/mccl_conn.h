@@ -114,6 +114,25 @@ union mcclLLFifoLine {
   MCCL_ALIGNAS(16) uint64_t v[2]; /**< the line as two 8-byte words (v[0] = data1|flag1, v[1] = data2|flag2) */
 };
 
+/// @cond INTERNAL
+#ifdef __CUDACC__
+#define MCCL_CONN_HOST_DEVICE __host__ __device__
+#else
+#define MCCL_CONN_HOST_DEVICE
+#endif
+/// @endcond
+
+/**
+ * @brief The flag of an LL line of `step`. NCCL uses the low 32 bits of step+1 and periodically
+ * cleans the buffer so an old line can never carry the flag again; here steps may start anywhere (the
+ * wrap tests start them near 2^64), so the flag is 1 + step mod (2^32 - 1): never 0, which a zeroed
+ * buffer holds, and the same slot sees a repeated flag only after about 2^32 steps. The kernels
+ * (lab 06) write and wait for it; lab 08's proxies check it on the host.
+ */
+static inline MCCL_CONN_HOST_DEVICE uint32_t mcclLLFlag(uint64_t step) {
+  return 1u + (uint32_t)(step % 0xffffffffull);
+}
+
 /**
  * @brief What a kernel (lab 06) or a host progress loop needs to drive one direction of one
  * connection (NCCL's ncclConnInfo, the parts minccl uses). Every address is device-accessible: a

@@ -72,7 +72,8 @@ typedef struct mcclLabComm {
   struct mcclLabRing ring;           /**< the ring every channel follows */
   int transport[MCCL_MAX_CHANNELS];  /**< per channel: TRANSPORT_P2P, TRANSPORT_SHM or TRANSPORT_NET of the send
                                         connection */
-  int simpleOnly;                    /**< 1: a ring edge is NET (lab 08), whose proxy moves SIMPLE slots only: no LL */
+  int simpleOnly;                    /**< 1 on every rank when some rank's NET edge (lab 08) cannot carry LL steps
+                                        (its LL slot is larger than its SIMPLE slot): SIMPLE only */
   struct mcclConnInfo* devRecvConns; /**< [nChannels] device: recv from ring.prev, channel c at [c] */
   struct mcclConnInfo* devSendConns; /**< [nChannels] device: send to ring.next, channel c at [c] */
   volatile uint32_t* abortFlag;      /**< host view of the host-mapped abort flag */

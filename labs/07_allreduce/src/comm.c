@@ -63,8 +63,6 @@ static mcclResult_t ringConns(mcclLabComm* comm) {
     recv[c] = prev->recv[0].conn;
     send[c] = next->send[0].conn;
     comm->transport[c] = next->send[0].transport;
-    // NET's proxy moves SIMPLE slots only (it follows tail; an LL step publishes none).
-    if (next->send[0].transport == TRANSPORT_NET || prev->recv[0].transport == TRANSPORT_NET) comm->simpleOnly = 1;
   }
   size_t bytes = sizeof(struct mcclConnInfo) * (size_t)comm->nChannels;
   CUDACHECK(cudaMalloc((void**)&comm->devRecvConns, bytes));
@@ -76,6 +74,33 @@ static mcclResult_t ringConns(mcclLabComm* comm) {
   CUDACHECK(cudaStreamSynchronize(cudaStreamLegacy));
   return mcclSuccess;
   // END EXERCISE(07.ring_conns)
+}
+
+// NET's receiving proxy takes every step into a SIMPLE slot and copies LL lines on to the LL slot
+// (lab 08), so an LL step must fit a SIMPLE slot. Where it does not (a small MCCL_BUFFSIZE), the
+// communicator stays on SIMPLE, and every rank must agree: a rank without a NET edge of its own (one
+// in the middle of a host) would otherwise pick LL while its neighbours send SIMPLE.
+static mcclResult_t agreeProtocols(mcclLabComm* comm) {
+  int hasNet = 0;
+  for (int c = 0; c < comm->nChannels; c++) {
+    const struct mcclChannelPeer* prev = &comm->ctx.channels[c].peers[comm->ring.prev];
+    const struct mcclChannelPeer* next = &comm->ctx.channels[c].peers[comm->ring.next];
+    hasNet |= next->send[0].transport == TRANSPORT_NET || prev->recv[0].transport == TRANSPORT_NET;
+  }
+  int* all = (int*)calloc((size_t)comm->nRanks, sizeof(int));
+  if (all == NULL) {
+    WARN("Out of memory agreeing on the protocols of %d ranks", comm->nRanks);
+    return mcclSystemError;
+  }
+  all[comm->rank] = hasNet && comm->ctx.buffSizes[MCCL_PROTO_LL] > comm->ctx.buffSizes[MCCL_PROTO_SIMPLE];
+  mcclResult_t res = mcclBootstrapAllGather(comm->bootstrap, all, sizeof(int));
+  for (int r = 0; res == mcclSuccess && r < comm->nRanks; r++) comm->simpleOnly |= all[r];
+  free(all);
+  if (res == mcclSuccess && comm->simpleOnly)
+    INFO(MCCL_INIT, "rank %d: a NET edge's LL slot (%d B) is larger than its SIMPLE slot (%d B): SIMPLE only",
+         comm->rank, comm->ctx.buffSizes[MCCL_PROTO_LL] / MCCL_STEPS,
+         comm->ctx.buffSizes[MCCL_PROTO_SIMPLE] / MCCL_STEPS);
+  return res;
 }
 
 static mcclResult_t signalArea(mcclLabComm* comm) {
@@ -217,6 +242,7 @@ mcclResult_t mcclLabCommInit(mcclLabComm** out, int nranks, const mcclUniqueId* 
       MCCLCHECKGOTO(mcclTransportP2pConnect(&comm->ctx, c, 1, &comm->ring.prev, 1, &comm->ring.next, 0), res, fail);
     MCCLCHECKGOTO(mcclTransportP2pSetup(&comm->ctx, NULL, 0), res, fail);
     MCCLCHECKGOTO(ringConns(comm), res, fail);
+    MCCLCHECKGOTO(agreeProtocols(comm), res, fail);
   }
   MCCLCHECKGOTO(signalArea(comm), res, fail);
   INFO(MCCL_INIT, "rank %d/%d on dev %d: ring prev %d next %d, %d channel(s) via %s", rank, nranks, cudaDev,

@@ -107,6 +107,23 @@ extern struct mcclTransport mcclNetTransport;
  */
 mcclResult_t mcclNetRingTransports(const mcclLabComm* comm, int channel, int* send, int* recv);
 
+/** @brief Steps a rank's NET ring connections moved (mcclNetGetStats). */
+typedef struct {
+  uint64_t llSteps;     /**< steps that carried LL lines (the proxies saw every line's flag) */
+  uint64_t simpleSteps; /**< the others: SIMPLE data, or empty steps (0 bytes serve both protocols) */
+} mcclNetStats;
+
+/**
+ * @brief What this rank's NET ring connections (every channel's send to ring.next and receive from
+ * ring.prev that is NET) have moved since they were connected, counted by the proxy as each step
+ * completes: tells whether a collective went as LL lines or as SIMPLE slots over the network.
+ * @param[in]  comm      the communicator.
+ * @param[out] sent      the send connections' steps (NULL: not wanted).
+ * @param[out] received  the receive connections' steps (NULL: not wanted).
+ * @return mcclSuccess (zeros when no edge is NET); mcclInvalidArgument (NULL comm).
+ */
+mcclResult_t mcclNetGetStats(const mcclLabComm* comm, mcclNetStats* sent, mcclNetStats* received);
+
 /**
  * @brief Host count of a communicator: distinct host hashes among its peer records.
  * @param[in]  comm    the communicator.

@@ -9,12 +9,24 @@
 //           completes publishes tail; the kernel reads the slot and returns it with head.
 // The kernels (lab 06) cannot tell: a connector has buffs, head, tail and connFifo, as for SHM.
 //
-// One difference from NCCL: NCCL posts a proxy op per collective with its step count; minccl's
-// kernels do not tell the host how many steps a collective takes, so each NET connector has one
-// proxy op for its whole life, which follows tail and head as they move. The sender learns where a
+// One difference from NCCL: NCCL posts a proxy op per collective with its step count and protocol;
+// minccl's kernels do not tell the host how many steps a collective takes, so each NET connector has
+// one proxy op for its whole life, which follows tail and head as they move. The sender learns where a
 // slice starts from connFifo[slot].size (the kernel writes it at a slice's first step; the proxy
 // resets it to -1 once read), and sends every step as its own message (the rest of the slice, at most
 // a slot; 0 bytes for steps a kernel skipped), so the receiver publishes one step per message.
+//
+// LL steps (NCCL sends LL over the network too, for small messages): an LL kernel publishes no tail,
+// only connFifo[slot].size (the bytes of lines) and then the lines, each carrying the step's flag. So
+// the sender's proxy takes a step as LL when its size is announced and every line of the slot in the
+// LL FIFO carries mcclLLFlag(step), as NCCL's sendProxyProgress checks the flags of an LL step. Not
+// knowing the protocol of the steps to come (NCCL's op says it), the receiver's proxy receives every
+// step into the SIMPLE slot; when one arrives whose lines all carry that step's flag it copies them
+// into the LL slot, where an LL kernel waits for them, and it publishes tail for every step, which a
+// SIMPLE kernel waits for. A SIMPLE payload that happened to look like lines of its own step's flag is
+// copied too, harmlessly: no LL kernel waits for the flag of a SIMPLE step. An LL step must fit a
+// SIMPLE slot (llStepSize <= stepSize, true of the defaults); lab 07 keeps a communicator whose NET
+// connections do not fit on SIMPLE (mcclLabComm::simpleOnly).
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -33,7 +45,7 @@ struct netResources {
   char* hostMem;                // one pinned allocation: sendMem page, recvMem page, LL FIFO, SIMPLE FIFO
   struct mcclSendMem* sendMem;  // head: the sender's proxy writes it (send side), the kernel writes it (recv side)
   struct mcclRecvMem* recvMem;  // tail and connFifo: the kernel writes them (send side), the proxy (recv side)
-  char* llBuff;                 // LL FIFO: present for the kernels' layout, never used (NET is SIMPLE only)
+  char* llBuff;                 // LL FIFO: send side, the kernel's lines; recv side, the proxy copies them here
   char* buff;                   // SIMPLE FIFO, MCCL_STEPS slots of stepSize bytes
   int buffSize, llBuffSize, stepSize;
   uint64_t initialStep;
@@ -43,8 +55,11 @@ struct netResources {
   void* listenComm;
   void* netComm;  // sendComm or recvComm
   void* mhandle;
+  void* llMhandle;  // send: the LL FIFO's registration (LL steps are sent from it)
   uint64_t posted, done;       // steps posted to the plugin / completed (absolute)
   int64_t remaining;           // send: bytes of the current slice not yet sent
+  int ll[MCCL_STEPS];          // send: per slot, 1 when the step in flight went as LL lines
+  uint64_t llSteps, simpleSteps;  // steps moved as LL lines / otherwise (mcclNetGetStats; atomics)
   void* requests[MCCL_STEPS];  // per slot: the plugin request in flight
   int started;
   // User side: the persistent proxy op.
@@ -118,6 +133,7 @@ static mcclResult_t netSetup(struct mcclTransportCtx* ctx, const mcclPeerInfo* p
   r->recvMem = (struct mcclRecvMem*)(r->hostMem + MCCL_MEM_ALIGN);
   r->llBuff = r->hostMem + 2 * MCCL_MEM_ALIGN;
   r->buff = r->llBuff + r->llBuffSize;
+  memset(r->llBuff, 0, (size_t)r->llBuffSize);  // flag 0: no step's (mcclLLFlag is never 0)
   r->sendMem->head = r->initialStep;
   r->recvMem->tail = r->initialStep;
   for (int i = 0; i < MCCL_STEPS; i++) r->recvMem->connFifo[i].size = -1;  // no slice announced
@@ -242,6 +258,8 @@ static mcclResult_t netProxyConnect(struct mcclProxyConnection* connection, stru
     }
   }
   MCCLCHECK(r->net->regMr(r->netComm, r->buff, (size_t)r->buffSize, MCCL_PTR_HOST, &r->mhandle));
+  if (connection->send)
+    MCCLCHECK(r->net->regMr(r->netComm, r->llBuff, (size_t)r->llBuffSize, MCCL_PTR_HOST, &r->llMhandle));
   r->started = 0;
   *done = 1;
   return mcclSuccess;
@@ -253,12 +271,13 @@ static mcclResult_t netProxyFree(struct mcclProxyConnection* connection, struct 
   if (r == NULL) return mcclSuccess;
   mcclResult_t res = mcclSuccess, x;
   if (r->mhandle && (x = r->net->deregMr(r->netComm, r->mhandle)) != mcclSuccess) res = x;
+  if (r->llMhandle && (x = r->net->deregMr(r->netComm, r->llMhandle)) != mcclSuccess && res == mcclSuccess) res = x;
   if (r->netComm) {
     x = connection->send ? r->net->closeSend(r->netComm) : r->net->closeRecv(r->netComm);
     if (x != mcclSuccess && res == mcclSuccess) res = x;
   }
   if (r->listenComm && (x = r->net->closeListen(r->listenComm)) != mcclSuccess && res == mcclSuccess) res = x;
-  r->mhandle = r->netComm = r->listenComm = NULL;
+  r->mhandle = r->llMhandle = r->netComm = r->listenComm = NULL;
   connection->transportResources = NULL;
   __atomic_store_n(&r->proxyHolds, 0, __ATOMIC_RELEASE);
   if (__atomic_load_n(&r->userGone, __ATOMIC_ACQUIRE)) netResourcesFree(r);  // else the user side frees it
@@ -267,6 +286,42 @@ static mcclResult_t netProxyFree(struct mcclProxyConnection* connection, struct 
 
 static int64_t stepDiff(uint64_t a, uint64_t b) {
   return (int64_t)(a - b);
+}
+
+// Sender: the LL step of `slot` is complete when its announced size fits an LL slot and every line
+// carries the step's flag (NCCL's sendProxyProgress reads flag1 and flag2 of each line). The GPU
+// stores a line with one 16-byte store, so a half whose flag is the step's holds its data; the
+// acquire loads order the plugin's reads of the lines after these.
+static int llStepReady(const struct netResources* r, int slot, ssize_t size) {
+  const size_t llStep = (size_t)r->llBuffSize / MCCL_STEPS;
+  if (size < 0 || (size_t)size > llStep || size % (ssize_t)sizeof(union mcclLLFifoLine) != 0) return 0;
+  const uint32_t flag = mcclLLFlag(r->posted);
+  union mcclLLFifoLine* lines = (union mcclLLFifoLine*)(r->llBuff + (size_t)slot * llStep);
+  for (ssize_t i = 0; i < size / (ssize_t)sizeof(union mcclLLFifoLine); i++)
+    if (__atomic_load_n(&lines[i].flag1, __ATOMIC_ACQUIRE) != flag ||
+        __atomic_load_n(&lines[i].flag2, __ATOMIC_ACQUIRE) != flag)
+      return 0;
+  return 1;
+}
+
+// Receiver: when the `size` bytes received into step's SIMPLE slot are LL lines of that step (every
+// flag is mcclLLFlag(step)), copy them into the LL slot and return 1. Each 8-byte half (a data word
+// and its flag) is stored whole, so the kernel spinning on the line never takes a flag without its
+// data; a 0-byte step is no LL step (nothing to copy; tail serves both protocols).
+static int llLinesCopy(struct netResources* r, int slot, uint64_t step, int size) {
+  const size_t llStep = (size_t)r->llBuffSize / MCCL_STEPS;
+  const int nLines = size / (int)sizeof(union mcclLLFifoLine);
+  if (size <= 0 || (size_t)size > llStep || size % (int)sizeof(union mcclLLFifoLine) != 0) return 0;
+  const union mcclLLFifoLine* in = (const union mcclLLFifoLine*)(r->buff + (size_t)slot * (size_t)r->stepSize);
+  const uint32_t flag = mcclLLFlag(step);
+  for (int i = 0; i < nLines; i++)
+    if (in[i].flag1 != flag || in[i].flag2 != flag) return 0;
+  union mcclLLFifoLine* out = (union mcclLLFifoLine*)(r->llBuff + (size_t)slot * llStep);
+  for (int i = 0; i < nLines; i++) {
+    __atomic_store_n(&out[i].v[0], in[i].v[0], __ATOMIC_RELAXED);
+    __atomic_store_n(&out[i].v[1], in[i].v[1], __ATOMIC_RELAXED);
+  }
+  return 1;
 }
 
 static void progressStart(struct mcclProxyArgs* args, struct netResources* r) {
@@ -289,17 +344,23 @@ static mcclResult_t netSendProxyProgress(struct mcclProxyState* proxyState, stru
   // EXERCISE(08.send_progress) STUB: mcclExerciseStub("08.send_progress"); _exit(1);
   args->idle = 1;
   uint64_t tail = __atomic_load_n(&r->recvMem->tail, __ATOMIC_ACQUIRE);
-  while (stepDiff(tail, r->posted) > 0 && stepDiff(r->posted, r->done) < MCCL_STEPS) {
+  while (stepDiff(r->posted, r->done) < MCCL_STEPS) {
     int slot = (int)(r->posted % MCCL_STEPS);
     ssize_t* sizep = &r->recvMem->connFifo[slot].size;
-    ssize_t size = __atomic_load_n(sizep, __ATOMIC_RELAXED);
-    if (size >= 0) r->remaining = size;  // a slice starts at this step
-    size_t n = r->remaining < r->stepSize ? (size_t)r->remaining : (size_t)r->stepSize;
+    ssize_t size = __atomic_load_n(sizep, __ATOMIC_ACQUIRE);
+    // SIMPLE publishes tail; LL announces a size and writes lines that carry the step's flag.
+    int ll = stepDiff(tail, r->posted) <= 0 && r->remaining == 0 && size >= 0 && llStepReady(r, slot, size);
+    if (!ll && stepDiff(tail, r->posted) <= 0) break;
+    if (!ll && size >= 0) r->remaining = size;  // a SIMPLE slice starts at this step
+    size_t n = ll ? (size_t)size : r->remaining < r->stepSize ? (size_t)r->remaining : (size_t)r->stepSize;
+    char* data = ll ? r->llBuff + (size_t)slot * (size_t)(r->llBuffSize / MCCL_STEPS)
+                    : r->buff + (size_t)slot * (size_t)r->stepSize;
     void* req = NULL;
-    MCCLCHECK(r->net->isend(r->netComm, r->buff + (size_t)slot * (size_t)r->stepSize, n, 0, r->mhandle, &req));
+    MCCLCHECK(r->net->isend(r->netComm, data, n, 0, ll ? r->llMhandle : r->mhandle, &req));
     if (req == NULL) break;  // the plugin is out of requests: again on the next call
     if (size >= 0) __atomic_store_n(sizep, (ssize_t)-1, __ATOMIC_RELAXED);
-    r->remaining -= (int64_t)n;
+    if (!ll) r->remaining -= (int64_t)n;
+    r->ll[slot] = ll && n > 0;  // the stats count steps that carried lines (an empty step serves both)
     r->requests[slot] = req;
     r->posted++;
     args->subs[0].transmitted++;
@@ -310,6 +371,7 @@ static mcclResult_t netSendProxyProgress(struct mcclProxyState* proxyState, stru
     MCCLCHECK(r->net->test(r->requests[slot], &d, &sz));
     if (!d) break;
     r->requests[slot] = NULL;
+    __atomic_fetch_add(r->ll[slot] ? &r->llSteps : &r->simpleSteps, 1, __ATOMIC_RELAXED);
     r->done++;
     args->subs[0].done++;
     __atomic_store_n(&r->sendMem->head, r->done, __ATOMIC_RELEASE);
@@ -351,6 +413,8 @@ static mcclResult_t netRecvProxyProgress(struct mcclProxyState* proxyState, stru
       return mcclRemoteError;
     }
     r->requests[slot] = NULL;
+    int ll = llLinesCopy(r, slot, r->done, sz);  // an LL step's lines into the LL slot, where its kernel waits
+    __atomic_fetch_add(ll ? &r->llSteps : &r->simpleSteps, 1, __ATOMIC_RELAXED);
     r->recvMem->connFifo[slot].size = sz;
     r->done++;
     args->subs[0].done++;
@@ -395,5 +459,24 @@ mcclResult_t mcclNetCommHosts(const mcclLabComm* comm, int* nHosts) {
     n += !seen;
   }
   *nHosts = n;
+  return mcclSuccess;
+}
+
+mcclResult_t mcclNetGetStats(const mcclLabComm* comm, mcclNetStats* sent, mcclNetStats* received) {
+  MCCL_ARGCHECK(comm != NULL, "mcclNetGetStats: comm is NULL");
+  mcclNetStats st[2];
+  memset(st, 0, sizeof(st));
+  for (int c = 0; comm->nRanks > 1 && c < comm->nChannels; c++) {
+    const struct mcclChannel* ch = &comm->ctx.channels[c];
+    const struct mcclConnector* conns[2] = {&ch->peers[comm->ring.next].send[0], &ch->peers[comm->ring.prev].recv[0]};
+    for (int d = 0; d < 2; d++) {
+      const struct netResources* r = (const struct netResources*)conns[d]->transportResources;
+      if (conns[d]->transport != TRANSPORT_NET || r == NULL) continue;
+      st[d].llSteps += __atomic_load_n(&r->llSteps, __ATOMIC_RELAXED);
+      st[d].simpleSteps += __atomic_load_n(&r->simpleSteps, __ATOMIC_RELAXED);
+    }
+  }
+  if (sent) *sent = st[0];
+  if (received) *received = st[1];
   return mcclSuccess;
 }

@@ -45,7 +45,17 @@ static inline void netCheckRing(const mcclLabComm* comm) {
     for (int r = 0; r < n; r++) crossing += all[2 * r] == TRANSPORT_NET;
     EXPECT_EQ(crossing, nHosts > 1 ? nHosts : 0);
   }
-  EXPECT_EQ(comm->simpleOnly, nHosts > 1);
+  EXPECT_EQ(comm->simpleOnly, 0);  // the default FIFOs: an LL slot fits a SIMPLE slot, so NET carries LL
+}
+
+// Steps that carried LL lines over NET, summed over every rank's send connections (mcclNetGetStats).
+static inline uint64_t netLlStepsSent(const mcclLabComm* comm) {
+  mcclNetStats sent;
+  memset(&sent, 0, sizeof(sent));
+  if (mcclNetGetStats(comm, &sent, NULL) != mcclSuccess) mcclTestFailAt(__FILE__, __LINE__, "mcclNetGetStats failed");
+  unsigned long long mine = sent.llSteps, all = 0;
+  MPI_Allreduce(&mine, &all, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+  return all;
 }
 
 // The bootstrap between posed hosts goes over TCP (mcclBootstrapGetStats): rank 0 made the id on

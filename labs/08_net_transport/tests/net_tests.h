@@ -21,12 +21,14 @@ static void ringTransports(void) {
   arMpiTearDown(&m);
 }
 
-// The ring allreduce across the hosts: small FIFOs (512-byte slots: slices of two steps, every FIFO
-// wrapping several times at 4099 elements) on counts from 0 up, then the default FIFOs (a slice
-// within one step); asking for LL (arPaths[1]) gets SIMPLE on a NET ring, with the same result.
-// Every ring hop is a message through two proxies and a call costs its hops' latency more than its
-// bytes, so each count runs once, the paths alternating (both at 4099); dtype, op and placement vary
-// with the call. Sanitizer builds run a seeded half of the calls (mcclTestSampled).
+// The ring allreduce across the hosts: small FIFOs (512-byte slots: slices of two steps, LL steps of
+// 32 lines, every FIFO wrapping several times at 4099 elements) on counts from 0 up, then the default
+// FIFOs (a slice within one step); SIMPLE (arPaths[0]) and LL (arPaths[1]) both cross the network,
+// and the proxies' counts say which did: an LL call moved steps of LL lines (mcclNetGetStats), a
+// SIMPLE call none. Every ring hop is a message through two proxies and a call costs its hops'
+// latency more than its bytes, so each count runs once, the paths alternating (both at 4099); dtype,
+// op and placement vary with the call. Sanitizer builds run a seeded half of the calls
+// (mcclTestSampled).
 static void allreduce(void) {
   NET_SKIP_UNLESS_READY();
   static const struct {
@@ -43,9 +45,17 @@ static void allreduce(void) {
       arMpiSetUp(&m, 2, 70001 * 8);
       open = calls[k].small;
     }
-    if (!mcclTestStopped() && mcclTestSampled((uint64_t)k, 2))  // not after a failed set-up (m.comm NULL)
+    if (!mcclTestStopped() && mcclTestSampled((uint64_t)k, 2)) {  // not after a failed set-up (m.comm NULL)
+      uint64_t before = netLlStepsSent(m.comm);
       arMpiRun(&m, &arPaths[calls[k].path], k & 1 ? mcclInt32 : mcclFloat32, k % 3 ? mcclSum : mcclMax, calls[k].count,
                k & 2, mcclTestSeed() + (uint64_t)k);
+      uint64_t moved = netLlStepsSent(m.comm) - before;
+      if (calls[k].path == 1 && calls[k].count > 0 && moved == 0)
+        mcclTestFailAt(__FILE__, __LINE__, "an LL allreduce of %zu elements moved no LL step over NET", calls[k].count);
+      if (calls[k].path == 0 && moved != 0)
+        mcclTestFailAt(__FILE__, __LINE__, "a SIMPLE allreduce moved %llu LL steps over NET",
+                       (unsigned long long)moved);
+    }
   }
   if (open >= 0) arMpiTearDown(&m);
   arSmallFifos(0);
@@ -80,6 +90,28 @@ static void collectives(void) {
     }
   arMpiTearDown(&m);
   arSmallFifos(0);
+}
+
+// Where an LL step does not fit a SIMPLE slot (MCCL_LL_BUFFSIZE above MCCL_BUFFSIZE), NET cannot take
+// LL (its receiving proxy lands every step in a SIMPLE slot): every rank stays on SIMPLE, also one
+// without a NET edge of its own (the middle rank of a host in mpi_net_3plus1, which alone would pick
+// LL and hang with its neighbours). Asking for LL then gives SIMPLE, no LL step, the right result.
+static void llDoesNotFit(void) {
+  NET_SKIP_UNLESS_READY();
+  setenv("MCCL_BUFFSIZE", "4096", 1);
+  setenv("MCCL_LL_BUFFSIZE", "8192", 1);
+  mcclParamResetAll();
+  struct arMpi m;
+  arMpiSetUp(&m, 2, 4099 * 8);
+  if (!mcclTestStopped()) {
+    EXPECT_EQ(m.comm->simpleOnly, 1);
+    uint64_t before = netLlStepsSent(m.comm);
+    arMpiRun(&m, &arPaths[1], mcclFloat32, mcclSum, 4099, 0, mcclTestSeed());
+    EXPECT_EQ(netLlStepsSent(m.comm) - before, 0);
+  }
+  arMpiTearDown(&m);
+  arSmallFifos(0);
+  arForce(NULL, NULL);
 }
 
 // The channel count a communicator across hosts takes by default (nChannels 0, MCCL_NCHANNELS unset):
@@ -170,5 +202,6 @@ static void noLeak(void) {
 
 #define NET_TEST_CASES \
   MCCL_TEST_CASE(ringTransports), MCCL_TEST_CASE(allreduce), MCCL_TEST_CASE(collectives), \
-      MCCL_TEST_CASE(channelsAcrossHosts), MCCL_TEST_CASE(windowAcrossHosts), MCCL_TEST_CASE(noLeak)
+      MCCL_TEST_CASE(llDoesNotFit), MCCL_TEST_CASE(channelsAcrossHosts), MCCL_TEST_CASE(windowAcrossHosts), \
+      MCCL_TEST_CASE(noLeak)
 #endif

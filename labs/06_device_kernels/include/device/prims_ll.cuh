@@ -10,11 +10,8 @@
 #ifndef MCCL_DEVICE_PRIMS_LL_CUH_
 #define MCCL_DEVICE_PRIMS_LL_CUH_
 
-// The flag of a step. NCCL uses the low 32 bits of step+1 and periodically cleans the buffer so an
-// old line can never carry the flag again; here steps may start anywhere (the wrap tests start them
-// near 2^64), so the flag is 1 + step mod (2^32 - 1): never 0, which a zeroed buffer holds, and the
-// same slot sees a repeated flag only after about 2^32 steps.
-__device__ __forceinline__ uint32_t mcclLLFlag(uint64_t step) { return 1u + (uint32_t)(step % 0xffffffffull); }
+// The flag of a step: mcclLLFlag() (mccl_conn.h, shared with lab 08's proxies, which check it on the
+// host), 1 + step mod (2^32 - 1), never the 0 of a zeroed buffer.
 
 template <typename T, typename RedOp>
 class Primitives<T, RedOp, ProtoLL> {
