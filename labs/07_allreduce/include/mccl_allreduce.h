@@ -74,6 +74,8 @@ typedef struct mcclLabComm {
                                         connection */
   int simpleOnly;                    /**< 1 on every rank when some rank's NET edge (lab 08) cannot carry LL steps
                                         (its LL slot is larger than its SIMPLE slot): SIMPLE only */
+  int multiHost;                     /**< 1: the ranks span several hosts (lab 08's NET edges): LL only up to
+                                        MCCL_NET_LL_MAX bytes */
   struct mcclConnInfo* devRecvConns; /**< [nChannels] device: recv from ring.prev, channel c at [c] */
   struct mcclConnInfo* devSendConns; /**< [nChannels] device: send to ring.next, channel c at [c] */
   volatile uint32_t* abortFlag;      /**< host view of the host-mapped abort flag */

@@ -121,7 +121,7 @@ mcclResult_t mcclLabAllReduce(const void* sendbuff, void* recvbuff, size_t count
   struct mcclAllReduceArgs a;
   memset(&a, 0, sizeof(a));
   MCCLCHECK(mcclLabSelectAlgorithm(comm->nRanks, bytes, symmetric, &a.algorithm, &a.proto));
-  if (comm->simpleOnly) a.proto = MCCL_PROTO_SIMPLE;  // a NET ring edge moves SIMPLE slots only (lab 08)
+  a.proto = mcclLabCommProto(comm, bytes, a.proto, mcclParamProto() != NULL);
   a.nChannels = comm->nChannels;
   a.rank = comm->rank;
   a.nRanks = comm->nRanks;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 #include <cuda.h>
+#include "allreduce_internal.h"
 #include "coll_args.h"
 #include "mccl_checks.h"
 #include "mccl_collectives.h"
@@ -110,7 +111,7 @@ static mcclResult_t collStart(int func, const void* sendbuff, void* recvbuff, si
   struct mcclCollArgs a;
   memset(&a, 0, sizeof(a));
   MCCLCHECK(selectProto(protoBytes, &a.proto));
-  if (comm->simpleOnly) a.proto = MCCL_PROTO_SIMPLE;  // a NET ring edge moves SIMPLE slots only
+  a.proto = mcclLabCommProto(comm, protoBytes, a.proto, mcclParamProto() != NULL);
   if (count == 0) return mcclSuccess;  // NCCL: nothing to move, nothing enqueued
   const int copy = func == mcclCollBroadcast || func == mcclCollAllGather;
   a.func = func;

@@ -226,11 +226,8 @@ mcclResult_t mcclLabCommInit(mcclLabComm** out, int nranks, const mcclUniqueId* 
   // proxy op and network requests of its own, which one progress thread serves in turn; NCCL too runs
   // few channels per NIC. Measured on the net path (docs/results/2026-11-25-h100-net.md): 32 channels
   // took 65 us for 8 bytes and 2.8 GB/s at 512 MiB, 2 channels 25 us and 4.3 GB/s.
-  for (int r = 1; chosen && r < nranks; r++)
-    if (comm->peerInfo[r].hostHash != comm->peerInfo[0].hostHash) {
-      nChannels = MCCL_LAB_MULTIHOST_NCHANNELS;
-      break;
-    }
+  for (int r = 1; r < nranks; r++) comm->multiHost |= comm->peerInfo[r].hostHash != comm->peerInfo[0].hostHash;
+  if (chosen && comm->multiHost) nChannels = MCCL_LAB_MULTIHOST_NCHANNELS;
   comm->ctx.peerInfo = comm->peerInfo;
   comm->ctx.bootstrap = comm->bootstrap;
   comm->ctx.proxyState = comm->proxy;

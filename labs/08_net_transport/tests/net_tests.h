@@ -92,6 +92,26 @@ static void collectives(void) {
   arSmallFifos(0);
 }
 
+// The protocol a communicator across hosts picks by itself (no MCCL_PROTO): LL up to MCCL_NET_LL_MAX
+// (16 KiB), SIMPLE above (LL lines halve what each network byte carries), by the steps that crossed.
+static void tableProtocol(void) {
+  NET_SKIP_UNLESS_READY();
+  static const struct arPath table = {"table", NULL, NULL};
+  struct arMpi m;
+  arMpiSetUp(&m, 2, 8192 * 4);
+  if (!mcclTestStopped()) EXPECT_EQ(m.comm->multiHost, 1);
+  const size_t counts[] = {2, 4096, 4097, 8192};  // 8 B, 16 KiB: LL; 16 KiB + 4 B, 32 KiB: SIMPLE
+  for (int k = 0; k < 4 && !mcclTestStopped(); k++) {
+    uint64_t before = netLlStepsSent(m.comm);
+    arMpiRun(&m, &table, mcclFloat32, mcclSum, counts[k], k & 1, mcclTestSeed() + (uint64_t)k);
+    uint64_t moved = netLlStepsSent(m.comm) - before;
+    if ((counts[k] * 4 <= (16u << 10)) != (moved > 0))
+      mcclTestFailAt(__FILE__, __LINE__, "an allreduce of %zu bytes across hosts moved %llu LL steps", counts[k] * 4,
+                     (unsigned long long)moved);
+  }
+  arMpiTearDown(&m);
+}
+
 // Where an LL step does not fit a SIMPLE slot (MCCL_LL_BUFFSIZE above MCCL_BUFFSIZE), NET cannot take
 // LL (its receiving proxy lands every step in a SIMPLE slot): every rank stays on SIMPLE, also one
 // without a NET edge of its own (the middle rank of a host in mpi_net_3plus1, which alone would pick
@@ -202,6 +222,6 @@ static void noLeak(void) {
 
 #define NET_TEST_CASES \
   MCCL_TEST_CASE(ringTransports), MCCL_TEST_CASE(allreduce), MCCL_TEST_CASE(collectives), \
-      MCCL_TEST_CASE(llDoesNotFit), MCCL_TEST_CASE(channelsAcrossHosts), MCCL_TEST_CASE(windowAcrossHosts), \
-      MCCL_TEST_CASE(noLeak)
+      MCCL_TEST_CASE(tableProtocol), MCCL_TEST_CASE(llDoesNotFit), MCCL_TEST_CASE(channelsAcrossHosts), \
+      MCCL_TEST_CASE(windowAcrossHosts), MCCL_TEST_CASE(noLeak)
 #endif
