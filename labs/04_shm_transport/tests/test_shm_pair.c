@@ -65,7 +65,10 @@ static int childMain(const struct pairCfg* cfg, int rank, uint64_t hash, uint64_
   void *dsend = NULL, *drecv = NULL;
   unsigned char* host = NULL;
   setParam("MCCL_CUMEM_HOST_ENABLE", cfg->cumemHost);
-  setParam("MCCL_SHM_TIMEOUT", cfg->timeoutMs);
+  // The staller waits for its first steps with a long timeout: a slow start of its peer (a loaded
+  // machine under TSan once took over 1 s) must not end it before it stalls; the survivor's timeout
+  // is the one under test.
+  setParam("MCCL_SHM_TIMEOUT", rank == cfg->stallRank ? "60000" : cfg->timeoutMs);
   setParam("MCCL_IPC_TIMEOUT", "20000");
   int ndev = 0;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) CHILD_FAIL("no device");
