@@ -194,17 +194,17 @@ int main(int argc, char** argv) {
                                 .maxLocal = MCCL_ARB_MAX_LOCAL};
   mcclArBenchParse(argc, argv, &spec, &bo);
   nLocal = bo.nLocal;
-  const int hosts = poseHosts = (int)mcclArgsOptInt(argc, argv, "--hosts", 0, 2, 4096);
+  poseHosts = (int)mcclArgsOptInt(argc, argv, "--hosts", 0, 2, 4096);
   // The net plugin is called from minccl's proxy thread while this thread calls MPI too.
   int provided = MPI_THREAD_SINGLE;
-  MPI_Init_thread(&argc, &argv, hosts ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
+  MPI_Init_thread(&argc, &argv, poseHosts ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
   int rank = 0, nprocs = 1, localRank = 0, ndev = 0, rc = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-  if (hosts && (hosts > nprocs || provided < MPI_THREAD_MULTIPLE)) {
-    if (rank == 0 && hosts > nprocs)
+  if (poseHosts && (poseHosts > nprocs || provided < MPI_THREAD_MULTIPLE)) {
+    if (rank == 0 && poseHosts > nprocs)
       fprintf(stderr, "allreduce_perf: --hosts %d: more hosts than the %d process%s (one host holds whole processes)\n",
-              hosts, nprocs, nprocs == 1 ? "" : "es");
+              poseHosts, nprocs, nprocs == 1 ? "" : "es");
     else if (rank == 0)
       fprintf(stderr,
               "allreduce_perf: --hosts: the net plugin calls MPI from minccl's proxy thread, which needs "
@@ -213,9 +213,9 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return 2;
   }
-  if (hosts) {  // before the first call that reads the host identity (mcclGetUniqueId)
+  if (poseHosts) {  // before the first call that reads the host identity (mcclGetUniqueId)
     char id[64];
-    snprintf(id, sizeof(id), "allreduce_perf-host-%d", (int)((long long)rank * hosts / nprocs));
+    snprintf(id, sizeof(id), "allreduce_perf-host-%d", (int)((long long)rank * poseHosts / nprocs));
     setenv("MCCL_HOSTID", id, 1);
     setenv("NCCL_HOSTID", id, 1);
   }

@@ -121,7 +121,7 @@ mcclResult_t mcclLabAllReduce(const void* sendbuff, void* recvbuff, size_t count
   struct mcclAllReduceArgs a;
   memset(&a, 0, sizeof(a));
   MCCLCHECK(mcclLabSelectAlgorithm(comm->nRanks, bytes, symmetric, &a.algorithm, &a.proto));
-  a.proto = mcclLabCommProto(comm, bytes, a.proto, mcclParamProto() != NULL);
+  a.proto = mcclLabCommProto(comm, bytes, a.proto);
   a.nChannels = comm->nChannels;
   a.rank = comm->rank;
   a.nRanks = comm->nRanks;

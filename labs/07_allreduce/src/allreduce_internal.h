@@ -3,6 +3,7 @@
 #define MCCL_ALLREDUCE_INTERNAL_H_
 
 #include "mccl_allreduce.h"
+#include "mccl_param.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -21,10 +22,10 @@ mcclResult_t mcclLabAllReduceLaunch(mcclLabComm* comm, const struct mcclAllReduc
 
 // The communicator's last word on a ring call's protocol, after the call's own choice (its table and
 // MCCL_PROTO): SIMPLE where a NET edge cannot carry LL (simpleOnly), and across hosts SIMPLE above
-// MCCL_NET_LL_MAX unless MCCL_PROTO asked for LL.
-static inline int mcclLabCommProto(const mcclLabComm* comm, size_t bytes, int proto, int forced) {
+// MCCL_NET_LL_MAX unless MCCL_PROTO names the protocol.
+static inline int mcclLabCommProto(const mcclLabComm* comm, size_t bytes, int proto) {
   if (comm->simpleOnly) return MCCL_PROTO_SIMPLE;
-  if (comm->multiHost && !forced && bytes > MCCL_NET_LL_MAX) return MCCL_PROTO_SIMPLE;
+  if (comm->multiHost && mcclParamProto() == NULL && bytes > MCCL_NET_LL_MAX) return MCCL_PROTO_SIMPLE;
   return proto;
 }
 

@@ -111,7 +111,7 @@ static mcclResult_t collStart(int func, const void* sendbuff, void* recvbuff, si
   struct mcclCollArgs a;
   memset(&a, 0, sizeof(a));
   MCCLCHECK(selectProto(protoBytes, &a.proto));
-  a.proto = mcclLabCommProto(comm, protoBytes, a.proto, mcclParamProto() != NULL);
+  a.proto = mcclLabCommProto(comm, protoBytes, a.proto);
   if (count == 0) return mcclSuccess;  // NCCL: nothing to move, nothing enqueued
   const int copy = func == mcclCollBroadcast || func == mcclCollAllGather;
   a.func = func;

@@ -104,11 +104,10 @@ static mcclResult_t agreeProtocols(mcclLabComm* comm) {
 }
 
 static mcclResult_t signalArea(mcclLabComm* comm) {
-  for (int r = 1; r < comm->nRanks; r++)
-    if (comm->peerInfo[r].hostHash != comm->peerInfo[0].hostHash) {
-      INFO(MCCL_INIT, "rank %d: ranks on several hosts share no memory: no signal area, only the ring", comm->rank);
-      return mcclSuccess;
-    }
+  if (comm->multiHost) {
+    INFO(MCCL_INIT, "rank %d: ranks on several hosts share no memory: no signal area, only the ring", comm->rank);
+    return mcclSuccess;
+  }
   if (comm->nRanks > MCCL_SYM_MAX_RANKS) {
     INFO(MCCL_INIT, "rank %d: %d ranks, more than the symmetric kernels serve (%d): no signal area, only the ring",
          comm->rank, comm->nRanks, MCCL_SYM_MAX_RANKS);

@@ -292,11 +292,19 @@ static int64_t stepDiff(uint64_t a, uint64_t b) {
 // carries the step's flag (NCCL's sendProxyProgress reads flag1 and flag2 of each line). The GPU
 // stores a line with one 16-byte store, so a half whose flag is the step's holds its data; the
 // acquire loads order the plugin's reads of the lines after these.
+static size_t llStepBytes(const struct netResources* r) {
+  return (size_t)r->llBuffSize / MCCL_STEPS;
+}
+
+// `size` bytes can be a step of LL lines: whole lines, within an LL slot.
+static int llSizeFits(const struct netResources* r, int64_t size) {
+  return size >= 0 && (size_t)size <= llStepBytes(r) && size % (int64_t)sizeof(union mcclLLFifoLine) == 0;
+}
+
 static int llStepReady(const struct netResources* r, int slot, ssize_t size) {
-  const size_t llStep = (size_t)r->llBuffSize / MCCL_STEPS;
-  if (size < 0 || (size_t)size > llStep || size % (ssize_t)sizeof(union mcclLLFifoLine) != 0) return 0;
+  if (!llSizeFits(r, size)) return 0;
   const uint32_t flag = mcclLLFlag(r->posted);
-  union mcclLLFifoLine* lines = (union mcclLLFifoLine*)(r->llBuff + (size_t)slot * llStep);
+  union mcclLLFifoLine* lines = (union mcclLLFifoLine*)(r->llBuff + (size_t)slot * llStepBytes(r));
   for (ssize_t i = 0; i < size / (ssize_t)sizeof(union mcclLLFifoLine); i++)
     if (__atomic_load_n(&lines[i].flag1, __ATOMIC_ACQUIRE) != flag ||
         __atomic_load_n(&lines[i].flag2, __ATOMIC_ACQUIRE) != flag)
@@ -309,14 +317,13 @@ static int llStepReady(const struct netResources* r, int slot, ssize_t size) {
 // and its flag) is stored whole, so the kernel spinning on the line never takes a flag without its
 // data; a 0-byte step is no LL step (nothing to copy; tail serves both protocols).
 static int llLinesCopy(struct netResources* r, int slot, uint64_t step, int size) {
-  const size_t llStep = (size_t)r->llBuffSize / MCCL_STEPS;
   const int nLines = size / (int)sizeof(union mcclLLFifoLine);
-  if (size <= 0 || (size_t)size > llStep || size % (int)sizeof(union mcclLLFifoLine) != 0) return 0;
+  if (size == 0 || !llSizeFits(r, size)) return 0;
   const union mcclLLFifoLine* in = (const union mcclLLFifoLine*)(r->buff + (size_t)slot * (size_t)r->stepSize);
   const uint32_t flag = mcclLLFlag(step);
   for (int i = 0; i < nLines; i++)
     if (in[i].flag1 != flag || in[i].flag2 != flag) return 0;
-  union mcclLLFifoLine* out = (union mcclLLFifoLine*)(r->llBuff + (size_t)slot * llStep);
+  union mcclLLFifoLine* out = (union mcclLLFifoLine*)(r->llBuff + (size_t)slot * llStepBytes(r));
   for (int i = 0; i < nLines; i++) {
     __atomic_store_n(&out[i].v[0], in[i].v[0], __ATOMIC_RELAXED);
     __atomic_store_n(&out[i].v[1], in[i].v[1], __ATOMIC_RELAXED);
@@ -353,7 +360,7 @@ static mcclResult_t netSendProxyProgress(struct mcclProxyState* proxyState, stru
     if (!ll && stepDiff(tail, r->posted) <= 0) break;
     if (!ll && size >= 0) r->remaining = size;  // a SIMPLE slice starts at this step
     size_t n = ll ? (size_t)size : r->remaining < r->stepSize ? (size_t)r->remaining : (size_t)r->stepSize;
-    char* data = ll ? r->llBuff + (size_t)slot * (size_t)(r->llBuffSize / MCCL_STEPS)
+    char* data = ll ? r->llBuff + (size_t)slot * llStepBytes(r)
                     : r->buff + (size_t)slot * (size_t)r->stepSize;
     void* req = NULL;
     MCCLCHECK(r->net->isend(r->netComm, data, n, 0, ll ? r->llMhandle : r->mhandle, &req));

@@ -18,6 +18,9 @@ static void ringTransports(void) {
   EXPECT_RES(mcclNetCommHosts(NULL, &hosts), mcclInvalidArgument);
   if (!mcclTestStopped()) EXPECT_RES(mcclNetCommHosts(m.comm, NULL), mcclInvalidArgument);
   EXPECT_RES(mcclNetGet(NULL), mcclInvalidArgument);
+  mcclNetStats st;
+  EXPECT_RES(mcclNetGetStats(NULL, &st, &st), mcclInvalidArgument);
+  if (!mcclTestStopped()) EXPECT_OK(mcclNetGetStats(m.comm, NULL, NULL));  // neither wanted: nothing to do
   arMpiTearDown(&m);
 }
 
