@@ -134,6 +134,21 @@ int mcclBootstrapNRanks(const mcclBootstrap* state);
 mcclResult_t mcclBootstrapGetStats(const mcclBootstrap* state, mcclBootstrapStats* out);
 
 /**
+ * @brief Has a watched peer's process ended? Never waits.
+ *
+ * mcclBootstrapInit leaves one connection open with every peer MCCL_PEER_WATCH names (by default those
+ * whose pid this machine cannot look up: another machine, container or pid namespace). Nothing is sent
+ * on it until mcclBootstrapClose or mcclBootstrapAbort writes one goodbye byte and closes it, so a
+ * connection that ends without that byte means the peer's process ended (the kernel closed its
+ * sockets); a machine that vanishes is seen by TCP keepalive after about 16 s. Safe to call from
+ * several threads at once.
+ * @param[in]  state from mcclBootstrapInit.
+ * @param[out] peer  the lowest rank seen gone so far (it stays gone), or -1.
+ * @return mcclSuccess or mcclInvalidArgument.
+ */
+mcclResult_t mcclBootstrapPeerGone(mcclBootstrap* state, int* peer);
+
+/**
  * @brief A peer's record as gathered at init.
  * @param[in] state from mcclBootstrapInit.
  * @param[in] peer  0 <= peer < nranks.

@@ -5,6 +5,9 @@
 // twice: an abstract Unix stream socket, used by ranks of the same host (equal host hash), and a TCP
 // socket on the interface MCCL_SOCKET_IFNAME picks (NCCL's ncclFindInterfaces), used across hosts.
 // Both carry the same bytes; only connect and listen differ.
+// A rank also holds one connection open to every peer whose process it cannot look up by pid (another
+// machine, container or pid namespace): the kernel closes it when that process ends, which
+// mcclBootstrapPeerGone reports (NCCL learns the same from the sockets its proxies and RAS keep open).
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +16,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +50,17 @@ struct mcclBootstrap {
   bootPeer* peers;
   unexpected* unexp;
   mcclBootstrapStats stats;
+  // Watched peers (MCCL_PEER_WATCH): watchFd[p] is the connection held open with p (-1: none or
+  // closed), watchGone[p] 1 once it closed without p's goodbye byte. Under watchLock: the checks may
+  // come from several threads (mcclCommGetAsyncError).
+  int* watchFd;
+  unsigned char* watchGone;
+  int nWatched;
+  pthread_mutex_t watchLock;
 };
+
+// The byte a closing rank writes on its watch connections before closing them: "I left", not "I died".
+#define WATCH_BYE 0x42
 
 static _Thread_local char threadHostId[256];  // mcclSetThreadHostId; "" when unset
 
@@ -616,6 +630,110 @@ out:
   return res;
 }
 
+static void freeState(mcclBootstrap* st, int warnUnread);
+static mcclResult_t sendMsg(mcclBootstrap* st, int peer, int kind, int tag, const void* data, size_t size,
+                            int* keepFd);
+static mcclResult_t recvMsg(mcclBootstrap* st, int peer, int kind, int tag, void* data, size_t size, int* keepFd);
+
+// ---- watched peers ---------------------------------------------------------------------------------
+
+// Does this rank hold a watch connection with p? MCCL_PEER_WATCH 1 (default): where p's pid names no
+// process here (another machine, container or pid namespace: the pidNsHash of the records differ),
+// which both ends of a pair decide alike; 2: every peer; 0: none.
+static int watches(const mcclBootstrap* st, int p) {
+  if (p == st->rank) return 0;
+  const int64_t mode = mcclParamPeerWatch();
+  if (mode != 1) return mode >= 2;
+  const uint64_t mine = st->peers[st->rank].info.pidNsHash;
+  return mine == 0 || st->peers[p].info.pidNsHash != mine;
+}
+
+static void freeWatches(mcclBootstrap* st) {
+  if (st->watchFd == NULL) return;
+  for (int p = 0; p < st->nranks; p++) {
+    if (st->watchFd[p] < 0) continue;
+    char bye = WATCH_BYE;  // best effort: a peer that misses it takes us as gone, as for a death
+    (void)!send(st->watchFd[p], &bye, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+    close(st->watchFd[p]);
+  }
+  pthread_mutex_destroy(&st->watchLock);
+  free(st->watchFd);
+  free(st->watchGone);
+  st->watchFd = NULL;
+}
+
+// The higher rank of a watched pair connects (a header of KIND_WATCH, the connection then kept), the
+// lower one accepts: every connect first (the listener's backlog holds them), then every accept, so
+// no order of ranks can deadlock. TCP keepalive (about 16 s) covers a machine that vanishes without
+// closing anything.
+static mcclResult_t watchPeers(mcclBootstrap* st) {
+  const int n = st->nranks;
+  st->watchFd = malloc((size_t)n * sizeof(int));
+  st->watchGone = calloc((size_t)n, 1);
+  if (st->watchFd == NULL || st->watchGone == NULL) {
+    free(st->watchFd);
+    free(st->watchGone);
+    st->watchFd = NULL;
+    WARN("Bootstrap: out of memory for %d watch connections", n);
+    return mcclSystemError;
+  }
+  pthread_mutex_init(&st->watchLock, NULL);
+  for (int p = 0; p < n; p++) st->watchFd[p] = -1;
+  for (int p = 0; p < st->rank; p++)
+    if (watches(st, p)) MCCLCHECK(sendMsg(st, p, KIND_WATCH, 0, NULL, 0, &st->watchFd[p]));
+  for (int p = st->rank + 1; p < n; p++)
+    if (watches(st, p)) MCCLCHECK(recvMsg(st, p, KIND_WATCH, 0, NULL, 0, &st->watchFd[p]));
+  for (int p = 0; p < n; p++) {
+    if (st->watchFd[p] < 0) continue;
+    st->nWatched++;
+    const int on = 1, idle = 10, intvl = 2, cnt = 3;  // fails harmlessly on a Unix socket
+    (void)setsockopt(st->watchFd[p], SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+    (void)setsockopt(st->watchFd[p], IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+    (void)setsockopt(st->watchFd[p], IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+    (void)setsockopt(st->watchFd[p], IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+  }
+  return mcclSuccess;
+}
+
+mcclResult_t mcclBootstrapPeerGone(mcclBootstrap* state, int* peer) {
+  MCCL_ARGCHECK(state != NULL, "mcclBootstrapPeerGone: state is NULL");
+  MCCL_ARGCHECK(peer != NULL, "mcclBootstrapPeerGone: peer is NULL");
+  *peer = -1;
+  if (state->watchFd == NULL || state->nWatched == 0) return mcclSuccess;
+  struct pollfd p[64];
+  int ranks[64];
+  pthread_mutex_lock(&state->watchLock);
+  // Nothing is ever sent on a watch connection but the goodbye byte, so readable means the peer left
+  // (that byte) or its process ended (end of file, or a reset). Polled 64 at a time.
+  for (int lo = 0; lo < state->nranks; lo += 64) {
+    int k = 0;
+    for (int r = lo; r < state->nranks && r < lo + 64; r++)
+      if (state->watchFd[r] >= 0) {
+        p[k] = (struct pollfd){.fd = state->watchFd[r], .events = POLLIN};
+        ranks[k++] = r;
+      }
+    if (k == 0 || poll(p, (nfds_t)k, 0) <= 0) continue;
+    for (int i = 0; i < k; i++) {
+      if (p[i].revents == 0) continue;
+      const int r = ranks[i];
+      char b = 0;
+      const ssize_t got = recv(state->watchFd[r], &b, 1, MSG_DONTWAIT);
+      if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
+      if (got != 1 || b != WATCH_BYE) {
+        state->watchGone[r] = 1;
+        WARN("Bootstrap: rank %d's watch connection with rank %d closed without its goodbye: its process has ended",
+             state->rank, r);
+      }
+      close(state->watchFd[r]);
+      state->watchFd[r] = -1;
+    }
+  }
+  for (int r = 0; r < state->nranks && *peer < 0; r++)
+    if (state->watchGone[r]) *peer = r;
+  pthread_mutex_unlock(&state->watchLock);
+  return mcclSuccess;
+}
+
 mcclResult_t mcclBootstrapInit(const mcclUniqueId* id, int rank, int nranks, int cudaDev, const char* proxyAddr,
                                volatile uint32_t* abortFlag, mcclBootstrap** out) {
   MCCL_ARGCHECK(id != NULL, "mcclBootstrapInit: id is NULL");
@@ -660,9 +778,14 @@ mcclResult_t mcclBootstrapInit(const mcclUniqueId* id, int rank, int nranks, int
   uint64_t deadline = bootDeadline(st);
   if (rank == 0) MCCLCHECKGOTO(rootGather(st, &bid, deadline), res, close_listen);
   else MCCLCHECKGOTO(joinRoot(st, &bid, deadline), res, close_listen);
+  res = watchPeers(st);
+  if (res != mcclSuccess) {
+    freeState(st, 0);
+    return res;
+  }
   char str[64];
-  INFO(MCCL_BOOTSTRAP | MCCL_INIT, "Bootstrap: rank %d of %d ready at @%s and %s", rank, nranks, me->listenName,
-       sockAddrStr(&me->tcpAddr, str, sizeof(str)));
+  INFO(MCCL_BOOTSTRAP | MCCL_INIT, "Bootstrap: rank %d of %d ready at @%s and %s, watching %d peer(s)", rank, nranks,
+       me->listenName, sockAddrStr(&me->tcpAddr, str, sizeof(str)), st->nWatched);
   *out = st;
   return mcclSuccess;
 
@@ -694,7 +817,9 @@ mcclResult_t mcclBootstrapGetPeerInfo(const mcclBootstrap* state, int peer, mccl
   return mcclSuccess;
 }
 
-static mcclResult_t sendMsg(mcclBootstrap* st, int peer, int kind, int tag, const void* data, size_t size) {
+// keepFd: NULL closes the connection after the message; otherwise it is handed over (a watch).
+static mcclResult_t sendMsg(mcclBootstrap* st, int peer, int kind, int tag, const void* data, size_t size,
+                            int* keepFd) {
   if (peer == st->rank) {
     // A message to ourselves goes straight to the unexpected list: connecting to our own listener
     // would block on a large payload nobody is reading yet.
@@ -737,6 +862,10 @@ static mcclResult_t sendMsg(mcclBootstrap* st, int peer, int kind, int tag, cons
     st->stats.tcpSent++;
   else
     st->stats.unixSent++;
+  if (keepFd != NULL) {
+    *keepFd = fd;
+    return mcclSuccess;
+  }
 out:
   close(fd);
   return res;
@@ -760,7 +889,8 @@ static void countReceived(mcclBootstrap* st, int tcp) {
     st->stats.unixReceived++;
 }
 
-static mcclResult_t recvMsg(mcclBootstrap* st, int peer, int kind, int tag, void* data, size_t size) {
+// keepFd: as sendMsg's (a message from another rank only).
+static mcclResult_t recvMsg(mcclBootstrap* st, int peer, int kind, int tag, void* data, size_t size, int* keepFd) {
   uint64_t deadline = bootDeadline(st);
   mcclResult_t res = mcclSuccess;
   for (unexpected **pu = &st->unexp, *u = *pu; u; pu = &u->next, u = *pu) {
@@ -768,7 +898,10 @@ static mcclResult_t recvMsg(mcclBootstrap* st, int peer, int kind, int tag, void
     *pu = u->next;
     if (u->fd >= 0) {
       res = readPayload(u->fd, u->size, data, size, peer, tag, deadline, st->abortFlag);
-      close(u->fd);
+      if (res == mcclSuccess && keepFd != NULL)
+        *keepFd = u->fd;
+      else
+        close(u->fd);
       if (res == mcclSuccess) countReceived(st, u->tcp);
     } else if (u->size != size) {
       WARN("Bootstrap: rank %d sent %llu bytes under tag %d, the receiver expected %zu", peer,
@@ -798,7 +931,10 @@ static mcclResult_t recvMsg(mcclBootstrap* st, int peer, int kind, int tag, void
     }
     if (h.from == peer && h.kind == kind && h.tag == tag) {
       res = readPayload(fd, h.size, data, size, peer, tag, deadline, st->abortFlag);
-      close(fd);
+      if (res == mcclSuccess && keepFd != NULL)
+        *keepFd = fd;
+      else
+        close(fd);
       if (res == mcclSuccess) countReceived(st, isTcp);
       return res;
     }
@@ -820,14 +956,14 @@ mcclResult_t mcclBootstrapSend(mcclBootstrap* state, int peer, int tag, const vo
   MCCL_ARGCHECK(state != NULL, "mcclBootstrapSend: state is NULL");
   MCCL_ARGCHECK(peer >= 0 && peer < state->nranks, "mcclBootstrapSend: peer=%d (nranks=%d)", peer, state->nranks);
   MCCL_ARGCHECK(data != NULL || size == 0, "mcclBootstrapSend: data is NULL with size=%zu", size);
-  return sendMsg(state, peer, KIND_USER, tag, data, size);
+  return sendMsg(state, peer, KIND_USER, tag, data, size, NULL);
 }
 
 mcclResult_t mcclBootstrapRecv(mcclBootstrap* state, int peer, int tag, void* data, size_t size) {
   MCCL_ARGCHECK(state != NULL, "mcclBootstrapRecv: state is NULL");
   MCCL_ARGCHECK(peer >= 0 && peer < state->nranks, "mcclBootstrapRecv: peer=%d (nranks=%d)", peer, state->nranks);
   MCCL_ARGCHECK(data != NULL || size == 0, "mcclBootstrapRecv: data is NULL with size=%zu", size);
-  return recvMsg(state, peer, KIND_USER, tag, data, size);
+  return recvMsg(state, peer, KIND_USER, tag, data, size, NULL);
 }
 
 mcclResult_t mcclBootstrapAllGather(mcclBootstrap* state, void* allData, size_t size) {
@@ -843,11 +979,11 @@ mcclResult_t mcclBootstrapAllGather(mcclBootstrap* state, void* allData, size_t 
   for (int s = 0; s < n - 1; s++) {
     int sendSlot = (rank - s + n) % n, recvSlot = (rank - s - 1 + n) % n;
     if (rank % 2 == 0) {
-      MCCLCHECK(sendMsg(state, next, KIND_ALLGATHER, tag, d + (size_t)sendSlot * size, size));
-      MCCLCHECK(recvMsg(state, prev, KIND_ALLGATHER, tag, d + (size_t)recvSlot * size, size));
+      MCCLCHECK(sendMsg(state, next, KIND_ALLGATHER, tag, d + (size_t)sendSlot * size, size, NULL));
+      MCCLCHECK(recvMsg(state, prev, KIND_ALLGATHER, tag, d + (size_t)recvSlot * size, size, NULL));
     } else {
-      MCCLCHECK(recvMsg(state, prev, KIND_ALLGATHER, tag, d + (size_t)recvSlot * size, size));
-      MCCLCHECK(sendMsg(state, next, KIND_ALLGATHER, tag, d + (size_t)sendSlot * size, size));
+      MCCLCHECK(recvMsg(state, prev, KIND_ALLGATHER, tag, d + (size_t)recvSlot * size, size, NULL));
+      MCCLCHECK(sendMsg(state, next, KIND_ALLGATHER, tag, d + (size_t)sendSlot * size, size, NULL));
     }
   }
   return mcclSuccess;
@@ -861,8 +997,8 @@ mcclResult_t mcclBootstrapBarrier(mcclBootstrap* state) {
   for (int mask = 1, round = 0; mask < n; mask <<= 1, round++) {
     char b = 0;
     int tag = seq * 32 + round;
-    MCCLCHECK(sendMsg(state, (rank + mask) % n, KIND_BARRIER, tag, &b, 1));
-    MCCLCHECK(recvMsg(state, (rank - mask % n + n) % n, KIND_BARRIER, tag, &b, 1));
+    MCCLCHECK(sendMsg(state, (rank + mask) % n, KIND_BARRIER, tag, &b, 1, NULL));
+    MCCLCHECK(recvMsg(state, (rank - mask % n + n) % n, KIND_BARRIER, tag, &b, 1, NULL));
   }
   return mcclSuccess;
 }
@@ -877,6 +1013,7 @@ static void freeState(mcclBootstrap* st, int warnUnread) {
     free(u);
     u = next;
   }
+  freeWatches(st);
   closeAll(st->listenFd, 2);
   free(st->peers);
   free(st);

@@ -54,8 +54,9 @@ typedef struct {
   bootPeer peer;
 } bootHello;
 
-// Kinds keep internal traffic (allgather, barrier) apart from user tags.
-enum { KIND_USER = 0, KIND_ALLGATHER = 1, KIND_BARRIER = 2, KIND_COUNT = 3 };
+// Kinds keep internal traffic (allgather, barrier, the watch connections of mcclBootstrapPeerGone) apart
+// from user tags.
+enum { KIND_USER = 0, KIND_ALLGATHER = 1, KIND_BARRIER = 2, KIND_WATCH = 3, KIND_COUNT = 4 };
 
 // Header of every point-to-point message (one connection each).
 typedef struct {

@@ -389,7 +389,9 @@ static int tcpPerHost;    // ranks per posed host of the running tcp* test
 static int tcpIdOnHost0;  // 1: the id was made posing as pose-h0
 
 static int tcpBody(mcclBootstrap* bs, int rank, int nranks, char* err, size_t errLen) {
-  int myHost = rank / tcpPerHost, sameHost = 0;
+  int myHost = rank / tcpPerHost, sameHost = 0, gone = 0;
+  // Every peer is alive (watched or not, MCCL_PEER_WATCH).
+  BODY_CHECK(mcclBootstrapPeerGone(bs, &gone) == mcclSuccess && gone == -1);
   mcclBootstrapStats st0, st1;
   BODY_CHECK(mcclBootstrapGetStats(bs, &st0) == mcclSuccess);
   // Ranks of the host that made the id reach rank 0 over its Unix name, the others over TCP.
@@ -477,6 +479,84 @@ static void tcpAcrossPosedHosts(void) {
   setTimeoutMs(NULL);
 }
 
+// The same with MCCL_PEER_WATCH=2: every pair of ranks also holds a watch connection (over TCP across
+// posed hosts, a Unix socket within one), made at init whatever order the ranks arrive in.
+static void tcpAcrossPosedHostsWatched(void) {
+  setTimeoutMs("10000");
+  setEnv("MCCL_PEER_WATCH", "2");
+  int fds0 = mcclTestCountFds();
+  runPosed(5, 2, 1);
+  runPosed(4, 1, 0);
+  EXPECT_EQ(mcclTestCountFds(), fds0);
+  setEnv("MCCL_PEER_WATCH", NULL);
+  setTimeoutMs(NULL);
+}
+
+// Watch connections (mcclBootstrapPeerGone). MCCL_PEER_WATCH=2 watches every peer, so a forked child
+// (same pid namespace) stands for a process on another machine. It joins, both check that nobody is
+// gone, then it exits: without closing (a death: the kernel closes its sockets), and rank 0 must name
+// it; or after mcclBootstrapClose (its goodbye byte), and rank 0 must never name it. childHost: the
+// child poses as that host, so the watch connection is TCP.
+static void watchCase(int childCloses, const char* childHost) {
+  setTimeoutMs("5000");
+  setEnv("MCCL_PEER_WATCH", "2");
+  const int fds0 = mcclTestCountFds();
+  mcclUniqueId id;
+  EXPECT_OK(mcclGetUniqueId(&id));
+  int go[2];
+  EXPECT_EQ(pipe(go), 0);
+  pid_t child = mcclForkChild();
+  if (child == 0) {
+    close(go[1]);
+    mcclBootstrap* bs = NULL;
+    int gone = 0;
+    char c;
+    if (mcclSetThreadHostId(childHost) != mcclSuccess) _exit(2);
+    if (mcclBootstrapInit(&id, 1, 2, 1, NULL, NULL, &bs) != mcclSuccess) _exit(3);
+    if (mcclBootstrapPeerGone(bs, &gone) != mcclSuccess || gone != -1) _exit(4);
+    if (read(go[0], &c, 1) != 1) _exit(5);  // rank 0 has checked its side
+    if (childCloses && mcclBootstrapClose(bs) != mcclSuccess) _exit(6);
+    _exit(0);
+  }
+  EXPECT_GT(child, 0);
+  close(go[0]);
+  mcclBootstrap* bs = NULL;
+  EXPECT_OK(mcclBootstrapInit(&id, 0, 2, 0, NULL, NULL, &bs));
+  int gone = 0;
+  EXPECT_OK(mcclBootstrapPeerGone(bs, &gone));
+  EXPECT_EQ(gone, -1);
+  // The two listeners, the watch connection and the pipe's write end.
+  EXPECT_EQ(mcclTestCountFds(), fds0 + 4);
+  EXPECT_EQ(write(go[1], "x", 1), 1);
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const long t0 = nowMs();
+  do {
+    EXPECT_OK(mcclBootstrapPeerGone(bs, &gone));
+    if (gone >= 0) break;
+    usleep(2000);
+  } while (nowMs() - t0 < 1000);
+  EXPECT_EQ(gone, childCloses ? -1 : 1);
+  EXPECT_OK(mcclBootstrapPeerGone(bs, &gone));  // a death is kept, a goodbye is not one
+  EXPECT_EQ(gone, childCloses ? -1 : 1);
+  EXPECT_RES(mcclBootstrapPeerGone(NULL, &gone), mcclInvalidArgument);
+  EXPECT_RES(mcclBootstrapPeerGone(bs, NULL), mcclInvalidArgument);
+  EXPECT_OK(mcclBootstrapClose(bs));
+  close(go[1]);
+  EXPECT_EQ(mcclTestCountFds(), fds0);
+  setEnv("MCCL_PEER_WATCH", NULL);
+  setTimeoutMs(NULL);
+}
+static void watchSeesDeath(void) {
+  watchCase(0, NULL);
+  watchCase(0, "pose-h1");
+}
+static void watchGoodbyeIsNoDeath(void) {
+  watchCase(1, NULL);
+  watchCase(1, "pose-h1");
+}
+
 static int idFamily(const mcclUniqueId* id, char* host, size_t len) {
   bootId b;
   if (mcclBootstrapIdDecode(id->internal, sizeof(id->internal), &b) != mcclSuccess) return -1;
@@ -541,4 +621,6 @@ MCCL_TEST_MAIN(MCCL_TEST_CASE(uniqueIdsDiffer), MCCL_TEST_CASE(badArguments), MC
                MCCL_TEST_CASE(missingRankTimesOut), MCCL_TEST_CASE(noRootTimesOut), MCCL_TEST_CASE(wrongSecret),
                MCCL_TEST_CASE(duplicateRank), MCCL_TEST_CASE(countMismatch), MCCL_TEST_CASE(abortFlagEndsWait),
                MCCL_TEST_CASE(deadPeer), MCCL_TEST_CASE(tcpAcrossPosedHosts), MCCL_TEST_CASE(socketIfname),
-               MCCL_TEST_CASE(tcpRendezvousTimesOut), MCCL_TEST_CASE(tcpDeadPeer))
+               MCCL_TEST_CASE(tcpRendezvousTimesOut), MCCL_TEST_CASE(tcpDeadPeer),
+               MCCL_TEST_CASE(tcpAcrossPosedHostsWatched), MCCL_TEST_CASE(watchSeesDeath),
+               MCCL_TEST_CASE(watchGoodbyeIsNoDeath))
