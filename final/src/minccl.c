@@ -289,7 +289,7 @@ mcclResult_t mcclCommGetAsyncError(mcclComm_t comm, mcclResult_t* asyncError) {
       // Peers in other processes: one that has exited can no longer take part (NCCL learns it from
       // its proxy's sockets). Where the peer's pid names a process here (same boot and pid namespace,
       // posed hosts included), the pid says it at once; a pid from another machine or container names
-      // nothing here, and is never looked up.
+      // nothing here, and is never looked up: the bootstrap's watch connection with that peer says it.
       pid_t me = getpid();
       const uint64_t ns = lab->peerInfo[lab->rank].pidNsHash;  // this rank's record: no /proc read per poll
       for (int p = 0; p < lab->nRanks && r == mcclSuccess; p++) {
@@ -299,6 +299,11 @@ mcclResult_t mcclCommGetAsyncError(mcclComm_t comm, mcclResult_t* asyncError) {
           WARN("rank %d: peer rank %d (pid %d) has exited", comm->rank, p, (int)pid);
           r = mcclRemoteError;
         }
+      }
+      int gone = -1;
+      if (r == mcclSuccess && mcclBootstrapPeerGone(lab->bootstrap, &gone) == mcclSuccess && gone >= 0) {
+        WARN("rank %d: peer rank %d on another machine or pid namespace has exited", comm->rank, gone);
+        r = mcclRemoteError;
       }
     }
     if (r != mcclSuccess) __atomic_store_n(&comm->asyncResult, (int)r, __ATOMIC_RELEASE);

@@ -65,19 +65,37 @@ static void peerKilledMidAllReduce(void) {
   EXPECT_OK(mcclAllReduce(w.send, w.recv, BIG_COUNT, mcclFloat32, mcclSum, w.comm, w.stream));
   // Right after its launch: its kernel and proxy die with it while the others wait for its data (16 MiB
   // through three proxies cannot be on its way yet). A pause here let the GPU finish the collective first.
-  if (w.rank == victim) kill(getpid(), SIGKILL);
+  // PEERDEATH_DETECT_ONLY (the .sh's second case: ranks in pid namespaces of their own, MPI over TCP):
+  // the victim dies once its allreduce is done, so the survivors are surely out of the harness's last
+  // MPI call (over TCP, a message a dead process had not read can take its peer's unread data with it);
+  // the survivors must see the death of a peer that is idle.
+  const int detectOnly = getenv("PEERDEATH_DETECT_ONLY") != NULL;
+  if (w.rank == victim) {
+    if (detectOnly) (void)cudaStreamSynchronize(w.stream);
+    kill(getpid(), SIGKILL);
+  }
   const double t0 = nowSec();
   mcclResult_t ae = mcclSuccess;
   cudaError_t q = cudaErrorNotReady;
   while (nowSec() - t0 < PEERDEATH_LIMIT_S) {
     q = cudaStreamQuery(w.stream);
-    if (q != cudaErrorNotReady) break;  // done (it cannot be, without the victim) or failed
+    if (q != cudaErrorNotReady && !detectOnly) break;  // done (it cannot be, without the victim) or failed
     EXPECT_OK(mcclCommGetAsyncError(w.comm, &ae));
     if (ae != mcclSuccess) break;
     struct timespec ts = {0, 10 * 1000 * 1000};
     nanosleep(&ts, NULL);
   }
   const double seen = nowSec() - t0;
+  if (detectOnly) {
+    // After a peer's death Open MPI's TCP path may spin for ever inside an MPI call (its own warning
+    // says the process "may even hang"; seen here in MPI_Test on the proxy thread, about 1 run in 10),
+    // so neither the abort, which joins that thread, nor the harness's closing MPI calls are reliable.
+    // Each survivor says what it saw and leaves; the .sh reads both lines.
+    printf("# rank %d: %s after %.2f s\n", w.rank, ae == mcclRemoteError ? "DETECTED mcclRemoteError" : "NOT DETECTED",
+           seen);
+    fflush(stdout);
+    _exit(0);
+  }
   EXPECT_EQ(q, cudaErrorNotReady);
   EXPECT_EQ(ae, mcclRemoteError);
   EXPECT_LT(seen, PEERDEATH_LIMIT_S);
