@@ -36,10 +36,10 @@ peer_killed() {
 # path may spin for ever inside an MPI call, so the abort is the first case's to test).
 peer_killed_no_pid() {
   need_bench
-  unshare --pid --fork true 2>/dev/null || shtest_skip "unshare --pid is not permitted here"
+  unshare --pid --fork --mount-proc true 2>/dev/null || shtest_skip "unshare --pid is not permitted here"
   # shellcheck disable=SC2086,SC2016 # MPIRUN_FLAGS is a list of flags; $0 is the shell's, not ours
   timeout 120 $MPIRUN $MPIRUN_FLAGS --mca btl tcp,self -x PEERDEATH_DETECT_ONLY=1 --enable-recovery \
-    --mca orte_allowed_exit_without_sync 1 -np 3 unshare --pid --fork sh -c '"$0"; exit $?' "$bench" \
+    --mca orte_allowed_exit_without_sync 1 -np 3 unshare --pid --fork --mount-proc sh -c '"$0"; exit $?' "$bench" \
     >"$work/run.log" 2>&1
   local rc=$?
   grep '^# rank' "$work/run.log"
