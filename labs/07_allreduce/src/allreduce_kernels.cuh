@@ -10,13 +10,14 @@
 // The launch's argument, copied into shared memory by the block's threads (lab 06 copies its
 // mcclDevWork the same way), with the peers' addresses the symmetric algorithms use (loaded once
 // from the device arrays the argument points at). Lab 06's mcclShmem.work carries what its
-// Primitives read: the abort flag and the trace switch.
+// Primitives read: the abort flag and the trace switch. The ring and two-shot use it; one-shot
+// reads its parameter directly (mcclOneShotMain).
 struct mcclArShmem {
   struct mcclAllReduceArgs args;
   uint64_t seq;
   char* peerSend[MCCL_SYM_MAX_RANKS];     // two-shot: each rank's sendbuff as mapped here
   char* peerRecv[MCCL_SYM_MAX_RANKS];     // two-shot: each rank's recvbuff as mapped here
-  char* peerSignals[MCCL_SYM_MAX_RANKS];  // symmetric: each rank's signal area as mapped here
+  char* peerSignals[MCCL_SYM_MAX_RANKS];  // two-shot: each rank's signal area as mapped here
 };
 MCCL_SHMEM_DEFINE(struct mcclArShmem, arShmem);
 
@@ -120,12 +121,9 @@ __device__ void mcclRunSelf(int tid, int nthreads) {
 // arguments, so the host cannot pass it). Block 0 also advances the counters of the blocks this
 // launch does not use, so all counters stay equal and every block of every rank agrees on seq.
 // Two-shot reads it with one thread before its barrier; one-shot has every thread read it beside
-// its first input loads (mcclSymSeqLoad), so the two latencies overlap.
-__device__ __forceinline__ uint64_t mcclSymSeqLoad() {
-  return arShmem.args.seqCounters[blockIdx.x] + 1;
-}
+// its first input loads, so the two latencies overlap, and advances it after its one closing barrier.
 __device__ __forceinline__ void mcclSymSeqBegin(int tid) {
-  if (tid == 0) arShmem.seq = mcclSymSeqLoad();
+  if (tid == 0) arShmem.seq = arShmem.args.seqCounters[blockIdx.x] + 1;
   __syncthreads();
 }
 __device__ __forceinline__ void mcclSymSeqEnd(int tid, int nthreads) {
@@ -175,8 +173,9 @@ __device__ bool mcclSymBarrier(int tid) {
 __device__ __forceinline__ uint32_t mcclSymFlag(uint64_t seq) {
   return 1u + (uint32_t)(seq % 0xffffffffull);
 }
-__device__ __forceinline__ union mcclLLFifoLine* mcclOneShotLines(int owner, int parity, int src) {
-  char* base = arShmem.peerSignals[owner] + sizeof(struct mcclSymSignals);
+__device__ __forceinline__ union mcclLLFifoLine* mcclOneShotLines(const struct mcclAllReduceArgs& a, int owner,
+                                                                   int parity, int src) {
+  char* base = a.signalPeers[owner] + sizeof(struct mcclSymSignals);
   return (union mcclLLFifoLine*)base + ((size_t)parity * MCCL_SYM_MAX_RANKS + src) * MCCL_ONESHOT_LINES;
 }
 
@@ -231,8 +230,7 @@ __device__ __forceinline__ void mcclStoreWord(T* p, uint64_t w, int n) {
 }
 
 template <typename T, typename RedOp>
-__device__ bool mcclRunOneShot(int tid, int nthreads) {
-  const struct mcclAllReduceArgs& a = arShmem.args;
+__device__ __forceinline__ bool mcclRunOneShot(const struct mcclAllReduceArgs& a, int tid, int nthreads) {
   constexpr int EltPerLine = 8 / sizeof(T);
   // Lines per thread per trip: their loads are all issued before the first is used, so a thread
   // waits for one memory latency per trip, not one per line (the accesses are volatile asm, which
@@ -243,10 +241,8 @@ __device__ bool mcclRunOneShot(int tid, int nthreads) {
   const int64_t per = mcclDivUp(nlines, (int64_t)gridDim.x);
   const int64_t lo = (int64_t)blockIdx.x * per < nlines ? (int64_t)blockIdx.x * per : nlines;
   const int64_t hi = lo + per < nlines ? lo + per : nlines;
-  // Every thread reads the call's number itself (no barrier before the first store); thread 0 keeps
-  // it for mcclSymSeqEnd, which reads it after its own barrier.
-  const uint64_t seq = mcclSymSeqLoad();
-  if (tid == 0) arShmem.seq = seq;
+  // Every thread reads the call's number itself (no barrier before the first store).
+  const uint64_t seq = a.seqCounters[blockIdx.x] + 1;
   const uint32_t flag = mcclSymFlag(seq);
   const int parity = (int)(seq & 1);
   const T* in = (const T*)a.sendbuff;
@@ -267,7 +263,7 @@ __device__ bool mcclRunOneShot(int tid, int nthreads) {
     }
     for (int p = 0; p < a.nRanks; p++) {
       if (p == a.rank) continue;
-      union mcclLLFifoLine* dst = mcclOneShotLines(p, parity, a.rank);
+      union mcclLLFifoLine* dst = mcclOneShotLines(a, p, parity, a.rank);
 #pragma unroll
       for (int u = 0; u < U; u++) {
         const int64_t l = base + (int64_t)u * nthreads;
@@ -289,7 +285,7 @@ __device__ bool mcclRunOneShot(int tid, int nthreads) {
           if (l < hi) w[u] = mcclLoadWord(in + l * EltPerLine, eltsOf(l));
         }
       } else {
-        const union mcclLLFifoLine* src = mcclOneShotLines(a.rank, parity, p);
+        const union mcclLLFifoLine* src = mcclOneShotLines(a, a.rank, parity, p);
         uint64_t v0[U] = {}, v1[U] = {};
 #pragma unroll
         for (int u = 0; u < U; u++) {
@@ -302,7 +298,7 @@ __device__ bool mcclRunOneShot(int tid, int nthreads) {
           if (l >= hi) continue;
           struct mcclSpin spins;
           while ((uint32_t)(v0[u] >> 32) != flag || (uint32_t)(v1[u] >> 32) != flag) {
-            if (mcclCheckAbort(flags, 1, spins)) break;
+            if (mcclCheckAbortAt(flags, 1, spins, a.abortFlag)) break;
             load128((const uint64_t*)(src + l), v0[u], v1[u]);
           }
           w[u] = (v0[u] & 0xffffffffull) | (v1[u] << 32);
@@ -317,7 +313,40 @@ __device__ bool mcclRunOneShot(int tid, int nthreads) {
       if (l < hi) mcclStoreWord(out + l * EltPerLine, mcclPostWord<T, RedOp>(op, acc[u]), eltsOf(l));
     }
   }
-  return __syncthreads_or(flags) != 0;
+  // One barrier ends the call: after it every thread has read the counter (so it may advance, as
+  // mcclSymSeqEnd) and the block agrees on an abort.
+  const bool aborted = __syncthreads_or(flags) != 0;
+  if (tid == 0) a.seqCounters[blockIdx.x] = seq;
+  if (blockIdx.x == 0)
+    for (int b = gridDim.x + tid; b < MCCL_SIGNAL_MAX_BLOCKS; b += nthreads) a.seqCounters[b] = seq;
+  return aborted;
+}
+
+// One-shot's kernel body: everything it reads of the launch comes straight from the kernel's
+// parameter (constant memory on the GPU), with no copy into shared memory and no barrier before its
+// first store to a peer. On one H100 that prologue measured 0.53 us of a 1.50 us launch floor in a
+// graph (docs/results/2026-11-25-h100-peerwatch.md); one-shot is the latency path, so it skips it.
+template <typename T>
+__device__ __forceinline__ void mcclOneShotMain(const struct mcclAllReduceArgs& a, int tid, int nthreads) {
+  bool aborted;
+  switch (a.op) {
+    case mcclSum:
+      aborted = mcclRunOneShot<T, FuncSum<T>>(a, tid, nthreads);
+      break;
+    case mcclProd:
+      aborted = mcclRunOneShot<T, FuncProd<T>>(a, tid, nthreads);
+      break;
+    case mcclMax:
+      aborted = mcclRunOneShot<T, FuncMax<T>>(a, tid, nthreads);
+      break;
+    case mcclMin:
+      aborted = mcclRunOneShot<T, FuncMin<T>>(a, tid, nthreads);
+      break;
+    default:
+      aborted = mcclRunOneShot<T, FuncAvg<T>>(a, tid, nthreads);
+      break;
+  }
+  if (aborted && tid == 0 && a.status != NULL) st_relaxed_sys_global((uint32_t*)a.status, (uint32_t)mcclDevStatusAborted);
 }
 
 // ---- two-shot (reduce-scatter by loads, all-gather by stores) -------------------------------------
@@ -402,13 +431,9 @@ __device__ bool mcclRunAllReduce(int tid, int nthreads) {
     return a.proto == MCCL_PROTO_LL ? mcclRunRing<T, RedOp, ProtoLL>(tid, nthreads)
                                     : mcclRunRing<T, RedOp, ProtoSimple>(tid, nthreads);
   }
-  bool aborted;
-  if (a.algorithm == MCCL_ALGO_ONESHOT) {
-    aborted = mcclRunOneShot<T, RedOp>(tid, nthreads);
-  } else {
-    mcclSymSeqBegin(tid);
-    aborted = mcclRunTwoShot<T, RedOp>(tid, nthreads);
-  }
+  // Two-shot (one-shot never comes here: mcclAllReduceMain sends it to mcclOneShotMain).
+  mcclSymSeqBegin(tid);
+  const bool aborted = mcclRunTwoShot<T, RedOp>(tid, nthreads);
   mcclSymSeqEnd(tid, nthreads);
   return aborted;
 }
@@ -417,6 +442,10 @@ template <typename T>
 __device__ __forceinline__ void mcclAllReduceMain(const struct mcclAllReduceArgs& args) {
   const int tid = threadIdx.x;
   const int nthreads = blockDim.x;
+  if (args.algorithm == MCCL_ALGO_ONESHOT && args.nRanks > 1) {
+    mcclOneShotMain<T>(args, tid, nthreads);
+    return;
+  }
   mcclArLoadArgs(&args, tid, nthreads);
   bool aborted;
   switch (arShmem.args.op) {

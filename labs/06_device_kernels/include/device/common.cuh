@@ -63,7 +63,10 @@ struct mcclSpin {
 // MCCL_SPINS_BEFORE_CHECK_ABORT spins or every MCCL_ABORT_CHECK_NS of spinning; once set, remember
 // it in the thread's flags. The block agrees on it at its next barrier (barrier_red_or), so no
 // thread waits for one that left.
-__device__ __forceinline__ bool mcclCheckAbort(int& flags, int abortedBit, struct mcclSpin& spin) {
+// mcclCheckAbortAt takes the flag's address from the caller: lab 07's one-shot reads it from the
+// kernel's parameter, before any barrier could publish mcclShmem.work.
+__device__ __forceinline__ bool mcclCheckAbortAt(int& flags, int abortedBit, struct mcclSpin& spin,
+                                                 volatile uint32_t* flag) {
   if (flags & abortedBit) return true;
   mcclSpinHint();
   if (++spin.n < MCCL_SPINS_BEFORE_CHECK_ABORT) {
@@ -74,12 +77,14 @@ __device__ __forceinline__ bool mcclCheckAbort(int& flags, int abortedBit, struc
   }
   spin.n = 0;
   spin.lastNs = mcclGlobalTimerNs();
-  volatile uint32_t* flag = mcclShmem.work.abortFlag;
   if (flag != NULL && ld_volatile_global((uint32_t*)flag) != 0) {
     flags |= abortedBit;
     return true;
   }
   return false;
+}
+__device__ __forceinline__ bool mcclCheckAbort(int& flags, int abortedBit, struct mcclSpin& spin) {
+  return mcclCheckAbortAt(flags, abortedBit, spin, mcclShmem.work.abortFlag);
 }
 
 // Signed distance between two 64-bit step counters: correct across the wrap at 2^64 as long as the
