@@ -160,27 +160,30 @@ if [ "${MCCL_NET:-0}" = 1 ] && [ -x build/cuda/bin/final/allreduce_perf ]; then
     unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY; rm -rf "$mpsdir"
   fi
 fi
-# MCCL_AB_BASE=DIR: A/B of final's allreduce_perf against the source tree of another commit in DIR (an
-# ignored folder carried to the host: `git archive <commit> | tar -x -C third_party/ab-base`, its hash in
-# DIR/COMMIT). Both are built; then MCCL_AB_ROUNDS rounds (default 3), each running base and new in turn,
-# eager and -G 20, -b 8 -e MCCL_AB_MAX (default 256K), with NCCL's rows beside them in every run; the
-# summary lists the 8 B and 8 KiB times of each run. Logs and CSV: $OUT/ab/.
+# MCCL_AB_BASE="DIR ...": A/B of final's allreduce_perf against the source trees of other commits, one per
+# DIR (ignored folders carried to the host: `git archive <commit> | tar -x -C third_party/ab-x`, the hash
+# in DIR/COMMIT). Each is built; then MCCL_AB_ROUNDS rounds (default 3), each running every DIR and then
+# this tree ("new") in turn, eager and -G 20, -b 8 -e MCCL_AB_MAX (default 256K), NCCL's rows beside
+# them in every run; the summary lists each run's 8 B and 8 KiB times. Logs and CSV: $OUT/ab/.
 if [ -n "${MCCL_AB_BASE:-}" ] && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
-  step "A/B: allreduce_perf of $MCCL_AB_BASE ($(cat "$MCCL_AB_BASE/COMMIT" 2>/dev/null || echo '?')) as base, this tree as new"
+  step "A/B: allreduce_perf of $MCCL_AB_BASE and this tree (new)"
   mkdir -p "$OUT/ab"
-  make -C "$MCCL_AB_BASE" -j16 BACKEND=cuda build/cuda/bin/final/allreduce_perf > "$OUT/ab/base-build.log" 2>&1 ||
-    echo "base build FAILED: $(grep -m3 error "$OUT/ab/base-build.log")"
+  for d in $MCCL_AB_BASE; do
+    echo "$(basename "$d"): commit $(cat "$d/COMMIT" 2>/dev/null || echo '?')"
+    make -C "$d" -j16 BACKEND=cuda build/cuda/bin/final/allreduce_perf > "$OUT/ab/$(basename "$d")-build.log" 2>&1 ||
+      echo "$d: build FAILED: $(grep -m3 error "$OUT/ab/$(basename "$d")-build.log")"
+  done
   mr="mpirun --oversubscribe --bind-to none --mca btl_vader_single_copy_mechanism none $( [ "$(id -u)" = 0 ] && echo --allow-run-as-root) -np 2"
   for r in $(seq "${MCCL_AB_ROUNDS:-3}"); do
-    for v in base new; do
-      bin=build/cuda/bin/final/allreduce_perf
-      [ $v = base ] && bin=$MCCL_AB_BASE/$bin
+    for d in $MCCL_AB_BASE .; do
+      v=$(basename "$d"); [ "$d" = . ] && v=new
       for run in eager graph; do
         case $run in eager) args="" ;; graph) args="-G 20" ;; esac
         log="$OUT/ab/${v}_${run}_$r.log"
         # shellcheck disable=SC2086 # mr and args are lists
-        $mr "$bin" --nccl -b 8 -e "${MCCL_AB_MAX:-256K}" -f 2 $args --csv "${log%.log}.csv" > "$log" 2>&1
-        echo "round $r $v $run (exit $?): $(awk '($1 == 8 || $1 == 8192) && $6 != "" && $7 ~ /^[0-9.]+$/ {
+        $mr "$d/build/cuda/bin/final/allreduce_perf" --nccl -b 8 -e "${MCCL_AB_MAX:-256K}" -f 2 $args \
+          --csv "${log%.log}.csv" > "$log" 2>&1
+        echo "round $r $v $run (exit $?): $(awk '($1 == 8 || $1 == 8192) && $7 ~ /^[0-9.]+$/ {
           printf "%s %s %s/%s us; ", $1, $6, $7, $11 }' "$log")"
       done
     done
