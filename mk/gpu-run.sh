@@ -189,6 +189,28 @@ if [ -n "${MCCL_AB_BASE:-}" ] && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
     done
   done
 fi
+# MCCL_SWEEP="VAR=v1,v2,...": final's allreduce_perf (eager and -G 20, -b 8 -e MCCL_SWEEP_MAX, default
+# 256K, NCCL's rows beside) once per value of the environment variable VAR, MCCL_AB_ROUNDS rounds (default
+# 3, the values in turn within a round); the summary lists each run's 8 B and 8 KiB times. $OUT/sweep/.
+if [ -n "${MCCL_SWEEP:-}" ] && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+  step "sweep: allreduce_perf over $MCCL_SWEEP"
+  mkdir -p "$OUT/sweep"
+  var=${MCCL_SWEEP%%=*}
+  mr="mpirun --oversubscribe --bind-to none --mca btl_vader_single_copy_mechanism none $( [ "$(id -u)" = 0 ] && echo --allow-run-as-root) -np 2"
+  for r in $(seq "${MCCL_AB_ROUNDS:-3}"); do
+    for val in $(echo "${MCCL_SWEEP#*=}" | tr , ' '); do
+      for run in eager graph; do
+        case $run in eager) args="" ;; graph) args="-G 20" ;; esac
+        log="$OUT/sweep/${var}_${val}_${run}_$r.log"
+        # shellcheck disable=SC2086 # mr and args are lists
+        env "$var=$val" $mr -x "$var" build/cuda/bin/final/allreduce_perf --nccl -b 8 -e "${MCCL_SWEEP_MAX:-256K}" -f 2 \
+          $args --csv "${log%.log}.csv" > "$log" 2>&1
+        echo "round $r $var=$val $run (exit $?): $(awk '($1 == 8 || $1 == 8192) && $7 ~ /^[0-9.]+$/ {
+          printf "%s %s %s/%s us; ", $1, $6, $7, $11 }' "$log")"
+      done
+    done
+  done
+fi
 if [ "${MCCL_PROFILE:-0}" = 1 ] && [ "$(nvidia-smi -L | wc -l)" -ge 2 ] && command -v ncu >/dev/null; then
   step "profile: kernel durations under ncu (minccl and NCCL, ${MCCL_PROFILE_SIZES:-8 8K 2M})"
   timeout "${MCCL_PROFILE_TIMEOUT:-200}" mk/gpu-profile.sh "$OUT/profile" ${MCCL_PROFILE_SIZES:-8 8K 2M} 2>&1 | tee "$OUT/profile.log" | tail -30

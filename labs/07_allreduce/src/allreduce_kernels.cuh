@@ -235,7 +235,7 @@ __device__ __forceinline__ bool mcclRunOneShot(const struct mcclAllReduceArgs& a
   // Lines per thread per trip: their loads are all issued before the first is used, so a thread
   // waits for one memory latency per trip, not one per line (the accesses are volatile asm, which
   // the compiler keeps in program order: a load after a store waits for nothing but is issued late).
-  constexpr int U = 4;  // launch.c gives a block the warps its lines need at U per thread
+  constexpr int U = 4;
   const int64_t count = (int64_t)a.count;
   const int64_t nlines = mcclDivUp(count, (int64_t)EltPerLine);
   const int64_t per = mcclDivUp(nlines, (int64_t)gridDim.x);

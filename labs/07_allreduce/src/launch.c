@@ -26,15 +26,10 @@ _Static_assert(mcclInt8 == 0 && mcclBfloat16 == 9, "kernelSyms follows mcclDataT
 
 // Threads per block: the ring's SIMPLE copies want many threads per channel (NCCL runs 512-640);
 // LL and the symmetric kernels move a line or a pack per thread and are latency bound. Blocks:
-// the ring uses every channel; one-shot one block per 8 KiB (1 up to 8 KiB, as the host's
-// measurements in the issue suggest), at most the channel count; two-shot every channel.
-// One-shot's threads each take MCCL_AR_ONESHOT_LINES_PER_THREAD lines (8 input bytes each) in one
-// trip, so a block gets the whole warps its lines need, at most MCCL_AR_THREADS_LL: one warp up to
-// 1 KiB (a smaller block starts and meets its barrier sooner; the launch floor grows with threads).
+// the ring uses every channel; one-shot one block per MCCL_ONESHOT_BLOCK_BYTES of input, at most
+// the channel count; two-shot every channel.
 #define MCCL_AR_THREADS_SIMPLE 512
 #define MCCL_AR_THREADS_LL 256
-#define MCCL_AR_ONESHOT_BYTES_PER_BLOCK (8 << 10)
-#define MCCL_AR_ONESHOT_LINES_PER_THREAD 4 /* the kernel's U (mcclRunOneShot) */
 
 mcclResult_t mcclLabAllReduceLaunch(mcclLabComm* comm, const struct mcclAllReduceArgs* args, cudaStream_t stream) {
   // EXERCISE(07.launch)
@@ -45,12 +40,11 @@ mcclResult_t mcclLabAllReduceLaunch(mcclLabComm* comm, const struct mcclAllReduc
   int nblocks = a.nChannels, nthreads = MCCL_AR_THREADS_SIMPLE;
   size_t bytes = a.count * mcclTypeSize(a.dtype);
   if (a.algorithm == MCCL_ALGO_ONESHOT) {
-    int b = (int)((bytes + MCCL_AR_ONESHOT_BYTES_PER_BLOCK - 1) / MCCL_AR_ONESHOT_BYTES_PER_BLOCK);
+    int64_t per = mcclParamOneShotBlockBytes();
+    if (per < 16) per = 8192;
+    int b = (int)((bytes + (size_t)per - 1) / (size_t)per);
     nblocks = b < 1 ? 1 : b < a.nChannels ? b : a.nChannels;
-    size_t linesPerBlock = ((bytes + 7) / 8 + (size_t)nblocks - 1) / (size_t)nblocks;
-    const size_t linesPerWarp = 32 * MCCL_AR_ONESHOT_LINES_PER_THREAD;
-    size_t warps = (linesPerBlock + linesPerWarp - 1) / linesPerWarp;
-    nthreads = warps < 1 ? 32 : warps * 32 < MCCL_AR_THREADS_LL ? (int)warps * 32 : MCCL_AR_THREADS_LL;
+    nthreads = MCCL_AR_THREADS_LL;
   } else if (a.algorithm == MCCL_ALGO_RING && a.proto == MCCL_PROTO_LL) {
     nthreads = MCCL_AR_THREADS_LL;
   }
