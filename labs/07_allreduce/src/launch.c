@@ -41,7 +41,7 @@ mcclResult_t mcclLabAllReduceLaunch(mcclLabComm* comm, const struct mcclAllReduc
   size_t bytes = a.count * mcclTypeSize(a.dtype);
   if (a.algorithm == MCCL_ALGO_ONESHOT) {
     int64_t per = mcclParamOneShotBlockBytes();
-    if (per < 16) per = 8192;
+    if (per < 16) per = 1024;
     int b = (int)((bytes + (size_t)per - 1) / (size_t)per);
     nblocks = b < 1 ? 1 : b < a.nChannels ? b : a.nChannels;
     nthreads = MCCL_AR_THREADS_LL;
