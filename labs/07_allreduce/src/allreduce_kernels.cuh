@@ -326,6 +326,8 @@ __device__ __forceinline__ bool mcclRunOneShot(const struct mcclAllReduceArgs& a
 // parameter (constant memory on the GPU), with no copy into shared memory and no barrier before its
 // first store to a peer. On one H100 that prologue measured 0.53 us of a 1.50 us launch floor in a
 // graph (docs/results/2026-11-25-h100-peerwatch.md); one-shot is the latency path, so it skips it.
+// It is a kernel of its own (as NCCL's symmetric kernels are apart from ncclDevKernel_*): a small
+// body, without the ring's registers and stack, for a launch whose whole cost is latency.
 template <typename T>
 __device__ __forceinline__ void mcclOneShotMain(const struct mcclAllReduceArgs& a, int tid, int nthreads) {
   bool aborted;
@@ -431,7 +433,7 @@ __device__ bool mcclRunAllReduce(int tid, int nthreads) {
     return a.proto == MCCL_PROTO_LL ? mcclRunRing<T, RedOp, ProtoLL>(tid, nthreads)
                                     : mcclRunRing<T, RedOp, ProtoSimple>(tid, nthreads);
   }
-  // Two-shot (one-shot never comes here: mcclAllReduceMain sends it to mcclOneShotMain).
+  // Two-shot (one-shot has its kernel of its own: mcclAllReduceOneShotKernel_*).
   mcclSymSeqBegin(tid);
   const bool aborted = mcclRunTwoShot<T, RedOp>(tid, nthreads);
   mcclSymSeqEnd(tid, nthreads);
@@ -442,10 +444,6 @@ template <typename T>
 __device__ __forceinline__ void mcclAllReduceMain(const struct mcclAllReduceArgs& args) {
   const int tid = threadIdx.x;
   const int nthreads = blockDim.x;
-  if (args.algorithm == MCCL_ALGO_ONESHOT && args.nRanks > 1) {
-    mcclOneShotMain<T>(args, tid, nthreads);
-    return;
-  }
   mcclArLoadArgs(&args, tid, nthreads);
   bool aborted;
   switch (arShmem.args.op) {
@@ -470,11 +468,18 @@ __device__ __forceinline__ void mcclAllReduceMain(const struct mcclAllReduceArgs
   }
 }
 
-#define MCCL_DEFINE_ALLREDUCE_KERNEL(suffix, T)                     \
-  extern "C" __global__ void __launch_bounds__(MCCL_AR_MAX_THREADS) \
-      mcclAllReduceKernel_##suffix(struct mcclAllReduceArgs args) { \
-    mcclAllReduceMain<T>(args);                                     \
-  }                                                                 \
-  MCCL_KERNEL_REGISTER(mcclAllReduceKernel_##suffix)
+// Two kernels per type: the ring, two-shot and one rank; and one-shot (launch.c picks it for
+// MCCL_ALGO_ONESHOT with 2 ranks or more).
+#define MCCL_DEFINE_ALLREDUCE_KERNEL(suffix, T)                            \
+  extern "C" __global__ void __launch_bounds__(MCCL_AR_MAX_THREADS)        \
+      mcclAllReduceKernel_##suffix(struct mcclAllReduceArgs args) {        \
+    mcclAllReduceMain<T>(args);                                            \
+  }                                                                        \
+  MCCL_KERNEL_REGISTER(mcclAllReduceKernel_##suffix);                      \
+  extern "C" __global__ void __launch_bounds__(MCCL_AR_MAX_THREADS)        \
+      mcclAllReduceOneShotKernel_##suffix(struct mcclAllReduceArgs args) { \
+    mcclOneShotMain<T>(args, threadIdx.x, blockDim.x);                     \
+  }                                                                        \
+  MCCL_KERNEL_REGISTER(mcclAllReduceOneShotKernel_##suffix)
 
 #endif

@@ -1,13 +1,16 @@
 // Lab 07: the allreduce launch (NCCL's ncclLaunchKernel, as in lab 06): pick the kernel of the
-// element type, size the grid for the algorithm, and launch it with the arguments packed as its one
-// parameter through cudaGetFuncBySymbol + cuLaunchKernel. No host synchronisation: launches
+// element type (one-shot's own, or the one of the ring and two-shot), size the grid for the
+// algorithm, and launch it with the arguments packed as its one parameter through
+// cudaGetFuncBySymbol + cuLaunchKernel. No host synchronisation: launches
 // pipeline on the stream and can be captured in a CUDA graph.
 #include <cuda.h>
 #include "allreduce_internal.h"
 #include "mccl_checks.h"
 #include "mccl_debug.h"
 
-#define MCCL_AR_KERNEL(suffix) extern void mcclAllReduceKernel_##suffix(struct mcclAllReduceArgs args)
+#define MCCL_AR_KERNEL(suffix)                                                  \
+  extern void mcclAllReduceKernel_##suffix(struct mcclAllReduceArgs args); \
+  extern void mcclAllReduceOneShotKernel_##suffix(struct mcclAllReduceArgs args)
 MCCL_AR_KERNEL(i8);
 MCCL_AR_KERNEL(u8);
 MCCL_AR_KERNEL(i32);
@@ -22,6 +25,11 @@ static void (*const kernelSyms[mcclNumTypes])(struct mcclAllReduceArgs) = {
     mcclAllReduceKernel_i8,  mcclAllReduceKernel_u8,  mcclAllReduceKernel_i32, mcclAllReduceKernel_u32,
     mcclAllReduceKernel_i64, mcclAllReduceKernel_u64, mcclAllReduceKernel_f16, mcclAllReduceKernel_f32,
     mcclAllReduceKernel_f64, mcclAllReduceKernel_bf16};
+static void (*const oneShotSyms[mcclNumTypes])(struct mcclAllReduceArgs) = {
+    mcclAllReduceOneShotKernel_i8,  mcclAllReduceOneShotKernel_u8,   mcclAllReduceOneShotKernel_i32,
+    mcclAllReduceOneShotKernel_u32, mcclAllReduceOneShotKernel_i64,  mcclAllReduceOneShotKernel_u64,
+    mcclAllReduceOneShotKernel_f16, mcclAllReduceOneShotKernel_f32,  mcclAllReduceOneShotKernel_f64,
+    mcclAllReduceOneShotKernel_bf16};
 _Static_assert(mcclInt8 == 0 && mcclBfloat16 == 9, "kernelSyms follows mcclDataType_t");
 
 // Threads per block: the ring's SIMPLE copies want many threads per channel (NCCL runs 512-640);
@@ -48,8 +56,10 @@ mcclResult_t mcclLabAllReduceLaunch(mcclLabComm* comm, const struct mcclAllReduc
   } else if (a.algorithm == MCCL_ALGO_RING && a.proto == MCCL_PROTO_LL) {
     nthreads = MCCL_AR_THREADS_LL;
   }
+  // One-shot on 2 ranks or more has its own kernel; one rank takes the main kernel's copy path.
+  const int oneShotKernel = a.algorithm == MCCL_ALGO_ONESHOT && a.nRanks > 1;
   cudaFunction_t fn;
-  MCCLCHECK(mcclDevGetFunction(comm->cudaDev, (const void*)kernelSyms[a.dtype], &fn));
+  MCCLCHECK(mcclDevGetFunction(comm->cudaDev, (const void*)(oneShotKernel ? oneShotSyms : kernelSyms)[a.dtype], &fn));
   void* params[] = {&a};
   CUCHECK(cuLaunchKernel((CUfunction)fn, (unsigned)nblocks, 1, 1, (unsigned)nthreads, 1, 1, 0, (CUstream)stream, params,
                          NULL));
