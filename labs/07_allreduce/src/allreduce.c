@@ -12,31 +12,40 @@
 // ---- tuning: one table, by rank count and size (NCCL's tuning.cc computes times from bandwidth
 // and latency tables; lab 07 keeps the cut-over points themselves) ------------------------------
 //
-// Bytes are per rank (count * type size). The 2-rank row is measured: 2x H200 (NV18), lab 07's bench,
-// float32 sum, out of place, commit 7171267 (docs/results/2026-11-23-h200x2-b/bench07.csv), time per
-// call of each algorithm forced:
-//   256 KiB: one-shot 7.2 us, ring (LL) 9.1, two-shot 12.0   -> one-shot up to 256 KiB (its limit)
-//   512 KiB: two-shot 12.6, ring (SIMPLE) 15.8
-//    16 MiB: two-shot 66.0, ring 72.5                          -> two-shot up to 16 MiB
-//    32 MiB: ring 130.8, two-shot 134.6 (in place 118.0)       -> the ring above
+// Bytes are per rank (count * type size). The 2-rank row is measured: 2x H100 (NV18), lab 07's bench
+// --tune, float32 sum, out of place, commit 9b35177 (docs/results/2026-11-25-h100x2-b/bench07_tune.log),
+// time per call of each algorithm forced:
+//   256 KiB: one-shot 8.3 us, ring (LL) 9.5, two-shot 15.2            -> one-shot up to 256 KiB (its limit)
+//   512 KiB: ring (LL) 11.6, two-shot 16.2, ring (SIMPLE) 17.3
+//     1 MiB: ring (LL) 16.8, two-shot 17.0, ring (SIMPLE) 17.9         -> the ring with LL up to 1 MiB
+//     2 MiB: two-shot 20.2, ring (SIMPLE) 22.9, ring (LL) 27.9          -> two-shot above
+//    64 MiB: two-shot 231.6, ring 257.6; the bench's table: 256 MiB two-shot 877.8 (in place 860.9),
+//            ring 920.3; 512 MiB two-shot 1748.0 (1703.0), ring 1731.5 (1856.8) -> two-shot up to 256 MiB
+// (The row measured on 2x H200 at 7171267, before two-shot issued four packs' loads per trip, had the
+// ring ahead from 32 MiB and two-shot from 512 KiB; not re-measured there.)
 // The 3-4 and 5-8 rank rows are NOT measured (no 4-GPU run yet): they are guesses, below the 2-rank
 // cut-overs because one-shot's traffic and two-shot's barrier waits grow with the ranks.
 #define MCCL_TUNE_ONESHOT_MAX_2R (256u << 10)  // 2 ranks: one-shot up to here
-#define MCCL_TUNE_TWOSHOT_MAX_2R (16u << 20)   // 2 ranks: two-shot up to here, then the ring
+#define MCCL_TUNE_TWOSHOT_MIN_2R (1u << 20)    // 2 ranks: then the ring (LL) up to here
+#define MCCL_TUNE_TWOSHOT_MAX_2R (256u << 20)  // 2 ranks: two-shot up to here, then the ring
+#define MCCL_TUNE_LL_MAX_2R (1u << 20)         // 2 ranks: the ring uses LL up to here
 #define MCCL_TUNE_ONESHOT_MAX_4R (32u << 10)  // 3-4 ranks
 #define MCCL_TUNE_TWOSHOT_MAX_4R (2u << 20)
 #define MCCL_TUNE_ONESHOT_MAX_8R (16u << 10)  // 5-8 ranks
 #define MCCL_TUNE_TWOSHOT_MAX_8R (1u << 20)
-#define MCCL_TUNE_LL_MAX (256u << 10)  // the ring uses LL up to here, SIMPLE above
+#define MCCL_TUNE_LL_MAX (256u << 10)  // more than 2 ranks: the ring uses LL up to here, SIMPLE above
 
+// One row per rank count: one-shot up to oneShotMax; above it the ring up to twoShotMin, then
+// two-shot up to twoShotMax (when both buffers are in windows), then the ring; its protocol is LL up
+// to llMax.
 static const struct {
   int maxRanks;
-  size_t oneShotMax, twoShotMax;
+  size_t oneShotMax, twoShotMin, twoShotMax, llMax;
 } tuneTable[] = {
-    {2, MCCL_TUNE_ONESHOT_MAX_2R, MCCL_TUNE_TWOSHOT_MAX_2R},
-    {4, MCCL_TUNE_ONESHOT_MAX_4R, MCCL_TUNE_TWOSHOT_MAX_4R},
-    {8, MCCL_TUNE_ONESHOT_MAX_8R, MCCL_TUNE_TWOSHOT_MAX_8R},
-    {MCCL_LAB_MAX_RANKS, 0, 0},  // beyond 8 ranks: the ring only
+    {2, MCCL_TUNE_ONESHOT_MAX_2R, MCCL_TUNE_TWOSHOT_MIN_2R, MCCL_TUNE_TWOSHOT_MAX_2R, MCCL_TUNE_LL_MAX_2R},
+    {4, MCCL_TUNE_ONESHOT_MAX_4R, MCCL_TUNE_ONESHOT_MAX_4R, MCCL_TUNE_TWOSHOT_MAX_4R, MCCL_TUNE_LL_MAX},
+    {8, MCCL_TUNE_ONESHOT_MAX_8R, MCCL_TUNE_ONESHOT_MAX_8R, MCCL_TUNE_TWOSHOT_MAX_8R, MCCL_TUNE_LL_MAX},
+    {MCCL_LAB_MAX_RANKS, 0, 0, 0, MCCL_TUNE_LL_MAX},  // beyond 8 ranks: the ring only
 };
 
 mcclResult_t mcclLabSelectAlgorithm(int nRanks, size_t bytes, int symmetric, int* algo, int* proto) {
@@ -44,17 +53,15 @@ mcclResult_t mcclLabSelectAlgorithm(int nRanks, size_t bytes, int symmetric, int
   MCCL_ARGCHECK(nRanks >= 1 && nRanks <= MCCL_LAB_MAX_RANKS, "nRanks %d", nRanks);
   MCCL_ARGCHECK(symmetric >= 0 && symmetric <= 2, "symmetric %d (0, 1 or 2)", symmetric);
   int a = MCCL_ALGO_RING;
+  size_t i = 0;
+  while (nRanks > tuneTable[i].maxRanks) i++;  // the last row covers MCCL_LAB_MAX_RANKS
   if (symmetric && nRanks > 1) {
-    for (size_t i = 0; i < sizeof(tuneTable) / sizeof(tuneTable[0]); i++)
-      if (nRanks <= tuneTable[i].maxRanks) {
-        if (bytes <= tuneTable[i].oneShotMax && bytes <= MCCL_ONESHOT_MAX_BYTES)
-          a = MCCL_ALGO_ONESHOT;
-        else if (symmetric == 2 && bytes <= tuneTable[i].twoShotMax)
-          a = MCCL_ALGO_TWOSHOT;
-        break;
-      }
+    if (bytes <= tuneTable[i].oneShotMax && bytes <= MCCL_ONESHOT_MAX_BYTES)
+      a = MCCL_ALGO_ONESHOT;
+    else if (symmetric == 2 && bytes > tuneTable[i].twoShotMin && bytes <= tuneTable[i].twoShotMax)
+      a = MCCL_ALGO_TWOSHOT;
   }
-  int p = bytes <= MCCL_TUNE_LL_MAX ? MCCL_PROTO_LL : MCCL_PROTO_SIMPLE;
+  int p = bytes <= tuneTable[i].llMax ? MCCL_PROTO_LL : MCCL_PROTO_SIMPLE;
   const char* env = mcclParamAlgo();
   if (env) {
     if (strcasecmp(env, "ring") == 0)

@@ -203,12 +203,22 @@ static void algorithmTable(void) {
   EXPECT_EQ(p, MCCL_PROTO_LL);
   EXPECT_OK(mcclLabSelectAlgorithm(2, 1024, 1, &a, &p));  // one-shot needs no window, only the signal area
   EXPECT_EQ(a, MCCL_ALGO_ONESHOT);
-  EXPECT_OK(mcclLabSelectAlgorithm(2, 1 << 20, 2, &a, &p));
+  EXPECT_OK(mcclLabSelectAlgorithm(2, 512 << 10, 2, &a, &p));  // 2 ranks: the ring with LL between the two
+  EXPECT_EQ(a, MCCL_ALGO_RING);
+  EXPECT_EQ(p, MCCL_PROTO_LL);
+  EXPECT_OK(mcclLabSelectAlgorithm(2, 2 << 20, 2, &a, &p));
   EXPECT_EQ(a, MCCL_ALGO_TWOSHOT);
-  EXPECT_OK(mcclLabSelectAlgorithm(2, 1 << 20, 1, &a, &p));  // two-shot needs both buffers in windows
+  EXPECT_OK(mcclLabSelectAlgorithm(2, 2 << 20, 1, &a, &p));  // two-shot needs both buffers in windows
   EXPECT_EQ(a, MCCL_ALGO_RING);
-  EXPECT_OK(mcclLabSelectAlgorithm(2, 64 << 20, 2, &a, &p));
+  EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
+  EXPECT_OK(mcclLabSelectAlgorithm(2, 256 << 20, 2, &a, &p));
+  EXPECT_EQ(a, MCCL_ALGO_TWOSHOT);
+  EXPECT_OK(mcclLabSelectAlgorithm(2, 512 << 20, 2, &a, &p));
   EXPECT_EQ(a, MCCL_ALGO_RING);
+  EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
+  EXPECT_OK(mcclLabSelectAlgorithm(4, 1 << 20, 2, &a, &p));  // 3-4 ranks: two-shot right after one-shot
+  EXPECT_EQ(a, MCCL_ALGO_TWOSHOT);
+  EXPECT_OK(mcclLabSelectAlgorithm(4, 512 << 10, 0, &a, &p));  // and LL only up to 256 KiB
   EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
   EXPECT_OK(mcclLabSelectAlgorithm(2, 1024, 0, &a, &p));  // no signal area: the ring
   EXPECT_EQ(a, MCCL_ALGO_RING);
