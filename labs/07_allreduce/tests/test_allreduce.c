@@ -1,8 +1,8 @@
 // Lab 07 allreduce in one process driving up to 4 devices (mcclLabCommInitAll; 4 on sim, the GPUs
 // present on a GPU host), checked against the CPU reference of ar_test_util.h: every path (ring
 // SIMPLE, ring LL, one-shot, two-shot), every dtype x op, in place and out of place, awkward counts,
-// 1000 back-to-back calls with changing sizes and paths, a CUDA graph replayed 100 times (GPU only),
-// and an abort while a kernel waits for a peer that never calls.
+// one-shot's split over blocks, 1000 back-to-back calls with changing sizes and paths, a CUDA graph
+// replayed 100 times (GPU only), and an abort while a kernel waits for a peer that never calls.
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -232,6 +232,34 @@ static void awkwardCounts(void) {
   EXPECT_EQ(mcclTestCountShm(), shm0);
 }
 
+// One-shot's split over blocks (MCCL_ONESHOT_BLOCK_BYTES): 16 bytes a block (every block two lines),
+// 24 (a block's lines end mid-word of a wider type), the default, and values below 16 (the default
+// again), with four channels so up to four blocks share a call; counts from one element to more
+// lines than blocks times threads, every 8-byte line shape (1-, 2-, 4- and 8-byte types).
+static void oneShotBlocks(void) {
+  int n = nRanksHere();
+  if (n < 2) SKIP("needs 2 devices");
+  if (!mcclCuMemEnable()) SKIP("cuMem not supported: no windows");
+  struct arSet s;
+  setUp(&s, n, 4, 3001 * 8);
+  static const char* const perBlock[] = {"16", "24", NULL, "0", "-5"};
+  static const size_t counts[] = {1, 3, 5, 17, 63, 257, 3001};
+  const mcclDataType_t types[] = {mcclInt8, mcclFloat16, mcclFloat32, mcclFloat64};
+  int k = 0;
+  for (size_t b = 0; b < sizeof(perBlock) / sizeof(perBlock[0]) && !mcclTestStopped(); b++) {
+    if (perBlock[b])
+      setenv("MCCL_ONESHOT_BLOCK_BYTES", perBlock[b], 1);
+    else
+      unsetenv("MCCL_ONESHOT_BLOCK_BYTES");
+    for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]) && !mcclTestStopped(); c++, k++)
+      runOne(&s, &arPaths[2], types[k % 4], k % 2 ? mcclSum : mcclMax, counts[c], k & 1,
+             mcclTestSeed() + (uint64_t)k);
+  }
+  unsetenv("MCCL_ONESHOT_BLOCK_BYTES");
+  arForce(NULL, NULL);
+  tearDown(&s);
+}
+
 // The ring over SHM connections (MCCL_P2P_DISABLE=1) too.
 static void shmRing(void) {
   int n = nRanksHere();
@@ -430,7 +458,8 @@ static void oneRank(void) {
   tearDown(&s);
 }
 
-MCCL_TEST_MAIN(MCCL_TEST_CASE(everyTypeAndOp), MCCL_TEST_CASE(awkwardCounts), MCCL_TEST_CASE(shmRing),
+MCCL_TEST_MAIN(MCCL_TEST_CASE(everyTypeAndOp), MCCL_TEST_CASE(awkwardCounts), MCCL_TEST_CASE(oneShotBlocks),
+               MCCL_TEST_CASE(shmRing),
                MCCL_TEST_CASE(backToBack), MCCL_TEST_CASE(graphReplay), MCCL_TEST_CASE(abortRingSimple),
                MCCL_TEST_CASE(abortRingLL), MCCL_TEST_CASE(abortOneShot), MCCL_TEST_CASE(abortTwoShot),
                MCCL_TEST_CASE(oneRank))
