@@ -1,6 +1,7 @@
 // Lab 07: the allreduce kernels (NCCL 2.28.9 src/device/all_reduce.h runRing; the symmetric kernels
-// of src/device/symmetric/all_reduce.cuh for one-shot and two-shot). As in lab 06, one kernel per
-// element type (allreduce_<type>.cu), all from this file, for nvcc and for the sim's g++.
+// of src/device/symmetric/all_reduce.cuh for one-shot and two-shot). As in lab 06, kernels per
+// element type (allreduce_<type>.cu: the ring / two-shot one and one-shot's own), all from this
+// file, for nvcc and for the sim's g++.
 #ifndef MCCL_ALLREDUCE_CUH_
 #define MCCL_ALLREDUCE_CUH_
 
