@@ -156,12 +156,14 @@ ifeq ($(SANITIZE),1)
   export LSAN_OPTIONS := suppressions=$(abspath mk/lsan.supp):print_suppressions=0
   export ASAN_OPTIONS := detect_leaks=1:abort_on_error=0
   export UBSAN_OPTIONS := print_stacktrace=1:halt_on_error=1
+  export MCCL_SANITIZED := 1
 endif
 ifeq ($(TSAN),1)
   # Every report is printed and makes the binary exit 66 (a FAIL in runtests.sh); mk/tsan.supp
   # holds suppressions for third-party code only.
   export TSAN_OPTIONS := suppressions=$(abspath mk/tsan.supp):second_deadlock_stack=1:exitcode=66
   export MCCL_TSAN := 1
+  export MCCL_SANITIZED := 1
 endif
 export MCCL_TEST_FILTER := $(T)
 # What the shell tests pass to the make they run, so that it builds and runs this same variant.

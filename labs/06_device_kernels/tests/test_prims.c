@@ -298,6 +298,8 @@ static void chainOps(int proto) {
     for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]) && !mcclTestStopped(); ci++) {
       size_t count = counts[ci];
       if (count > maxCount) continue;
+      // Under a sanitizer the counts of several FIFO rounds run for half the cases (mcclTestSampled).
+      if (count >= 70001 && !mcclTestSampled((uint64_t)(k * 8 + ci), 2)) continue;
       for (int e = 0; e < 3; e++) {
         EXPECT_CUDA_OK(cudaSetDevice(devs[e]));
         EXPECT_CUDA_OK(mcclTestMemset(dst[e], PT_POISON, count * sizeof(int32_t)));

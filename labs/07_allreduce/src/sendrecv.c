@@ -152,9 +152,10 @@ mcclResult_t mcclLabSendRecv(const mcclLabP2pTask* tasks, int nTasks, mcclLabCom
   memset(&a, 0, sizeof(a));
   const int nP2p = p2pNChannels(comm);
   a.nP2pChannels = nP2p;
-  a.chunkSteps = MCCL_DEV_DEFAULT_CHUNKSTEPS;
-  a.sliceSteps = MCCL_DEV_DEFAULT_CHUNKSTEPS < MCCL_DEV_DEFAULT_SLICESTEPS ? MCCL_DEV_DEFAULT_CHUNKSTEPS
-                                                                           : MCCL_DEV_DEFAULT_SLICESTEPS;
+  // One FIFO slot per step, as NCCL's send and receive (runSend/runRecv with ProtoSimple<1, 1>,
+  // src/device/sendrecv.h); lab 06's one-way bench moves its bytes so too.
+  a.chunkSteps = 1;
+  a.sliceSteps = 1;
   a.rank = rank;
   a.abortFlag = comm->abortFlagDev;
   a.trace = mcclParamKernelTrace() != 0;
