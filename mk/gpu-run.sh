@@ -47,6 +47,11 @@ commit=${MCCL_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
 } > "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
 step() { echo; echo "######## $1 ($SECONDS s)"; }
+# An allreduce_perf log's 8 B and 8 KiB rows, one line: size, row, out-of-place/in-place time (the A/B and
+# sweep summaries).
+small_times() {
+  awk '($1 == 8 || $1 == 8192) && $7 ~ /^[0-9.]+$/ { printf "%s %s %s/%s us; ", $1, $6, $7, $11 }' "$1"
+}
 step build
 # -k: one file a newer compiler rejects must not hide every other result; its errors are shown.
 make -k -j16 BACKEND=cuda all > "$OUT/build.log" 2>&1 || { echo "BUILD FAILED (continuing with what built):"; grep -E 'error' "$OUT/build.log" | head -20; }
@@ -183,8 +188,7 @@ if [ -n "${MCCL_AB_BASE:-}" ] && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
         # shellcheck disable=SC2086 # mr and args are lists
         $mr "$d/build/cuda/bin/final/allreduce_perf" --nccl -b 8 -e "${MCCL_AB_MAX:-256K}" -f 2 $args \
           --csv "${log%.log}.csv" > "$log" 2>&1
-        echo "round $r $v $run (exit $?): $(awk '($1 == 8 || $1 == 8192) && $7 ~ /^[0-9.]+$/ {
-          printf "%s %s %s/%s us; ", $1, $6, $7, $11 }' "$log")"
+        echo "round $r $v $run (exit $?): $(small_times "$log")"
       done
     done
   done
@@ -205,8 +209,7 @@ if [ -n "${MCCL_SWEEP:-}" ] && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
         # shellcheck disable=SC2086 # mr and args are lists
         env "$var=$val" $mr -x "$var" build/cuda/bin/final/allreduce_perf --nccl -b 8 -e "${MCCL_SWEEP_MAX:-256K}" -f 2 \
           $args --csv "${log%.log}.csv" > "$log" 2>&1
-        echo "round $r $var=$val $run (exit $?): $(awk '($1 == 8 || $1 == 8192) && $7 ~ /^[0-9.]+$/ {
-          printf "%s %s %s/%s us; ", $1, $6, $7, $11 }' "$log")"
+        echo "round $r $var=$val $run (exit $?): $(small_times "$log")"
       done
     done
   done

@@ -127,12 +127,16 @@ __device__ __forceinline__ void mcclSymSeqBegin(int tid) {
   if (tid == 0) arShmem.seq = arShmem.args.seqCounters[blockIdx.x] + 1;
   __syncthreads();
 }
+// Store the call's number as this block's counter (block 0 also those of the blocks not launched);
+// every thread of the block must have read the counter before (a barrier).
+__device__ __forceinline__ void mcclSymSeqStore(uint64_t* c, uint64_t seq, int tid, int nthreads) {
+  if (tid == 0) c[blockIdx.x] = seq;
+  if (blockIdx.x == 0)
+    for (int b = gridDim.x + tid; b < MCCL_SIGNAL_MAX_BLOCKS; b += nthreads) c[b] = seq;
+}
 __device__ __forceinline__ void mcclSymSeqEnd(int tid, int nthreads) {
   __syncthreads();
-  uint64_t* c = arShmem.args.seqCounters;
-  if (tid == 0) c[blockIdx.x] = arShmem.seq;
-  if (blockIdx.x == 0)
-    for (int b = gridDim.x + tid; b < MCCL_SIGNAL_MAX_BLOCKS; b += nthreads) c[b] = arShmem.seq;
+  mcclSymSeqStore(arShmem.args.seqCounters, arShmem.seq, tid, nthreads);
 }
 
 __device__ __forceinline__ struct mcclSymSignals* mcclSymSignalsOf(int rank) {
@@ -162,6 +166,23 @@ __device__ bool mcclSymBarrier(int tid) {
     }
   }
   return __syncthreads_or(flags) != 0;
+}
+
+// ---- the launch's op and its end, for both kernels -----------------------------------------------
+// Calls run(FuncX<T>()) for the launch's reduction op (its functor type chosen at run time).
+template <typename T, typename Run>
+__device__ __forceinline__ bool mcclWithRedOp(int op, const Run& run) {
+  switch (op) {
+    case mcclSum: return run(FuncSum<T>());
+    case mcclProd: return run(FuncProd<T>());
+    case mcclMax: return run(FuncMax<T>());
+    case mcclMin: return run(FuncMin<T>());
+    default: return run(FuncAvg<T>());
+  }
+}
+// A block that agreed it was aborted tells the host (the communicator's status word).
+__device__ __forceinline__ void mcclArReportAbort(int* status, bool aborted, int tid) {
+  if (aborted && tid == 0 && status != NULL) st_relaxed_sys_global((uint32_t*)status, (uint32_t)mcclDevStatusAborted);
 }
 
 // ---- one-shot (LL push) ---------------------------------------------------------------------------
@@ -317,9 +338,7 @@ __device__ __forceinline__ bool mcclRunOneShot(const struct mcclAllReduceArgs& a
   // One barrier ends the call: after it every thread has read the counter (so it may advance, as
   // mcclSymSeqEnd) and the block agrees on an abort.
   const bool aborted = __syncthreads_or(flags) != 0;
-  if (tid == 0) a.seqCounters[blockIdx.x] = seq;
-  if (blockIdx.x == 0)
-    for (int b = gridDim.x + tid; b < MCCL_SIGNAL_MAX_BLOCKS; b += nthreads) a.seqCounters[b] = seq;
+  mcclSymSeqStore(a.seqCounters, seq, tid, nthreads);
   return aborted;
 }
 
@@ -331,25 +350,9 @@ __device__ __forceinline__ bool mcclRunOneShot(const struct mcclAllReduceArgs& a
 // body, without the ring's registers and stack, for a launch whose whole cost is latency.
 template <typename T>
 __device__ __forceinline__ void mcclOneShotMain(const struct mcclAllReduceArgs& a, int tid, int nthreads) {
-  bool aborted;
-  switch (a.op) {
-    case mcclSum:
-      aborted = mcclRunOneShot<T, FuncSum<T>>(a, tid, nthreads);
-      break;
-    case mcclProd:
-      aborted = mcclRunOneShot<T, FuncProd<T>>(a, tid, nthreads);
-      break;
-    case mcclMax:
-      aborted = mcclRunOneShot<T, FuncMax<T>>(a, tid, nthreads);
-      break;
-    case mcclMin:
-      aborted = mcclRunOneShot<T, FuncMin<T>>(a, tid, nthreads);
-      break;
-    default:
-      aborted = mcclRunOneShot<T, FuncAvg<T>>(a, tid, nthreads);
-      break;
-  }
-  if (aborted && tid == 0 && a.status != NULL) st_relaxed_sys_global((uint32_t*)a.status, (uint32_t)mcclDevStatusAborted);
+  const bool aborted =
+      mcclWithRedOp<T>(a.op, [&](auto redOp) { return mcclRunOneShot<T, decltype(redOp)>(a, tid, nthreads); });
+  mcclArReportAbort(a.status, aborted, tid);
 }
 
 // ---- two-shot (reduce-scatter by loads, all-gather by stores) -------------------------------------
@@ -446,27 +449,9 @@ __device__ __forceinline__ void mcclAllReduceMain(const struct mcclAllReduceArgs
   const int tid = threadIdx.x;
   const int nthreads = blockDim.x;
   mcclArLoadArgs(&args, tid, nthreads);
-  bool aborted;
-  switch (arShmem.args.op) {
-    case mcclSum:
-      aborted = mcclRunAllReduce<T, FuncSum<T>>(tid, nthreads);
-      break;
-    case mcclProd:
-      aborted = mcclRunAllReduce<T, FuncProd<T>>(tid, nthreads);
-      break;
-    case mcclMax:
-      aborted = mcclRunAllReduce<T, FuncMax<T>>(tid, nthreads);
-      break;
-    case mcclMin:
-      aborted = mcclRunAllReduce<T, FuncMin<T>>(tid, nthreads);
-      break;
-    default:
-      aborted = mcclRunAllReduce<T, FuncAvg<T>>(tid, nthreads);
-      break;
-  }
-  if (__syncthreads_or(aborted) && tid == 0 && arShmem.args.status != NULL) {
-    st_relaxed_sys_global((uint32_t*)arShmem.args.status, (uint32_t)mcclDevStatusAborted);
-  }
+  const bool aborted = mcclWithRedOp<T>(
+      arShmem.args.op, [&](auto redOp) { return mcclRunAllReduce<T, decltype(redOp)>(tid, nthreads); });
+  mcclArReportAbort(arShmem.args.status, __syncthreads_or(aborted) != 0, tid);
 }
 
 // Two kernels per type: the ring, two-shot and one rank; and one-shot (launch.c picks it for
