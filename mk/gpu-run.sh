@@ -170,7 +170,7 @@ fi
 # in DIR/COMMIT). Each is built; then MCCL_AB_ROUNDS rounds (default 3), each running every DIR and then
 # this tree ("new") in turn, eager and -G 20, -b 8 -e MCCL_AB_MAX (default 256K), NCCL's rows beside
 # them in every run; the summary lists each run's 8 B and 8 KiB times. Logs and CSV: $OUT/ab/.
-if [ -n "${MCCL_AB_BASE:-}" ] && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+if [ -n "${MCCL_AB_BASE:-}" ] && [ "${MCCL_AB_ALLREDUCE:-1}" = 1 ] && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
   step "A/B: allreduce_perf of $MCCL_AB_BASE and this tree (new)"
   mkdir -p "$OUT/ab"
   for d in $MCCL_AB_BASE; do
@@ -189,6 +189,35 @@ if [ -n "${MCCL_AB_BASE:-}" ] && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
         $mr "$d/build/cuda/bin/final/allreduce_perf" --nccl -b 8 -e "${MCCL_AB_MAX:-256K}" -f 2 $args \
           --csv "${log%.log}.csv" > "$log" 2>&1
         echo "round $r $v $run (exit $?): $(small_times "$log")"
+      done
+    done
+  done
+fi
+# MCCL_AB_NCCL_TESTS="broadcast_perf reduce_perf ...": the same A/B through nccl-tests on the drop-in: each
+# MCCL_AB_BASE tree's libnccl.so.2 and this tree's ("new"), MCCL_AB_ROUNDS rounds (default 3, every tree in
+# turn within a round), -b MCCL_AB_NT_MIN (default 1M) -e MCCL_AB_NT_MAX (512M) -f 4 -g 1 -c 1; the summary
+# lists each run's largest size: out-of-place / in-place busbw and #wrong. nccl-tests is built here if the
+# drop-in step did not. MCCL_AB_ALLREDUCE=0 leaves out the allreduce_perf A/B above. Logs: $OUT/ab-nt/.
+if [ -n "${MCCL_AB_BASE:-}" ] && [ -n "${MCCL_AB_NCCL_TESTS:-}" ] && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+  step "A/B through nccl-tests ($MCCL_AB_NCCL_TESTS): $MCCL_AB_BASE and this tree (new)"
+  mkdir -p "$OUT/ab-nt"
+  ntbin=build/cuda/nccl-tests
+  [ -x "$ntbin/all_reduce_perf" ] || mk/nccl-tests.sh NCCL_TESTS_SRC="${NCCL_TESTS_SRC:-third_party/nccl-tests}" \
+    OUT="$OUT/ab-nt" BUILD_ONLY=1 > "$OUT/ab-nt/build-nccl-tests.log" 2>&1 || echo "nccl-tests build FAILED ($OUT/ab-nt)"
+  for d in $MCCL_AB_BASE .; do
+    make -C "$d" -j16 BACKEND=cuda ${NCCL_INCLUDE:+NCCL_INCLUDE=$NCCL_INCLUDE} build/cuda/lib/libnccl.so \
+      > "$OUT/ab-nt/$(basename "$(cd "$d" && pwd)")-dropin-build.log" 2>&1 || echo "$d: drop-in build FAILED"
+  done
+  ntmpi="mpirun --bind-to none -x NCCL_NVLS_ENABLE -x LD_LIBRARY_PATH $( [ "$(id -u)" = 0 ] && echo --allow-run-as-root) -np 2"
+  for r in $(seq "${MCCL_AB_ROUNDS:-3}"); do
+    for t in $MCCL_AB_NCCL_TESTS; do
+      for d in $MCCL_AB_BASE .; do
+        v=$(basename "$d"); [ "$d" = . ] && v=new
+        log="$OUT/ab-nt/${v}_${t}_$r.log"
+        # shellcheck disable=SC2086 # ntmpi is a list
+        LD_LIBRARY_PATH=$(cd "$d" && pwd)/build/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} $ntmpi "$ntbin/$t" \
+          -b "${MCCL_AB_NT_MIN:-1M}" -e "${MCCL_AB_NT_MAX:-512M}" -f 4 -g 1 -c 1 > "$log" 2>&1
+        echo "round $r $v $t (exit $?): $(awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 12 { l = $1 " B: busbw " $8 " / " $12 " GB/s, #wrong " $9 " / " $13 } END { print l }' "$log")"
       done
     done
   done
