@@ -152,10 +152,10 @@ mcclResult_t mcclLabSendRecv(const mcclLabP2pTask* tasks, int nTasks, mcclLabCom
   memset(&a, 0, sizeof(a));
   const int nP2p = p2pNChannels(comm);
   a.nP2pChannels = nP2p;
-  // One FIFO slot per step, as NCCL's send and receive (runSend/runRecv with ProtoSimple<1, 1>,
-  // src/device/sendrecv.h); lab 06's one-way bench moves its bytes so too.
-  a.chunkSteps = 1;
-  a.sliceSteps = 1;
+  // The ring's chunking (NCCL's send and receive move one slot per step, ProtoSimple<1, 1> in
+  // src/device/sendrecv.h: measured slower here, lab 07 README).
+  a.chunkSteps = MCCL_DEV_DEFAULT_CHUNKSTEPS;
+  a.sliceSteps = MCCL_DEV_DEFAULT_SLICESTEPS;
   a.rank = rank;
   a.abortFlag = comm->abortFlagDev;
   a.trace = mcclParamKernelTrace() != 0;
