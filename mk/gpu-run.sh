@@ -243,6 +243,33 @@ if [ -n "${MCCL_SWEEP:-}" ] && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
     done
   done
 fi
+# MCCL_NT_SWEEP="VAR=v1,v2,...[;VAR2=...]": nccl-tests (MCCL_NT_TESTS, default "broadcast_perf sendrecv_perf")
+# on this tree's drop-in once per value of each variable, MCCL_AB_ROUNDS rounds (default 3, the values in
+# turn within a round), -b MCCL_AB_NT_MIN -e MCCL_AB_NT_MAX -f 4 as the A/B above; the summary lists each
+# run's largest size (busbw out-of-place / in-place, #wrong). Logs: $OUT/nt-sweep/.
+if [ -n "${MCCL_NT_SWEEP:-}" ] && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+  step "sweep through nccl-tests: $MCCL_NT_SWEEP"
+  mkdir -p "$OUT/nt-sweep"
+  ntbin=build/cuda/nccl-tests
+  [ -x "$ntbin/all_reduce_perf" ] || mk/nccl-tests.sh NCCL_TESTS_SRC="${NCCL_TESTS_SRC:-third_party/nccl-tests}" \
+    OUT="$OUT/nt-sweep" BUILD_ONLY=1 > "$OUT/nt-sweep/build-nccl-tests.log" 2>&1 || echo "nccl-tests build FAILED"
+  make -j16 BACKEND=cuda ${NCCL_INCLUDE:+NCCL_INCLUDE=$NCCL_INCLUDE} build/cuda/lib/libnccl.so > /dev/null 2>&1
+  IFS=';' read -r -a ntvars <<< "$MCCL_NT_SWEEP"
+  for sv in "${ntvars[@]}"; do
+    var=${sv%%=*}
+    for r in $(seq "${MCCL_AB_ROUNDS:-3}"); do
+      for t in ${MCCL_NT_TESTS:-broadcast_perf sendrecv_perf}; do
+        for val in $(echo "${sv#*=}" | tr , ' '); do
+          log="$OUT/nt-sweep/${var}_${val}_${t}_$r.log"
+          env "$var=$val" LD_LIBRARY_PATH=$PWD/build/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+            mpirun --bind-to none -x NCCL_NVLS_ENABLE -x LD_LIBRARY_PATH -x "$var" $( [ "$(id -u)" = 0 ] && echo --allow-run-as-root) \
+            -np 2 "$ntbin/$t" -b "${MCCL_AB_NT_MIN:-1M}" -e "${MCCL_AB_NT_MAX:-512M}" -f 4 -g 1 -c 1 > "$log" 2>&1
+          echo "round $r $var=$val $t (exit $?): $(awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 12 { l = $1 " B: busbw " $8 " / " $12 " GB/s, #wrong " $9 " / " $13 } END { print l }' "$log")"
+        done
+      done
+    done
+  done
+fi
 if [ "${MCCL_PROFILE:-0}" = 1 ] && [ "$(nvidia-smi -L | wc -l)" -ge 2 ] && command -v ncu >/dev/null; then
   step "profile: kernel durations under ncu (minccl and NCCL, ${MCCL_PROFILE_SIZES:-8 8K 2M})"
   timeout "${MCCL_PROFILE_TIMEOUT:-200}" mk/gpu-profile.sh "$OUT/profile" ${MCCL_PROFILE_SIZES:-8 8K 2M} 2>&1 | tee "$OUT/profile.log" | tail -30
