@@ -52,6 +52,10 @@ step() { echo; echo "######## $1 ($SECONDS s)"; }
 small_times() {
   awk '($1 == 8 || $1 == 8192) && $7 ~ /^[0-9.]+$/ { printf "%s %s %s/%s us; ", $1, $6, $7, $11 }' "$1"
 }
+# A nccl-tests log's rows, one line: size, out-of-place / in-place busbw, #wrong (the A/B and sweeps).
+nt_rows() {
+  awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 12 { printf "%s B %s/%s GB/s (wrong %s/%s); ", $1, $8, $12, $9, $13 }' "$1"
+}
 step build
 # -k: one file a newer compiler rejects must not hide every other result; its errors are shown.
 make -k -j16 BACKEND=cuda all > "$OUT/build.log" 2>&1 || { echo "BUILD FAILED (continuing with what built):"; grep -E 'error' "$OUT/build.log" | head -20; }
@@ -196,7 +200,7 @@ fi
 # MCCL_AB_NCCL_TESTS="broadcast_perf reduce_perf ...": the same A/B through nccl-tests on the drop-in: each
 # MCCL_AB_BASE tree's libnccl.so.2 and this tree's ("new"), MCCL_AB_ROUNDS rounds (default 3, every tree in
 # turn within a round), -b MCCL_AB_NT_MIN (default 1M) -e MCCL_AB_NT_MAX (512M) -f 4 -g 1 -c 1; the summary
-# lists each run's largest size: out-of-place / in-place busbw and #wrong. nccl-tests is built here if the
+# lists each run's sizes: out-of-place / in-place busbw and #wrong. nccl-tests is built here if the
 # drop-in step did not. MCCL_AB_ALLREDUCE=0 leaves out the allreduce_perf A/B above. Logs: $OUT/ab-nt/.
 if [ -n "${MCCL_AB_BASE:-}" ] && [ -n "${MCCL_AB_NCCL_TESTS:-}" ] && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
   step "A/B through nccl-tests ($MCCL_AB_NCCL_TESTS): $MCCL_AB_BASE and this tree (new)"
@@ -217,7 +221,7 @@ if [ -n "${MCCL_AB_BASE:-}" ] && [ -n "${MCCL_AB_NCCL_TESTS:-}" ] && [ "$(nvidia
         # shellcheck disable=SC2086 # ntmpi is a list
         LD_LIBRARY_PATH=$(cd "$d" && pwd)/build/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} $ntmpi "$ntbin/$t" \
           -b "${MCCL_AB_NT_MIN:-1M}" -e "${MCCL_AB_NT_MAX:-512M}" -f 4 -g 1 -c 1 > "$log" 2>&1
-        echo "round $r $v $t (exit $?): $(awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 12 { l = $1 " B: busbw " $8 " / " $12 " GB/s, #wrong " $9 " / " $13 } END { print l }' "$log")"
+        echo "round $r $v $t (exit $?): $(nt_rows "$log")"
       done
     done
   done
@@ -246,7 +250,7 @@ fi
 # MCCL_NT_SWEEP="VAR=v1,v2,...[;VAR2=...]": nccl-tests (MCCL_NT_TESTS, default "broadcast_perf sendrecv_perf")
 # on this tree's drop-in once per value of each variable, MCCL_AB_ROUNDS rounds (default 3, the values in
 # turn within a round), -b MCCL_AB_NT_MIN -e MCCL_AB_NT_MAX -f 4 as the A/B above; the summary lists each
-# run's largest size (busbw out-of-place / in-place, #wrong). Logs: $OUT/nt-sweep/.
+# run's sizes (busbw out-of-place / in-place, #wrong). Logs: $OUT/nt-sweep/.
 if [ -n "${MCCL_NT_SWEEP:-}" ] && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
   step "sweep through nccl-tests: $MCCL_NT_SWEEP"
   mkdir -p "$OUT/nt-sweep"
@@ -264,7 +268,7 @@ if [ -n "${MCCL_NT_SWEEP:-}" ] && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
           env "$var=$val" LD_LIBRARY_PATH=$PWD/build/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
             mpirun --bind-to none -x NCCL_NVLS_ENABLE -x LD_LIBRARY_PATH -x "$var" $( [ "$(id -u)" = 0 ] && echo --allow-run-as-root) \
             -np 2 "$ntbin/$t" -b "${MCCL_AB_NT_MIN:-1M}" -e "${MCCL_AB_NT_MAX:-512M}" -f 4 -g 1 -c 1 > "$log" 2>&1
-          echo "round $r $var=$val $t (exit $?): $(awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 12 { l = $1 " B: busbw " $8 " / " $12 " GB/s, #wrong " $9 " / " $13 } END { print l }' "$log")"
+          echo "round $r $var=$val $t (exit $?): $(nt_rows "$log")"
         done
       done
     done
