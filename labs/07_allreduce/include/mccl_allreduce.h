@@ -97,7 +97,7 @@ typedef struct mcclLabComm {
  * @param[in]  id         from mcclGetUniqueId on one rank, the same on all.
  * @param[in]  rank       0 .. nranks-1.
  * @param[in]  cudaDev    this rank's device.
- * @param[in]  nChannels  1 .. MCCL_SIGNAL_MAX_BLOCKS, or 0 for MCCL_NCHANNELS (unset: 32 on cuda, 2 on the
+ * @param[in]  nChannels  1 .. MCCL_SIGNAL_MAX_BLOCKS, or 0 for MCCL_NCHANNELS (unset: 64 on cuda, 2 on the
  *                        sim, MCCL_LAB_MULTIHOST_NCHANNELS when the ranks span several hosts).
  * @return mcclSuccess; mcclInvalidArgument (named); errors of the layers below. Nothing is left on failure.
  */

@@ -138,7 +138,7 @@ static void llDoesNotFit(void) {
 }
 
 // The channel count a communicator across hosts takes by default (nChannels 0, MCCL_NCHANNELS unset):
-// MCCL_LAB_MULTIHOST_NCHANNELS, not the backend's 32 on cuda (each channel is a NET connection per
+// MCCL_LAB_MULTIHOST_NCHANNELS, not the backend's 64 on cuda (each channel is a NET connection per
 // direction that the proxy serves in turn; on the sim the two defaults agree, so only a GPU run tells
 // them apart); a count the caller names is kept. The ring allreduce runs on both.
 static void channelsAcrossHosts(void) {
