@@ -164,6 +164,8 @@ mcclResult_t mcclLabSendRecv(const mcclLabP2pTask* tasks, int nTasks, mcclLabCom
   int nMin = nP2p;
   while (nMin * n > nP2p && nMin > 1) nMin /= 2;
   const size_t stepSize = (size_t)comm->ctx.buffSizes[MCCL_PROTO_SIMPLE] / MCCL_STEPS;
+  const int64_t llParam = mcclParamP2pLlThreshold();
+  const uint64_t llThreshold = llParam > 0 ? (uint64_t)llParam : 0;
 
   int sendCur[MCCL_LAB_MAX_RANKS], recvCur[MCCL_LAB_MAX_RANKS];
   memset(sendCur, 0, sizeof(sendCur));
@@ -188,11 +190,14 @@ mcclResult_t mcclLabSendRecv(const mcclLabP2pTask* tasks, int nTasks, mcclLabCom
       w.nSendParts = p2pNParts(w.sendBytes, nMin, nP2p, stepSize);
       w.nRecvParts = p2pNParts(w.recvBytes, nMin, nP2p, stepSize);
       w.channelBase = p2pChannelBase(round, nP2p);
+      if (w.sendBytes > 0 && w.sendBytes <= (uint64_t)w.nSendParts * llThreshold) w.llMask |= MCCL_P2P_SEND_LL;
+      if (w.recvBytes > 0 && w.recvBytes <= (uint64_t)w.nRecvParts * llThreshold) w.llMask |= MCCL_P2P_RECV_LL;
       // Nothing to move (zero bytes, or an in-place copy to oneself, which NCCL skips too).
       if (w.nSendParts == 0 && w.nRecvParts == 0) continue;
       if (round == 0 && w.sendAddr == (const void*)w.recvAddr) continue;
-      TRACE(MCCL_COLL, "rank %d: round %d: send %zu bytes to %d, recv %zu bytes from %d, channels from %d", rank, round,
-            (size_t)w.sendBytes, w.sendRank, (size_t)w.recvBytes, w.recvRank, w.channelBase);
+      TRACE(MCCL_COLL, "rank %d: round %d: send %zu bytes to %d (%s), recv %zu bytes from %d (%s), channels from %d",
+            rank, round, (size_t)w.sendBytes, w.sendRank, (w.llMask & MCCL_P2P_SEND_LL) ? "LL" : "SIMPLE",
+            (size_t)w.recvBytes, w.recvRank, (w.llMask & MCCL_P2P_RECV_LL) ? "LL" : "SIMPLE", w.channelBase);
       a.works[a.nWorks++] = w;
       if (a.nWorks == MCCL_P2P_MAX_WORKS) MCCLCHECK(p2pLaunch(&a, comm, stream));
     }

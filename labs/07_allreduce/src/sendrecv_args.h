@@ -31,8 +31,13 @@ struct mcclP2pWork {
   int32_t nSendParts;   // channels the send is cut over (0: no bytes)
   int32_t nRecvParts;   // channels the receive is cut over (0: no bytes)
   int32_t channelBase;  // channel of part 0
-  int32_t pad;
+  int32_t llMask;       // MCCL_P2P_SEND_LL | MCCL_P2P_RECV_LL: the directions that use LL (else SIMPLE)
 };
+// mcclP2pWork.llMask bits: a direction of at most MCCL_P2P_LL_THRESHOLD bytes a part moves as LL lines
+// (NCCL's addP2pToPlan: protoLL when bytes <= nChannels * NCCL_P2P_LL_THRESHOLD); both ends decide
+// from the same byte count, so they agree.
+#define MCCL_P2P_SEND_LL 1
+#define MCCL_P2P_RECV_LL 2
 
 struct mcclSendRecvArgs {
   int nWorks;        // works[0 .. nWorks), run in this order by every block

@@ -1,5 +1,7 @@
 // Lab 07: the send/receive kernel (NCCL 2.28.9 src/device/sendrecv.h, RunWorkBatch<ncclFuncSendRecv>
-// with runSend / runRecv), over lab 06's Primitives with the SIMPLE protocol. It moves bytes: one
+// with runSend / runRecv), over lab 06's Primitives: SIMPLE, or LL for a direction of at most
+// MCCL_P2P_LL_THRESHOLD bytes a part (NCCL's P2P LL threshold, so a small message costs no fence and
+// no tail round trip). It moves bytes: one
 // kernel serves every type. One launch carries up to MCCL_P2P_MAX_WORKS works, one per round of the
 // host's schedule (a send to rank+round and a receive from rank-round). A work's send and receive are
 // each cut into parts, part p on channel (channelBase + p) mod nP2pChannels (ncclP2pChannelToPart);
@@ -14,6 +16,7 @@
 #ifndef MCCL_SENDRECV_KERNELS_CUH_
 #define MCCL_SENDRECV_KERNELS_CUH_
 
+#include <type_traits>
 #include "device/primitives.cuh"
 #include "sendrecv_args.h"
 
@@ -36,6 +39,45 @@ __device__ __forceinline__ void mcclP2pPart(int64_t bytes, int nParts, int base,
   *n = (l + per < bytes ? l + per : bytes) - l;
 }
 
+// Moves this block's part of a work: sN bytes from `in` to the send connection and rN bytes from
+// the receive connection to `out`, one chunk of each direction in turn (neither waits for the other
+// to finish: each FIFO holds more than one chunk). Both directions of one protocol share one
+// Primitives; with different protocols (a small send as LL lines, a large receive in SIMPLE slots,
+// or the reverse) each has its own, used in turn by the same threads.
+template <typename SendProto, typename RecvProto>
+__device__ __forceinline__ bool mcclP2pRun(const struct mcclSendRecvArgs& a, const uint8_t* in, uint8_t* out,
+                                           int64_t sN, int64_t rN, struct mcclConnInfo* sendConn,
+                                           struct mcclConnInfo* recvConn, int tid, int nthreads) {
+  typedef Primitives<uint8_t, FuncSum<uint8_t>, SendProto> SendPrims;
+  typedef Primitives<uint8_t, FuncSum<uint8_t>, RecvProto> RecvPrims;
+  constexpr bool Shared = std::is_same<SendProto, RecvProto>::value;
+  const int ss = a.chunkSteps / a.sliceSteps;
+  if (Shared) {
+    SendPrims prims(tid, nthreads, recvConn, sendConn, in, out, 1, ss, a.sliceSteps);
+    const int64_t chunk = prims.chunkElems();
+    const int64_t n = sN > rN ? sN : rN;
+    for (int64_t e = 0; e < n && !prims.aborted(); e += chunk) {
+      if (e < sN) prims.send(e, (int)(chunk < sN - e ? chunk : sN - e));
+      if (e < rN && !prims.aborted()) prims.recv(e, (int)(chunk < rN - e ? chunk : rN - e));
+    }
+    return prims.aborted();
+  }
+  SendPrims sp(tid, nthreads, NULL, sendConn, in, NULL, 1, ss, a.sliceSteps);
+  RecvPrims rp(tid, nthreads, recvConn, NULL, NULL, out, 1, ss, a.sliceSteps);
+  const int64_t sc = sp.chunkElems(), rc = rp.chunkElems();
+  for (int64_t es = 0, er = 0; (es < sN || er < rN) && !sp.aborted() && !rp.aborted();) {
+    if (es < sN) {
+      sp.send(es, (int)(sc < sN - es ? sc : sN - es));
+      es += sc;
+    }
+    if (er < rN && !sp.aborted()) {
+      rp.recv(er, (int)(rc < rN - er ? rc : rN - er));
+      er += rc;
+    }
+  }
+  return sp.aborted() || rp.aborted();
+}
+
 // Returns whether the block saw the abort flag (the whole block agrees).
 __device__ __forceinline__ bool mcclP2pRunWork(const struct mcclSendRecvArgs& a, const struct mcclP2pWork& w, int tid,
                                                int nthreads) {
@@ -55,17 +97,18 @@ __device__ __forceinline__ bool mcclP2pRunWork(const struct mcclSendRecvArgs& a,
   // A direction this block has no bytes of is not touched, on either side (both cut alike).
   if (sN <= 0 && rN <= 0) return false;
   struct mcclDevChannelPeer* peers = a.devPeers[blockIdx.x];
-  Primitives<uint8_t, FuncSum<uint8_t>, ProtoSimple> prims(
-      tid, nthreads, rN > 0 ? &peers[w.recvRank].recv[MCCL_P2P_CONN_INDEX] : NULL,
-      sN > 0 ? &peers[w.sendRank].send[MCCL_P2P_CONN_INDEX] : NULL, (const uint8_t*)w.sendAddr + sLo,
-      (uint8_t*)w.recvAddr + rLo, 1, a.chunkSteps / a.sliceSteps, a.sliceSteps);
-  const int64_t chunk = prims.chunkElems();
-  const int64_t n = sN > rN ? sN : rN;
-  for (int64_t e = 0; e < n && !prims.aborted(); e += chunk) {
-    if (e < sN) prims.send(e, (int)(chunk < sN - e ? chunk : sN - e));
-    if (e < rN && !prims.aborted()) prims.recv(e, (int)(chunk < rN - e ? chunk : rN - e));
-  }
-  return prims.aborted();
+  struct mcclConnInfo* recvConn = rN > 0 ? &peers[w.recvRank].recv[MCCL_P2P_CONN_INDEX] : NULL;
+  struct mcclConnInfo* sendConn = sN > 0 ? &peers[w.sendRank].send[MCCL_P2P_CONN_INDEX] : NULL;
+  const uint8_t* in = (const uint8_t*)w.sendAddr + sLo;
+  uint8_t* out = (uint8_t*)w.recvAddr + rLo;
+  const bool sendLL = sN > 0 && (w.llMask & MCCL_P2P_SEND_LL), recvLL = rN > 0 && (w.llMask & MCCL_P2P_RECV_LL);
+  // One protocol for the directions this block moves: one Primitives over both connections (NCCL
+  // runs a work's send and receive each with its protocol too, in warps of their own).
+  if (sN <= 0 || rN <= 0 || sendLL == recvLL)
+    return (sendLL || recvLL) ? mcclP2pRun<ProtoLL, ProtoLL>(a, in, out, sN, rN, sendConn, recvConn, tid, nthreads)
+                              : mcclP2pRun<ProtoSimple, ProtoSimple>(a, in, out, sN, rN, sendConn, recvConn, tid, nthreads);
+  return sendLL ? mcclP2pRun<ProtoLL, ProtoSimple>(a, in, out, sN, rN, sendConn, recvConn, tid, nthreads)
+                : mcclP2pRun<ProtoSimple, ProtoLL>(a, in, out, sN, rN, sendConn, recvConn, tid, nthreads);
 }
 
 __device__ __forceinline__ void mcclSendRecvMain(const struct mcclSendRecvArgs& args) {

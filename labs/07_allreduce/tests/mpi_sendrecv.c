@@ -1,9 +1,10 @@
 // Lab 07's grouped point-to-point (mcclLabSendRecv) across processes under mpirun (2, 3 and 4
 // ranks): all-to-all in one group (self included) on every dtype's sizes with counts 0, 1, odd and
 // 1 MiB in all, tasks posted in a scrambled order; out-of-order peer sets (rank r sends to r+2, two
-// messages to one peer); over SHM (MCCL_P2P_DISABLE=1); bad input refused before anything is
-// connected or launched; and a send whose receive never comes: the wait ends with an abort, in
-// connection setup and in the kernel. Each rank checks what it received from each peer.
+// messages to one peer); sizes that put a work's send and receive on different protocols (LL and
+// SIMPLE) under three MCCL_P2P_LL_THRESHOLD values; over SHM (MCCL_P2P_DISABLE=1); bad input refused
+// before anything is connected or launched; and a send whose receive never comes: the wait ends with
+// an abort, in connection setup and in the kernel. Each rank checks what it received from each peer.
 #include <pthread.h>
 #include <time.h>
 #include "ar_mpi_util.h"
@@ -121,6 +122,53 @@ static void outOfOrderPeers(void) {
   arSmallFifos(0);
 }
 
+// A ring of sends whose sizes differ by rank: odd ranks send 300000 bytes (SIMPLE), even ranks
+// 9000 + rank (LL under the default MCCL_P2P_LL_THRESHOLD), so a rank may send as LL lines and
+// receive in SIMPLE slots, or the reverse, in one work; with MCCL_P2P_LL_THRESHOLD 0 everything is
+// SIMPLE, with 1 MiB everything LL. Small FIFOs: an LL message takes 18 steps of 8 slots.
+static size_t mixedBytes(int r) { return r % 2 ? 300000 : 9000 + (size_t)r; }
+static void mixedProtocols(void) {
+  const char* thresholds[3] = {NULL, "0", "1048576"};
+  for (int t = 0; t < 3 && !mcclTestMpiAnyStopped(); t++) {
+    if (thresholds[t])
+      setenv("MCCL_P2P_LL_THRESHOLD", thresholds[t], 1);
+    else
+      unsetenv("MCCL_P2P_LL_THRESHOLD");
+    mcclParamResetAll();
+    arSmallFifos(1);
+    struct arMpi m;
+    setUpOrSkip(&m, 2, 300000);
+    const int rank = m.comm->rank, n = m.comm->nRanks;
+    const int to = (rank + 1) % n, from = (rank - 1 + n) % n;
+    const size_t sb = mixedBytes(rank), rb = mixedBytes(from);
+    unsigned char* h = (unsigned char*)m.host;
+    for (int round = 0; round < 2 && !mcclTestStopped(); round++) {  // twice: the second reuses the steps
+      const uint64_t seed = mcclTestSeed() + (uint64_t)(t * 2 + round);
+      for (size_t i = 0; i < sb; i++) h[i] = srByte(seed, rank, to, i);
+      EXPECT_CUDA_OK(mcclTestCopyToDevice(m.send, h, sb));
+      EXPECT_CUDA_OK(mcclTestMemset(m.recv, 0x5a, 300000));
+      mcclLabP2pTask tk[2] = {{0, from, m.recv, rb}, {1, to, m.send, sb}};
+      EXPECT_OK(mcclLabSendRecv(tk, 2, m.comm, m.stream));
+      EXPECT_CUDA_OK(cudaStreamSynchronize(m.stream));
+      EXPECT_CUDA_OK(cudaMemcpy(h, m.recv, 300000, cudaMemcpyDeviceToHost));
+      for (size_t i = 0; i < 300000; i++) {
+        const unsigned char want = i < rb ? srByte(seed, from, rank, i) : 0x5a;
+        if (h[i] != want) {
+          mcclTestFailAt(__FILE__, __LINE__,
+                         "MCCL_P2P_LL_THRESHOLD=%s, round %d: rank %d: byte %zu of %zu from rank %d (it sent %zu to "
+                         "rank %d): expected 0x%02x, got 0x%02x",
+                         thresholds[t] ? thresholds[t] : "(default)", round, rank, i, rb, from, sb, to, want, h[i]);
+          break;
+        }
+      }
+    }
+    arMpiTearDown(&m);
+    arSmallFifos(0);
+  }
+  unsetenv("MCCL_P2P_LL_THRESHOLD");
+  mcclParamResetAll();
+}
+
 // Over SHM (MCCL_P2P_DISABLE=1): the point-to-point connections choose SHM too.
 static void allToAllShm(void) {
   setenv("MCCL_P2P_DISABLE", "1", 1);
@@ -216,5 +264,6 @@ static void unmatchedSend(void) {
   }
 }
 
-MCCL_TEST_MAIN_MPI(MCCL_TEST_CASE(allToAllEveryType), MCCL_TEST_CASE(outOfOrderPeers), MCCL_TEST_CASE(allToAllShm),
+MCCL_TEST_MAIN_MPI(MCCL_TEST_CASE(allToAllEveryType), MCCL_TEST_CASE(outOfOrderPeers), MCCL_TEST_CASE(mixedProtocols),
+                   MCCL_TEST_CASE(allToAllShm),
                    MCCL_TEST_CASE(badInput), MCCL_TEST_CASE(unmatchedSend))
