@@ -21,9 +21,8 @@
 
 extern void mcclSendRecvKernel(struct mcclSendRecvArgs args);
 
-// SIMPLE's copies want many threads (as the ring collectives); LL moves a line a thread.
+// SIMPLE's copies want many threads (as the ring collectives).
 #define SR_THREADS 512
-#define SR_THREADS_LL 256
 
 // Point-to-point channels: a power of two (NCCL's p2pnChannels, rounded down here: only the
 // communicator's channels exist).
@@ -129,29 +128,12 @@ static mcclResult_t p2pConnect(const mcclLabP2pTask* tasks, int nTasks, mcclLabC
   return mcclTransportP2pSetup(&comm->ctx, NULL, MCCL_P2P_CONN_INDEX);
 }
 
-// One block per channel that some work of the launch has a part on (blockChannel), 512 threads for
-// SIMPLE's copies, 256 when every direction of the launch moves LL lines (one line a thread a trip).
 static mcclResult_t p2pLaunch(struct mcclSendRecvArgs* a, mcclLabComm* comm, cudaStream_t stream) {
-  uint64_t used = 0;
-  int allLL = 1;
-  for (int i = 0; i < a->nWorks; i++) {
-    const struct mcclP2pWork* w = &a->works[i];
-    const int parts = w->nSendParts > w->nRecvParts ? w->nSendParts : w->nRecvParts;
-    for (int p = 0; p < parts; p++) used |= 1ull << ((w->channelBase + p) & (a->nP2pChannels - 1));
-    if (w->sendRank == a->rank || (w->nSendParts > 0 && !(w->llMask & MCCL_P2P_SEND_LL)) ||
-        (w->nRecvParts > 0 && !(w->llMask & MCCL_P2P_RECV_LL)))
-      allLL = 0;
-  }
-  int nBlocks = 0;
-  for (int c = 0; c < a->nP2pChannels; c++)
-    if (used & (1ull << c)) a->blockChannel[nBlocks++] = (uint8_t)c;
-  if (nBlocks > 0) {
-    cudaFunction_t fn;
-    MCCLCHECK(mcclDevGetFunction(comm->cudaDev, (const void*)mcclSendRecvKernel, &fn));
-    void* params[] = {a};
-    CUCHECK(cuLaunchKernel((CUfunction)fn, (unsigned)nBlocks, 1, 1, allLL ? SR_THREADS_LL : SR_THREADS, 1, 1, 0,
-                           (CUstream)stream, params, NULL));
-  }
+  cudaFunction_t fn;
+  MCCLCHECK(mcclDevGetFunction(comm->cudaDev, (const void*)mcclSendRecvKernel, &fn));
+  void* params[] = {a};
+  CUCHECK(cuLaunchKernel((CUfunction)fn, (unsigned)a->nP2pChannels, 1, 1, SR_THREADS, 1, 1, 0, (CUstream)stream, params,
+                         NULL));
   a->nWorks = 0;
   return mcclSuccess;
 }

@@ -41,16 +41,13 @@ struct mcclP2pWork {
 
 struct mcclSendRecvArgs {
   int nWorks;        // works[0 .. nWorks), run in this order by every block
-  int nP2pChannels;  // point-to-point channels: a power of two, at most the communicator's channels
+  int nP2pChannels;  // blocks: a power of two, at most the communicator's channels
   int chunkSteps;    // FIFO slots per chunk
   int sliceSteps;    // slots per slice
   int rank;          // this rank (a work with sendRank == rank is a local copy)
   int trace;         // 1: the role threads narrate their waits and posts (MCCL_KERNEL_TRACE)
   volatile uint32_t* abortFlag;                                 // device view of the host-mapped abort flag
   struct mcclDevChannelPeer* devPeers[MCCL_SIGNAL_MAX_BLOCKS];  // per channel (at most the comm's): its [nRanks] peers
-  // Block b runs channel blockChannel[b]: one block per channel some work of the launch has a part
-  // on (an 8-byte message launches one block, not one per point-to-point channel).
-  uint8_t blockChannel[MCCL_SIGNAL_MAX_BLOCKS];
   struct mcclP2pWork works[MCCL_P2P_MAX_WORKS];
 };
 

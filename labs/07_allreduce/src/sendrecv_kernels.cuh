@@ -5,10 +5,9 @@
 // kernel serves every type. One launch carries up to MCCL_P2P_MAX_WORKS works, one per round of the
 // host's schedule (a send to rank+round and a receive from rank-round). A work's send and receive are
 // each cut into parts, part p on channel (channelBase + p) mod nP2pChannels (ncclP2pChannelToPart);
-// the launch has one block per channel some work has a part on (block b runs channel c =
-// blockChannel[b]), which runs channel c's part of every work, in work order, over channel c's
-// point-to-point connections (connIndex MCCL_P2P_CONN_INDEX), one chunk of each direction in turn,
-// so neither direction waits for the other to finish (the FIFO holds more than one chunk).
+// block c runs its part of every work, in work order, over channel c's point-to-point connections
+// (connIndex MCCL_P2P_CONN_INDEX), one chunk of each direction in turn, so neither direction waits
+// for the other to finish (the FIFO holds more than one chunk).
 //
 // Against NCCL, said once here: a block runs its works one after the other, where NCCL splits the
 // block's warps between up to 8 works of a batch and runs them side by side (lab 06's Primitives use
@@ -26,11 +25,11 @@ struct mcclSendRecvShmem {
 };
 MCCL_SHMEM_DEFINE(struct mcclSendRecvShmem, sendRecvShmem);
 
-// Channel `channel`'s part [lo, lo + n) of a direction of `bytes` cut into nParts parts from channel
-// base (NCCL's ncclP2pChannelToPart and ncclP2pPartBounds); n is 0 where the channel has no part.
-__device__ __forceinline__ void mcclP2pPart(int channel, int64_t bytes, int nParts, int base, int nP2pChannels,
-                                            int64_t* lo, int64_t* n) {
-  const int part = (channel - base) & (nP2pChannels - 1);
+// This block's part [lo, lo + n) of a direction of `bytes` cut into nParts parts from channel base
+// (NCCL's ncclP2pChannelToPart and ncclP2pPartBounds); n is 0 where the block has no part.
+__device__ __forceinline__ void mcclP2pPart(int64_t bytes, int nParts, int base, int nP2pChannels, int64_t* lo,
+                                            int64_t* n) {
+  const int part = ((int)blockIdx.x - base) & (nP2pChannels - 1);
   *lo = 0;
   *n = 0;
   if (part >= nParts) return;
@@ -83,9 +82,8 @@ __device__ __forceinline__ bool mcclP2pRun(const struct mcclSendRecvArgs& a, con
 __device__ __forceinline__ bool mcclP2pRunWork(const struct mcclSendRecvArgs& a, const struct mcclP2pWork& w, int tid,
                                                int nthreads) {
   int64_t sLo, sN, rLo, rN;
-  const int channel = a.blockChannel[blockIdx.x];
-  mcclP2pPart(channel, (int64_t)w.sendBytes, w.nSendParts, w.channelBase, a.nP2pChannels, &sLo, &sN);
-  mcclP2pPart(channel, (int64_t)w.recvBytes, w.nRecvParts, w.channelBase, a.nP2pChannels, &rLo, &rN);
+  mcclP2pPart((int64_t)w.sendBytes, w.nSendParts, w.channelBase, a.nP2pChannels, &sLo, &sN);
+  mcclP2pPart((int64_t)w.recvBytes, w.nRecvParts, w.channelBase, a.nP2pChannels, &rLo, &rN);
   if (w.sendRank == a.rank) {  // to oneself: a copy, no connection
     if (sN <= 0 || w.sendAddr == (const void*)w.recvAddr) return false;
     FuncSum<uint8_t> op;
@@ -98,7 +96,7 @@ __device__ __forceinline__ bool mcclP2pRunWork(const struct mcclSendRecvArgs& a,
   }
   // A direction this block has no bytes of is not touched, on either side (both cut alike).
   if (sN <= 0 && rN <= 0) return false;
-  struct mcclDevChannelPeer* peers = a.devPeers[channel];
+  struct mcclDevChannelPeer* peers = a.devPeers[blockIdx.x];
   struct mcclConnInfo* recvConn = rN > 0 ? &peers[w.recvRank].recv[MCCL_P2P_CONN_INDEX] : NULL;
   struct mcclConnInfo* sendConn = sN > 0 ? &peers[w.sendRank].send[MCCL_P2P_CONN_INDEX] : NULL;
   const uint8_t* in = (const uint8_t*)w.sendAddr + sLo;
