@@ -1,13 +1,13 @@
 // Lab 07: the send/receive kernel (NCCL 2.28.9 src/device/sendrecv.h, RunWorkBatch<ncclFuncSendRecv>
 // with runSend / runRecv), over lab 06's Primitives: SIMPLE, or LL for a direction of at most
 // MCCL_P2P_LL_THRESHOLD bytes a part (NCCL's P2P LL threshold, so a small message costs no fence and
-// no tail round trip). It moves bytes: one
-// kernel serves every type. One launch carries up to MCCL_P2P_MAX_WORKS works, one per round of the
-// host's schedule (a send to rank+round and a receive from rank-round). A work's send and receive are
-// each cut into parts, part p on channel (channelBase + p) mod nP2pChannels (ncclP2pChannelToPart);
-// block c runs its part of every work, in work order, over channel c's point-to-point connections
-// (connIndex MCCL_P2P_CONN_INDEX), one chunk of each direction in turn, so neither direction waits
-// for the other to finish (the FIFO holds more than one chunk).
+// no tail round trip). It moves bytes: one kernel serves every type. One launch carries up to
+// MCCL_P2P_MAX_WORKS works, one per round of the host's schedule (a send to rank+round and a receive
+// from rank-round). A work's send and receive are each cut into parts, part p on channel
+// (channelBase + p) mod nP2pChannels (ncclP2pChannelToPart); block c runs its part of every work, in
+// work order, over channel c's point-to-point connections (connIndex MCCL_P2P_CONN_INDEX), one chunk
+// of each direction in turn, so neither direction waits for the other to finish (the FIFO holds more
+// than one chunk).
 //
 // Against NCCL, said once here: a block runs its works one after the other, where NCCL splits the
 // block's warps between up to 8 works of a batch and runs them side by side (lab 06's Primitives use
