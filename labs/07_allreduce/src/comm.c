@@ -190,8 +190,8 @@ mcclResult_t mcclLabCommInit(mcclLabComm** out, int nranks, const mcclUniqueId* 
   const int chosen = nChannels == 0;  // the default, which depends on the hosts (after the peer records)
   // cuda: 64 channels. On 2x H100 (NVLink NV18) 64 against 32 moved, through nccl-tests on the drop-in
   // at 512 MiB, AllReduce's ring 334 vs 289 GB/s, AllGather 322 vs 265, Broadcast 354 vs 307, Reduce
-  // 364 vs 350, and two-shot at 256 MiB 331 vs 307 (docs/results/2026-11-25-h100x2-c.md): each
-  // block copies at a rate one SM's outstanding NVLink stores bound, so more blocks carry more.
+  // 364 vs 350, and two-shot at 256 MiB 331 vs 307 (docs/results/2026-11-25-h100x2-c.md): more
+  // blocks carried more (48 fell between), as if each block's rate were bounded; not profiled.
   if (nChannels == 0) nChannels = strcmp(MCCL_BACKEND_NAME, "sim") == 0 ? 2 : 64;
   MCCL_ARGCHECK(nChannels >= 1 && nChannels <= MCCL_SIGNAL_MAX_BLOCKS,
                 "nChannels %d (must be 1 .. %d; 0 reads "
