@@ -56,6 +56,18 @@ small_times() {
 nt_rows() {
   awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 12 { printf "%s B %s/%s GB/s (wrong %s/%s); ", $1, $8, $12, $9, $13 }' "$1"
 }
+# nccl-tests for the A/B and sweep below: nt_run LIBDIR TEST LOG [VAR=value] runs build/cuda/nccl-tests/TEST
+# (built once here if the drop-in step did not build it) on the libnccl.so.2 in LIBDIR, 2 ranks,
+# -b MCCL_AB_NT_MIN (default 1M) -e MCCL_AB_NT_MAX (512M) -f 4 -g 1 -c 1, VAR=value in its environment.
+nt_run() {
+  local lib=$1 t=$2 log=$3 set=${4:-}
+  [ -x build/cuda/nccl-tests/all_reduce_perf ] || mk/nccl-tests.sh NCCL_TESTS_SRC="${NCCL_TESTS_SRC:-third_party/nccl-tests}" \
+    OUT="$(dirname "$log")" BUILD_ONLY=1 > "$(dirname "$log")/build-nccl-tests.log" 2>&1 || echo "nccl-tests build FAILED"
+  # shellcheck disable=SC2046 # the optional words are lists
+  env ${set:+"$set"} LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" mpirun --bind-to none -x NCCL_NVLS_ENABLE \
+    -x LD_LIBRARY_PATH ${set:+-x "${set%%=*}"} $( [ "$(id -u)" = 0 ] && echo --allow-run-as-root) -np 2 \
+    "build/cuda/nccl-tests/$t" -b "${MCCL_AB_NT_MIN:-1M}" -e "${MCCL_AB_NT_MAX:-512M}" -f 4 -g 1 -c 1 > "$log" 2>&1
+}
 step build
 # -k: one file a newer compiler rejects must not hide every other result; its errors are shown.
 make -k -j16 BACKEND=cuda all > "$OUT/build.log" 2>&1 || { echo "BUILD FAILED (continuing with what built):"; grep -E 'error' "$OUT/build.log" | head -20; }
@@ -199,28 +211,22 @@ if [ -n "${MCCL_AB_BASE:-}" ] && [ "${MCCL_AB_ALLREDUCE:-1}" = 1 ] && [ "$(nvidi
 fi
 # MCCL_AB_NCCL_TESTS="broadcast_perf reduce_perf ...": the same A/B through nccl-tests on the drop-in: each
 # MCCL_AB_BASE tree's libnccl.so.2 and this tree's ("new"), MCCL_AB_ROUNDS rounds (default 3, every tree in
-# turn within a round), -b MCCL_AB_NT_MIN (default 1M) -e MCCL_AB_NT_MAX (512M) -f 4 -g 1 -c 1; the summary
-# lists each run's sizes: out-of-place / in-place busbw and #wrong. nccl-tests is built here if the
-# drop-in step did not. MCCL_AB_ALLREDUCE=0 leaves out the allreduce_perf A/B above. Logs: $OUT/ab-nt/.
+# turn within a round); the summary
+# lists each run's sizes: out-of-place / in-place busbw and #wrong (nt_run's runs). MCCL_AB_ALLREDUCE=0
+# leaves out the allreduce_perf A/B above. Logs: $OUT/ab-nt/.
 if [ -n "${MCCL_AB_BASE:-}" ] && [ -n "${MCCL_AB_NCCL_TESTS:-}" ] && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
   step "A/B through nccl-tests ($MCCL_AB_NCCL_TESTS): $MCCL_AB_BASE and this tree (new)"
   mkdir -p "$OUT/ab-nt"
-  ntbin=build/cuda/nccl-tests
-  [ -x "$ntbin/all_reduce_perf" ] || mk/nccl-tests.sh NCCL_TESTS_SRC="${NCCL_TESTS_SRC:-third_party/nccl-tests}" \
-    OUT="$OUT/ab-nt" BUILD_ONLY=1 > "$OUT/ab-nt/build-nccl-tests.log" 2>&1 || echo "nccl-tests build FAILED ($OUT/ab-nt)"
   for d in $MCCL_AB_BASE .; do
     make -C "$d" -j16 BACKEND=cuda ${NCCL_INCLUDE:+NCCL_INCLUDE=$NCCL_INCLUDE} build/cuda/lib/libnccl.so \
       > "$OUT/ab-nt/$(basename "$(cd "$d" && pwd)")-dropin-build.log" 2>&1 || echo "$d: drop-in build FAILED"
   done
-  ntmpi="mpirun --bind-to none -x NCCL_NVLS_ENABLE -x LD_LIBRARY_PATH $( [ "$(id -u)" = 0 ] && echo --allow-run-as-root) -np 2"
   for r in $(seq "${MCCL_AB_ROUNDS:-3}"); do
     for t in $MCCL_AB_NCCL_TESTS; do
       for d in $MCCL_AB_BASE .; do
         v=$(basename "$d"); [ "$d" = . ] && v=new
         log="$OUT/ab-nt/${v}_${t}_$r.log"
-        # shellcheck disable=SC2086 # ntmpi is a list
-        LD_LIBRARY_PATH=$(cd "$d" && pwd)/build/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} $ntmpi "$ntbin/$t" \
-          -b "${MCCL_AB_NT_MIN:-1M}" -e "${MCCL_AB_NT_MAX:-512M}" -f 4 -g 1 -c 1 > "$log" 2>&1
+        nt_run "$(cd "$d" && pwd)/build/cuda/lib" "$t" "$log"
         echo "round $r $v $t (exit $?): $(nt_rows "$log")"
       done
     done
@@ -254,9 +260,6 @@ fi
 if [ -n "${MCCL_NT_SWEEP:-}" ] && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
   step "sweep through nccl-tests: $MCCL_NT_SWEEP"
   mkdir -p "$OUT/nt-sweep"
-  ntbin=build/cuda/nccl-tests
-  [ -x "$ntbin/all_reduce_perf" ] || mk/nccl-tests.sh NCCL_TESTS_SRC="${NCCL_TESTS_SRC:-third_party/nccl-tests}" \
-    OUT="$OUT/nt-sweep" BUILD_ONLY=1 > "$OUT/nt-sweep/build-nccl-tests.log" 2>&1 || echo "nccl-tests build FAILED"
   make -j16 BACKEND=cuda ${NCCL_INCLUDE:+NCCL_INCLUDE=$NCCL_INCLUDE} build/cuda/lib/libnccl.so > /dev/null 2>&1
   IFS=';' read -r -a ntvars <<< "$MCCL_NT_SWEEP"
   for sv in "${ntvars[@]}"; do
@@ -265,9 +268,7 @@ if [ -n "${MCCL_NT_SWEEP:-}" ] && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
       for t in ${MCCL_NT_TESTS:-broadcast_perf sendrecv_perf}; do
         for val in $(echo "${sv#*=}" | tr , ' '); do
           log="$OUT/nt-sweep/${var}_${val}_${t}_$r.log"
-          env "$var=$val" LD_LIBRARY_PATH=$PWD/build/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
-            mpirun --bind-to none -x NCCL_NVLS_ENABLE -x LD_LIBRARY_PATH -x "$var" $( [ "$(id -u)" = 0 ] && echo --allow-run-as-root) \
-            -np 2 "$ntbin/$t" -b "${MCCL_AB_NT_MIN:-1M}" -e "${MCCL_AB_NT_MAX:-512M}" -f 4 -g 1 -c 1 > "$log" 2>&1
+          nt_run "$PWD/build/cuda/lib" "$t" "$log" "$var=$val"
           echo "round $r $var=$val $t (exit $?): $(nt_rows "$log")"
         done
       done
