@@ -47,6 +47,14 @@ commit=${MCCL_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
 } > "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
 step() { echo; echo "######## $1 ($SECONDS s)"; }
+ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
+# MCCL_NP: the ranks of the multi-GPU runs (lab 07's and final's benchmarks, nccl-tests, PyTorch, the A/B and
+# sweeps), one process per GPU; default: every GPU of the host, at least 2. The sanitizers' two-rank run and
+# the net step's two posing hosts keep 2.
+np=${MCCL_NP:-$(( ngpu < 2 ? 2 : ngpu ))}
+asroot=$( [ "$(id -u)" = 0 ] && echo --allow-run-as-root)
+mr="mpirun --oversubscribe --bind-to none --mca btl_vader_single_copy_mechanism none $asroot -np $np"
+export MCCL_BENCH_NP=$np  # make bench's mpi entries (mk/runbench.sh)
 # An allreduce_perf log's 8 B and 8 KiB rows, one line: size, row, out-of-place/in-place time (the A/B and
 # sweep summaries).
 small_times() {
@@ -57,7 +65,7 @@ nt_rows() {
   awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 12 { printf "%s B %s/%s GB/s (wrong %s/%s); ", $1, $8, $12, $9, $13 }' "$1"
 }
 # nccl-tests for the A/B and sweep below: nt_run LIBDIR TEST LOG [VAR=value] runs build/cuda/nccl-tests/TEST
-# (built once here if the drop-in step did not build it) on the libnccl.so.2 in LIBDIR, 2 ranks,
+# (built once here if the drop-in step did not build it) on the libnccl.so.2 in LIBDIR, MCCL_NP ranks,
 # -b MCCL_AB_NT_MIN (default 1M) -e MCCL_AB_NT_MAX (512M) -f 4 -g 1 -c 1, VAR=value in its environment.
 nt_run() {
   local lib=$1 t=$2 log=$3 set=${4:-}
@@ -65,7 +73,7 @@ nt_run() {
     OUT="$(dirname "$log")" BUILD_ONLY=1 > "$(dirname "$log")/build-nccl-tests.log" 2>&1 || echo "nccl-tests build FAILED"
   # shellcheck disable=SC2046 # the optional words are lists
   env ${set:+"$set"} LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" mpirun --bind-to none -x NCCL_NVLS_ENABLE \
-    -x LD_LIBRARY_PATH ${set:+-x "${set%%=*}"} $( [ "$(id -u)" = 0 ] && echo --allow-run-as-root) -np 2 \
+    -x LD_LIBRARY_PATH ${set:+-x "${set%%=*}"} $asroot -np "$np" \
     "build/cuda/nccl-tests/$t" -b "${MCCL_AB_NT_MIN:-1M}" -e "${MCCL_AB_NT_MAX:-512M}" -f 4 -g 1 -c 1 > "$log" 2>&1
 }
 step build
@@ -95,7 +103,8 @@ if [ "${MCCL_SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; the
   done
   # Two ranks (sharing the GPU where there is one): the ring, one-shot and two-shot kernels' barriers.
   if [ -x build/cuda/bin/07_allreduce/mpi_allreduce ]; then
-    timeout ${MCCL_SANITIZE_TIMEOUT:-150} mpirun --oversubscribe --bind-to none $( [ "$(id -u)" = 0 ] && echo --allow-run-as-root) \
+    # shellcheck disable=SC2086 # asroot may be empty
+    timeout ${MCCL_SANITIZE_TIMEOUT:-150} mpirun --oversubscribe --bind-to none $asroot \
       -np 2 -x NCCL_NVLS_ENABLE compute-sanitizer --tool synccheck --error-exitcode 9 \
       build/cuda/bin/07_allreduce/mpi_allreduce > "$OUT/sanitizer-synccheck-07.log" 2>&1
     echo "compute-sanitizer synccheck lab 07 mpi_allreduce np2: exit $? ($(grep -cE '^(PASS|FAIL) ' "$OUT/sanitizer-synccheck-07.log") tests, $(grep -c 'Barrier error' "$OUT/sanitizer-synccheck-07.log") barrier errors)"
@@ -111,8 +120,7 @@ else for l in $LABS; do make BACKEND=cuda bench LAB=$l 2>&1; done | tee "$OUT/be
 # Lab 07's bars need two more runs (graph latency, SHM bandwidth) and the tuning sweep; 2 GPUs at least.
 b07=build/cuda/bin/07_allreduce/mpi_bench_allreduce
 if [ -x "$b07" ] && { [ -z "${LABS:-}" ] || [[ " $LABS " == *" 07 "* ]]; } && [ "${MCCL_BENCH07_EXTRA:-1}" = 1 ] &&
-  [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
-  mr="mpirun --oversubscribe --bind-to none --mca btl_vader_single_copy_mechanism none $( [ "$(id -u)" = 0 ] && echo --allow-run-as-root) -np 2"
+  [ "$ngpu" -ge 2 ]; then
   step "lab 07 bench: -G 1 (graph), --shm, --tune"
   for run in graph shm tune; do
     case $run in graph) args="-G 1 -e 64K" n=9 ;; shm) args="--shm -b 1M" n=9 ;; tune) args="--tune" n=8 ;; esac
@@ -122,11 +130,10 @@ if [ -x "$b07" ] && { [ -z "${LABS:-}" ] || [[ " $LABS " == *" 07 "* ]]; } && [ 
   done
 fi
 # final's allreduce_perf beside NCCL in the same run on the same buffers (issue 10's bars): eager
-# launches and a CUDA graph of the calls replayed 20 times, 2 GPUs, one process each (nccl-tests -g 1).
+# launches and a CUDA graph of the calls replayed 20 times, MCCL_NP GPUs, one process each (nccl-tests -g 1).
 bf=build/cuda/bin/final/allreduce_perf
 if [ -x "$bf" ] && { [ -z "${LABS:-}" ] || [[ " $LABS " == *" final "* ]]; } && [ "${MCCL_BENCH_FINAL:-1}" = 1 ] &&
-  [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
-  mr="mpirun --oversubscribe --bind-to none --mca btl_vader_single_copy_mechanism none $( [ "$(id -u)" = 0 ] && echo --allow-run-as-root) -np 2"
+  [ "$ngpu" -ge 2 ]; then
   step "final allreduce_perf --nccl: eager, -G 20"
   for run in eager graph; do
     case $run in eager) args="" ;; graph) args="-G 20" ;; esac
@@ -143,14 +150,14 @@ if [ -n "$csvs" ]; then
   else echo "plot: skipped: no Python with matplotlib on this host (the CSV/JSON files are in $OUT; make plot RESULTS=... elsewhere)"; fi
 fi
 fi
-if [ "${MCCL_DROPIN:-0}" = 1 ] && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+if [ "${MCCL_DROPIN:-0}" = 1 ] && [ "$ngpu" -ge 2 ]; then
   step "drop-in: nccl-tests on minccl and on NCCL"
   timeout "${MCCL_NCCL_TESTS_TIMEOUT:-300}" mk/nccl-tests.sh NCCL_TESTS_SRC="${NCCL_TESTS_SRC:-third_party/nccl-tests}" \
-    OUT="$OUT/nccl-tests" > "$OUT/nccl-tests.log" 2>&1
+    OUT="$OUT/nccl-tests" NP="$np" > "$OUT/nccl-tests.log" 2>&1
   echo "nccl-tests exit $?"; tail -40 "$OUT/nccl-tests.log"
-  step "drop-in: PyTorch (torchrun --nproc_per_node 2, libnccl.so.2 preloaded)"
+  step "drop-in: PyTorch (torchrun --nproc_per_node $np, libnccl.so.2 preloaded)"
   LD_PRELOAD=$PWD/build/cuda/lib/libnccl.so.2 timeout "${MCCL_TORCH_TIMEOUT:-150}" \
-    torchrun --nproc_per_node 2 final/tests/torch_dropin.py > "$OUT/torch.log" 2>&1
+    torchrun --nproc_per_node "$np" final/tests/torch_dropin.py > "$OUT/torch.log" 2>&1
   echo "torch exit $?"; grep -vE '^\[rank|^W[0-9]' "$OUT/torch.log" | tail -25
 fi
 # MCCL_NET=1: issue 14's net path beside NCCL's: the two processes pose as two hosts (allreduce_perf
@@ -161,7 +168,7 @@ fi
 if [ "${MCCL_NET:-0}" = 1 ] && [ -x build/cuda/bin/final/allreduce_perf ]; then
   step "net path: allreduce_perf --hosts 2 --nccl (minccl: NET over Open MPI; NCCL: NCCL_NET=${MCCL_NET_NCCL:-Socket})"
   mpsdir=""
-  if [ "$(nvidia-smi -L | wc -l)" -lt 2 ] && [ "${MCCL_NET_MPS:-1}" = 1 ]; then
+  if [ "$ngpu" -lt 2 ] && [ "${MCCL_NET_MPS:-1}" = 1 ]; then
     if command -v nvidia-cuda-mps-control >/dev/null; then
       mpsdir=$(mktemp -d)
       export CUDA_MPS_PIPE_DIRECTORY=$mpsdir/pipe CUDA_MPS_LOG_DIRECTORY=$mpsdir/log
@@ -169,9 +176,10 @@ if [ "${MCCL_NET:-0}" = 1 ] && [ -x build/cuda/bin/final/allreduce_perf ]; then
       nvidia-cuda-mps-control -d && echo "MPS daemon started (one GPU, two ranks)" || { echo "MPS did not start"; mpsdir=""; }
     else echo "one GPU and no nvidia-cuda-mps-control: the ranks time-slice the GPU (figures not comparable)"; fi
   fi
-  mr="mpirun --oversubscribe --bind-to none --mca btl_vader_single_copy_mechanism none $( [ "$(id -u)" = 0 ] && echo --allow-run-as-root) -np 2"
-  # shellcheck disable=SC2086 # mr is a list
-  NCCL_NET=${MCCL_NET_NCCL:-Socket} timeout "${MCCL_NET_TIMEOUT:-300}" $mr -x NCCL_NET -x NCCL_NVLS_ENABLE \
+  # Two ranks posing as two hosts, whatever MCCL_NP says.
+  # shellcheck disable=SC2086 # asroot may be empty
+  NCCL_NET=${MCCL_NET_NCCL:-Socket} timeout "${MCCL_NET_TIMEOUT:-300}" mpirun --oversubscribe --bind-to none \
+    --mca btl_vader_single_copy_mechanism none $asroot -np 2 -x NCCL_NET -x NCCL_NVLS_ENABLE \
     ${mpsdir:+-x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY} build/cuda/bin/final/allreduce_perf --hosts 2 --nccl \
     -b 8 -e "${MCCL_NET_MAX:-512M}" -f 2 ${MCCL_NET_ARGS:-} --progress --csv "$OUT/allreduce_perf_net.csv" \
     --json "$OUT/allreduce_perf_net.json" > "$OUT/allreduce_perf_net.log" 2>&1
@@ -186,7 +194,7 @@ fi
 # in DIR/COMMIT). Each is built; then MCCL_AB_ROUNDS rounds (default 3), each running every DIR and then
 # this tree ("new") in turn, eager and -G 20, -b 8 -e MCCL_AB_MAX (default 256K), NCCL's rows beside
 # them in every run; the summary lists each run's 8 B and 8 KiB times. Logs and CSV: $OUT/ab/.
-if [ -n "${MCCL_AB_BASE:-}" ] && [ "${MCCL_AB_ALLREDUCE:-1}" = 1 ] && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+if [ -n "${MCCL_AB_BASE:-}" ] && [ "${MCCL_AB_ALLREDUCE:-1}" = 1 ] && [ "$ngpu" -ge 2 ]; then
   step "A/B: allreduce_perf of $MCCL_AB_BASE and this tree (new)"
   mkdir -p "$OUT/ab"
   for d in $MCCL_AB_BASE; do
@@ -194,7 +202,6 @@ if [ -n "${MCCL_AB_BASE:-}" ] && [ "${MCCL_AB_ALLREDUCE:-1}" = 1 ] && [ "$(nvidi
     make -C "$d" -j16 BACKEND=cuda build/cuda/bin/final/allreduce_perf > "$OUT/ab/$(basename "$d")-build.log" 2>&1 ||
       echo "$d: build FAILED: $(grep -m3 error "$OUT/ab/$(basename "$d")-build.log")"
   done
-  mr="mpirun --oversubscribe --bind-to none --mca btl_vader_single_copy_mechanism none $( [ "$(id -u)" = 0 ] && echo --allow-run-as-root) -np 2"
   for r in $(seq "${MCCL_AB_ROUNDS:-3}"); do
     for d in $MCCL_AB_BASE .; do
       v=$(basename "$d"); [ "$d" = . ] && v=new
@@ -214,7 +221,7 @@ fi
 # turn within a round); the summary
 # lists each run's sizes: out-of-place / in-place busbw and #wrong (nt_run's runs). MCCL_AB_ALLREDUCE=0
 # leaves out the allreduce_perf A/B above. Logs: $OUT/ab-nt/.
-if [ -n "${MCCL_AB_BASE:-}" ] && [ -n "${MCCL_AB_NCCL_TESTS:-}" ] && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+if [ -n "${MCCL_AB_BASE:-}" ] && [ -n "${MCCL_AB_NCCL_TESTS:-}" ] && [ "$ngpu" -ge 2 ]; then
   step "A/B through nccl-tests ($MCCL_AB_NCCL_TESTS): $MCCL_AB_BASE and this tree (new)"
   mkdir -p "$OUT/ab-nt"
   for d in $MCCL_AB_BASE .; do
@@ -235,11 +242,10 @@ fi
 # MCCL_SWEEP="VAR=v1,v2,...": final's allreduce_perf (eager and -G 20, -b 8 -e MCCL_SWEEP_MAX, default
 # 256K, NCCL's rows beside) once per value of the environment variable VAR, MCCL_AB_ROUNDS rounds (default
 # 3, the values in turn within a round); the summary lists each run's 8 B and 8 KiB times. $OUT/sweep/.
-if [ -n "${MCCL_SWEEP:-}" ] && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+if [ -n "${MCCL_SWEEP:-}" ] && [ "$ngpu" -ge 2 ]; then
   step "sweep: allreduce_perf over $MCCL_SWEEP"
   mkdir -p "$OUT/sweep"
   var=${MCCL_SWEEP%%=*}
-  mr="mpirun --oversubscribe --bind-to none --mca btl_vader_single_copy_mechanism none $( [ "$(id -u)" = 0 ] && echo --allow-run-as-root) -np 2"
   for r in $(seq "${MCCL_AB_ROUNDS:-3}"); do
     for val in $(echo "${MCCL_SWEEP#*=}" | tr , ' '); do
       for run in eager graph; do
@@ -257,7 +263,7 @@ fi
 # on this tree's drop-in once per value of each variable, MCCL_AB_ROUNDS rounds (default 3, the values in
 # turn within a round), -b MCCL_AB_NT_MIN -e MCCL_AB_NT_MAX -f 4 as the A/B above; the summary lists each
 # run's sizes (busbw out-of-place / in-place, #wrong). Logs: $OUT/nt-sweep/.
-if [ -n "${MCCL_NT_SWEEP:-}" ] && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+if [ -n "${MCCL_NT_SWEEP:-}" ] && [ "$ngpu" -ge 2 ]; then
   step "sweep through nccl-tests: $MCCL_NT_SWEEP"
   mkdir -p "$OUT/nt-sweep"
   make -j16 BACKEND=cuda ${NCCL_INCLUDE:+NCCL_INCLUDE=$NCCL_INCLUDE} build/cuda/lib/libnccl.so > /dev/null 2>&1
@@ -275,7 +281,7 @@ if [ -n "${MCCL_NT_SWEEP:-}" ] && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
     done
   done
 fi
-if [ "${MCCL_PROFILE:-0}" = 1 ] && [ "$(nvidia-smi -L | wc -l)" -ge 2 ] && command -v ncu >/dev/null; then
+if [ "${MCCL_PROFILE:-0}" = 1 ] && [ "$ngpu" -ge 2 ] && command -v ncu >/dev/null; then
   step "profile: kernel durations under ncu (minccl and NCCL, ${MCCL_PROFILE_SIZES:-8 8K 2M})"
   timeout "${MCCL_PROFILE_TIMEOUT:-200}" mk/gpu-profile.sh "$OUT/profile" ${MCCL_PROFILE_SIZES:-8 8K 2M} 2>&1 | tee "$OUT/profile.log" | tail -30
 fi

@@ -4,7 +4,7 @@
 // (mcclCommInitRank of each in a group, the calls of one iteration in a group), or both.
 //
 // The flags, the table, the check, the timing, the CSV/JSON files, the progress lines and the
-// summary of issue 10's bars are those of lab 07's benchmark: both run the driver of
+// summary of issue 10's (12's on 4 ranks) bars are those of lab 07's benchmark: both run the driver of
 // labs/07_allreduce/include/mccl_allreduce_bench.h; this file gives it minccl.h's allreduce.
 //   -R 2 (the default): buffers from mcclMemAlloc, registered with mcclCommWindowRegister
 //        (MCCL_WIN_COLL_SYMMETRIC), so the library may pick its symmetric algorithms; with --nccl

@@ -79,8 +79,9 @@ static const char* kHelp =
     "  --csv FILE     also write every row and placement to FILE as CSV (metadata as '# key: value' lines)\n"
     "  --json FILE    the same as one JSON object {\"metadata\": {...}, \"rows\": [...]} (make plot reads both)\n"
     "  --progress     a line per size on stderr (the default when stderr is a terminal)\n"
-    "The last lines summarise issue 10's bars (2 ranks): ours (the best algorithm per size), NCCL's, met or\n"
-    "MISSED. A full set is three runs: plain (eager and bandwidth bars), -G 1 (graph bar), --shm (SHM bar).";
+    "The last lines summarise issue 10's bars (2 ranks; with 4 ranks issue 12's): ours (the best algorithm per\n"
+    "size), NCCL's, met or MISSED. A full set is three runs: plain (eager and bandwidth bars), -G 1 (graph bar),\n"
+    "--shm (SHM bar).";
 
 static void parseAlgos(const char* s) {
   char buf[256], msg[400];

@@ -679,7 +679,7 @@ static mcclResult_t sweep(const target* ours, int nOurs, const target* nccl, int
   return mcclSuccess;
 }
 
-// ---- the summary of issue 10's bars ---------------------------------------------------------------
+// ---- the summary of issue 10's bars (2 ranks) or issue 12's (4 ranks) -------------------------------
 
 static void barLine(const char* what, int isTime, double ours, const char* oursAlgo, double nccl, double goal,
                     const char* why) {
@@ -766,10 +766,31 @@ static void netSummary(void) {
   fflush(stdout);
 }
 
+// Issue 12's bars, 4 ranks (4 GPUs, every pair NVLink): latency and 512 MiB only.
+static void summary4(void) {
+  printf("\n# ==== summary: issue 12's bars, %s backend, 4 ranks, %s %s; best row and placement per size, "
+         "NCCL's best of its rows\n",
+         MCCL_BACKEND_NAME, mcclTypeName(B.o->types[0]), mcclOpName(B.o->ops[0]));
+  printf("# %-40s %14s %14s %-8s %s\n", "bar", "ours", "NCCL", "verdict", "target (our best row)");
+  if (B.o->graph) {
+    barLine("8 B - 8 KiB, eager launches", 1, 0, "", 0, 5.0, "not this run: leave -G out");
+    latencyBar("8 B - 8 KiB, CUDA graph", 3.0);
+  } else {
+    latencyBar("8 B - 8 KiB, eager launches", 5.0);
+    barLine("8 B - 8 KiB, CUDA graph", 1, 0, "", 0, 3.0, "not this run: -G 1 measures it");
+  }
+  bandwidthBar("512 MiB busbw", 512 * MiB, 370);
+  fflush(stdout);
+}
+
 static void summary(int shmMode) {
   if (B.rank != 0) return;
   if (B.s->netMode) {
     netSummary();
+    return;
+  }
+  if (B.nranks == 4 && !shmMode) {
+    summary4();
     return;
   }
   printf(
