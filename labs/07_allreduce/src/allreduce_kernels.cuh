@@ -295,51 +295,39 @@ __device__ __forceinline__ bool mcclRunOneShot(const struct mcclAllReduceArgs& a
       }
     }
   }
-  // Pull what the peers pushed here, reduce in rank order, write the result. The lines of G ranks are
-  // all loaded before the first is looked at (as NCCL's LL all-to-all recvUnrolled loads every rank's
-  // slot at once): the peers' lines arrive at about the same time, so a thread then waits about one
-  // memory latency per G ranks, not one per peer.
-  constexpr int G = 4;
+  // Pull what the peers pushed here, reduce in rank order, write the result.
   for (int64_t base = lo + tid; base < hi && !flags; base += (int64_t)nthreads * U) {
     uint64_t acc[U] = {};
-    for (int g = 0; g < a.nRanks; g += G) {
-      uint64_t v0[G][U] = {}, v1[G][U] = {};
+    for (int p = 0; p < a.nRanks; p++) {
+      uint64_t w[U] = {};
+      if (p == a.rank) {
 #pragma unroll
-      for (int i = 0; i < G; i++) {
-        const int p = g + i;
-        if (p >= a.nRanks) break;
+        for (int u = 0; u < U; u++) {
+          const int64_t l = base + (int64_t)u * nthreads;
+          if (l < hi) w[u] = mcclLoadWord(in + l * EltPerLine, eltsOf(l));
+        }
+      } else {
         const union mcclLLFifoLine* src = mcclOneShotLines(a, a.rank, parity, p);
+        uint64_t v0[U] = {}, v1[U] = {};
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+          const int64_t l = base + (int64_t)u * nthreads;
+          if (l < hi) load128((const uint64_t*)(src + l), v0[u], v1[u]);
+        }
 #pragma unroll
         for (int u = 0; u < U; u++) {
           const int64_t l = base + (int64_t)u * nthreads;
           if (l >= hi) continue;
-          if (p == a.rank)
-            v0[i][u] = mcclLoadWord(in + l * EltPerLine, eltsOf(l));  // our own input, as it is
-          else
-            load128((const uint64_t*)(src + l), v0[i][u], v1[i][u]);
-        }
-      }
-#pragma unroll
-      for (int i = 0; i < G; i++) {
-        const int p = g + i;
-        if (p >= a.nRanks) break;
-        if (p != a.rank) {
-          const union mcclLLFifoLine* src = mcclOneShotLines(a, a.rank, parity, p);
-#pragma unroll
-          for (int u = 0; u < U; u++) {
-            const int64_t l = base + (int64_t)u * nthreads;
-            if (l >= hi) continue;
-            struct mcclSpin spins;
-            while ((uint32_t)(v0[i][u] >> 32) != flag || (uint32_t)(v1[i][u] >> 32) != flag) {
-              if (mcclCheckAbortAt(flags, 1, spins, a.abortFlag)) break;
-              load128((const uint64_t*)(src + l), v0[i][u], v1[i][u]);
-            }
-            v0[i][u] = (v0[i][u] & 0xffffffffull) | (v1[i][u] << 32);
+          struct mcclSpin spins;
+          while ((uint32_t)(v0[u] >> 32) != flag || (uint32_t)(v1[u] >> 32) != flag) {
+            if (mcclCheckAbortAt(flags, 1, spins, a.abortFlag)) break;
+            load128((const uint64_t*)(src + l), v0[u], v1[u]);
           }
+          w[u] = (v0[u] & 0xffffffffull) | (v1[u] << 32);
         }
-#pragma unroll
-        for (int u = 0; u < U; u++) acc[u] = p == 0 ? v0[i][u] : mcclReduceWord<T, RedOp>(op, acc[u], v0[i][u]);
       }
+#pragma unroll
+      for (int u = 0; u < U; u++) acc[u] = p == 0 ? w[u] : mcclReduceWord<T, RedOp>(op, acc[u], w[u]);
     }
 #pragma unroll
     for (int u = 0; u < U; u++) {
@@ -474,7 +462,7 @@ __device__ __forceinline__ void mcclAllReduceMain(const struct mcclAllReduceArgs
     mcclAllReduceMain<T>(args);                                            \
   }                                                                        \
   MCCL_KERNEL_REGISTER(mcclAllReduceKernel_##suffix);                      \
-  extern "C" __global__ void __launch_bounds__(MCCL_ONESHOT_THREADS, 1)    \
+  extern "C" __global__ void __launch_bounds__(MCCL_AR_MAX_THREADS)        \
       mcclAllReduceOneShotKernel_##suffix(struct mcclAllReduceArgs args) { \
     mcclOneShotMain<T>(args, threadIdx.x, blockDim.x);                     \
   }                                                                        \
