@@ -23,17 +23,31 @@
 //            ring 920.3; 512 MiB two-shot 1748.0 (1703.0), ring 1731.5 (1856.8) -> two-shot up to 256 MiB
 // (The row measured on 2x H200 at 7171267, before two-shot issued four packs' loads per trip, had the
 // ring ahead from 32 MiB and two-shot from 512 KiB; not re-measured there.)
-// The 3-4 and 5-8 rank rows are NOT measured (no 4-GPU run yet): they are guesses, below the 2-rank
-// cut-overs because one-shot's traffic and two-shot's barrier waits grow with the ranks.
+// The 3-4 rank row is measured: 4x H200 (NV18, every pair), lab 07's bench --tune, 4 ranks, float32
+// sum, out of place, commit 7296916 (docs/results/2026-11-26-h200x4/tune4.log), time per call:
+//    64 KiB: one-shot 7.5 us, ring (LL) 12.4, two-shot 14.7
+//   128 KiB: one-shot 9.4, ring (LL) 12.6                             -> one-shot up to 128 KiB
+//   256 KiB: ring (LL) 12.8, one-shot 13.3, two-shot 15.0
+//     1 MiB: ring (LL) 17.1, two-shot 18.1, ring (SIMPLE) 32.2        -> the ring with LL up to 1 MiB
+//     2 MiB: two-shot 23.1, ring (LL) 26.6, ring (SIMPLE) 35.9
+//     8 MiB: two-shot 59.4, ring (SIMPLE) 65.1                        -> two-shot up to 8 MiB
+//    16 MiB: ring (SIMPLE) 86.9, two-shot 100.0                       -> then the ring (SIMPLE)
+// (7296916's one-shot was a variant later taken back, 1.6 us slower at 8 B than the kernel kept; the
+// kept one is at least as fast, so one-shot's range is, if anything, short.) The ring's LL is faster
+// than its SIMPLE up to 2 MiB there (26.6 vs 35.9 us), which matters where two-shot cannot run.
+// The 5-8 rank row is NOT measured (no 8-GPU run): a guess, below the 4-rank cut-overs because
+// one-shot's traffic and two-shot's barrier waits grow with the ranks.
 #define MCCL_TUNE_ONESHOT_MAX_2R (256u << 10)  // 2 ranks: one-shot up to here
 #define MCCL_TUNE_TWOSHOT_MIN_2R (1u << 20)    // 2 ranks: then the ring (LL) up to here
 #define MCCL_TUNE_TWOSHOT_MAX_2R (256u << 20)  // 2 ranks: two-shot up to here, then the ring
 #define MCCL_TUNE_LL_MAX_2R (1u << 20)         // 2 ranks: the ring uses LL up to here
-#define MCCL_TUNE_ONESHOT_MAX_4R (32u << 10)  // 3-4 ranks
-#define MCCL_TUNE_TWOSHOT_MAX_4R (2u << 20)
+#define MCCL_TUNE_ONESHOT_MAX_4R (128u << 10)  // 3-4 ranks: one-shot up to here
+#define MCCL_TUNE_TWOSHOT_MIN_4R (1u << 20)    // 3-4 ranks: then the ring (LL) up to here
+#define MCCL_TUNE_TWOSHOT_MAX_4R (8u << 20)    // 3-4 ranks: two-shot up to here, then the ring
+#define MCCL_TUNE_LL_MAX_4R (2u << 20)         // 3-4 ranks: the ring uses LL up to here
 #define MCCL_TUNE_ONESHOT_MAX_8R (16u << 10)  // 5-8 ranks
 #define MCCL_TUNE_TWOSHOT_MAX_8R (1u << 20)
-#define MCCL_TUNE_LL_MAX (256u << 10)  // more than 2 ranks: the ring uses LL up to here, SIMPLE above
+#define MCCL_TUNE_LL_MAX (256u << 10)  // more than 4 ranks: the ring uses LL up to here, SIMPLE above
 
 // One row per rank count: one-shot up to oneShotMax; above it the ring up to twoShotMin, then
 // two-shot up to twoShotMax (when both buffers are in windows), then the ring; its protocol is LL up
@@ -43,7 +57,7 @@ static const struct {
   size_t oneShotMax, twoShotMin, twoShotMax, llMax;
 } tuneTable[] = {
     {2, MCCL_TUNE_ONESHOT_MAX_2R, MCCL_TUNE_TWOSHOT_MIN_2R, MCCL_TUNE_TWOSHOT_MAX_2R, MCCL_TUNE_LL_MAX_2R},
-    {4, MCCL_TUNE_ONESHOT_MAX_4R, MCCL_TUNE_ONESHOT_MAX_4R, MCCL_TUNE_TWOSHOT_MAX_4R, MCCL_TUNE_LL_MAX},
+    {4, MCCL_TUNE_ONESHOT_MAX_4R, MCCL_TUNE_TWOSHOT_MIN_4R, MCCL_TUNE_TWOSHOT_MAX_4R, MCCL_TUNE_LL_MAX_4R},
     {8, MCCL_TUNE_ONESHOT_MAX_8R, MCCL_TUNE_ONESHOT_MAX_8R, MCCL_TUNE_TWOSHOT_MAX_8R, MCCL_TUNE_LL_MAX},
     {MCCL_LAB_MAX_RANKS, 0, 0, 0, MCCL_TUNE_LL_MAX},  // beyond 8 ranks: the ring only
 };

@@ -216,9 +216,22 @@ static void algorithmTable(void) {
   EXPECT_OK(mcclLabSelectAlgorithm(2, 512 << 20, 2, &a, &p));
   EXPECT_EQ(a, MCCL_ALGO_RING);
   EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
-  EXPECT_OK(mcclLabSelectAlgorithm(4, 1 << 20, 2, &a, &p));  // 3-4 ranks: two-shot right after one-shot
+  // 3-4 ranks (measured on 4x H200): one-shot to 128 KiB, the ring with LL to 1 MiB, two-shot to 8 MiB,
+  // then the ring with SIMPLE; LL up to 2 MiB where two-shot cannot run.
+  EXPECT_OK(mcclLabSelectAlgorithm(4, 128 << 10, 2, &a, &p));
+  EXPECT_EQ(a, MCCL_ALGO_ONESHOT);
+  EXPECT_OK(mcclLabSelectAlgorithm(4, 256 << 10, 2, &a, &p));
+  EXPECT_EQ(a, MCCL_ALGO_RING);
+  EXPECT_EQ(p, MCCL_PROTO_LL);
+  EXPECT_OK(mcclLabSelectAlgorithm(4, 2 << 20, 2, &a, &p));
   EXPECT_EQ(a, MCCL_ALGO_TWOSHOT);
-  EXPECT_OK(mcclLabSelectAlgorithm(4, 512 << 10, 0, &a, &p));  // and LL only up to 256 KiB
+  EXPECT_OK(mcclLabSelectAlgorithm(4, 2 << 20, 0, &a, &p));
+  EXPECT_EQ(a, MCCL_ALGO_RING);
+  EXPECT_EQ(p, MCCL_PROTO_LL);
+  EXPECT_OK(mcclLabSelectAlgorithm(4, 16 << 20, 2, &a, &p));
+  EXPECT_EQ(a, MCCL_ALGO_RING);
+  EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
+  EXPECT_OK(mcclLabSelectAlgorithm(8, 512 << 10, 0, &a, &p));  // 5-8 ranks: LL only up to 256 KiB
   EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
   EXPECT_OK(mcclLabSelectAlgorithm(2, 1024, 0, &a, &p));  // no signal area: the ring
   EXPECT_EQ(a, MCCL_ALGO_RING);
