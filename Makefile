@@ -200,6 +200,7 @@ gdb: all
 	if [ "$(BACKEND)" = cuda ] && [ -f $$m/lab.cuda-gdb ] && command -v cuda-gdb >/dev/null; then \
 	  dbg=$$(command -v cuda-gdb); script=$$m/lab.cuda-gdb; \
 	  [ "$(CUDA_DEBUG)" = 1 ] || echo "note: kernels built without -G; add CUDA_DEBUG=1 to stop inside them"; \
+	  export CUDA_VISIBLE_DEVICES=$${CUDA_VISIBLE_DEVICES:-0,1}; \
 	fi; \
 	[ -n "$$dbg" ] || { echo "no gdb found: run 'make deps'"; exit 2; }; \
 	exec $$dbg -q -ex 'set breakpoint pending on' $(foreach v,$(GDB_UNTIMED),$(if $(filter environment,$(origin $(v))),,-ex 'set environment $(v) 0')) \

@@ -27,6 +27,10 @@ if ! make --no-print-directory BACKEND=cuda CUDA_DEBUG=1 ${debug:+DEBUG=1} BUILD
   echo "FAIL $name (building $bin with CUDA_DEBUG=1 failed)"; tail -20 "$log" | sed 's/^/#   /'; exit 1
 fi
 # Stops are short here, but a device stop halts the host too: no kernel wait may time out meanwhile.
+# The demo uses devices 0 and 1; with all four GPUs of a 4x H200 host visible (driver 580.159.04),
+# device 0's kernel stopped in a copy without debug information ("No symbol work"), twice, and the
+# same build passed with CUDA_VISIBLE_DEVICES=0,1 on that host: the walk sees those two unless told.
+export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0,1}
 MCCL_SHM_TIMEOUT=0 timeout -k 5 600 "$dbg" -q -batch -nx -ex 'set $mccl_autorun = 1' -ex 'set pagination off' \
   -ex 'set confirm off' -ex 'set breakpoint pending on' -x "$script" -ex 'info breakpoints' --args "$bin" >"$log" 2>&1
 rc=$?

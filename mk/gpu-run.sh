@@ -94,7 +94,7 @@ echo "demo exit $?"
 # Kernel code under the GPU's own checkers, on lab 06's kernel tests named by MCCL_SANITIZE_FILTER (default:
 # the three-endpoint chains, every op and both protocols; MCCL_SANITIZE=0 skips).
 if [ "${MCCL_SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
-  step "compute-sanitizer (lab 06 test_prims: memcheck, racecheck, synccheck; lab 07 mpi_allreduce: synccheck)"
+  step "compute-sanitizer (lab 06 test_prims: memcheck, racecheck, synccheck; lab 07 mpi_allreduce: synccheck; mpi_sendrecv: memcheck)"
   for tool in memcheck racecheck synccheck; do
     MCCL_TEST_FILTER=${MCCL_SANITIZE_FILTER:-chain} timeout ${MCCL_SANITIZE_TIMEOUT:-150} compute-sanitizer --tool $tool --error-exitcode 9 \
       build/cuda/bin/06_device_kernels/test_prims \
@@ -108,6 +108,17 @@ if [ "${MCCL_SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; the
       -np 2 -x NCCL_NVLS_ENABLE compute-sanitizer --tool synccheck --error-exitcode 9 \
       build/cuda/bin/07_allreduce/mpi_allreduce > "$OUT/sanitizer-synccheck-07.log" 2>&1
     echo "compute-sanitizer synccheck lab 07 mpi_allreduce np2: exit $? ($(grep -cE '^(PASS|FAIL) ' "$OUT/sanitizer-synccheck-07.log") tests, $(grep -c 'Barrier error' "$OUT/sanitizer-synccheck-07.log") barrier errors)"
+  fi
+  # Send/receive's kernels (SIMPLE and LL, mixed in one launch) under memcheck. The driver calls that
+  # fail by design are not reported (--report-api-errors no): cuMemCreate with fabric handles, refused
+  # without IMEX channels before the POSIX-fd retry, and cuMemRetainAllocationHandle walking a mapping
+  # back to its start (labs/01_vmm_alloc/src/alloc.c).
+  if [ -x build/cuda/bin/07_allreduce/mpi_sendrecv ]; then
+    # shellcheck disable=SC2086 # asroot may be empty
+    timeout ${MCCL_SANITIZE_TIMEOUT:-150} mpirun --oversubscribe --bind-to none $asroot -np 2 -x NCCL_NVLS_ENABLE \
+      compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
+      build/cuda/bin/07_allreduce/mpi_sendrecv > "$OUT/sanitizer-memcheck-sendrecv.log" 2>&1
+    echo "compute-sanitizer memcheck lab 07 mpi_sendrecv np2: exit $? ($(grep -cE '^(PASS|FAIL) ' "$OUT/sanitizer-memcheck-sendrecv.log") tests; $(grep 'ERROR SUMMARY' "$OUT/sanitizer-memcheck-sendrecv.log" | sort | uniq -c | tr -s ' ' | tr '\n' ';'))"
   fi
 fi
 fi
