@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Kernel durations of minccl's and NCCL's allreduce on 2 GPUs, under Nsight Compute.
+# Kernel durations of minccl's and NCCL's allreduce on 2 GPUs (MCCL_NP=4: 4), under Nsight Compute.
 #
 #   mk/gpu-profile.sh OUTDIR SIZE... (e.g. 8 8K 2M; BACKEND=cuda build of final/bench/allreduce_perf)
 #
-# For each size, final's allreduce_perf runs under mpirun -np 2 with --nccl -R 2 (NCCL default,
+# For each size, final's allreduce_perf runs under mpirun -np MCCL_NP (default 2) with --nccl -R 2 (NCCL default,
 # NCCL symmetric, minccl on the same buffers), rank 0 inside ncu with one single-pass metric,
 # gpu__time_duration.sum (no kernel replay: a replayed kernel would wait for a peer that does not
-# replay), --clock-control none, --cache-control none. Rank 1 runs without the profiler, so it is
-# ahead: rank 0's kernels mostly find their peer's data already there, and the durations are a
+# replay), --clock-control none, --cache-control none. The other ranks run without the profiler, so they
+# are ahead: rank 0's kernels mostly find their peer's data already there, and the durations are a
 # kernel's own cost (launch to exit on the GPU) without waiting for the peer. Compare them with the
 # benchmark's time per call: the difference is what happens between kernels (host launch, gaps).
 # Writes OUTDIR/ncu-SIZE.csv (ncu's raw CSV), OUTDIR/allreduce_perf-SIZE.log and prints one table:
@@ -28,7 +28,7 @@ status=0
 for size in "$@"; do
   csv=$out/ncu-$size.csv
   # shellcheck disable=SC2016 # expanded by each rank's shell
-  $mr -np 2 sh -c 'if [ "$OMPI_COMM_WORLD_RANK" = 0 ]; then exec ncu --clock-control none --cache-control none \
+  $mr -np "${MCCL_NP:-2}" sh -c 'if [ "$OMPI_COMM_WORLD_RANK" = 0 ]; then exec ncu --clock-control none --cache-control none \
       --metrics gpu__time_duration.sum --csv --print-units base --log-file "$0" "$@"; else exec "$@"; fi' \
     "$csv" "$bin" -b "$size" -e "$size" -n 20 -w 5 -c 0 -R 2 --nccl > "$out/allreduce_perf-$size.log" 2>&1 ||
     { echo "gpu-profile.sh: size $size: exit $? (see $out/allreduce_perf-$size.log)"; status=1; }

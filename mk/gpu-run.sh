@@ -293,7 +293,7 @@ if [ -n "${MCCL_NT_SWEEP:-}" ] && [ "$ngpu" -ge 2 ]; then
   done
 fi
 if [ "${MCCL_PROFILE:-0}" = 1 ] && [ "$ngpu" -ge 2 ] && command -v ncu >/dev/null; then
-  step "profile: kernel durations under ncu (minccl and NCCL, ${MCCL_PROFILE_SIZES:-8 8K 2M})"
-  timeout "${MCCL_PROFILE_TIMEOUT:-200}" mk/gpu-profile.sh "$OUT/profile" ${MCCL_PROFILE_SIZES:-8 8K 2M} 2>&1 | tee "$OUT/profile.log" | tail -30
+  step "profile: kernel durations under ncu (minccl and NCCL, $np ranks, ${MCCL_PROFILE_SIZES:-8 8K 2M})"
+  MCCL_NP=$np timeout "${MCCL_PROFILE_TIMEOUT:-200}" mk/gpu-profile.sh "$OUT/profile" ${MCCL_PROFILE_SIZES:-8 8K 2M} 2>&1 | tee "$OUT/profile.log" | tail -30
 fi
 step done
