@@ -768,9 +768,10 @@ static void netSummary(void) {
 
 // Issue 12's bars, 4 ranks (4 GPUs, every pair NVLink): latency and 512 MiB only.
 static void summary4(void) {
-  printf("\n# ==== summary: issue 12's bars, %s backend, 4 ranks, %s %s; best row and placement per size, "
-         "NCCL's best of its rows\n",
-         MCCL_BACKEND_NAME, mcclTypeName(B.o->types[0]), mcclOpName(B.o->ops[0]));
+  printf(
+      "\n# ==== summary: issue 12's bars, %s backend, 4 ranks, %s %s; best row and placement per size, "
+      "NCCL's best of its rows\n",
+      MCCL_BACKEND_NAME, mcclTypeName(B.o->types[0]), mcclOpName(B.o->ops[0]));
   printf("# %-40s %14s %14s %-8s %s\n", "bar", "ours", "NCCL", "verdict", "target (our best row)");
   if (B.o->graph) {
     barLine("8 B - 8 KiB, eager launches", 1, 0, "", 0, 5.0, "not this run: leave -G out");
