@@ -17,7 +17,8 @@
  * interface MCCL_SOCKET_IFNAME selects (NCCL_SOCKET_IFNAME: name prefixes, ^ excludes, = exact;
  * unset: the first up interface other than lo, docker and virbr, else lo), IPv4 first, IPv6 when
  * the interface has no IPv4 address or MCCL_SOCKET_FAMILY=AF_INET6. The unique id carries the
- * rendezvous both ways: an abstract name and a TCP address (a port reserved on that interface),
+ * rendezvous both ways: an abstract name and a TCP address (a free port on that interface, below
+ * the kernel's ephemeral range, so that no other socket is handed it before rank 0 binds it),
  * plus the host hash of the process that made it; a rank whose host hash equals the id's uses the
  * name, any other rank the address. Peer messages pick the path the same way, so MCCL_HOSTID (or
  * mcclSetThreadHostId) posing ranks of one machine as different hosts sends their traffic over TCP;

@@ -471,6 +471,47 @@ mcclResult_t mcclSetThreadHostId(const char* hostId) {
   return mcclSuccess;
 }
 
+// The kernel hands out ports of net.ipv4.ip_local_port_range to port-0 binds and to outgoing
+// connections: a port reserved from that range and released may be given to any socket of the job
+// before rank 0 binds it again (seen once in CI: another rank's listener took it in a 4-rank run
+// under ASan, and rank 0's bind failed). So the rendezvous port is a random free one below that
+// range, which the kernel never hands out by itself; port 0 (the range) only if none is free.
+static void ephemeralPorts(int* lo) {
+  int a = 32768, b = 60999;  // Linux's default
+  FILE* f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+  if (f) {
+    if (fscanf(f, "%d %d", &a, &b) != 2) a = 32768;
+    fclose(f);
+  }
+  *lo = a;
+}
+
+static mcclResult_t reserveRootPort(const bootSockAddr* any, bootSockAddr* out) {
+  int lo = 0, fd = -1;
+  ephemeralPorts(&lo);
+  for (int tries = 0; lo > 2048 && tries < 64; tries++) {
+    uint32_t r = 0;
+    MCCLCHECK(randomBytes(&r, sizeof(r)));
+    bootSockAddr a = *any;
+    uint16_t port = htons((uint16_t)(1024 + r % (uint32_t)(lo - 1024)));
+    if (a.sa.sa_family == AF_INET6)
+      a.sin6.sin6_port = port;
+    else
+      a.sin.sin_port = port;
+    fd = socket(a.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) break;
+    int ok = bind(fd, &a.sa, sockAddrLen(&a)) == 0;
+    close(fd);
+    if (ok) {
+      *out = a;
+      return mcclSuccess;
+    }
+  }
+  MCCLCHECK(listenTcp(any, 0, out, &fd));
+  close(fd);
+  return mcclSuccess;
+}
+
 mcclResult_t mcclGetUniqueId(mcclUniqueId* out) {
   MCCL_ARGCHECK(out != NULL, "mcclGetUniqueId: out is NULL");
   unsigned char rnd[16];
@@ -482,15 +523,13 @@ mcclResult_t mcclGetUniqueId(mcclUniqueId* out) {
   MCCLCHECK(randomBytes(&id.secret, sizeof(id.secret)));
   int o = snprintf(id.name, sizeof(id.name), "mccl-bs-");
   for (size_t i = 0; i < sizeof(rnd); i++) o += snprintf(id.name + o, sizeof(id.name) - (size_t)o, "%02x", rnd[i]);
-  // Reserve a TCP port for rank 0's rendezvous: bind port 0 on the chosen interface, note the port
-  // the kernel gave, close (NCCL keeps a root thread listening instead; nothing here outlives the
-  // call). Rank 0 binds it again in mcclBootstrapInit; if another program took it meanwhile, that
-  // bind fails with a WARN naming the address.
+  // Reserve a TCP port for rank 0's rendezvous: a free port on the chosen interface, noted and
+  // released (NCCL keeps a root thread listening instead; nothing here outlives the call). Rank 0
+  // binds it again in mcclBootstrapInit; if another program took it meanwhile, that bind fails
+  // with a WARN naming the address.
   bootSockAddr any;
-  int fd = -1;
   MCCLCHECK(findBootstrapAddr(&any));
-  MCCLCHECK(listenTcp(&any, 0, &id.addr, &fd));
-  close(fd);
+  MCCLCHECK(reserveRootPort(&any, &id.addr));
   memset(out, 0, sizeof(*out));
   memcpy(out->internal, &id, sizeof(id));
   char str[64];

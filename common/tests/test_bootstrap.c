@@ -567,6 +567,32 @@ static int idFamily(const mcclUniqueId* id, char* host, size_t len) {
   return b.addr.sa.sa_family;
 }
 
+// The rendezvous port an id names lies below the kernel's ephemeral range (ip_local_port_range),
+// which port-0 binds and outgoing connections draw from: no other socket of the job can be handed
+// it between mcclGetUniqueId and rank 0's bind. The ranks still meet on it (tcpAcrossPosedHosts).
+static void rootPortOutsideEphemeral(void) {
+  int lo = 32768, hi = 60999;
+  FILE* f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+  if (f) {
+    if (fscanf(f, "%d %d", &lo, &hi) != 2) lo = 32768;
+    fclose(f);
+  }
+  if (lo <= 2048) SKIP("ephemeral range starts at %d: the id falls back to it", lo);
+  int seen[32], distinct = 0;
+  for (int i = 0; i < 32; i++) {
+    mcclUniqueId id;
+    bootId b;
+    EXPECT_OK(mcclGetUniqueId(&id));
+    EXPECT_OK(mcclBootstrapIdDecode(id.internal, sizeof(id.internal), &b));
+    int port = ntohs(b.addr.sa.sa_family == AF_INET6 ? b.addr.sin6.sin6_port : b.addr.sin.sin_port);
+    EXPECT_TRUE(port >= 1024 && port < lo);
+    int j = 0;
+    while (j < distinct && seen[j] != port) j++;
+    if (j == distinct) seen[distinct++] = port;
+  }
+  EXPECT_TRUE(distinct > 16);  // random, not one fixed port
+}
+
 // MCCL_SOCKET_IFNAME / MCCL_SOCKET_FAMILY pick the id's address; a name that matches nothing, or a
 // bad family, is mcclInvalidArgument from mcclGetUniqueId and mcclBootstrapInit alike. Over IPv6
 // loopback (when this machine has it) two posed hosts still meet.
@@ -622,5 +648,5 @@ MCCL_TEST_MAIN(MCCL_TEST_CASE(uniqueIdsDiffer), MCCL_TEST_CASE(badArguments), MC
                MCCL_TEST_CASE(duplicateRank), MCCL_TEST_CASE(countMismatch), MCCL_TEST_CASE(abortFlagEndsWait),
                MCCL_TEST_CASE(deadPeer), MCCL_TEST_CASE(tcpAcrossPosedHosts), MCCL_TEST_CASE(socketIfname),
                MCCL_TEST_CASE(tcpRendezvousTimesOut), MCCL_TEST_CASE(tcpDeadPeer),
-               MCCL_TEST_CASE(tcpAcrossPosedHostsWatched), MCCL_TEST_CASE(watchSeesDeath),
-               MCCL_TEST_CASE(watchGoodbyeIsNoDeath))
+               MCCL_TEST_CASE(rootPortOutsideEphemeral), MCCL_TEST_CASE(tcpAcrossPosedHostsWatched),
+               MCCL_TEST_CASE(watchSeesDeath), MCCL_TEST_CASE(watchGoodbyeIsNoDeath))
