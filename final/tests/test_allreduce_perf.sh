@@ -56,6 +56,8 @@ mpirunTwoRanks() {
     --json "$work/np2.json" >"$work/np2.log" 2>&1 || shtest_fail "mpirun -np 2 exited $?: $(tail -n 3 "$work/np2.log" | tr '\n' ' ')"
   check_run np2 2
   grep -q '^# NCCL: skipped (--nccl not given)' "$work/np2.log" || shtest_fail "without --nccl: $(grep '^# NCCL' "$work/np2.log")"
+  grep -q "^# ==== summary: issue 10's bars, ${BACKEND:-sim} backend, 2 ranks," "$work/np2.log" || shtest_fail "2 ranks: not issue 10's summary"
+  grep -q '^# 32 MiB busbw ' "$work/np2.log" || shtest_fail "2 ranks: no 32 MiB bar"
 }
 
 # --nccl is read after the option table that checked it is gone (a stack table once made it read as
@@ -108,6 +110,10 @@ oneProcessFourDevices() {
   check_run g4 4
   grep -q '^\[5/5\] 32 KiB float32 sum done' "$work/g4.log" || shtest_fail "--progress: no [5/5] line"
   grep -q '4 ranks (1 process x 4 devices)' "$work/g4.log" || shtest_fail "-g 4: the header does not say 1 process x 4 devices"
+  # 4 ranks: issue 12's bars (eager <= 5.0 us, 512 MiB >= 370 GB/s), not issue 10's.
+  grep -q "^# ==== summary: issue 12's bars, ${BACKEND:-sim} backend, 4 ranks," "$work/g4.log" || shtest_fail "4 ranks: not issue 12's summary"
+  grep -q '<= 5.0 us' "$work/g4.log" || shtest_fail "4 ranks: no 5.0 us eager bar"
+  ! grep -q '^# 32 MiB busbw ' "$work/g4.log" || shtest_fail "4 ranks: issue 10's 32 MiB bar printed"
 }
 
 badFlags() {

@@ -766,23 +766,20 @@ static void netSummary(void) {
   fflush(stdout);
 }
 
-// Issue 12's bars, 4 ranks (4 GPUs, every pair NVLink): latency and 512 MiB only.
-static void summary4(void) {
-  printf(
-      "\n# ==== summary: issue 12's bars, %s backend, 4 ranks, %s %s; best row and placement per size, "
-      "NCCL's best of its rows\n",
-      MCCL_BACKEND_NAME, mcclTypeName(B.o->types[0]), mcclOpName(B.o->ops[0]));
-  printf("# %-40s %14s %14s %-8s %s\n", "bar", "ours", "NCCL", "verdict", "target (our best row)");
-  if (B.o->graph) {
-    barLine("8 B - 8 KiB, eager launches", 1, 0, "", 0, 5.0, "not this run: leave -G out");
-    latencyBar("8 B - 8 KiB, CUDA graph", 3.0);
-  } else {
-    latencyBar("8 B - 8 KiB, eager launches", 5.0);
-    barLine("8 B - 8 KiB, CUDA graph", 1, 0, "", 0, 3.0, "not this run: -G 1 measures it");
-  }
-  bandwidthBar("512 MiB busbw", 512 * MiB, 370);
-  fflush(stdout);
-}
+// The bars of an issue: 8 B - 8 KiB time per call, eager and in a CUDA graph; bus bandwidth at a few
+// sizes; 512 MiB over SHM (P2P disabled) where the issue sets one. Issue 10 sets them for 2 ranks,
+// issue 12 for 4 (4 GPUs, every pair NVLink); other rank counts are compared with issue 10's.
+struct barSet {
+  int issue, nranks;
+  double eager, graph;  // us
+  size_t bwBytes[3];
+  double bw[3];  // GB/s; 0 ends the list
+  double shm;    // GB/s; 0: no SHM bar
+};
+static const struct barSet kBarSets[] = {
+    {10, 2, 4.0, 2.5, {2 * MiB, 32 * MiB, 512 * MiB}, {180, 320, 360}, 34},
+    {12, 4, 5.0, 3.0, {512 * MiB}, {370}, 0},
+};
 
 static void summary(int shmMode) {
   if (B.rank != 0) return;
@@ -790,40 +787,40 @@ static void summary(int shmMode) {
     netSummary();
     return;
   }
-  if (B.nranks == 4 && !shmMode) {
-    summary4();
-    return;
-  }
+  const struct barSet* bs = &kBarSets[B.nranks == kBarSets[1].nranks ? 1 : 0];
+  char note[64] = "", name[48], sz[32];
+  if (B.nranks != bs->nranks) snprintf(note, sizeof(note), " (the bars are set for %d ranks)", bs->nranks);
   printf(
-      "\n# ==== summary: issue 10's bars, %s backend, %d ranks%s, %s %s; best row and placement per size, "
+      "\n# ==== summary: issue %d's bars, %s backend, %d ranks%s, %s %s; best row and placement per size, "
       "NCCL's best of its rows\n",
-      MCCL_BACKEND_NAME, B.nranks, B.nranks == 2 ? "" : " (the bars are set for 2 ranks)", mcclTypeName(B.o->types[0]),
-      mcclOpName(B.o->ops[0]));
+      bs->issue, MCCL_BACKEND_NAME, B.nranks, note, mcclTypeName(B.o->types[0]), mcclOpName(B.o->ops[0]));
   printf("# %-40s %14s %14s %-8s %s\n", "bar", "ours", "NCCL", "verdict", "target (our best row)");
   const char* noGraph = "not this run: -G 1 measures it";
   const char* noEager = "not this run: leave -G out";
   const char* noShm = "not this run: a P2P-disabled run measures it";
   const char* isShm = "not this run: a P2P-disabled run";
   if (shmMode) {
-    barLine("8 B - 8 KiB, eager launches", 1, 0, "", 0, 4.0, isShm);
-    barLine("8 B - 8 KiB, CUDA graph", 1, 0, "", 0, 2.5, isShm);
+    barLine("8 B - 8 KiB, eager launches", 1, 0, "", 0, bs->eager, isShm);
+    barLine("8 B - 8 KiB, CUDA graph", 1, 0, "", 0, bs->graph, isShm);
   } else if (B.o->graph) {
-    barLine("8 B - 8 KiB, eager launches", 1, 0, "", 0, 4.0, noEager);
-    latencyBar("8 B - 8 KiB, CUDA graph", 2.5);
+    barLine("8 B - 8 KiB, eager launches", 1, 0, "", 0, bs->eager, noEager);
+    latencyBar("8 B - 8 KiB, CUDA graph", bs->graph);
   } else {
-    latencyBar("8 B - 8 KiB, eager launches", 4.0);
-    barLine("8 B - 8 KiB, CUDA graph", 1, 0, "", 0, 2.5, noGraph);
+    latencyBar("8 B - 8 KiB, eager launches", bs->eager);
+    barLine("8 B - 8 KiB, CUDA graph", 1, 0, "", 0, bs->graph, noGraph);
   }
-  if (shmMode) {
-    barLine("2 MiB busbw", 0, 0, "", 0, 180, isShm);
-    barLine("32 MiB busbw", 0, 0, "", 0, 320, isShm);
-    barLine("512 MiB busbw", 0, 0, "", 0, 360, isShm);
-    bandwidthBar("512 MiB busbw, SHM", 512 * MiB, 34);
-  } else {
-    bandwidthBar("2 MiB busbw", 2 * MiB, 180);
-    bandwidthBar("32 MiB busbw", 32 * MiB, 320);
-    bandwidthBar("512 MiB busbw", 512 * MiB, 360);
-    barLine("512 MiB busbw, SHM", 0, 0, "", 0, 34, noShm);
+  for (int i = 0; i < 3 && bs->bw[i] > 0; i++) {
+    snprintf(name, sizeof(name), "%s busbw", mcclArBenchFmtSize(bs->bwBytes[i], sz, sizeof(sz)));
+    if (shmMode)
+      barLine(name, 0, 0, "", 0, bs->bw[i], isShm);
+    else
+      bandwidthBar(name, bs->bwBytes[i], bs->bw[i]);
+  }
+  if (bs->shm > 0) {
+    if (shmMode)
+      bandwidthBar("512 MiB busbw, SHM", 512 * MiB, bs->shm);
+    else
+      barLine("512 MiB busbw, SHM", 0, 0, "", 0, bs->shm, noShm);
   }
   fflush(stdout);
 }
