@@ -476,19 +476,18 @@ mcclResult_t mcclSetThreadHostId(const char* hostId) {
 // before rank 0 binds it again (seen once in CI: another rank's listener took it in a 4-rank run
 // under ASan, and rank 0's bind failed). So the rendezvous port is a random free one below that
 // range, which the kernel never hands out by itself; port 0 (the range) only if none is free.
-static void ephemeralPorts(int* lo) {
-  int a = 32768, b = 60999;  // Linux's default
+static int ephemeralLow(void) {
+  int lo = 32768;  // Linux's default
   FILE* f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
   if (f) {
-    if (fscanf(f, "%d %d", &a, &b) != 2) a = 32768;
+    if (fscanf(f, "%d", &lo) != 1) lo = 32768;
     fclose(f);
   }
-  *lo = a;
+  return lo;
 }
 
 static mcclResult_t reserveRootPort(const bootSockAddr* any, bootSockAddr* out) {
-  int lo = 0, fd = -1;
-  ephemeralPorts(&lo);
+  int lo = ephemeralLow(), fd = -1;
   for (int tries = 0; lo > 2048 && tries < 64; tries++) {
     uint32_t r = 0;
     MCCLCHECK(randomBytes(&r, sizeof(r)));

@@ -571,10 +571,10 @@ static int idFamily(const mcclUniqueId* id, char* host, size_t len) {
 // which port-0 binds and outgoing connections draw from: no other socket of the job can be handed
 // it between mcclGetUniqueId and rank 0's bind. The ranks still meet on it (tcpAcrossPosedHosts).
 static void rootPortOutsideEphemeral(void) {
-  int lo = 32768, hi = 60999;
+  int lo = 32768;  // Linux's default
   FILE* f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
   if (f) {
-    if (fscanf(f, "%d %d", &lo, &hi) != 2) lo = 32768;
+    if (fscanf(f, "%d", &lo) != 1) lo = 32768;
     fclose(f);
   }
   if (lo <= 2048) SKIP("ephemeral range starts at %d: the id falls back to it", lo);

@@ -250,7 +250,8 @@ static void tuneSummary(void) {
   printf(
       "#   MCCL_TUNE_TWOSHOT_MAX_%s = %zu (%s)%s\n", suffix, lastTwo, mcclArBenchFmtSize(lastTwo, b, sizeof(b)),
       nTune && lastTwo && lastTwo == tune[nTune - 1].bytes ? " (fastest up to the largest size tuned: raise -e)" : "");
-  printf("#   MCCL_TUNE_LL_MAX%s = %zu (%s)\n", nranks <= 4 ? (nranks <= 2 ? "_2R" : "_4R") : "", lastLL,
+  // Up to 4 ranks the LL cut-over has a row of its own; beyond, one value serves (MCCL_TUNE_LL_MAX).
+  printf("#   MCCL_TUNE_LL_MAX%s%s = %zu (%s)\n", nranks <= 4 ? "_" : "", nranks <= 4 ? suffix : "", lastLL,
          mcclArBenchFmtSize(lastLL, c, sizeof(c)));
   fflush(stdout);
 }
