@@ -53,7 +53,8 @@ ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 # the net step's two posing hosts keep 2.
 np=${MCCL_NP:-$(( ngpu < 2 ? 2 : ngpu ))}
 asroot=$( [ "$(id -u)" = 0 ] && echo --allow-run-as-root)
-mr="mpirun --oversubscribe --bind-to none --mca btl_vader_single_copy_mechanism none $asroot -np $np"
+mpi="mpirun --oversubscribe --bind-to none --mca btl_vader_single_copy_mechanism none $asroot"
+mr="$mpi -np $np"
 export MCCL_BENCH_NP=$np  # make bench's mpi entries (mk/runbench.sh)
 # An allreduce_perf log's 8 B and 8 KiB rows, one line: size, row, out-of-place/in-place time (the A/B and
 # sweep summaries).
@@ -103,9 +104,8 @@ if [ "${MCCL_SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; the
   done
   # Two ranks (sharing the GPU where there is one): the ring, one-shot and two-shot kernels' barriers.
   if [ -x build/cuda/bin/07_allreduce/mpi_allreduce ]; then
-    # shellcheck disable=SC2086 # asroot may be empty
-    timeout ${MCCL_SANITIZE_TIMEOUT:-150} mpirun --oversubscribe --bind-to none $asroot \
-      -np 2 -x NCCL_NVLS_ENABLE compute-sanitizer --tool synccheck --error-exitcode 9 \
+    # shellcheck disable=SC2086 # mpi is a list
+    timeout ${MCCL_SANITIZE_TIMEOUT:-150} $mpi -np 2 -x NCCL_NVLS_ENABLE compute-sanitizer --tool synccheck --error-exitcode 9 \
       build/cuda/bin/07_allreduce/mpi_allreduce > "$OUT/sanitizer-synccheck-07.log" 2>&1
     echo "compute-sanitizer synccheck lab 07 mpi_allreduce np2: exit $? ($(grep -cE '^(PASS|FAIL) ' "$OUT/sanitizer-synccheck-07.log") tests, $(grep -c 'Barrier error' "$OUT/sanitizer-synccheck-07.log") barrier errors)"
   fi
@@ -114,9 +114,8 @@ if [ "${MCCL_SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; the
   # without IMEX channels before the POSIX-fd retry, and cuMemRetainAllocationHandle walking a mapping
   # back to its start (labs/01_vmm_alloc/src/alloc.c).
   if [ -x build/cuda/bin/07_allreduce/mpi_sendrecv ]; then
-    # shellcheck disable=SC2086 # asroot may be empty
-    timeout ${MCCL_SANITIZE_TIMEOUT:-150} mpirun --oversubscribe --bind-to none $asroot -np 2 -x NCCL_NVLS_ENABLE \
-      compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
+    # shellcheck disable=SC2086 # mpi is a list
+    timeout ${MCCL_SANITIZE_TIMEOUT:-150} $mpi -np 2 -x NCCL_NVLS_ENABLE compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
       build/cuda/bin/07_allreduce/mpi_sendrecv > "$OUT/sanitizer-memcheck-sendrecv.log" 2>&1
     echo "compute-sanitizer memcheck lab 07 mpi_sendrecv np2: exit $? ($(grep -cE '^(PASS|FAIL) ' "$OUT/sanitizer-memcheck-sendrecv.log") tests; $(grep 'ERROR SUMMARY' "$OUT/sanitizer-memcheck-sendrecv.log" | sort | uniq -c | tr -s ' ' | tr '\n' ';'))"
   fi
@@ -188,9 +187,8 @@ if [ "${MCCL_NET:-0}" = 1 ] && [ -x build/cuda/bin/final/allreduce_perf ]; then
     else echo "one GPU and no nvidia-cuda-mps-control: the ranks time-slice the GPU (figures not comparable)"; fi
   fi
   # Two ranks posing as two hosts, whatever MCCL_NP says.
-  # shellcheck disable=SC2086 # asroot may be empty
-  NCCL_NET=${MCCL_NET_NCCL:-Socket} timeout "${MCCL_NET_TIMEOUT:-300}" mpirun --oversubscribe --bind-to none \
-    --mca btl_vader_single_copy_mechanism none $asroot -np 2 -x NCCL_NET -x NCCL_NVLS_ENABLE \
+  # shellcheck disable=SC2086 # mpi is a list
+  NCCL_NET=${MCCL_NET_NCCL:-Socket} timeout "${MCCL_NET_TIMEOUT:-300}" $mpi -np 2 -x NCCL_NET -x NCCL_NVLS_ENABLE \
     ${mpsdir:+-x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY} build/cuda/bin/final/allreduce_perf --hosts 2 --nccl \
     -b 8 -e "${MCCL_NET_MAX:-512M}" -f 2 ${MCCL_NET_ARGS:-} --progress --csv "$OUT/allreduce_perf_net.csv" \
     --json "$OUT/allreduce_perf_net.json" > "$OUT/allreduce_perf_net.log" 2>&1
