@@ -61,6 +61,10 @@ export MCCL_BENCH_NP=$np  # make bench's mpi entries (mk/runbench.sh)
 small_times() {
   awk '($1 == 8 || $1 == 8192) && $7 ~ /^[0-9.]+$/ { printf "%s %s %s/%s us; ", $1, $6, $7, $11 }' "$1"
 }
+# An allreduce_perf log's minccl rows from 1 MiB up, one line: size, out-of-place/in-place busbw (the sweeps).
+big_rows() {
+  awk '$1 ~ /^[0-9]+$/ && $1 >= 1048576 && $6 == "minccl" && $7 ~ /^[0-9.]+$/ { printf "%s %s/%s GB/s; ", $1, $9, $13 }' "$1"
+}
 # A nccl-tests log's rows, one line: size, out-of-place / in-place busbw, #wrong (the A/B and sweeps).
 nt_rows() {
   awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 12 { printf "%s B %s/%s GB/s (wrong %s/%s); ", $1, $8, $12, $9, $13 }' "$1"
@@ -248,9 +252,10 @@ if [ -n "${MCCL_AB_BASE:-}" ] && [ -n "${MCCL_AB_NCCL_TESTS:-}" ] && [ "$ngpu" -
     done
   done
 fi
-# MCCL_SWEEP="VAR=v1,v2,...": final's allreduce_perf (eager and -G 20, -b 8 -e MCCL_SWEEP_MAX, default
-# 256K, NCCL's rows beside) once per value of the environment variable VAR, MCCL_AB_ROUNDS rounds (default
-# 3, the values in turn within a round); the summary lists each run's 8 B and 8 KiB times. $OUT/sweep/.
+# MCCL_SWEEP="VAR=v1,v2,...": final's allreduce_perf (eager and -G 20, -b MCCL_SWEEP_MIN (default 8) -e
+# MCCL_SWEEP_MAX (default 256K) -f MCCL_SWEEP_F (default 2), NCCL's rows beside) once per value of the
+# environment variable VAR, MCCL_AB_ROUNDS rounds (default 3, the values in turn within a round); the summary
+# lists each run's 8 B and 8 KiB times and its busbw from 1 MiB up (big_rows). $OUT/sweep/.
 if [ -n "${MCCL_SWEEP:-}" ] && [ "$ngpu" -ge 2 ]; then
   step "sweep: allreduce_perf over $MCCL_SWEEP"
   mkdir -p "$OUT/sweep"
@@ -261,9 +266,9 @@ if [ -n "${MCCL_SWEEP:-}" ] && [ "$ngpu" -ge 2 ]; then
         case $run in eager) args="" ;; graph) args="-G 20" ;; esac
         log="$OUT/sweep/${var}_${val}_${run}_$r.log"
         # shellcheck disable=SC2086 # mr and args are lists
-        env "$var=$val" $mr -x "$var" build/cuda/bin/final/allreduce_perf --nccl -b 8 -e "${MCCL_SWEEP_MAX:-256K}" -f 2 \
-          $args --csv "${log%.log}.csv" > "$log" 2>&1
-        echo "round $r $var=$val $run (exit $?): $(small_times "$log")"
+        env "$var=$val" $mr -x "$var" build/cuda/bin/final/allreduce_perf --nccl -b "${MCCL_SWEEP_MIN:-8}" \
+          -e "${MCCL_SWEEP_MAX:-256K}" -f "${MCCL_SWEEP_F:-2}" $args --csv "${log%.log}.csv" > "$log" 2>&1
+        echo "round $r $var=$val $run (exit $?): $(small_times "$log")$(big_rows "$log")"
       done
     done
   done
