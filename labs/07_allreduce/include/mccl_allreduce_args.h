@@ -35,9 +35,6 @@ enum mcclAlgo {
  *  kernels at 640 threads (NCCL_MAX_NTHREADS), which leaves each thread 96 registers; at 1024 the
  *  compiler has 64 and spills in the copy loops. */
 #define MCCL_AR_MAX_THREADS 640
-/** @brief Threads per block of one-shot's kernel, its launch bound: it keeps every peer's line of a
- *  trip in registers (mcclRunOneShot), more than the 96 a 640-thread bound leaves. */
-#define MCCL_ONESHOT_THREADS 256
 /** @brief Bytes of input one-shot handles: a rank's signal area holds, per parity and per source
  *  rank, this many data bytes as LL lines (16 bytes per 8). */
 #define MCCL_ONESHOT_MAX_BYTES (256 * 1024)

@@ -173,16 +173,11 @@ __device__ bool mcclSymBarrier(int tid) {
 template <typename T, typename Run>
 __device__ __forceinline__ bool mcclWithRedOp(int op, const Run& run) {
   switch (op) {
-    case mcclSum:
-      return run(FuncSum<T>());
-    case mcclProd:
-      return run(FuncProd<T>());
-    case mcclMax:
-      return run(FuncMax<T>());
-    case mcclMin:
-      return run(FuncMin<T>());
-    default:
-      return run(FuncAvg<T>());
+    case mcclSum: return run(FuncSum<T>());
+    case mcclProd: return run(FuncProd<T>());
+    case mcclMax: return run(FuncMax<T>());
+    case mcclMin: return run(FuncMin<T>());
+    default: return run(FuncAvg<T>());
   }
 }
 // A block that agreed it was aborted tells the host (the communicator's status word).
@@ -201,7 +196,7 @@ __device__ __forceinline__ uint32_t mcclSymFlag(uint64_t seq) {
   return 1u + (uint32_t)(seq % 0xffffffffull);
 }
 __device__ __forceinline__ union mcclLLFifoLine* mcclOneShotLines(const struct mcclAllReduceArgs& a, int owner,
-                                                                  int parity, int src) {
+                                                                   int parity, int src) {
   char* base = a.signalPeers[owner] + sizeof(struct mcclSymSignals);
   return (union mcclLLFifoLine*)base + ((size_t)parity * MCCL_SYM_MAX_RANKS + src) * MCCL_ONESHOT_LINES;
 }
@@ -256,21 +251,18 @@ __device__ __forceinline__ void mcclStoreWord(T* p, uint64_t w, int n) {
   }
 }
 
-// The pull waits for the lines of every peer at once (NCCL's LL all-to-all recvUnrolled): a trip
-// issues the loads of all peers' lines, then re-reads only those whose flag has not come, so a
-// thread waits about one memory latency per trip however many peers there are (a wait per peer in
-// turn cost one latency each: +1.0 us in a graph from 2 to 4 ranks on 4x H200). MaxRanks bounds the
-// ranks at compile time (the arrays stay in registers); U lines per thread per trip keep as many loads
-// in flight when there are fewer peers (mcclOneShotMain picks the pair by the rank count).
-template <typename T, typename RedOp, int MaxRanks, int U>
+template <typename T, typename RedOp>
 __device__ __forceinline__ bool mcclRunOneShot(const struct mcclAllReduceArgs& a, int tid, int nthreads) {
   constexpr int EltPerLine = 8 / sizeof(T);
+  // Lines per thread per trip: their loads are all issued before the first is used, so a thread
+  // waits for one memory latency per trip, not one per line (the accesses are volatile asm, which
+  // the compiler keeps in program order: a load after a store waits for nothing but is issued late).
+  constexpr int U = 4;
   const int64_t count = (int64_t)a.count;
   const int64_t nlines = mcclDivUp(count, (int64_t)EltPerLine);
   const int64_t per = mcclDivUp(nlines, (int64_t)gridDim.x);
   const int64_t lo = (int64_t)blockIdx.x * per < nlines ? (int64_t)blockIdx.x * per : nlines;
   const int64_t hi = lo + per < nlines ? lo + per : nlines;
-  const int nRanks = a.nRanks, rank = a.rank;
   // Every thread reads the call's number itself (no barrier before the first store).
   const uint64_t seq = a.seqCounters[blockIdx.x] + 1;
   const uint32_t flag = mcclSymFlag(seq);
@@ -283,8 +275,7 @@ __device__ __forceinline__ bool mcclRunOneShot(const struct mcclAllReduceArgs& a
   auto eltsOf = [count](int64_t l) -> int {
     return (int)(count - l * EltPerLine < EltPerLine ? count - l * EltPerLine : EltPerLine);
   };
-  // Push: U lines per thread per trip, to every peer, starting with the next rank (so the ranks'
-  // first stores go to different peers, as NCCL's bcast).
+  // Push: U lines per thread per trip, to every peer.
   for (int64_t base = lo + tid; base < hi; base += (int64_t)nthreads * U) {
     uint64_t w[U] = {};
 #pragma unroll
@@ -292,8 +283,9 @@ __device__ __forceinline__ bool mcclRunOneShot(const struct mcclAllReduceArgs& a
       const int64_t l = base + (int64_t)u * nthreads;
       if (l < hi) w[u] = mcclLoadWord(in + l * EltPerLine, eltsOf(l));
     }
-    for (int k = 1, p = rank + 1 == nRanks ? 0 : rank + 1; k < nRanks; k++, p = p + 1 == nRanks ? 0 : p + 1) {
-      union mcclLLFifoLine* dst = mcclOneShotLines(a, p, parity, rank);
+    for (int p = 0; p < a.nRanks; p++) {
+      if (p == a.rank) continue;
+      union mcclLLFifoLine* dst = mcclOneShotLines(a, p, parity, a.rank);
 #pragma unroll
       for (int u = 0; u < U; u++) {
         const int64_t l = base + (int64_t)u * nthreads;
@@ -304,52 +296,43 @@ __device__ __forceinline__ bool mcclRunOneShot(const struct mcclAllReduceArgs& a
     }
   }
   // Pull what the peers pushed here, reduce in rank order, write the result.
-  const union mcclLLFifoLine* mine = mcclOneShotLines(a, rank, parity, 0);
   for (int64_t base = lo + tid; base < hi && !flags; base += (int64_t)nthreads * U) {
-    uint64_t v0[MaxRanks][U], v1[MaxRanks][U];
-#pragma unroll
-    for (int p = 0; p < MaxRanks; p++) {
-#pragma unroll
-      for (int u = 0; u < U; u++) {
-        const int64_t l = base + (int64_t)u * nthreads;
-        v0[p][u] = v1[p][u] = 0;
-        if (p >= nRanks || l >= hi) continue;
-        if (p == rank)
-          v0[p][u] = mcclLoadWord(in + l * EltPerLine, eltsOf(l));
-        else
-          load128((const uint64_t*)(mine + (size_t)p * MCCL_ONESHOT_LINES + l), v0[p][u], v1[p][u]);
-      }
-    }
-    struct mcclSpin spins;
-    for (;;) {
-      bool all = true;
-#pragma unroll
-      for (int p = 0; p < MaxRanks; p++) {
+    uint64_t acc[U] = {};
+    for (int p = 0; p < a.nRanks; p++) {
+      uint64_t w[U] = {};
+      if (p == a.rank) {
 #pragma unroll
         for (int u = 0; u < U; u++) {
           const int64_t l = base + (int64_t)u * nthreads;
-          if (p >= nRanks || p == rank || l >= hi) continue;
-          if ((uint32_t)(v0[p][u] >> 32) != flag || (uint32_t)(v1[p][u] >> 32) != flag) {
-            all = false;
-            load128((const uint64_t*)(mine + (size_t)p * MCCL_ONESHOT_LINES + l), v0[p][u], v1[p][u]);
+          if (l < hi) w[u] = mcclLoadWord(in + l * EltPerLine, eltsOf(l));
+        }
+      } else {
+        const union mcclLLFifoLine* src = mcclOneShotLines(a, a.rank, parity, p);
+        uint64_t v0[U] = {}, v1[U] = {};
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+          const int64_t l = base + (int64_t)u * nthreads;
+          if (l < hi) load128((const uint64_t*)(src + l), v0[u], v1[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+          const int64_t l = base + (int64_t)u * nthreads;
+          if (l >= hi) continue;
+          struct mcclSpin spins;
+          while ((uint32_t)(v0[u] >> 32) != flag || (uint32_t)(v1[u] >> 32) != flag) {
+            if (mcclCheckAbortAt(flags, 1, spins, a.abortFlag)) break;
+            load128((const uint64_t*)(src + l), v0[u], v1[u]);
           }
+          w[u] = (v0[u] & 0xffffffffull) | (v1[u] << 32);
         }
       }
-      if (all || mcclCheckAbortAt(flags, 1, spins, a.abortFlag)) break;
+#pragma unroll
+      for (int u = 0; u < U; u++) acc[u] = p == 0 ? w[u] : mcclReduceWord<T, RedOp>(op, acc[u], w[u]);
     }
-    if (flags) break;
 #pragma unroll
     for (int u = 0; u < U; u++) {
       const int64_t l = base + (int64_t)u * nthreads;
-      if (l >= hi) continue;
-      uint64_t acc = 0;
-#pragma unroll
-      for (int p = 0; p < MaxRanks; p++) {
-        if (p >= nRanks) break;
-        const uint64_t w = p == rank ? v0[p][u] : (v0[p][u] & 0xffffffffull) | (v1[p][u] << 32);
-        acc = p == 0 ? w : mcclReduceWord<T, RedOp>(op, acc, w);
-      }
-      mcclStoreWord(out + l * EltPerLine, mcclPostWord<T, RedOp>(op, acc), eltsOf(l));
+      if (l < hi) mcclStoreWord(out + l * EltPerLine, mcclPostWord<T, RedOp>(op, acc[u]), eltsOf(l));
     }
   }
   // One barrier ends the call: after it every thread has read the counter (so it may advance, as
@@ -367,10 +350,8 @@ __device__ __forceinline__ bool mcclRunOneShot(const struct mcclAllReduceArgs& a
 // body, without the ring's registers and stack, for a launch whose whole cost is latency.
 template <typename T>
 __device__ __forceinline__ void mcclOneShotMain(const struct mcclAllReduceArgs& a, int tid, int nthreads) {
-  const bool aborted = mcclWithRedOp<T>(a.op, [&](auto redOp) {
-    return a.nRanks <= 2 ? mcclRunOneShot<T, decltype(redOp), 2, 4>(a, tid, nthreads)
-                         : mcclRunOneShot<T, decltype(redOp), MCCL_SYM_MAX_RANKS, 1>(a, tid, nthreads);
-  });
+  const bool aborted =
+      mcclWithRedOp<T>(a.op, [&](auto redOp) { return mcclRunOneShot<T, decltype(redOp)>(a, tid, nthreads); });
   mcclArReportAbort(a.status, aborted, tid);
 }
 
@@ -481,7 +462,7 @@ __device__ __forceinline__ void mcclAllReduceMain(const struct mcclAllReduceArgs
     mcclAllReduceMain<T>(args);                                            \
   }                                                                        \
   MCCL_KERNEL_REGISTER(mcclAllReduceKernel_##suffix);                      \
-  extern "C" __global__ void __launch_bounds__(MCCL_ONESHOT_THREADS)       \
+  extern "C" __global__ void __launch_bounds__(MCCL_AR_MAX_THREADS)        \
       mcclAllReduceOneShotKernel_##suffix(struct mcclAllReduceArgs args) { \
     mcclOneShotMain<T>(args, threadIdx.x, blockDim.x);                     \
   }                                                                        \

@@ -52,7 +52,7 @@ mcclResult_t mcclLabAllReduceLaunch(mcclLabComm* comm, const struct mcclAllReduc
     if (per < 16) per = 1024;
     int b = (int)((bytes + (size_t)per - 1) / (size_t)per);
     nblocks = b < 1 ? 1 : b < a.nChannels ? b : a.nChannels;
-    nthreads = MCCL_ONESHOT_THREADS;
+    nthreads = MCCL_AR_THREADS_LL;
   } else if (a.algorithm == MCCL_ALGO_RING && a.proto == MCCL_PROTO_LL) {
     nthreads = MCCL_AR_THREADS_LL;
   }
