@@ -18,6 +18,8 @@
  *   `ld_relaxed_sys_global`, `ld_acquire_sys_global`, `st_volatile_global`, `st_relaxed_sys_global` (64 and 32 bits),
  *   `st_release_sys_global`, `fence_acq_rel_sys`, `load128`, `store128`, plus `__threadfence()`,
  *   `__threadfence_system()`, `mcclSpinHint()` and `mcclGlobalTimerNs()`;
+ * - programmatic dependent launch: `cudaGridDependencySynchronize()`, `cudaTriggerProgrammaticLaunchCompletion()`
+ *   (CUDA's own on the GPU; no-ops on the sim, whose streams run one grid at a time);
  * - kernel registration for the sim's launcher: `MCCL_KERNEL_REGISTER(kernel);` after each kernel.
  *
  * Every primitive, with its PTX meaning and its sim implementation, is a row of docs/device-contract.md.
@@ -292,6 +294,11 @@ inline void store128(uint64_t* p, uint64_t v0, uint64_t v1) {
 inline void mcclSpinHint() {
   sched_yield();
 }
+// Programmatic dependent launch (CUDA's device functions on sm_90, `griddepcontrol.wait` and
+// `.launch_dependents`): a sim stream starts a grid only after the previous one has finished, so the
+// wait has nothing to wait for and the trigger nothing to start early.
+inline void cudaGridDependencySynchronize() {}
+inline void cudaTriggerProgrammaticLaunchCompletion() {}
 
 inline uint64_t mcclGlobalTimerNs() {
   struct timespec t;

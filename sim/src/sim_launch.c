@@ -424,6 +424,20 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned in
   return launch(k, grid, block, sharedMemBytes, hStream, kernelParams, extra);
 }
 
+// cuLaunchKernelEx: cuLaunchKernel with launch attributes. The one attribute minccl sets is
+// programmatic stream serialization (NCCL's symmetric kernels' launch): on a GPU it lets the grid start
+// while the previous one on the stream finishes, and the kernel waits for that one in
+// cudaGridDependencySynchronize. A sim stream runs its launches one after another, so the attribute
+// changes nothing here; any other attribute is CUDA_ERROR_NOT_SUPPORTED (with one warning).
+CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra) {
+  if (config == NULL || (config->numAttrs > 0 && config->attrs == NULL)) return CUDA_ERROR_INVALID_VALUE;
+  for (unsigned i = 0; i < config->numAttrs; i++)
+    if (config->attrs[i].id != CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+      return simNotImplemented("cuLaunchKernelEx with a launch attribute other than programmatic stream serialization");
+  return cuLaunchKernel(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX, config->blockDimY,
+                        config->blockDimZ, config->sharedMemBytes, config->hStream, kernelParams, extra);
+}
+
 cudaError_t CUDARTAPI cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args, size_t sharedMem,
                                        cudaStream_t stream) {
   simRtInit();

@@ -121,6 +121,23 @@ mcclResult_t mcclDevLaunch(const struct mcclDevWork* work, int nthreads, cudaStr
 mcclResult_t mcclDevGetFunction(int dev, const void* kernel, cudaFunction_t* fn);
 
 /**
+ * @brief Launch `fn` (from mcclDevGetFunction) on `stream` as a programmatic dependent launch:
+ * cuLaunchKernelEx with CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, as NCCL launches its
+ * symmetric kernels (src/enqueue.cc). The grid may start while the previous grid on the stream is still
+ * finishing (its blocks become resident, its launch cost overlaps the previous kernel's tail), so the
+ * kernel MUST call cudaGridDependencySynchronize() before it touches memory that earlier work on the
+ * stream writes or reads; in a CUDA graph the attribute becomes a programmatic edge. On the sim the
+ * attribute changes nothing (a sim stream runs one grid at a time).
+ * @param[in] fn        the device function.
+ * @param[in] nblocks   blocks (x).
+ * @param[in] nthreads  threads per block (x).
+ * @param[in] stream    the stream.
+ * @param[in] params    cuLaunchKernel's kernelParams (pointers to the arguments).
+ * @return mcclSuccess; mcclUnhandledCudaError (the driver's error is logged).
+ */
+mcclResult_t mcclDevLaunchDependent(cudaFunction_t fn, int nblocks, int nthreads, cudaStream_t stream, void** params);
+
+/**
  * @brief Wait for the kernels on `stream` to finish, aborting them after `timeoutMs` of waiting
  * (the abort flag is set, the kernel leaves within MCCL_SPINS_BEFORE_CHECK_ABORT spins), then read
  * the status word the kernel wrote.

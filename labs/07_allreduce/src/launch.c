@@ -60,9 +60,10 @@ mcclResult_t mcclLabAllReduceLaunch(mcclLabComm* comm, const struct mcclAllReduc
   const int oneShotKernel = a.algorithm == MCCL_ALGO_ONESHOT && a.nRanks > 1;
   cudaFunction_t fn;
   MCCLCHECK(mcclDevGetFunction(comm->cudaDev, (const void*)(oneShotKernel ? oneShotSyms : kernelSyms)[a.dtype], &fn));
+  // A programmatic dependent launch (as NCCL's symmetric kernels): the kernels wait for the stream's
+  // previous grid in cudaGridDependencySynchronize, their first statement.
   void* params[] = {&a};
-  CUCHECK(cuLaunchKernel((CUfunction)fn, (unsigned)nblocks, 1, 1, (unsigned)nthreads, 1, 1, 0, (CUstream)stream, params,
-                         NULL));
+  MCCLCHECK(mcclDevLaunchDependent(fn, nblocks, nthreads, stream, params));
   return mcclSuccess;
   // END EXERCISE(07.launch)
 }
