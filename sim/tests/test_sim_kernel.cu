@@ -240,6 +240,19 @@ extern "C" __global__ void ringKernel(struct RingArgs a) {
 }
 MCCL_KERNEL_REGISTER(ringKernel);
 
+// A dependent grid (cuLaunchKernelEx, programmatic stream serialization): it waits for the previous grid
+// first, lets the next one launch, then adds 1 to every word the previous grid wrote.
+struct ChainArgs {
+  uint32_t* v;
+  int n;
+};
+extern "C" __global__ void chainKernel(struct ChainArgs a) {
+  cudaGridDependencySynchronize();
+  cudaTriggerProgrammaticLaunchCompletion();
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += gridDim.x * blockDim.x) a.v[i] += 1;
+}
+MCCL_KERNEL_REGISTER(chainKernel);
+
 // ---- host ------------------------------------------------------------------------------------------
 
 static int notAKernel(int x) {
@@ -592,6 +605,53 @@ static void badLaunches(void) {
   EXPECT_CUDA_OK(cudaFree(d));
 }
 
+// Dependent launches in a chain: each grid reads what the one before it wrote, so a grid that ran before
+// its predecessor had finished would lose increments (on a GPU it may start early, and waits in
+// cudaGridDependencySynchronize). The sim accepts this one attribute and refuses others.
+static void dependentLaunchChain(void) {
+  setup();
+  CHECK_STOPPED();
+  CUfunction f = func((const void*)chainKernel);
+  EXPECT_TRUE(f != NULL);
+  const int n = 4096, launches = MCCL_TEST_ON_SIM ? 20 : 500;
+  uint32_t* d = NULL;
+  EXPECT_CUDA_OK(cudaMalloc((void**)&d, n * sizeof(uint32_t)));
+  EXPECT_CUDA_OK(cudaMemset(d, 0, n * sizeof(uint32_t)));
+  cudaStream_t s;
+  EXPECT_CUDA_OK(cudaStreamCreate(&s));  // blocking: ordered after the memset on the NULL stream
+  struct ChainArgs args = {d, n};
+  void* params[] = {&args};
+  CUlaunchAttribute attr;
+  memset(&attr, 0, sizeof(attr));
+  attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attr.value.programmaticStreamSerializationAllowed = 1;
+  CUlaunchConfig cfg;
+  memset(&cfg, 0, sizeof(cfg));
+  cfg.gridDimX = 4;
+  cfg.gridDimY = cfg.gridDimZ = cfg.blockDimY = cfg.blockDimZ = 1;
+  cfg.blockDimX = MCCL_TEST_ON_SIM ? 32 : 256;
+  cfg.hStream = (CUstream)s;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  for (int i = 0; i < launches; i++) EXPECT_CU_OK(cuLaunchKernelEx(&cfg, f, params, NULL));
+  EXPECT_CUDA_OK(cudaStreamSynchronize(s));
+  uint32_t* h = (uint32_t*)malloc(n * sizeof(uint32_t));
+  EXPECT_CUDA_OK(cudaMemcpy(h, d, n * sizeof(uint32_t), cudaMemcpyDeviceToHost));
+  int bad = -1;
+  for (int i = 0; i < n && bad < 0; i++)
+    if (h[i] != (uint32_t)launches) bad = i;
+  if (bad >= 0) mcclTestFailAt(__FILE__, __LINE__, "word %d is %u after %d dependent launches", bad, h[bad], launches);
+  free(h);
+  EXPECT_CU(cuLaunchKernelEx(NULL, f, params, NULL), CUDA_ERROR_INVALID_VALUE);
+  if (MCCL_TEST_ON_SIM) {
+    attr.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    attr.value.cooperative = 1;
+    EXPECT_CU(cuLaunchKernelEx(&cfg, f, params, NULL), CUDA_ERROR_NOT_SUPPORTED);
+  }
+  EXPECT_CUDA_OK(cudaStreamDestroy(s));
+  EXPECT_CUDA_OK(cudaFree(d));
+}
+
 // A block larger than the sim runs is reduced (reported on stderr once per kernel); the kernel sees the
 // reduced blockDim, and every thread of it runs. A GPU runs the block as asked.
 static void oversizedBlockReduced(void) {
@@ -662,4 +722,5 @@ MCCL_TEST_MAIN(MCCL_TEST_CASE(indicesEveryThread), MCCL_TEST_CASE(syncthreadsVot
                MCCL_TEST_CASE(namedBarriersSubsets), MCCL_TEST_CASE(sharedStructPerBlock),
                MCCL_TEST_CASE(twoStreamsPingPong), MCCL_TEST_CASE(ringOfGrids), MCCL_TEST_CASE(legacyStreamIsAsync),
                MCCL_TEST_CASE(nullStreamCallsReturnEarly),
-               MCCL_TEST_CASE(badLaunches), MCCL_TEST_CASE(oversizedBlockReduced), MCCL_TEST_CASE(fp16bf16RoundTrip))
+               MCCL_TEST_CASE(badLaunches), MCCL_TEST_CASE(dependentLaunchChain), MCCL_TEST_CASE(oversizedBlockReduced),
+               MCCL_TEST_CASE(fp16bf16RoundTrip))

@@ -350,8 +350,7 @@ __device__ __forceinline__ bool mcclRunOneShot(const struct mcclAllReduceArgs& a
 // body, without the ring's registers and stack, for a launch whose whole cost is latency.
 template <typename T>
 __device__ __forceinline__ void mcclOneShotMain(const struct mcclAllReduceArgs& a, int tid, int nthreads) {
-  cudaGridDependencySynchronize();  // launched as a dependent grid (launch.c): the previous one is done
-  cudaTriggerProgrammaticLaunchCompletion();
+  mcclDependentGridBegin();  // launch.c launches it as a dependent grid
   const bool aborted =
       mcclWithRedOp<T>(a.op, [&](auto redOp) { return mcclRunOneShot<T, decltype(redOp)>(a, tid, nthreads); });
   mcclArReportAbort(a.status, aborted, tid);
@@ -450,8 +449,7 @@ template <typename T>
 __device__ __forceinline__ void mcclAllReduceMain(const struct mcclAllReduceArgs& args) {
   const int tid = threadIdx.x;
   const int nthreads = blockDim.x;
-  cudaGridDependencySynchronize();  // launched as a dependent grid (launch.c): the previous one is done
-  cudaTriggerProgrammaticLaunchCompletion();
+  mcclDependentGridBegin();  // launch.c launches it as a dependent grid
   mcclArLoadArgs(&args, tid, nthreads);
   const bool aborted = mcclWithRedOp<T>(
       arShmem.args.op, [&](auto redOp) { return mcclRunAllReduce<T, decltype(redOp)>(tid, nthreads); });

@@ -211,6 +211,7 @@ __device__ void mcclRunColl(int tid, int nthreads) {
 template <typename T>
 __device__ __forceinline__ void mcclCollReduceMain(const struct mcclCollArgs& args) {
   const int tid = threadIdx.x, nthreads = blockDim.x;
+  mcclDependentGridBegin();  // collectives.c launches it as a dependent grid
   mcclCollLoadArgs(&args, tid, nthreads);
   switch (collShmem.args.op) {
     case mcclSum:
@@ -234,6 +235,7 @@ __device__ __forceinline__ void mcclCollReduceMain(const struct mcclCollArgs& ar
 // Broadcast and AllGather: bytes (FuncSum is never applied: no primitive they call reduces).
 __device__ __forceinline__ void mcclCollCopyMain(const struct mcclCollArgs& args) {
   const int tid = threadIdx.x, nthreads = blockDim.x;
+  mcclDependentGridBegin();  // collectives.c launches it as a dependent grid
   mcclCollLoadArgs(&args, tid, nthreads);
   mcclRunColl<uint8_t, FuncSum<uint8_t>, false>(tid, nthreads);
 }

@@ -2,7 +2,7 @@
 // ncclBroadcast, ncclReduce, ncclAllGather, ncclReduceScatter -> ncclEnqueueCheck's ArgsCheck), the
 // protocol choice, and their launch as src/launch.c launches the allreduce: the kernel of the element
 // type (the copy kernel for the collectives that move bytes), the arguments packed as its one
-// parameter, cudaGetFuncBySymbol + cuLaunchKernel, no host synchronisation.
+// parameter, cudaGetFuncBySymbol + a dependent grid (mcclDevLaunchDependent), no host synchronisation.
 #include <stdint.h>
 #include <string.h>
 #include <strings.h>
@@ -54,8 +54,7 @@ static mcclResult_t collLaunch(mcclLabComm* comm, struct mcclCollArgs* a, cudaSt
   MCCLCHECK(mcclDevGetFunction(comm->cudaDev, (const void*)kernelSyms[copy ? COLL_COPY_KERNEL : a->dtype], &fn));
   const int nthreads = a->proto == MCCL_PROTO_LL ? COLL_THREADS_LL : COLL_THREADS_SIMPLE;
   void* params[] = {a};
-  CUCHECK(cuLaunchKernel((CUfunction)fn, (unsigned)a->nChannels, 1, 1, (unsigned)nthreads, 1, 1, 0, (CUstream)stream,
-                         params, NULL));
+  MCCLCHECK(mcclDevLaunchDependent(fn, a->nChannels, nthreads, stream, params));
   return mcclSuccess;
 }
 

@@ -1,8 +1,9 @@
 // Lab 07: the allreduce launch (NCCL's ncclLaunchKernel, as in lab 06): pick the kernel of the
 // element type (one-shot's own, or the one of the ring and two-shot), size the grid for the
 // algorithm, and launch it with the arguments packed as its one parameter through
-// cudaGetFuncBySymbol + cuLaunchKernel. No host synchronisation: launches
-// pipeline on the stream and can be captured in a CUDA graph.
+// cudaGetFuncBySymbol + cuLaunchKernelEx as a dependent grid (lab 06's mcclDevLaunchDependent: it
+// may start while the stream's previous grid finishes, and waits for it in its first statement). No
+// host synchronisation: launches pipeline on the stream and can be captured in a CUDA graph.
 #include <cuda.h>
 #include "allreduce_internal.h"
 #include "mccl_checks.h"

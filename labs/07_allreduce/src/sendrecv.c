@@ -6,8 +6,8 @@
 // then SHM), so the peer's matching call connects the other ends at the same time. It then cuts the
 // tasks into works by NCCL's schedule (round r: the send to rank + r with the receive from rank - r;
 // a peer's k-th send and k-th receive in pass k), and launches the byte kernel (sendrecv.cu) over
-// them, MCCL_P2P_MAX_WORKS works a launch: the arguments packed as its one parameter,
-// cuLaunchKernel, no host synchronisation.
+// them, MCCL_P2P_MAX_WORKS works a launch: the arguments packed as its one parameter, a dependent
+// grid as the allreduce's (launch.c), no host synchronisation.
 #include <stdint.h>
 #include <string.h>
 #include <cuda.h>
@@ -132,8 +132,7 @@ static mcclResult_t p2pLaunch(struct mcclSendRecvArgs* a, mcclLabComm* comm, cud
   cudaFunction_t fn;
   MCCLCHECK(mcclDevGetFunction(comm->cudaDev, (const void*)mcclSendRecvKernel, &fn));
   void* params[] = {a};
-  CUCHECK(cuLaunchKernel((CUfunction)fn, (unsigned)a->nP2pChannels, 1, 1, SR_THREADS, 1, 1, 0, (CUstream)stream, params,
-                         NULL));
+  MCCLCHECK(mcclDevLaunchDependent(fn, a->nP2pChannels, SR_THREADS, stream, params));
   a->nWorks = 0;
   return mcclSuccess;
 }

@@ -113,6 +113,7 @@ __device__ __forceinline__ bool mcclP2pRunWork(const struct mcclSendRecvArgs& a,
 
 __device__ __forceinline__ void mcclSendRecvMain(const struct mcclSendRecvArgs& args) {
   const int tid = threadIdx.x, nthreads = blockDim.x;
+  mcclDependentGridBegin();  // sendrecv.c launches it as a dependent grid
   static_assert(sizeof(struct mcclSendRecvArgs) % sizeof(uint32_t) == 0, "copied in 4-byte words");
   {
     const uint32_t* src = (const uint32_t*)&args;
