@@ -362,20 +362,14 @@ __device__ __forceinline__ void mcclOneShotMain(const struct mcclAllReduceArgs& 
 // shared mappings), reduces in rank order, and stores the result into every rank's recvbuff. A
 // second barrier keeps every rank in the kernel until all stores into its recvbuff have landed and
 // no peer still reads its sendbuff.
-// Two ranks, out of place: each rank reduces the whole buffer and stores only into its own recvbuff.
-// The traffic per link direction is the same as two-shot's (the peer's whole input, instead of half of
-// it plus the peer's half of the result), but the stores are local: no system-scope fence waits for
-// stores over NVLink before the closing barrier. (In place, the peer would overwrite the input being
-// read.)
 template <typename T, typename RedOp>
 __device__ bool mcclRunTwoShot(int tid, int nthreads) {
   const struct mcclAllReduceArgs& a = arShmem.args;
   const int64_t count = (int64_t)a.count;
   const int nranks = a.nRanks;
-  const bool whole = nranks == 2 && a.sendbuff != a.recvbuff;
   const int64_t q = 16 / (int64_t)sizeof(T);
-  const int64_t chunk = whole ? count : mcclDivUp(mcclDivUp(count, (int64_t)nranks), q) * q;
-  const int64_t cLo = whole ? 0 : (int64_t)a.rank * chunk < count ? (int64_t)a.rank * chunk : count;
+  const int64_t chunk = mcclDivUp(mcclDivUp(count, (int64_t)nranks), q) * q;
+  const int64_t cLo = (int64_t)a.rank * chunk < count ? (int64_t)a.rank * chunk : count;
   const int64_t cHi = cLo + chunk < count ? cLo + chunk : count;
   const int64_t per = mcclDivUp(mcclDivUp(cHi - cLo, (int64_t)gridDim.x), q) * q;
   const int64_t lo = cLo + (int64_t)blockIdx.x * per < cHi ? cLo + (int64_t)blockIdx.x * per : cHi;
@@ -413,7 +407,6 @@ __device__ bool mcclRunTwoShot(int tid, int nthreads) {
         if (k < npacks) acc[u] = mcclPostPack<T>(op, acc[u]);
       }
       for (int p = 0; p < nranks; p++) {
-        if (whole && p != a.rank) continue;
         uint64_t* dst = (uint64_t*)((T*)arShmem.peerRecv[p] + lo);
 #pragma unroll
         for (int u = 0; u < U; u++) {
@@ -428,8 +421,7 @@ __device__ bool mcclRunTwoShot(int tid, int nthreads) {
     T acc = mcclLoadElt((const T*)arShmem.peerSend[0] + lo + i);
     for (int p = 1; p < nranks; p++) acc = op.apply(acc, mcclLoadElt((const T*)arShmem.peerSend[p] + lo + i));
     acc = op.post(acc);
-    for (int p = 0; p < nranks; p++)
-      if (!whole || p == a.rank) mcclStoreElt((T*)arShmem.peerRecv[p] + lo + i, acc);
+    for (int p = 0; p < nranks; p++) mcclStoreElt((T*)arShmem.peerRecv[p] + lo + i, acc);
   }
   return mcclSymBarrier<false>(tid);
 }
