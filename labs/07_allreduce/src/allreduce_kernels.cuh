@@ -193,7 +193,7 @@ __device__ __forceinline__ void mcclArReportAbort(int* status, bool aborted, int
 // after every peer has started call k (it needed their lines), so no line of call k-1 is still
 // being read when call k+1 overwrites its parity.
 __device__ __forceinline__ uint32_t mcclSymFlag(uint64_t seq) {
-  return 1u + (uint32_t)(seq % 0xffffffffull);
+  return (uint32_t)seq != 0 ? (uint32_t)seq : 1u;  // never 0 (a fresh line); calls k and k-2 differ
 }
 __device__ __forceinline__ union mcclLLFifoLine* mcclOneShotLines(const struct mcclAllReduceArgs& a, int owner,
                                                                    int parity, int src) {
@@ -258,11 +258,11 @@ __device__ __forceinline__ bool mcclRunOneShot(const struct mcclAllReduceArgs& a
   // waits for one memory latency per trip, not one per line (the accesses are volatile asm, which
   // the compiler keeps in program order: a load after a store waits for nothing but is issued late).
   constexpr int U = 4;
-  const int64_t count = (int64_t)a.count;
-  const int64_t nlines = mcclDivUp(count, (int64_t)EltPerLine);
-  const int64_t per = mcclDivUp(nlines, (int64_t)gridDim.x);
-  const int64_t lo = (int64_t)blockIdx.x * per < nlines ? (int64_t)blockIdx.x * per : nlines;
-  const int64_t hi = lo + per < nlines ? lo + per : nlines;
+  const int count = (int)a.count;  // at most MCCL_ONESHOT_MAX_BYTES: 32-bit index math
+  const int nlines = mcclDivUp(count, (int)EltPerLine);
+  const int per = mcclDivUp(nlines, (int)gridDim.x);
+  const int lo = (int)blockIdx.x * per < nlines ? (int)blockIdx.x * per : nlines;
+  const int hi = lo + per < nlines ? lo + per : nlines;
   // Every thread reads the call's number itself (no barrier before the first store).
   const uint64_t seq = a.seqCounters[blockIdx.x] + 1;
   const uint32_t flag = mcclSymFlag(seq);
@@ -272,15 +272,15 @@ __device__ __forceinline__ bool mcclRunOneShot(const struct mcclAllReduceArgs& a
   RedOp op;
   op.arg = a.redOpArg;
   int flags = 0;
-  auto eltsOf = [count](int64_t l) -> int {
+  auto eltsOf = [count](int l) -> int {
     return (int)(count - l * EltPerLine < EltPerLine ? count - l * EltPerLine : EltPerLine);
   };
   // Push: U lines per thread per trip, to every peer.
-  for (int64_t base = lo + tid; base < hi; base += (int64_t)nthreads * U) {
+  for (int base = lo + tid; base < hi; base += (int)nthreads * U) {
     uint64_t w[U] = {};
 #pragma unroll
     for (int u = 0; u < U; u++) {
-      const int64_t l = base + (int64_t)u * nthreads;
+      const int l = base + (int)u * nthreads;
       if (l < hi) w[u] = mcclLoadWord(in + l * EltPerLine, eltsOf(l));
     }
     for (int p = 0; p < a.nRanks; p++) {
@@ -288,7 +288,7 @@ __device__ __forceinline__ bool mcclRunOneShot(const struct mcclAllReduceArgs& a
       union mcclLLFifoLine* dst = mcclOneShotLines(a, p, parity, a.rank);
 #pragma unroll
       for (int u = 0; u < U; u++) {
-        const int64_t l = base + (int64_t)u * nthreads;
+        const int l = base + (int)u * nthreads;
         if (l < hi)
           store128((uint64_t*)(dst + l), (w[u] & 0xffffffffull) | ((uint64_t)flag << 32),
                    (w[u] >> 32) | ((uint64_t)flag << 32));
@@ -296,14 +296,14 @@ __device__ __forceinline__ bool mcclRunOneShot(const struct mcclAllReduceArgs& a
     }
   }
   // Pull what the peers pushed here, reduce in rank order, write the result.
-  for (int64_t base = lo + tid; base < hi && !flags; base += (int64_t)nthreads * U) {
+  for (int base = lo + tid; base < hi && !flags; base += (int)nthreads * U) {
     uint64_t acc[U] = {};
     for (int p = 0; p < a.nRanks; p++) {
       uint64_t w[U] = {};
       if (p == a.rank) {
 #pragma unroll
         for (int u = 0; u < U; u++) {
-          const int64_t l = base + (int64_t)u * nthreads;
+          const int l = base + (int)u * nthreads;
           if (l < hi) w[u] = mcclLoadWord(in + l * EltPerLine, eltsOf(l));
         }
       } else {
@@ -311,12 +311,12 @@ __device__ __forceinline__ bool mcclRunOneShot(const struct mcclAllReduceArgs& a
         uint64_t v0[U] = {}, v1[U] = {};
 #pragma unroll
         for (int u = 0; u < U; u++) {
-          const int64_t l = base + (int64_t)u * nthreads;
+          const int l = base + (int)u * nthreads;
           if (l < hi) load128((const uint64_t*)(src + l), v0[u], v1[u]);
         }
 #pragma unroll
         for (int u = 0; u < U; u++) {
-          const int64_t l = base + (int64_t)u * nthreads;
+          const int l = base + (int)u * nthreads;
           if (l >= hi) continue;
           struct mcclSpin spins;
           while ((uint32_t)(v0[u] >> 32) != flag || (uint32_t)(v1[u] >> 32) != flag) {
@@ -331,7 +331,7 @@ __device__ __forceinline__ bool mcclRunOneShot(const struct mcclAllReduceArgs& a
     }
 #pragma unroll
     for (int u = 0; u < U; u++) {
-      const int64_t l = base + (int64_t)u * nthreads;
+      const int l = base + (int)u * nthreads;
       if (l < hi) mcclStoreWord(out + l * EltPerLine, mcclPostWord<T, RedOp>(op, acc[u]), eltsOf(l));
     }
   }
