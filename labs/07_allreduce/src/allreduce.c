@@ -21,8 +21,14 @@
 //     2 MiB: two-shot 20.2, ring (SIMPLE) 22.9, ring (LL) 27.9          -> two-shot above
 //    64 MiB: two-shot 231.6, ring 257.6; the bench's table: 256 MiB two-shot 877.8 (in place 860.9),
 //            ring 920.3; 512 MiB two-shot 1748.0 (1703.0), ring 1731.5 (1856.8) -> two-shot up to 256 MiB
-// (The row measured on 2x H200 at 7171267, before two-shot issued four packs' loads per trip, had the
-// ring ahead from 32 MiB and two-shot from 512 KiB; not re-measured there.)
+// Re-measured on 2x H200 (NV18) at be40d7a, eager, the same way
+// (docs/results/2026-11-26-h200x2-b/bench-be40d7a/bench07_tune.log), the same cut-over points up to
+// 64 MiB, the sweep's end:
+//   256 KiB: one-shot 6.23 us, ring (LL) 7.98, two-shot 11.67
+//   512 KiB: ring (LL) 9.56, two-shot 12.01, ring (SIMPLE) 14.40
+//     1 MiB: two-shot 13.31, ring (LL) 13.49, ring (SIMPLE) 15.83    (a tie: either side of the cut)
+//     2 MiB: two-shot 16.26, ring (SIMPLE) 19.15, ring (LL) 21.54
+//    64 MiB: two-shot 213.4, ring (SIMPLE) 219.2; at 512 MiB final's allreduce_perf (ring) 345.6 GB/s
 // The 3-4 rank row is measured: 4x H200 (NV18, every pair), lab 07's bench --tune, 4 ranks, float32
 // sum, out of place, commit 7296916 (docs/results/2026-11-26-h200x4/tune4.log), time per call:
 //    64 KiB: one-shot 7.5 us, ring (LL) 12.4, two-shot 14.7
