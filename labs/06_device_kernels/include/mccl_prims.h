@@ -133,7 +133,8 @@ mcclResult_t mcclDevGetFunction(int dev, const void* kernel, cudaFunction_t* fn)
  * @param[in] nthreads  threads per block (x).
  * @param[in] stream    the stream.
  * @param[in] params    cuLaunchKernel's kernelParams (pointers to the arguments).
- * @return mcclSuccess; mcclUnhandledCudaError (the driver's error is logged).
+ * @return mcclSuccess; mcclInvalidArgument (NULL fn or params, nblocks < 1, nthreads not 1..1024);
+ *         mcclUnhandledCudaError (the driver's error is logged).
  */
 mcclResult_t mcclDevLaunchDependent(cudaFunction_t fn, int nblocks, int nthreads, cudaStream_t stream, void** params);
 

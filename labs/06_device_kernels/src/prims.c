@@ -175,6 +175,10 @@ mcclResult_t mcclDevLaunch(const struct mcclDevWork* work, int nthreads, cudaStr
 }
 
 mcclResult_t mcclDevLaunchDependent(cudaFunction_t fn, int nblocks, int nthreads, cudaStream_t stream, void** params) {
+  MCCL_ARGCHECK(fn != NULL && params != NULL, "mcclDevLaunchDependent: fn %p / params %p is NULL", (void*)fn,
+                (void*)params);
+  MCCL_ARGCHECK(nblocks >= 1 && nthreads >= 1 && nthreads <= 1024,
+                "mcclDevLaunchDependent: %d blocks of %d threads (blocks >= 1, threads 1..1024)", nblocks, nthreads);
   CUlaunchAttribute attr;
   memset(&attr, 0, sizeof(attr));
   attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;

@@ -996,6 +996,14 @@ static void launchBadInput(void) {
   EXPECT_RES(mcclDevGetFunction(-1, (const void*)launchBadInput, &fn), mcclInvalidUsage);
   EXPECT_RES(mcclDevGetFunction(64, (const void*)launchBadInput, &fn), mcclInvalidUsage);
   EXPECT_TRUE(fn == NULL);
+  // The dependent launch (lab 07's): refused before the driver sees it (so a stand-in function will do).
+  void* noArgs[] = {NULL};
+  cudaFunction_t standIn = (cudaFunction_t)(uintptr_t)1;
+  EXPECT_RES(mcclDevLaunchDependent(NULL, 1, 32, l.stream, noArgs), mcclInvalidArgument);
+  EXPECT_RES(mcclDevLaunchDependent(standIn, 1, 32, l.stream, NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclDevLaunchDependent(standIn, 0, 32, l.stream, noArgs), mcclInvalidArgument);
+  EXPECT_RES(mcclDevLaunchDependent(standIn, 1, 0, l.stream, noArgs), mcclInvalidArgument);
+  EXPECT_RES(mcclDevLaunchDependent(standIn, 1, 1025, l.stream, noArgs), mcclInvalidArgument);
   for (int i = 0; i < nbad; i++) {
     *(volatile int*)l.statusH = 77;
     mcclResult_t r = mcclDevLaunch(&bad[i].w, bad[i].nthreads, l.stream);
