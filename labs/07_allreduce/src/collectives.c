@@ -6,7 +6,6 @@
 #include <stdint.h>
 #include <string.h>
 #include <strings.h>
-#include <cuda.h>
 #include "allreduce_internal.h"
 #include "coll_args.h"
 #include "mccl_checks.h"

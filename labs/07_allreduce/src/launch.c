@@ -4,7 +4,6 @@
 // cudaGetFuncBySymbol + cuLaunchKernelEx as a dependent grid (lab 06's mcclDevLaunchDependent: it
 // may start while the stream's previous grid finishes, and waits for it in its first statement). No
 // host synchronisation: launches pipeline on the stream and can be captured in a CUDA graph.
-#include <cuda.h>
 #include "allreduce_internal.h"
 #include "mccl_checks.h"
 #include "mccl_debug.h"
@@ -61,8 +60,6 @@ mcclResult_t mcclLabAllReduceLaunch(mcclLabComm* comm, const struct mcclAllReduc
   const int oneShotKernel = a.algorithm == MCCL_ALGO_ONESHOT && a.nRanks > 1;
   cudaFunction_t fn;
   MCCLCHECK(mcclDevGetFunction(comm->cudaDev, (const void*)(oneShotKernel ? oneShotSyms : kernelSyms)[a.dtype], &fn));
-  // A programmatic dependent launch (as NCCL's symmetric kernels): the kernels wait for the stream's
-  // previous grid in cudaGridDependencySynchronize, their first statement.
   void* params[] = {&a};
   MCCLCHECK(mcclDevLaunchDependent(fn, nblocks, nthreads, stream, params));
   return mcclSuccess;

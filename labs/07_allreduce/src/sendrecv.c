@@ -10,7 +10,6 @@
 // grid as the allreduce's (launch.c), no host synchronisation.
 #include <stdint.h>
 #include <string.h>
-#include <cuda.h>
 #include "mccl_channel.h"
 #include "mccl_checks.h"
 #include "mccl_debug.h"
