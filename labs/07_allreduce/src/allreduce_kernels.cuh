@@ -144,9 +144,12 @@ __device__ __forceinline__ struct mcclSymSignals* mcclSymSignalsOf(int rank) {
 }
 
 // A barrier of this block with the same block of every rank: thread p < nranks stores seq into
-// rank p's slot for us (a release store into p's mapped signal area), then waits until our slot
-// for p has reached seq. The block's earlier stores are made visible first (syncthreads, then the
-// signalling thread's system-scope fence: NCCL's barrier pattern).
+// rank p's slot for us (p's mapped signal area), then waits (acquire) until our slot for p has reached
+// seq. As NCCL's LSA barrier (src/include/nccl_device/impl/lsa_barrier__funcs.h, used by its
+// RSxLD_AGxST kernel): the arrive at the start is a relaxed store with no fence (this block has written
+// nothing yet; what earlier grids wrote is visible once cudaGridDependencySynchronize returns, and the
+// previous call's accesses ended at its depart), and the depart publishes the block's stores into the
+// peers' buffers with one system-scope fence after syncthreads, then a relaxed store.
 template <bool Arrive>
 __device__ bool mcclSymBarrier(int tid) {
   const struct mcclAllReduceArgs& a = arShmem.args;
@@ -157,8 +160,8 @@ __device__ bool mcclSymBarrier(int tid) {
   if (tid < a.nRanks) {
     struct mcclSymSignals* theirs = mcclSymSignalsOf(tid);
     uint64_t* slot = Arrive ? &theirs->arrive[blockIdx.x][a.rank] : &theirs->depart[blockIdx.x][a.rank];
-    fence_acq_rel_sys();
-    st_release_sys_global(slot, seq);
+    if (!Arrive) fence_acq_rel_sys();
+    st_relaxed_sys_global(slot, seq);
     struct mcclSymSignals* mine = mcclSymSignalsOf(a.rank);
     uint64_t* wait = Arrive ? &mine->arrive[blockIdx.x][tid] : &mine->depart[blockIdx.x][tid];
     while (ld_acquire_sys_global(wait) < seq) {
