@@ -12,43 +12,33 @@
 // ---- tuning: one table, by rank count and size (NCCL's tuning.cc computes times from bandwidth
 // and latency tables; lab 07 keeps the cut-over points themselves) ------------------------------
 //
-// Bytes are per rank (count * type size). The 2-rank row is measured: 2x H100 (NV18), lab 07's bench
-// --tune, float32 sum, out of place, commit 9b35177 (docs/results/2026-11-25-h100x2-b/bench07_tune.log),
-// time per call of each algorithm forced:
-//   256 KiB: one-shot 8.3 us, ring (LL) 9.5, two-shot 15.2            -> one-shot up to 256 KiB (its limit)
-//   512 KiB: ring (LL) 11.6, two-shot 16.2, ring (SIMPLE) 17.3
-//     1 MiB: ring (LL) 16.8, two-shot 17.0, ring (SIMPLE) 17.9         -> the ring with LL up to 1 MiB
-//     2 MiB: two-shot 20.2, ring (SIMPLE) 22.9, ring (LL) 27.9          -> two-shot above
-//    64 MiB: two-shot 231.6, ring 257.6; the bench's table: 256 MiB two-shot 877.8 (in place 860.9),
-//            ring 920.3; 512 MiB two-shot 1748.0 (1703.0), ring 1731.5 (1856.8) -> two-shot up to 256 MiB
-// Re-measured on 2x H200 (NV18) at be40d7a, eager, the same way
-// (docs/results/2026-11-26-h200x2-b/bench-be40d7a/bench07_tune.log), the same cut-over points up to
-// 64 MiB, the sweep's end:
-//   256 KiB: one-shot 6.23 us, ring (LL) 7.98, two-shot 11.67
-//   512 KiB: ring (LL) 9.56, two-shot 12.01, ring (SIMPLE) 14.40
-//     1 MiB: two-shot 13.31, ring (LL) 13.49, ring (SIMPLE) 15.83    (a tie: either side of the cut)
-//     2 MiB: two-shot 16.26, ring (SIMPLE) 19.15, ring (LL) 21.54
-//    64 MiB: two-shot 213.4, ring (SIMPLE) 219.2; at 512 MiB final's allreduce_perf (ring) 345.6 GB/s
-// The 3-4 rank row is measured: 4x H200 (NV18, every pair), lab 07's bench --tune, 4 ranks, float32
-// sum, out of place, commit 7296916 (docs/results/2026-11-26-h200x4/tune4.log), time per call:
-//    64 KiB: one-shot 7.5 us, ring (LL) 12.4, two-shot 14.7
-//   128 KiB: one-shot 9.4, ring (LL) 12.6                             -> one-shot up to 128 KiB
-//   256 KiB: ring (LL) 12.8, one-shot 13.3, two-shot 15.0
-//     1 MiB: ring (LL) 17.1, two-shot 18.1, ring (SIMPLE) 32.2        -> the ring with LL up to 1 MiB
-//     2 MiB: two-shot 23.1, ring (LL) 26.6, ring (SIMPLE) 35.9
-//     8 MiB: two-shot 59.4, ring (SIMPLE) 65.1                        -> two-shot up to 8 MiB
-//    16 MiB: ring (SIMPLE) 86.9, two-shot 100.0                       -> then the ring (SIMPLE)
-// (7296916's one-shot was a variant later taken back, 1.6 us slower at 8 B than the kernel kept; the
-// kept one is at least as fast, so one-shot's range is, if anything, short.) The ring's LL is faster
-// than its SIMPLE up to 2 MiB there (26.6 vs 35.9 us), which matters where two-shot cannot run.
-// The 5-8 rank row is NOT measured (no 8-GPU run): a guess, below the 4-rank cut-overs because
+// Bytes are per rank (count * type size). Rows 2 and 3-4 are measured with lab 07's bench --tune
+// (every algorithm forced, float32 sum, out of place, eager, time per call), last at 71893f4 (two-shot's
+// barriers as NCCL's LSA barrier, which cut its fixed cost by about 5 us) on 4x H100 (NV18, every
+// pair; docs/results/2026-11-26-h100x4/tune-71893f4/). 2 ranks (tune2.log, devices 0 and 1):
+//   256 KiB: one-shot 6.4 us, ring (LL) 8.1, two-shot 9.1            -> one-shot up to 256 KiB (its limit)
+//   512 KiB: ring (LL) 9.6, two-shot 9.9, ring (SIMPLE) 15.1          -> the ring with LL up to 512 KiB
+//     1 MiB: two-shot 10.8, ring (LL) 13.4, ring (SIMPLE) 16.8        -> two-shot above
+//    64 MiB: two-shot 206.5, ring (SIMPLE) 215.7; before 71893f4 (2x H100, 9b35177) the bench's table
+//            gave 256 MiB two-shot 877.8 us (in place 860.9), ring 920.3, and 512 MiB two-shot 1748.0
+//            (1703.0), ring 1731.5 (1856.8)                        -> two-shot up to 256 MiB
+// (Before 71893f4, on 2x H100 and again on 2x H200, 1 MiB was a tie between the ring's LL and two-shot,
+// so two-shot started above 1 MiB.) 4 ranks (tune4.log):
+//   256 KiB: one-shot 10.7, two-shot 11.2, ring (LL) 12.0             -> one-shot up to 256 KiB
+//   512 KiB: two-shot 12.2, ring (LL) 12.8, ring (SIMPLE) 34.2        -> two-shot above
+//     2 MiB: two-shot 19.8, ring (LL) 25.5, ring (SIMPLE) 36.5
+//     8 MiB: two-shot 55.3, ring (SIMPLE) 66.8                        -> two-shot up to 8 MiB
+//    16 MiB: ring (SIMPLE) 85.6, two-shot 97.2                        -> then the ring (SIMPLE)
+// The ring's LL is faster than its SIMPLE up to 2 MiB on 4 ranks (25.5 vs 36.5 us; 4 MiB a tie) and up to
+// 1 MiB on 2 (13.4 vs 16.8; 2 MiB 21.1 vs 19.8), which matters where two-shot cannot run (buffers outside
+// windows). The 5-8 rank row is NOT measured (no 8-GPU run): a guess, below the 4-rank cut-overs because
 // one-shot's traffic and two-shot's barrier waits grow with the ranks.
 #define MCCL_TUNE_ONESHOT_MAX_2R (256u << 10)  // 2 ranks: one-shot up to here
-#define MCCL_TUNE_TWOSHOT_MIN_2R (1u << 20)    // 2 ranks: then the ring (LL) up to here
+#define MCCL_TUNE_TWOSHOT_MIN_2R (512u << 10)  // 2 ranks: then the ring (LL) up to here
 #define MCCL_TUNE_TWOSHOT_MAX_2R (256u << 20)  // 2 ranks: two-shot up to here, then the ring
 #define MCCL_TUNE_LL_MAX_2R (1u << 20)         // 2 ranks: the ring uses LL up to here
-#define MCCL_TUNE_ONESHOT_MAX_4R (128u << 10)  // 3-4 ranks: one-shot up to here
-#define MCCL_TUNE_TWOSHOT_MIN_4R (1u << 20)    // 3-4 ranks: then the ring (LL) up to here
+#define MCCL_TUNE_ONESHOT_MAX_4R (256u << 10)  // 3-4 ranks: one-shot up to here
+#define MCCL_TUNE_TWOSHOT_MIN_4R (256u << 10)  // 3-4 ranks: then the ring (LL) up to here
 #define MCCL_TUNE_TWOSHOT_MAX_4R (8u << 20)    // 3-4 ranks: two-shot up to here, then the ring
 #define MCCL_TUNE_LL_MAX_4R (2u << 20)         // 3-4 ranks: the ring uses LL up to here
 #define MCCL_TUNE_ONESHOT_MAX_8R (16u << 10)  // 5-8 ranks

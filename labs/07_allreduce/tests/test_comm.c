@@ -206,6 +206,11 @@ static void algorithmTable(void) {
   EXPECT_OK(mcclLabSelectAlgorithm(2, 512 << 10, 2, &a, &p));  // 2 ranks: the ring with LL between the two
   EXPECT_EQ(a, MCCL_ALGO_RING);
   EXPECT_EQ(p, MCCL_PROTO_LL);
+  EXPECT_OK(mcclLabSelectAlgorithm(2, 1 << 20, 2, &a, &p));
+  EXPECT_EQ(a, MCCL_ALGO_TWOSHOT);
+  EXPECT_OK(mcclLabSelectAlgorithm(2, 1 << 20, 1, &a, &p));  // LL up to 1 MiB where two-shot cannot run
+  EXPECT_EQ(a, MCCL_ALGO_RING);
+  EXPECT_EQ(p, MCCL_PROTO_LL);
   EXPECT_OK(mcclLabSelectAlgorithm(2, 2 << 20, 2, &a, &p));
   EXPECT_EQ(a, MCCL_ALGO_TWOSHOT);
   EXPECT_OK(mcclLabSelectAlgorithm(2, 2 << 20, 1, &a, &p));  // two-shot needs both buffers in windows
@@ -216,11 +221,13 @@ static void algorithmTable(void) {
   EXPECT_OK(mcclLabSelectAlgorithm(2, 512 << 20, 2, &a, &p));
   EXPECT_EQ(a, MCCL_ALGO_RING);
   EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
-  // 3-4 ranks (measured on 4x H200): one-shot to 128 KiB, the ring with LL to 1 MiB, two-shot to 8 MiB,
-  // then the ring with SIMPLE; LL up to 2 MiB where two-shot cannot run.
-  EXPECT_OK(mcclLabSelectAlgorithm(4, 128 << 10, 2, &a, &p));
-  EXPECT_EQ(a, MCCL_ALGO_ONESHOT);
+  // 3-4 ranks (measured on 4x H100): one-shot to 256 KiB, two-shot from there to 8 MiB, then the ring
+  // with SIMPLE; the ring with LL up to 2 MiB where two-shot cannot run.
   EXPECT_OK(mcclLabSelectAlgorithm(4, 256 << 10, 2, &a, &p));
+  EXPECT_EQ(a, MCCL_ALGO_ONESHOT);
+  EXPECT_OK(mcclLabSelectAlgorithm(4, 512 << 10, 2, &a, &p));
+  EXPECT_EQ(a, MCCL_ALGO_TWOSHOT);
+  EXPECT_OK(mcclLabSelectAlgorithm(4, 512 << 10, 1, &a, &p));
   EXPECT_EQ(a, MCCL_ALGO_RING);
   EXPECT_EQ(p, MCCL_PROTO_LL);
   EXPECT_OK(mcclLabSelectAlgorithm(4, 2 << 20, 2, &a, &p));
