@@ -22,8 +22,12 @@
 //    64 MiB: two-shot 206.5, ring (SIMPLE) 215.7; before 71893f4 (2x H100, 9b35177) the bench's table
 //            gave 256 MiB two-shot 877.8 us (in place 860.9), ring 920.3, and 512 MiB two-shot 1748.0
 //            (1703.0), ring 1731.5 (1856.8)                        -> two-shot up to 256 MiB
-// (Before 71893f4, on 2x H100 and again on 2x H200, 1 MiB was a tie between the ring's LL and two-shot,
-// so two-shot started above 1 MiB.) 4 ranks (tune4.log):
+// Before 71893f4, on 2x H100 and again on 2x H200 (be40d7a, docs/results/2026-11-26-h200x2-b/bench-be40d7a/
+// bench07_tune.log), 1 MiB was a tie between the ring's LL and two-shot, so two-shot started above 1 MiB.
+// The H200 figures then: 256 KiB one-shot 6.23 us, ring (LL) 7.98, two-shot 11.67; 512 KiB ring (LL) 9.56,
+// two-shot 12.01; 1 MiB two-shot 13.31, ring (LL) 13.49; 2 MiB two-shot 16.26, ring (SIMPLE) 19.15; 64 MiB
+// two-shot 213.4, ring (SIMPLE) 219.2. The row after 71893f4 is NOT yet measured on 2x H200 (no H200 pair
+// was lent that session); 4 ranks (tune4.log):
 //   256 KiB: one-shot 10.7, two-shot 11.2, ring (LL) 12.0             -> one-shot up to 256 KiB
 //   512 KiB: two-shot 12.2, ring (LL) 12.8, ring (SIMPLE) 34.2        -> two-shot above
 //     2 MiB: two-shot 19.8, ring (LL) 25.5, ring (SIMPLE) 36.5
