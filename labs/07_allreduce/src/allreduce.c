@@ -41,8 +41,7 @@
 #define MCCL_TUNE_TWOSHOT_MIN_2R (512u << 10)  // 2 ranks: then the ring (LL) up to here
 #define MCCL_TUNE_TWOSHOT_MAX_2R (256u << 20)  // 2 ranks: two-shot up to here, then the ring
 #define MCCL_TUNE_LL_MAX_2R (1u << 20)         // 2 ranks: the ring uses LL up to here
-#define MCCL_TUNE_ONESHOT_MAX_4R (256u << 10)  // 3-4 ranks: one-shot up to here
-#define MCCL_TUNE_TWOSHOT_MIN_4R (256u << 10)  // 3-4 ranks: then the ring (LL) up to here
+#define MCCL_TUNE_ONESHOT_MAX_4R (256u << 10)  // 3-4 ranks: one-shot up to here, two-shot right above
 #define MCCL_TUNE_TWOSHOT_MAX_4R (8u << 20)    // 3-4 ranks: two-shot up to here, then the ring
 #define MCCL_TUNE_LL_MAX_4R (2u << 20)         // 3-4 ranks: the ring uses LL up to here
 #define MCCL_TUNE_ONESHOT_MAX_8R (16u << 10)  // 5-8 ranks
@@ -57,7 +56,7 @@ static const struct {
   size_t oneShotMax, twoShotMin, twoShotMax, llMax;
 } tuneTable[] = {
     {2, MCCL_TUNE_ONESHOT_MAX_2R, MCCL_TUNE_TWOSHOT_MIN_2R, MCCL_TUNE_TWOSHOT_MAX_2R, MCCL_TUNE_LL_MAX_2R},
-    {4, MCCL_TUNE_ONESHOT_MAX_4R, MCCL_TUNE_TWOSHOT_MIN_4R, MCCL_TUNE_TWOSHOT_MAX_4R, MCCL_TUNE_LL_MAX_4R},
+    {4, MCCL_TUNE_ONESHOT_MAX_4R, MCCL_TUNE_ONESHOT_MAX_4R, MCCL_TUNE_TWOSHOT_MAX_4R, MCCL_TUNE_LL_MAX_4R},
     {8, MCCL_TUNE_ONESHOT_MAX_8R, MCCL_TUNE_ONESHOT_MAX_8R, MCCL_TUNE_TWOSHOT_MAX_8R, MCCL_TUNE_LL_MAX},
     {MCCL_LAB_MAX_RANKS, 0, 0, 0, MCCL_TUNE_LL_MAX},  // beyond 8 ranks: the ring only
 };
