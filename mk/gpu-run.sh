@@ -99,19 +99,23 @@ echo "demo exit $?"
 # Kernel code under the GPU's own checkers, on lab 06's kernel tests named by MCCL_SANITIZE_FILTER (default:
 # the three-endpoint chains, every op and both protocols; MCCL_SANITIZE=0 skips).
 if [ "${MCCL_SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
-  step "compute-sanitizer (lab 06 test_prims: memcheck, racecheck, synccheck; lab 07 mpi_allreduce: synccheck; mpi_sendrecv: memcheck)"
+  step "compute-sanitizer (lab 06 test_prims: memcheck, racecheck, synccheck; lab 07 mpi_allreduce: memcheck, racecheck, synccheck; mpi_sendrecv: memcheck)"
   for tool in memcheck racecheck synccheck; do
     MCCL_TEST_FILTER=${MCCL_SANITIZE_FILTER:-chain} timeout ${MCCL_SANITIZE_TIMEOUT:-150} compute-sanitizer --tool $tool --error-exitcode 9 \
       build/cuda/bin/06_device_kernels/test_prims \
       > "$OUT/sanitizer-$tool.log" 2>&1
     echo "compute-sanitizer $tool: exit $? ($(grep -cE '^(PASS|FAIL) ' "$OUT/sanitizer-$tool.log") tests; $(tail -1 "$OUT/sanitizer-$tool.log"))"
   done
-  # Two ranks (sharing the GPU where there is one): the ring, one-shot and two-shot kernels' barriers.
+  # Two ranks (sharing the GPU where there is one): the ring, one-shot and two-shot kernels (their barriers,
+  # the signal area's flags) under each of the three tools.
   if [ -x build/cuda/bin/07_allreduce/mpi_allreduce ]; then
-    # shellcheck disable=SC2086 # mpi is a list
-    timeout ${MCCL_SANITIZE_TIMEOUT:-150} $mpi -np 2 -x NCCL_NVLS_ENABLE compute-sanitizer --tool synccheck --error-exitcode 9 \
-      build/cuda/bin/07_allreduce/mpi_allreduce > "$OUT/sanitizer-synccheck-07.log" 2>&1
-    echo "compute-sanitizer synccheck lab 07 mpi_allreduce np2: exit $? ($(grep -cE '^(PASS|FAIL) ' "$OUT/sanitizer-synccheck-07.log") tests, $(grep -c 'Barrier error' "$OUT/sanitizer-synccheck-07.log") barrier errors)"
+    for tool in synccheck memcheck racecheck; do
+      log="$OUT/sanitizer-$tool-07.log"
+      # shellcheck disable=SC2086 # mpi is a list
+      timeout ${MCCL_SANITIZE_TIMEOUT:-150} $mpi -np 2 -x NCCL_NVLS_ENABLE compute-sanitizer --tool $tool \
+        --report-api-errors no --error-exitcode 9 build/cuda/bin/07_allreduce/mpi_allreduce > "$log" 2>&1
+      echo "compute-sanitizer $tool lab 07 mpi_allreduce np2: exit $? ($(grep -cE '^(PASS|FAIL) ' "$log") tests; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | sort | uniq -c | tr -s ' ' | tr '\n' ';'))"
+    done
   fi
   # Send/receive's kernels (SIMPLE and LL, mixed in one launch) under memcheck. The driver calls that
   # fail by design are not reported (--report-api-errors no): cuMemCreate with fabric handles, refused
