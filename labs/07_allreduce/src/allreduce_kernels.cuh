@@ -365,6 +365,55 @@ __device__ __forceinline__ void mcclOneShotMain(const struct mcclAllReduceArgs& 
 // shared mappings), reduces in rank order, and stores the result into every rank's recvbuff. A
 // second barrier keeps every rank in the kernel until all stores into its recvbuff have landed and
 // no peer still reads its sendbuff.
+
+// Two-shot's 16-byte packs of [lo, lo + npacks * 16 bytes): each trip loads U packs from R ranks
+// before it uses any, so a trip waits for one memory latency, not one per rank (a peer's pack is a
+// load over NVLink); more than R ranks are taken R at a time (NCCL's allreduceDeep unrolls over peers
+// the same way, src/device/symmetric/all_reduce.cuh). The reduction stays in rank order; the result
+// goes to every rank's recvbuff.
+template <typename T, typename RedOp, int R, int U>
+__device__ __forceinline__ void mcclTwoShotPacks(const RedOp& op, int64_t lo, int64_t npacks, int tid, int nthreads) {
+  const int nranks = arShmem.args.nRanks;
+  for (int64_t base = 0; base < npacks; base += (int64_t)nthreads * U) {
+    mcclPack<T> acc[U] = {};  // set by rank 0's packs; zeroed for the host compiler's sake
+    for (int p0 = 0; p0 < nranks; p0 += R) {
+      mcclPack<T> x[R][U];
+#pragma unroll
+      for (int i = 0; i < R; i++) {
+        if (p0 + i >= nranks) break;
+        const uint64_t* src = (const uint64_t*)((const T*)arShmem.peerSend[p0 + i] + lo);
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+          const int64_t k = base + (int64_t)u * nthreads + tid;
+          if (k < npacks) load128(src + 2 * k, x[i][u].u[0], x[i][u].u[1]);
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < R; i++) {
+        if (p0 + i >= nranks) break;
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+          const int64_t k = base + (int64_t)u * nthreads + tid;
+          if (k < npacks) acc[u] = p0 + i == 0 ? x[i][u] : mcclApplyPack<T>(op, acc[u], x[i][u]);
+        }
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+      const int64_t k = base + (int64_t)u * nthreads + tid;
+      if (k < npacks) acc[u] = mcclPostPack<T>(op, acc[u]);
+    }
+    for (int p = 0; p < nranks; p++) {
+      uint64_t* dst = (uint64_t*)((T*)arShmem.peerRecv[p] + lo);
+#pragma unroll
+      for (int u = 0; u < U; u++) {
+        const int64_t k = base + (int64_t)u * nthreads + tid;
+        if (k < npacks) store128(dst + 2 * k, acc[u].u[0], acc[u].u[1]);
+      }
+    }
+  }
+}
+
 template <typename T, typename RedOp>
 __device__ bool mcclRunTwoShot(int tid, int nthreads) {
   const struct mcclAllReduceArgs& a = arShmem.args;
@@ -386,38 +435,13 @@ __device__ bool mcclRunTwoShot(int tid, int nthreads) {
   int64_t done = 0;
   // lo is a multiple of 16 bytes, so the peers' base addresses decide.
   if ((misaligned & 15) == 0) {
-    constexpr int U = 4;
     const int64_t npacks = n / q;
-    for (int64_t base = 0; base < npacks; base += (int64_t)nthreads * U) {
-      mcclPack<T> acc[U];
-      for (int p = 0; p < nranks; p++) {
-        const uint64_t* src = (const uint64_t*)((const T*)arShmem.peerSend[p] + lo);
-        mcclPack<T> x[U];  // all U loads issued before the first is used (see one-shot)
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-          int64_t k = base + (int64_t)u * nthreads + tid;
-          if (k < npacks) load128(src + 2 * k, x[u].u[0], x[u].u[1]);
-        }
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-          int64_t k = base + (int64_t)u * nthreads + tid;
-          if (k < npacks) acc[u] = p == 0 ? x[u] : mcclApplyPack<T>(op, acc[u], x[u]);
-        }
-      }
-#pragma unroll
-      for (int u = 0; u < U; u++) {
-        int64_t k = base + (int64_t)u * nthreads + tid;
-        if (k < npacks) acc[u] = mcclPostPack<T>(op, acc[u]);
-      }
-      for (int p = 0; p < nranks; p++) {
-        uint64_t* dst = (uint64_t*)((T*)arShmem.peerRecv[p] + lo);
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-          int64_t k = base + (int64_t)u * nthreads + tid;
-          if (k < npacks) store128(dst + 2 * k, acc[u].u[0], acc[u].u[1]);
-        }
-      }
-    }
+    // Four packs in flight per thread, from several ranks at once: two ranks' two each, or four ranks'
+    // one each (eight spilled: the kernel has 96 registers at its 640-thread bound).
+    if (nranks <= 2)
+      mcclTwoShotPacks<T, RedOp, 2, 2>(op, lo, npacks, tid, nthreads);
+    else
+      mcclTwoShotPacks<T, RedOp, 4, 1>(op, lo, npacks, tid, nthreads);
     done = npacks * q;
   }
   for (int64_t i = done + tid; i < n; i += nthreads) {
