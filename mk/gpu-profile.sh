@@ -12,45 +12,90 @@
 # benchmark's time per call: the difference is what happens between kernels (host launch, gaps).
 # Writes OUTDIR/ncu-SIZE.csv (ncu's raw CSV), OUTDIR/allreduce_perf-SIZE.log and prints one table:
 # size, kernel, grid x block, launches, median and minimum duration in microseconds.
+#
+# MCCL_PROFILE_BENCH picks another program (default allreduce, the above):
+#   prims     lab 06's mpi_bench_prims, 2 ranks, -b SIZE -e SIZE (P2P first, then SHM), the rank
+#             MCCL_PROFILE_RANK (default 0: the sender of the one-way rows, 1: the receiver) inside ncu for
+#             its first MCCL_PROFILE_LAUNCHES kernels (default 640: the P2P table's, ours and NCCL's). The
+#             table splits each kernel's launches into the one-way rows' (the first (1+3)*20: -w 1 -n 3
+#             --batch 20) and the rest (both ways, where the rank runs a send and a receive kernel).
+#   sendrecv  nccl-tests' sendrecv_perf (build/cuda/nccl-tests, mk/nccl-tests.sh BUILD_ONLY=1) at SIZE, -n 5
+#             -w 1, on the drop-in (build/cuda/lib) and on NCCL (python's nvidia.nccl): rank 0's kernels, with
+#             the grid (channels) and block each library chose.
 set -uo pipefail
 out=${1:?usage: mk/gpu-profile.sh OUTDIR SIZE...}
 shift
 [ $# -gt 0 ] || { echo "gpu-profile.sh: no sizes given" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
-bin=$root/build/cuda/bin/final/allreduce_perf
-[ -x "$bin" ] || { echo "gpu-profile.sh: $bin not built (make BACKEND=cuda all)" >&2; exit 2; }
+what=${MCCL_PROFILE_BENCH:-allreduce}
+case $what in
+  allreduce) bin=$root/build/cuda/bin/final/allreduce_perf ;;
+  prims) bin=$root/build/cuda/bin/06_device_kernels/mpi_bench_prims ;;
+  sendrecv) bin=$root/build/cuda/nccl-tests/sendrecv_perf ;;
+  *) echo "gpu-profile.sh: MCCL_PROFILE_BENCH=$what (allreduce, prims or sendrecv)" >&2; exit 2 ;;
+esac
+[ -x "$bin" ] || { echo "gpu-profile.sh: $bin not built (make BACKEND=cuda all; nccl-tests: mk/nccl-tests.sh BUILD_ONLY=1)" >&2; exit 2; }
 command -v ncu >/dev/null || { echo "gpu-profile.sh: no ncu on PATH" >&2; exit 2; }
 mkdir -p "$out"
 export NCCL_NVLS_ENABLE=0
 mr="mpirun --oversubscribe --bind-to none --mca btl_vader_single_copy_mechanism none -x NCCL_NVLS_ENABLE"
 [ "$(id -u)" = 0 ] && mr="$mr --allow-run-as-root"
 status=0
-for size in "$@"; do
-  csv=$out/ncu-$size.csv
+# prof RANK CSV LOG [ncu options] -- COMMAND...: COMMAND under mpirun, rank RANK inside ncu.
+prof() {
+  local r=$1 csv=$2 log=$3 np=${MCCL_NP:-2}
+  shift 3
+  local ncuopts=()
+  while [ "$1" != -- ]; do ncuopts+=("$1"); shift; done
+  shift
+  [ "$what" = allreduce ] || np=2
   # shellcheck disable=SC2016 # expanded by each rank's shell
-  $mr -np "${MCCL_NP:-2}" sh -c 'if [ "$OMPI_COMM_WORLD_RANK" = 0 ]; then exec ncu --clock-control none --cache-control none \
-      --metrics gpu__time_duration.sum --csv --print-units base --log-file "$0" "$@"; else exec "$@"; fi' \
-    "$csv" "$bin" -b "$size" -e "$size" -n 20 -w 5 -c 0 -R 2 --nccl > "$out/allreduce_perf-$size.log" 2>&1 ||
-    { echo "gpu-profile.sh: size $size: exit $? (see $out/allreduce_perf-$size.log)"; status=1; }
+  $mr -np "$np" -x LD_LIBRARY_PATH sh -c 'r=$1 csv=$2 n=$3; shift 3; if [ "$OMPI_COMM_WORLD_RANK" = "$r" ]; then exec ncu --clock-control none \
+      --cache-control none --metrics gpu__time_duration.sum --csv --print-units base --log-file "$csv" $n "$@"; else exec "$@"; fi' \
+    sh "$r" "$csv" "${ncuopts[*]:-}" "$@" > "$log" 2>&1
+}
+for size in "$@"; do
+  case $what in
+    allreduce)
+      prof 0 "$out/ncu-$size.csv" "$out/allreduce_perf-$size.log" -- "$bin" -b "$size" -e "$size" -n 20 -w 5 -c 0 -R 2 --nccl ;;
+    prims)
+      prof "${MCCL_PROFILE_RANK:-0}" "$out/ncu-$size.csv" "$out/mpi_bench_prims-$size.log" --launch-count "${MCCL_PROFILE_LAUNCHES:-640}" -- \
+        "$bin" -b "$size" -e "$size" -n 3 -w 1 --batch 20 --p2p-bytes "$size" --shm-bytes "$size" --sweep-channels 1 --sweep-threads 256 ;;
+    sendrecv)
+      ncclDir=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)/lib
+      # shellcheck disable=SC2030,SC2031 # each run its own library path
+      (export LD_LIBRARY_PATH=$root/build/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+        prof 0 "$out/ncu-$size.csv" "$out/sendrecv_perf-minccl-$size.log" -- "$bin" -b "$size" -e "$size" -n 5 -w 1 -g 1 -c 1) &&
+        (export LD_LIBRARY_PATH=$ncclDir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+          prof 0 "$out/ncu-nccl-$size.csv" "$out/sendrecv_perf-nccl-$size.log" -- "$bin" -b "$size" -e "$size" -n 5 -w 1 -g 1 -c 1) ;;
+  esac || { echo "gpu-profile.sh: $what size $size: exit $? (see the logs in $out)"; status=1; }
 done
-python3 - "$out" "$@" <<'PY'
+python3 - "$out" "$what" "$@" <<'PY'
 import csv, os, statistics, sys
-out, sizes = sys.argv[1], sys.argv[2:]
-print(f"{'size':>6}  {'kernel':<58} {'grid x block':>14} {'n':>4} {'median us':>10} {'min us':>8}")
-for size in sizes:
-    path = os.path.join(out, f"ncu-{size}.csv")
+out, what, sizes = sys.argv[1], sys.argv[2], sys.argv[3:]
+ONEWAY = (1 + 3) * 20  # prims: -w 1 -n 3 --batch 20 launches of the one-way rows per kernel
+print(f"{'size':>6}  {'kernel':<58} {'grid x block':>24} {'n':>4} {'median us':>10} {'min us':>8}")
+def show(size, path, tag=""):
     if not os.path.exists(path):
-        print(f"{size:>6}  (no profile)")
-        continue
+        print(f"{size:>6}  (no profile: {os.path.basename(path)})")
+        return
     lines = [l for l in open(path) if l.startswith('"')]
     rows = {}
     for r in csv.DictReader(lines):
         if r.get("Metric Name") != "gpu__time_duration.sum":
             continue
-        name = r["Kernel Name"].split("(")[0][:58]
+        name = (tag + r["Kernel Name"].split("(")[0])[:58]
         key = (name, f"{r['Grid Size']} x {r['Block Size']}")
         rows.setdefault(key, []).append(float(r["Metric Value"].replace(",", "")) / 1000.0)
     for (name, shape), v in rows.items():
-        print(f"{size:>6}  {name:<58} {shape:>14} {len(v):>4} {statistics.median(v):>10.2f} {min(v):>8.2f}")
+        parts = [("", v)]
+        if what == "prims" and len(v) > ONEWAY:
+            parts = [(" [one way]", v[:ONEWAY]), (" [both ways]", v[ONEWAY:])]
+        for label, x in parts:
+            print(f"{size:>6}  {(name + label)[:58]:<58} {shape:>24} {len(x):>4} {statistics.median(x):>10.2f} {min(x):>8.2f}")
+for size in sizes:
+    show(size, os.path.join(out, f"ncu-{size}.csv"), "minccl drop-in: " if what == "sendrecv" else "")
+    if what == "sendrecv":
+        show(size, os.path.join(out, f"ncu-nccl-{size}.csv"), "NCCL: ")
 PY
 exit $status

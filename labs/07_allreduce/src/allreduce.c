@@ -13,36 +13,39 @@
 // and latency tables; lab 07 keeps the cut-over points themselves) ------------------------------
 //
 // Bytes are per rank (count * type size). Rows 2 and 3-4 are measured with lab 07's bench --tune
-// (every algorithm forced, float32 sum, out of place, eager, time per call), last at 71893f4 (two-shot's
-// barriers as NCCL's LSA barrier, which cut its fixed cost by about 5 us) on 4x H100 (NV18, every
-// pair; docs/results/2026-11-26-h100x4/tune-71893f4/). 2 ranks (tune2.log, devices 0 and 1):
-//   256 KiB: one-shot 6.4 us, ring (LL) 8.1, two-shot 9.1            -> one-shot up to 256 KiB (its limit)
-//   512 KiB: ring (LL) 9.6, two-shot 9.9, ring (SIMPLE) 15.1          -> the ring with LL up to 512 KiB
-//     1 MiB: two-shot 10.8, ring (LL) 13.4, ring (SIMPLE) 16.8        -> two-shot above
-//    64 MiB: two-shot 206.5, ring (SIMPLE) 215.7; before 71893f4 (2x H100, 9b35177) the bench's table
-//            gave 256 MiB two-shot 877.8 us (in place 860.9), ring 920.3, and 512 MiB two-shot 1748.0
-//            (1703.0), ring 1731.5 (1856.8)                        -> two-shot up to 256 MiB
+// (every algorithm forced, float32 sum, out of place, eager, time per call) on 4x H100 (NV18, every
+// pair). The 4-rank row last at aee9b41 (two-shot loads several ranks' packs before it uses any),
+// docs/results/2026-11-26-h100x4-b/tune-aee9b41/tune4.log:
+//   128 KiB: one-shot 7.1 us, two-shot 9.2, ring (LL) 11.8            -> one-shot up to 128 KiB
+//   256 KiB: two-shot 9.3, one-shot 10.7, ring (LL) 12.1              -> two-shot above
+//     2 MiB: two-shot 17.4, ring (LL) 26.1, ring (SIMPLE) 37.0
+//    16 MiB: two-shot 85.8, ring (SIMPLE) 87.9                        -> two-shot up to 16 MiB
+//    32 MiB: ring (SIMPLE) 160.2, two-shot 166.5                      -> then the ring (SIMPLE)
+// (At 71893f4, before that change, two-shot was 11.2 us at 256 KiB and 97.2 at 16 MiB, so one-shot
+// served to 256 KiB and the ring from 16 MiB: docs/results/2026-11-26-h100x4/tune-71893f4/.)
+// The 2-rank row was measured at 71893f4 (tune-71893f4/tune2.log, devices 0 and 1) and again at aee9b41
+// (tune-aee9b41/tune2.log), which kept it:
+//   256 KiB: one-shot 6.4 us (aee9b41 6.3), ring (LL) 8.1 (8.2), two-shot 9.1 (8.9) -> one-shot up to 256 KiB
+//   512 KiB: ring (LL) 9.6 (9.7), two-shot 9.9 (9.6)                 -> a tie: the ring with LL up to 512 KiB
+//     1 MiB: two-shot 10.8 (11.0), ring (LL) 13.4 (13.5)              -> two-shot above
+//    64 MiB: two-shot 206.5 (211.4), ring (SIMPLE) 215.7 (219.9); before 71893f4 (2x H100, 9b35177) the
+//            bench's table gave 256 MiB two-shot 877.8 us (in place 860.9), ring 920.3, and 512 MiB
+//            two-shot 1748.0 (1703.0), ring 1731.5 (1856.8)          -> two-shot up to 256 MiB
 // Before 71893f4, on 2x H100 and again on 2x H200 (be40d7a, docs/results/2026-11-26-h200x2-b/bench-be40d7a/
 // bench07_tune.log), 1 MiB was a tie between the ring's LL and two-shot, so two-shot started above 1 MiB.
 // The H200 figures then: 256 KiB one-shot 6.23 us, ring (LL) 7.98, two-shot 11.67; 512 KiB ring (LL) 9.56,
 // two-shot 12.01; 1 MiB two-shot 13.31, ring (LL) 13.49; 2 MiB two-shot 16.26, ring (SIMPLE) 19.15; 64 MiB
-// two-shot 213.4, ring (SIMPLE) 219.2. The row after 71893f4 is NOT yet measured on 2x H200 (no H200 pair
-// was lent that session); 4 ranks (tune4.log):
-//   256 KiB: one-shot 10.7, two-shot 11.2, ring (LL) 12.0             -> one-shot up to 256 KiB
-//   512 KiB: two-shot 12.2, ring (LL) 12.8, ring (SIMPLE) 34.2        -> two-shot above
-//     2 MiB: two-shot 19.8, ring (LL) 25.5, ring (SIMPLE) 36.5
-//     8 MiB: two-shot 55.3, ring (SIMPLE) 66.8                        -> two-shot up to 8 MiB
-//    16 MiB: ring (SIMPLE) 85.6, two-shot 97.2                        -> then the ring (SIMPLE)
-// The ring's LL is faster than its SIMPLE up to 2 MiB on 4 ranks (25.5 vs 36.5 us; 4 MiB a tie) and up to
-// 1 MiB on 2 (13.4 vs 16.8; 2 MiB 21.1 vs 19.8), which matters where two-shot cannot run (buffers outside
-// windows). The 5-8 rank row is NOT measured (no 8-GPU run): a guess, below the 4-rank cut-overs because
-// one-shot's traffic and two-shot's barrier waits grow with the ranks.
+// two-shot 213.4, ring (SIMPLE) 219.2. Neither row after 71893f4 is measured on H200s (none was lent).
+// The ring's LL is faster than its SIMPLE up to 2 MiB on 4 ranks (26.1 vs 37.0 us; 4 MiB 48.8 vs 46.8) and
+// up to 1 MiB on 2 (13.5 vs 17.3; 2 MiB 21.4 vs 20.3), which matters where two-shot cannot run (buffers
+// outside windows). The 5-8 rank row is NOT measured (no 8-GPU run): a guess, below the 4-rank cut-overs
+// because one-shot's traffic and two-shot's barrier waits grow with the ranks.
 #define MCCL_TUNE_ONESHOT_MAX_2R (256u << 10)  // 2 ranks: one-shot up to here
 #define MCCL_TUNE_TWOSHOT_MIN_2R (512u << 10)  // 2 ranks: then the ring (LL) up to here
 #define MCCL_TUNE_TWOSHOT_MAX_2R (256u << 20)  // 2 ranks: two-shot up to here, then the ring
 #define MCCL_TUNE_LL_MAX_2R (1u << 20)         // 2 ranks: the ring uses LL up to here
-#define MCCL_TUNE_ONESHOT_MAX_4R (256u << 10)  // 3-4 ranks: one-shot up to here, two-shot right above
-#define MCCL_TUNE_TWOSHOT_MAX_4R (8u << 20)    // 3-4 ranks: two-shot up to here, then the ring
+#define MCCL_TUNE_ONESHOT_MAX_4R (128u << 10)  // 3-4 ranks: one-shot up to here, two-shot right above
+#define MCCL_TUNE_TWOSHOT_MAX_4R (16u << 20)   // 3-4 ranks: two-shot up to here, then the ring
 #define MCCL_TUNE_LL_MAX_4R (2u << 20)         // 3-4 ranks: the ring uses LL up to here
 #define MCCL_TUNE_ONESHOT_MAX_8R (16u << 10)  // 5-8 ranks
 #define MCCL_TUNE_TWOSHOT_MAX_8R (1u << 20)

@@ -221,10 +221,12 @@ static void algorithmTable(void) {
   EXPECT_OK(mcclLabSelectAlgorithm(2, 512 << 20, 2, &a, &p));
   EXPECT_EQ(a, MCCL_ALGO_RING);
   EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
-  // 3-4 ranks (measured on 4x H100): one-shot to 256 KiB, two-shot from there to 8 MiB, then the ring
+  // 3-4 ranks (measured on 4x H100): one-shot to 128 KiB, two-shot from there to 16 MiB, then the ring
   // with SIMPLE; the ring with LL up to 2 MiB where two-shot cannot run.
-  EXPECT_OK(mcclLabSelectAlgorithm(4, 256 << 10, 2, &a, &p));
+  EXPECT_OK(mcclLabSelectAlgorithm(4, 128 << 10, 2, &a, &p));
   EXPECT_EQ(a, MCCL_ALGO_ONESHOT);
+  EXPECT_OK(mcclLabSelectAlgorithm(4, 256 << 10, 2, &a, &p));
+  EXPECT_EQ(a, MCCL_ALGO_TWOSHOT);
   EXPECT_OK(mcclLabSelectAlgorithm(4, 512 << 10, 2, &a, &p));
   EXPECT_EQ(a, MCCL_ALGO_TWOSHOT);
   EXPECT_OK(mcclLabSelectAlgorithm(4, 512 << 10, 1, &a, &p));
@@ -236,6 +238,8 @@ static void algorithmTable(void) {
   EXPECT_EQ(a, MCCL_ALGO_RING);
   EXPECT_EQ(p, MCCL_PROTO_LL);
   EXPECT_OK(mcclLabSelectAlgorithm(4, 16 << 20, 2, &a, &p));
+  EXPECT_EQ(a, MCCL_ALGO_TWOSHOT);
+  EXPECT_OK(mcclLabSelectAlgorithm(4, 32 << 20, 2, &a, &p));
   EXPECT_EQ(a, MCCL_ALGO_RING);
   EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
   EXPECT_OK(mcclLabSelectAlgorithm(8, 512 << 10, 0, &a, &p));  // 5-8 ranks: LL only up to 256 KiB
