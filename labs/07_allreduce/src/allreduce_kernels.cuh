@@ -254,25 +254,8 @@ __device__ __forceinline__ void mcclStoreWord(T* p, uint64_t w, int n) {
   }
 }
 
-// Elements of type T in LL line l of a count-element buffer (8 bytes of data per line; the last
-// line may hold fewer).
-template <typename T>
-__device__ __forceinline__ int mcclLineElts(int count, int l) {
-  constexpr int EltPerLine = 8 / sizeof(T);
-  return count - l * EltPerLine < EltPerLine ? count - l * EltPerLine : EltPerLine;
-}
-
-// Under nvcc -G (CUDA_DEBUG=1, __CUDACC_DEBUG__) one-shot's body is a function of its own, so
-// cuda-gdb can stop in it with its arguments (lab.cuda-gdb): inlined, a breakpoint on the kernel's
-// name resolved into code it never ran. The optimized build inlines it as before.
-#ifdef __CUDACC_DEBUG__
-#define MCCL_ONESHOT_INLINE __noinline__
-#else
-#define MCCL_ONESHOT_INLINE __forceinline__
-#endif
-
 template <typename T, typename RedOp>
-__device__ MCCL_ONESHOT_INLINE bool mcclRunOneShot(const struct mcclAllReduceArgs& a, int tid, int nthreads) {
+__device__ __forceinline__ bool mcclRunOneShot(const struct mcclAllReduceArgs& a, int tid, int nthreads) {
   constexpr int EltPerLine = 8 / sizeof(T);
   // Lines per thread per trip: their loads are all issued before the first is used, so a thread
   // waits for one memory latency per trip, not one per line (the accesses are volatile asm, which
@@ -292,13 +275,16 @@ __device__ MCCL_ONESHOT_INLINE bool mcclRunOneShot(const struct mcclAllReduceArg
   RedOp op;
   op.arg = a.redOpArg;
   int flags = 0;
+  auto eltsOf = [count](int l) -> int {
+    return (int)(count - l * EltPerLine < EltPerLine ? count - l * EltPerLine : EltPerLine);
+  };
   // Push: U lines per thread per trip, to every peer.
   for (int base = lo + tid; base < hi; base += (int)nthreads * U) {
     uint64_t w[U] = {};
 #pragma unroll
     for (int u = 0; u < U; u++) {
       const int l = base + (int)u * nthreads;
-      if (l < hi) w[u] = mcclLoadWord(in + l * EltPerLine, mcclLineElts<T>(count, l));
+      if (l < hi) w[u] = mcclLoadWord(in + l * EltPerLine, eltsOf(l));
     }
     for (int p = 0; p < a.nRanks; p++) {
       if (p == a.rank) continue;
@@ -321,7 +307,7 @@ __device__ MCCL_ONESHOT_INLINE bool mcclRunOneShot(const struct mcclAllReduceArg
 #pragma unroll
         for (int u = 0; u < U; u++) {
           const int l = base + (int)u * nthreads;
-          if (l < hi) w[u] = mcclLoadWord(in + l * EltPerLine, mcclLineElts<T>(count, l));
+          if (l < hi) w[u] = mcclLoadWord(in + l * EltPerLine, eltsOf(l));
         }
       } else {
         const union mcclLLFifoLine* src = mcclOneShotLines(a, a.rank, parity, p);
@@ -349,7 +335,7 @@ __device__ MCCL_ONESHOT_INLINE bool mcclRunOneShot(const struct mcclAllReduceArg
 #pragma unroll
     for (int u = 0; u < U; u++) {
       const int l = base + (int)u * nthreads;
-      if (l < hi) mcclStoreWord(out + l * EltPerLine, mcclPostWord<T, RedOp>(op, acc[u]), mcclLineElts<T>(count, l));
+      if (l < hi) mcclStoreWord(out + l * EltPerLine, mcclPostWord<T, RedOp>(op, acc[u]), eltsOf(l));
     }
   }
   // One barrier ends the call: after it every thread has read the counter (so it may advance, as
