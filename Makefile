@@ -201,6 +201,7 @@ gdb: all
 	  dbg=$$(command -v cuda-gdb); script=$$m/lab.cuda-gdb; \
 	  [ "$(CUDA_DEBUG)" = 1 ] || echo "note: kernels built without -G; add CUDA_DEBUG=1 to stop inside them"; \
 	  export CUDA_VISIBLE_DEVICES=$${CUDA_VISIBLE_DEVICES:-0,1}; \
+	  if grep -q '^# cudagdbcheck: eager' $$script; then export CUDA_MODULE_LOADING=$${CUDA_MODULE_LOADING:-EAGER}; fi; \
 	fi; \
 	[ -n "$$dbg" ] || { echo "no gdb found: run 'make deps'"; exit 2; }; \
 	exec $$dbg -q -ex 'set breakpoint pending on' $(foreach v,$(GDB_UNTIMED),$(if $(filter environment,$(origin $(v))),,-ex 'set environment $(v) 0')) \
