@@ -1,6 +1,7 @@
-# Lab 07 under gdb: `make gdb LAB=07`. One process, one communicator per device: the connection
-# machinery connects each ring channel, then a window maps every peer's buffer. Each stop prints
-# what matters there; type `continue` (or `c`) to go on.
+# Lab 07 under gdb: `make gdb LAB=07`. One process, one communicator per device (the sim's 4): the
+# connection machinery connects each ring channel, a window maps every peer's buffer, then the ring
+# kernel runs, and on the sim its GPU threads are host threads (`info threads`), so gdb stops inside
+# it at a middle step of runRing. Each stop prints what matters there; `continue` (or `c`) goes on.
 # gdbcheck: stop order varies
 set pagination off
 set print pretty on
@@ -23,6 +24,30 @@ end
 break labWindowMap
 commands
   printf "rank %d maps a %zu-byte window at %p\n", comm->rank, size, buff
+  if $mccl_autorun
+    continue
+  end
+end
+
+# Inside the ring kernel: recvReduceSend, runRing's middle steps (steps 1 and 2 of each rank's
+# schedule on 4 ranks, as the demo prints it under [2]). Thread 0 holds the WaitRecv role: it spins
+# on the previous rank's tail (*connStepPtr: the slots that rank has published into our FIFO) until
+# it reaches step + stepPerSlice. The chunk is the element offset over the demo's 64-element chunks
+# (one channel), the step follows from it and the ring position. The first allreduce is the SIMPLE
+# ring; the breakpoint is disabled after 3 stops, before the LL ring (whose class has no connStepPtr).
+break recvReduceSend if threadIdx.x == 0
+set $mccl_bp_rrs = $bpnum
+set $mccl_rrs = 0
+commands
+  set $mccl_n = arShmem.args.nRanks
+  set $mccl_ix = arShmem.args.ringIndex
+  set $mccl_chunk = (int)(inpIx / 64)
+  printf "[kernel] rank %d (ring position %d of %d), step %d: recvReduceSend chunk %d; the previous rank's tail is %lu, its first slice needs tail >= %lu\n", arShmem.args.rank, $mccl_ix, $mccl_n, ($mccl_ix - $mccl_chunk + $mccl_n) % $mccl_n - 1, $mccl_chunk, *connStepPtr, step + stepPerSlice
+  set $mccl_rrs = $mccl_rrs + 1
+  if $mccl_rrs >= 3
+    printf "(lab.gdb: breakpoint %d disabled after 3 stops; `enable %d` brings it back)\n", $mccl_bp_rrs, $mccl_bp_rrs
+    disable $mccl_bp_rrs
+  end
   if $mccl_autorun
     continue
   end
