@@ -35,7 +35,8 @@ export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0,1}
 # lab 07's walk, where under the default lazy loading (4x H100, driver 580.159.04, CUDA 13.0) no
 # breakpoint in one-shot's kernel ever stopped, and device 1's copy of two-shot's barrier had no line
 # information and its stop came as a bare SIGTRAP that ended the walk (2 runs of 4); with EAGER all
-# four walks (two without a one-shot stop, two with it) stopped everywhere. Lab 06's symptom above may be the same; it is not tried there.
+# four walks (two without a one-shot stop, two with it) stopped everywhere. Lab 06's symptom above
+# may be the same; it is not tried there.
 grep -q '^# cudagdbcheck: eager' "$script" && export CUDA_MODULE_LOADING=${CUDA_MODULE_LOADING:-EAGER}
 MCCL_SHM_TIMEOUT=0 timeout -k 5 600 "$dbg" -q -batch -nx -ex 'set $mccl_autorun = 1' -ex 'set pagination off' \
   -ex 'set confirm off' -ex 'set breakpoint pending on' -x "$script" -ex 'info breakpoints' --args "$bin" >"$log" 2>&1

@@ -17,10 +17,11 @@
 #   prims     lab 06's mpi_bench_prims, 2 ranks, -b SIZE -e SIZE (P2P first, then SHM), the rank
 #             MCCL_PROFILE_RANK (default 0: the sender of the one-way rows, 1: the receiver) inside ncu for
 #             its first MCCL_PROFILE_LAUNCHES kernels (default 640: the P2P table's, ours and NCCL's). The
-#             table splits each kernel's launches into the one-way rows' (the first (1+3)*20: -w 1 -n 3
-#             --batch 20) and the rest (both ways, where the rank runs a send and a receive kernel).
+#             table splits each kernel's launches into the one-way rows' (the first (w + n) * batch of the
+#             bench's -w, -n, --batch) and the rest (both ways, where the rank runs a send and a receive kernel).
 #   sendrecv  nccl-tests' sendrecv_perf (build/cuda/nccl-tests, mk/nccl-tests.sh BUILD_ONLY=1) at SIZE, -n 5
-#             -w 1, on the drop-in (build/cuda/lib) and on NCCL (python's nvidia.nccl): rank 0's kernels, with
+#             -w 1, on the drop-in (build/cuda/lib) and on NCCL (NCCL_LIB_DIR, default the lib/ of python's
+#             nvidia.nccl, as mk/nccl-tests.sh): rank 0's kernels, with
 #             the grid (channels) and block each library chose.
 set -uo pipefail
 out=${1:?usage: mk/gpu-profile.sh OUTDIR SIZE...}
@@ -41,14 +42,19 @@ export NCCL_NVLS_ENABLE=0
 mr="mpirun --oversubscribe --bind-to none --mca btl_vader_single_copy_mechanism none -x NCCL_NVLS_ENABLE"
 [ "$(id -u)" = 0 ] && mr="$mr --allow-run-as-root"
 status=0
+np=${MCCL_NP:-2}
+[ "$what" = allreduce ] || np=2  # lab 06's bench and send/recv: two ranks
+primsWarm=1 primsIters=3 primsBatch=20  # prims: per row, (warm + iters) * batch launches of each kernel
+if [ "$what" = sendrecv ] && [ -z "${NCCL_LIB_DIR:-}" ]; then
+  NCCL_LIB_DIR=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)/lib
+fi
 # prof RANK CSV LOG [ncu options] -- COMMAND...: COMMAND under mpirun, rank RANK inside ncu.
 prof() {
-  local r=$1 csv=$2 log=$3 np=${MCCL_NP:-2}
+  local r=$1 csv=$2 log=$3
   shift 3
   local ncuopts=()
   while [ "$1" != -- ]; do ncuopts+=("$1"); shift; done
   shift
-  [ "$what" = allreduce ] || np=2
   # shellcheck disable=SC2016 # expanded by each rank's shell
   $mr -np "$np" -x LD_LIBRARY_PATH sh -c 'r=$1 csv=$2 n=$3; shift 3; if [ "$OMPI_COMM_WORLD_RANK" = "$r" ]; then exec ncu --clock-control none \
       --cache-control none --metrics gpu__time_duration.sum --csv --print-units base --log-file "$csv" $n "$@"; else exec "$@"; fi' \
@@ -60,20 +66,18 @@ for size in "$@"; do
       prof 0 "$out/ncu-$size.csv" "$out/allreduce_perf-$size.log" -- "$bin" -b "$size" -e "$size" -n 20 -w 5 -c 0 -R 2 --nccl ;;
     prims)
       prof "${MCCL_PROFILE_RANK:-0}" "$out/ncu-$size.csv" "$out/mpi_bench_prims-$size.log" --launch-count "${MCCL_PROFILE_LAUNCHES:-640}" -- \
-        "$bin" -b "$size" -e "$size" -n 3 -w 1 --batch 20 --p2p-bytes "$size" --shm-bytes "$size" --sweep-channels 1 --sweep-threads 256 ;;
+        "$bin" -b "$size" -e "$size" -n "$primsIters" -w "$primsWarm" --batch "$primsBatch" --p2p-bytes "$size" --shm-bytes "$size" --sweep-channels 1 --sweep-threads 256 ;;
     sendrecv)
-      ncclDir=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)/lib
       # shellcheck disable=SC2030,SC2031 # each run its own library path
       (export LD_LIBRARY_PATH=$root/build/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
         prof 0 "$out/ncu-$size.csv" "$out/sendrecv_perf-minccl-$size.log" -- "$bin" -b "$size" -e "$size" -n 5 -w 1 -g 1 -c 1) &&
-        (export LD_LIBRARY_PATH=$ncclDir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+        (export LD_LIBRARY_PATH=$NCCL_LIB_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
           prof 0 "$out/ncu-nccl-$size.csv" "$out/sendrecv_perf-nccl-$size.log" -- "$bin" -b "$size" -e "$size" -n 5 -w 1 -g 1 -c 1) ;;
   esac || { echo "gpu-profile.sh: $what size $size: exit $? (see the logs in $out)"; status=1; }
 done
-python3 - "$out" "$what" "$@" <<'PY'
+python3 - "$out" "$what" "$(((primsWarm + primsIters) * primsBatch))" "$@" <<'PY'
 import csv, os, statistics, sys
-out, what, sizes = sys.argv[1], sys.argv[2], sys.argv[3:]
-ONEWAY = (1 + 3) * 20  # prims: -w 1 -n 3 --batch 20 launches of the one-way rows per kernel
+out, what, oneway, sizes = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
 print(f"{'size':>6}  {'kernel':<58} {'grid x block':>24} {'n':>4} {'median us':>10} {'min us':>8}")
 def show(size, path, tag=""):
     if not os.path.exists(path):
@@ -89,8 +93,8 @@ def show(size, path, tag=""):
         rows.setdefault(key, []).append(float(r["Metric Value"].replace(",", "")) / 1000.0)
     for (name, shape), v in rows.items():
         parts = [("", v)]
-        if what == "prims" and len(v) > ONEWAY:
-            parts = [(" [one way]", v[:ONEWAY]), (" [both ways]", v[ONEWAY:])]
+        if what == "prims" and len(v) > oneway:
+            parts = [(" [one way]", v[:oneway]), (" [both ways]", v[oneway:])]
         for label, x in parts:
             print(f"{size:>6}  {(name + label)[:58]:<58} {shape:>24} {len(x):>4} {statistics.median(x):>10.2f} {min(x):>8.2f}")
 for size in sizes:

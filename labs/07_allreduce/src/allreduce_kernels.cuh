@@ -436,8 +436,8 @@ __device__ bool mcclRunTwoShot(int tid, int nthreads) {
   // lo is a multiple of 16 bytes, so the peers' base addresses decide.
   if ((misaligned & 15) == 0) {
     const int64_t npacks = n / q;
-    // Four packs in flight per thread, from several ranks at once: two ranks' two each, or four ranks'
-    // one each (eight spilled: the kernel has 96 registers at its 640-thread bound).
+    // Four packs in flight per thread, as before the loads came from several ranks at once: two
+    // ranks' two each, or four ranks' one each (the 640-thread bound leaves 96 registers a thread).
     if (nranks <= 2)
       mcclTwoShotPacks<T, RedOp, 2, 2>(op, lo, npacks, tid, nthreads);
     else
