@@ -8,7 +8,11 @@ source labs/lab-common.gdb
 # The gate: MCCL_CUMEM_ENABLE (1 on, 0 off, -2 auto-detect). `finish` shows what it decided.
 break mcclCuMemEnable
 commands
-  printf "mcclCuMemEnable: MCCL_CUMEM_ENABLE=%ld\n", mcclParamCumemEnable()
+  # The environment as gdb started the process (`show environment`), not a call to mcclParamCumemEnable():
+  # gdb 13 cannot call functions in the process on some x86 machines ("Couldn't write extended
+  # state status"). `finish` shows what the gate decided.
+  printf "mcclCuMemEnable: the gate reads MCCL_CUMEM_ENABLE (unset: -2, auto-detect)\n"
+  show environment MCCL_CUMEM_ENABLE
   if $mccl_autorun
     continue
   end

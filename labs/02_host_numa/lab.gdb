@@ -8,7 +8,11 @@ source labs/lab-common.gdb
 # The gate: MCCL_CUMEM_HOST_ENABLE (1, 0, -1 auto); the self-test runs on the first call.
 break mcclCuMemHostEnable
 commands
-  printf "mcclCuMemHostEnable: MCCL_CUMEM_HOST_ENABLE=%ld\n", mcclParamCumemHostEnable()
+  # The environment as gdb started the process (`show environment`), not a call to mcclParamCumemHostEnable():
+  # gdb 13 cannot call functions in the process on some x86 machines ("Couldn't write extended
+  # state status"). `finish` shows what the gate decided.
+  printf "mcclCuMemHostEnable: the gate reads MCCL_CUMEM_HOST_ENABLE (unset: -1, auto)\n"
+  show environment MCCL_CUMEM_HOST_ENABLE
   if $mccl_autorun
     continue
   end

@@ -15,7 +15,13 @@ set $mccl_kstops = 3
 # and its handle named for export. `finish`, then `print *(struct mcclP2pBuff*)respBuff`.
 break p2pProxySetup
 commands
-  printf "P2P proxySetup for the %s side\n", connection->send ? "send" : "recv"
+  # (no "%s" with string literals here: gdb would allocate them in the process, an inferior call,
+  # which gdb 13 cannot make on some x86 machines: "Couldn't write extended state status")
+  if connection->send
+    printf "P2P proxySetup for the send side\n"
+  else
+    printf "P2P proxySetup for the recv side\n"
+  end
   if $mccl_autorun
     continue
   end
