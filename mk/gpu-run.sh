@@ -65,9 +65,9 @@ small_times() {
 big_rows() {
   awk '$1 ~ /^[0-9]+$/ && $1 >= 1048576 && $6 == "minccl" && $7 ~ /^[0-9.]+$/ { printf "%s %s/%s GB/s; ", $1, $9, $13 }' "$1"
 }
-# A nccl-tests log's rows, one line: size, out-of-place / in-place busbw, #wrong (the A/B and sweeps).
+# A nccl-tests log's rows, one line: size, out-of-place / in-place time and busbw, #wrong (the A/B and sweeps).
 nt_rows() {
-  awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 12 { printf "%s B %s/%s GB/s (wrong %s/%s); ", $1, $8, $12, $9, $13 }' "$1"
+  awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 12 { printf "%s B %s/%s us %s/%s GB/s (wrong %s/%s); ", $1, $6, $10, $8, $12, $9, $13 }' "$1"
 }
 # nccl-tests for the A/B and sweep below: nt_run LIBDIR TEST LOG [VAR=value] runs build/cuda/nccl-tests/TEST
 # (built once here if the drop-in step did not build it) on the libnccl.so.2 in LIBDIR, MCCL_NP ranks,
@@ -234,10 +234,9 @@ if [ -n "${MCCL_AB_BASE:-}" ] && [ "${MCCL_AB_ALLREDUCE:-1}" = 1 ] && [ "$ngpu" 
   done
 fi
 # MCCL_AB_NCCL_TESTS="broadcast_perf reduce_perf ...": the same A/B through nccl-tests on the drop-in: each
-# MCCL_AB_BASE tree's libnccl.so.2 and this tree's ("new"), MCCL_AB_ROUNDS rounds (default 3, every tree in
-# turn within a round); the summary
-# lists each run's sizes: out-of-place / in-place busbw and #wrong (nt_run's runs). MCCL_AB_ALLREDUCE=0
-# leaves out the allreduce_perf A/B above. Logs: $OUT/ab-nt/.
+# MCCL_AB_BASE tree's libnccl.so.2, this tree's ("new") and NCCL's (MCCL_NCCL_LIB), MCCL_AB_ROUNDS rounds
+# (default 3, each in turn within a round); the summary lists each run's sizes: out-of-place / in-place time,
+# busbw and #wrong (nt_run's runs). MCCL_AB_ALLREDUCE=0 leaves out the allreduce_perf A/B above. Logs: $OUT/ab-nt/.
 if [ -n "${MCCL_AB_BASE:-}" ] && [ -n "${MCCL_AB_NCCL_TESTS:-}" ] && [ "$ngpu" -ge 2 ]; then
   step "A/B through nccl-tests ($MCCL_AB_NCCL_TESTS): $MCCL_AB_BASE and this tree (new)"
   mkdir -p "$OUT/ab-nt"
@@ -253,6 +252,11 @@ if [ -n "${MCCL_AB_BASE:-}" ] && [ -n "${MCCL_AB_NCCL_TESTS:-}" ] && [ "$ngpu" -
         nt_run "$(cd "$d" && pwd)/build/cuda/lib" "$t" "$log"
         echo "round $r $v $t (exit $?): $(nt_rows "$log")"
       done
+      if [ -n "${MCCL_NCCL_LIB:-}" ]; then  # NCCL's rows in the same round
+        log="$OUT/ab-nt/nccl_${t}_$r.log"
+        nt_run "$(dirname "$MCCL_NCCL_LIB")" "$t" "$log"
+        echo "round $r nccl $t (exit $?): $(nt_rows "$log")"
+      fi
     done
   done
 fi

@@ -32,7 +32,7 @@ __device__ bool mcclRunWork(int tid, int nthreads, int64_t count) {
   mcclChannelPart(count, (int)sizeof(T), ch, w.nchannels, &lo, &hi);
   bool aborted;
   {
-    Primitives<T, RedOp, Proto> prims(tid, nthreads, recvConn, sendConn, w.src, w.dst, w.redOpArg,
+    Primitives<T, RedOp, Proto> prims(tid, nthreads, recvConn, sendConn, w.src, w.dst, w.redOpArg, 0,
                                       w.chunkSteps / w.sliceSteps, w.sliceSteps);
     const int64_t chunk = prims.chunkElems();
     const bool postOp = w.postOp != 0;

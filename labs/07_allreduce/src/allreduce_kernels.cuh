@@ -62,7 +62,7 @@ __device__ bool mcclRunRing(int tid, int nthreads) {
   bool aborted;
   {
     Primitives<T, RedOp, Proto> prims(tid, nthreads, a.recvConns + ch, a.sendConns + ch, a.sendbuff, a.recvbuff,
-                                      a.redOpArg, a.chunkSteps / a.sliceSteps, a.sliceSteps);
+                                      a.redOpArg, 0, a.chunkSteps / a.sliceSteps, a.sliceSteps);
     int64_t chunkCount = prims.chunkElems();
     const int64_t loopCount = (int64_t)nranks * chunkCount;
     auto modRanks = [nranks](int r) -> int { return r - (r >= nranks ? nranks : 0); };

@@ -49,7 +49,7 @@ __device__ __forceinline__ void mcclCollChannelPart(int64_t* lo, int64_t* n) {
 #define MCCL_COLL_PRIMS(prims, recv, send)                                                                        \
   Primitives<T, RedOp, Proto> prims(tid, nthreads, (recv) ? a.recvConns + blockIdx.x : NULL,                      \
                                     (send) ? a.sendConns + blockIdx.x : NULL, a.sendbuff, a.recvbuff, a.redOpArg, \
-                                    a.chunkSteps / a.sliceSteps, a.sliceSteps)
+                                    0, a.chunkSteps / a.sliceSteps, a.sliceSteps)
 
 // ---- Broadcast (broadcast.h runRing) --------------------------------------------------------------
 // The root sends each chunk (copying it to its own output when out of place); every other rank

@@ -5,18 +5,18 @@
 // MCCL_P2P_MAX_WORKS works, one per round of the host's schedule (a send to rank+round and a receive
 // from rank-round). A work's send and receive are each cut into parts, part p on channel
 // (channelBase + p) mod nP2pChannels (ncclP2pChannelToPart); block c runs its part of every work, in
-// work order, over channel c's point-to-point connections (connIndex MCCL_P2P_CONN_INDEX), one chunk
-// of each direction in turn, so neither direction waits for the other to finish (the FIFO holds more
-// than one chunk).
+// work order, over channel c's point-to-point connections (connIndex MCCL_P2P_CONN_INDEX). Where the
+// block moves both directions of a work, the send and the receive run at once on warps of their own,
+// each a Primitives group with its own barriers (as NCCL's run()), so neither direction's copy waits
+// for the other's.
 //
 // Against NCCL, said once here: a block runs its works one after the other, where NCCL splits the
-// block's warps between up to 8 works of a batch and runs them side by side (lab 06's Primitives use
-// one pair of named barriers per block). Every rank runs its rounds in the same order, and a round's
-// send and receive meet the peer's receive and send of the same round, so the order cannot deadlock.
+// block's warps between up to 8 works of a batch and runs them side by side. Every rank runs its
+// rounds in the same order, and a round's send and receive meet the peer's receive and send of the
+// same round, so the order cannot deadlock.
 #ifndef MCCL_SENDRECV_KERNELS_CUH_
 #define MCCL_SENDRECV_KERNELS_CUH_
 
-#include <type_traits>
 #include "device/primitives.cuh"
 #include "sendrecv_args.h"
 
@@ -39,46 +39,34 @@ __device__ __forceinline__ void mcclP2pPart(int64_t bytes, int nParts, int base,
   *n = (l + per < bytes ? l + per : bytes) - l;
 }
 
-// Moves this block's part of a work: sN bytes from `in` to the send connection and rN bytes from
-// the receive connection to `out`, one chunk of each direction in turn (neither waits for the other
-// to finish: each FIFO holds more than one chunk). Both directions of one protocol share one
-// Primitives; with different protocols (a small send as LL lines, a large receive in SIMPLE slots,
-// or the reverse) each has its own, used in turn by the same threads.
-template <typename SendProto, typename RecvProto>
-__device__ __forceinline__ bool mcclP2pRun(const struct mcclSendRecvArgs& a, const uint8_t* in, uint8_t* out,
-                                           int64_t sN, int64_t rN, struct mcclConnInfo* sendConn,
-                                           struct mcclConnInfo* recvConn, int tid, int nthreads) {
-  typedef Primitives<uint8_t, FuncSum<uint8_t>, SendProto> SendPrims;
-  typedef Primitives<uint8_t, FuncSum<uint8_t>, RecvProto> RecvPrims;
-  constexpr bool Shared = std::is_same<SendProto, RecvProto>::value;
-  const int ss = a.chunkSteps / a.sliceSteps;
-  if (Shared) {
-    SendPrims prims(tid, nthreads, recvConn, sendConn, in, out, 1, ss, a.sliceSteps);
-    const int64_t chunk = prims.chunkElems();
-    const int64_t n = sN > rN ? sN : rN;
-    for (int64_t e = 0; e < n && !prims.aborted(); e += chunk) {
-      if (e < sN) prims.send(e, (int)(chunk < sN - e ? chunk : sN - e));
-      if (e < rN && !prims.aborted()) prims.recv(e, (int)(chunk < rN - e ? chunk : rN - e));
-    }
-    return prims.aborted();
+// One direction of a work on this block: its part of `bytes` moved chunk by chunk through `conn`, by
+// `nthreads` threads (tid counted within them) as Primitives group `group` (NCCL's runSend / runRecv).
+// Returns whether the group saw the abort flag.
+template <typename Proto, bool Send>
+__device__ __forceinline__ bool mcclP2pDirection(const struct mcclSendRecvArgs& a, uint8_t* buf, int64_t bytes,
+                                                 struct mcclConnInfo* conn, int tid, int nthreads, int group) {
+  Primitives<uint8_t, FuncSum<uint8_t>, Proto> prims(tid, nthreads, Send ? NULL : conn, Send ? conn : NULL, buf, buf,
+                                                     1, group, a.chunkSteps / a.sliceSteps, a.sliceSteps);
+  const int64_t chunk = prims.chunkElems();
+  for (int64_t e = 0; e < bytes && !prims.aborted(); e += chunk) {
+    const int n = (int)(chunk < bytes - e ? chunk : bytes - e);
+    if (Send)
+      prims.send(e, n);
+    else
+      prims.recv(e, n);
   }
-  SendPrims sp(tid, nthreads, NULL, sendConn, in, NULL, 1, ss, a.sliceSteps);
-  RecvPrims rp(tid, nthreads, recvConn, NULL, NULL, out, 1, ss, a.sliceSteps);
-  const int64_t sc = sp.chunkElems(), rc = rp.chunkElems();
-  for (int64_t es = 0, er = 0; (es < sN || er < rN) && !sp.aborted() && !rp.aborted();) {
-    if (es < sN) {
-      sp.send(es, (int)(sc < sN - es ? sc : sN - es));
-      es += sc;
-    }
-    if (er < rN && !sp.aborted()) {
-      rp.recv(er, (int)(rc < rN - er ? rc : rN - er));
-      er += rc;
-    }
-  }
-  return sp.aborted() || rp.aborted();
+  return prims.aborted();
 }
 
-// Returns whether the block saw the abort flag (the whole block agrees).
+template <bool Send>
+__device__ __forceinline__ bool mcclP2pDirection(const struct mcclSendRecvArgs& a, bool ll, uint8_t* buf,
+                                                 int64_t bytes, struct mcclConnInfo* conn, int tid, int nthreads,
+                                                 int group) {
+  return ll ? mcclP2pDirection<ProtoLL, Send>(a, buf, bytes, conn, tid, nthreads, group)
+            : mcclP2pDirection<ProtoSimple, Send>(a, buf, bytes, conn, tid, nthreads, group);
+}
+
+// Runs this block's part of a work. Returns whether this thread's group saw the abort flag.
 __device__ __forceinline__ bool mcclP2pRunWork(const struct mcclSendRecvArgs& a, const struct mcclP2pWork& w, int tid,
                                                int nthreads) {
   int64_t sLo, sN, rLo, rN;
@@ -90,25 +78,37 @@ __device__ __forceinline__ bool mcclP2pRunWork(const struct mcclSendRecvArgs& a,
     op.arg = 1;
     void* src[1] = {(void*)((const uint8_t*)w.sendAddr + sLo)};
     void* dst[1] = {(void*)((uint8_t*)w.recvAddr + sLo)};
+    // Registers only, no shared memory: the next work needs no barrier after it.
     mcclReduceCopy<MCCL_SIMPLE_UNROLL, uint8_t, FuncSum<uint8_t>, 1, 1>(tid, nthreads, op, false, src, dst, sN);
-    __syncthreads();  // the next work reuses the threads
     return false;
   }
   // A direction this block has no bytes of is not touched, on either side (both cut alike).
   if (sN <= 0 && rN <= 0) return false;
   struct mcclDevChannelPeer* peers = a.devPeers[blockIdx.x];
-  struct mcclConnInfo* recvConn = rN > 0 ? &peers[w.recvRank].recv[MCCL_P2P_CONN_INDEX] : NULL;
-  struct mcclConnInfo* sendConn = sN > 0 ? &peers[w.sendRank].send[MCCL_P2P_CONN_INDEX] : NULL;
-  const uint8_t* in = (const uint8_t*)w.sendAddr + sLo;
+  uint8_t* in = (uint8_t*)w.sendAddr + sLo;
   uint8_t* out = (uint8_t*)w.recvAddr + rLo;
-  const bool sendLL = sN > 0 && (w.llMask & MCCL_P2P_SEND_LL), recvLL = rN > 0 && (w.llMask & MCCL_P2P_RECV_LL);
-  // One protocol for the directions this block moves: one Primitives over both connections (NCCL
-  // runs a work's send and receive each with its protocol too, in warps of their own).
-  if (sN <= 0 || rN <= 0 || sendLL == recvLL)
-    return (sendLL || recvLL) ? mcclP2pRun<ProtoLL, ProtoLL>(a, in, out, sN, rN, sendConn, recvConn, tid, nthreads)
-                              : mcclP2pRun<ProtoSimple, ProtoSimple>(a, in, out, sN, rN, sendConn, recvConn, tid, nthreads);
-  return sendLL ? mcclP2pRun<ProtoLL, ProtoSimple>(a, in, out, sN, rN, sendConn, recvConn, tid, nthreads)
-                : mcclP2pRun<ProtoSimple, ProtoLL>(a, in, out, sN, rN, sendConn, recvConn, tid, nthreads);
+  const bool sendLL = (w.llMask & MCCL_P2P_SEND_LL) != 0, recvLL = (w.llMask & MCCL_P2P_RECV_LL) != 0;
+  struct mcclConnInfo* sendConn = &peers[w.sendRank].send[MCCL_P2P_CONN_INDEX];
+  struct mcclConnInfo* recvConn = &peers[w.recvRank].recv[MCCL_P2P_CONN_INDEX];
+  // One direction: the whole block moves it, as group 0.
+  if (rN <= 0) return mcclP2pDirection<true>(a, sendLL, in, sN, sendConn, tid, nthreads, 0);
+  if (sN <= 0) return mcclP2pDirection<false>(a, recvLL, out, rN, recvConn, tid, nthreads, 0);
+  // Both: the send and the receive run side by side, each on warps of its own with its own barriers
+  // and shared slots (NCCL's run(): above 4 warps, (nWarps - 1) / 2 receive and one more send warp,
+  // whose extra warp posts while the others copy; a warp left over sits out). The send group is
+  // group 0 (barriers 15 and 14), the receive group 2 (barrier 13).
+  const int nWarps = nthreads / WARP_SIZE;
+  const int nRecvWarps = nWarps <= 4 ? nWarps / 2 : (nWarps - 1) / 2;
+  const int nSendWarps = nWarps <= 4 ? nRecvWarps : nRecvWarps + 1;
+  bool aborted = false;
+  if (tid < nSendWarps * WARP_SIZE)
+    aborted = mcclP2pDirection<true>(a, sendLL, in, sN, sendConn, tid, nSendWarps * WARP_SIZE, 0);
+  else if (tid < (nSendWarps + nRecvWarps) * WARP_SIZE)
+    aborted = mcclP2pDirection<false>(a, recvLL, out, rN, recvConn, tid - nSendWarps * WARP_SIZE,
+                                      nRecvWarps * WARP_SIZE, 2);
+  // The whole block meets before the next work, which may put other threads on these connections (a
+  // one-direction work's roles read the step counters this work's posters saved), and agrees on an abort.
+  return barrier_red_or(aborted, 0);
 }
 
 __device__ __forceinline__ void mcclSendRecvMain(const struct mcclSendRecvArgs& args) {

@@ -169,6 +169,71 @@ static void mixedProtocols(void) {
   mcclParamResetAll();
 }
 
+// One connection used by two thread layouts in one launch: in pairs (0, 1), (2, 3), the even rank
+// sends two messages to the odd one and receives one back. The even rank's first work sends and
+// receives (the block split into a send group and a receive group), its second only sends (the
+// whole block), on the same send connection; the odd rank does the same on its receive connection.
+// The second work's role threads must see the step counters the first work's posters saved (the
+// kernel's block-wide meeting between works). SIMPLE (default threshold) and LL (1 MiB threshold),
+// small FIFOs so each message takes many steps. A rank without a partner posts nothing.
+static void connectionAcrossLayouts(void) {
+  const char* thresholds[2] = {NULL, "1048576"};
+  const size_t sz[3] = {60000, 50000, 40000};  // even -> odd twice, odd -> even once; SIMPLE by default
+  for (int t = 0; t < 2 && !mcclTestMpiAnyStopped(); t++) {
+    if (thresholds[t])
+      setenv("MCCL_P2P_LL_THRESHOLD", thresholds[t], 1);
+    else
+      unsetenv("MCCL_P2P_LL_THRESHOLD");
+    arSmallFifos(1);
+    struct arMpi m;
+    setUpOrSkip(&m, 2, 3 * 60000);
+    const int rank = m.comm->rank, n = m.comm->nRanks;
+    const int partner = rank ^ 1, even = rank % 2 == 0;
+    unsigned char* h = (unsigned char*)m.host;
+    const uint64_t seed = mcclTestSeed() + (uint64_t)t;
+    // Message k goes at offset k * 60000 of the sender's send buffer and the receiver's recv buffer.
+    for (int k = 0; k < 3; k++)
+      for (size_t i = 0; i < sz[k]; i++) h[k * 60000 + i] = srByte(seed + (uint64_t)k, rank, partner, i);
+    EXPECT_CUDA_OK(mcclTestCopyToDevice(m.send, h, 3 * 60000));
+    EXPECT_CUDA_OK(mcclTestMemset(m.recv, 0x5a, 3 * 60000));
+    char* s = (char*)m.send;
+    char* r = (char*)m.recv;
+    mcclLabP2pTask tk[3];
+    int nt = 0;
+    if (partner < n) {
+      for (int k = 0; k < 3; k++) {
+        const int isSend = (k < 2) == even;
+        tk[nt].isSend = isSend;
+        tk[nt].peer = partner;
+        tk[nt].buff = (isSend ? s : r) + k * 60000;
+        tk[nt].bytes = sz[k];
+        nt++;
+      }
+    }
+    EXPECT_OK(mcclLabSendRecv(tk, nt, m.comm, m.stream));
+    EXPECT_CUDA_OK(cudaStreamSynchronize(m.stream));
+    EXPECT_CUDA_OK(cudaMemcpy(h, m.recv, 3 * 60000, cudaMemcpyDeviceToHost));
+    for (int k = 0; k < 3 && partner < n && !mcclTestStopped(); k++) {
+      const int received = (k < 2) != even;
+      for (size_t i = 0; i < 60000; i++) {
+        const unsigned char want = received && i < sz[k] ? srByte(seed + (uint64_t)k, partner, rank, i) : 0x5a;
+        if (h[k * 60000 + i] != want) {
+          mcclTestFailAt(__FILE__, __LINE__,
+                         "MCCL_P2P_LL_THRESHOLD=%s: rank %d: message %d (%zu bytes, %s rank %d): byte %zu: expected "
+                         "0x%02x, got 0x%02x",
+                         thresholds[t] ? thresholds[t] : "(default)", rank, k, sz[k], received ? "from" : "sent to",
+                         partner, i, want, h[k * 60000 + i]);
+          break;
+        }
+      }
+    }
+    arMpiTearDown(&m);
+    arSmallFifos(0);
+  }
+  unsetenv("MCCL_P2P_LL_THRESHOLD");
+  mcclParamResetAll();
+}
+
 // Over SHM (MCCL_P2P_DISABLE=1): the point-to-point connections choose SHM too.
 static void allToAllShm(void) {
   setenv("MCCL_P2P_DISABLE", "1", 1);
@@ -265,5 +330,5 @@ static void unmatchedSend(void) {
 }
 
 MCCL_TEST_MAIN_MPI(MCCL_TEST_CASE(allToAllEveryType), MCCL_TEST_CASE(outOfOrderPeers), MCCL_TEST_CASE(mixedProtocols),
-                   MCCL_TEST_CASE(allToAllShm),
+                   MCCL_TEST_CASE(connectionAcrossLayouts), MCCL_TEST_CASE(allToAllShm),
                    MCCL_TEST_CASE(badInput), MCCL_TEST_CASE(unmatchedSend))

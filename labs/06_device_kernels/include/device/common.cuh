@@ -14,14 +14,17 @@
 // the host-mapped read costs nothing while data flows.
 #define MCCL_SPINS_BEFORE_CHECK_ABORT 10000
 
-// Named barriers a Primitives object uses for its threads (NCCL uses 15-group; barrier 0 is
-// __syncthreads). All threads of the group / the workers only.
+// Named barriers a Primitives object uses for its threads (NCCL's 15-group and 14-group; barrier 0
+// is __syncthreads). A block may run several Primitives at once, each on its own warps with its own
+// group number (lab 07's send/receive kernel runs a send group and a receive group side by side):
+// group g's whole-group barrier is MCCL_BAR_GROUP - g and, when one warp of a sender stays out of the
+// copy, its workers' barrier is MCCL_BAR_GROUP - g - 1, so a sending group takes two numbers.
 #define MCCL_BAR_GROUP 15
-#define MCCL_BAR_WORKERS 14
+#define MCCL_MAX_GROUPS 4
 
 // Pointers the role threads of a Primitives object hand to the workers for one slice: srcs[0] is the
 // user input when the op reads one, then the receive FIFO slot; dsts[0] the user output when the op
-// writes one, then the send FIFO slot (NCCL's ncclShmemGroup srcs/dsts).
+// writes one, then the send FIFO slot (NCCL's ncclShmemGroup srcs/dsts). One per group.
 struct mcclShmemGroup {
   void* srcs[2];
   void* dsts[2];
@@ -32,7 +35,7 @@ struct mcclShmemGroup {
 // shared memory (on-chip, one per block), not host shared memory as in lab 04's /dev/shm.
 struct mcclShmemData {
   struct mcclDevWork work;
-  struct mcclShmemGroup group;
+  struct mcclShmemGroup groups[MCCL_MAX_GROUPS];
 };
 
 MCCL_SHMEM_DEFINE(struct mcclShmemData, mcclShmem);

@@ -17,8 +17,9 @@ template <typename T, typename RedOp>
 class Primitives<T, RedOp, ProtoLL> {
   static constexpr int Aborted = 0x40;
   static constexpr int EltPerLine = sizeof(uint64_t) / sizeof(T);
-  const int tid;
-  const int nthreads;
+  const int tid;       // within the group
+  const int nthreads;  // the group's threads (whole warps)
+  const int group;     // its barrier (common.cuh); LL needs no shared slots
   int flags = 0;
   int stepLines;  // lines per FIFO slot
   struct mcclConnInfo* recvConn;
@@ -38,10 +39,10 @@ class Primitives<T, RedOp, ProtoLL> {
 
   // barrier_sync / barrier_red_or reconverge the warp first (a lane may spin alone in waitSend or readLL).
   __device__ __forceinline__ void barrier() {
-    barrier_sync(MCCL_BAR_GROUP, nthreads);
+    barrier_sync(MCCL_BAR_GROUP - group, nthreads);
   }
   __device__ __forceinline__ bool barrierAny(int vote) {
-    return barrier_red_or(vote != 0, MCCL_BAR_GROUP, nthreads);
+    return barrier_red_or(vote != 0, MCCL_BAR_GROUP - group, nthreads);
   }
 
   __device__ __forceinline__ union mcclLLFifoLine* recvPtr() { return recvBuff + (recvStep % MCCL_STEPS) * stepLines; }
@@ -59,7 +60,7 @@ class Primitives<T, RedOp, ProtoLL> {
       }
       if (mcclShmem.work.trace)
         printf("  [%s block %d thread %d] LL WaitSend: slot of step %llu is free (head %llu)\n",
-               mcclDevOpNameDev(mcclShmem.work.op), (int)blockIdx.x, tid, (unsigned long long)sendConnHead,
+               mcclDevOpNameDev(mcclShmem.work.op), (int)blockIdx.x, (int)threadIdx.x, (unsigned long long)sendConnHead,
                (unsigned long long)sendConnHeadCache);
       if (sendConnFifo) sendConnFifo[sendConnHead % MCCL_STEPS].size = nbytes;
       sendConnHead += 1;
@@ -75,7 +76,7 @@ class Primitives<T, RedOp, ProtoLL> {
       if (!(flags & Aborted)) st_relaxed_sys_global(recvConnHeadPtr, recvConnHead);
       if (mcclShmem.work.trace)
         printf("  [%s block %d thread %d] LL PostRecv: published head = %llu\n", mcclDevOpNameDev(mcclShmem.work.op),
-               (int)blockIdx.x, tid, (unsigned long long)recvConnHead);
+               (int)blockIdx.x, (int)threadIdx.x, (unsigned long long)recvConnHead);
     }
   }
 
@@ -183,9 +184,9 @@ class Primitives<T, RedOp, ProtoLL> {
 
  public:
   __device__ Primitives(int tid, int nthreads, struct mcclConnInfo* recvConn, struct mcclConnInfo* sendConn,
-                        const void* inputBuf, void* outputBuf, uint64_t redOpArg, int /*slicePerChunk*/,
-                        int /*stepPerSlice*/)
-      : tid(tid), nthreads(nthreads), recvConn(recvConn), sendConn(sendConn), userInput((const T*)inputBuf),
+                        const void* inputBuf, void* outputBuf, uint64_t redOpArg, int group,
+                        int /*slicePerChunk*/, int /*stepPerSlice*/)
+      : tid(tid), nthreads(nthreads), group(group), recvConn(recvConn), sendConn(sendConn), userInput((const T*)inputBuf),
         userOutput((T*)outputBuf) {
     redOp.arg = redOpArg;
     struct mcclConnInfo* c = recvConn ? recvConn : sendConn;

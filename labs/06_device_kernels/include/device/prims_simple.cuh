@@ -24,8 +24,9 @@ template <typename T, typename RedOp>
 class Primitives<T, RedOp, ProtoSimple> {
   static constexpr int RoleWaitRecv = 0x04, RoleWaitSend = 0x08, RolePostSend = 0x10, RolePostRecv = 0x20,
                        Aborted = 0x40, ConnFifoEnabled = 0x100;
-  const int tid;
-  const int nthreads;
+  const int tid;       // within the group
+  const int nthreads;  // the group's threads (whole warps)
+  const int group;     // barrier numbers and shared slot pointers of its own (common.cuh)
   int nworkers;
   int flags;
   int nrecv, nsend;
@@ -44,23 +45,23 @@ class Primitives<T, RedOp, ProtoSimple> {
   // Groups are whole warps: barrier_sync / barrier_red_or reconverge the caller's warp (a role lane may
   // come back from waitPeer apart from its warp) before the aligned barrier (common/include/mccl_device.h).
   __device__ __forceinline__ void barrier() {
-    barrier_sync(MCCL_BAR_GROUP, nthreads);
+    barrier_sync(MCCL_BAR_GROUP - group, nthreads);
   }
   __device__ __forceinline__ void subBarrier() {
     if (nworkers == nthreads) {
       barrier();
     } else {
-      barrier_sync(MCCL_BAR_WORKERS, nworkers);
+      barrier_sync(MCCL_BAR_GROUP - group - 1, nworkers);
     }
   }
-  // The block agrees on an abort: any thread that saw the flag makes every thread see it.
+  // The group agrees on an abort: any thread that saw the flag makes every thread see it.
   __device__ __forceinline__ bool barrierAny(int vote) {
-    return barrier_red_or(vote != 0, MCCL_BAR_GROUP, nthreads);
+    return barrier_red_or(vote != 0, MCCL_BAR_GROUP - group, nthreads);
   }
   // The same among the workers only (subBarrier with a vote).
   __device__ __forceinline__ bool subBarrierAny(int vote) {
     if (nworkers == nthreads) return barrierAny(vote);
-    return barrier_red_or(vote != 0, MCCL_BAR_WORKERS, nworkers);
+    return barrier_red_or(vote != 0, MCCL_BAR_GROUP - group - 1, nworkers);
   }
 
   // "volatile is faster than acquire" (NCCL): the data loads that follow are volatile too, so none
@@ -83,13 +84,13 @@ class Primitives<T, RedOp, ProtoSimple> {
       }
       if (mcclShmem.work.trace)
         printf("  [%s block %d thread %d] %s: waited for %s >= %llu, saw %s = %llu\n",
-               mcclDevOpNameDev(mcclShmem.work.op), (int)blockIdx.x, tid, isSendNotRecv ? "WaitSend" : "WaitRecv",
+               mcclDevOpNameDev(mcclShmem.work.op), (int)blockIdx.x, (int)threadIdx.x, isSendNotRecv ? "WaitSend" : "WaitRecv",
                isSendNotRecv ? "head+MCCL_STEPS" : "tail", (unsigned long long)(step + stepPerSlice),
                isSendNotRecv ? "head" : "tail", (unsigned long long)connStepCache);
       if (isSendNotRecv && (flags & ConnFifoEnabled)) {
         connFifo[step % MCCL_STEPS].size = (int64_t)nelts * (int64_t)sizeof(T);
       }
-      void** ptrs = isSendNotRecv ? (mcclShmem.group.dsts + Dst) : (mcclShmem.group.srcs + Src);
+      void** ptrs = isSendNotRecv ? (mcclShmem.groups[group].dsts + Dst) : (mcclShmem.groups[group].srcs + Src);
       ptrs[0] = connEltsFifo + (step % MCCL_STEPS) * (uint64_t)stepSize;
       step += stepPerSlice;
     }
@@ -106,7 +107,7 @@ class Primitives<T, RedOp, ProtoSimple> {
       st_relaxed_sys_global(connStepPtr, step);
       if (mcclShmem.work.trace)
         printf("  [%s block %d thread %d] %s: published %s = %llu\n", mcclDevOpNameDev(mcclShmem.work.op),
-               (int)blockIdx.x, tid, (flags & RolePostSend) ? "PostSend" : "PostRecv",
+               (int)blockIdx.x, (int)threadIdx.x, (flags & RolePostSend) ? "PostSend" : "PostRecv",
                (flags & RolePostSend) ? "tail" : "head", (unsigned long long)step);
     }
   }
@@ -135,9 +136,9 @@ class Primitives<T, RedOp, ProtoSimple> {
       if (tid < nworkers) {
         if (tid == 0 && sliceSize > 0) {
           if (Src)
-            mcclShmem.group.srcs[0] = (void*)((SrcBuf == mcclPrimsInput ? userInput : userOutput) + srcIx + offset);
+            mcclShmem.groups[group].srcs[0] = (void*)((SrcBuf == mcclPrimsInput ? userInput : userOutput) + srcIx + offset);
           if (Dst)
-            mcclShmem.group.dsts[0] = (void*)((DstBuf == mcclPrimsInput ? (T*)userInput : userOutput) + dstIx + offset);
+            mcclShmem.groups[group].dsts[0] = (void*)((DstBuf == mcclPrimsInput ? (T*)userInput : userOutput) + dstIx + offset);
         }
         waitPeer<Recv, Send, Src, Dst>(sliceSize);
         // A waiter that gave up on abort pointed the workers at a slot that is not theirs: the workers
@@ -146,7 +147,7 @@ class Primitives<T, RedOp, ProtoSimple> {
         if (subBarrierAny(flags & Aborted)) flags |= Aborted;
         if (sliceSize > 0 && !(flags & Aborted)) {
           mcclReduceCopy<MCCL_SIMPLE_UNROLL, T, RedOp, Recv + Src, Send + Dst>(
-              tid, nworkers, redOp, postOp, mcclShmem.group.srcs, mcclShmem.group.dsts, sliceSize);
+              tid, nworkers, redOp, postOp, mcclShmem.groups[group].srcs, mcclShmem.groups[group].dsts, sliceSize);
         }
       }
       if (barrierAny(flags & Aborted)) flags |= Aborted;  // the posters wait here for the workers' copy
@@ -184,11 +185,15 @@ class Primitives<T, RedOp, ProtoSimple> {
 
  public:
   // recvConn / sendConn: the block's connections (device memory), NULL for none. Every thread of
-  // the block constructs the object; nthreads >= 2 * (number of connections).
+  // the group constructs the object: tid counts from 0 within the group, nthreads is the group's size
+  // (whole warps, >= 2 * the number of connections); group (0 when the whole block is one group)
+  // picks its barriers and shared slots.
   __device__ Primitives(int tid, int nthreads, struct mcclConnInfo* recvConn, struct mcclConnInfo* sendConn,
-                        const void* inputBuf, void* outputBuf, uint64_t redOpArg, int slicePerChunk, int stepPerSlice)
+                        const void* inputBuf, void* outputBuf, uint64_t redOpArg, int group, int slicePerChunk,
+                        int stepPerSlice)
       : tid(tid),
         nthreads(nthreads),
+        group(group),
         flags(0),
         slicePerChunk(slicePerChunk),
         stepPerSlice(stepPerSlice),
@@ -212,7 +217,7 @@ class Primitives<T, RedOp, ProtoSimple> {
     if (flags & (RoleWaitSend | RolePostSend)) loadSendConn(sendConn);
     if (mcclShmem.work.trace && (flags & (RoleWaitRecv | RoleWaitSend | RolePostRecv | RolePostSend)))
       printf("  [%s block %d thread %d] role %s, starting at step %llu\n", mcclDevOpNameDev(mcclShmem.work.op),
-             (int)blockIdx.x, tid,
+             (int)blockIdx.x, (int)threadIdx.x,
              (flags & RoleWaitRecv)   ? "WaitRecv"
              : (flags & RoleWaitSend) ? "WaitSend"
              : (flags & RolePostRecv) ? "PostRecv"
