@@ -75,7 +75,9 @@ struct mcclTransportCtx {
   int nRanks;                        /**< ranks in the communicator */
   int cudaDev;                       /**< the device this rank drives */
   const mcclPeerInfo* peerInfo;      /**< [nRanks] every rank's record (may be NULL for a lone pair) */
-  int buffSizes[MCCL_NUM_PROTOCOLS]; /**< FIFO bytes per protocol (NCCL's comm->buffSizes) */
+  /** FIFO bytes per connIndex and protocol (NCCL's comm->buffSizes, one row per connIndex here):
+   *  [0] the rings' connections, [1] the point-to-point ones (lab 07's send/receive). */
+  int buffSizes[MCCL_MAX_CONNS][MCCL_NUM_PROTOCOLS];
   mcclBootstrap* bootstrap;          /**< to exchange mcclConnect (lab 06's mcclTransportP2pSetup); may be NULL */
   struct mcclProxyState* proxyState; /**< lab 05's proxy, or NULL: proxy calls run on this thread */
   volatile uint32_t* abortFlag;      /**< host abort flag, or NULL */
@@ -308,13 +310,16 @@ mcclResult_t mcclTransportCtxInit(struct mcclTransportCtx* ctx, int rank, int nR
 mcclResult_t mcclFillPeerInfo(int rank, int cudaDev, mcclPeerInfo* info);
 
 /**
- * @brief Bytes of each protocol's FIFO in every connection (NCCL's comm->buffSizes, from
- * computeBuffSizes in init.cc): [MCCL_PROTO_LL] MCCL_LL_BUFFSIZE, [MCCL_PROTO_SIMPLE] MCCL_BUFFSIZE
- * (mcclShmBuffSize). Both peers must agree; connect checks the peer's buffer is large enough.
- * @param[out] buffSizes  MCCL_NUM_PROTOCOLS sizes, each a multiple of 4096 from 4096 to 1 GiB.
+ * @brief Bytes of each protocol's FIFO in the connections of each connIndex (NCCL's comm->buffSizes,
+ * from computeBuffSizes in init.cc): [c][MCCL_PROTO_LL] MCCL_LL_BUFFSIZE; [0][MCCL_PROTO_SIMPLE]
+ * MCCL_BUFFSIZE (mcclShmBuffSize), the rings'; [1][MCCL_PROTO_SIMPLE] MCCL_P2P_BUFFSIZE, the
+ * point-to-point connections' (NCCL uses one size for both; a small point-to-point FIFO measured
+ * faster here, lab 07 README). Both peers must agree; connect checks the peer's buffer is large enough.
+ * @param[out] buffSizes  MCCL_MAX_CONNS rows of MCCL_NUM_PROTOCOLS sizes, each a multiple of 4096 from 4096
+ *                        to 1 GiB.
  * @return mcclSuccess; mcclInvalidArgument naming the parameter and its value.
  */
-mcclResult_t mcclComputeBuffSizes(int buffSizes[MCCL_NUM_PROTOCOLS]);
+mcclResult_t mcclComputeBuffSizes(int buffSizes[MCCL_MAX_CONNS][MCCL_NUM_PROTOCOLS]);
 
 /**
  * @brief Prepare a connector for one side of a transport: zero it, pick the send or recv hooks,

@@ -35,7 +35,7 @@ mcclResult_t mcclFillPeerInfo(int rank, int cudaDev, mcclPeerInfo* info) {
   return mcclSuccess;
 }
 
-mcclResult_t mcclComputeBuffSizes(int buffSizes[MCCL_NUM_PROTOCOLS]) {
+mcclResult_t mcclComputeBuffSizes(int buffSizes[MCCL_MAX_CONNS][MCCL_NUM_PROTOCOLS]) {
   MCCL_ARGCHECK(buffSizes != NULL, "buffSizes is NULL");
   int simple;
   MCCLCHECK(mcclShmBuffSize(&simple));
@@ -43,8 +43,13 @@ mcclResult_t mcclComputeBuffSizes(int buffSizes[MCCL_NUM_PROTOCOLS]) {
   // A multiple of 4096 keeps every LL slot (ll / MCCL_STEPS) a whole number of 16-byte lines.
   MCCL_ARGCHECK(ll >= 4096 && ll % 4096 == 0 && ll <= (1LL << 30), "MCCL_LL_BUFFSIZE %lld (must be a multiple of "
                 "4096 from 4096 to 1 GiB)", (long long)ll);
-  buffSizes[MCCL_PROTO_LL] = (int)ll;
-  buffSizes[MCCL_PROTO_SIMPLE] = simple;
+  int64_t p2p = mcclParamP2pBuffsize();
+  MCCL_ARGCHECK(p2p >= 4096 && p2p % 4096 == 0 && p2p <= MCCL_SHM_MAX_BUFFSIZE, "MCCL_P2P_BUFFSIZE %lld (must be a "
+                "multiple of 4096 from 4096 to 1 GiB)", (long long)p2p);
+  for (int c = 0; c < MCCL_MAX_CONNS; c++) {
+    buffSizes[c][MCCL_PROTO_LL] = (int)ll;
+    buffSizes[c][MCCL_PROTO_SIMPLE] = c == 0 ? simple : (int)p2p;
+  }
   return mcclSuccess;
 }
 

@@ -510,8 +510,12 @@ static void connectorMisuse(void) {
   setParam("MCCL_BUFFSIZE", NULL);
   // ... and the hook reads them from there, not from the environment.
   bad = ctx;
-  bad.buffSizes[MCCL_PROTO_SIMPLE] = 1000;
+  bad.buffSizes[0][MCCL_PROTO_SIMPLE] = 1000;
   EXPECT_RES(c.transportComm->setup(&bad, NULL, &me, &me, &ci, &c, 0, 0), mcclInvalidArgument);
+  bad = ctx;  // the row of the connection's connIndex
+  bad.buffSizes[1][MCCL_PROTO_SIMPLE] = 1000;
+  EXPECT_RES(c.transportComm->setup(&bad, NULL, &me, &me, &ci, &c, 0, 1), mcclInvalidArgument);
+  EXPECT_RES(c.transportComm->setup(&ctx, NULL, &me, &me, &ci, &c, 0, MCCL_MAX_CONNS), mcclInvalidArgument);
   EXPECT_RES(mcclTransportCtxInit(&bad, 1, 1, 0), mcclInvalidArgument);  // rank out of range
   EXPECT_RES(mcclTransportCtxInit(NULL, 0, 1, 0), mcclInvalidArgument);
   EXPECT_OK(c.transportComm->setup(&ctx, NULL, &me, &me, &ci, &c, 0, 0));

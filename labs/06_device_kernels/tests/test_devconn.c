@@ -301,7 +301,7 @@ static void p2pHooksRefuseMisuse(void) {
   EXPECT_RES(mcclP2pTransport.send.setup(&ctx, NULL, &me, &me, NULL, &s, 0, 0), mcclInvalidArgument);
   EXPECT_RES(mcclP2pTransport.send.setup(NULL, NULL, &me, &me, &si, &s, 0, 0), mcclInvalidArgument);
   bad = ctx;
-  bad.buffSizes[MCCL_PROTO_LL] = 100;  // the sizes come from the context, checked there
+  bad.buffSizes[0][MCCL_PROTO_LL] = 100;  // the sizes come from the context, checked there
   EXPECT_RES(mcclP2pTransport.send.setup(&bad, NULL, &me, &me, &si, &s, 0, 0), mcclInvalidArgument);
   EXPECT_OK(mcclP2pTransport.send.setup(&ctx, NULL, &me, &me, &si, &s, 0, 0));
   EXPECT_RES(mcclP2pTransport.send.setup(&ctx, NULL, &me, &me, &si, &s, 0, 0), mcclInvalidUsage);  // twice
@@ -348,18 +348,28 @@ static void p2pHooksRefuseMisuse(void) {
   EXPECT_EQ(mcclTestCountMaps("minccl-sim"), maps0);
 }
 
-// SHM's receiver now carries an LL FIFO before the SIMPLE one: the sizes MCCL_LL_BUFFSIZE and
-// MCCL_BUFFSIZE set, checked.
+// SHM's receiver now carries an LL FIFO before the SIMPLE one: the sizes MCCL_LL_BUFFSIZE, MCCL_BUFFSIZE
+// (connIndex 0, the rings) and MCCL_P2P_BUFFSIZE (connIndex 1, point-to-point) set, checked.
 static void buffSizesFromParameters(void) {
-  int b[MCCL_NUM_PROTOCOLS];
+  int b[MCCL_MAX_CONNS][MCCL_NUM_PROTOCOLS];
   setParam("MCCL_LL_BUFFSIZE", NULL);
   setParam("MCCL_BUFFSIZE", NULL);
+  setParam("MCCL_P2P_BUFFSIZE", NULL);
   EXPECT_OK(mcclComputeBuffSizes(b));
-  EXPECT_EQ(b[MCCL_PROTO_LL], 8 * 512 * MCCL_STEPS * 16);  // NCCL's DEFAULT_LL_BUFFSIZE
-  EXPECT_EQ(b[MCCL_PROTO_SIMPLE], 4 << 20);
+  for (int c = 0; c < MCCL_MAX_CONNS; c++)
+    EXPECT_EQ(b[c][MCCL_PROTO_LL], 8 * 512 * MCCL_STEPS * 16);  // NCCL's DEFAULT_LL_BUFFSIZE
+  EXPECT_EQ(b[0][MCCL_PROTO_SIMPLE], 4 << 20);
+  EXPECT_EQ(b[1][MCCL_PROTO_SIMPLE], 512 << 10);
   setParam("MCCL_LL_BUFFSIZE", "65536");
+  setParam("MCCL_P2P_BUFFSIZE", "1048576");
   EXPECT_OK(mcclComputeBuffSizes(b));
-  EXPECT_EQ(b[MCCL_PROTO_LL], 65536);
+  EXPECT_EQ(b[0][MCCL_PROTO_LL], 65536);
+  EXPECT_EQ(b[1][MCCL_PROTO_LL], 65536);
+  EXPECT_EQ(b[0][MCCL_PROTO_SIMPLE], 4 << 20);
+  EXPECT_EQ(b[1][MCCL_PROTO_SIMPLE], 1 << 20);
+  setParam("MCCL_P2P_BUFFSIZE", "1000");
+  EXPECT_RES(mcclComputeBuffSizes(b), mcclInvalidArgument);
+  setParam("MCCL_P2P_BUFFSIZE", NULL);
   setParam("MCCL_LL_BUFFSIZE", "1000");
   EXPECT_RES(mcclComputeBuffSizes(b), mcclInvalidArgument);
   if (nDevices() >= 1) {

@@ -92,14 +92,14 @@ static mcclResult_t agreeProtocols(mcclLabComm* comm) {
     WARN("Out of memory agreeing on the protocols of %d ranks", comm->nRanks);
     return mcclSystemError;
   }
-  all[comm->rank] = hasNet && comm->ctx.buffSizes[MCCL_PROTO_LL] > comm->ctx.buffSizes[MCCL_PROTO_SIMPLE];
+  all[comm->rank] = hasNet && comm->ctx.buffSizes[0][MCCL_PROTO_LL] > comm->ctx.buffSizes[0][MCCL_PROTO_SIMPLE];
   mcclResult_t res = mcclBootstrapAllGather(comm->bootstrap, all, sizeof(int));
   for (int r = 0; res == mcclSuccess && r < comm->nRanks; r++) comm->simpleOnly |= all[r];
   free(all);
   if (res == mcclSuccess && comm->simpleOnly)
     INFO(MCCL_INIT, "rank %d: a NET edge's LL slot (%d B) is larger than its SIMPLE slot (%d B): SIMPLE only",
-         comm->rank, comm->ctx.buffSizes[MCCL_PROTO_LL] / MCCL_STEPS,
-         comm->ctx.buffSizes[MCCL_PROTO_SIMPLE] / MCCL_STEPS);
+         comm->rank, comm->ctx.buffSizes[0][MCCL_PROTO_LL] / MCCL_STEPS,
+         comm->ctx.buffSizes[0][MCCL_PROTO_SIMPLE] / MCCL_STEPS);
   return res;
 }
 

@@ -161,9 +161,13 @@ mcclResult_t mcclLabSendRecv(const mcclLabP2pTask* tasks, int nTasks, mcclLabCom
   // NCCL's nChannelsMin: every channel when all peers fit, else fewer parts per peer to start with.
   int nMin = nP2p;
   while (nMin * n > nP2p && nMin > 1) nMin /= 2;
-  const size_t stepSize = (size_t)comm->ctx.buffSizes[MCCL_PROTO_SIMPLE] / MCCL_STEPS;
+  const size_t stepSize = (size_t)comm->ctx.buffSizes[MCCL_P2P_CONN_INDEX][MCCL_PROTO_SIMPLE] / MCCL_STEPS;
   const int64_t llParam = mcclParamP2pLlThreshold();
-  const uint64_t llThreshold = llParam > 0 ? (uint64_t)llParam : 0;
+  uint64_t llThreshold = llParam > 0 ? (uint64_t)llParam : 0;
+  // NET's receiving proxy takes an LL step into a SIMPLE slot (lab 08, as comm.c's agreeProtocols): with
+  // point-to-point SIMPLE slots smaller than LL slots (a small MCCL_P2P_BUFFSIZE), everything moves as SIMPLE.
+  if (comm->ctx.buffSizes[MCCL_P2P_CONN_INDEX][MCCL_PROTO_LL] > comm->ctx.buffSizes[MCCL_P2P_CONN_INDEX][MCCL_PROTO_SIMPLE])
+    llThreshold = 0;
 
   int sendCur[MCCL_LAB_MAX_RANKS], recvCur[MCCL_LAB_MAX_RANKS];
   memset(sendCur, 0, sizeof(sendCur));

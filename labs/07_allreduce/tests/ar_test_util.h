@@ -36,15 +36,17 @@ static inline void arForce(const char* algo, const char* proto) {
   mcclParamResetAll();
 }
 
-// Small FIFOs (SIMPLE: 8 slots of 512 B, a 2 KiB chunk; LL: 8 slots of 256 data bytes), so counts
-// of a few thousand elements already take several rounds of the ring loop and wrap every FIFO many
-// times; 0 restores the defaults. Read at the next communicator's creation.
+// Small FIFOs (SIMPLE, the rings' and point-to-point's: 8 slots of 512 B, a 2 KiB chunk; LL: 8 slots
+// of 256 data bytes), so counts of a few thousand elements already take several rounds of the ring
+// loop and wrap every FIFO many times; 0 restores the defaults. Read at the next communicator's creation.
 static inline void arSmallFifos(int on) {
   if (on) {
     setenv("MCCL_BUFFSIZE", "4096", 1);
+    setenv("MCCL_P2P_BUFFSIZE", "4096", 1);
     setenv("MCCL_LL_BUFFSIZE", "4096", 1);
   } else {
     unsetenv("MCCL_BUFFSIZE");
+    unsetenv("MCCL_P2P_BUFFSIZE");
     unsetenv("MCCL_LL_BUFFSIZE");
   }
   mcclParamResetAll();

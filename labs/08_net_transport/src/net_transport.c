@@ -102,9 +102,10 @@ static void netResourcesFree(struct netResources* r) {
 // The user side of setup (both directions): the FIFO in pinned host memory, then the proxy's half.
 static mcclResult_t netSetup(struct mcclTransportCtx* ctx, const mcclPeerInfo* peerInfo,
                              struct mcclConnect* connectInfo, struct mcclConnector* connector, int channelId,
-                             int send) {
+                             int connIndex, int send) {
   MCCL_ARGCHECK(ctx != NULL && peerInfo != NULL && connectInfo != NULL && connector != NULL,
                 "NET setup: NULL argument");
+  MCCL_ARGCHECK(connIndex >= 0 && connIndex < MCCL_MAX_CONNS, "connIndex %d (0 .. %d)", connIndex, MCCL_MAX_CONNS - 1);
   if (ctx->proxyState == NULL) {
     WARN("Invalid usage: the NET transport needs a proxy thread (ctx->proxyState is NULL): rank %d %s rank %d",
          ctx->rank, send ? "->" : "<-", peerInfo->rank);
@@ -122,8 +123,8 @@ static mcclResult_t netSetup(struct mcclTransportCtx* ctx, const mcclPeerInfo* p
   r->peer = peerInfo->rank;
   r->channelId = channelId;
   r->net = net;
-  r->buffSize = ctx->buffSizes[MCCL_PROTO_SIMPLE];
-  r->llBuffSize = ctx->buffSizes[MCCL_PROTO_LL];
+  r->buffSize = ctx->buffSizes[connIndex][MCCL_PROTO_SIMPLE];
+  r->llBuffSize = ctx->buffSizes[connIndex][MCCL_PROTO_LL];
   r->stepSize = r->buffSize / MCCL_STEPS;
   r->initialStep = connector->initialStep;
   r->proxy = (mcclProxyState*)ctx->proxyState;
@@ -157,15 +158,15 @@ fail:
 static mcclResult_t netSendSetup(struct mcclTransportCtx* ctx, const void* graph, const mcclPeerInfo* myInfo,
                                  const mcclPeerInfo* peerInfo, struct mcclConnect* connectInfo,
                                  struct mcclConnector* connector, int channelId, int connIndex) {
-  (void)graph, (void)myInfo, (void)connIndex;
-  return netSetup(ctx, peerInfo, connectInfo, connector, channelId, 1);
+  (void)graph, (void)myInfo;
+  return netSetup(ctx, peerInfo, connectInfo, connector, channelId, connIndex, 1);
 }
 
 static mcclResult_t netRecvSetup(struct mcclTransportCtx* ctx, const void* graph, const mcclPeerInfo* myInfo,
                                  const mcclPeerInfo* peerInfo, struct mcclConnect* connectInfo,
                                  struct mcclConnector* connector, int channelId, int connIndex) {
-  (void)graph, (void)myInfo, (void)connIndex;
-  return netSetup(ctx, peerInfo, connectInfo, connector, channelId, 0);
+  (void)graph, (void)myInfo;
+  return netSetup(ctx, peerInfo, connectInfo, connector, channelId, connIndex, 0);
 }
 
 // The user side of connect: the proxy connects (sender, with the receiver's handle) or accepts
