@@ -99,7 +99,7 @@ echo "demo exit $?"
 # Kernel code under the GPU's own checkers, on lab 06's kernel tests named by MCCL_SANITIZE_FILTER (default:
 # the three-endpoint chains, every op and both protocols; MCCL_SANITIZE=0 skips).
 if [ "${MCCL_SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
-  step "compute-sanitizer (lab 06 test_prims: memcheck, racecheck, synccheck; lab 07 mpi_allreduce: memcheck, racecheck, synccheck; mpi_sendrecv: memcheck)"
+  step "compute-sanitizer (lab 06 test_prims: memcheck, racecheck, synccheck; lab 07 mpi_allreduce: memcheck, racecheck, synccheck; mpi_sendrecv: memcheck, synccheck, racecheck)"
   for tool in memcheck racecheck synccheck; do
     MCCL_TEST_FILTER=${MCCL_SANITIZE_FILTER:-chain} timeout ${MCCL_SANITIZE_TIMEOUT:-150} compute-sanitizer --tool $tool --error-exitcode 9 \
       build/cuda/bin/06_device_kernels/test_prims \
@@ -121,11 +121,18 @@ if [ "${MCCL_SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; the
   # fail by design are not reported (--report-api-errors no): cuMemCreate with fabric handles, refused
   # without IMEX channels before the POSIX-fd retry, and cuMemRetainAllocationHandle walking a mapping
   # back to its start (labs/01_vmm_alloc/src/alloc.c).
+  # synccheck and racecheck on connectionAcrossLayouts only: a split work's send and receive groups (named
+  # barriers 15, 14, 13) then one-direction works on the whole block, SIMPLE and LL.
   if [ -x build/cuda/bin/07_allreduce/mpi_sendrecv ]; then
-    # shellcheck disable=SC2086 # mpi is a list
-    timeout ${MCCL_SANITIZE_TIMEOUT:-150} $mpi -np 2 -x NCCL_NVLS_ENABLE compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
-      build/cuda/bin/07_allreduce/mpi_sendrecv > "$OUT/sanitizer-memcheck-sendrecv.log" 2>&1
-    echo "compute-sanitizer memcheck lab 07 mpi_sendrecv np2: exit $? ($(grep -cE '^(PASS|FAIL) ' "$OUT/sanitizer-memcheck-sendrecv.log") tests; $(grep 'ERROR SUMMARY' "$OUT/sanitizer-memcheck-sendrecv.log" | sort | uniq -c | tr -s ' ' | tr '\n' ';'))"
+    for tool in memcheck synccheck racecheck; do
+      log="$OUT/sanitizer-$tool-sendrecv.log"
+      filter=""; [ $tool = memcheck ] || filter=Layouts
+      # shellcheck disable=SC2086 # mpi is a list
+      MCCL_TEST_FILTER=$filter timeout ${MCCL_SANITIZE_TIMEOUT:-150} $mpi -np 2 -x NCCL_NVLS_ENABLE -x MCCL_TEST_FILTER \
+        compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 \
+        build/cuda/bin/07_allreduce/mpi_sendrecv > "$log" 2>&1
+      echo "compute-sanitizer $tool lab 07 mpi_sendrecv np2${filter:+ ($filter)}: exit $? ($(grep -cE '^(PASS|FAIL) ' "$log") tests; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | sort | uniq -c | tr -s ' ' | tr '\n' ';'))"
+    done
   fi
 fi
 fi
