@@ -66,6 +66,10 @@ __device__ __forceinline__ bool mcclP2pDirection(const struct mcclSendRecvArgs& 
             : mcclP2pDirection<ProtoSimple, Send>(a, buf, bytes, conn, tid, nthreads, group);
 }
 
+// The Primitives groups of a split work (common.cuh); a one-direction work is group 0 too.
+#define MCCL_P2P_SEND_GROUP 0
+#define MCCL_P2P_RECV_GROUP 2
+
 // Runs this block's part of a work. Returns whether this thread's group saw the abort flag.
 __device__ __forceinline__ bool mcclP2pRunWork(const struct mcclSendRecvArgs& a, const struct mcclP2pWork& w, int tid,
                                                int nthreads) {
@@ -96,19 +100,19 @@ __device__ __forceinline__ bool mcclP2pRunWork(const struct mcclSendRecvArgs& a,
   // Both: the send and the receive run side by side, each on warps of its own with its own barriers
   // and shared slots (NCCL's run(): above 4 warps, (nWarps - 1) / 2 receive and one more send warp,
   // whose extra warp posts while the others copy; a warp left over sits out). The send group is
-  // group 0 (barriers 15 and 14), the receive group 2 (barrier 13).
+  // group 0 (barriers 15 and 14), the receive group 2 (barrier 13), as NCCL numbers them.
   const int nWarps = nthreads / WARP_SIZE;
   const int nRecvWarps = nWarps <= 4 ? nWarps / 2 : (nWarps - 1) / 2;
   const int nSendWarps = nWarps <= 4 ? nRecvWarps : nRecvWarps + 1;
   bool aborted = false;
   if (tid < nSendWarps * WARP_SIZE)
-    aborted = mcclP2pDirection<true>(a, sendLL, in, sN, sendConn, tid, nSendWarps * WARP_SIZE, 0);
+    aborted = mcclP2pDirection<true>(a, sendLL, in, sN, sendConn, tid, nSendWarps * WARP_SIZE, MCCL_P2P_SEND_GROUP);
   else if (tid < (nSendWarps + nRecvWarps) * WARP_SIZE)
     aborted = mcclP2pDirection<false>(a, recvLL, out, rN, recvConn, tid - nSendWarps * WARP_SIZE,
-                                      nRecvWarps * WARP_SIZE, 2);
+                                      nRecvWarps * WARP_SIZE, MCCL_P2P_RECV_GROUP);
   // The whole block meets before the next work, which may put other threads on these connections (a
   // one-direction work's roles read the step counters this work's posters saved), and agrees on an abort.
-  return barrier_red_or(aborted, 0);
+  return __syncthreads_or(aborted) != 0;
 }
 
 __device__ __forceinline__ void mcclSendRecvMain(const struct mcclSendRecvArgs& args) {
