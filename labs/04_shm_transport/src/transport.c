@@ -44,8 +44,8 @@ mcclResult_t mcclComputeBuffSizes(int buffSizes[MCCL_MAX_CONNS][MCCL_NUM_PROTOCO
   MCCL_ARGCHECK(ll >= 4096 && ll % 4096 == 0 && ll <= (1LL << 30), "MCCL_LL_BUFFSIZE %lld (must be a multiple of "
                 "4096 from 4096 to 1 GiB)", (long long)ll);
   int64_t p2p = mcclParamP2pBuffsize();
-  MCCL_ARGCHECK(p2p >= 4096 && p2p % 4096 == 0 && p2p <= MCCL_SHM_MAX_BUFFSIZE, "MCCL_P2P_BUFFSIZE %lld (must be a "
-                "multiple of 4096 from 4096 to 1 GiB)", (long long)p2p);
+  MCCL_ARGCHECK(p2p >= 4096 && p2p % 4096 == 0 && p2p <= MCCL_SHM_MAX_BUFFSIZE,
+                "MCCL_P2P_BUFFSIZE %lld (must be a multiple of 4096 from 4096 to 1 GiB)", (long long)p2p);
   for (int c = 0; c < MCCL_MAX_CONNS; c++) {
     buffSizes[c][MCCL_PROTO_LL] = (int)ll;
     buffSizes[c][MCCL_PROTO_SIMPLE] = c == 0 ? simple : (int)p2p;

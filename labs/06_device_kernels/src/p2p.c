@@ -109,8 +109,8 @@ static mcclResult_t p2pSetup(int send, struct mcclTransportCtx* ctx, const mcclP
   memcpy(r->buffSizes, ctx->buffSizes[connIndex], sizeof(r->buffSizes));
   for (int p = 0; p < MCCL_NUM_PROTOCOLS; p++)
     if (r->buffSizes[p] < 4096 || r->buffSizes[p] % 4096 != 0) {
-      WARN("Invalid argument: ctx->buffSizes[%d][%d] %d (a multiple of 4096, from mcclTransportCtxInit)", connIndex,
-           p, r->buffSizes[p]);
+      WARN("Invalid argument: ctx->buffSizes[%d][%d] %d (a multiple of 4096, from mcclTransportCtxInit)", connIndex, p,
+           r->buffSizes[p]);
       res = mcclInvalidArgument;
       goto fail;
     }

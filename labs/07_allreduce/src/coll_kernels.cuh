@@ -46,10 +46,10 @@ __device__ __forceinline__ void mcclCollChannelPart(int64_t* lo, int64_t* n) {
 // connection to its next. A rank that does not use one direction in this call passes none, and so
 // does the peer at that connection's other end (the same ring, the same root), so both keep their
 // step counters where they were.
-#define MCCL_COLL_PRIMS(prims, recv, send)                                                                        \
-  Primitives<T, RedOp, Proto> prims(tid, nthreads, (recv) ? a.recvConns + blockIdx.x : NULL,                      \
-                                    (send) ? a.sendConns + blockIdx.x : NULL, a.sendbuff, a.recvbuff, a.redOpArg, \
-                                    0, a.chunkSteps / a.sliceSteps, a.sliceSteps)
+#define MCCL_COLL_PRIMS(prims, recv, send)                                                                           \
+  Primitives<T, RedOp, Proto> prims(tid, nthreads, (recv) ? a.recvConns + blockIdx.x : NULL,                         \
+                                    (send) ? a.sendConns + blockIdx.x : NULL, a.sendbuff, a.recvbuff, a.redOpArg, 0, \
+                                    a.chunkSteps / a.sliceSteps, a.sliceSteps)
 
 // ---- Broadcast (broadcast.h runRing) --------------------------------------------------------------
 // The root sends each chunk (copying it to its own output when out of place); every other rank

@@ -166,7 +166,8 @@ mcclResult_t mcclLabSendRecv(const mcclLabP2pTask* tasks, int nTasks, mcclLabCom
   uint64_t llThreshold = llParam > 0 ? (uint64_t)llParam : 0;
   // NET's receiving proxy takes an LL step into a SIMPLE slot (lab 08, as comm.c's agreeProtocols): with
   // point-to-point SIMPLE slots smaller than LL slots (a small MCCL_P2P_BUFFSIZE), everything moves as SIMPLE.
-  if (comm->ctx.buffSizes[MCCL_P2P_CONN_INDEX][MCCL_PROTO_LL] > comm->ctx.buffSizes[MCCL_P2P_CONN_INDEX][MCCL_PROTO_SIMPLE])
+  if (comm->ctx.buffSizes[MCCL_P2P_CONN_INDEX][MCCL_PROTO_LL] >
+      comm->ctx.buffSizes[MCCL_P2P_CONN_INDEX][MCCL_PROTO_SIMPLE])
     llThreshold = 0;
 
   int sendCur[MCCL_LAB_MAX_RANKS], recvCur[MCCL_LAB_MAX_RANKS];

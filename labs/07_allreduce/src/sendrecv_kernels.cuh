@@ -45,8 +45,8 @@ __device__ __forceinline__ void mcclP2pPart(int64_t bytes, int nParts, int base,
 template <typename Proto, bool Send>
 __device__ __forceinline__ bool mcclP2pDirection(const struct mcclSendRecvArgs& a, uint8_t* buf, int64_t bytes,
                                                  struct mcclConnInfo* conn, int tid, int nthreads, int group) {
-  Primitives<uint8_t, FuncSum<uint8_t>, Proto> prims(tid, nthreads, Send ? NULL : conn, Send ? conn : NULL, buf, buf,
-                                                     1, group, a.chunkSteps / a.sliceSteps, a.sliceSteps);
+  Primitives<uint8_t, FuncSum<uint8_t>, Proto> prims(tid, nthreads, Send ? NULL : conn, Send ? conn : NULL, buf, buf, 1,
+                                                     group, a.chunkSteps / a.sliceSteps, a.sliceSteps);
   const int64_t chunk = prims.chunkElems();
   for (int64_t e = 0; e < bytes && !prims.aborted(); e += chunk) {
     const int n = (int)(chunk < bytes - e ? chunk : bytes - e);
@@ -59,9 +59,8 @@ __device__ __forceinline__ bool mcclP2pDirection(const struct mcclSendRecvArgs& 
 }
 
 template <bool Send>
-__device__ __forceinline__ bool mcclP2pDirection(const struct mcclSendRecvArgs& a, bool ll, uint8_t* buf,
-                                                 int64_t bytes, struct mcclConnInfo* conn, int tid, int nthreads,
-                                                 int group) {
+__device__ __forceinline__ bool mcclP2pDirection(const struct mcclSendRecvArgs& a, bool ll, uint8_t* buf, int64_t bytes,
+                                                 struct mcclConnInfo* conn, int tid, int nthreads, int group) {
   return ll ? mcclP2pDirection<ProtoLL, Send>(a, buf, bytes, conn, tid, nthreads, group)
             : mcclP2pDirection<ProtoSimple, Send>(a, buf, bytes, conn, tid, nthreads, group);
 }

@@ -330,5 +330,5 @@ static void unmatchedSend(void) {
 }
 
 MCCL_TEST_MAIN_MPI(MCCL_TEST_CASE(allToAllEveryType), MCCL_TEST_CASE(outOfOrderPeers), MCCL_TEST_CASE(mixedProtocols),
-                   MCCL_TEST_CASE(connectionAcrossLayouts), MCCL_TEST_CASE(allToAllShm),
-                   MCCL_TEST_CASE(badInput), MCCL_TEST_CASE(unmatchedSend))
+                   MCCL_TEST_CASE(connectionAcrossLayouts), MCCL_TEST_CASE(allToAllShm), MCCL_TEST_CASE(badInput),
+                   MCCL_TEST_CASE(unmatchedSend))

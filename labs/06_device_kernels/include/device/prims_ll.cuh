@@ -38,9 +38,7 @@ class Primitives<T, RedOp, ProtoLL> {
   RedOp redOp;
 
   // barrier_sync / barrier_red_or reconverge the warp first (a lane may spin alone in waitSend or readLL).
-  __device__ __forceinline__ void barrier() {
-    barrier_sync(MCCL_BAR_GROUP - group, nthreads);
-  }
+  __device__ __forceinline__ void barrier() { barrier_sync(MCCL_BAR_GROUP - group, nthreads); }
   __device__ __forceinline__ bool barrierAny(int vote) {
     return barrier_red_or(vote != 0, MCCL_BAR_GROUP - group, nthreads);
   }
@@ -184,9 +182,14 @@ class Primitives<T, RedOp, ProtoLL> {
 
  public:
   __device__ Primitives(int tid, int nthreads, struct mcclConnInfo* recvConn, struct mcclConnInfo* sendConn,
-                        const void* inputBuf, void* outputBuf, uint64_t redOpArg, int group,
-                        int /*slicePerChunk*/, int /*stepPerSlice*/)
-      : tid(tid), nthreads(nthreads), group(group), recvConn(recvConn), sendConn(sendConn), userInput((const T*)inputBuf),
+                        const void* inputBuf, void* outputBuf, uint64_t redOpArg, int group, int /*slicePerChunk*/,
+                        int /*stepPerSlice*/)
+      : tid(tid),
+        nthreads(nthreads),
+        group(group),
+        recvConn(recvConn),
+        sendConn(sendConn),
+        userInput((const T*)inputBuf),
         userOutput((T*)outputBuf) {
     redOp.arg = redOpArg;
     struct mcclConnInfo* c = recvConn ? recvConn : sendConn;

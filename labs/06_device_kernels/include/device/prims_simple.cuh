@@ -44,9 +44,7 @@ class Primitives<T, RedOp, ProtoSimple> {
 
   // Groups are whole warps: barrier_sync / barrier_red_or reconverge the caller's warp (a role lane may
   // come back from waitPeer apart from its warp) before the aligned barrier (common/include/mccl_device.h).
-  __device__ __forceinline__ void barrier() {
-    barrier_sync(MCCL_BAR_GROUP - group, nthreads);
-  }
+  __device__ __forceinline__ void barrier() { barrier_sync(MCCL_BAR_GROUP - group, nthreads); }
   __device__ __forceinline__ void subBarrier() {
     if (nworkers == nthreads) {
       barrier();
@@ -84,9 +82,10 @@ class Primitives<T, RedOp, ProtoSimple> {
       }
       if (mcclShmem.work.trace)
         printf("  [%s block %d thread %d] %s: waited for %s >= %llu, saw %s = %llu\n",
-               mcclDevOpNameDev(mcclShmem.work.op), (int)blockIdx.x, (int)threadIdx.x, isSendNotRecv ? "WaitSend" : "WaitRecv",
-               isSendNotRecv ? "head+MCCL_STEPS" : "tail", (unsigned long long)(step + stepPerSlice),
-               isSendNotRecv ? "head" : "tail", (unsigned long long)connStepCache);
+               mcclDevOpNameDev(mcclShmem.work.op), (int)blockIdx.x, (int)threadIdx.x,
+               isSendNotRecv ? "WaitSend" : "WaitRecv", isSendNotRecv ? "head+MCCL_STEPS" : "tail",
+               (unsigned long long)(step + stepPerSlice), isSendNotRecv ? "head" : "tail",
+               (unsigned long long)connStepCache);
       if (isSendNotRecv && (flags & ConnFifoEnabled)) {
         connFifo[step % MCCL_STEPS].size = (int64_t)nelts * (int64_t)sizeof(T);
       }
@@ -136,9 +135,11 @@ class Primitives<T, RedOp, ProtoSimple> {
       if (tid < nworkers) {
         if (tid == 0 && sliceSize > 0) {
           if (Src)
-            mcclShmem.groups[group].srcs[0] = (void*)((SrcBuf == mcclPrimsInput ? userInput : userOutput) + srcIx + offset);
+            mcclShmem.groups[group].srcs[0] =
+                (void*)((SrcBuf == mcclPrimsInput ? userInput : userOutput) + srcIx + offset);
           if (Dst)
-            mcclShmem.groups[group].dsts[0] = (void*)((DstBuf == mcclPrimsInput ? (T*)userInput : userOutput) + dstIx + offset);
+            mcclShmem.groups[group].dsts[0] =
+                (void*)((DstBuf == mcclPrimsInput ? (T*)userInput : userOutput) + dstIx + offset);
         }
         waitPeer<Recv, Send, Src, Dst>(sliceSize);
         // A waiter that gave up on abort pointed the workers at a slot that is not theirs: the workers
