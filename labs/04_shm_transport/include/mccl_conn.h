@@ -151,6 +151,8 @@ struct mcclConnInfo {
 
 /** @brief Connections per peer and direction on one channel (NCCL_MAX_CONNS): connIndex 0 or 1. */
 #define MCCL_MAX_CONNS 2
+/** @brief The connIndex of point-to-point connections (lab 07's send/receive, as NCCL's p2p ops); 0 is the rings'. */
+#define MCCL_P2P_CONN_INDEX 1
 
 /**
  * @brief What a kernel reads about one peer of one channel (NCCL's ncclDevChannelPeer): the device

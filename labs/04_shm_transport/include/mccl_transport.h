@@ -322,6 +322,18 @@ mcclResult_t mcclFillPeerInfo(int rank, int cudaDev, mcclPeerInfo* info);
 mcclResult_t mcclComputeBuffSizes(int buffSizes[MCCL_MAX_CONNS][MCCL_NUM_PROTOCOLS]);
 
 /**
+ * @brief The FIFO sizes a transport's setup uses for a connection: ctx->buffSizes[connIndex], checked
+ * (every transport's setup calls it, so a hook never reads a size it has not checked).
+ * @param[in]  ctx        the context (mcclTransportCtxInit).
+ * @param[in]  connIndex  0 .. MCCL_MAX_CONNS-1.
+ * @param[out] buffSizes  MCCL_NUM_PROTOCOLS sizes; written only on success.
+ * @return mcclSuccess; mcclInvalidArgument (NULL ctx or buffSizes, connIndex out of range, a size that
+ *         is not a multiple of 4096 from 4096 up), naming the value.
+ */
+mcclResult_t mcclTransportBuffSizes(const struct mcclTransportCtx* ctx, int connIndex,
+                                    int buffSizes[MCCL_NUM_PROTOCOLS]);
+
+/**
  * @brief Prepare a connector for one side of a transport: zero it, pick the send or recv hooks,
  * and route proxy calls to mcclProxyCallDirect (the in-thread proxy of this lab).
  * @param[out] connector  the connector.

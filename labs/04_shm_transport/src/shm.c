@@ -243,12 +243,7 @@ static mcclResult_t shmSetup(int send, struct mcclTransportCtx* ctx, const mcclP
   // EXERCISE(04.setup)
   mcclResult_t res = mcclSuccess;
   int buffSizes[MCCL_NUM_PROTOCOLS];
-  MCCL_ARGCHECK(connIndex >= 0 && connIndex < MCCL_MAX_CONNS, "connIndex %d (0 .. %d)", connIndex, MCCL_MAX_CONNS - 1);
-  memcpy(buffSizes, ctx->buffSizes[connIndex], sizeof(buffSizes));
-  for (int p = 0; p < MCCL_NUM_PROTOCOLS; p++)
-    MCCL_ARGCHECK(buffSizes[p] >= 4096 && buffSizes[p] % 4096 == 0,
-                  "ctx->buffSizes[%d][%d] %d (a multiple of 4096, from mcclTransportCtxInit)", connIndex, p,
-                  buffSizes[p]);
+  MCCLCHECK(mcclTransportBuffSizes(ctx, connIndex, buffSizes));
   struct mcclShmRequest req;
   memset(&req, 0, sizeof(req));
   // Receiver-side locality (NCCL's default SHM_LOCALITY=2): the FIFOs live with their reader, after

@@ -48,8 +48,21 @@ mcclResult_t mcclComputeBuffSizes(int buffSizes[MCCL_MAX_CONNS][MCCL_NUM_PROTOCO
                 "MCCL_P2P_BUFFSIZE %lld (must be a multiple of 4096 from 4096 to 1 GiB)", (long long)p2p);
   for (int c = 0; c < MCCL_MAX_CONNS; c++) {
     buffSizes[c][MCCL_PROTO_LL] = (int)ll;
-    buffSizes[c][MCCL_PROTO_SIMPLE] = c == 0 ? simple : (int)p2p;
+    buffSizes[c][MCCL_PROTO_SIMPLE] = c == MCCL_P2P_CONN_INDEX ? (int)p2p : simple;
   }
+  return mcclSuccess;
+}
+
+mcclResult_t mcclTransportBuffSizes(const struct mcclTransportCtx* ctx, int connIndex,
+                                    int buffSizes[MCCL_NUM_PROTOCOLS]) {
+  MCCL_ARGCHECK(ctx != NULL && buffSizes != NULL, "ctx %p, buffSizes %p (both needed)", (const void*)ctx,
+                (void*)buffSizes);
+  MCCL_ARGCHECK(connIndex >= 0 && connIndex < MCCL_MAX_CONNS, "connIndex %d (0 .. %d)", connIndex, MCCL_MAX_CONNS - 1);
+  for (int p = 0; p < MCCL_NUM_PROTOCOLS; p++)
+    MCCL_ARGCHECK(ctx->buffSizes[connIndex][p] >= 4096 && ctx->buffSizes[connIndex][p] % 4096 == 0,
+                  "ctx->buffSizes[%d][%d] %d (a multiple of 4096, from mcclTransportCtxInit)", connIndex, p,
+                  ctx->buffSizes[connIndex][p]);
+  memcpy(buffSizes, ctx->buffSizes[connIndex], sizeof(ctx->buffSizes[connIndex]));
   return mcclSuccess;
 }
 

@@ -516,6 +516,15 @@ static void connectorMisuse(void) {
   bad.buffSizes[1][MCCL_PROTO_SIMPLE] = 1000;
   EXPECT_RES(c.transportComm->setup(&bad, NULL, &me, &me, &ci, &c, 0, 1), mcclInvalidArgument);
   EXPECT_RES(c.transportComm->setup(&ctx, NULL, &me, &me, &ci, &c, 0, MCCL_MAX_CONNS), mcclInvalidArgument);
+  // The one place every transport's setup takes its sizes from.
+  int sizes[MCCL_NUM_PROTOCOLS] = {0, 0};
+  EXPECT_OK(mcclTransportBuffSizes(&ctx, MCCL_P2P_CONN_INDEX, sizes));
+  EXPECT_EQ(sizes[MCCL_PROTO_SIMPLE], ctx.buffSizes[MCCL_P2P_CONN_INDEX][MCCL_PROTO_SIMPLE]);
+  EXPECT_EQ(sizes[MCCL_PROTO_LL], ctx.buffSizes[MCCL_P2P_CONN_INDEX][MCCL_PROTO_LL]);
+  EXPECT_RES(mcclTransportBuffSizes(NULL, 0, sizes), mcclInvalidArgument);
+  EXPECT_RES(mcclTransportBuffSizes(&ctx, 0, NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclTransportBuffSizes(&ctx, -1, sizes), mcclInvalidArgument);
+  EXPECT_RES(mcclTransportBuffSizes(&bad, 1, sizes), mcclInvalidArgument);  // bad's row 1 holds 1000
   EXPECT_RES(mcclTransportCtxInit(&bad, 1, 1, 0), mcclInvalidArgument);  // rank out of range
   EXPECT_RES(mcclTransportCtxInit(NULL, 0, 1, 0), mcclInvalidArgument);
   EXPECT_OK(c.transportComm->setup(&ctx, NULL, &me, &me, &ci, &c, 0, 0));

@@ -101,19 +101,7 @@ static mcclResult_t p2pSetup(int send, struct mcclTransportCtx* ctx, const mcclP
     return mcclSystemError;
   }
   // The communicator's sizes for this connIndex (NCCL's comm->buffSizes), the same on both sides.
-  if (connIndex < 0 || connIndex >= MCCL_MAX_CONNS) {
-    WARN("Invalid argument: connIndex %d (0 .. %d)", connIndex, MCCL_MAX_CONNS - 1);
-    res = mcclInvalidArgument;
-    goto fail;
-  }
-  memcpy(r->buffSizes, ctx->buffSizes[connIndex], sizeof(r->buffSizes));
-  for (int p = 0; p < MCCL_NUM_PROTOCOLS; p++)
-    if (r->buffSizes[p] < 4096 || r->buffSizes[p] % 4096 != 0) {
-      WARN("Invalid argument: ctx->buffSizes[%d][%d] %d (a multiple of 4096, from mcclTransportCtxInit)", connIndex, p,
-           r->buffSizes[p]);
-      res = mcclInvalidArgument;
-      goto fail;
-    }
+  MCCLCHECKGOTO(mcclTransportBuffSizes(ctx, connIndex, r->buffSizes), res, fail);
   struct mcclP2pRequest req;
   memset(&req, 0, sizeof(req));
   // Write mode, receiver-side FIFOs (NCCL's default without P2P read): the sender stores into the

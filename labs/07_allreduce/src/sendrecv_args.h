@@ -14,7 +14,6 @@
 #define MCCL_P2P_MAX_WORKS 16
 // The connection index point-to-point uses on every channel (NCCL's addP2pToPlan: connIndex 1),
 // apart from the ring's (0), also to the ring's neighbours.
-#define MCCL_P2P_CONN_INDEX 1
 // Parts of a direction start at multiples of this (NCCL's ncclP2pPartBounds: 4 KiB).
 #define MCCL_P2P_PART_ALIGN 4096
 

@@ -105,12 +105,13 @@ static mcclResult_t netSetup(struct mcclTransportCtx* ctx, const mcclPeerInfo* p
                              int connIndex, int send) {
   MCCL_ARGCHECK(ctx != NULL && peerInfo != NULL && connectInfo != NULL && connector != NULL,
                 "NET setup: NULL argument");
-  MCCL_ARGCHECK(connIndex >= 0 && connIndex < MCCL_MAX_CONNS, "connIndex %d (0 .. %d)", connIndex, MCCL_MAX_CONNS - 1);
   if (ctx->proxyState == NULL) {
     WARN("Invalid usage: the NET transport needs a proxy thread (ctx->proxyState is NULL): rank %d %s rank %d",
          ctx->rank, send ? "->" : "<-", peerInfo->rank);
     return mcclInvalidUsage;
   }
+  int buffSizes[MCCL_NUM_PROTOCOLS];
+  MCCLCHECK(mcclTransportBuffSizes(ctx, connIndex, buffSizes));
   const mcclNet_t* net = NULL;
   MCCLCHECK(mcclNetGet(&net));
   struct netResources* r = (struct netResources*)calloc(1, sizeof(*r));
@@ -123,8 +124,8 @@ static mcclResult_t netSetup(struct mcclTransportCtx* ctx, const mcclPeerInfo* p
   r->peer = peerInfo->rank;
   r->channelId = channelId;
   r->net = net;
-  r->buffSize = ctx->buffSizes[connIndex][MCCL_PROTO_SIMPLE];
-  r->llBuffSize = ctx->buffSizes[connIndex][MCCL_PROTO_LL];
+  r->buffSize = buffSizes[MCCL_PROTO_SIMPLE];
+  r->llBuffSize = buffSizes[MCCL_PROTO_LL];
   r->stepSize = r->buffSize / MCCL_STEPS;
   r->initialStep = connector->initialStep;
   r->proxy = (mcclProxyState*)ctx->proxyState;
