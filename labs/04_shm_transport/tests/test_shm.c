@@ -33,7 +33,7 @@ static void layout(void) {
   setParam("MCCL_BUFFSIZE", NULL);
   int b = 0;
   EXPECT_OK(mcclShmBuffSize(&b));
-  EXPECT_EQ(b, 4 << 20);  // NCCL's default; a slot is 512 KiB
+  EXPECT_EQ(b, 1 << 20);  // NCCL's default is 4 MiB; ours 1 MiB, a slot 128 KiB (docs/parameters.md)
   setParam("MCCL_BUFFSIZE", "12345");
   b = -1;
   EXPECT_RES(mcclShmBuffSize(&b), mcclInvalidArgument);

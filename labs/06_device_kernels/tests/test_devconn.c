@@ -358,14 +358,14 @@ static void buffSizesFromParameters(void) {
   EXPECT_OK(mcclComputeBuffSizes(b));
   for (int c = 0; c < MCCL_MAX_CONNS; c++)
     EXPECT_EQ(b[c][MCCL_PROTO_LL], 8 * 512 * MCCL_STEPS * 16);  // NCCL's DEFAULT_LL_BUFFSIZE
-  EXPECT_EQ(b[0][MCCL_PROTO_SIMPLE], 4 << 20);
+  EXPECT_EQ(b[0][MCCL_PROTO_SIMPLE], 1 << 20);
   EXPECT_EQ(b[1][MCCL_PROTO_SIMPLE], 512 << 10);
   setParam("MCCL_LL_BUFFSIZE", "65536");
   setParam("MCCL_P2P_BUFFSIZE", "1048576");
   EXPECT_OK(mcclComputeBuffSizes(b));
   EXPECT_EQ(b[0][MCCL_PROTO_LL], 65536);
   EXPECT_EQ(b[1][MCCL_PROTO_LL], 65536);
-  EXPECT_EQ(b[0][MCCL_PROTO_SIMPLE], 4 << 20);
+  EXPECT_EQ(b[0][MCCL_PROTO_SIMPLE], 1 << 20);
   EXPECT_EQ(b[1][MCCL_PROTO_SIMPLE], 1 << 20);
   setParam("MCCL_P2P_BUFFSIZE", "1000");
   EXPECT_RES(mcclComputeBuffSizes(b), mcclInvalidArgument);

@@ -19,6 +19,7 @@
 #define MCCL_SIMPLE_EXTRA_GROUP_IF_NTHREADS_GE (3 * WARP_SIZE)
 // 16-byte packs each worker moves per trip of the copy loop (NCCL's COLL_UNROLL).
 #define MCCL_SIMPLE_UNROLL 4
+#define MCCL_SIMPLE_MIN_SLICE_BYTES 32768  // genericOp's floor on a slice (below)
 
 template <typename T, typename RedOp>
 class Primitives<T, RedOp, ProtoSimple> {
@@ -117,13 +118,16 @@ class Primitives<T, RedOp, ProtoSimple> {
     constexpr int Src = SrcBuf != -1;
     constexpr int Dst = DstBuf != -1;
     nelem = nelem < 0 ? 0 : nelem;
-    // Slices shrink for small chunks, down to 1/32 of a slot (NCCL). NCCL rounds them to 16
-    // elements; here to 256 bytes, so a sender moving bytes and a receiver reducing typed elements
-    // cut a chunk at the same places.
+    // Slices shrink for small chunks, down to 1/32 of a slice (NCCL) but not below 32 KiB
+    // (MCCL_SIMPLE_MIN_SLICE_BYTES) or the whole slice: with NCCL's 4 MiB FIFO the two floors are the
+    // same; with our 1 MiB default, 1/32 alone cut a ring's 16 KiB chunk into two 8 KiB slices and
+    // all_gather at 2 MiB on 2x H100 took 14.6-14.7 us instead of 13.4-13.7 (lab 07 README). NCCL
+    // rounds slices to 16 elements; here to 256 bytes, so a sender moving bytes and a receiver
+    // reducing typed elements cut a chunk at the same places (the floor is in bytes too).
     int sliceSize = stepSize * stepPerSlice;
     const int sliceQuantum = 256 / (int)sizeof(T);
-    sliceSize =
-        max((int)mcclDivUp((int64_t)nelem, (int64_t)sliceQuantum * slicePerChunk) * sliceQuantum, sliceSize / 32);
+    const int minSlice = max(sliceSize / 32, min(sliceSize, MCCL_SIMPLE_MIN_SLICE_BYTES / (int)sizeof(T)));
+    sliceSize = max((int)mcclDivUp((int64_t)nelem, (int64_t)sliceQuantum * slicePerChunk) * sliceQuantum, minSlice);
     int slice = 0;
     int offset = 0;
     // One loop over the chunk's slices for every thread, so each barrier is one instruction that the
