@@ -216,8 +216,11 @@ static void algorithmTable(void) {
   EXPECT_OK(mcclLabSelectAlgorithm(2, 2 << 20, 1, &a, &p));  // two-shot needs both buffers in windows
   EXPECT_EQ(a, MCCL_ALGO_RING);
   EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
-  EXPECT_OK(mcclLabSelectAlgorithm(2, 256 << 20, 2, &a, &p));
+  EXPECT_OK(mcclLabSelectAlgorithm(2, 64 << 20, 2, &a, &p));
   EXPECT_EQ(a, MCCL_ALGO_TWOSHOT);
+  EXPECT_OK(mcclLabSelectAlgorithm(2, 128 << 20, 2, &a, &p));  // the ring from 128 MiB (its 1 MiB FIFO)
+  EXPECT_EQ(a, MCCL_ALGO_RING);
+  EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
   EXPECT_OK(mcclLabSelectAlgorithm(2, 512 << 20, 2, &a, &p));
   EXPECT_EQ(a, MCCL_ALGO_RING);
   EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
