@@ -31,7 +31,7 @@
 //    64 MiB: two-shot 206.5 (211.4), ring (SIMPLE) 215.7 (219.9); before 71893f4 (2x H100, 9b35177) the
 //            bench's table gave 256 MiB two-shot 877.8 us (in place 860.9), ring 920.3, and 512 MiB
 //            two-shot 1748.0 (1703.0), ring 1731.5 (1856.8)          -> two-shot up to 256 MiB
-//   With the rings' 1 MiB FIFO (bf1a4f1, docs/results/2026-11-26-h100x2-c/tune-bf1a4f1/bench07_tune.log):
+//   With the rings' 1 MiB FIFO (bf1a4f1, docs/results/2026-11-26-h100x2-c/bench-bf1a4f1/bench07_tune.log):
 //    64 MiB: two-shot 213.2, ring (SIMPLE) 222.2; 128 MiB: ring 408.7, two-shot 418.8; 256 MiB: ring 785.0,
 //            two-shot 830.0; 512 MiB: ring 1549.3, two-shot 1653.9 -> two-shot up to 64 MiB
 // Before 71893f4, on 2x H100 and again on 2x H200 (be40d7a, docs/results/2026-11-26-h200x2-b/bench-be40d7a/
