@@ -189,20 +189,6 @@ extern struct mcclTransport mcclShmTransport;
  */
 mcclResult_t mcclShmBuffSize(int* buffSize);
 
-/** @brief NCCL's SIMPLE FIFO default (src/init.cc DEFAULT_BUFFSIZE): 4 MiB. minccl's MCCL_BUFFSIZE
- *  default is 1 MiB, the rings' choice (docs/parameters.md). */
-#define MCCL_NCCL_BUFFSIZE (4 << 20)
-
-/**
- * @brief For the benchmarks of labs 04-06: MCCL_BUFFSIZE becomes NCCL's 4 MiB (MCCL_NCCL_BUFFSIZE) unless
- * the environment sets it. Their copies are driven from the host (lab 04's user thread, lab 05's proxy and
- * copy engine), which pay a fixed cost per step and want large steps (256 MiB one way on 2x H100, lab 06's
- * copy-engine table: 24-25 GB/s with 1 MiB, 42-43 with 4 MiB), and their documented figures are 4 MiB's.
- * Call it first in main(), before anything reads a parameter (each is read once and cached).
- * @return mcclSuccess; mcclSystemError if the environment cannot be set.
- */
-mcclResult_t mcclShmBenchBuffSize(void);
-
 /** @} */
 
 #ifdef __cplusplus

@@ -164,16 +164,6 @@ mcclResult_t mcclShmBuffSize(int* buffSize) {
   return mcclSuccess;
 }
 
-mcclResult_t mcclShmBenchBuffSize(void) {
-  char v[32];
-  snprintf(v, sizeof(v), "%d", MCCL_NCCL_BUFFSIZE);
-  if (setenv("MCCL_BUFFSIZE", v, 0) != 0) {
-    WARN("System error: setenv(MCCL_BUFFSIZE): %s", strerror(errno));
-    return mcclSystemError;
-  }
-  return mcclSuccess;
-}
-
 // ---- transport resources ---------------------------------------------------------------------
 
 // User side of a send connection (NCCL's shmSendResources).
