@@ -139,10 +139,7 @@ int main(int argc, char** argv) {
                 "  maxBytes  largest size, a number with an optional K, M or G suffix: 64K..16G\n"
                 "            (default 1G; 64M on the sim backend, where copies are memcpy)\n"
                 "Settings come from MCCL_* environment variables (docs/parameters.md).");
-  // This lab's figures are measured on NCCL's 4 MiB FIFO unless MCCL_BUFFSIZE is set: copies driven
-  // from the host (the user thread's copies) pay a fixed cost per step, so they want large steps.
-  // minccl's default, 1 MiB, is the rings' choice (docs/parameters.md).
-  setenv("MCCL_BUFFSIZE", "4194304", 0);
+  setenv("MCCL_BUFFSIZE", "4194304", 0);  // NCCL's 4 MiB unless set: host-driven copies (docs/parameters.md)
   // The sim copies with memcpy on host threads: 64 MiB already shows the shape of the curve.
   size_t maxBytes = strcmp(MCCL_BACKEND_NAME, "sim") == 0 ? (64u << 20) : (1u << 30);
   maxBytes = (size_t)mcclArgsInt(argc, argv, 1, "maxBytes", (long long)maxBytes, 64 << 10, 16LL << 30);

@@ -224,11 +224,7 @@ int main(int argc, char** argv) {
                 "Lab 05's benchmark, under mpirun -np 2: send/recv through SHM moved by the proxy, one way and\n"
                 "both ways, beside NCCL's SHM path when MCCL_NCCL_LIB (or libnccl.so.2) loads.\n"
                 "Settings come from MCCL_* environment variables (docs/parameters.md).");
-  // This lab's figures are measured on NCCL's 4 MiB FIFO unless MCCL_BUFFSIZE is set: copies driven
-  // from the host (the proxy's copy-engine mode: 256 MiB one way on 2x H100, lab 06's benchmark, 24-25
-  // GB/s with 1 MiB against 42-43 with 4 MiB) pay a fixed cost per step, so they want large steps.
-  // minccl's default, 1 MiB, is the rings' choice (docs/parameters.md).
-  setenv("MCCL_BUFFSIZE", "4194304", 0);
+  setenv("MCCL_BUFFSIZE", "4194304", 0);  // NCCL's 4 MiB unless set: host-driven copies (docs/parameters.md)
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);

@@ -924,10 +924,7 @@ static mcclResult_t run(int sim) {
 int main(int argc, char** argv) {
   int sim = strcmp(MCCL_BACKEND_NAME, "sim") == 0;
   parseOptions(argc, argv, sim);
-  // This lab's figures are measured on NCCL's 4 MiB FIFO unless MCCL_BUFFSIZE is set: copies driven
-  // from the host (the copy-engine table, lab 05's mode) pay a fixed cost per step, so they want large steps.
-  // minccl's default, 1 MiB, is the rings' choice (docs/parameters.md).
-  setenv("MCCL_BUFFSIZE", "4194304", 0);
+  setenv("MCCL_BUFFSIZE", "4194304", 0);  // NCCL's 4 MiB unless set: host-driven copies (docs/parameters.md)
   // The NCCL SHM helper is forked before MPI and CUDA start (see the top of this file).
   if (!sim && opt.useNccl) helperStart();
   MPI_Init(&argc, &argv);
