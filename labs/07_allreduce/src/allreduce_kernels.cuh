@@ -336,9 +336,10 @@ __device__ __forceinline__ void mcclOneShotPull(const struct mcclAllReduceArgs& 
 template <typename T, typename RedOp>
 __device__ __forceinline__ bool mcclRunOneShot(const struct mcclAllReduceArgs& a, int tid, int nthreads) {
   constexpr int EltPerLine = 8 / sizeof(T);
-  // Lines per thread per trip: their loads are all issued before the first is used, so a thread
-  // waits for one memory latency per trip, not one per line (the accesses are volatile asm, which
+  // Lines per thread per trip of the push: their loads are all issued before the first is used, so a
+  // thread waits for one memory latency per trip, not one per line (the accesses are volatile asm, which
   // the compiler keeps in program order: a load after a store waits for nothing but is issued late).
+  // The pull takes its own lines and ranks per trip (mcclOneShotPull).
   constexpr int U = 4;
   const int count = (int)a.count;  // at most MCCL_ONESHOT_MAX_BYTES: 32-bit index math
   const int nlines = mcclDivUp(count, (int)EltPerLine);
