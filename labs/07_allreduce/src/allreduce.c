@@ -26,7 +26,7 @@
 // Again at bbb9be6, with the rings' 1 MiB FIFO (docs/results/2026-11-26-h100x4-c/bench-bbb9be6/tune4.log):
 // 128 KiB one-shot 7.00, two-shot 9.09; 256 KiB two-shot 9.31, one-shot 10.86; 16 MiB two-shot 85.53,
 // ring 86.34; 32 MiB ring 158.25, two-shot 164.90: the same row. One-shot's pull changed after it
-// (4317e3d: a graph's 128 KiB on 4 ranks 6.20 -> 5.23 us); its 256 KiB against two-shot is not re-measured.
+// (4317e3d: a graph's 128 KiB on 4 ranks 6.20 -> 5.26 us); its 256 KiB against two-shot is not re-measured.
 // The 2-rank row was measured at 71893f4 (tune-71893f4/tune2.log, devices 0 and 1) and again at aee9b41
 // (tune-aee9b41/tune2.log), which kept it:
 //   256 KiB: one-shot 6.4 us (aee9b41 6.3), ring (LL) 8.1 (8.2), two-shot 9.1 (8.9) -> one-shot up to 256 KiB

@@ -254,6 +254,13 @@ __device__ __forceinline__ void mcclStoreWord(T* p, uint64_t w, int n) {
   }
 }
 
+// Elements of T in one-shot's line l of a count-element input: a whole word's, or what is left.
+template <typename T>
+__device__ __forceinline__ int mcclOneShotLineElts(int count, int l) {
+  constexpr int EltPerLine = 8 / sizeof(T);
+  return count - l * EltPerLine < EltPerLine ? count - l * EltPerLine : EltPerLine;
+}
+
 // One-shot's pull: each trip reads lines base + u * nthreads (u < U) of R ranks at a time (a peer's
 // from this rank's scratch, its own from the input), all loads issued before any is waited on, so a
 // trip waits about one latency per R ranks. Waiting on each peer before loading the next cost one
@@ -266,9 +273,6 @@ __device__ __forceinline__ void mcclOneShotPull(const struct mcclAllReduceArgs& 
   constexpr int EltPerLine = 8 / sizeof(T);
   const int count = (int)a.count;
   const int nranks = a.nRanks;
-  auto eltsOf = [count](int l) -> int {
-    return (int)(count - l * EltPerLine < EltPerLine ? count - l * EltPerLine : EltPerLine);
-  };
   for (int base = lo + tid; base < hi && !flags; base += nthreads * U) {
     uint64_t acc[U] = {};
     for (int p0 = 0; p0 < nranks; p0 += R) {
@@ -282,7 +286,7 @@ __device__ __forceinline__ void mcclOneShotPull(const struct mcclAllReduceArgs& 
           v0[i][u] = v1[i][u] = 0;
           if (p >= nranks || l >= hi) continue;
           if (p == a.rank) {
-            v0[i][u] = mcclLoadWord(in + l * EltPerLine, eltsOf(l));
+            v0[i][u] = mcclLoadWord(in + l * EltPerLine, mcclOneShotLineElts<T>(count, l));
           } else {
             load128((const uint64_t*)(mcclOneShotLines(a, a.rank, parity, p) + l), v0[i][u], v1[i][u]);
             pending |= 1u << (i * U + u);
@@ -328,7 +332,8 @@ __device__ __forceinline__ void mcclOneShotPull(const struct mcclAllReduceArgs& 
 #pragma unroll
     for (int u = 0; u < U; u++) {
       const int l = base + u * nthreads;
-      if (l < hi) mcclStoreWord(out + l * EltPerLine, mcclPostWord<T, RedOp>(op, acc[u]), eltsOf(l));
+      if (l < hi)
+        mcclStoreWord(out + l * EltPerLine, mcclPostWord<T, RedOp>(op, acc[u]), mcclOneShotLineElts<T>(count, l));
     }
   }
 }
@@ -355,16 +360,13 @@ __device__ __forceinline__ bool mcclRunOneShot(const struct mcclAllReduceArgs& a
   RedOp op;
   op.arg = a.redOpArg;
   int flags = 0;
-  auto eltsOf = [count](int l) -> int {
-    return (int)(count - l * EltPerLine < EltPerLine ? count - l * EltPerLine : EltPerLine);
-  };
   // Push: U lines per thread per trip, to every peer.
   for (int base = lo + tid; base < hi; base += (int)nthreads * U) {
     uint64_t w[U] = {};
 #pragma unroll
     for (int u = 0; u < U; u++) {
       const int l = base + (int)u * nthreads;
-      if (l < hi) w[u] = mcclLoadWord(in + l * EltPerLine, eltsOf(l));
+      if (l < hi) w[u] = mcclLoadWord(in + l * EltPerLine, mcclOneShotLineElts<T>(count, l));
     }
     for (int p = 0; p < a.nRanks; p++) {
       if (p == a.rank) continue;
@@ -378,9 +380,9 @@ __device__ __forceinline__ bool mcclRunOneShot(const struct mcclAllReduceArgs& a
       }
     }
   }
-  // Pull what the peers pushed here, reduce in rank order, write the result: 2 ranks load both ranks'
-  // lines, two lines each, per trip; more ranks four ranks' lines, one line each (more in flight made
-  // ptxas spill under the 640-thread launch bound for 8-byte and 1-byte types).
+  // Pull what the peers pushed here, reduce in rank order, write the result: 2 ranks take both ranks'
+  // lines, two each, per trip; more ranks four ranks' lines, one each (eight ranks' at once made ptxas
+  // spill under the 640-thread launch bound for 8-byte and 1-byte types).
   if (a.nRanks <= 2)
     mcclOneShotPull<T, RedOp, 2, 2>(a, op, in, out, flag, parity, lo, hi, tid, nthreads, flags);
   else
