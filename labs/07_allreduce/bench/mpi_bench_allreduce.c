@@ -38,13 +38,15 @@
 #define MiB (1024UL * 1024UL)
 #define SLACK_BYTES 64  // the driver checks this much past the end of every result
 
-enum { kRing, kOneshot, kTwoshot, kAuto, kRingLL, kRingSimple, kNumVariants };
+enum { kRing, kOneshot, kTwoshot, kAuto, kRingLL, kRingSimple, kOneshotLL, kOneshotSimple, kNumVariants };
 static const struct {
   const char* name;   // --algo spelling
   const char* algo;   // MCCL_ALGO, NULL: the table
   const char* proto;  // MCCL_PROTO, NULL: the table
-} kVariant[kNumVariants] = {{"ring", "ring", NULL}, {"oneshot", "oneshot", NULL}, {"twoshot", "twoshot", NULL},
-                            {"auto", NULL, NULL},   {"ring-ll", "ring", "ll"},    {"ring-simple", "ring", "simple"}};
+} kVariant[kNumVariants] = {{"ring", "ring", NULL},          {"oneshot", "oneshot", NULL},
+                            {"twoshot", "twoshot", NULL},    {"auto", NULL, NULL},
+                            {"ring-ll", "ring", "ll"},       {"ring-simple", "ring", "simple"},
+                            {"oneshot-ll", "oneshot", "ll"}, {"oneshot-simple", "oneshot", "simple"}};
 
 static struct {
   int nChannels, useNccl, shm, tune;
@@ -69,8 +71,9 @@ static const char* kHelp =
     "  -o OP          sum prod max min avg, or all [sum]\n"
     "  -G N           capture the -n calls in a CUDA graph and replay it N times (cuda backend only) [0: eager]\n"
     "  -R 0|2         2: also time NCCL on ncclMemAlloc buffers registered as symmetric windows [2]\n"
-    "  --algo LIST    comma list of ours: ring oneshot twoshot auto ring-ll ring-simple\n"
-    "                 [ring,oneshot,twoshot,auto; --shm: ring; --tune: ring-ll,ring-simple,oneshot,twoshot]\n"
+    "  --algo LIST    comma list of ours: ring oneshot twoshot auto ring-ll ring-simple oneshot-ll oneshot-simple\n"
+    "                 (oneshot-simple: 2 ranks) [ring,oneshot,twoshot,auto; --shm: ring;\n"
+    "                 --tune: ring-ll,ring-simple,oneshot-ll,oneshot-simple,twoshot]\n"
     "  --channels N   our communicator's channels, 1..64 [MCCL_NCHANNELS]\n"
     "  --no-nccl      do not load NCCL\n"
     "  --shm          MCCL_P2P_DISABLE=1 and NCCL_P2P_DISABLE=1 before init: the SHM bar's run\n"
@@ -92,7 +95,10 @@ static void parseAlgos(const char* s) {
     for (int i = 0; i < kNumVariants; i++)
       if (strcasecmp(tok, kVariant[i].name) == 0) v = i;
     if (v < 0) {
-      snprintf(msg, sizeof(msg), "--algo: '%s' is not one of ring, oneshot, twoshot, auto, ring-ll, ring-simple", tok);
+      snprintf(msg, sizeof(msg),
+               "--algo: '%s' is not one of ring, oneshot, twoshot, auto, ring-ll, ring-simple, oneshot-ll, "
+               "oneshot-simple",
+               tok);
       mcclArgsFail(msg);
     }
     int dup = 0;
@@ -124,7 +130,7 @@ static void parseOptions(int argc, char** argv) {
   if (s) {
     parseAlgos(s);
   } else if (opt.tune) {
-    parseAlgos("ring-ll,ring-simple,oneshot,twoshot");
+    parseAlgos("ring-ll,ring-simple,oneshot-ll,oneshot-simple,twoshot");
   } else if (opt.shm) {
     parseAlgos("ring");
   } else {
@@ -164,7 +170,10 @@ static void beginRow(void* ctx, const mcclArBenchTarget* t) {
 // Whether a variant of ours can run at this size (so a forced algorithm is never refused mid-row).
 static int variantRuns(void* ctx, const mcclArBenchTarget* t, size_t bytes) {
   (void)ctx;
-  if (t->id == kOneshot) return g.symLevel >= 1 && bytes <= MCCL_ONESHOT_MAX_BYTES && nranks <= MCCL_SYM_MAX_RANKS;
+  const int ll = bytes <= MCCL_ONESHOT_MAX_BYTES, simple = nranks == 2 && bytes <= MCCL_ONESHOT_SIMPLE_MAX_BYTES;
+  if (t->id == kOneshot) return g.symLevel >= 1 && (ll || simple) && nranks <= MCCL_SYM_MAX_RANKS;
+  if (t->id == kOneshotLL) return g.symLevel >= 1 && ll && nranks <= MCCL_SYM_MAX_RANKS;
+  if (t->id == kOneshotSimple) return g.symLevel >= 1 && simple;
   if (t->id == kTwoshot) return g.symLevel == 2 && nranks <= MCCL_SYM_MAX_RANKS;
   return 1;
 }
@@ -173,7 +182,7 @@ static const char* algoName(int a) {
   return a == MCCL_ALGO_ONESHOT ? "oneshot" : a == MCCL_ALGO_TWOSHOT ? "twoshot" : "ring";
 }
 
-// The row's label: what runs (for the ring and auto, the table's protocol and algorithm).
+// The row's label: what runs (the table's or the forced algorithm, with the protocol where it has a choice).
 static void rowLabel(void* ctx, const mcclArBenchTarget* t, size_t bytes, char* buf, size_t len) {
   (void)ctx;
   int a = MCCL_ALGO_RING, p = MCCL_PROTO_SIMPLE;
@@ -182,12 +191,9 @@ static void rowLabel(void* ctx, const mcclArBenchTarget* t, size_t bytes, char* 
     return;
   }
   const char* proto = p == MCCL_PROTO_LL ? "LL" : "SIMPLE";
-  if (t->id == kAuto)
-    snprintf(buf, len, "auto:%s%s%s", algoName(a), a == MCCL_ALGO_RING ? "/" : "", a == MCCL_ALGO_RING ? proto : "");
-  else if (a == MCCL_ALGO_RING)
-    snprintf(buf, len, "ring/%s", proto);
-  else
-    snprintf(buf, len, "%s", algoName(a));
+  const int showProto = a == MCCL_ALGO_RING || (a == MCCL_ALGO_ONESHOT && p == MCCL_PROTO_SIMPLE);
+  snprintf(buf, len, "%s%s%s%s", t->id == kAuto ? "auto:" : "", algoName(a), showProto ? "/" : "",
+           showProto ? proto : "");
 }
 
 static void abortComm(void* ctx) {
@@ -223,7 +229,7 @@ static void tuneSummary(void) {
   printf("#%11s", "size");
   for (int i = 0; i < opt.nVariants; i++) printf(" %12s", kVariant[opt.variants[i]].name);
   printf("  fastest\n");
-  size_t lastOne = 0, lastTwo = 0, lastLL = 0;
+  size_t lastOne = 0, lastOneSimple = 0, lastTwo = 0, lastLL = 0;
   for (int s = 0; s < nTune; s++) {
     printf("%12zu", tune[s].bytes);
     int best = -1;
@@ -237,7 +243,8 @@ static void tuneSummary(void) {
       if (t > 0 && (best < 0 || t < tune[s].sec[best])) best = v;
     }
     printf("  %s\n", best < 0 ? "-" : kVariant[best].name);
-    if (best == kOneshot) lastOne = tune[s].bytes;
+    if (best == kOneshot || best == kOneshotLL) lastOne = tune[s].bytes;
+    if (best == kOneshotSimple) lastOneSimple = tune[s].bytes;
     if (best == kTwoshot) lastTwo = tune[s].bytes;
     double ll = tune[s].sec[kRingLL], simple = tune[s].sec[kRingSimple];
     if (ll > 0 && (simple <= 0 || ll < simple)) lastLL = tune[s].bytes;
@@ -246,6 +253,12 @@ static void tuneSummary(void) {
   char a[32], b[32], c[32];
   printf("# cut-over points (largest size where each is fastest; check the table for a non-monotonic middle):\n");
   printf("#   MCCL_TUNE_ONESHOT_MAX_%s = %zu (%s)\n", suffix, lastOne, mcclArBenchFmtSize(lastOne, a, sizeof(a)));
+  if (nranks == 2) {
+    if (lastOneSimple < lastOne) lastOneSimple = lastOne;  // never fastest: its range is empty
+    printf("#   MCCL_TUNE_ONESHOT_SIMPLE_MAX_2R = %zu (%s)\n", lastOneSimple,
+           mcclArBenchFmtSize(lastOneSimple, b, sizeof(b)));
+    if (lastTwo < lastOneSimple) lastTwo = lastOneSimple;
+  }
   if (lastTwo < lastOne) lastTwo = lastOne;  // two-shot never fastest: its range is empty
   printf(
       "#   MCCL_TUNE_TWOSHOT_MAX_%s = %zu (%s)%s\n", suffix, lastTwo, mcclArBenchFmtSize(lastTwo, b, sizeof(b)),

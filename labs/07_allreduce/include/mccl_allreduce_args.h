@@ -17,7 +17,8 @@
 /** @brief Allreduce algorithms (NCCL's NCCL_ALGO_RING and its symmetric kernels). */
 enum mcclAlgo {
   MCCL_ALGO_RING = 0,    /**< ring over the channels' connections (runRing) */
-  MCCL_ALGO_ONESHOT = 1, /**< every rank pushes its input as LL lines into every peer's signal area; each reduces all */
+  MCCL_ALGO_ONESHOT = 1, /**< every rank pushes its input into every peer's signal area; each reduces all: LL lines
+                              (any rank count), or on 2 ranks with SIMPLE the bytes themselves and a flag a block */
   MCCL_ALGO_TWOSHOT = 2, /**< reduce-scatter by loads, all-gather by stores, on the registered windows */
   MCCL_NUM_ALGOS = 3     /**< number of algorithms */
 };
@@ -38,22 +39,32 @@ enum mcclAlgo {
 /** @brief Bytes of input one-shot handles: a rank's signal area holds, per parity and per source
  *  rank, this many data bytes as LL lines (16 bytes per 8). */
 #define MCCL_ONESHOT_MAX_BYTES (256 * 1024)
+/** @brief Bytes of input one-shot with SIMPLE handles (2 ranks only): a rank's signal area holds, per
+ *  parity, this many bytes of its peer's input (the bytes themselves, no flag in them). */
+#define MCCL_ONESHOT_SIMPLE_MAX_BYTES (4 * 1024 * 1024)
 
 /**
  * @brief The barrier slots at the start of a rank's signal area. Slot [b][r] of rank R's area is
  * written only by rank r's block b (with the call's sequence number) and read by R's block b; a
  * sequence number only grows, so slots are never reset. Two-shot: `arrive` (the source's input is
- * ready), `depart` (the source is done with this rank's buffers).
+ * ready), `depart` (the source is done with this rank's buffers). One-shot with SIMPLE: `pushed`
+ * (the source's block b has stored its part of the input in this rank's scratch).
  */
 struct mcclSymSignals {
   uint64_t arrive[MCCL_SIGNAL_MAX_BLOCKS][MCCL_SYM_MAX_RANKS]; /**< two-shot: start barrier */
   uint64_t depart[MCCL_SIGNAL_MAX_BLOCKS][MCCL_SYM_MAX_RANKS]; /**< two-shot: end barrier */
+  uint64_t pushed[MCCL_SIGNAL_MAX_BLOCKS][MCCL_SYM_MAX_RANKS]; /**< one-shot (SIMPLE): the source's data is here */
 };
 /** @brief Lines of one (parity, source rank) one-shot region. */
 #define MCCL_ONESHOT_LINES (MCCL_ONESHOT_MAX_BYTES / 8)
-/** @brief Bytes of a rank's signal area: struct mcclSymSignals, then the one-shot LL lines
- *  [parity 2][source rank MCCL_SYM_MAX_RANKS][MCCL_ONESHOT_LINES] of 16 bytes. */
-#define MCCL_SIGNAL_BYTES (sizeof(struct mcclSymSignals) + (size_t)2 * MCCL_SYM_MAX_RANKS * MCCL_ONESHOT_LINES * 16)
+/** @brief Bytes at the start of a rank's signal area that must read 0 before the first call: struct
+ *  mcclSymSignals, then the one-shot LL lines [parity 2][source rank MCCL_SYM_MAX_RANKS][MCCL_ONESHOT_LINES]
+ *  of 16 bytes (a line whose flag is 0 was never written). */
+#define MCCL_SIGNAL_ZEROED_BYTES \
+  (sizeof(struct mcclSymSignals) + (size_t)2 * MCCL_SYM_MAX_RANKS * MCCL_ONESHOT_LINES * 16)
+/** @brief Bytes of a rank's signal area: the zeroed part, then one-shot SIMPLE's scratch [parity 2]
+ *  [MCCL_ONESHOT_SIMPLE_MAX_BYTES] (read only after its `pushed` slot says it was written). */
+#define MCCL_SIGNAL_BYTES (MCCL_SIGNAL_ZEROED_BYTES + (size_t)2 * MCCL_ONESHOT_SIMPLE_MAX_BYTES)
 
 /**
  * @brief One allreduce launch (the host side fills it in mcclLabAllReduce; the launch copies it by
@@ -61,7 +72,7 @@ struct mcclSymSignals {
  */
 struct mcclAllReduceArgs {
   int algorithm;        /**< enum mcclAlgo */
-  int proto;            /**< MCCL_PROTO_SIMPLE or MCCL_PROTO_LL (ring) */
+  int proto;            /**< MCCL_PROTO_SIMPLE or MCCL_PROTO_LL (ring, one-shot) */
   int nChannels;        /**< blocks: ring channels, or symmetric blocks (<= MCCL_SIGNAL_MAX_BLOCKS) */
   int rank;             /**< this rank */
   int nRanks;           /**< ranks */

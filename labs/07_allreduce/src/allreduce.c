@@ -38,6 +38,14 @@
 //   With the rings' 1 MiB FIFO (bf1a4f1, docs/results/2026-11-26-h100x2-c/bench-bf1a4f1/bench07_tune.log):
 //    64 MiB: two-shot 213.2, ring (SIMPLE) 222.2; 128 MiB: ring 408.7, two-shot 418.8; 256 MiB: ring 785.0,
 //            two-shot 830.0; 512 MiB: ring 1549.3, two-shot 1653.9 -> two-shot up to 64 MiB
+// One-shot with SIMPLE (2 ranks only; docs/results/2026-11-27-h100x2/oneshot-simple/tune2.log, 2x H100):
+//   256 KiB: one-shot (LL) 5.62, one-shot (SIMPLE) 6.11, ring (LL) 8.16, two-shot 9.35
+//   512 KiB: one-shot (SIMPLE) 7.02, two-shot 9.46, ring (LL) 9.80  -> SIMPLE above LL's 256 KiB
+//     2 MiB: one-shot (SIMPLE) 12.04, two-shot 14.08
+//     4 MiB: one-shot (SIMPLE) 18.71, two-shot 20.12                -> up to its 4 MiB scratch
+//     8 MiB: two-shot 32.82 (and on to 64 MiB as before)
+//   With it the 2-rank row has no ring between the symmetric algorithms: without windows one-shot
+//   still runs to 4 MiB (it needs only the signal area), then the ring.
 // Before 71893f4, on 2x H100 and again on 2x H200 (be40d7a, docs/results/2026-11-26-h200x2-b/bench-be40d7a/
 // bench07_tune.log), 1 MiB was a tie between the ring's LL and two-shot, so two-shot started above 1 MiB.
 // The H200 figures then: 256 KiB one-shot 6.23 us, ring (LL) 7.98, two-shot 11.67; 512 KiB ring (LL) 9.56,
@@ -47,9 +55,9 @@
 // up to 1 MiB on 2 (13.5 vs 17.3; 2 MiB 21.4 vs 20.3), which matters where two-shot cannot run (buffers
 // outside windows). The 5-8 rank row is NOT measured (no 8-GPU run): a guess, below the 4-rank cut-overs
 // because one-shot's traffic and two-shot's barrier waits grow with the ranks.
-#define MCCL_TUNE_ONESHOT_MAX_2R (256u << 10)  // 2 ranks: one-shot up to here
-#define MCCL_TUNE_TWOSHOT_MIN_2R (512u << 10)  // 2 ranks: then the ring (LL) up to here
-#define MCCL_TUNE_TWOSHOT_MAX_2R (64u << 20)   // 2 ranks: two-shot up to here, then the ring
+#define MCCL_TUNE_ONESHOT_MAX_2R (256u << 10)       // 2 ranks: one-shot (LL) up to here
+#define MCCL_TUNE_ONESHOT_SIMPLE_MAX_2R (4u << 20)  // 2 ranks: then one-shot (SIMPLE) up to here
+#define MCCL_TUNE_TWOSHOT_MAX_2R (64u << 20)        // 2 ranks: then two-shot up to here, then the ring
 #define MCCL_TUNE_LL_MAX_2R (1u << 20)         // 2 ranks: the ring uses LL up to here
 #define MCCL_TUNE_ONESHOT_MAX_4R (128u << 10)  // 3-4 ranks: one-shot up to here, two-shot right above
 #define MCCL_TUNE_TWOSHOT_MAX_4R (16u << 20)   // 3-4 ranks: two-shot up to here, then the ring
@@ -58,18 +66,26 @@
 #define MCCL_TUNE_TWOSHOT_MAX_8R (1u << 20)
 #define MCCL_TUNE_LL_MAX (256u << 10)  // more than 4 ranks: the ring uses LL up to here, SIMPLE above
 
-// One row per rank count: one-shot up to oneShotMax; above it the ring up to twoShotMin, then
-// two-shot up to twoShotMax (when both buffers are in windows), then the ring; its protocol is LL up
-// to llMax.
+// One row per rank count: one-shot with LL up to oneShotMax, then (2 ranks) one-shot with SIMPLE up
+// to oneShotSimpleMax; above them the ring up to twoShotMin, then two-shot up to twoShotMax (when both
+// buffers are in windows), then the ring; the ring's protocol is LL up to llMax.
 static const struct {
   int maxRanks;
-  size_t oneShotMax, twoShotMin, twoShotMax, llMax;
+  size_t oneShotMax, oneShotSimpleMax, twoShotMin, twoShotMax, llMax;
 } tuneTable[] = {
-    {2, MCCL_TUNE_ONESHOT_MAX_2R, MCCL_TUNE_TWOSHOT_MIN_2R, MCCL_TUNE_TWOSHOT_MAX_2R, MCCL_TUNE_LL_MAX_2R},
-    {4, MCCL_TUNE_ONESHOT_MAX_4R, MCCL_TUNE_ONESHOT_MAX_4R, MCCL_TUNE_TWOSHOT_MAX_4R, MCCL_TUNE_LL_MAX_4R},
-    {8, MCCL_TUNE_ONESHOT_MAX_8R, MCCL_TUNE_ONESHOT_MAX_8R, MCCL_TUNE_TWOSHOT_MAX_8R, MCCL_TUNE_LL_MAX},
-    {MCCL_LAB_MAX_RANKS, 0, 0, 0, MCCL_TUNE_LL_MAX},  // beyond 8 ranks: the ring only
+    {2, MCCL_TUNE_ONESHOT_MAX_2R, MCCL_TUNE_ONESHOT_SIMPLE_MAX_2R, MCCL_TUNE_ONESHOT_SIMPLE_MAX_2R,
+     MCCL_TUNE_TWOSHOT_MAX_2R, MCCL_TUNE_LL_MAX_2R},
+    {4, MCCL_TUNE_ONESHOT_MAX_4R, 0, MCCL_TUNE_ONESHOT_MAX_4R, MCCL_TUNE_TWOSHOT_MAX_4R, MCCL_TUNE_LL_MAX_4R},
+    {8, MCCL_TUNE_ONESHOT_MAX_8R, 0, MCCL_TUNE_ONESHOT_MAX_8R, MCCL_TUNE_TWOSHOT_MAX_8R, MCCL_TUNE_LL_MAX},
+    {MCCL_LAB_MAX_RANKS, 0, 0, 0, 0, MCCL_TUNE_LL_MAX},  // beyond 8 ranks: the ring only
 };
+
+// Whether one-shot can run with protocol p: LL up to its lines' scratch, SIMPLE on 2 ranks up to its
+// own; on one rank any size (the main kernel copies).
+static int oneShotFits(int nRanks, size_t bytes, int p) {
+  if (nRanks == 1) return 1;
+  return p == MCCL_PROTO_LL ? bytes <= MCCL_ONESHOT_MAX_BYTES : nRanks == 2 && bytes <= MCCL_ONESHOT_SIMPLE_MAX_BYTES;
+}
 
 mcclResult_t mcclLabSelectAlgorithm(int nRanks, size_t bytes, int symmetric, int* algo, int* proto) {
   MCCL_ARGCHECK(algo != NULL && proto != NULL, "algo %p / proto %p is NULL", (void*)algo, (void*)proto);
@@ -79,13 +95,15 @@ mcclResult_t mcclLabSelectAlgorithm(int nRanks, size_t bytes, int symmetric, int
   size_t i = 0;
   while (nRanks > tuneTable[i].maxRanks) i++;  // the last row covers MCCL_LAB_MAX_RANKS
   if (symmetric && nRanks > 1) {
-    if (bytes <= tuneTable[i].oneShotMax && bytes <= MCCL_ONESHOT_MAX_BYTES)
+    if ((bytes <= tuneTable[i].oneShotMax && bytes <= MCCL_ONESHOT_MAX_BYTES) ||
+        (bytes <= tuneTable[i].oneShotSimpleMax && oneShotFits(nRanks, bytes, MCCL_PROTO_SIMPLE)))
       a = MCCL_ALGO_ONESHOT;
     else if (symmetric == 2 && bytes > tuneTable[i].twoShotMin && bytes <= tuneTable[i].twoShotMax)
       a = MCCL_ALGO_TWOSHOT;
   }
   int p = bytes <= tuneTable[i].llMax ? MCCL_PROTO_LL : MCCL_PROTO_SIMPLE;
   const char* env = mcclParamAlgo();
+  const int algoForced = env != NULL;
   if (env) {
     if (strcasecmp(env, "ring") == 0)
       a = MCCL_ALGO_RING;
@@ -97,11 +115,12 @@ mcclResult_t mcclLabSelectAlgorithm(int nRanks, size_t bytes, int symmetric, int
       WARN("Invalid argument: MCCL_ALGO '%s' (ring, oneshot or twoshot)", env);
       return mcclInvalidArgument;
     }
-    if (a == MCCL_ALGO_ONESHOT && (!symmetric || bytes > MCCL_ONESHOT_MAX_BYTES)) {
+    if (a == MCCL_ALGO_ONESHOT && (!symmetric || (!oneShotFits(nRanks, bytes, MCCL_PROTO_LL) &&
+                                                  !oneShotFits(nRanks, bytes, MCCL_PROTO_SIMPLE)))) {
       WARN(
-          "Invalid argument: MCCL_ALGO=%s needs a signal area (at most %d ranks, cuMem on) and at most %d bytes "
-          "(%zu asked)",
-          env, MCCL_SYM_MAX_RANKS, MCCL_ONESHOT_MAX_BYTES, bytes);
+          "Invalid argument: MCCL_ALGO=%s needs a signal area (at most %d ranks, cuMem on) and at most %d bytes, or "
+          "%d on 2 ranks (%d ranks, %zu bytes asked)",
+          env, MCCL_SYM_MAX_RANKS, MCCL_ONESHOT_MAX_BYTES, MCCL_ONESHOT_SIMPLE_MAX_BYTES, nRanks, bytes);
       return mcclInvalidArgument;
     }
     if (a == MCCL_ALGO_TWOSHOT && symmetric != 2) {
@@ -112,6 +131,10 @@ mcclResult_t mcclLabSelectAlgorithm(int nRanks, size_t bytes, int symmetric, int
       return mcclInvalidArgument;
     }
   }
+  // One-shot's protocol: LL up to the row's one-shot size (or where SIMPLE cannot run), SIMPLE above.
+  if (a == MCCL_ALGO_ONESHOT)
+    p = bytes <= tuneTable[i].oneShotMax || !oneShotFits(nRanks, bytes, MCCL_PROTO_SIMPLE) ? MCCL_PROTO_LL
+                                                                                           : MCCL_PROTO_SIMPLE;
   env = mcclParamProto();
   if (env) {
     if (strcasecmp(env, "simple") == 0)
@@ -122,6 +145,16 @@ mcclResult_t mcclLabSelectAlgorithm(int nRanks, size_t bytes, int symmetric, int
       WARN("Invalid argument: MCCL_PROTO '%s' (simple or ll)", env);
       return mcclInvalidArgument;
     }
+  }
+  // A protocol one-shot cannot run at this size: refused if one-shot was forced too, else the ring.
+  if (a == MCCL_ALGO_ONESHOT && !oneShotFits(nRanks, bytes, p)) {
+    if (algoForced) {
+      WARN("Invalid argument: one-shot with MCCL_PROTO=%s runs up to %d bytes%s (%d ranks, %zu bytes asked)", env,
+           p == MCCL_PROTO_LL ? MCCL_ONESHOT_MAX_BYTES : MCCL_ONESHOT_SIMPLE_MAX_BYTES,
+           p == MCCL_PROTO_LL ? "" : " on 2 ranks", nRanks, bytes);
+      return mcclInvalidArgument;
+    }
+    a = MCCL_ALGO_RING;
   }
   *algo = a;
   *proto = p;
@@ -151,7 +184,7 @@ mcclResult_t mcclLabAllReduce(const void* sendbuff, void* recvbuff, size_t count
   struct mcclAllReduceArgs a;
   memset(&a, 0, sizeof(a));
   MCCLCHECK(mcclLabSelectAlgorithm(comm->nRanks, bytes, symmetric, &a.algorithm, &a.proto));
-  a.proto = mcclLabCommProto(comm, bytes, a.proto);
+  if (a.algorithm == MCCL_ALGO_RING) a.proto = mcclLabCommProto(comm, bytes, a.proto);
   a.nChannels = comm->nChannels;
   a.rank = comm->rank;
   a.nRanks = comm->nRanks;

@@ -394,6 +394,64 @@ __device__ __forceinline__ bool mcclRunOneShot(const struct mcclAllReduceArgs& a
   return aborted;
 }
 
+// ---- one-shot with SIMPLE (2 ranks) ---------------------------------------------------------------
+// One-shot's exchange for sizes where a flag in every line costs more than a flag per block: each
+// block stores its part of the input, the bytes themselves, into the peer's scratch (the [parity]
+// region after the LL lines of the peer's signal area), then publishes it as prims_simple.h's
+// postPeer publishes a step: a barrier, one thread's system-scope fence, then the call's number in
+// the peer's `pushed` slot. It waits for the peer's slot the same way (one thread, acquire, then the
+// barrier) and reduces the two inputs in rank order into recvbuff (every rank gets the same bits).
+// On two ranks every algorithm moves the whole buffer each way over the link (two-shot half by
+// loads, half by stores); this one synchronises once where two-shot waits at two barriers, and, like
+// one-shot with LL, needs no window for the user's buffers and reads its launch from the kernel's
+// parameter (no copy into shared memory first). Parities as with LL: a rank starts call k+1 only
+// after its peer started call k, so the peer's reads of call k-1's scratch are over.
+__device__ __forceinline__ char* mcclOneShotScratch(char* signals, int parity) {
+  return signals + MCCL_SIGNAL_ZEROED_BYTES + (size_t)parity * MCCL_ONESHOT_SIMPLE_MAX_BYTES;
+}
+template <typename T, typename RedOp>
+__device__ __forceinline__ bool mcclRunOneShotSimple(const struct mcclAllReduceArgs& a, int tid, int nthreads) {
+  const int64_t count = (int64_t)a.count;  // at most MCCL_ONESHOT_SIMPLE_MAX_BYTES
+  const int64_t q = 16 / (int64_t)sizeof(T);
+  const int64_t per = mcclDivUp(mcclDivUp(count, (int64_t)gridDim.x), q) * q;  // 16-byte multiples
+  const int64_t lo = (int64_t)blockIdx.x * per < count ? (int64_t)blockIdx.x * per : count;
+  const int64_t hi = lo + per < count ? lo + per : count;
+  const int peer = 1 - a.rank;
+  const uint64_t seq = a.seqCounters[blockIdx.x] + 1;  // every thread reads it (no barrier first)
+  const int parity = (int)(seq & 1);
+  RedOp op;
+  op.arg = a.redOpArg;
+  void* in = (void*)((const T*)a.sendbuff + lo);
+  if (hi > lo) {
+    void* src[1] = {in};
+    void* dst[1] = {(void*)((T*)mcclOneShotScratch(a.signalPeers[peer], parity) + lo)};
+    mcclReduceCopy<4, T, RedOp, 1, 1>(tid, nthreads, op, false, src, dst, hi - lo);
+  }
+  int flags = 0;
+  __syncthreads();
+  if (tid == 0) {
+    fence_acq_rel_sys();
+    st_relaxed_sys_global(&((struct mcclSymSignals*)a.signalPeers[peer])->pushed[blockIdx.x][a.rank], seq);
+    uint64_t* wait = &((struct mcclSymSignals*)a.signalPeers[a.rank])->pushed[blockIdx.x][peer];
+    struct mcclSpin spins;
+    while (ld_acquire_sys_global(wait) < seq) {
+      if (mcclCheckAbortAt(flags, 1, spins, a.abortFlag)) break;
+    }
+  }
+  // After this barrier every thread has read the counter, so it may advance (as mcclSymSeqEnd).
+  const bool aborted = __syncthreads_or(flags) != 0;
+  mcclSymSeqStore(a.seqCounters, seq, tid, nthreads);
+  if (aborted || hi <= lo) return aborted;
+  // Two packs per thread per trip for 1-byte types: four made ptxas spill them (96 registers) in this
+  // kernel, the LL pull's with them.
+  constexpr int Unroll = sizeof(T) == 1 ? 2 : 4;
+  void* theirs = (void*)((T*)mcclOneShotScratch(a.signalPeers[a.rank], parity) + lo);
+  void* src[2] = {a.rank == 0 ? in : theirs, a.rank == 0 ? theirs : in};
+  void* dst[1] = {(void*)((T*)a.recvbuff + lo)};
+  mcclReduceCopy<Unroll, T, RedOp, 2, 1>(tid, nthreads, op, true, src, dst, hi - lo);
+  return false;
+}
+
 // One-shot's kernel body: everything it reads of the launch comes straight from the kernel's
 // parameter (constant memory on the GPU), with no copy into shared memory and no barrier before its
 // first store to a peer. On one H100 that prologue measured 0.53 us of a 1.50 us launch floor in a
@@ -403,8 +461,10 @@ __device__ __forceinline__ bool mcclRunOneShot(const struct mcclAllReduceArgs& a
 template <typename T>
 __device__ __forceinline__ void mcclOneShotMain(const struct mcclAllReduceArgs& a, int tid, int nthreads) {
   mcclDependentGridBegin();  // launch.c launches it as a dependent grid
-  const bool aborted =
-      mcclWithRedOp<T>(a.op, [&](auto redOp) { return mcclRunOneShot<T, decltype(redOp)>(a, tid, nthreads); });
+  const bool aborted = mcclWithRedOp<T>(a.op, [&](auto redOp) {
+    return a.proto == MCCL_PROTO_LL ? mcclRunOneShot<T, decltype(redOp)>(a, tid, nthreads)
+                                    : mcclRunOneShotSimple<T, decltype(redOp)>(a, tid, nthreads);
+  });
   mcclArReportAbort(a.status, aborted, tid);
 }
 
@@ -532,8 +592,8 @@ __device__ __forceinline__ void mcclAllReduceMain(const struct mcclAllReduceArgs
   mcclArReportAbort(arShmem.args.status, __syncthreads_or(aborted) != 0, tid);
 }
 
-// Two kernels per type: the ring, two-shot and one rank; and one-shot (launch.c picks it for
-// MCCL_ALGO_ONESHOT with 2 ranks or more).
+// Two kernels per type: the ring, two-shot and one rank; and one-shot, LL or SIMPLE (launch.c picks
+// it for MCCL_ALGO_ONESHOT with 2 ranks or more).
 #define MCCL_DEFINE_ALLREDUCE_KERNEL(suffix, T)                            \
   extern "C" __global__ void __launch_bounds__(MCCL_AR_MAX_THREADS)        \
       mcclAllReduceKernel_##suffix(struct mcclAllReduceArgs args) {        \

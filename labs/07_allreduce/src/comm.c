@@ -123,7 +123,7 @@ static mcclResult_t signalArea(mcclLabComm* comm) {
   mcclResult_t res = mcclSuccess;
   CUDACHECKGOTO(cudaMalloc((void**)&comm->seqCounters, sizeof(uint64_t) * MCCL_SIGNAL_MAX_BLOCKS), res, fail);
   CUDACHECKGOTO(cudaMemset(comm->seqCounters, 0, sizeof(uint64_t) * MCCL_SIGNAL_MAX_BLOCKS), res, fail);
-  CUDACHECKGOTO(cudaMemset(sig, 0, MCCL_SIGNAL_BYTES), res, fail);
+  CUDACHECKGOTO(cudaMemset(sig, 0, MCCL_SIGNAL_ZEROED_BYTES), res, fail);
   CUDACHECKGOTO(cudaDeviceSynchronize(), res, fail);
   MCCLCHECKGOTO(labWindowMap(comm, sig, MCCL_SIGNAL_BYTES, &comm->signalWin), res, fail);
   return mcclSuccess;

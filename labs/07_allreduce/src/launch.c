@@ -32,10 +32,10 @@ static void (*const oneShotSyms[mcclNumTypes])(struct mcclAllReduceArgs) = {
     mcclAllReduceOneShotKernel_bf16};
 _Static_assert(mcclInt8 == 0 && mcclBfloat16 == 9, "kernelSyms follows mcclDataType_t");
 
-// Threads per block: the ring's SIMPLE copies want many threads per channel (NCCL runs 512-640);
-// LL and the symmetric kernels move a line or a pack per thread and are latency bound. Blocks:
-// the ring uses every channel; one-shot one block per MCCL_ONESHOT_BLOCK_BYTES of input, at most
-// the channel count; two-shot every channel.
+// Threads per block: SIMPLE's copies (the ring's, one-shot's) want many threads per channel (NCCL
+// runs 512-640); LL and one-shot's LL lines move a line per thread and are latency bound. Blocks:
+// the ring uses every channel; one-shot with LL one block per MCCL_ONESHOT_BLOCK_BYTES of input, at
+// most the channel count; one-shot with SIMPLE and two-shot every channel.
 #define MCCL_AR_THREADS_SIMPLE 512
 #define MCCL_AR_THREADS_LL 256
 
@@ -47,7 +47,7 @@ mcclResult_t mcclLabAllReduceLaunch(mcclLabComm* comm, const struct mcclAllReduc
     a.sliceSteps = a.chunkSteps < MCCL_DEV_DEFAULT_SLICESTEPS ? a.chunkSteps : MCCL_DEV_DEFAULT_SLICESTEPS;
   int nblocks = a.nChannels, nthreads = MCCL_AR_THREADS_SIMPLE;
   size_t bytes = a.count * mcclTypeSize(a.dtype);
-  if (a.algorithm == MCCL_ALGO_ONESHOT) {
+  if (a.algorithm == MCCL_ALGO_ONESHOT && a.proto == MCCL_PROTO_LL) {
     int64_t per = mcclParamOneShotBlockBytes();
     if (per < 16) per = 1024;
     int b = (int)((bytes + (size_t)per - 1) / (size_t)per);

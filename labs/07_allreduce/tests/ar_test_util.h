@@ -52,17 +52,25 @@ static inline void arSmallFifos(int on) {
   mcclParamResetAll();
 }
 
-// The four paths: ring SIMPLE, ring LL, one-shot, two-shot (whose protocol the kernels ignore).
+// The five paths: ring SIMPLE, ring LL, one-shot with LL, two-shot (whose protocol the kernels
+// ignore), one-shot with SIMPLE (2 ranks only: the runners leave it out at other rank counts).
 struct arPath {
   const char* name;
   const char* algo;
   const char* proto;
+  int maxRanks;  // 0: any rank count
 };
-static const struct arPath arPaths[] = {{"ring/simple", "ring", "simple"},
-                                        {"ring/ll", "ring", "ll"},
-                                        {"oneshot", "oneshot", "ll"},
-                                        {"twoshot", "twoshot", "simple"}};
-#define AR_NPATHS 4
+static const struct arPath arPaths[] = {{"ring/simple", "ring", "simple", 0},
+                                        {"ring/ll", "ring", "ll", 0},
+                                        {"oneshot/ll", "oneshot", "ll", 0},
+                                        {"twoshot", "twoshot", "simple", 0},
+                                        {"oneshot/simple", "oneshot", "simple", 2}};
+#define AR_NPATHS 5
+
+// Whether `path` runs on nranks ranks (one-shot with SIMPLE: 2 ranks, or 1, which copies).
+static inline int arPathRuns(const struct arPath* path, int nranks) {
+  return path->maxRanks == 0 || nranks <= path->maxRanks;
+}
 
 static inline uint64_t arMix(uint64_t x) {  // splitmix64
   x += 0x9e3779b97f4a7c15ull;

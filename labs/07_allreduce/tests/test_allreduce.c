@@ -1,6 +1,7 @@
 // Lab 07 allreduce in one process driving up to 4 devices (mcclLabCommInitAll; 4 on sim, the GPUs
 // present on a GPU host), checked against the CPU reference of ar_test_util.h: every path (ring
-// SIMPLE, ring LL, one-shot, two-shot), every dtype x op, in place and out of place, awkward counts,
+// SIMPLE, ring LL, one-shot with LL, two-shot; one-shot with SIMPLE where there are 2 ranks, and on
+// 2 of the devices in a test of its own), every dtype x op, in place and out of place, awkward counts,
 // one-shot's split over blocks, 1000 back-to-back calls with changing sizes and paths, a CUDA graph
 // replayed 100 times (GPU only), and an abort while a kernel waits for a peer that never calls.
 #include <dlfcn.h>
@@ -151,17 +152,23 @@ static void checkAll(struct arSet* s, const char* what, mcclDataType_t t, mcclRe
   }
 }
 
-// One allreduce on every rank along `path`, checked on every rank.
-static void runOne(struct arSet* s, const struct arPath* path, mcclDataType_t t, mcclRedOp_t op, size_t count,
-                   int inPlace, uint64_t seed) {
+// One allreduce on every rank along `path` at element offset `slot` of the buffers, checked on every
+// rank. A path that does not run on this many ranks is left out.
+static void runAt(struct arSet* s, const struct arPath* path, mcclDataType_t t, mcclRedOp_t op, size_t count,
+                  size_t slot, int inPlace, uint64_t seed) {
+  if (!arPathRuns(path, s->n)) return;
   arForce(path->algo, path->proto);
-  fillInputs(s, t, op, count, 0, inPlace, seed);
+  fillInputs(s, t, op, count, slot, inPlace, seed);
   CHECK_STOPPED();
-  launchAll(s, t, op, count, 0, inPlace);
+  launchAll(s, t, op, count, slot, inPlace);
   CHECK_STOPPED();
   syncAll(s);
   CHECK_STOPPED();
-  checkAll(s, path->name, t, op, count, 0, seed);
+  checkAll(s, path->name, t, op, count, slot, seed);
+}
+static void runOne(struct arSet* s, const struct arPath* path, mcclDataType_t t, mcclRedOp_t op, size_t count,
+                   int inPlace, uint64_t seed) {
+  runAt(s, path, t, op, count, 0, inPlace, seed);
 }
 
 // Every path x dtype x op, in place and out of place, on a count that is odd and not a multiple of
@@ -212,6 +219,7 @@ static void awkwardCounts(void) {
       EXPECT_CUDA_OK(mcclTestCopyToDevice(s.r[i].recv, s.host, 64));
     }
     for (int p = 0; p < AR_NPATHS; p++) {
+      if (!arPathRuns(&arPaths[p], n)) continue;
       arForce(arPaths[p].algo, arPaths[p].proto);
       launchAll(&s, mcclFloat32, mcclSum, 0, 0, 0);
       syncAll(&s);
@@ -281,8 +289,9 @@ static void shmRing(void) {
   tearDown(&s);
 }
 
-// 1000 calls back to back (200 in a sanitizer build: mcclTestSampling): sizes, paths, ops, in/out
-// of place all change from call to call, and the host waits only after every batch of 8 calls
+// 1000 calls back to back (200 in a sanitizer build: mcclTestSampling): sizes, paths (on more than
+// 2 ranks one-shot with LL takes one-shot with SIMPLE's turns), ops, in/out of place all change from
+// call to call, and the host waits only after every batch of 8 calls
 // (each in its own slot of the buffers), so calls pipeline on the streams and any stale FIFO step,
 // one-shot parity or barrier sequence number shows as a wrong result. Small FIFOs make the ring steps wrap often. On
 // sim it runs on 2 ranks with one channel: every kernel thread is a host thread created per launch (up to 512 per
@@ -290,6 +299,10 @@ static void shmRing(void) {
 #define BB_CALLS 1000
 #define BB_BATCH 8
 #define BB_MAXCOUNT 700
+static const struct arPath* bbPath(int i, int n) {
+  const struct arPath* path = &arPaths[i % AR_NPATHS];
+  return arPathRuns(path, n) ? path : &arPaths[2];
+}
 static void backToBack(void) {
   int n = nRanksHere();
   if (n < 2) SKIP("needs 2 devices");
@@ -310,7 +323,8 @@ static void backToBack(void) {
     }
     for (int j = 0; j < BB_BATCH && !mcclTestStopped(); j++) {
       int i = base + j;
-      arForce(arPaths[i % AR_NPATHS].algo, arPaths[i % AR_NPATHS].proto);
+      const struct arPath* path = bbPath(i, n);
+      arForce(path->algo, path->proto);
       launchAll(&s, mcclInt32, (mcclRedOp_t)(i / AR_NPATHS % mcclNumOps), counts[j], (size_t)j * BB_MAXCOUNT,
                 i % 3 == 0);
     }
@@ -319,13 +333,58 @@ static void backToBack(void) {
     for (int j = 0; j < BB_BATCH && !mcclTestStopped(); j++) {
       int i = base + j;
       char what[48];
-      snprintf(what, sizeof(what), "call %d (%s)", i, arPaths[i % AR_NPATHS].name);
+      snprintf(what, sizeof(what), "call %d (%s)", i, bbPath(i, n)->name);
       checkAll(&s, what, mcclInt32, (mcclRedOp_t)(i / AR_NPATHS % mcclNumOps), counts[j], (size_t)j * BB_MAXCOUNT,
                seed + (uint64_t)i);
     }
   }
   arForce(NULL, NULL);
   arSmallFifos(0);
+  tearDown(&s);
+}
+
+// One-shot with SIMPLE on 2 of the devices (it runs on 2 ranks only): every dtype x op, in place and
+// out of place, on counts from one element to the largest it takes (MCCL_ONESHOT_SIMPLE_MAX_BYTES),
+// blocks with nothing to do (fewer 16-byte packs than blocks), buffers one element off 16-byte
+// alignment (the element-wise path), and calls pipelined on the streams with one-shot's LL and
+// two-shot in between, whose scratch and parities it shares the signal area with.
+static void oneShotSimple(void) {
+  if (nDevices() < 2) SKIP("needs 2 devices");
+  if (!mcclCuMemEnable()) SKIP("cuMem not supported: no windows");
+  const struct arPath* simple = &arPaths[4];
+  const size_t maxCount = MCCL_ONESHOT_SIMPLE_MAX_BYTES / 4;  // float32 / int32 at the limit
+  struct arSet s;
+  setUp(&s, 2, MCCL_TEST_ON_SIM ? 2 : 8, (maxCount + 16) * 4);
+  uint64_t seed = mcclTestSeed();
+  int k = 0;
+  for (int t = 0; t < mcclNumTypes && !mcclTestStopped(); t++)
+    for (int op = 0; op < mcclNumOps && !mcclTestStopped(); op++, k++)
+      if (mcclTestSampled((uint64_t)k, 3))
+        runOne(&s, simple, (mcclDataType_t)t, (mcclRedOp_t)op, 1001 + (size_t)t, k & 1, seed + (uint64_t)k);
+  static const size_t counts[] = {1, 3, 64, 4099, 65537, 1 << 18, (1 << 20) - 5, 1 << 20};
+  for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]) && !mcclTestStopped(); c++, k++) {
+    EXPECT_TRUE(counts[c] <= maxCount);
+    runOne(&s, simple, k & 1 ? mcclFloat32 : mcclInt32, k % 3 ? mcclSum : mcclMax, counts[c], c & 1,
+           seed + (uint64_t)k);
+  }
+  for (int inPlace = 0; inPlace < 2 && !mcclTestStopped(); inPlace++, k++)  // one element past 16-byte alignment
+    runAt(&s, simple, mcclFloat16, mcclSum, 50001, 1, inPlace, seed + (uint64_t)k);
+  // Pipelined: 24 calls without a host wait, one-shot SIMPLE / LL / two-shot in turn, each in its own slot.
+  enum { kCalls = 24, kCount = 3001 };
+  for (int i = 0; i < kCalls && !mcclTestStopped(); i++)
+    fillInputs(&s, mcclInt32, mcclSum, kCount, (size_t)i * kCount, 0, seed + 1000 + (uint64_t)i);
+  const struct arPath* turn[3] = {simple, &arPaths[2], &arPaths[3]};
+  for (int i = 0; i < kCalls && !mcclTestStopped(); i++) {
+    arForce(turn[i % 3]->algo, turn[i % 3]->proto);
+    launchAll(&s, mcclInt32, mcclSum, kCount, (size_t)i * kCount, 0);
+  }
+  syncAll(&s);
+  for (int i = 0; i < kCalls && !mcclTestStopped(); i++) {
+    char what[48];
+    snprintf(what, sizeof(what), "pipelined call %d (%s)", i, turn[i % 3]->name);
+    checkAll(&s, what, mcclInt32, mcclSum, kCount, (size_t)i * kCount, seed + 1000 + (uint64_t)i);
+  }
+  arForce(NULL, NULL);
   tearDown(&s);
 }
 
@@ -356,6 +415,7 @@ static void graphReplay(void) {
   struct arSet s;
   setUp(&s, n, 2, count * 4);
   for (int p = 0; p < AR_NPATHS && !mcclTestStopped(); p++) {
+    if (!arPathRuns(&arPaths[p], n)) continue;
     arForce(arPaths[p].algo, arPaths[p].proto);
     cudaGraphExec_t exec[MAXDEV] = {NULL};
     for (int i = 0; i < n && !mcclTestStopped(); i++) {
@@ -446,6 +506,9 @@ static void abortOneShot(void) {
 static void abortTwoShot(void) {
   abortPath(&arPaths[3]);
 }
+static void abortOneShotSimple(void) {
+  abortPath(&arPaths[4]);
+}
 
 // One device: the result is the input (avg divides by 1), in place and out of place.
 static void oneRank(void) {
@@ -460,7 +523,7 @@ static void oneRank(void) {
 }
 
 MCCL_TEST_MAIN(MCCL_TEST_CASE(everyTypeAndOp), MCCL_TEST_CASE(awkwardCounts), MCCL_TEST_CASE(oneShotBlocks),
-               MCCL_TEST_CASE(shmRing),
-               MCCL_TEST_CASE(backToBack), MCCL_TEST_CASE(graphReplay), MCCL_TEST_CASE(abortRingSimple),
-               MCCL_TEST_CASE(abortRingLL), MCCL_TEST_CASE(abortOneShot), MCCL_TEST_CASE(abortTwoShot),
+               MCCL_TEST_CASE(shmRing), MCCL_TEST_CASE(backToBack), MCCL_TEST_CASE(graphReplay),
+               MCCL_TEST_CASE(abortRingSimple), MCCL_TEST_CASE(abortRingLL), MCCL_TEST_CASE(abortOneShot),
+               MCCL_TEST_CASE(abortTwoShot), MCCL_TEST_CASE(abortOneShotSimple), MCCL_TEST_CASE(oneShotSimple),
                MCCL_TEST_CASE(oneRank))

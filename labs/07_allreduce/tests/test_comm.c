@@ -173,8 +173,12 @@ static void allReduceArguments(void) {
   // A forced one-shot beyond its scratch, a forced two-shot on buffers outside any window, and a
   // bad name are refused (nothing is launched: the other rank makes no call).
   setParam("MCCL_ALGO", "oneshot");
+  EXPECT_RES(mcclLabAllReduce(a, b, MCCL_ONESHOT_SIMPLE_MAX_BYTES / 4 + 1, mcclFloat32, mcclSum, c, NULL),
+             mcclInvalidArgument);
+  setParam("MCCL_PROTO", "ll");  // one-shot's LL lines end at MCCL_ONESHOT_MAX_BYTES
   EXPECT_RES(mcclLabAllReduce(a, b, MCCL_ONESHOT_MAX_BYTES / 4 + 1, mcclFloat32, mcclSum, c, NULL),
              mcclInvalidArgument);
+  setParam("MCCL_PROTO", NULL);
   setParam("MCCL_ALGO", "twoshot");
   EXPECT_RES(mcclLabAllReduce(a, b, 16, mcclFloat32, mcclSum, c, NULL), mcclInvalidArgument);
   setParam("MCCL_ALGO", "tree");
@@ -203,17 +207,25 @@ static void algorithmTable(void) {
   EXPECT_EQ(p, MCCL_PROTO_LL);
   EXPECT_OK(mcclLabSelectAlgorithm(2, 1024, 1, &a, &p));  // one-shot needs no window, only the signal area
   EXPECT_EQ(a, MCCL_ALGO_ONESHOT);
-  EXPECT_OK(mcclLabSelectAlgorithm(2, 512 << 10, 2, &a, &p));  // 2 ranks: the ring with LL between the two
+  EXPECT_OK(mcclLabSelectAlgorithm(2, 256 << 10, 2, &a, &p));
+  EXPECT_EQ(a, MCCL_ALGO_ONESHOT);
+  EXPECT_EQ(p, MCCL_PROTO_LL);
+  // 2 ranks: one-shot with SIMPLE above LL's range, with or without windows, up to 4 MiB
+  EXPECT_OK(mcclLabSelectAlgorithm(2, (256 << 10) + 1, 2, &a, &p));
+  EXPECT_EQ(a, MCCL_ALGO_ONESHOT);
+  EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
+  EXPECT_OK(mcclLabSelectAlgorithm(2, 1 << 20, 1, &a, &p));
+  EXPECT_EQ(a, MCCL_ALGO_ONESHOT);
+  EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
+  EXPECT_OK(mcclLabSelectAlgorithm(2, 4 << 20, 2, &a, &p));
+  EXPECT_EQ(a, MCCL_ALGO_ONESHOT);
+  EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
+  EXPECT_OK(mcclLabSelectAlgorithm(2, 1 << 20, 0, &a, &p));  // no signal area: the ring, LL up to 1 MiB
   EXPECT_EQ(a, MCCL_ALGO_RING);
   EXPECT_EQ(p, MCCL_PROTO_LL);
-  EXPECT_OK(mcclLabSelectAlgorithm(2, 1 << 20, 2, &a, &p));
+  EXPECT_OK(mcclLabSelectAlgorithm(2, (4 << 20) + 1, 2, &a, &p));
   EXPECT_EQ(a, MCCL_ALGO_TWOSHOT);
-  EXPECT_OK(mcclLabSelectAlgorithm(2, 1 << 20, 1, &a, &p));  // LL up to 1 MiB where two-shot cannot run
-  EXPECT_EQ(a, MCCL_ALGO_RING);
-  EXPECT_EQ(p, MCCL_PROTO_LL);
-  EXPECT_OK(mcclLabSelectAlgorithm(2, 2 << 20, 2, &a, &p));
-  EXPECT_EQ(a, MCCL_ALGO_TWOSHOT);
-  EXPECT_OK(mcclLabSelectAlgorithm(2, 2 << 20, 1, &a, &p));  // two-shot needs both buffers in windows
+  EXPECT_OK(mcclLabSelectAlgorithm(2, 8 << 20, 1, &a, &p));  // two-shot needs both buffers in windows
   EXPECT_EQ(a, MCCL_ALGO_RING);
   EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
   EXPECT_OK(mcclLabSelectAlgorithm(2, 64 << 20, 2, &a, &p));
@@ -265,10 +277,38 @@ static void algorithmTable(void) {
   EXPECT_EQ(p, MCCL_PROTO_LL);
   EXPECT_RES(mcclLabSelectAlgorithm(4, 1024, 1, &a, &p), mcclInvalidArgument);  // forced, no windows
   setParam("MCCL_ALGO", "oneshot");
+  setParam("MCCL_PROTO", NULL);
   EXPECT_OK(mcclLabSelectAlgorithm(2, 1024, 1, &a, &p));
   EXPECT_EQ(a, MCCL_ALGO_ONESHOT);
-  EXPECT_RES(mcclLabSelectAlgorithm(2, 1 << 20, 1, &a, &p), mcclInvalidArgument);  // beyond its scratch
+  EXPECT_EQ(p, MCCL_PROTO_LL);
+  EXPECT_OK(mcclLabSelectAlgorithm(4, 256 << 10, 1, &a, &p));  // above the 4-rank row's LL size: still LL
+  EXPECT_EQ(a, MCCL_ALGO_ONESHOT);
+  EXPECT_EQ(p, MCCL_PROTO_LL);
+  EXPECT_OK(mcclLabSelectAlgorithm(2, 1 << 20, 1, &a, &p));  // 2 ranks: SIMPLE above LL's lines
+  EXPECT_EQ(a, MCCL_ALGO_ONESHOT);
+  EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
+  EXPECT_RES(mcclLabSelectAlgorithm(2, (4 << 20) + 1, 1, &a, &p), mcclInvalidArgument);  // beyond its scratch
+  EXPECT_RES(mcclLabSelectAlgorithm(4, 1 << 20, 1, &a, &p), mcclInvalidArgument);        // SIMPLE: 2 ranks only
   EXPECT_RES(mcclLabSelectAlgorithm(2, 1024, 0, &a, &p), mcclInvalidArgument);     // no signal area
+  setParam("MCCL_PROTO", "simple");                                                // forced both ways
+  EXPECT_OK(mcclLabSelectAlgorithm(2, 1024, 1, &a, &p));
+  EXPECT_EQ(a, MCCL_ALGO_ONESHOT);
+  EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
+  EXPECT_RES(mcclLabSelectAlgorithm(4, 1024, 1, &a, &p), mcclInvalidArgument);
+  setParam("MCCL_PROTO", "ll");
+  EXPECT_RES(mcclLabSelectAlgorithm(2, 1 << 20, 1, &a, &p), mcclInvalidArgument);
+  // Only the protocol forced: a table's one-shot that cannot run it gives way to the ring.
+  setParam("MCCL_ALGO", NULL);
+  EXPECT_OK(mcclLabSelectAlgorithm(2, 1 << 20, 2, &a, &p));
+  EXPECT_EQ(a, MCCL_ALGO_RING);
+  EXPECT_EQ(p, MCCL_PROTO_LL);
+  setParam("MCCL_PROTO", "simple");
+  EXPECT_OK(mcclLabSelectAlgorithm(2, 1024, 2, &a, &p));
+  EXPECT_EQ(a, MCCL_ALGO_ONESHOT);
+  EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
+  EXPECT_OK(mcclLabSelectAlgorithm(4, 1024, 2, &a, &p));
+  EXPECT_EQ(a, MCCL_ALGO_RING);
+  EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
   setParam("MCCL_ALGO", "bogus");
   EXPECT_RES(mcclLabSelectAlgorithm(2, 1024, 2, &a, &p), mcclInvalidArgument);
   setParam("MCCL_ALGO", NULL);

@@ -99,7 +99,7 @@ static void collectives(void) {
 // (16 KiB), SIMPLE above (LL lines halve what each network byte carries), by the steps that crossed.
 static void tableProtocol(void) {
   NET_SKIP_UNLESS_READY();
-  static const struct arPath table = {"table", NULL, NULL};
+  static const struct arPath table = {"table", NULL, NULL, 0};
   struct arMpi m;
   arMpiSetUp(&m, 2, 8192 * 4);
   if (!mcclTestStopped()) EXPECT_EQ(m.comm->multiHost, 1);
