@@ -442,13 +442,10 @@ __device__ __forceinline__ bool mcclRunOneShotSimple(const struct mcclAllReduceA
   const bool aborted = __syncthreads_or(flags) != 0;
   mcclSymSeqStore(a.seqCounters, seq, tid, nthreads);
   if (aborted || hi <= lo) return aborted;
-  // Two packs per thread per trip for 1-byte types: four made ptxas spill them (96 registers) in this
-  // kernel, the LL pull's with them.
-  constexpr int Unroll = sizeof(T) == 1 ? 2 : 4;
   void* theirs = (void*)((T*)mcclOneShotScratch(a.signalPeers[a.rank], parity) + lo);
   void* src[2] = {a.rank == 0 ? in : theirs, a.rank == 0 ? theirs : in};
   void* dst[1] = {(void*)((T*)a.recvbuff + lo)};
-  mcclReduceCopy<Unroll, T, RedOp, 2, 1>(tid, nthreads, op, true, src, dst, hi - lo);
+  mcclReduceCopy<4, T, RedOp, 2, 1>(tid, nthreads, op, true, src, dst, hi - lo);
   return false;
 }
 
@@ -461,10 +458,17 @@ __device__ __forceinline__ bool mcclRunOneShotSimple(const struct mcclAllReduceA
 template <typename T>
 __device__ __forceinline__ void mcclOneShotMain(const struct mcclAllReduceArgs& a, int tid, int nthreads) {
   mcclDependentGridBegin();  // launch.c launches it as a dependent grid
-  const bool aborted = mcclWithRedOp<T>(a.op, [&](auto redOp) {
-    return a.proto == MCCL_PROTO_LL ? mcclRunOneShot<T, decltype(redOp)>(a, tid, nthreads)
-                                    : mcclRunOneShotSimple<T, decltype(redOp)>(a, tid, nthreads);
-  });
+  const bool aborted =
+      mcclWithRedOp<T>(a.op, [&](auto redOp) { return mcclRunOneShot<T, decltype(redOp)>(a, tid, nthreads); });
+  mcclArReportAbort(a.status, aborted, tid);
+}
+// One-shot with SIMPLE's kernel body, the same way. A kernel apart from LL's: in one kernel LL's path
+// took more registers (float32 68 -> 73) and ran 0.03-0.07 us slower per call in a CUDA graph on 2x H100.
+template <typename T>
+__device__ __forceinline__ void mcclOneShotSimpleMain(const struct mcclAllReduceArgs& a, int tid, int nthreads) {
+  mcclDependentGridBegin();
+  const bool aborted =
+      mcclWithRedOp<T>(a.op, [&](auto redOp) { return mcclRunOneShotSimple<T, decltype(redOp)>(a, tid, nthreads); });
   mcclArReportAbort(a.status, aborted, tid);
 }
 
@@ -592,18 +596,23 @@ __device__ __forceinline__ void mcclAllReduceMain(const struct mcclAllReduceArgs
   mcclArReportAbort(arShmem.args.status, __syncthreads_or(aborted) != 0, tid);
 }
 
-// Two kernels per type: the ring, two-shot and one rank; and one-shot, LL or SIMPLE (launch.c picks
-// it for MCCL_ALGO_ONESHOT with 2 ranks or more).
-#define MCCL_DEFINE_ALLREDUCE_KERNEL(suffix, T)                            \
-  extern "C" __global__ void __launch_bounds__(MCCL_AR_MAX_THREADS)        \
-      mcclAllReduceKernel_##suffix(struct mcclAllReduceArgs args) {        \
-    mcclAllReduceMain<T>(args);                                            \
-  }                                                                        \
-  MCCL_KERNEL_REGISTER(mcclAllReduceKernel_##suffix);                      \
-  extern "C" __global__ void __launch_bounds__(MCCL_AR_MAX_THREADS)        \
-      mcclAllReduceOneShotKernel_##suffix(struct mcclAllReduceArgs args) { \
-    mcclOneShotMain<T>(args, threadIdx.x, blockDim.x);                     \
-  }                                                                        \
-  MCCL_KERNEL_REGISTER(mcclAllReduceOneShotKernel_##suffix)
+// Three kernels per type: the ring, two-shot and one rank; one-shot with LL; one-shot with SIMPLE
+// (launch.c picks the last two for MCCL_ALGO_ONESHOT with 2 ranks or more).
+#define MCCL_DEFINE_ALLREDUCE_KERNEL(suffix, T)                                  \
+  extern "C" __global__ void __launch_bounds__(MCCL_AR_MAX_THREADS)              \
+      mcclAllReduceKernel_##suffix(struct mcclAllReduceArgs args) {              \
+    mcclAllReduceMain<T>(args);                                                  \
+  }                                                                              \
+  MCCL_KERNEL_REGISTER(mcclAllReduceKernel_##suffix);                            \
+  extern "C" __global__ void __launch_bounds__(MCCL_AR_MAX_THREADS)              \
+      mcclAllReduceOneShotKernel_##suffix(struct mcclAllReduceArgs args) {       \
+    mcclOneShotMain<T>(args, threadIdx.x, blockDim.x);                           \
+  }                                                                              \
+  MCCL_KERNEL_REGISTER(mcclAllReduceOneShotKernel_##suffix);                     \
+  extern "C" __global__ void __launch_bounds__(MCCL_AR_MAX_THREADS)              \
+      mcclAllReduceOneShotSimpleKernel_##suffix(struct mcclAllReduceArgs args) { \
+    mcclOneShotSimpleMain<T>(args, threadIdx.x, blockDim.x);                     \
+  }                                                                              \
+  MCCL_KERNEL_REGISTER(mcclAllReduceOneShotSimpleKernel_##suffix)
 
 #endif

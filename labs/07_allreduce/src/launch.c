@@ -8,9 +8,10 @@
 #include "mccl_checks.h"
 #include "mccl_debug.h"
 
-#define MCCL_AR_KERNEL(suffix)                                                  \
-  extern void mcclAllReduceKernel_##suffix(struct mcclAllReduceArgs args); \
-  extern void mcclAllReduceOneShotKernel_##suffix(struct mcclAllReduceArgs args)
+#define MCCL_AR_KERNEL(suffix)                                                    \
+  extern void mcclAllReduceKernel_##suffix(struct mcclAllReduceArgs args);        \
+  extern void mcclAllReduceOneShotKernel_##suffix(struct mcclAllReduceArgs args); \
+  extern void mcclAllReduceOneShotSimpleKernel_##suffix(struct mcclAllReduceArgs args)
 MCCL_AR_KERNEL(i8);
 MCCL_AR_KERNEL(u8);
 MCCL_AR_KERNEL(i32);
@@ -30,6 +31,11 @@ static void (*const oneShotSyms[mcclNumTypes])(struct mcclAllReduceArgs) = {
     mcclAllReduceOneShotKernel_u32, mcclAllReduceOneShotKernel_i64,  mcclAllReduceOneShotKernel_u64,
     mcclAllReduceOneShotKernel_f16, mcclAllReduceOneShotKernel_f32,  mcclAllReduceOneShotKernel_f64,
     mcclAllReduceOneShotKernel_bf16};
+static void (*const oneShotSimpleSyms[mcclNumTypes])(struct mcclAllReduceArgs) = {
+    mcclAllReduceOneShotSimpleKernel_i8,  mcclAllReduceOneShotSimpleKernel_u8,  mcclAllReduceOneShotSimpleKernel_i32,
+    mcclAllReduceOneShotSimpleKernel_u32, mcclAllReduceOneShotSimpleKernel_i64, mcclAllReduceOneShotSimpleKernel_u64,
+    mcclAllReduceOneShotSimpleKernel_f16, mcclAllReduceOneShotSimpleKernel_f32, mcclAllReduceOneShotSimpleKernel_f64,
+    mcclAllReduceOneShotSimpleKernel_bf16};
 _Static_assert(mcclInt8 == 0 && mcclBfloat16 == 9, "kernelSyms follows mcclDataType_t");
 
 // Threads per block: SIMPLE's copies (the ring's, one-shot's) want many threads per channel (NCCL
@@ -56,10 +62,13 @@ mcclResult_t mcclLabAllReduceLaunch(mcclLabComm* comm, const struct mcclAllReduc
   } else if (a.algorithm == MCCL_ALGO_RING && a.proto == MCCL_PROTO_LL) {
     nthreads = MCCL_AR_THREADS_LL;
   }
-  // One-shot on 2 ranks or more has its own kernel; one rank takes the main kernel's copy path.
-  const int oneShotKernel = a.algorithm == MCCL_ALGO_ONESHOT && a.nRanks > 1;
+  // One-shot on 2 ranks or more has its own kernels, one per protocol; one rank takes the main
+  // kernel's copy path.
+  void (*const* syms)(struct mcclAllReduceArgs) = kernelSyms;
+  if (a.algorithm == MCCL_ALGO_ONESHOT && a.nRanks > 1)
+    syms = a.proto == MCCL_PROTO_LL ? oneShotSyms : oneShotSimpleSyms;
   cudaFunction_t fn;
-  MCCLCHECK(mcclDevGetFunction(comm->cudaDev, (const void*)(oneShotKernel ? oneShotSyms : kernelSyms)[a.dtype], &fn));
+  MCCLCHECK(mcclDevGetFunction(comm->cudaDev, (const void*)syms[a.dtype], &fn));
   void* params[] = {&a};
   MCCLCHECK(mcclDevLaunchDependent(fn, nblocks, nthreads, stream, params));
   return mcclSuccess;
