@@ -172,8 +172,11 @@ mcclResult_t mcclLabWindowFind(const mcclLabComm* comm, const void* ptr, size_t 
 /**
  * @brief The algorithm and protocol for a call (NCCL's tuning: one table by rank count and size,
  * then MCCL_ALGO / MCCL_PROTO overrides). One-shot needs the communicator's signal area (at most
- * MCCL_SYM_MAX_RANKS ranks, cuMem on) and at most MCCL_ONESHOT_MAX_BYTES; two-shot also needs both
- * buffers in windows. Without them the table falls back to the ring, and a forced MCCL_ALGO is refused.
+ * MCCL_SYM_MAX_RANKS ranks, cuMem on) and at most MCCL_ONESHOT_MAX_BYTES with LL, or
+ * MCCL_ONESHOT_SIMPLE_MAX_BYTES with SIMPLE on 2 ranks (its protocol: LL up to the table's one-shot size,
+ * SIMPLE above); two-shot also needs both buffers in windows. Without them the table falls back to the
+ * ring, and a forced MCCL_ALGO is refused; a table's one-shot whose protocol MCCL_PROTO makes impossible
+ * gives way to the ring.
  * @param[in]  nRanks     ranks.
  * @param[in]  bytes      bytes per rank.
  * @param[in]  symmetric  0: no signal area; 1: a signal area; 2: and sendbuff and recvbuff in windows.
