@@ -199,116 +199,71 @@ static void allReduceArguments(void) {
   EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
 }
 
+// mcclLabSelectAlgorithm(n, bytes, symmetric) succeeds with this algorithm and protocol (-1: not checked).
+#define EXPECT_CHOICE(n, bytes, symmetric, algo, proto)                     \
+  do {                                                                      \
+    int a_ = -1, p_ = -1;                                                   \
+    EXPECT_OK(mcclLabSelectAlgorithm((n), (bytes), (symmetric), &a_, &p_)); \
+    if ((algo) >= 0) EXPECT_EQ(a_, (algo));                                 \
+    if ((proto) >= 0) EXPECT_EQ(p_, (proto));                               \
+  } while (0)
+
 // The table and the overrides.
 static void algorithmTable(void) {
   int a = -1, p = -1;
-  EXPECT_OK(mcclLabSelectAlgorithm(2, 1024, 2, &a, &p));
-  EXPECT_EQ(a, MCCL_ALGO_ONESHOT);
-  EXPECT_EQ(p, MCCL_PROTO_LL);
-  EXPECT_OK(mcclLabSelectAlgorithm(2, 1024, 1, &a, &p));  // one-shot needs no window, only the signal area
-  EXPECT_EQ(a, MCCL_ALGO_ONESHOT);
-  EXPECT_OK(mcclLabSelectAlgorithm(2, 256 << 10, 2, &a, &p));
-  EXPECT_EQ(a, MCCL_ALGO_ONESHOT);
-  EXPECT_EQ(p, MCCL_PROTO_LL);
+  EXPECT_CHOICE(2, 1024, 2, MCCL_ALGO_ONESHOT, MCCL_PROTO_LL);
+  EXPECT_CHOICE(2, 1024, 1, MCCL_ALGO_ONESHOT, -1);  // one-shot needs no window, only the signal area
+  EXPECT_CHOICE(2, 256 << 10, 2, MCCL_ALGO_ONESHOT, MCCL_PROTO_LL);
   // 2 ranks: one-shot with SIMPLE above LL's range, with or without windows, up to 4 MiB
-  EXPECT_OK(mcclLabSelectAlgorithm(2, (256 << 10) + 1, 2, &a, &p));
-  EXPECT_EQ(a, MCCL_ALGO_ONESHOT);
-  EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
-  EXPECT_OK(mcclLabSelectAlgorithm(2, 1 << 20, 1, &a, &p));
-  EXPECT_EQ(a, MCCL_ALGO_ONESHOT);
-  EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
-  EXPECT_OK(mcclLabSelectAlgorithm(2, 4 << 20, 2, &a, &p));
-  EXPECT_EQ(a, MCCL_ALGO_ONESHOT);
-  EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
-  EXPECT_OK(mcclLabSelectAlgorithm(2, 1 << 20, 0, &a, &p));  // no signal area: the ring, LL up to 1 MiB
-  EXPECT_EQ(a, MCCL_ALGO_RING);
-  EXPECT_EQ(p, MCCL_PROTO_LL);
-  EXPECT_OK(mcclLabSelectAlgorithm(2, (4 << 20) + 1, 2, &a, &p));
-  EXPECT_EQ(a, MCCL_ALGO_TWOSHOT);
-  EXPECT_OK(mcclLabSelectAlgorithm(2, 8 << 20, 1, &a, &p));  // two-shot needs both buffers in windows
-  EXPECT_EQ(a, MCCL_ALGO_RING);
-  EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
-  EXPECT_OK(mcclLabSelectAlgorithm(2, 64 << 20, 2, &a, &p));
-  EXPECT_EQ(a, MCCL_ALGO_TWOSHOT);
-  EXPECT_OK(mcclLabSelectAlgorithm(2, 128 << 20, 2, &a, &p));  // the ring from 128 MiB (its 1 MiB FIFO)
-  EXPECT_EQ(a, MCCL_ALGO_RING);
-  EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
-  EXPECT_OK(mcclLabSelectAlgorithm(2, 512 << 20, 2, &a, &p));
-  EXPECT_EQ(a, MCCL_ALGO_RING);
-  EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
+  EXPECT_CHOICE(2, (256 << 10) + 1, 2, MCCL_ALGO_ONESHOT, MCCL_PROTO_SIMPLE);
+  EXPECT_CHOICE(2, 1 << 20, 1, MCCL_ALGO_ONESHOT, MCCL_PROTO_SIMPLE);
+  EXPECT_CHOICE(2, 4 << 20, 2, MCCL_ALGO_ONESHOT, MCCL_PROTO_SIMPLE);
+  EXPECT_CHOICE(2, 1 << 20, 0, MCCL_ALGO_RING, MCCL_PROTO_LL);  // no signal area: the ring, LL up to 1 MiB
+  EXPECT_CHOICE(2, (4 << 20) + 1, 2, MCCL_ALGO_TWOSHOT, -1);
+  EXPECT_CHOICE(2, 8 << 20, 1, MCCL_ALGO_RING, MCCL_PROTO_SIMPLE);  // two-shot needs both buffers in windows
+  EXPECT_CHOICE(2, 64 << 20, 2, MCCL_ALGO_TWOSHOT, -1);
+  EXPECT_CHOICE(2, 128 << 20, 2, MCCL_ALGO_RING, MCCL_PROTO_SIMPLE);  // the ring from 128 MiB (its 1 MiB FIFO)
+  EXPECT_CHOICE(2, 512 << 20, 2, MCCL_ALGO_RING, MCCL_PROTO_SIMPLE);
   // 3-4 ranks (measured on 4x H100): one-shot to 128 KiB, two-shot from there to 16 MiB, then the ring
   // with SIMPLE; the ring with LL up to 2 MiB where two-shot cannot run.
-  EXPECT_OK(mcclLabSelectAlgorithm(4, 128 << 10, 2, &a, &p));
-  EXPECT_EQ(a, MCCL_ALGO_ONESHOT);
-  EXPECT_OK(mcclLabSelectAlgorithm(4, 256 << 10, 2, &a, &p));
-  EXPECT_EQ(a, MCCL_ALGO_TWOSHOT);
-  EXPECT_OK(mcclLabSelectAlgorithm(4, 512 << 10, 2, &a, &p));
-  EXPECT_EQ(a, MCCL_ALGO_TWOSHOT);
-  EXPECT_OK(mcclLabSelectAlgorithm(4, 512 << 10, 1, &a, &p));
-  EXPECT_EQ(a, MCCL_ALGO_RING);
-  EXPECT_EQ(p, MCCL_PROTO_LL);
-  EXPECT_OK(mcclLabSelectAlgorithm(4, 2 << 20, 2, &a, &p));
-  EXPECT_EQ(a, MCCL_ALGO_TWOSHOT);
-  EXPECT_OK(mcclLabSelectAlgorithm(4, 2 << 20, 0, &a, &p));
-  EXPECT_EQ(a, MCCL_ALGO_RING);
-  EXPECT_EQ(p, MCCL_PROTO_LL);
-  EXPECT_OK(mcclLabSelectAlgorithm(4, 16 << 20, 2, &a, &p));
-  EXPECT_EQ(a, MCCL_ALGO_TWOSHOT);
-  EXPECT_OK(mcclLabSelectAlgorithm(4, 32 << 20, 2, &a, &p));
-  EXPECT_EQ(a, MCCL_ALGO_RING);
-  EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
-  EXPECT_OK(mcclLabSelectAlgorithm(8, 512 << 10, 0, &a, &p));  // 5-8 ranks: LL only up to 256 KiB
-  EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
-  EXPECT_OK(mcclLabSelectAlgorithm(2, 1024, 0, &a, &p));  // no signal area: the ring
-  EXPECT_EQ(a, MCCL_ALGO_RING);
-  EXPECT_OK(mcclLabSelectAlgorithm(16, 1024, 2, &a, &p));  // beyond 8 ranks: the ring
-  EXPECT_EQ(a, MCCL_ALGO_RING);
-  EXPECT_OK(mcclLabSelectAlgorithm(1, 1024, 2, &a, &p));
-  EXPECT_EQ(a, MCCL_ALGO_RING);
+  EXPECT_CHOICE(4, 128 << 10, 2, MCCL_ALGO_ONESHOT, -1);
+  EXPECT_CHOICE(4, 256 << 10, 2, MCCL_ALGO_TWOSHOT, -1);
+  EXPECT_CHOICE(4, 512 << 10, 2, MCCL_ALGO_TWOSHOT, -1);
+  EXPECT_CHOICE(4, 512 << 10, 1, MCCL_ALGO_RING, MCCL_PROTO_LL);
+  EXPECT_CHOICE(4, 2 << 20, 2, MCCL_ALGO_TWOSHOT, -1);
+  EXPECT_CHOICE(4, 2 << 20, 0, MCCL_ALGO_RING, MCCL_PROTO_LL);
+  EXPECT_CHOICE(4, 16 << 20, 2, MCCL_ALGO_TWOSHOT, -1);
+  EXPECT_CHOICE(4, 32 << 20, 2, MCCL_ALGO_RING, MCCL_PROTO_SIMPLE);
+  EXPECT_CHOICE(8, 512 << 10, 0, -1, MCCL_PROTO_SIMPLE);  // 5-8 ranks: LL only up to 256 KiB
+  EXPECT_CHOICE(2, 1024, 0, MCCL_ALGO_RING, -1);          // no signal area: the ring
+  EXPECT_CHOICE(16, 1024, 2, MCCL_ALGO_RING, -1);         // beyond 8 ranks: the ring
+  EXPECT_CHOICE(1, 1024, 2, MCCL_ALGO_RING, -1);
   setParam("MCCL_ALGO", "RING");
   setParam("MCCL_PROTO", "simple");
-  EXPECT_OK(mcclLabSelectAlgorithm(2, 1024, 2, &a, &p));
-  EXPECT_EQ(a, MCCL_ALGO_RING);
-  EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
+  EXPECT_CHOICE(2, 1024, 2, MCCL_ALGO_RING, MCCL_PROTO_SIMPLE);
   setParam("MCCL_ALGO", "twoshot");
   setParam("MCCL_PROTO", "ll");
-  EXPECT_OK(mcclLabSelectAlgorithm(4, 64 << 20, 2, &a, &p));
-  EXPECT_EQ(a, MCCL_ALGO_TWOSHOT);
-  EXPECT_EQ(p, MCCL_PROTO_LL);
+  EXPECT_CHOICE(4, 64 << 20, 2, MCCL_ALGO_TWOSHOT, MCCL_PROTO_LL);
   EXPECT_RES(mcclLabSelectAlgorithm(4, 1024, 1, &a, &p), mcclInvalidArgument);  // forced, no windows
   setParam("MCCL_ALGO", "oneshot");
   setParam("MCCL_PROTO", NULL);
-  EXPECT_OK(mcclLabSelectAlgorithm(2, 1024, 1, &a, &p));
-  EXPECT_EQ(a, MCCL_ALGO_ONESHOT);
-  EXPECT_EQ(p, MCCL_PROTO_LL);
-  EXPECT_OK(mcclLabSelectAlgorithm(4, 256 << 10, 1, &a, &p));  // above the 4-rank row's LL size: still LL
-  EXPECT_EQ(a, MCCL_ALGO_ONESHOT);
-  EXPECT_EQ(p, MCCL_PROTO_LL);
-  EXPECT_OK(mcclLabSelectAlgorithm(2, 1 << 20, 1, &a, &p));  // 2 ranks: SIMPLE above LL's lines
-  EXPECT_EQ(a, MCCL_ALGO_ONESHOT);
-  EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
+  EXPECT_CHOICE(2, 1024, 1, MCCL_ALGO_ONESHOT, MCCL_PROTO_LL);
+  EXPECT_CHOICE(4, 256 << 10, 1, MCCL_ALGO_ONESHOT, MCCL_PROTO_LL);    // above the 4-rank row's LL size: still LL
+  EXPECT_CHOICE(2, 1 << 20, 1, MCCL_ALGO_ONESHOT, MCCL_PROTO_SIMPLE);  // 2 ranks: SIMPLE above LL's lines
   EXPECT_RES(mcclLabSelectAlgorithm(2, (4 << 20) + 1, 1, &a, &p), mcclInvalidArgument);  // beyond its scratch
   EXPECT_RES(mcclLabSelectAlgorithm(4, 1 << 20, 1, &a, &p), mcclInvalidArgument);        // SIMPLE: 2 ranks only
   EXPECT_RES(mcclLabSelectAlgorithm(2, 1024, 0, &a, &p), mcclInvalidArgument);     // no signal area
   setParam("MCCL_PROTO", "simple");                                                // forced both ways
-  EXPECT_OK(mcclLabSelectAlgorithm(2, 1024, 1, &a, &p));
-  EXPECT_EQ(a, MCCL_ALGO_ONESHOT);
-  EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
+  EXPECT_CHOICE(2, 1024, 1, MCCL_ALGO_ONESHOT, MCCL_PROTO_SIMPLE);
   EXPECT_RES(mcclLabSelectAlgorithm(4, 1024, 1, &a, &p), mcclInvalidArgument);
   setParam("MCCL_PROTO", "ll");
   EXPECT_RES(mcclLabSelectAlgorithm(2, 1 << 20, 1, &a, &p), mcclInvalidArgument);
   // Only the protocol forced: a table's one-shot that cannot run it gives way to the ring.
   setParam("MCCL_ALGO", NULL);
-  EXPECT_OK(mcclLabSelectAlgorithm(2, 1 << 20, 2, &a, &p));
-  EXPECT_EQ(a, MCCL_ALGO_RING);
-  EXPECT_EQ(p, MCCL_PROTO_LL);
+  EXPECT_CHOICE(2, 1 << 20, 2, MCCL_ALGO_RING, MCCL_PROTO_LL);
   setParam("MCCL_PROTO", "simple");
-  EXPECT_OK(mcclLabSelectAlgorithm(2, 1024, 2, &a, &p));
-  EXPECT_EQ(a, MCCL_ALGO_ONESHOT);
-  EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
-  EXPECT_OK(mcclLabSelectAlgorithm(4, 1024, 2, &a, &p));
-  EXPECT_EQ(a, MCCL_ALGO_RING);
-  EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
+  EXPECT_CHOICE(2, 1024, 2, MCCL_ALGO_ONESHOT, MCCL_PROTO_SIMPLE);
+  EXPECT_CHOICE(4, 1024, 2, MCCL_ALGO_RING, MCCL_PROTO_SIMPLE);
   setParam("MCCL_ALGO", "bogus");
   EXPECT_RES(mcclLabSelectAlgorithm(2, 1024, 2, &a, &p), mcclInvalidArgument);
   setParam("MCCL_ALGO", NULL);
