@@ -67,17 +67,16 @@
 #define MCCL_TUNE_LL_MAX (256u << 10)  // more than 4 ranks: the ring uses LL up to here, SIMPLE above
 
 // One row per rank count: one-shot with LL up to oneShotMax, then (2 ranks) one-shot with SIMPLE up
-// to oneShotSimpleMax; above them the ring up to twoShotMin, then two-shot up to twoShotMax (when both
-// buffers are in windows), then the ring; the ring's protocol is LL up to llMax.
+// to oneShotSimpleMax; above them two-shot up to twoShotMax (when both buffers are in windows), then
+// the ring; the ring's protocol is LL up to llMax.
 static const struct {
   int maxRanks;
-  size_t oneShotMax, oneShotSimpleMax, twoShotMin, twoShotMax, llMax;
+  size_t oneShotMax, oneShotSimpleMax, twoShotMax, llMax;
 } tuneTable[] = {
-    {2, MCCL_TUNE_ONESHOT_MAX_2R, MCCL_TUNE_ONESHOT_SIMPLE_MAX_2R, MCCL_TUNE_ONESHOT_SIMPLE_MAX_2R,
-     MCCL_TUNE_TWOSHOT_MAX_2R, MCCL_TUNE_LL_MAX_2R},
-    {4, MCCL_TUNE_ONESHOT_MAX_4R, 0, MCCL_TUNE_ONESHOT_MAX_4R, MCCL_TUNE_TWOSHOT_MAX_4R, MCCL_TUNE_LL_MAX_4R},
-    {8, MCCL_TUNE_ONESHOT_MAX_8R, 0, MCCL_TUNE_ONESHOT_MAX_8R, MCCL_TUNE_TWOSHOT_MAX_8R, MCCL_TUNE_LL_MAX},
-    {MCCL_LAB_MAX_RANKS, 0, 0, 0, 0, MCCL_TUNE_LL_MAX},  // beyond 8 ranks: the ring only
+    {2, MCCL_TUNE_ONESHOT_MAX_2R, MCCL_TUNE_ONESHOT_SIMPLE_MAX_2R, MCCL_TUNE_TWOSHOT_MAX_2R, MCCL_TUNE_LL_MAX_2R},
+    {4, MCCL_TUNE_ONESHOT_MAX_4R, 0, MCCL_TUNE_TWOSHOT_MAX_4R, MCCL_TUNE_LL_MAX_4R},
+    {8, MCCL_TUNE_ONESHOT_MAX_8R, 0, MCCL_TUNE_TWOSHOT_MAX_8R, MCCL_TUNE_LL_MAX},
+    {MCCL_LAB_MAX_RANKS, 0, 0, 0, MCCL_TUNE_LL_MAX},  // beyond 8 ranks: the ring only
 };
 
 // Whether one-shot can run with protocol p: LL up to its lines' scratch, SIMPLE on 2 ranks up to its
@@ -95,10 +94,10 @@ mcclResult_t mcclLabSelectAlgorithm(int nRanks, size_t bytes, int symmetric, int
   size_t i = 0;
   while (nRanks > tuneTable[i].maxRanks) i++;  // the last row covers MCCL_LAB_MAX_RANKS
   if (symmetric && nRanks > 1) {
-    if ((bytes <= tuneTable[i].oneShotMax && bytes <= MCCL_ONESHOT_MAX_BYTES) ||
+    if ((bytes <= tuneTable[i].oneShotMax && oneShotFits(nRanks, bytes, MCCL_PROTO_LL)) ||
         (bytes <= tuneTable[i].oneShotSimpleMax && oneShotFits(nRanks, bytes, MCCL_PROTO_SIMPLE)))
       a = MCCL_ALGO_ONESHOT;
-    else if (symmetric == 2 && bytes > tuneTable[i].twoShotMin && bytes <= tuneTable[i].twoShotMax)
+    else if (symmetric == 2 && bytes <= tuneTable[i].twoShotMax)  // two-shot right above one-shot
       a = MCCL_ALGO_TWOSHOT;
   }
   int p = bytes <= tuneTable[i].llMax ? MCCL_PROTO_LL : MCCL_PROTO_SIMPLE;

@@ -123,6 +123,15 @@ __device__ void mcclRunSelf(int tid, int nthreads) {
 // launch does not use, so all counters stay equal and every block of every rank agrees on seq.
 // Two-shot reads it with one thread before its barrier; one-shot has every thread read it beside
 // its first input loads, so the two latencies overlap, and advances it after its one closing barrier.
+// Part `index` of [from, to) cut into `parts` equal parts of whole multiples of q elements (16 bytes
+// for the symmetric kernels' packs): the last part shorter, parts past the end empty.
+__device__ __forceinline__ void mcclEvenPart(int64_t from, int64_t to, int64_t parts, int64_t index, int64_t q,
+                                             int64_t& lo, int64_t& hi) {
+  const int64_t per = mcclDivUp(mcclDivUp(to - from, parts), q) * q;
+  lo = from + index * per < to ? from + index * per : to;
+  hi = lo + per < to ? lo + per : to;
+}
+
 __device__ __forceinline__ void mcclSymSeqBegin(int tid) {
   if (tid == 0) arShmem.seq = arShmem.args.seqCounters[blockIdx.x] + 1;
   __syncthreads();
@@ -411,11 +420,8 @@ __device__ __forceinline__ char* mcclOneShotScratch(char* signals, int parity) {
 }
 template <typename T, typename RedOp>
 __device__ __forceinline__ bool mcclRunOneShotSimple(const struct mcclAllReduceArgs& a, int tid, int nthreads) {
-  const int64_t count = (int64_t)a.count;  // at most MCCL_ONESHOT_SIMPLE_MAX_BYTES
-  const int64_t q = 16 / (int64_t)sizeof(T);
-  const int64_t per = mcclDivUp(mcclDivUp(count, (int64_t)gridDim.x), q) * q;  // 16-byte multiples
-  const int64_t lo = (int64_t)blockIdx.x * per < count ? (int64_t)blockIdx.x * per : count;
-  const int64_t hi = lo + per < count ? lo + per : count;
+  int64_t lo, hi;  // this block's part of the input, whole 16-byte packs but the last
+  mcclEvenPart(0, (int64_t)a.count, gridDim.x, blockIdx.x, 16 / (int64_t)sizeof(T), lo, hi);
   const int peer = 1 - a.rank;
   const uint64_t seq = a.seqCounters[blockIdx.x] + 1;  // every thread reads it (no barrier first)
   const int parity = (int)(seq & 1);
@@ -455,20 +461,17 @@ __device__ __forceinline__ bool mcclRunOneShotSimple(const struct mcclAllReduceA
 // graph (docs/results/2026-11-25-h100-peerwatch.md); one-shot is the latency path, so it skips it.
 // It is a kernel of its own (as NCCL's symmetric kernels are apart from ncclDevKernel_*): a small
 // body, without the ring's registers and stack, for a launch whose whole cost is latency.
-template <typename T>
+// One kernel per protocol (Simple): with both in one kernel LL's path took more registers (float32
+// 68 -> 73) and ran 0.03-0.07 us slower per call in a CUDA graph on 2x H100.
+template <typename T, bool Simple>
 __device__ __forceinline__ void mcclOneShotMain(const struct mcclAllReduceArgs& a, int tid, int nthreads) {
   mcclDependentGridBegin();  // launch.c launches it as a dependent grid
-  const bool aborted =
-      mcclWithRedOp<T>(a.op, [&](auto redOp) { return mcclRunOneShot<T, decltype(redOp)>(a, tid, nthreads); });
-  mcclArReportAbort(a.status, aborted, tid);
-}
-// One-shot with SIMPLE's kernel body, the same way. A kernel apart from LL's: in one kernel LL's path
-// took more registers (float32 68 -> 73) and ran 0.03-0.07 us slower per call in a CUDA graph on 2x H100.
-template <typename T>
-__device__ __forceinline__ void mcclOneShotSimpleMain(const struct mcclAllReduceArgs& a, int tid, int nthreads) {
-  mcclDependentGridBegin();
-  const bool aborted =
-      mcclWithRedOp<T>(a.op, [&](auto redOp) { return mcclRunOneShotSimple<T, decltype(redOp)>(a, tid, nthreads); });
+  const bool aborted = mcclWithRedOp<T>(a.op, [&](auto redOp) {
+    if constexpr (Simple)
+      return mcclRunOneShotSimple<T, decltype(redOp)>(a, tid, nthreads);
+    else
+      return mcclRunOneShot<T, decltype(redOp)>(a, tid, nthreads);
+  });
   mcclArReportAbort(a.status, aborted, tid);
 }
 
@@ -533,12 +536,9 @@ __device__ bool mcclRunTwoShot(int tid, int nthreads) {
   const int64_t count = (int64_t)a.count;
   const int nranks = a.nRanks;
   const int64_t q = 16 / (int64_t)sizeof(T);
-  const int64_t chunk = mcclDivUp(mcclDivUp(count, (int64_t)nranks), q) * q;
-  const int64_t cLo = (int64_t)a.rank * chunk < count ? (int64_t)a.rank * chunk : count;
-  const int64_t cHi = cLo + chunk < count ? cLo + chunk : count;
-  const int64_t per = mcclDivUp(mcclDivUp(cHi - cLo, (int64_t)gridDim.x), q) * q;
-  const int64_t lo = cLo + (int64_t)blockIdx.x * per < cHi ? cLo + (int64_t)blockIdx.x * per : cHi;
-  const int64_t hi = lo + per < cHi ? lo + per : cHi;
+  int64_t cLo, cHi, lo, hi;  // this rank's chunk, then this block's part of it
+  mcclEvenPart(0, count, nranks, a.rank, q, cLo, cHi);
+  mcclEvenPart(cLo, cHi, gridDim.x, blockIdx.x, q, lo, hi);
   RedOp op;
   op.arg = a.redOpArg;
   if (mcclSymBarrier<true>(tid)) return true;
@@ -606,12 +606,12 @@ __device__ __forceinline__ void mcclAllReduceMain(const struct mcclAllReduceArgs
   MCCL_KERNEL_REGISTER(mcclAllReduceKernel_##suffix);                            \
   extern "C" __global__ void __launch_bounds__(MCCL_AR_MAX_THREADS)              \
       mcclAllReduceOneShotKernel_##suffix(struct mcclAllReduceArgs args) {       \
-    mcclOneShotMain<T>(args, threadIdx.x, blockDim.x);                           \
+    mcclOneShotMain<T, false>(args, threadIdx.x, blockDim.x);                    \
   }                                                                              \
   MCCL_KERNEL_REGISTER(mcclAllReduceOneShotKernel_##suffix);                     \
   extern "C" __global__ void __launch_bounds__(MCCL_AR_MAX_THREADS)              \
       mcclAllReduceOneShotSimpleKernel_##suffix(struct mcclAllReduceArgs args) { \
-    mcclOneShotSimpleMain<T>(args, threadIdx.x, blockDim.x);                     \
+    mcclOneShotMain<T, true>(args, threadIdx.x, blockDim.x);                     \
   }                                                                              \
   MCCL_KERNEL_REGISTER(mcclAllReduceOneShotSimpleKernel_##suffix)
 
