@@ -170,9 +170,10 @@ static void beginRow(void* ctx, const mcclArBenchTarget* t) {
 // Whether a variant of ours can run at this size (so a forced algorithm is never refused mid-row).
 static int variantRuns(void* ctx, const mcclArBenchTarget* t, size_t bytes) {
   (void)ctx;
-  const int ll = bytes <= MCCL_ONESHOT_MAX_BYTES, simple = nranks == 2 && bytes <= MCCL_ONESHOT_SIMPLE_MAX_BYTES;
-  if (t->id == kOneshot) return g.symLevel >= 1 && (ll || simple) && nranks <= MCCL_SYM_MAX_RANKS;
-  if (t->id == kOneshotLL) return g.symLevel >= 1 && ll && nranks <= MCCL_SYM_MAX_RANKS;
+  const int ll = mcclLabOneShotFits(nranks, bytes, MCCL_PROTO_LL);
+  const int simple = mcclLabOneShotFits(nranks, bytes, MCCL_PROTO_SIMPLE);
+  if (t->id == kOneshot) return g.symLevel >= 1 && (ll || simple);
+  if (t->id == kOneshotLL) return g.symLevel >= 1 && ll;
   if (t->id == kOneshotSimple) return g.symLevel >= 1 && simple;
   if (t->id == kTwoshot) return g.symLevel == 2 && nranks <= MCCL_SYM_MAX_RANKS;
   return 1;

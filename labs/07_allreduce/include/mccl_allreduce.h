@@ -170,6 +170,17 @@ mcclResult_t mcclLabWindowFind(const mcclLabComm* comm, const void* ptr, size_t 
                                size_t* offset);
 
 /**
+ * @brief Whether one-shot can run a call with protocol `proto` (its scratch in the signal area): LL
+ * up to MCCL_ONESHOT_MAX_BYTES, SIMPLE on 2 ranks up to MCCL_ONESHOT_SIMPLE_MAX_BYTES; one rank any
+ * size (a copy). The signal area itself is the caller's to check.
+ * @param[in] nRanks  ranks.
+ * @param[in] bytes   bytes per rank.
+ * @param[in] proto   MCCL_PROTO_LL or MCCL_PROTO_SIMPLE.
+ * @return 1 if it can, else 0.
+ */
+int mcclLabOneShotFits(int nRanks, size_t bytes, int proto);
+
+/**
  * @brief The algorithm and protocol for a call (NCCL's tuning: one table by rank count and size,
  * then MCCL_ALGO / MCCL_PROTO overrides). One-shot needs the communicator's signal area (at most
  * MCCL_SYM_MAX_RANKS ranks, cuMem on) and at most MCCL_ONESHOT_MAX_BYTES with LL, or

@@ -79,9 +79,7 @@ static const struct {
     {MCCL_LAB_MAX_RANKS, 0, 0, 0, MCCL_TUNE_LL_MAX},  // beyond 8 ranks: the ring only
 };
 
-// Whether one-shot can run with protocol p: LL up to its lines' scratch, SIMPLE on 2 ranks up to its
-// own; on one rank any size (the main kernel copies).
-static int oneShotFits(int nRanks, size_t bytes, int p) {
+int mcclLabOneShotFits(int nRanks, size_t bytes, int p) {
   if (nRanks == 1) return 1;
   return p == MCCL_PROTO_LL ? bytes <= MCCL_ONESHOT_MAX_BYTES : nRanks == 2 && bytes <= MCCL_ONESHOT_SIMPLE_MAX_BYTES;
 }
@@ -94,8 +92,8 @@ mcclResult_t mcclLabSelectAlgorithm(int nRanks, size_t bytes, int symmetric, int
   size_t i = 0;
   while (nRanks > tuneTable[i].maxRanks) i++;  // the last row covers MCCL_LAB_MAX_RANKS
   if (symmetric && nRanks > 1) {
-    if ((bytes <= tuneTable[i].oneShotMax && oneShotFits(nRanks, bytes, MCCL_PROTO_LL)) ||
-        (bytes <= tuneTable[i].oneShotSimpleMax && oneShotFits(nRanks, bytes, MCCL_PROTO_SIMPLE)))
+    if ((bytes <= tuneTable[i].oneShotMax && mcclLabOneShotFits(nRanks, bytes, MCCL_PROTO_LL)) ||
+        (bytes <= tuneTable[i].oneShotSimpleMax && mcclLabOneShotFits(nRanks, bytes, MCCL_PROTO_SIMPLE)))
       a = MCCL_ALGO_ONESHOT;
     else if (symmetric == 2 && bytes <= tuneTable[i].twoShotMax)  // two-shot right above one-shot
       a = MCCL_ALGO_TWOSHOT;
@@ -114,8 +112,8 @@ mcclResult_t mcclLabSelectAlgorithm(int nRanks, size_t bytes, int symmetric, int
       WARN("Invalid argument: MCCL_ALGO '%s' (ring, oneshot or twoshot)", env);
       return mcclInvalidArgument;
     }
-    if (a == MCCL_ALGO_ONESHOT && (!symmetric || (!oneShotFits(nRanks, bytes, MCCL_PROTO_LL) &&
-                                                  !oneShotFits(nRanks, bytes, MCCL_PROTO_SIMPLE)))) {
+    if (a == MCCL_ALGO_ONESHOT && (!symmetric || (!mcclLabOneShotFits(nRanks, bytes, MCCL_PROTO_LL) &&
+                                                  !mcclLabOneShotFits(nRanks, bytes, MCCL_PROTO_SIMPLE)))) {
       WARN(
           "Invalid argument: MCCL_ALGO=%s needs a signal area (at most %d ranks, cuMem on) and at most %d bytes, or "
           "%d on 2 ranks (%d ranks, %zu bytes asked)",
@@ -132,8 +130,8 @@ mcclResult_t mcclLabSelectAlgorithm(int nRanks, size_t bytes, int symmetric, int
   }
   // One-shot's protocol: LL up to the row's one-shot size (or where SIMPLE cannot run), SIMPLE above.
   if (a == MCCL_ALGO_ONESHOT)
-    p = bytes <= tuneTable[i].oneShotMax || !oneShotFits(nRanks, bytes, MCCL_PROTO_SIMPLE) ? MCCL_PROTO_LL
-                                                                                           : MCCL_PROTO_SIMPLE;
+    p = bytes <= tuneTable[i].oneShotMax || !mcclLabOneShotFits(nRanks, bytes, MCCL_PROTO_SIMPLE) ? MCCL_PROTO_LL
+                                                                                                  : MCCL_PROTO_SIMPLE;
   env = mcclParamProto();
   if (env) {
     if (strcasecmp(env, "simple") == 0)
@@ -146,7 +144,7 @@ mcclResult_t mcclLabSelectAlgorithm(int nRanks, size_t bytes, int symmetric, int
     }
   }
   // A protocol one-shot cannot run at this size: refused if one-shot was forced too, else the ring.
-  if (a == MCCL_ALGO_ONESHOT && !oneShotFits(nRanks, bytes, p)) {
+  if (a == MCCL_ALGO_ONESHOT && !mcclLabOneShotFits(nRanks, bytes, p)) {
     if (algoForced) {
       WARN("Invalid argument: one-shot with MCCL_PROTO=%s runs up to %d bytes%s (%d ranks, %zu bytes asked)", env,
            p == MCCL_PROTO_LL ? MCCL_ONESHOT_MAX_BYTES : MCCL_ONESHOT_SIMPLE_MAX_BYTES,

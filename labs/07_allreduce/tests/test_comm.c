@@ -271,6 +271,13 @@ static void algorithmTable(void) {
   EXPECT_RES(mcclLabSelectAlgorithm(0, 1, 1, &a, &p), mcclInvalidArgument);
   EXPECT_RES(mcclLabSelectAlgorithm(2, 1, 1, NULL, &p), mcclInvalidArgument);
   EXPECT_RES(mcclLabSelectAlgorithm(2, 1, 3, &a, &p), mcclInvalidArgument);
+  // Where one-shot's scratch ends, per protocol.
+  EXPECT_EQ(mcclLabOneShotFits(4, MCCL_ONESHOT_MAX_BYTES, MCCL_PROTO_LL), 1);
+  EXPECT_EQ(mcclLabOneShotFits(4, MCCL_ONESHOT_MAX_BYTES + 1, MCCL_PROTO_LL), 0);
+  EXPECT_EQ(mcclLabOneShotFits(2, MCCL_ONESHOT_SIMPLE_MAX_BYTES, MCCL_PROTO_SIMPLE), 1);
+  EXPECT_EQ(mcclLabOneShotFits(2, MCCL_ONESHOT_SIMPLE_MAX_BYTES + 1, MCCL_PROTO_SIMPLE), 0);
+  EXPECT_EQ(mcclLabOneShotFits(3, 1024, MCCL_PROTO_SIMPLE), 0);
+  EXPECT_EQ(mcclLabOneShotFits(1, (size_t)1 << 30, MCCL_PROTO_LL), 1);  // one rank copies
 }
 
 // A buffer that is not a VMM allocation cannot be a window, and every rank refuses it together.
