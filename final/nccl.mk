@@ -12,11 +12,7 @@ DROPIN_TEST := $(BIN)/final/mpi_nccl_dropin
 ifeq ($(final_SRCS),)
 $(info note: final/src has no sources yet: the NCCL drop-in (libnccl.so.2) is not built)
 else ifneq ($(wildcard $(NCCL_INCLUDE)/nccl.h),)
-# The collectives of issue 11 section 2 are forwarded once minccl.h declares them.
-# (the pattern is in a variable: an unmatched parenthesis cannot appear inside a make function call)
-dropin_decl_re := ^mcclResult_t +(mccl(AllGather|ReduceScatter|Broadcast|Reduce|Send|Recv))[(].*
-DROPIN_HAVE := $(sort $(shell sed -nE 's/$(dropin_decl_re)/\1/p' final/include/minccl.h 2>/dev/null))
-DROPIN_CPPFLAGS = -I$(NCCL_INCLUDE) -Ifinal/nccl $(CPPFLAGS) $(foreach f,$(DROPIN_HAVE),-DMCCL_HAVE_$(f))
+DROPIN_CPPFLAGS = -I$(NCCL_INCLUDE) -Ifinal/nccl $(CPPFLAGS)
 DROPIN_OBJS := $(OBJ)/final/nccl/nccl_dropin.o $(OBJ)/final/nccl/nccl_stubs.o $(OBJ)/final/nccl/nccl_device_stubs.o
 
 $(OBJ)/final/nccl/nccl_dropin.o: final/nccl/nccl_dropin.c final/include/minccl.h | $(BACKEND_DEP)

@@ -178,6 +178,11 @@ __device__ __forceinline__ uint64_t mcclGlobalTimerNs() {
 #ifndef __launch_bounds__
 #define __launch_bounds__(...)
 #endif
+// A kernel parameter read in place (nvcc: no per-thread copy when its address is taken); the sim's
+// trampoline passes parameters by reference to its own copy already.
+#ifndef __grid_constant__
+#define __grid_constant__
+#endif
 // A plain __shared__ variable would silently become per-thread on the sim: use MCCL_SHMEM_DEFINE.
 #undef __shared__
 #define __shared__ _Pragma("GCC error \"__shared__ is not supported on the sim backend: use MCCL_SHMEM_DEFINE\"")
@@ -257,7 +262,9 @@ inline void st_volatile_global(uint64_t* p, uint64_t v) {
 inline void st_relaxed_sys_global(uint64_t* p, uint64_t v) {
   __atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
-inline void st_relaxed_sys_global(uint32_t* p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+inline void st_relaxed_sys_global(uint32_t* p, uint32_t v) {
+  __atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
 inline void st_release_sys_global(uint64_t* p, uint64_t v) {
   __atomic_store_n(p, v, __ATOMIC_RELEASE);
 }

@@ -93,9 +93,10 @@ mcclResult_t mcclGetUniqueId(mcclUniqueId* uniqueId);
 /**
  * @brief Create this rank's communicator on the current device (NCCL's ncclCommInitRank).
  * Collective: blocks until all nranks ranks have called it with the same id. Between
- * mcclGroupStart and mcclGroupEnd it only records the call (*comm is written at once, usable in the
- * same group) and mcclGroupEnd creates the group's communicators together, one thread each: one
- * thread may then create the communicators of several devices (cudaSetDevice before each call).
+ * mcclGroupStart and mcclGroupEnd it only records the call (*comm is written at once: its windows may be
+ * registered in the same group, its collectives called after it) and mcclGroupEnd creates the group's
+ * communicators together, one thread each: one thread may then create the communicators of several
+ * devices (cudaSetDevice before each call).
  * @param[out] comm    the communicator; written only on success.
  * @param[in]  nranks  number of ranks, 1 .. 64.
  * @param[in]  commId  from mcclGetUniqueId, the same bytes on every rank.
@@ -226,153 +227,252 @@ mcclResult_t mcclCommWindowRegister(mcclComm_t comm, void* buff, size_t size, mc
 mcclResult_t mcclCommWindowDeregister(mcclComm_t comm, mcclWindow_t win);
 
 /**
+ * @name Collectives and point-to-point
+ * Each call has its NCCL twin's arguments and meaning, and runs lab 07's enqueue layer: the call is
+ * checked and becomes a task; at the outermost mcclGroupEnd (at once, outside a group) a communicator's
+ * tasks become plans of one kernel launch each (a group of eight small allreduces is one launch), on
+ * their streams, asynchronously. The algorithm and protocol come from lab 07's tuning table (AllReduce:
+ * one-shot on the signal area for small sizes, two-shot when both buffers are in windows, else the ring;
+ * the others: the ring); MCCL_ALGO (AllReduce) and MCCL_PROTO override it. Every rank passes the same
+ * count, type, operation and root: a mismatch is not detected (as in NCCL) and gives wrong results or a
+ * hang. As in NCCL, the calls of one group may run at the same time: none may read what another writes.
+ *
+ * Errors of every call: mcclInvalidArgument (NULL or dead comm; type or operation out of range; an
+ * operation comm did not create, or one destroyed, or created for another type; root or peer out of
+ * range; count x type size (x ranks for the multi-block buffers) past 2^63; a NULL buffer the rank reads
+ * or writes with count > 0; buffers that overlap other than in the call's in-place form, named in the
+ * WARN); mcclInvalidUsage (an aborted communicator, or one whose grouped initialisation has not run);
+ * errors of mcclGroupEnd's run (connections, launches). Inside a group a call that fails its checks fails
+ * the whole group: its mcclGroupEnd launches nothing and returns the error.
+ * @{
+ */
+
+/**
  * @brief Allreduce (NCCL's ncclAllReduce): recvbuff[i] = op over all ranks of sendbuff[i]; in place
- * when sendbuff == recvbuff. Stream-ordered and asynchronous: the call enqueues a kernel on
- * `stream` and returns; inside a group the launch happens at mcclGroupEnd. The algorithm comes from
- * lab 07's table (ring; one-shot on the signal area for small sizes; two-shot when both buffers are
- * in windows), MCCL_ALGO / MCCL_PROTO override it. Every rank passes the same count, dtype and op:
- * a mismatch is not detected (as in NCCL) and gives wrong results or a hang.
+ * when sendbuff == recvbuff. mcclAvg of a floating type multiplies each input by 1/nranks and sums (as
+ * NCCL's PreMulSum: a half-precision average does not overflow where the sum would); of an integer
+ * type it sums and divides.
  * @param[in]  sendbuff  device input, count elements.
  * @param[out] recvbuff  device output, count elements.
- * @param[in]  count     elements; count * size of dtype must not overflow size_t.
- * @param[in]  datatype  mcclDataType_t (NCCL's fp8 types are refused).
- * @param[in]  op        mcclRedOp_t.
+ * @param[in]  count     elements.
+ * @param[in]  datatype  mcclDataType_t.
+ * @param[in]  op        mcclRedOp_t, or an operation from mcclRedOpCreatePreMulSum.
  * @param[in]  comm      the communicator.
  * @param[in]  stream    a stream of the communicator's device.
- * @return mcclSuccess; mcclInvalidArgument (NULL or dead comm, NULL buffers with count > 0, count
- *         overflow, unknown datatype or op, a forced algorithm that cannot run); mcclInvalidUsage
- *         (an aborted communicator); errors of the launch.
+ * @return as the calls above; also mcclInvalidArgument for a forced algorithm that cannot run.
  */
 mcclResult_t mcclAllReduce(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t datatype, mcclRedOp_t op,
                            mcclComm_t comm, cudaStream_t stream);
 
 /**
  * @brief AllGather (NCCL's ncclAllGather): every rank's recvbuff holds nranks blocks of sendcount
- * elements, block r being rank r's sendbuff. In place when sendbuff is recvbuff + rank * sendcount
- * elements. Lab 07's ring (LL up to 256 KiB of output, SIMPLE above); stream-ordered, asynchronous,
- * recorded inside a group and launched at mcclGroupEnd in call order, as mcclAllReduce.
+ * elements, block r being rank r's sendbuff. In place when sendbuff is recvbuff + rank * sendcount.
  * @param[in]  sendbuff   device input, sendcount elements.
  * @param[out] recvbuff   device output, nranks * sendcount elements.
- * @param[in]  sendcount  elements per rank; nranks * sendcount * size of datatype must not overflow.
+ * @param[in]  sendcount  elements per rank.
  * @param[in]  datatype   mcclDataType_t.
  * @param[in]  comm       the communicator.
  * @param[in]  stream     a stream of the communicator's device.
- * @return mcclSuccess; mcclInvalidArgument (NULL or dead comm, NULL buffers with sendcount > 0, count
- *         overflow, unknown datatype, buffers that overlap other than in place); mcclInvalidUsage (an
- *         aborted communicator); errors of the launch.
+ * @return as the calls above.
  */
 mcclResult_t mcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, mcclDataType_t datatype,
                            mcclComm_t comm, cudaStream_t stream);
 
 /**
  * @brief ReduceScatter (NCCL's ncclReduceScatter): rank r's recvbuff[i] = op over all ranks of
- * sendbuff[r * recvcount + i]. In place when recvbuff is sendbuff + rank * recvcount elements.
- * Lab 07's ring; semantics and group behaviour as mcclAllReduce.
+ * sendbuff[r * recvcount + i]. In place when recvbuff is sendbuff + rank * recvcount.
  * @param[in]  sendbuff   device input, nranks * recvcount elements.
  * @param[out] recvbuff   device output, recvcount elements.
- * @param[in]  recvcount  elements per rank; nranks * recvcount * size of datatype must not overflow.
+ * @param[in]  recvcount  elements per rank.
  * @param[in]  datatype   mcclDataType_t.
- * @param[in]  op         mcclRedOp_t.
+ * @param[in]  op         mcclRedOp_t, or an operation from mcclRedOpCreatePreMulSum.
  * @param[in]  comm       the communicator.
  * @param[in]  stream     a stream of the communicator's device.
- * @return as mcclAllGather, and mcclInvalidArgument for an unknown op.
+ * @return as the calls above.
  */
 mcclResult_t mcclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, mcclDataType_t datatype,
                                mcclRedOp_t op, mcclComm_t comm, cudaStream_t stream);
 
 /**
  * @brief Broadcast (NCCL's ncclBroadcast): count elements of the root's sendbuff into every rank's
- * recvbuff, the root's included; in place when sendbuff == recvbuff. Lab 07's ring; semantics and
- * group behaviour as mcclAllReduce.
+ * recvbuff, the root's included; in place when sendbuff == recvbuff.
  * @param[in]  sendbuff  device input, count elements; read on the root only.
  * @param[out] recvbuff  device output, count elements.
- * @param[in]  count     elements; count * size of datatype must not overflow.
+ * @param[in]  count     elements.
  * @param[in]  datatype  mcclDataType_t.
- * @param[in]  root      the rank whose data is sent, 0 .. nranks-1.
+ * @param[in]  root      the rank whose data is sent.
  * @param[in]  comm      the communicator.
  * @param[in]  stream    a stream of the communicator's device.
- * @return as mcclAllGather, and mcclInvalidArgument for a root out of range.
+ * @return as the calls above.
  */
 mcclResult_t mcclBroadcast(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t datatype, int root,
                            mcclComm_t comm, cudaStream_t stream);
 
 /**
  * @brief Reduce (NCCL's ncclReduce): the root's recvbuff[i] = op over all ranks of sendbuff[i];
- * other ranks' recvbuff is not written. In place when sendbuff == recvbuff. Lab 07's ring;
- * semantics and group behaviour as mcclAllReduce.
+ * other ranks' recvbuff is not written. In place when sendbuff == recvbuff.
  * @param[in]  sendbuff  device input, count elements.
  * @param[out] recvbuff  device output on the root, count elements.
- * @param[in]  count     elements; count * size of datatype must not overflow.
+ * @param[in]  count     elements.
  * @param[in]  datatype  mcclDataType_t.
- * @param[in]  op        mcclRedOp_t.
- * @param[in]  root      the rank that receives the result, 0 .. nranks-1.
+ * @param[in]  op        mcclRedOp_t, or an operation from mcclRedOpCreatePreMulSum.
+ * @param[in]  root      the rank that receives the result.
  * @param[in]  comm      the communicator.
  * @param[in]  stream    a stream of the communicator's device.
- * @return as mcclBroadcast, and mcclInvalidArgument for an unknown op.
+ * @return as the calls above.
  */
 mcclResult_t mcclReduce(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t datatype, mcclRedOp_t op,
                         int root, mcclComm_t comm, cudaStream_t stream);
 
 /**
  * @brief Send count elements to any peer (NCCL's ncclSend); peer calls mcclRecv with the same count
- * and type. At mcclGroupEnd (a call outside a group is a group of one), a communicator's sends and
- * receives go together to lab 07's mcclLabSendRecv: peers not yet connected get point-to-point
- * connections on every channel (connIndex 1, P2P else SHM, kept until mcclCommDestroy), made with the
- * peer's matching call, then NCCL's schedule (round r: the send to rank + r with the receive from
- * rank - r) runs in one kernel launch per 16 rounds. A send and its receive must be in groups that
- * both ranks reach (a ring's send to next and receive from prev in one group each, as nccl-tests'
- * sendrecv; all-to-all in one group). To self is a device copy, which needs the mcclRecv from self of
- * the same size in the same group. A communicator's grouped sends and receives must share one stream.
+ * and type. At mcclGroupEnd, peers not yet connected get point-to-point connections on every channel
+ * (connIndex 1, P2P else SHM, kept until mcclCommDestroy), made with the peer's matching group; then
+ * NCCL's schedule (round r: the send to rank + r with the receive from rank - r) runs as point-to-point
+ * works, all of a group's in one launch where they fit. A send and its receive must be in groups both
+ * ranks reach. To self is a device copy, which needs the mcclRecv from self of the same size in the same
+ * group. A communicator's grouped sends and receives share one stream.
  *
  * A send whose receive never comes waits, as in NCCL: at mcclGroupEnd while connecting (until
  * MCCL_BOOTSTRAP_TIMEOUT, mcclTimeout) or, once connected, in the kernel; mcclCommAbort ends it.
  * @param[in] sendbuff  device input, count elements.
- * @param[in] count     elements; count * size of datatype must not overflow.
+ * @param[in] count     elements.
  * @param[in] datatype  mcclDataType_t (bytes are moved).
- * @param[in] peer      the receiving rank, 0 .. nranks-1 (this rank: a copy).
+ * @param[in] peer      the receiving rank (this rank: a copy).
  * @param[in] comm      the communicator.
  * @param[in] stream    a stream of the communicator's device.
- * @return mcclSuccess; mcclInvalidArgument (NULL or dead comm, NULL sendbuff with count > 0, count
- *         overflow, unknown datatype, peer out of range); mcclInvalidUsage (an unpaired send to self,
- *         a group's sends and receives of one communicator on several streams, an aborted
- *         communicator); errors of the connection setup (mcclTimeout, ...) and of the launch.
+ * @return as the calls above; mcclInvalidUsage at mcclGroupEnd for an unpaired send to self or a group's
+ *         sends and receives on several streams.
  */
 mcclResult_t mcclSend(const void* sendbuff, size_t count, mcclDataType_t datatype, int peer, mcclComm_t comm,
                       cudaStream_t stream);
 
 /**
- * @brief Receive count elements from any peer (NCCL's ncclRecv), the counterpart of its mcclSend;
- * connections, schedule and group behaviour as mcclSend.
+ * @brief Receive count elements from any peer (NCCL's ncclRecv), the counterpart of its mcclSend.
  * @param[out] recvbuff  device output, count elements.
  * @param[in]  count     elements.
  * @param[in]  datatype  mcclDataType_t.
- * @param[in]  peer      the sending rank, 0 .. nranks-1 (this rank: a copy).
+ * @param[in]  peer      the sending rank (this rank: a copy).
  * @param[in]  comm      the communicator.
  * @param[in]  stream    a stream of the communicator's device.
- * @return as mcclSend (NULL recvbuff with count > 0; an unpaired receive from self).
+ * @return as mcclSend.
  */
 mcclResult_t mcclRecv(void* recvbuff, size_t count, mcclDataType_t datatype, int peer, mcclComm_t comm,
                       cudaStream_t stream);
 
 /**
+ * @brief AlltoAll (NCCL 2.28's ncclAlltoAll): count elements at sendbuff + p * count go to rank p, and
+ * those at recvbuff + p * count come from rank p. Enqueued as a send and a receive per rank, as NCCL.
+ * @param[in]  sendbuff  device input, nranks * count elements.
+ * @param[out] recvbuff  device output, nranks * count elements; must not overlap sendbuff.
+ * @param[in]  count     elements per rank pair.
+ * @param[in]  datatype  mcclDataType_t.
+ * @param[in]  comm      the communicator.
+ * @param[in]  stream    a stream of the communicator's device.
+ * @return as mcclSend.
+ */
+mcclResult_t mcclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t datatype, mcclComm_t comm,
+                          cudaStream_t stream);
+
+/**
+ * @brief Gather (NCCL 2.28's ncclGather): each rank's count elements go to the root, rank r's at
+ * recvbuff + r * count. In place on the root when sendbuff is recvbuff + root * count.
+ * @param[in]  sendbuff  device input, count elements.
+ * @param[out] recvbuff  on the root: device output, nranks * count elements (unused elsewhere).
+ * @param[in]  count     elements per rank.
+ * @param[in]  datatype  mcclDataType_t.
+ * @param[in]  root      the receiving rank.
+ * @param[in]  comm      the communicator.
+ * @param[in]  stream    a stream of the communicator's device.
+ * @return as mcclSend.
+ */
+mcclResult_t mcclGather(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t datatype, int root,
+                        mcclComm_t comm, cudaStream_t stream);
+
+/**
+ * @brief Scatter (NCCL 2.28's ncclScatter): the root's count elements at sendbuff + r * count go to rank
+ * r's recvbuff. In place on the root when recvbuff is sendbuff + root * count.
+ * @param[in]  sendbuff  on the root: device input, nranks * count elements (unused elsewhere).
+ * @param[out] recvbuff  device output, count elements.
+ * @param[in]  count     elements per rank.
+ * @param[in]  datatype  mcclDataType_t.
+ * @param[in]  root      the sending rank.
+ * @param[in]  comm      the communicator.
+ * @param[in]  stream    a stream of the communicator's device.
+ * @return as mcclSend.
+ */
+mcclResult_t mcclScatter(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t datatype, int root,
+                         mcclComm_t comm, cudaStream_t stream);
+
+/** @} */
+
+/**
+ * @brief Create a PreMulSum operation (NCCL's ncclRedOpCreatePreMulSum): each rank's input is multiplied
+ * by `scalar`, then the products are summed. The operation belongs to comm and to datatype.
+ * @param[out] op         the operation (from mcclNumOps up); written only on success.
+ * @param[in]  scalar     one element of datatype: host memory (mcclScalarHostImmediate, read now) or device
+ *                        memory (mcclScalarDevice, read by each kernel that uses the operation).
+ * @param[in]  datatype   mcclDataType_t of the calls that use it.
+ * @param[in]  residence  mcclScalarHostImmediate or mcclScalarDevice.
+ * @param[in]  comm       the communicator.
+ * @return mcclSuccess; mcclInvalidArgument (NULL op or scalar, dead comm, datatype or residence out of range).
+ */
+mcclResult_t mcclRedOpCreatePreMulSum(mcclRedOp_t* op, void* scalar, mcclDataType_t datatype,
+                                      mcclScalarResidence_t residence, mcclComm_t comm);
+
+/**
+ * @brief Destroy an operation from mcclRedOpCreatePreMulSum (NCCL's ncclRedOpDestroy); calls already made
+ * with it are unaffected.
+ * @param[in] op    the operation.
+ * @param[in] comm  the communicator that created it.
+ * @return mcclSuccess; mcclInvalidArgument (a built-in operation, one comm did not create or already
+ *         destroyed, a dead comm).
+ */
+mcclResult_t mcclRedOpDestroy(mcclRedOp_t op, mcclComm_t comm);
+
+/**
  * @brief Start a group (NCCL's ncclGroupStart): until the matching mcclGroupEnd, mcclCommInitRank,
- * mcclCommWindowRegister and the collectives and point-to-point calls of this thread only check
- * their arguments and record the call. Groups nest; only the outermost mcclGroupEnd runs them.
+ * mcclCommWindowRegister and the collectives and point-to-point calls of this thread only check their
+ * arguments and record the call. Groups nest; only the outermost mcclGroupEnd runs them. As in NCCL, a
+ * communicator created in a group is used by collective calls only after the group ends.
  * @return mcclSuccess.
  */
 mcclResult_t mcclGroupStart(void);
 
 /**
- * @brief End a group (NCCL's ncclGroupEnd): at the outermost one, create the recorded
- * communicators together (one thread each), then register the recorded windows together, then
- * launch the recorded collectives in call order, then each communicator's sends and receives
- * together (connecting new peers first; one thread per communicator, as the ranks wait for each
- * other). Returns when all are launched, not finished.
- * @return mcclSuccess; mcclInvalidUsage (no group started in this thread); the first error of a
- *         recorded call (the others still ran; a failed communicator reports it through
- *         mcclCommGetAsyncError and must be destroyed).
+ * @brief End a group (NCCL's ncclGroupEnd): at the outermost one, create the recorded communicators
+ * together (one thread each), register the recorded windows together, then run every communicator's
+ * tasks: point-to-point peers connected (a thread per communicator when several connect, as the ranks
+ * wait for each other), then the plans launched, a communicator's tasks sharing launches where they fit.
+ * Returns when all are launched, not finished.
+ * @return mcclSuccess; mcclInvalidUsage (no group started in this thread; a communicator destroyed while
+ *         this group held its calls); the error of a call that failed its checks in the group (nothing
+ *         ran); else the first error of a recorded call or communicator (the others still ran; a failed
+ *         communicator reports it through mcclCommGetAsyncError and must be destroyed).
  */
 mcclResult_t mcclGroupEnd(void);
+
+/** @brief What mcclGroupSimulateEnd fills (NCCL's ncclSimInfo_t, the same layout). */
+typedef struct {
+  size_t size;          /**< sizeof(mcclSimInfo_t) (MCCL_SIM_INFO_INITIALIZER sets it) */
+  unsigned int magic;   /**< MCCL_SIM_INFO_MAGIC (MCCL_SIM_INFO_INITIALIZER sets it) */
+  unsigned int version; /**< the header's version code */
+  float estimatedTime;  /**< out: microseconds the group's calls would take, by lab 07's tuning model */
+} mcclSimInfo_t;
+/** @brief mcclSimInfo_t's magic (NCCL's). */
+#define MCCL_SIM_INFO_MAGIC 0x74685283
+/** @brief Initialise an mcclSimInfo_t before mcclGroupSimulateEnd (NCCL's NCCL_SIM_INFO_INITIALIZER). */
+#define MCCL_SIM_INFO_INITIALIZER \
+  { sizeof(mcclSimInfo_t), MCCL_SIM_INFO_MAGIC, MCCL_VERSION_CODE, -1.0f }
+
+/**
+ * @brief End a group without running its collective and point-to-point calls (NCCL's
+ * ncclGroupSimulateEnd): they are planned as mcclGroupEnd would plan them and dropped; grouped
+ * communicator creations and window registrations still run.
+ * @param[in,out] simInfo  initialised with MCCL_SIM_INFO_INITIALIZER; estimatedTime is set.
+ * @return mcclSuccess; mcclInvalidArgument (NULL simInfo, a wrong size or magic); as mcclGroupEnd.
+ */
+mcclResult_t mcclGroupSimulateEnd(mcclSimInfo_t* simInfo);
 
 /** @} */
 

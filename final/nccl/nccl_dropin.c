@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,11 +27,18 @@ _Static_assert(ncclInt8 == (int)mcclInt8 && ncclUint8 == (int)mcclUint8 && ncclI
                    ncclUint32 == (int)mcclUint32 && ncclInt64 == (int)mcclInt64 && ncclUint64 == (int)mcclUint64 &&
                    ncclFloat16 == (int)mcclFloat16 && ncclFloat32 == (int)mcclFloat32 &&
                    ncclFloat64 == (int)mcclFloat64 && ncclBfloat16 == (int)mcclBfloat16 &&
-                   ncclFloat8e4m3 == (int)mcclNumTypes,
-               "ncclDataType_t and mcclDataType_t differ (minccl serves NCCL's types below the fp8 ones)");
+                   ncclFloat8e4m3 == (int)mcclFloat8e4m3 && ncclFloat8e5m2 == (int)mcclFloat8e5m2 &&
+                   ncclNumTypes == (int)mcclNumTypes,
+               "ncclDataType_t and mcclDataType_t differ");
 _Static_assert(ncclSum == (int)mcclSum && ncclProd == (int)mcclProd && ncclMax == (int)mcclMax &&
-                   ncclMin == (int)mcclMin && ncclAvg == (int)mcclAvg && ncclNumOps == (int)mcclNumOps,
+                   ncclMin == (int)mcclMin && ncclAvg == (int)mcclAvg && ncclNumOps == (int)mcclNumOps &&
+                   sizeof(ncclRedOp_t) == sizeof(mcclRedOp_t),
                "ncclRedOp_t and mcclRedOp_t differ");
+_Static_assert(ncclScalarDevice == (int)mcclScalarDevice && ncclScalarHostImmediate == (int)mcclScalarHostImmediate,
+               "ncclScalarResidence_t and mcclScalarResidence_t differ");
+_Static_assert(sizeof(ncclSimInfo_t) == sizeof(mcclSimInfo_t) &&
+                   offsetof(ncclSimInfo_t, estimatedTime) == offsetof(mcclSimInfo_t, estimatedTime),
+               "ncclSimInfo_t and mcclSimInfo_t differ");
 _Static_assert(sizeof(ncclUniqueId) == sizeof(mcclUniqueId), "ncclUniqueId and mcclUniqueId differ in size");
 _Static_assert(NCCL_WIN_DEFAULT == MCCL_WIN_DEFAULT && NCCL_WIN_COLL_SYMMETRIC == MCCL_WIN_COLL_SYMMETRIC,
                "window flags differ");
@@ -617,38 +625,31 @@ ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
 PNCCL_ALIAS(ncclCommWindowDeregister);
 
 // ---- reduction operators -------------------------------------------------------------------------
-// PreMulSum is refused: minccl's kernels have no scalar pre-multiply (NCCL's ncclDevPreMulSum).
 ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
                                       ncclScalarResidence_t residence, ncclComm_t comm) {
-  (void)op, (void)scalar, (void)datatype, (void)residence, (void)comm;
-  return mcclDropinUnimplemented("ncclRedOpCreatePreMulSum");
+  mcclComm_t mc;
+  ncclResult_t res = commGet(comm, "ncclRedOpCreatePreMulSum", &mc);
+  if (res != ncclSuccess) return res;
+  SERVED();
+  return toNccl(mcclRedOpCreatePreMulSum((mcclRedOp_t*)op, scalar, (mcclDataType_t)datatype,
+                                         (mcclScalarResidence_t)residence, mc));
 }
 PNCCL_ALIAS(ncclRedOpCreatePreMulSum);
 
 ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
-  (void)comm;
-  if ((int)op < ncclNumOps)
-    WARN("ncclRedOpDestroy: op %d is a built-in operation (only ncclRedOpCreate* results are destroyed)", (int)op);
-  else
-    WARN("ncclRedOpDestroy: op %d was not created (minccl creates no operations: PreMulSum is refused)", (int)op);
-  return ncclInvalidArgument;
+  mcclComm_t mc;
+  ncclResult_t res = commGet(comm, "ncclRedOpDestroy", &mc);
+  if (res != ncclSuccess) return res;
+  SERVED();
+  return toNccl(mcclRedOpDestroy((mcclRedOp_t)op, mc));
 }
 PNCCL_ALIAS(ncclRedOpDestroy);
 
 // ---- collectives ---------------------------------------------------------------------------------
-static ncclResult_t collCheck(const char* call, ncclComm_t comm, ncclDataType_t datatype, int op, mcclComm_t* mc) {
+// The handle here; the rest of NCCL's ArgsCheck (type, operation, root, counts, buffers) in minccl.
+static ncclResult_t collCheck(const char* call, ncclComm_t comm, mcclComm_t* mc) {
   ncclResult_t res = commGet(comm, call, mc);
   if (res != ncclSuccess) return res;
-  if ((int)datatype < 0 || (int)datatype >= mcclNumTypes) {
-    WARN("%s: datatype %d is not served by minccl (%s)", call, (int)datatype,
-         datatype == ncclFloat8e4m3 || datatype == ncclFloat8e5m2 ? "NCCL's fp8 types are not implemented"
-                                                                  : "not an ncclDataType_t");
-    return ncclInvalidArgument;
-  }
-  if (op < 0 || op >= ncclNumOps) {
-    WARN("%s: op %d is not a built-in ncclRedOp_t (minccl creates no PreMulSum operations)", call, op);
-    return ncclInvalidArgument;
-  }
   if (comm->finalized) {
     WARN("%s: comm %p was finalized (ncclCommFinalize)", call, (void*)comm);
     return ncclInvalidUsage;
@@ -657,93 +658,83 @@ static ncclResult_t collCheck(const char* call, ncclComm_t comm, ncclDataType_t 
   return ncclSuccess;
 }
 
+#define DROPIN_CALL(name, mcclCall)                 \
+  do {                                              \
+    mcclComm_t mc;                                  \
+    ncclResult_t res = collCheck(#name, comm, &mc); \
+    if (res != ncclSuccess) return res;             \
+    return toNccl(mcclCall);                        \
+  } while (0)
+
 ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
                            ncclComm_t comm, cudaStream_t stream) {
-  mcclComm_t mc;
-  ncclResult_t res = collCheck("ncclAllReduce", comm, datatype, (int)op, &mc);
-  if (res != ncclSuccess) return res;
-  return toNccl(mcclAllReduce(sendbuff, recvbuff, count, (mcclDataType_t)datatype, (mcclRedOp_t)op, mc, stream));
+  DROPIN_CALL(ncclAllReduce,
+              mcclAllReduce(sendbuff, recvbuff, count, (mcclDataType_t)datatype, (mcclRedOp_t)op, mc, stream));
 }
 PNCCL_ALIAS(ncclAllReduce);
 
-// The other collectives are forwarded when minccl.h declares them (final/nccl.mk defines
-// MCCL_HAVE_<name> for each it finds); until then nccl_stubs.c answers ncclInvalidUsage for them.
-#ifdef MCCL_HAVE_mcclAllGather
 ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
                            ncclComm_t comm, cudaStream_t stream) {
-  mcclComm_t mc;
-  ncclResult_t res = collCheck("ncclAllGather", comm, datatype, ncclSum, &mc);
-  if (res != ncclSuccess) return res;
-  return toNccl(mcclAllGather(sendbuff, recvbuff, sendcount, (mcclDataType_t)datatype, mc, stream));
+  DROPIN_CALL(ncclAllGather, mcclAllGather(sendbuff, recvbuff, sendcount, (mcclDataType_t)datatype, mc, stream));
 }
 PNCCL_ALIAS(ncclAllGather);
-#endif
 
-#ifdef MCCL_HAVE_mcclReduceScatter
 ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
                                ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  mcclComm_t mc;
-  ncclResult_t res = collCheck("ncclReduceScatter", comm, datatype, (int)op, &mc);
-  if (res != ncclSuccess) return res;
-  return toNccl(
-      mcclReduceScatter(sendbuff, recvbuff, recvcount, (mcclDataType_t)datatype, (mcclRedOp_t)op, mc, stream));
+  DROPIN_CALL(ncclReduceScatter,
+              mcclReduceScatter(sendbuff, recvbuff, recvcount, (mcclDataType_t)datatype, (mcclRedOp_t)op, mc, stream));
 }
 PNCCL_ALIAS(ncclReduceScatter);
-#endif
 
-#ifdef MCCL_HAVE_mcclBroadcast
 ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                            ncclComm_t comm, cudaStream_t stream) {
-  mcclComm_t mc;
-  ncclResult_t res = collCheck("ncclBroadcast", comm, datatype, ncclSum, &mc);
-  if (res != ncclSuccess) return res;
-  return toNccl(mcclBroadcast(sendbuff, recvbuff, count, (mcclDataType_t)datatype, root, mc, stream));
+  DROPIN_CALL(ncclBroadcast, mcclBroadcast(sendbuff, recvbuff, count, (mcclDataType_t)datatype, root, mc, stream));
 }
 PNCCL_ALIAS(ncclBroadcast);
 
 // NCCL's legacy in-place broadcast.
 ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
                        cudaStream_t stream) {
-  mcclComm_t mc;
-  ncclResult_t res = collCheck("ncclBcast", comm, datatype, ncclSum, &mc);
-  if (res != ncclSuccess) return res;
-  return toNccl(mcclBroadcast(buff, buff, count, (mcclDataType_t)datatype, root, mc, stream));
+  DROPIN_CALL(ncclBcast, mcclBroadcast(buff, buff, count, (mcclDataType_t)datatype, root, mc, stream));
 }
 PNCCL_ALIAS(ncclBcast);
-#endif
 
-#ifdef MCCL_HAVE_mcclReduce
 ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
                         int root, ncclComm_t comm, cudaStream_t stream) {
-  mcclComm_t mc;
-  ncclResult_t res = collCheck("ncclReduce", comm, datatype, (int)op, &mc);
-  if (res != ncclSuccess) return res;
-  return toNccl(mcclReduce(sendbuff, recvbuff, count, (mcclDataType_t)datatype, (mcclRedOp_t)op, root, mc, stream));
+  DROPIN_CALL(ncclReduce,
+              mcclReduce(sendbuff, recvbuff, count, (mcclDataType_t)datatype, (mcclRedOp_t)op, root, mc, stream));
 }
 PNCCL_ALIAS(ncclReduce);
-#endif
 
-#ifdef MCCL_HAVE_mcclSend
 ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                       cudaStream_t stream) {
-  mcclComm_t mc;
-  ncclResult_t res = collCheck("ncclSend", comm, datatype, ncclSum, &mc);
-  if (res != ncclSuccess) return res;
-  return toNccl(mcclSend(sendbuff, count, (mcclDataType_t)datatype, peer, mc, stream));
+  DROPIN_CALL(ncclSend, mcclSend(sendbuff, count, (mcclDataType_t)datatype, peer, mc, stream));
 }
 PNCCL_ALIAS(ncclSend);
-#endif
 
-#ifdef MCCL_HAVE_mcclRecv
 ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                       cudaStream_t stream) {
-  mcclComm_t mc;
-  ncclResult_t res = collCheck("ncclRecv", comm, datatype, ncclSum, &mc);
-  if (res != ncclSuccess) return res;
-  return toNccl(mcclRecv(recvbuff, count, (mcclDataType_t)datatype, peer, mc, stream));
+  DROPIN_CALL(ncclRecv, mcclRecv(recvbuff, count, (mcclDataType_t)datatype, peer, mc, stream));
 }
 PNCCL_ALIAS(ncclRecv);
-#endif
+
+ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclComm_t comm,
+                          cudaStream_t stream) {
+  DROPIN_CALL(ncclAlltoAll, mcclAlltoAll(sendbuff, recvbuff, count, (mcclDataType_t)datatype, mc, stream));
+}
+PNCCL_ALIAS(ncclAlltoAll);
+
+ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                        ncclComm_t comm, cudaStream_t stream) {
+  DROPIN_CALL(ncclGather, mcclGather(sendbuff, recvbuff, count, (mcclDataType_t)datatype, root, mc, stream));
+}
+PNCCL_ALIAS(ncclGather);
+
+ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                         ncclComm_t comm, cudaStream_t stream) {
+  DROPIN_CALL(ncclScatter, mcclScatter(sendbuff, recvbuff, count, (mcclDataType_t)datatype, root, mc, stream));
+}
+PNCCL_ALIAS(ncclScatter);
 
 ncclResult_t ncclGroupStart(void) {
   ncclResult_t res = toNccl(mcclGroupStart());
@@ -759,3 +750,10 @@ ncclResult_t ncclGroupEnd(void) {
   return toNccl(mcclGroupEnd());
 }
 PNCCL_ALIAS(ncclGroupEnd);
+
+ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
+  if (groupDepth > 0) groupDepth--;
+  SERVED();
+  return toNccl(mcclGroupSimulateEnd((mcclSimInfo_t*)simInfo));
+}
+PNCCL_ALIAS(ncclGroupSimulateEnd);

@@ -1,28 +1,26 @@
-// final/: groups (NCCL's src/group.cc, in small). Between mcclGroupStart and the outermost
-// mcclGroupEnd a thread's collective calls are recorded; mcclGroupEnd then runs them: the blocking,
-// collective ones (communicator creation, window registration) one thread per call, since the
-// ranks wait for each other; then the collectives, launched in call order (launches never block);
-// then, as NCCL schedules a plan's point-to-point tasks after its collectives, each communicator's
-// sends and receives, to any peers, handed together to lab 07's mcclLabSendRecv (one thread per
-// communicator when several have some: connecting new peers waits for the peers' matching calls).
+// final/: groups (NCCL's src/group.cc, in small). The collectives and point-to-point calls of a group
+// are lab 07's tasks, kept by lab 07's group (mcclLabGroupStart / End), which mcclGroupStart and
+// mcclGroupEnd open and close. What lab 07 does not know is kept here: the blocking, collective calls
+// of a group (communicator creation, window registration), run at the outermost mcclGroupEnd one thread
+// per communicator, since the ranks wait for each other, before lab 07's group end runs the tasks.
 // A call outside a group is a group of one, as in NCCL.
 #include <pthread.h>
 #include <stdlib.h>
 #include "mccl_checks.h"
+#include "mccl_collectives.h"
 #include "mccl_debug.h"
 #include "minccl_internal.h"
 
-enum groupOpKind { GROUP_INIT, GROUP_WINDOW, GROUP_CALL, GROUP_P2P };
+enum groupOpKind { GROUP_INIT, GROUP_WINDOW };
 
 struct groupOp {
   enum groupOpKind kind;
-  struct mcclComm* comm;
+  struct mcclComm* comm;  // NULL once the communicator was destroyed (mcclGroupForget)
+  int rank;               // the communicator's, for the message when it is gone
   // GROUP_WINDOW
   void* buff;
   size_t size;
   mcclWindow_t* win;
-  // GROUP_CALL, GROUP_P2P (a send or a receive)
-  struct mcclCall call;
   mcclResult_t res;
   struct groupOp* next;
 };
@@ -36,7 +34,7 @@ int mcclGroupActive(void) {
 
 mcclResult_t mcclGroupStart(void) {
   groupDepth++;
-  return mcclSuccess;
+  return mcclLabGroupStart();
 }
 
 static mcclResult_t record(struct groupOp* proto) {
@@ -56,45 +54,21 @@ static mcclResult_t record(struct groupOp* proto) {
 }
 
 mcclResult_t mcclGroupRecordInit(struct mcclComm* comm) {
-  struct groupOp op = {.kind = GROUP_INIT, .comm = comm};
+  struct groupOp op = {.kind = GROUP_INIT, .comm = comm, .rank = comm->rank};
   return record(&op);
 }
 
 mcclResult_t mcclGroupRecordWindow(struct mcclComm* comm, void* buff, size_t size, mcclWindow_t* win) {
-  struct groupOp op = {.kind = GROUP_WINDOW, .comm = comm, .buff = buff, .size = size, .win = win};
+  struct groupOp op = {.kind = GROUP_WINDOW, .comm = comm, .rank = comm->rank, .buff = buff, .size = size, .win = win};
   return record(&op);
 }
 
-mcclResult_t mcclGroupRecordCall(const struct mcclCall* call) {
-  const int p2p = call->kind == MCCL_CALL_SEND || call->kind == MCCL_CALL_RECV;
-  struct groupOp o = {.kind = p2p ? GROUP_P2P : GROUP_CALL, .comm = call->comm, .call = *call};
-  return record(&o);
+void mcclGroupForget(struct mcclComm* comm) {
+  for (struct groupOp* o = groupHead; o; o = o->next)
+    if (o->comm == comm) o->comm = NULL;
 }
 
-// One communicator's sends and receives, in call order, in one lab 07 call; the result goes to its first op.
-static void runP2p(struct groupOp* ops, struct mcclComm* comm) {
-  int n = 0;
-  struct groupOp* first = NULL;
-  for (struct groupOp* o = ops; o; o = o->next)
-    if (o->kind == GROUP_P2P && o->comm == comm) {
-      if (!first) first = o;
-      n++;
-    }
-  struct mcclCall* calls = (struct mcclCall*)malloc((size_t)n * sizeof(*calls));
-  if (calls == NULL) {
-    WARN("Out of memory for %d grouped sends and receives", n);
-    first->res = mcclSystemError;
-    return;
-  }
-  int k = 0;
-  for (struct groupOp* o = ops; o; o = o->next)
-    if (o->kind == GROUP_P2P && o->comm == comm) calls[k++] = o->call;
-  first->res = mcclSendRecvNow(comm, calls, n);
-  free(calls);
-}
-
-// One communicator's recorded ops of one kind, in call order (a communicator's collectives must
-// reach every rank in the same order, so they never run side by side).
+// One communicator's recorded ops of one kind, in call order.
 struct commRun {
   struct groupOp* ops;
   enum groupOpKind kind;
@@ -105,10 +79,6 @@ static void* runComm(void* p) {
   struct commRun* cr = (struct commRun*)p;
   for (struct groupOp* o = cr->ops; o; o = o->next) {
     if (o->kind != cr->kind || o->comm != cr->comm) continue;
-    if (o->kind == GROUP_P2P) {
-      runP2p(cr->ops, cr->comm);
-      break;
-    }
     if (o->kind == GROUP_INIT)
       o->res = mcclCommInitDeferred(o->comm);
     else
@@ -122,7 +92,7 @@ static void* runComm(void* p) {
 static void runTogether(struct groupOp* ops, enum groupOpKind kind) {
   int n = 0;
   for (struct groupOp* o = ops; o; o = o->next) {
-    if (o->kind != kind) continue;
+    if (o->kind != kind || o->comm == NULL) continue;
     int seen = 0;
     for (struct groupOp* q = ops; q != o && !seen; q = q->next) seen = q->kind == kind && q->comm == o->comm;
     n += !seen;
@@ -133,7 +103,7 @@ static void runTogether(struct groupOp* ops, enum groupOpKind kind) {
   int saved = 0, k = 0;
   if (cudaGetDevice(&saved) != cudaSuccess) saved = -1;
   for (struct groupOp* o = ops; o; o = o->next) {
-    if (o->kind != kind) continue;
+    if (o->kind != kind || o->comm == NULL) continue;
     int seen = 0;
     for (int i = 0; i < k && !seen; i++) seen = runs && runs[i].comm == o->comm;
     if (seen) continue;
@@ -161,25 +131,59 @@ static void runTogether(struct groupOp* ops, enum groupOpKind kind) {
   if (saved >= 0) cudaSetDevice(saved);
 }
 
-mcclResult_t mcclGroupEnd(void) {
+// End a group: the outermost end runs the records (then frees them), and lab 07's group end runs the
+// tasks (or, with simInfo, plans them for the estimate only).
+static mcclResult_t groupEnd(mcclSimInfo_t* simInfo) {
   if (groupDepth == 0) {
     WARN("Invalid usage: mcclGroupEnd without mcclGroupStart in this thread");
     return mcclInvalidUsage;
   }
-  if (--groupDepth > 0) return mcclSuccess;
+  if (--groupDepth > 0) return mcclLabGroupEnd();
   struct groupOp* ops = groupHead;
   groupHead = groupTail = NULL;
   mcclResult_t res = mcclSuccess;
+  for (struct groupOp* o = ops; o; o = o->next)
+    if (o->comm == NULL) {
+      WARN("Invalid usage: rank %d's communicator was destroyed while this group held its %s", o->rank,
+           o->kind == GROUP_INIT ? "creation" : "window registration");
+      o->res = mcclInvalidUsage;
+    }
   runTogether(ops, GROUP_INIT);
   runTogether(ops, GROUP_WINDOW);
-  for (struct groupOp* o = ops; o; o = o->next)
-    if (o->kind == GROUP_CALL) o->res = mcclCallNow(&o->call);
-  runTogether(ops, GROUP_P2P);
+  float estimate = 0;
+  mcclResult_t tasks = simInfo ? mcclLabGroupSimulateEnd(&estimate) : mcclLabGroupEnd();
+  if (simInfo && tasks == mcclSuccess) simInfo->estimatedTime = estimate;
   while (ops) {
     struct groupOp* o = ops;
     ops = o->next;
     if (o->res != mcclSuccess && res == mcclSuccess) res = o->res;
     free(o);
   }
-  return res;
+  return res != mcclSuccess ? res : tasks;
+}
+
+mcclResult_t mcclGroupEnd(void) {
+  return groupEnd(NULL);
+}
+
+mcclResult_t mcclGroupSimulateEnd(mcclSimInfo_t* simInfo) {
+  if (simInfo == NULL || simInfo->size != sizeof(mcclSimInfo_t) || simInfo->magic != MCCL_SIM_INFO_MAGIC) {
+    WARN(
+        "Invalid argument: mcclGroupSimulateEnd: simInfo %p is NULL or not from MCCL_SIM_INFO_INITIALIZER (size %zu, "
+        "magic 0x%x)",
+        (void*)simInfo, simInfo ? simInfo->size : (size_t)0, simInfo ? simInfo->magic : 0u);
+    // The group still ends: its records and tasks are dropped, nothing runs.
+    if (groupDepth > 0 && --groupDepth == 0) {
+      while (groupHead) {
+        struct groupOp* o = groupHead;
+        groupHead = o->next;
+        free(o);
+      }
+      groupTail = NULL;
+    }
+    float ignored;
+    (void)mcclLabGroupSimulateEnd(&ignored);
+    return mcclInvalidArgument;
+  }
+  return groupEnd(simInfo);
 }

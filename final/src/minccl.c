@@ -13,7 +13,6 @@
 #include "mccl_debug.h"
 #include "mccl_collectives.h"
 #include "mccl_net.h"
-#include "mccl_sendrecv.h"
 #include "minccl_internal.h"
 
 static pthread_mutex_t liveLock = PTHREAD_MUTEX_INITIALIZER;
@@ -120,6 +119,7 @@ static mcclResult_t commUnlink(struct mcclComm* comm, const char* call) {
 // launch is ordered with). After an abort the kernels see the flag and end within a few spins.
 static mcclResult_t commFree(struct mcclComm* comm, int abort) {
   mcclResult_t res = mcclSuccess;
+  mcclGroupForget(comm);  // this thread's group records of it (its creation, its windows) now fail
   if (comm->lab) {
     int saved = -1;
     if (cudaGetDevice(&saved) != cudaSuccess) saved = -1;
@@ -364,148 +364,99 @@ out:
 }
 
 // ---- collectives and point-to-point -----------------------------------------------------------------
-
-static const char* const callNames[] = {"mcclAllReduce", "mcclAllGather", "mcclReduceScatter", "mcclBroadcast",
-                                        "mcclReduce",    "mcclSend",      "mcclRecv"};
-
-mcclResult_t mcclCallNow(const struct mcclCall* c) {
-  struct mcclComm* comm = c->comm;
-  MCCLCHECK(commReady(comm, callNames[c->kind]));
-  if (c->kind == MCCL_CALL_SEND || c->kind == MCCL_CALL_RECV) return mcclSendRecvNow(comm, c, 1);
-  int saved = 0;
-  CUDACHECK(cudaGetDevice(&saved));
-  if (saved != comm->cudaDev) CUDACHECK(cudaSetDevice(comm->cudaDev));
-  mcclResult_t res = mcclInternalError;
-  switch (c->kind) {
-    case MCCL_CALL_ALLREDUCE:
-      res = mcclLabAllReduce(c->sendbuff, c->recvbuff, c->count, c->datatype, c->op, comm->lab, c->stream);
-      break;
-    case MCCL_CALL_ALLGATHER:
-      res = mcclLabAllGather(c->sendbuff, c->recvbuff, c->count, c->datatype, comm->lab, c->stream);
-      break;
-    case MCCL_CALL_REDUCESCATTER:
-      res = mcclLabReduceScatter(c->sendbuff, c->recvbuff, c->count, c->datatype, c->op, comm->lab, c->stream);
-      break;
-    case MCCL_CALL_BROADCAST:
-      res = mcclLabBroadcast(c->sendbuff, c->recvbuff, c->count, c->datatype, c->root, comm->lab, c->stream);
-      break;
-    case MCCL_CALL_REDUCE:
-      res = mcclLabReduce(c->sendbuff, c->recvbuff, c->count, c->datatype, c->op, c->root, comm->lab, c->stream);
-      break;
-    default:
-      WARN("Internal error: call kind %d", (int)c->kind);
-      break;
+// Each call checks the handle (NCCL's CommCheck) and hands its arguments to lab 07, whose enqueue layer
+// checks the rest, makes the task, and runs it at the group's end with the communicator's device set. A
+// handle that fails here inside a group fails that group too (lab 07's group, which the calls share).
+static mcclResult_t callComm(struct mcclComm* comm, const char* call, mcclLabComm** lab) {
+  mcclResult_t res = mcclCommCheck(comm, call);
+  if (res == mcclSuccess) res = commReady(comm, call);
+  if (res != mcclSuccess) {
+    mcclLabGroupFail(res);
+    return res;
   }
-  if (saved != comm->cudaDev) cudaSetDevice(saved);
-  return res;
-}
-
-mcclResult_t mcclSendRecvNow(struct mcclComm* comm, const struct mcclCall* calls, int n) {
-  MCCLCHECK(commReady(comm, calls[0].kind == MCCL_CALL_SEND ? "mcclSend" : "mcclRecv"));
-  for (int i = 1; i < n; i++)
-    if (calls[i].stream != calls[0].stream) {
-      WARN(
-          "Invalid usage: rank %d: a group's sends and receives of one communicator are on several streams (%p and "
-          "%p); minccl launches them together on one stream",
-          comm->rank, (void*)calls[0].stream, (void*)calls[i].stream);
-      return mcclInvalidUsage;
-    }
-  mcclLabP2pTask* tasks = (mcclLabP2pTask*)calloc((size_t)n, sizeof(*tasks));
-  if (tasks == NULL) {
-    WARN("Out of memory for %d point-to-point tasks", n);
-    return mcclSystemError;
-  }
-  for (int i = 0; i < n; i++) {
-    const struct mcclCall* c = &calls[i];
-    tasks[i].isSend = c->kind == MCCL_CALL_SEND;
-    tasks[i].peer = c->root;
-    tasks[i].buff = tasks[i].isSend ? (void*)c->sendbuff : c->recvbuff;
-    tasks[i].bytes = c->count * mcclTypeSize(c->datatype);
-  }
-  mcclResult_t res = mcclSuccess;
-  int saved = 0;
-  CUDACHECKGOTO(cudaGetDevice(&saved), res, out);
-  if (saved != comm->cudaDev) CUDACHECKGOTO(cudaSetDevice(comm->cudaDev), res, out);
-  res = mcclLabSendRecv(tasks, n, comm->lab, calls[0].stream);
-  if (saved != comm->cudaDev) cudaSetDevice(saved);
-out:
-  free(tasks);
-  return res;
-}
-
-// NCCL's ArgsCheck, before anything is recorded or launched: the communicator, the type, the op of
-// the reducing calls, the root or peer, the larger buffer's size, the buffers a rank reads or writes.
-static mcclResult_t callCheck(const struct mcclCall* c) {
-  const char* name = callNames[c->kind];
-  MCCLCHECK(mcclCommCheck(c->comm, name));
-  MCCL_ARGCHECK((int)c->datatype >= 0 && (int)c->datatype < mcclNumTypes, "%s: datatype %d (0 .. %d)", name,
-                (int)c->datatype, mcclNumTypes - 1);
-  const int reducing =
-      c->kind == MCCL_CALL_ALLREDUCE || c->kind == MCCL_CALL_REDUCESCATTER || c->kind == MCCL_CALL_REDUCE;
-  if (reducing)
-    MCCL_ARGCHECK((int)c->op >= 0 && (int)c->op < mcclNumOps, "%s: op %d (0 .. %d)", name, (int)c->op, mcclNumOps - 1);
-  const int nRanks = c->comm->nRanks, rank = c->comm->rank;
-  if (c->kind == MCCL_CALL_BROADCAST || c->kind == MCCL_CALL_REDUCE)
-    MCCL_ARGCHECK(c->root >= 0 && c->root < nRanks, "%s: root %d (ranks 0 .. %d)", name, c->root, nRanks - 1);
-  if (c->kind == MCCL_CALL_SEND || c->kind == MCCL_CALL_RECV)
-    MCCL_ARGCHECK(c->root >= 0 && c->root < nRanks, "%s: peer %d (ranks 0 .. %d)", name, c->root, nRanks - 1);
-  const size_t blocks = c->kind == MCCL_CALL_ALLGATHER || c->kind == MCCL_CALL_REDUCESCATTER ? (size_t)nRanks : 1;
-  size_t esize = mcclTypeSize(c->datatype);
-  MCCL_ARGCHECK(c->count <= SIZE_MAX / esize / blocks, "%s: count %zu (x %zu-byte %s x %zu overflows size_t)", name,
-                c->count, esize, mcclTypeName(c->datatype), blocks);
-  if (c->count == 0) return mcclSuccess;
-  const int isRoot = c->root == rank;
-  const int readsSend = c->kind != MCCL_CALL_RECV && (c->kind != MCCL_CALL_BROADCAST || isRoot);
-  const int writesRecv = c->kind != MCCL_CALL_SEND && (c->kind != MCCL_CALL_REDUCE || isRoot);
-  MCCL_ARGCHECK(!readsSend || c->sendbuff != NULL, "%s: sendbuff is NULL with count %zu", name, c->count);
-  MCCL_ARGCHECK(!writesRecv || c->recvbuff != NULL, "%s: recvbuff is NULL with count %zu", name, c->count);
+  *lab = comm->lab;
   return mcclSuccess;
-}
-
-static mcclResult_t callStart(const struct mcclCall* c) {
-  MCCLCHECK(callCheck(c));
-  if (mcclGroupActive()) return mcclGroupRecordCall(c);
-  return mcclCallNow(c);
 }
 
 mcclResult_t mcclAllReduce(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t datatype, mcclRedOp_t op,
                            mcclComm_t comm, cudaStream_t stream) {
-  struct mcclCall c = {MCCL_CALL_ALLREDUCE, sendbuff, recvbuff, count, datatype, op, 0, comm, stream};
-  return callStart(&c);
+  mcclLabComm* lab;
+  MCCLCHECK(callComm(comm, "mcclAllReduce", &lab));
+  return mcclLabAllReduce(sendbuff, recvbuff, count, datatype, op, lab, stream);
 }
 
 mcclResult_t mcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, mcclDataType_t datatype,
                            mcclComm_t comm, cudaStream_t stream) {
-  struct mcclCall c = {MCCL_CALL_ALLGATHER, sendbuff, recvbuff, sendcount, datatype, mcclSum, 0, comm, stream};
-  return callStart(&c);
+  mcclLabComm* lab;
+  MCCLCHECK(callComm(comm, "mcclAllGather", &lab));
+  return mcclLabAllGather(sendbuff, recvbuff, sendcount, datatype, lab, stream);
 }
 
 mcclResult_t mcclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, mcclDataType_t datatype,
                                mcclRedOp_t op, mcclComm_t comm, cudaStream_t stream) {
-  struct mcclCall c = {MCCL_CALL_REDUCESCATTER, sendbuff, recvbuff, recvcount, datatype, op, 0, comm, stream};
-  return callStart(&c);
+  mcclLabComm* lab;
+  MCCLCHECK(callComm(comm, "mcclReduceScatter", &lab));
+  return mcclLabReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, lab, stream);
 }
 
 mcclResult_t mcclBroadcast(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t datatype, int root,
                            mcclComm_t comm, cudaStream_t stream) {
-  struct mcclCall c = {MCCL_CALL_BROADCAST, sendbuff, recvbuff, count, datatype, mcclSum, root, comm, stream};
-  return callStart(&c);
+  mcclLabComm* lab;
+  MCCLCHECK(callComm(comm, "mcclBroadcast", &lab));
+  return mcclLabBroadcast(sendbuff, recvbuff, count, datatype, root, lab, stream);
 }
 
 mcclResult_t mcclReduce(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t datatype, mcclRedOp_t op,
                         int root, mcclComm_t comm, cudaStream_t stream) {
-  struct mcclCall c = {MCCL_CALL_REDUCE, sendbuff, recvbuff, count, datatype, op, root, comm, stream};
-  return callStart(&c);
+  mcclLabComm* lab;
+  MCCLCHECK(callComm(comm, "mcclReduce", &lab));
+  return mcclLabReduce(sendbuff, recvbuff, count, datatype, op, root, lab, stream);
 }
 
 mcclResult_t mcclSend(const void* sendbuff, size_t count, mcclDataType_t datatype, int peer, mcclComm_t comm,
                       cudaStream_t stream) {
-  struct mcclCall c = {MCCL_CALL_SEND, sendbuff, NULL, count, datatype, mcclSum, peer, comm, stream};
-  return callStart(&c);
+  mcclLabComm* lab;
+  MCCLCHECK(callComm(comm, "mcclSend", &lab));
+  return mcclLabSend(sendbuff, count, datatype, peer, lab, stream);
 }
 
 mcclResult_t mcclRecv(void* recvbuff, size_t count, mcclDataType_t datatype, int peer, mcclComm_t comm,
                       cudaStream_t stream) {
-  struct mcclCall c = {MCCL_CALL_RECV, NULL, recvbuff, count, datatype, mcclSum, peer, comm, stream};
-  return callStart(&c);
+  mcclLabComm* lab;
+  MCCLCHECK(callComm(comm, "mcclRecv", &lab));
+  return mcclLabRecv(recvbuff, count, datatype, peer, lab, stream);
+}
+
+mcclResult_t mcclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t datatype, mcclComm_t comm,
+                          cudaStream_t stream) {
+  mcclLabComm* lab;
+  MCCLCHECK(callComm(comm, "mcclAlltoAll", &lab));
+  return mcclLabAlltoAll(sendbuff, recvbuff, count, datatype, lab, stream);
+}
+
+mcclResult_t mcclGather(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t datatype, int root,
+                        mcclComm_t comm, cudaStream_t stream) {
+  mcclLabComm* lab;
+  MCCLCHECK(callComm(comm, "mcclGather", &lab));
+  return mcclLabGather(sendbuff, recvbuff, count, datatype, root, lab, stream);
+}
+
+mcclResult_t mcclScatter(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t datatype, int root,
+                         mcclComm_t comm, cudaStream_t stream) {
+  mcclLabComm* lab;
+  MCCLCHECK(callComm(comm, "mcclScatter", &lab));
+  return mcclLabScatter(sendbuff, recvbuff, count, datatype, root, lab, stream);
+}
+
+mcclResult_t mcclRedOpCreatePreMulSum(mcclRedOp_t* op, void* scalar, mcclDataType_t datatype,
+                                      mcclScalarResidence_t residence, mcclComm_t comm) {
+  MCCLCHECK(mcclCommCheck(comm, "mcclRedOpCreatePreMulSum"));
+  MCCLCHECK(commReady(comm, "mcclRedOpCreatePreMulSum"));
+  return mcclLabRedOpCreatePreMulSum(op, scalar, datatype, residence, comm->lab);
+}
+
+mcclResult_t mcclRedOpDestroy(mcclRedOp_t op, mcclComm_t comm) {
+  MCCLCHECK(mcclCommCheck(comm, "mcclRedOpDestroy"));
+  MCCLCHECK(commReady(comm, "mcclRedOpDestroy"));
+  return mcclLabRedOpDestroy(op, comm->lab);
 }

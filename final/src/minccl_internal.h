@@ -29,40 +29,15 @@ struct mcclComm {
 mcclResult_t mcclCommCheck(const struct mcclComm* comm, const char* call);
 // A grouped initialisation, run at mcclGroupEnd (on its own thread): fills comm->lab or asyncResult.
 mcclResult_t mcclCommInitDeferred(struct mcclComm* comm);
-// The collective and point-to-point calls, as recorded by a group or run at once.
-enum mcclCallKind {
-  MCCL_CALL_ALLREDUCE,
-  MCCL_CALL_ALLGATHER,
-  MCCL_CALL_REDUCESCATTER,
-  MCCL_CALL_BROADCAST,
-  MCCL_CALL_REDUCE,
-  MCCL_CALL_SEND,
-  MCCL_CALL_RECV
-};
-struct mcclCall {
-  enum mcclCallKind kind;
-  const void* sendbuff;  // MCCL_CALL_SEND: the buffer sent
-  void* recvbuff;        // MCCL_CALL_RECV: the buffer received into
-  size_t count;
-  mcclDataType_t datatype;
-  mcclRedOp_t op;
-  int root;  // Broadcast / Reduce: the root; Send / Recv: the peer
-  struct mcclComm* comm;
-  cudaStream_t stream;
-};
-
-// Register a window / launch a call now (arguments already checked).
+// Register a window now (arguments already checked).
 mcclResult_t mcclWindowRegisterNow(struct mcclComm* comm, void* buff, size_t size, mcclWindow_t* win);
-mcclResult_t mcclCallNow(const struct mcclCall* call);
-// A group's sends and receives of one communicator (n >= 1, all on one stream): connect what they
-// need, then launch them (lab 07's mcclLabSendRecv). Blocks while connecting: the peers' matching
-// calls connect the other ends.
-mcclResult_t mcclSendRecvNow(struct mcclComm* comm, const struct mcclCall* calls, int n);
 
-// Group: non-zero inside mcclGroupStart/End on this thread; record one call (run at mcclGroupEnd).
+// Group: non-zero inside mcclGroupStart/End on this thread; record a communicator's creation or a
+// window's registration (run at mcclGroupEnd; the collectives and point-to-point calls are lab 07's
+// tasks, kept by its group); forget a communicator being destroyed (its records fail the group's end).
 int mcclGroupActive(void);
 mcclResult_t mcclGroupRecordInit(struct mcclComm* comm);
 mcclResult_t mcclGroupRecordWindow(struct mcclComm* comm, void* buff, size_t size, mcclWindow_t* win);
-mcclResult_t mcclGroupRecordCall(const struct mcclCall* call);
+void mcclGroupForget(struct mcclComm* comm);
 
 #endif

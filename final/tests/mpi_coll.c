@@ -1,9 +1,10 @@
 // final/ under mpirun (2, 3 and 4 ranks): minccl.h's AllGather, ReduceScatter, Broadcast and
 // Reduce (every dtype x op of the reducing ones on a small count, every root of the rooted ones, in
-// place and out of place, a group of several) and Send/Recv to any peer (nccl-tests' sendrecv on
-// counts 0, 1, odd, 64 KiB; to self; all-to-all in one group on every dtype up to 1 MiB; rank r to
-// r+2; a send with no receive, ended by mcclCommAbort). Each rank checks its own output against the CPU reference
-// (fcoll_test_util.h).
+// place and out of place, a group of several), AlltoAll, Gather and Scatter (every dtype, roots 0 and
+// last, in place), PreMulSum operations with each rank's own scalar (host and device memory), and
+// Send/Recv to any peer (nccl-tests' sendrecv on counts 0, 1, odd, 64 KiB; to self; all-to-all in one
+// group on every dtype up to 1 MiB; rank r to r+2; a send with no receive, ended by mcclCommAbort).
+// Each rank checks its own output against the CPU reference (fcoll_test_util.h).
 #include <stdlib.h>
 #include <time.h>
 #include "fcoll_test_util.h"
@@ -11,8 +12,9 @@
 #include "mccl_test.h"
 #include "mccl_test_mpi.h"
 
-// One collective on this rank (every rank makes the same one), checked here.
-static void runOne(struct fmpiWorld* w, const struct collCall* c) {
+// One collective on this rank (every rank makes the same one), checked here. With op (c->op is
+// AR_PREMULSUM), the rank passes *op, destroyed as soon as the call is made.
+static void runOneOp(struct fmpiWorld* w, const struct collCall* c, const mcclRedOp_t* op) {
   CHECK_STOPPED();
   void *in, *out;
   char what[128], why[200];
@@ -26,10 +28,14 @@ static void runOne(struct fmpiWorld* w, const struct collCall* c) {
     mcclTestFailAt(__FILE__, line, "%s: setting rank %d's buffers up", what, w->rank);
     return;
   }
-  EXPECT_OK(fcollIssue(c, in, out, w->comm, w->stream));
+  EXPECT_OK(fcollIssueOp(c, op ? *op : c->op, in, out, w->comm, w->stream));
+  if (op) EXPECT_OK(mcclRedOpDestroy(*op, w->comm));
   EXPECT_CUDA_OK(cudaStreamSynchronize(w->stream));
   if (collVerify(c, w->rank, w->nranks, out, why, sizeof(why)))
-    mcclTestFailAt(__FILE__, __LINE__, "%s: rank %d: %s", what, w->rank, why);
+    mcclTestFailAt(__FILE__, __LINE__, "%s%s: rank %d: %s", what, op ? " (premulsum)" : "", w->rank, why);
+}
+static void runOne(struct fmpiWorld* w, const struct collCall* c) {
+  runOneOp(w, c, NULL);
 }
 
 // Reduce and ReduceScatter on every dtype x op (root and placement changing from call to call);
@@ -43,7 +49,11 @@ static void everyTypeAndOp(void) {
       for (int op = 0; op < (f == collReduce || f == collReduceScatter ? mcclNumOps : 2) && !mcclTestMpiAnyStopped();
            op++, k++) {
         if (!mcclTestSampled((uint64_t)k, 3)) continue;
-        struct collCall c = {f,  (mcclDataType_t)t, (mcclRedOp_t)op, 37, k % w.nranks,
+        struct collCall c = {f,
+                             (mcclDataType_t)t,
+                             (mcclRedOp_t)op,
+                             37,
+                             k % w.nranks,
                              f == collReduce || f == collReduceScatter ? (k >> 1) & 1 : op,
                              mcclTestSeed() + (uint64_t)k};
         runOne(&w, &c);
@@ -78,12 +88,129 @@ static void badInput(void) {
   // count x nranks bytes of int8 is one past SIZE_MAX at every rank count (SIZE_MAX / 2 is not, at 2 ranks).
   EXPECT_RES(mcclReduceScatter(w.send, w.recv, SIZE_MAX / (size_t)w.nranks + 1, mcclInt8, mcclSum, w.comm, w.stream),
              mcclInvalidArgument);
-  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "overflows") != NULL);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "count") != NULL);
+  // 2^63 elements of int8 (past the 2^63 bytes the kernels index), and count x 8 past SIZE_MAX.
+  EXPECT_RES(mcclAllReduce(w.send, w.recv, (size_t)1 << 63, mcclInt8, mcclSum, w.comm, w.stream), mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "count") != NULL);
+  EXPECT_RES(mcclBroadcast(w.send, w.recv, SIZE_MAX / 8 + 1, mcclUint64, 0, w.comm, w.stream), mcclInvalidArgument);
+  EXPECT_RES(mcclAlltoAll(w.send, w.recv, (size_t)1 << 63, mcclInt8, w.comm, w.stream), mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "count") != NULL);
+  EXPECT_RES(mcclGather(w.send, w.recv, SIZE_MAX / 4 + 1, mcclFloat32, w.rank, w.comm, w.stream), mcclInvalidArgument);
+  EXPECT_RES(mcclScatter(w.send, w.recv, (size_t)1 << 63, mcclFloat8e4m3, w.rank, w.comm, w.stream),
+             mcclInvalidArgument);
+  // AlltoAll, Gather and Scatter: roots out of range, overlapping buffers.
+  EXPECT_RES(mcclGather(w.send, w.recv, 4, mcclInt8, w.nranks, w.comm, w.stream), mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "root") != NULL);
+  EXPECT_RES(mcclScatter(w.send, w.recv, 4, mcclInt8, -1, w.comm, w.stream), mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "root") != NULL);
+  EXPECT_RES(mcclAlltoAll(w.send, (char*)w.send + 1, 2, mcclInt8, w.comm, w.stream), mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "overlap") != NULL);
+  EXPECT_RES(mcclGather((char*)w.recv + 1, w.recv, 2, mcclInt8, w.rank, w.comm, w.stream), mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "overlap") != NULL);
+  // PreMulSum: no scalar; an operation used after its destruction, or with another type.
+  mcclRedOp_t op;
+  double scalar = 0.5;
+  EXPECT_RES(mcclRedOpCreatePreMulSum(&op, NULL, mcclFloat64, mcclScalarHostImmediate, w.comm), mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "scalar") != NULL);
+  EXPECT_OK(mcclRedOpCreatePreMulSum(&op, &scalar, mcclFloat64, mcclScalarHostImmediate, w.comm));
+  EXPECT_RES(mcclAllReduce(w.send, w.recv, 4, mcclFloat32, op, w.comm, w.stream), mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "op") != NULL);
+  EXPECT_OK(mcclRedOpDestroy(op, w.comm));
+  EXPECT_RES(mcclAllReduce(w.send, w.recv, 4, mcclFloat64, op, w.comm, w.stream), mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "op") != NULL);
+  EXPECT_RES(mcclRedOpDestroy(op, w.comm), mcclInvalidArgument);
   EXPECT_RES(mcclAllGather(w.send, w.recv, 4, (mcclDataType_t)mcclNumTypes, w.comm, w.stream), mcclInvalidArgument);
   EXPECT_RES(mcclSend(w.send, 4, mcclInt8, -1, w.comm, w.stream), mcclInvalidArgument);
   EXPECT_RES(mcclRecv(w.recv, 4, mcclInt8, w.nranks, w.comm, w.stream), mcclInvalidArgument);
   EXPECT_TRUE(strstr(mcclGetLastError(NULL), "peer") != NULL);
   EXPECT_RES(mcclSend(w.send, 4, mcclInt8, 0, NULL, w.stream), mcclInvalidArgument);
+  fmpiTearDown(&w);
+}
+
+// AlltoAll, Gather and Scatter on every dtype: counts 1, 7, 1023 and 4099 (blocks whose bytes are not a
+// multiple of 16), roots 0 and last, the in-place forms of Gather and Scatter. Both buffers are checked
+// whole: the outputs, and nothing written elsewhere (fcoll_test_util.h's images).
+static void alltoAllGatherScatter(void) {
+  static const size_t counts[] = {1, 7, 1023, 4099};
+  const int n = mcclTestMpiSize();
+  const struct fa2aCall largest = {fa2aAlltoAll, mcclFloat64, 4099, 0, 0, 0};
+  const size_t span = fa2aImageBytes(&largest, n);
+  struct fmpiWorld w;
+  fmpiSetUp(&w, 4 * span);  // the host scratch holds 4 images
+  CHECK_STOPPED();
+  char what[128], why[200];
+  int k = 0;
+  for (int f = 0; f < fa2aNumFuncs && !mcclTestMpiAnyStopped(); f++)
+    for (int t = 0; t < mcclNumTypes && !mcclTestMpiAnyStopped(); t++)
+      for (int i = 0; i < 2 && !mcclTestMpiAnyStopped(); i++, k++) {
+        if (!mcclTestSampled((uint64_t)k, 3)) continue;
+        struct fa2aCall c = {f,
+                             (mcclDataType_t)t,
+                             counts[(t + f + 2 * i) % 4],
+                             (t + i) % 2 ? n - 1 : 0,
+                             f != fa2aAlltoAll && (t / 2 + i) % 2,
+                             mcclTestSeed() + (uint64_t)k};
+        fa2aDescribe(&c, what, sizeof(what));
+        int line = fa2aPrepare(&c, w.rank, n, w.send, w.recv, w.host);
+        if (line) {
+          mcclTestFailAt(__FILE__, line, "%s: setting rank %d's buffers up", what, w.rank);
+          break;
+        }
+        void *in, *out;
+        fa2aPlace(&c, w.rank, w.send, w.recv, &in, &out);
+        EXPECT_OK(fa2aIssue(&c, in, out, w.comm, w.stream));
+        EXPECT_CUDA_OK(cudaStreamSynchronize(w.stream));
+        if (fa2aVerify(&c, w.rank, n, w.send, w.recv, w.host, why, sizeof(why)))
+          mcclTestFailAt(__FILE__, __LINE__, "%s: rank %d: %s", what, w.rank, why);
+      }
+  fmpiTearDown(&w);
+}
+
+// PreMulSum operations, each rank's with its own scalar (arPreMulScalar(rank), in host memory read at
+// creation or in device memory read by the kernels), on every dtype: AllReduce, ReduceScatter and
+// Reduce, in and out of place; each operation is destroyed as soon as its call is made.
+static void preMulSum(void) {
+  const size_t count = 257;
+  struct fmpiWorld w;
+  fmpiSetUp(&w, count * 8 * (size_t)mcclTestMpiSize());
+  CHECK_STOPPED();
+  char why[200];
+  int k = 0;
+  for (int t = 0; t < mcclNumTypes && !mcclTestMpiAnyStopped(); t++)
+    for (int onDevice = 0; onDevice < 2 && !mcclTestMpiAnyStopped(); onDevice++)
+      for (int f = 0; f < 3 && !mcclTestMpiAnyStopped(); f++, k++) {
+        if (!mcclTestSampled((uint64_t)k, 3)) continue;
+        mcclRedOp_t op;
+        void* dev = NULL;
+        EXPECT_OK(fcollPreMulSumCreate(w.comm, w.rank, (mcclDataType_t)t, onDevice, &op, &dev));
+        const uint64_t seed = mcclTestSeed() + (uint64_t)k;
+        if (f == 0) {  // AllReduce
+          const int inPlace = k & 1;
+          const size_t bytes = count * mcclTypeSize((mcclDataType_t)t);
+          memset(w.host, COLL_POISON, bytes);
+          EXPECT_CUDA_OK(mcclTestCopyToDevice(w.recv, w.host, bytes));
+          arFill(w.host, (mcclDataType_t)t, AR_PREMULSUM, count, w.rank, seed);
+          EXPECT_CUDA_OK(mcclTestCopyToDevice(inPlace ? w.recv : w.send, w.host, bytes));
+          EXPECT_OK(mcclAllReduce(inPlace ? w.recv : w.send, w.recv, count, (mcclDataType_t)t, op, w.comm, w.stream));
+          EXPECT_OK(mcclRedOpDestroy(op, w.comm));
+          EXPECT_CUDA_OK(cudaStreamSynchronize(w.stream));
+          EXPECT_CUDA_OK(cudaMemcpy(w.host, w.recv, bytes, cudaMemcpyDeviceToHost));
+          if (arCheck(w.host, (mcclDataType_t)t, AR_PREMULSUM, count, w.nranks, seed, why, sizeof(why)))
+            mcclTestFailAt(__FILE__, __LINE__, "AllReduce %s premulsum (%s scalar) %s: rank %d: %s",
+                           mcclTypeName((mcclDataType_t)t), onDevice ? "device" : "host",
+                           inPlace ? "in place" : "out of place", w.rank, why);
+        } else {
+          struct collCall c = {f == 1 ? collReduceScatter : collReduce,
+                               (mcclDataType_t)t,
+                               AR_PREMULSUM,
+                               count,
+                               k % w.nranks,
+                               (k >> 1) & 1,
+                               seed};
+          runOneOp(&w, &c, &op);
+        }
+        if (dev) EXPECT_CUDA_OK(cudaFree(dev));
+      }
   fmpiTearDown(&w);
 }
 
@@ -112,8 +239,8 @@ static void sendRecvRing(void) {
       mcclTestFailAt(__FILE__, __LINE__, "sendrecv %zu bytes: rank %d: %s", bytes, w.rank, why);
     for (size_t b = bytes; b < w.bytes && !mcclTestStopped(); b++)
       if (((unsigned char*)w.host)[b] != COLL_POISON) {
-        mcclTestFailAt(__FILE__, __LINE__, "sendrecv %zu bytes: rank %d wrote byte %zu beyond the count", bytes,
-                       w.rank, b);
+        mcclTestFailAt(__FILE__, __LINE__, "sendrecv %zu bytes: rank %d wrote byte %zu beyond the count", bytes, w.rank,
+                       b);
         break;
       }
   }
@@ -262,5 +389,6 @@ static void sendRecvUnmatched(void) {
 }
 
 MCCL_TEST_MAIN_MPI(MCCL_TEST_CASE(everyTypeAndOp), MCCL_TEST_CASE(everyRoot), MCCL_TEST_CASE(badInput),
-                   MCCL_TEST_CASE(sendRecvRing), MCCL_TEST_CASE(sendRecvSelf), MCCL_TEST_CASE(sendRecvAllToAll),
-                   MCCL_TEST_CASE(sendRecvPlusTwo), MCCL_TEST_CASE(sendRecvUnmatched))
+                   MCCL_TEST_CASE(alltoAllGatherScatter), MCCL_TEST_CASE(preMulSum), MCCL_TEST_CASE(sendRecvRing),
+                   MCCL_TEST_CASE(sendRecvSelf), MCCL_TEST_CASE(sendRecvAllToAll), MCCL_TEST_CASE(sendRecvPlusTwo),
+                   MCCL_TEST_CASE(sendRecvUnmatched))

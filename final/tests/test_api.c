@@ -1,8 +1,10 @@
 // final/ in one process: every call of minccl.h with bad input (a clear error, nothing built), the
 // queries, double destroy, groups (4 devices driven by one thread: mcclCommInitAll and grouped
-// mcclCommInitRank), allreduce against the CPU reference for every dtype x op on every algorithm,
-// abort (prompt while a kernel waits for a peer that never comes; the clique's other members see
-// mcclRemoteError), and nothing leaked.
+// mcclCommInitRank; a bad call failing its whole group; a communicator destroyed while a group holds
+// its calls; mcclGroupSimulateEnd), allreduce against the CPU reference for every dtype x op on every
+// algorithm, AlltoAll, Gather and Scatter on every dtype, PreMulSum operations (host and device
+// scalars, per rank) and their misuse, abort (prompt while a kernel waits for a peer that never comes;
+// the clique's other members see mcclRemoteError), and nothing leaked.
 #include <stdint.h>
 #include <dirent.h>
 #include <stdlib.h>
@@ -14,7 +16,6 @@
 #include "minccl.h"
 
 #define NDEV 4
-
 
 static int nDevices(void) {
   int n = 0;
@@ -70,6 +71,14 @@ static void nullAndBogusComm(void) {
     EXPECT_RES(mcclCommWindowRegister(c, buf, 64, &w, 0), mcclInvalidArgument);
     EXPECT_RES(mcclCommWindowDeregister(c, (mcclWindow_t)(void*)buf), mcclInvalidArgument);
     EXPECT_RES(mcclAllReduce(buf, buf, 1, mcclInt8, mcclSum, c, NULL), mcclInvalidArgument);
+    EXPECT_RES(mcclAlltoAll(buf, buf + 32, 1, mcclInt8, c, NULL), mcclInvalidArgument);
+    EXPECT_RES(mcclGather(buf, buf + 32, 1, mcclInt8, 0, c, NULL), mcclInvalidArgument);
+    EXPECT_RES(mcclScatter(buf, buf + 32, 1, mcclInt8, 0, c, NULL), mcclInvalidArgument);
+    mcclRedOp_t op = mcclSum;
+    float scalar = 2.0f;
+    EXPECT_RES(mcclRedOpCreatePreMulSum(&op, &scalar, mcclFloat32, mcclScalarHostImmediate, c), mcclInvalidArgument);
+    EXPECT_EQ(op, mcclSum);  // written only on success
+    EXPECT_RES(mcclRedOpDestroy((mcclRedOp_t)mcclNumOps, c), mcclInvalidArgument);
   }
   EXPECT_TRUE(strstr(mcclGetLastError(NULL), "not a live communicator") != NULL);
   // As NCCL: destroying or aborting NULL is a no-op; a made-up handle is refused.
@@ -134,7 +143,9 @@ static void oneRank(void) {
   EXPECT_RES(mcclAllReduce(buf, buf, 1, mcclInt32, (mcclRedOp_t)mcclNumOps, c, NULL), mcclInvalidArgument);
   EXPECT_RES(mcclAllReduce(buf, buf, 1, mcclInt32, (mcclRedOp_t)-1, c, NULL), mcclInvalidArgument);
   EXPECT_RES(mcclAllReduce(buf, buf, SIZE_MAX / 2, mcclInt32, mcclSum, c, NULL), mcclInvalidArgument);
-  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "overflow") != NULL);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "count") != NULL);
+  EXPECT_RES(mcclAllReduce(buf, buf, (size_t)1 << 63, mcclInt8, mcclSum, c, NULL), mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "count") != NULL);
   EXPECT_RES(mcclAllReduce(NULL, buf, 1, mcclInt32, mcclSum, c, NULL), mcclInvalidArgument);
   EXPECT_RES(mcclAllReduce(buf, NULL, 1, mcclInt32, mcclSum, c, NULL), mcclInvalidArgument);
   EXPECT_OK(mcclAllReduce(NULL, NULL, 0, mcclInt32, mcclSum, c, NULL));  // nothing to do, as NCCL
@@ -212,9 +223,11 @@ static void tearDown(mcclComm_t* comms, struct rankBufs* b, int n) {
   memset(b, 0, sizeof(*b) * (size_t)n);
 }
 
-// One allreduce on every rank (one group), checked on every rank against the CPU reference.
-static void runChecked(mcclComm_t* comms, struct rankBufs* b, int n, const struct arPath* path, mcclDataType_t t,
-                       mcclRedOp_t op, size_t count, int inPlace, uint64_t seed) {
+// One allreduce on every rank (one group), checked on every rank against the CPU reference. op may be
+// AR_PREMULSUM, with rank r passing rankOps[r] (then destroyed before the results are waited for: calls
+// already made keep their operation).
+static void runCheckedOps(mcclComm_t* comms, struct rankBufs* b, int n, const struct arPath* path, mcclDataType_t t,
+                          mcclRedOp_t op, const mcclRedOp_t* rankOps, size_t count, int inPlace, uint64_t seed) {
   if (!arPathRuns(path, n)) return;  // one-shot with SIMPLE: 2 ranks only
   size_t bytes = count * mcclTypeSize(t);
   char why[160];
@@ -227,15 +240,22 @@ static void runChecked(mcclComm_t* comms, struct rankBufs* b, int n, const struc
   }
   EXPECT_OK(mcclGroupStart());
   for (int r = 0; r < n; r++)
-    EXPECT_OK(mcclAllReduce(inPlace ? b[r].recv : b[r].send, b[r].recv, count, t, op, comms[r], b[r].stream));
+    EXPECT_OK(mcclAllReduce(inPlace ? b[r].recv : b[r].send, b[r].recv, count, t, rankOps ? rankOps[r] : op, comms[r],
+                            b[r].stream));
   EXPECT_OK(mcclGroupEnd());
+  for (int r = 0; r < n && rankOps; r++) EXPECT_OK(mcclRedOpDestroy(rankOps[r], comms[r]));
   for (int r = 0; r < n && !mcclTestStopped(); r++) {
     EXPECT_CUDA_OK(cudaStreamSynchronize(b[r].stream));
     EXPECT_CUDA_OK(cudaMemcpy(b[r].host, b[r].recv, bytes, cudaMemcpyDeviceToHost));
     if (arCheck(b[r].host, t, op, count, n, seed, why, sizeof(why)))
       mcclTestFailAt(__FILE__, __LINE__, "%s %s %s count %zu %s: rank %d: %s", path->name, mcclTypeName(t),
-                     mcclOpName(op), count, inPlace ? "in place" : "out of place", r, why);
+                     arOpName(op), count, inPlace ? "in place" : "out of place", r, why);
   }
+}
+
+static void runChecked(mcclComm_t* comms, struct rankBufs* b, int n, const struct arPath* path, mcclDataType_t t,
+                       mcclRedOp_t op, size_t count, int inPlace, uint64_t seed) {
+  runCheckedOps(comms, b, n, path, t, op, NULL, count, inPlace, seed);
 }
 
 // mcclCommInitAll over 4 devices; every dtype x op on the algorithms paths[0 .. npaths-1] of
@@ -305,7 +325,6 @@ static void groupedInitRank(void) {
   mcclResult_t ae = mcclSuccess;
   EXPECT_OK(mcclCommGetAsyncError(comms[0], &ae));
   EXPECT_EQ(ae, mcclInProgress);
-  EXPECT_RES(mcclAllReduce(&ae, &ae, 1, mcclInt32, (mcclRedOp_t)7, comms[0], NULL), mcclInvalidArgument);
   EXPECT_OK(mcclGroupEnd());
   EXPECT_CUDA_OK(cudaSetDevice(0));
   for (int r = 0; r < NDEV; r++) {
@@ -326,8 +345,10 @@ static void groupedInitRank(void) {
   tearDown(comms, b, NDEV);
 }
 
-// One collective on every rank (one group, one thread), checked on every rank.
-static void collChecked(mcclComm_t* comms, struct rankBufs* b, int n, const struct collCall* c) {
+// One collective on every rank (one group, one thread), checked on every rank. With rankOps (c->op is
+// AR_PREMULSUM), rank r passes rankOps[r], destroyed before the results are waited for.
+static void collCheckedOps(mcclComm_t* comms, struct rankBufs* b, int n, const struct collCall* c,
+                           const mcclRedOp_t* rankOps) {
   void *in[NDEV], *out[NDEV];
   char what[128], why[200];
   collDescribe(c, what, sizeof(what));
@@ -337,13 +358,19 @@ static void collChecked(mcclComm_t* comms, struct rankBufs* b, int n, const stru
   }
   CHECK_STOPPED();
   EXPECT_OK(mcclGroupStart());
-  for (int r = 0; r < n; r++) EXPECT_OK(fcollIssue(c, in[r], out[r], comms[r], b[r].stream));
+  for (int r = 0; r < n; r++)
+    EXPECT_OK(fcollIssueOp(c, rankOps ? rankOps[r] : c->op, in[r], out[r], comms[r], b[r].stream));
   EXPECT_OK(mcclGroupEnd());
+  for (int r = 0; r < n && rankOps; r++) EXPECT_OK(mcclRedOpDestroy(rankOps[r], comms[r]));
   for (int r = 0; r < n && !mcclTestStopped(); r++) {
     EXPECT_CUDA_OK(cudaStreamSynchronize(b[r].stream));
     if (collVerify(c, r, n, out[r], why, sizeof(why)))
-      mcclTestFailAt(__FILE__, __LINE__, "%s: rank %d: %s", what, r, why);
+      mcclTestFailAt(__FILE__, __LINE__, "%s%s: rank %d: %s", what, rankOps ? " (premulsum)" : "", r, why);
   }
+}
+
+static void collChecked(mcclComm_t* comms, struct rankBufs* b, int n, const struct collCall* c) {
+  collCheckedOps(comms, b, n, c, NULL);
 }
 
 // 4 devices, one thread: AllGather, ReduceScatter, Broadcast, Reduce in groups; every dtype x op of
@@ -466,6 +493,490 @@ static void initAllSendRecv(void) {
   tearDown(comms, b, NDEV);
 }
 
+// One AlltoAll, Gather or Scatter on every rank (one group, one thread), checked on every rank: both
+// buffers whole (fcoll_test_util.h's images).
+static void fa2aChecked(mcclComm_t* comms, struct rankBufs* b, int n, const struct fa2aCall* c) {
+  void *in[NDEV], *out[NDEV];
+  char what[128], why[200];
+  fa2aDescribe(c, what, sizeof(what));
+  for (int r = 0; r < n && !mcclTestStopped(); r++) {
+    int line = fa2aPrepare(c, r, n, b[r].send, b[r].recv, b[r].host);
+    if (line) mcclTestFailAt(__FILE__, line, "%s: setting rank %d's buffers up", what, r);
+    fa2aPlace(c, r, b[r].send, b[r].recv, &in[r], &out[r]);
+  }
+  CHECK_STOPPED();
+  EXPECT_OK(mcclGroupStart());
+  for (int r = 0; r < n; r++) EXPECT_OK(fa2aIssue(c, in[r], out[r], comms[r], b[r].stream));
+  EXPECT_OK(mcclGroupEnd());
+  for (int r = 0; r < n && !mcclTestStopped(); r++) {
+    EXPECT_CUDA_OK(cudaStreamSynchronize(b[r].stream));
+    if (fa2aVerify(c, r, n, b[r].send, b[r].recv, b[r].host, why, sizeof(why)))
+      mcclTestFailAt(__FILE__, __LINE__, "%s: rank %d: %s", what, r, why);
+  }
+}
+
+// 4 devices, one thread: AlltoAll, Gather and Scatter on every dtype, counts 1, 7, 1023 and 4099 (blocks
+// whose bytes are not a multiple of 16), roots 0 and last, the in-place forms of Gather and Scatter.
+static void initAllAlltoAllGatherScatter(void) {
+  if (nDevices() < NDEV) SKIP("needs %d devices", NDEV);
+  static const size_t counts[] = {1, 7, 1023, 4099};
+  mcclComm_t comms[NDEV];
+  struct rankBufs b[NDEV];
+  memset(b, 0, sizeof(b));
+  EXPECT_OK(mcclCommInitAll(comms, NDEV, NULL));
+  const size_t span = NDEV * 4099 * 8 + FA2A_SLACK;
+  setUpBufs(comms, b, NDEV, 4 * span);  // the host scratch holds 4 images
+  int k = 0;
+  for (int f = 0; f < fa2aNumFuncs && !mcclTestStopped(); f++)
+    for (int t = 0; t < mcclNumTypes && !mcclTestStopped(); t++)
+      for (int i = 0; i < 2 && !mcclTestStopped(); i++, k++) {
+        if (!mcclTestSampled((uint64_t)k, 3)) continue;
+        struct fa2aCall c = {f,
+                             (mcclDataType_t)t,
+                             counts[(t + f + 2 * i) % 4],
+                             (t + i) % 2 ? NDEV - 1 : 0,
+                             f != fa2aAlltoAll && (t / 2 + i) % 2,
+                             mcclTestSeed() + (uint64_t)k};
+        fa2aChecked(comms, b, NDEV, &c);
+      }
+  // A count of 0 moves nothing (NULL buffers are fine then, as in NCCL).
+  EXPECT_OK(mcclGroupStart());
+  for (int r = 0; r < NDEV; r++) {
+    EXPECT_OK(mcclAlltoAll(NULL, NULL, 0, mcclFloat32, comms[r], b[r].stream));
+    EXPECT_OK(mcclGather(NULL, NULL, 0, mcclFloat32, 0, comms[r], b[r].stream));
+    EXPECT_OK(mcclScatter(NULL, NULL, 0, mcclFloat32, NDEV - 1, comms[r], b[r].stream));
+  }
+  EXPECT_OK(mcclGroupEnd());
+  tearDown(comms, b, NDEV);
+}
+
+// Bad input of AlltoAll, Gather and Scatter is refused on the calling rank, naming the argument, and
+// nothing is launched (a lone rank of a 4-rank communicator would wait for the others otherwise).
+static void alltoAllGatherScatterBadInput(void) {
+  if (nDevices() < NDEV) SKIP("needs %d devices", NDEV);
+  mcclComm_t comms[NDEV];
+  EXPECT_OK(mcclCommInitAll(comms, NDEV, NULL));
+  char* buf = NULL;
+  EXPECT_CUDA_OK(cudaSetDevice(0));
+  EXPECT_CUDA_OK(cudaMalloc((void**)&buf, 4096));
+  mcclComm_t c = comms[0];
+  // Roots out of range.
+  static const int badRoots[] = {-1, NDEV, 1 << 30};
+  for (int i = 0; i < 3; i++) {
+    EXPECT_RES(mcclGather(buf, buf + 1024, 4, mcclInt8, badRoots[i], c, NULL), mcclInvalidArgument);
+    EXPECT_TRUE(strstr(mcclGetLastError(NULL), "root") != NULL);
+    EXPECT_RES(mcclScatter(buf, buf + 1024, 4, mcclInt8, badRoots[i], c, NULL), mcclInvalidArgument);
+    EXPECT_TRUE(strstr(mcclGetLastError(NULL), "root") != NULL);
+  }
+  // AlltoAll has no in-place form: any overlap is refused.
+  EXPECT_RES(mcclAlltoAll(buf, buf, 4, mcclInt32, c, NULL), mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "overlap") != NULL);
+  EXPECT_RES(mcclAlltoAll(buf, buf + 4 * 4 * NDEV - 1, 4, mcclInt32, c, NULL), mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "overlap") != NULL);
+  EXPECT_RES(mcclAlltoAll(buf + 4, buf, 4, mcclInt32, c, NULL), mcclInvalidArgument);
+  // The root's buffers may overlap only in the in-place form (rank 0 is the root here).
+  EXPECT_RES(mcclGather(buf + 1, buf, 4, mcclInt32, 0, c, NULL), mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "overlap") != NULL);
+  EXPECT_RES(mcclGather(buf + 16, buf, 4, mcclInt32, 0, c, NULL), mcclInvalidArgument);  // block 1, not 0
+  EXPECT_RES(mcclScatter(buf, buf + 1, 4, mcclInt32, 0, c, NULL), mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "overlap") != NULL);
+  // count x type size (x ranks for the root's and AlltoAll's buffers) past 2^63 bytes, or past SIZE_MAX.
+  EXPECT_RES(mcclAlltoAll(buf, buf + 2048, (size_t)1 << 63, mcclInt8, c, NULL), mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "count") != NULL);
+  EXPECT_RES(mcclAlltoAll(buf, buf + 2048, SIZE_MAX / 8 + 1, mcclFloat64, c, NULL), mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "count") != NULL);
+  EXPECT_RES(mcclAlltoAll(buf, buf + 2048, SIZE_MAX / NDEV + 1, mcclInt8, c, NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclGather(buf, buf + 2048, (size_t)1 << 63, mcclInt8, 0, c, NULL), mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "count") != NULL);
+  EXPECT_RES(mcclGather(buf, buf + 2048, SIZE_MAX / 2 + 1, mcclFloat16, 0, c, NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclScatter(buf, buf + 2048, (size_t)1 << 62, mcclInt8, 0, c, NULL), mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "count") != NULL);
+  EXPECT_RES(mcclScatter(buf, buf + 2048, SIZE_MAX / 4 + 1, mcclFloat32, 0, c, NULL), mcclInvalidArgument);
+  // NULL buffers where the rank reads or writes, a type out of range.
+  EXPECT_RES(mcclAlltoAll(NULL, buf, 4, mcclInt8, c, NULL), mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "sendbuff") != NULL);
+  EXPECT_RES(mcclAlltoAll(buf, NULL, 4, mcclInt8, c, NULL), mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "recvbuff") != NULL);
+  EXPECT_RES(mcclGather(buf, NULL, 4, mcclInt8, 0, c, NULL), mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "recvbuff") != NULL);
+  EXPECT_RES(mcclScatter(NULL, buf, 4, mcclInt8, 0, c, NULL), mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "sendbuff") != NULL);
+  EXPECT_RES(mcclAlltoAll(buf, buf + 2048, 4, (mcclDataType_t)mcclNumTypes, c, NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclGather(buf, buf + 2048, 4, (mcclDataType_t)-1, 0, c, NULL), mcclInvalidArgument);
+  EXPECT_CUDA_OK(cudaFree(buf));
+  for (int r = 0; r < NDEV; r++) EXPECT_OK(mcclCommDestroy(comms[r]));
+}
+
+// PreMulSum operations, one per rank with its own scalar (host or device memory), on every dtype:
+// AllReduce (the ring's protocols, and the table's choice at a one-shot size), ReduceScatter and Reduce,
+// in and out of place. Each rank's operation is destroyed as soon as its call is made. The symmetric
+// algorithms cannot apply another rank's scalar: forcing them is refused at the group's end.
+static void initAllPreMulSum(void) {
+  if (nDevices() < NDEV) SKIP("needs %d devices", NDEV);
+  mcclComm_t comms[NDEV];
+  struct rankBufs b[NDEV];
+  memset(b, 0, sizeof(b));
+  EXPECT_OK(mcclCommInitAll(comms, NDEV, NULL));
+  const size_t count = 257;
+  setUpBufs(comms, b, NDEV, count * 8 * NDEV);
+  int k = 0;
+  for (int t = 0; t < mcclNumTypes && !mcclTestStopped(); t++)
+    for (int onDevice = 0; onDevice < 2 && !mcclTestStopped(); onDevice++)
+      for (int f = 0; f < 3 && !mcclTestStopped(); f++, k++) {
+        if (!mcclTestSampled((uint64_t)k, 3)) continue;
+        mcclRedOp_t ops[NDEV];
+        void* dev[NDEV];
+        memset(dev, 0, sizeof(dev));
+        for (int r = 0; r < NDEV; r++) {
+          EXPECT_CUDA_OK(cudaSetDevice(r));
+          EXPECT_OK(fcollPreMulSumCreate(comms[r], r, (mcclDataType_t)t, onDevice, &ops[r], &dev[r]));
+          EXPECT_TRUE(ops[r] >= mcclNumOps);
+          for (int q = 0; q < r; q++) EXPECT_NE(ops[q], ops[r]);  // each communicator's own
+        }
+        EXPECT_CUDA_OK(cudaSetDevice(0));
+        const uint64_t seed = mcclTestSeed() + (uint64_t)k;
+        if (f == 0) {
+          static const struct arPath table = {"table", NULL, NULL, 0};
+          const struct arPath* path = (t + onDevice) % 3 == 2 ? &table : &arPaths[(t + onDevice) % 3];
+          runCheckedOps(comms, b, NDEV, path, (mcclDataType_t)t, AR_PREMULSUM, ops, count, k & 1, seed);
+        } else {
+          struct collCall c = {f == 1 ? collReduceScatter : collReduce,
+                               (mcclDataType_t)t,
+                               AR_PREMULSUM,
+                               count,
+                               k % NDEV,
+                               (k >> 1) & 1,
+                               seed};
+          collCheckedOps(comms, b, NDEV, &c, ops);
+        }
+        for (int r = 0; r < NDEV; r++)
+          if (dev[r]) EXPECT_CUDA_OK(cudaFree(dev[r]));
+      }
+  for (int a = 3; a < 4 && !mcclTestStopped(); a++) {  // two-shot forced (one-shot scales each rank's own input)
+    mcclRedOp_t ops[NDEV];
+    void* dev[NDEV];
+    arForce(arPaths[a].algo, arPaths[a].proto);
+    for (int r = 0; r < NDEV; r++) {
+      memset(b[r].host, COLL_POISON, count * 4);
+      EXPECT_CUDA_OK(mcclTestCopyToDevice(b[r].recv, b[r].host, count * 4));
+      EXPECT_CUDA_OK(cudaSetDevice(r));
+      EXPECT_OK(fcollPreMulSumCreate(comms[r], r, mcclFloat32, 0, &ops[r], &dev[r]));
+    }
+    EXPECT_CUDA_OK(cudaSetDevice(0));
+    EXPECT_OK(mcclGroupStart());
+    for (int r = 0; r < NDEV; r++)
+      EXPECT_OK(mcclAllReduce(b[r].send, b[r].recv, count, mcclFloat32, ops[r], comms[r], b[r].stream));
+    EXPECT_RES(mcclGroupEnd(), mcclInvalidArgument);
+    EXPECT_TRUE(strstr(mcclGetLastError(NULL), "PreMulSum") != NULL);
+    for (int r = 0; r < NDEV && !mcclTestStopped(); r++) {
+      EXPECT_OK(mcclRedOpDestroy(ops[r], comms[r]));
+      EXPECT_CUDA_OK(cudaStreamSynchronize(b[r].stream));
+      EXPECT_CUDA_OK(cudaMemcpy(b[r].host, b[r].recv, count * 4, cudaMemcpyDeviceToHost));
+      for (size_t i = 0; i < count * 4; i++)
+        if (((unsigned char*)b[r].host)[i] != COLL_POISON) {
+          mcclTestFailAt(__FILE__, __LINE__, "%s forced with PreMulSum: rank %d wrote byte %zu", arPaths[a].name, r, i);
+          break;
+        }
+    }
+  }
+  arForce(NULL, NULL);
+  tearDown(comms, b, NDEV);
+}
+
+// mcclRedOpCreatePreMulSum's and mcclRedOpDestroy's bad input, and operations used where they do not
+// belong: after their destruction, on another communicator, with another type. All refused with
+// mcclInvalidArgument naming the argument, before anything runs.
+static void preMulSumBadInput(void) {
+  if (nDevices() < 2) SKIP("needs 2 devices");
+  mcclComm_t comms[2];
+  EXPECT_OK(mcclCommInitAll(comms, 2, NULL));
+  float* buf = NULL;
+  EXPECT_CUDA_OK(cudaSetDevice(0));
+  EXPECT_CUDA_OK(cudaMalloc((void**)&buf, 4096));
+  float scalar = 2.0f;
+  mcclRedOp_t op = (mcclRedOp_t)-7, op1 = (mcclRedOp_t)-7;
+  EXPECT_RES(mcclRedOpCreatePreMulSum(&op, NULL, mcclFloat32, mcclScalarHostImmediate, comms[0]), mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "scalar") != NULL);
+  EXPECT_RES(mcclRedOpCreatePreMulSum(&op, NULL, mcclFloat32, mcclScalarDevice, comms[0]), mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "scalar") != NULL);
+  EXPECT_RES(mcclRedOpCreatePreMulSum(NULL, &scalar, mcclFloat32, mcclScalarHostImmediate, comms[0]),
+             mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "op") != NULL);
+  EXPECT_RES(mcclRedOpCreatePreMulSum(&op, &scalar, (mcclDataType_t)mcclNumTypes, mcclScalarHostImmediate, comms[0]),
+             mcclInvalidArgument);
+  EXPECT_RES(mcclRedOpCreatePreMulSum(&op, &scalar, mcclFloat32, (mcclScalarResidence_t)2, comms[0]),
+             mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "residence") != NULL);
+  EXPECT_EQ((int)op, -7);  // written only on success
+  EXPECT_OK(mcclRedOpCreatePreMulSum(&op, &scalar, mcclFloat32, mcclScalarHostImmediate, comms[0]));
+  EXPECT_OK(mcclRedOpCreatePreMulSum(&op1, &scalar, mcclFloat32, mcclScalarHostImmediate, comms[1]));
+  EXPECT_TRUE(op >= mcclNumOps && op1 >= mcclNumOps && op != op1);
+  // Another communicator's operation; the right one with another type.
+  EXPECT_RES(mcclAllReduce(buf, buf, 4, mcclFloat32, op1, comms[0], NULL), mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "op") != NULL);
+  EXPECT_RES(mcclReduceScatter(buf, buf + 64, 4, mcclFloat32, op1, comms[0], NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclReduce(buf, buf + 64, 4, mcclFloat32, op1, 0, comms[0], NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclAllReduce(buf, buf, 4, mcclFloat16, op, comms[0], NULL), mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "op") != NULL);
+  EXPECT_RES(mcclRedOpDestroy(op1, comms[0]), mcclInvalidArgument);
+  EXPECT_RES(mcclRedOpDestroy(mcclSum, comms[0]), mcclInvalidArgument);
+  EXPECT_RES(mcclRedOpDestroy(mcclAvg, comms[0]), mcclInvalidArgument);
+  // Destroyed: refused by every reducing call, and by a second destroy.
+  EXPECT_OK(mcclRedOpDestroy(op, comms[0]));
+  EXPECT_RES(mcclRedOpDestroy(op, comms[0]), mcclInvalidArgument);
+  EXPECT_RES(mcclAllReduce(buf, buf, 4, mcclFloat32, op, comms[0], NULL), mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "op") != NULL);
+  EXPECT_RES(mcclReduceScatter(buf, buf + 64, 4, mcclFloat32, op, comms[0], NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclReduce(buf, buf + 64, 4, mcclFloat32, op, 1, comms[0], NULL), mcclInvalidArgument);
+  // Inside a group the refusal fails the group: its end launches nothing.
+  EXPECT_OK(mcclGroupStart());
+  EXPECT_RES(mcclAllReduce(buf, buf, 4, mcclFloat32, op, comms[0], NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclGroupEnd(), mcclInvalidArgument);
+  EXPECT_OK(mcclCommDestroy(comms[0]));
+  // A dead communicator: its operations cannot be destroyed or created any more.
+  EXPECT_RES(mcclRedOpDestroy(op1, comms[0]), mcclInvalidArgument);
+  EXPECT_RES(mcclRedOpCreatePreMulSum(&op, &scalar, mcclFloat32, mcclScalarHostImmediate, comms[0]),
+             mcclInvalidArgument);
+  EXPECT_OK(mcclRedOpDestroy(op1, comms[1]));
+  EXPECT_OK(mcclCommDestroy(comms[1]));
+  EXPECT_CUDA_OK(cudaFree(buf));
+}
+
+// Poison the first poisonBytes of every rank's recvbuff, set the inputs up for an allreduce of count float32.
+static void poisonAndFill(struct rankBufs* b, int n, size_t count, size_t poisonBytes, uint64_t seed) {
+  for (int r = 0; r < n && !mcclTestStopped(); r++) {
+    memset(b[r].host, COLL_POISON, poisonBytes);
+    EXPECT_CUDA_OK(mcclTestCopyToDevice(b[r].recv, b[r].host, poisonBytes));
+    arFill(b[r].host, mcclFloat32, mcclSum, count, r, seed);
+    EXPECT_CUDA_OK(mcclTestCopyToDevice(b[r].send, b[r].host, count * 4));
+  }
+}
+// Every rank's output still poisoned (nothing ran), after waiting for the device.
+static void expectUntouched(struct rankBufs* b, int n, size_t bytes, const char* what) {
+  unsigned char want[64];
+  memset(want, COLL_POISON, sizeof(want));
+  for (int r = 0; r < n && !mcclTestStopped(); r++) {
+    EXPECT_CUDA_OK(cudaStreamSynchronize(b[r].stream));
+    EXPECT_CUDA_OK(cudaMemcpy(b[r].host, b[r].recv, bytes, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < bytes; i += sizeof(want))
+      if (memcmp((char*)b[r].host + i, want, bytes - i < sizeof(want) ? bytes - i : sizeof(want)) != 0) {
+        mcclTestFailAt(__FILE__, __LINE__, "%s: rank %d's recvbuff was written near byte %zu", what, r, i);
+        return;
+      }
+  }
+}
+// Every rank's allreduce sum of count float32 is right.
+static void expectSums(struct rankBufs* b, int n, size_t count, uint64_t seed, const char* what) {
+  char why[160];
+  for (int r = 0; r < n && !mcclTestStopped(); r++) {
+    EXPECT_CUDA_OK(cudaStreamSynchronize(b[r].stream));
+    EXPECT_CUDA_OK(cudaMemcpy(b[r].host, b[r].recv, count * 4, cudaMemcpyDeviceToHost));
+    if (arCheck(b[r].host, mcclFloat32, mcclSum, count, n, seed, why, sizeof(why)))
+      mcclTestFailAt(__FILE__, __LINE__, "%s: rank %d: %s", what, r, why);
+  }
+}
+
+// mcclGroupSimulateEnd plans a group's calls and drops them: an estimate above 0, nothing launched
+// (the outputs stay poisoned), and the communicators run the same group for real afterwards. Its bad
+// input, and outside a group.
+static void groupSimulateEnd(void) {
+  if (nDevices() < NDEV) SKIP("needs %d devices", NDEV);
+  mcclComm_t comms[NDEV];
+  struct rankBufs b[NDEV];
+  memset(b, 0, sizeof(b));
+  EXPECT_OK(mcclCommInitAll(comms, NDEV, NULL));
+  const size_t count = 5000;
+  setUpBufs(comms, b, NDEV, count * 4 * NDEV);
+  const uint64_t seed = mcclTestSeed();
+  for (int real = 0; real < 2 && !mcclTestStopped(); real++) {
+    poisonAndFill(b, NDEV, count, count * 4 * NDEV, seed);
+    mcclSimInfo_t sim = MCCL_SIM_INFO_INITIALIZER;
+    EXPECT_OK(mcclGroupStart());
+    for (int r = 0; r < NDEV; r++)
+      EXPECT_OK(mcclAllReduce(b[r].send, b[r].recv, count, mcclFloat32, mcclSum, comms[r], b[r].stream));
+    for (int r = 0; r < NDEV; r++)  // and point-to-point: the Gather's sends and receives
+      EXPECT_OK(mcclGather(b[r].send, (char*)b[r].recv + count * 4, 7, mcclFloat32, NDEV - 1, comms[r], b[r].stream));
+    if (real) {
+      EXPECT_OK(mcclGroupEnd());
+      expectSums(b, NDEV, count, seed, "the group run after its simulation");
+    } else {
+      EXPECT_OK(mcclGroupSimulateEnd(&sim));
+      EXPECT_TRUE(sim.estimatedTime > 0);
+      EXPECT_EQ(sim.size, sizeof(mcclSimInfo_t));
+      EXPECT_EQ(sim.magic, MCCL_SIM_INFO_MAGIC);
+      expectUntouched(b, NDEV, count * 4 * NDEV, "simulated group");
+    }
+  }
+  // A group of one allreduce per rank on a small size is estimated below the same group on a large one.
+  float est[2] = {0, 0};
+  for (int i = 0; i < 2 && !mcclTestStopped(); i++) {
+    mcclSimInfo_t sim = MCCL_SIM_INFO_INITIALIZER;
+    EXPECT_OK(mcclGroupStart());
+    for (int r = 0; r < NDEV; r++)
+      EXPECT_OK(mcclAllReduce(b[r].send, b[r].recv, i ? count * NDEV : 8, mcclFloat32, mcclSum, comms[r], b[r].stream));
+    EXPECT_OK(mcclGroupSimulateEnd(&sim));
+    est[i] = sim.estimatedTime;
+  }
+  EXPECT_TRUE(est[0] > 0 && est[0] < est[1]);
+  // An empty group: nothing to estimate.
+  mcclSimInfo_t empty = MCCL_SIM_INFO_INITIALIZER;
+  EXPECT_OK(mcclGroupStart());
+  EXPECT_OK(mcclGroupSimulateEnd(&empty));
+  EXPECT_TRUE(empty.estimatedTime >= 0 && empty.estimatedTime < est[0]);
+  // Bad input: the group still ends, and runs nothing.
+  poisonAndFill(b, NDEV, count, count * 4, seed);
+  mcclSimInfo_t bad = MCCL_SIM_INFO_INITIALIZER;
+  bad.magic = 0;
+  for (int i = 0; i < 2 && !mcclTestStopped(); i++) {
+    EXPECT_OK(mcclGroupStart());
+    for (int r = 0; r < NDEV; r++)
+      EXPECT_OK(mcclAllReduce(b[r].send, b[r].recv, count, mcclFloat32, mcclSum, comms[r], b[r].stream));
+    EXPECT_RES(mcclGroupSimulateEnd(i ? &bad : NULL), mcclInvalidArgument);
+    EXPECT_TRUE(strstr(mcclGetLastError(NULL), "simInfo") != NULL);
+    EXPECT_RES(mcclGroupEnd(), mcclInvalidUsage);  // the group has ended
+  }
+  expectUntouched(b, NDEV, count * 4, "group ended by a refused mcclGroupSimulateEnd");
+  mcclSimInfo_t sim = MCCL_SIM_INFO_INITIALIZER;
+  EXPECT_RES(mcclGroupSimulateEnd(&sim), mcclInvalidUsage);  // no group started
+  tearDown(comms, b, NDEV);
+}
+
+// Inside a group, a call that fails its checks fails the whole group: mcclGroupEnd returns its error
+// and launches nothing, not even the group's valid calls; the next group runs as usual. A collective on
+// a communicator whose grouped creation has not run yet is such a call (mcclInvalidUsage).
+static void groupFailsOnBadCall(void) {
+  if (nDevices() < NDEV) SKIP("needs %d devices", NDEV);
+  mcclComm_t comms[NDEV];
+  struct rankBufs b[NDEV];
+  memset(b, 0, sizeof(b));
+  EXPECT_OK(mcclCommInitAll(comms, NDEV, NULL));
+  const size_t count = 3001;
+  setUpBufs(comms, b, NDEV, count * 4);
+  const uint64_t seed = mcclTestSeed();
+  poisonAndFill(b, NDEV, count, count * 4, seed);
+  EXPECT_OK(mcclGroupStart());
+  for (int r = 0; r < NDEV; r++)
+    EXPECT_OK(mcclAllReduce(b[r].send, b[r].recv, count, mcclFloat32, mcclSum, comms[r], b[r].stream));
+  EXPECT_RES(mcclGather(b[1].send, b[1].recv, 4, mcclFloat32, NDEV, comms[1], b[1].stream), mcclInvalidArgument);
+  EXPECT_OK(mcclAllReduce(b[0].send, b[0].recv, 1, mcclFloat32, mcclMax, comms[0], b[0].stream));  // still recorded
+  EXPECT_RES(mcclGroupEnd(), mcclInvalidArgument);
+  expectUntouched(b, NDEV, count * 4, "failed group");
+  // Nested: the failure of an inner group's call fails the outermost.
+  EXPECT_OK(mcclGroupStart());
+  for (int r = 0; r < NDEV; r++)
+    EXPECT_OK(mcclAllReduce(b[r].send, b[r].recv, count, mcclFloat32, mcclSum, comms[r], b[r].stream));
+  EXPECT_OK(mcclGroupStart());
+  EXPECT_RES(mcclAlltoAll(b[2].send, b[2].send, 4, mcclInt8, comms[2], b[2].stream), mcclInvalidArgument);
+  EXPECT_OK(mcclGroupEnd());
+  EXPECT_RES(mcclGroupEnd(), mcclInvalidArgument);
+  expectUntouched(b, NDEV, count * 4, "failed nested group");
+  // The same group without the bad call.
+  EXPECT_OK(mcclGroupStart());
+  for (int r = 0; r < NDEV; r++)
+    EXPECT_OK(mcclAllReduce(b[r].send, b[r].recv, count, mcclFloat32, mcclSum, comms[r], b[r].stream));
+  EXPECT_OK(mcclGroupEnd());
+  expectSums(b, NDEV, count, seed, "the group after a failed one");
+  tearDown(comms, b, NDEV);
+
+  // Grouped creation: the communicators exist at once, but a collective before the group's end is
+  // refused (mcclInvalidUsage), which fails the group; they are still destroyed cleanly.
+  mcclUniqueId id;
+  EXPECT_OK(mcclGetUniqueId(&id));
+  memset(comms, 0, sizeof(comms));
+  int32_t* dev = NULL;
+  EXPECT_CUDA_OK(cudaSetDevice(0));
+  EXPECT_CUDA_OK(cudaMalloc((void**)&dev, 64));
+  EXPECT_OK(mcclGroupStart());
+  for (int r = 0; r < NDEV; r++) {
+    EXPECT_CUDA_OK(cudaSetDevice(r));
+    EXPECT_OK(mcclCommInitRank(&comms[r], NDEV, id, r));
+  }
+  EXPECT_RES(mcclAllReduce(dev, dev, 4, mcclInt32, mcclSum, comms[0], NULL), mcclInvalidUsage);
+  EXPECT_RES(mcclAllReduce(dev, dev, 1, mcclInt32, (mcclRedOp_t)7, comms[3], NULL), mcclInvalidUsage);
+  EXPECT_RES(mcclGather(dev, dev + 4, 1, mcclInt32, 0, comms[1], NULL), mcclInvalidUsage);
+  mcclRedOp_t op;
+  float scalar = 1.0f;
+  EXPECT_RES(mcclRedOpCreatePreMulSum(&op, &scalar, mcclFloat32, mcclScalarHostImmediate, comms[2]), mcclInvalidUsage);
+  EXPECT_RES(mcclGroupEnd(), mcclInvalidUsage);
+  EXPECT_CUDA_OK(cudaSetDevice(0));
+  for (int r = 0; r < NDEV; r++) EXPECT_OK(mcclCommDestroy(comms[r]));
+  EXPECT_CUDA_OK(cudaFree(dev));
+}
+
+// A communicator destroyed while this thread's open group holds its calls (collectives, its grouped
+// creation, a window registration): that group's end returns mcclInvalidUsage for them and runs the
+// rest; nothing crashes. Two independent 1-rank communicators, so the other one's calls can run.
+static void destroyWithOpenGroup(void) {
+  if (nDevices() < 2) SKIP("needs 2 devices");
+  warmUp();
+  int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads();
+  mcclComm_t comms[2];
+  struct rankBufs b[2];
+  memset(b, 0, sizeof(b));
+  static const int dev0[1] = {0}, dev1[1] = {1};
+  EXPECT_OK(mcclCommInitAll(&comms[0], 1, dev0));
+  EXPECT_OK(mcclCommInitAll(&comms[1], 1, dev1));
+  const size_t count = 1001, bytes = count * 4 + 64;  // the allreduce's, then a send to self's 16
+  for (int r = 0; r < 2; r++) setUpBufs(&comms[r], &b[r], 1, bytes);
+  // Collectives and point-to-point calls of both; the first communicator destroyed before the end
+  // (its windows with it).
+  const uint64_t seed = mcclTestSeed();
+  char why[160];
+  for (int r = 0; r < 2 && !mcclTestStopped(); r++) {
+    memset(b[r].host, COLL_POISON, bytes);
+    EXPECT_CUDA_OK(mcclTestCopyToDevice(b[r].recv, b[r].host, bytes));
+    arFill(b[r].host, mcclInt32, mcclSum, count, 0, seed);
+    EXPECT_CUDA_OK(mcclTestCopyToDevice(b[r].send, b[r].host, count * 4));
+  }
+  EXPECT_OK(mcclGroupStart());
+  for (int r = 0; r < 2; r++) {
+    EXPECT_OK(mcclAllReduce(b[r].send, b[r].recv, count, mcclInt32, mcclSum, comms[r], b[r].stream));
+    EXPECT_OK(mcclSend(b[r].send, 16, mcclInt8, 0, comms[r], b[r].stream));
+    EXPECT_OK(mcclRecv((char*)b[r].recv + count * 4, 16, mcclInt8, 0, comms[r], b[r].stream));
+  }
+  EXPECT_OK(mcclCommDestroy(comms[0]));
+  b[0].sendWin = b[0].recvWin = NULL;
+  EXPECT_RES(mcclGroupEnd(), mcclInvalidUsage);
+  EXPECT_CUDA_OK(cudaStreamSynchronize(b[1].stream));
+  EXPECT_CUDA_OK(cudaMemcpy(b[1].host, b[1].recv, bytes, cudaMemcpyDeviceToHost));
+  if (arCheck(b[1].host, mcclInt32, mcclSum, count, 1, seed, why, sizeof(why)))
+    mcclTestFailAt(__FILE__, __LINE__, "the other communicator's allreduce: %s", why);
+  arFill(b[0].host, mcclInt32, mcclSum, 4, 0, seed);
+  EXPECT_MEM_EQ((char*)b[1].host + count * 4, b[0].host, 16);  // its send to self
+  EXPECT_EQ(((unsigned char*)b[1].host)[count * 4 + 16], COLL_POISON);
+  CHECK_STOPPED();
+  // Its grouped creation, and a window registration of the other.
+  mcclUniqueId id;
+  EXPECT_OK(mcclGetUniqueId(&id));
+  mcclComm_t c = NULL;
+  mcclWindow_t w = NULL;
+  EXPECT_CUDA_OK(cudaSetDevice(0));
+  EXPECT_OK(mcclGroupStart());
+  EXPECT_OK(mcclCommInitRank(&c, 1, id, 0));
+  EXPECT_OK(mcclCommWindowRegister(c, b[0].send, count * 4, &w, MCCL_WIN_COLL_SYMMETRIC));
+  EXPECT_OK(mcclCommDestroy(c));
+  EXPECT_RES(mcclGroupEnd(), mcclInvalidUsage);
+  EXPECT_TRUE(w == NULL);
+  EXPECT_RES(mcclCommDestroy(c), mcclInvalidArgument);  // gone already
+  EXPECT_OK(mcclGroupStart());
+  EXPECT_OK(mcclCommWindowRegister(comms[1], b[1].send, count * 4, &w, 0));
+  EXPECT_OK(mcclAllReduce(b[1].send, b[1].recv, count, mcclInt32, mcclSum, comms[1], b[1].stream));
+  EXPECT_OK(mcclCommDestroy(comms[1]));
+  b[1].sendWin = b[1].recvWin = NULL;
+  EXPECT_RES(mcclGroupEnd(), mcclInvalidUsage);
+  EXPECT_TRUE(w == NULL);
+  for (int r = 0; r < 2; r++) {
+    EXPECT_CUDA_OK(cudaStreamSynchronize(b[r].stream));
+    EXPECT_CUDA_OK(cudaStreamDestroy(b[r].stream));
+    EXPECT_OK(mcclMemFree(b[r].send));
+    EXPECT_OK(mcclMemFree(b[r].recv));
+    free(b[r].host);
+  }
+  EXPECT_CUDA_OK(cudaSetDevice(0));
+  EXPECT_EQ(mcclTestCountFds(), fds0);
+  EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
+}
+
 // Abort returns promptly while the kernel of rank 0 waits for rank 1, which never launches; the
 // other member of the clique then sees mcclRemoteError, and is aborted too.
 static void abortWhileWaiting(void) {
@@ -499,4 +1010,8 @@ static void abortWhileWaiting(void) {
 MCCL_TEST_MAIN(MCCL_TEST_CASE(versionAndStrings), MCCL_TEST_CASE(nullAndBogusComm), MCCL_TEST_CASE(initArguments),
                MCCL_TEST_CASE(oneRank), MCCL_TEST_CASE(initAllEveryTypeOpRingOneShot),
                MCCL_TEST_CASE(initAllEveryTypeOpTwoShot), MCCL_TEST_CASE(groupedInitRank),
-               MCCL_TEST_CASE(initAllCollectives), MCCL_TEST_CASE(initAllSendRecv), MCCL_TEST_CASE(abortWhileWaiting))
+               MCCL_TEST_CASE(initAllCollectives), MCCL_TEST_CASE(initAllSendRecv),
+               MCCL_TEST_CASE(initAllAlltoAllGatherScatter), MCCL_TEST_CASE(alltoAllGatherScatterBadInput),
+               MCCL_TEST_CASE(initAllPreMulSum), MCCL_TEST_CASE(preMulSumBadInput), MCCL_TEST_CASE(groupSimulateEnd),
+               MCCL_TEST_CASE(groupFailsOnBadCall), MCCL_TEST_CASE(destroyWithOpenGroup),
+               MCCL_TEST_CASE(abortWhileWaiting))

@@ -7,8 +7,11 @@ Run on a host with 2 GPUs and torch, with the drop-in preloaded:
         torchrun --nproc_per_node 2 final/tests/torch_dropin.py
 
 Each rank runs init_process_group("nccl"), all_reduce (sum, avg, max on float32, bfloat16 and int64,
-1 to 256 Mi elements), all_gather, reduce_scatter, broadcast, barrier, a sub-group's all_reduce and
-destroy_process_group, and checks every result against values computed locally. It fails when NCCL
+1 to 256 Mi elements; a PreMulSum op from _make_nccl_premul_sum with each rank's own factor, as a Python
+float and as a device tensor), all_gather, reduce_scatter (sum; avg; PreMulSum), broadcast,
+all_to_all_single (even and uneven splits), all_to_all, gather and scatter (roots 0 and last), barrier,
+a sub-group's all_reduce and destroy_process_group, and checks every result against values computed
+locally. It fails when NCCL
 rather than minccl served the calls: minccl's library exports mcclDropinCalls (NCCL's does not), its
 count of served calls must grow with the calls made, and the preloaded drop-in must be mapped (torch's
 own libnccl is mapped too, as libtorch_cuda's dependency, and reported; it serves no call). Rank 0
@@ -168,6 +171,133 @@ def main():
                     return "root %d n=%d: differs from the root's tensor" % (root, n)
         return None
     checks.run("broadcast", broadcast)
+
+    def block(src, dst, n):
+        """What rank src sends to rank dst: n int64 values that name both (exact, unlike large floats)."""
+        return torch.arange(n, device=dev, dtype=torch.int64) + src * 1_000_000_000 + dst * 10_000_000
+
+    def all_to_all_even():
+        for n in (1, 1000, 1 << 20):
+            t = torch.cat([block(rank, q, n) for q in range(world)])
+            out = torch.full((world * n,), -1, dtype=torch.int64, device=dev)
+            dist.all_to_all_single(out, t)
+            want = torch.cat([block(q, rank, n) for q in range(world)])
+            if not torch.equal(out, want):
+                bad = (out != want).nonzero()[0].item()
+                return "n=%d: element %d is %d, expected %d" % (n, bad, out[bad].item(), want[bad].item())
+        return None
+    checks.run("all_to_all_single_even", all_to_all_even)
+
+    def all_to_all_uneven():
+        def split(src, dst):  # elements src sends to dst: 0 to 6006, a different count for every pair
+            return ((src * 3 + dst * 5) % 7) * 1001
+        ins = [split(rank, q) for q in range(world)]
+        outs = [split(q, rank) for q in range(world)]
+        t = torch.cat([block(rank, q, ins[q]) for q in range(world)])
+        out = torch.full((sum(outs),), -1, dtype=torch.int64, device=dev)
+        dist.all_to_all_single(out, t, output_split_sizes=outs, input_split_sizes=ins)
+        want = torch.cat([block(q, rank, outs[q]) for q in range(world)])
+        if not torch.equal(out, want):
+            bad = (out != want).nonzero()[0].item()
+            return "splits in %s out %s: element %d is %d, expected %d" % (ins, outs, bad, out[bad].item(),
+                                                                         want[bad].item())
+        return None
+    checks.run("all_to_all_single_uneven", all_to_all_uneven)
+
+    def all_to_all_list():
+        ins = [block(rank, q, 1000 + q) for q in range(world)]  # rank q gets 1000 + q from everyone
+        outs = [torch.full((1000 + rank,), -1, dtype=torch.int64, device=dev) for _ in range(world)]
+        dist.all_to_all(outs, ins)
+        for q in range(world):
+            if not torch.equal(outs[q], block(q, rank, 1000 + rank)):
+                return "the tensor from rank %d differs" % q
+        return None
+    checks.run("all_to_all", all_to_all_list)
+
+    def gather():
+        for root in sorted({0, world - 1}):
+            for n in (1, 1000, 1 << 20):
+                lst = [torch.full((n,), -1, dtype=torch.int64, device=dev) for _ in range(world)] \
+                    if rank == root else None
+                dist.gather(block(rank, root, n), gather_list=lst, dst=root)
+                for q in range(world if rank == root else 0):
+                    if not torch.equal(lst[q], block(q, root, n)):
+                        return "root %d n=%d: the tensor of rank %d differs" % (root, n, q)
+        return None
+    checks.run("gather", gather)
+
+    def scatter():
+        for root in sorted({0, world - 1}):
+            for n in (1, 1000, 1 << 20):
+                out = torch.full((n,), -1, dtype=torch.int64, device=dev)
+                lst = [block(root, q, n) for q in range(world)] if rank == root else None
+                dist.scatter(out, scatter_list=lst, src=root)
+                if not torch.equal(out, block(root, rank, n)):
+                    return "root %d n=%d: this rank's tensor differs" % (root, n)
+        return None
+    checks.run("scatter", scatter)
+
+    def close(got, want, dtype, exact):
+        """Equal where every rounding is exact (avg over a power-of-two world), else within the rounding
+        of world products and sums in dtype (NCCL's avg multiplies each input by 1/world, then sums)."""
+        if exact:
+            return torch.equal(got, want)
+        tol = 2 * world * torch.finfo(dtype).eps * want.double().abs().max().item()
+        return (got.double() - want.double()).abs().max().item() <= tol
+
+    def reduce_scatter_avg():
+        for dtype in (torch.float32, torch.bfloat16):
+            for n in (1, 1000, 1 << 22):
+                t = pattern(rank, n * world, dtype, dev)
+                out = torch.empty(n, dtype=dtype, device=dev)
+                dist.reduce_scatter_tensor(out, t, op=dist.ReduceOp.AVG)
+                want = expected_allreduce("avg", world, n * world, dtype, dev)[rank * n:(rank + 1) * n]
+                if not close(out, want, dtype, world & (world - 1) == 0):
+                    return "%s n=%d: this rank's block differs" % (str(dtype).replace("torch.", ""), n)
+        return None
+    checks.run("reduce_scatter_avg", reduce_scatter_avg)
+
+    premul = getattr(dist, "_make_nccl_premul_sum", None)
+    if premul is None:  # older torch keeps it in the C extension only
+        premul = getattr(torch._C._distributed_c10d, "_make_nccl_premul_sum", None)
+
+    def factor(r):
+        return 1.0 + (r & 1)  # the ranks' factors differ
+
+    def expected_premul(n, dtype):
+        parts = [factor(r) * pattern(r, n, torch.float64, dev) for r in range(world)]
+        return torch.stack(parts).sum(0).to(dtype)  # small integers: exact in bfloat16 too
+
+    def premul_sum_all_reduce():
+        if premul is None:
+            return "torch.distributed has no _make_nccl_premul_sum"
+        for dtype in (torch.float32, torch.bfloat16):
+            for residence in ("host", "device"):
+                # A Python float becomes ncclScalarHostImmediate, a one-element tensor ncclScalarDevice.
+                f = factor(rank) if residence == "host" else torch.tensor([factor(rank)], dtype=dtype, device=dev)
+                for n in (1, 1023, 1 << 20):
+                    t = pattern(rank, n, dtype, dev)
+                    dist.all_reduce(t, op=premul(f))
+                    want = expected_premul(n, dtype)
+                    if not torch.equal(t, want):
+                        bad = (t != want).nonzero()[0].item()
+                        return "%s %s factor n=%d: element %d is %s, expected %s" % (
+                            str(dtype).replace("torch.", ""), residence, n, bad, t[bad].item(), want[bad].item())
+        return None
+    checks.run("all_reduce_premul_sum", premul_sum_all_reduce)
+
+    def premul_sum_reduce_scatter():
+        if premul is None:
+            return "torch.distributed has no _make_nccl_premul_sum"
+        for n in (1, 1000, 1 << 20):
+            t = pattern(rank, n * world, torch.float32, dev)
+            out = torch.empty(n, dtype=torch.float32, device=dev)
+            dist.reduce_scatter_tensor(out, t, op=premul(factor(rank)))
+            want = expected_premul(n * world, torch.float32)[rank * n:(rank + 1) * n]
+            if not torch.equal(out, want):
+                return "n=%d: this rank's block differs" % n
+        return None
+    checks.run("reduce_scatter_premul_sum", premul_sum_reduce_scatter)
 
     def barrier():
         dist.barrier()

@@ -39,10 +39,10 @@ break recvReduceSend if threadIdx.x == 0
 set $mccl_bp_rrs = $bpnum
 set $mccl_rrs = 0
 commands
-  set $mccl_n = arShmem.args.nRanks
-  set $mccl_ix = arShmem.args.ringIndex
+  set $mccl_n = kShmem.args.nRanks
+  set $mccl_ix = kShmem.comm.ringIndex
   set $mccl_chunk = (int)(inpIx / 64)
-  printf "[kernel] rank %d (ring position %d of %d), step %d: recvReduceSend chunk %d; the previous rank's tail is %lu, its first slice needs tail >= %lu\n", arShmem.args.rank, $mccl_ix, $mccl_n, ($mccl_ix - $mccl_chunk + $mccl_n) % $mccl_n - 1, $mccl_chunk, *connStepPtr, step + stepPerSlice
+  printf "[kernel] rank %d (ring position %d of %d), step %d: recvReduceSend chunk %d; the previous rank's tail is %lu, its first slice needs tail >= %lu\n", kShmem.args.rank, $mccl_ix, $mccl_n, ($mccl_ix - $mccl_chunk + $mccl_n) % $mccl_n - 1, $mccl_chunk, *connStepPtr, step + stepPerSlice
   set $mccl_rrs = $mccl_rrs + 1
   if $mccl_rrs >= 3
     printf "(lab.gdb: breakpoint %d disabled after 3 stops; `enable %d` brings it back)\n", $mccl_bp_rrs, $mccl_bp_rrs

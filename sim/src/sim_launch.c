@@ -318,8 +318,10 @@ static unsigned simBlockX(struct CUfunc_st* k, unsigned long long nBlocks, unsig
   return (unsigned)x;
 }
 
-// Packed arguments from CU_LAUNCH_PARAM_BUFFER_POINTER/SIZE: each at its natural alignment.
-static CUresult argsFromExtra(struct CUfunc_st* k, void** extra, void** ptrs) {
+// Packed arguments from CU_LAUNCH_PARAM_BUFFER_POINTER/SIZE: each at its natural alignment. As the
+// driver does, the buffer may end inside the last argument (NCCL passes only the used part of its
+// 4 KiB kernel-argument struct): *lastBytes is how much of it the buffer holds; the rest is zeroed.
+static CUresult argsFromExtra(struct CUfunc_st* k, void** extra, void** ptrs, size_t* lastBytes) {
   char* buf = NULL;
   size_t* size = NULL;
   for (int i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
@@ -331,13 +333,17 @@ static CUresult argsFromExtra(struct CUfunc_st* k, void** extra, void** ptrs) {
       return CUDA_ERROR_INVALID_VALUE;
   }
   if (!buf || !size) return CUDA_ERROR_INVALID_VALUE;
-  size_t off = 0;
+  size_t off = 0, lastOff = 0;
   for (int a = 0; a < k->nArgs; a++) {
     off = (off + k->argAlign[a] - 1) / k->argAlign[a] * k->argAlign[a];
     ptrs[a] = buf + off;
+    lastOff = off;
     off += k->argSize[a];
   }
-  return off <= *size ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  if (k->nArgs == 0) return CUDA_SUCCESS;
+  if (*size <= lastOff) return CUDA_ERROR_INVALID_VALUE;  // the last argument must start inside the buffer
+  *lastBytes = *size < off ? *size - lastOff : k->argSize[k->nArgs - 1];
+  return CUDA_SUCCESS;
 }
 
 static CUresult launch(struct CUfunc_st* k, dim3 grid, dim3 block, unsigned sharedMem, CUstream stream,
@@ -354,8 +360,9 @@ static CUresult launch(struct CUfunc_st* k, dim3 grid, dim3 block, unsigned shar
   if (kernelParams && extra) return CUDA_ERROR_INVALID_VALUE;
   if (k->nArgs > 0 && !kernelParams && !extra) return CUDA_ERROR_INVALID_VALUE;
   void* src[SIM_MAX_KERNEL_ARGS] = {0};
+  size_t lastBytes = k->nArgs > 0 ? k->argSize[k->nArgs - 1] : 0;  // bytes of the last argument given
   if (extra) {
-    if ((r = argsFromExtra(k, extra, src)) != CUDA_SUCCESS) return r;
+    if ((r = argsFromExtra(k, extra, src, &lastBytes)) != CUDA_SUCCESS) return r;
   } else {
     for (int a = 0; a < k->nArgs; a++)
       if (!(src[a] = kernelParams[a])) return CUDA_ERROR_INVALID_VALUE;
@@ -384,8 +391,9 @@ static CUresult launch(struct CUfunc_st* k, dim3 grid, dim3 block, unsigned shar
     freeLaunch(L);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
+  if (off) memset(L->argBuf, 0, off);
   for (int a = 0; a < k->nArgs; a++) {
-    memcpy(L->argBuf + offs[a], src[a], k->argSize[a]);
+    memcpy(L->argBuf + offs[a], src[a], a == k->nArgs - 1 ? lastBytes : k->argSize[a]);
     L->params[a] = L->argBuf + offs[a];
   }
   for (int b = 0; b < L->nBlocks; b++) {

@@ -58,6 +58,22 @@ static int status;     // 0 pass, 1 fail, 2 skip
   } while (0)
 
 // ---- element conversions (values are small integers, exact in every type) -----------------------
+// fp8 (OCP E4M3: bias 7, no infinities; E5M2: bias 15): exact values only, so no rounding is needed.
+static uint8_t toFp8(double v, int manBits, int bias) {
+  if (v == 0) return 0;
+  uint8_t sign = v < 0 ? 0x80 : 0;
+  int e = 0;
+  double m = frexp(fabs(v), &e);  // |v| = m * 2^e, 0.5 <= m < 1
+  int exp = e - 1 + bias;
+  if (exp <= 0)  // subnormal: |v| = mant * 2^(1 - bias - manBits)
+    return sign | (uint8_t)lrint(ldexp(fabs(v), bias - 1 + manBits));
+  return sign | (uint8_t)(exp << manBits) | (uint8_t)lrint(ldexp(m * 2 - 1, manBits));
+}
+static double fromFp8(uint8_t b, int manBits, int bias) {
+  int exp = (b & 0x7f) >> manBits, mant = b & ((1 << manBits) - 1);
+  double v = exp == 0 ? ldexp(mant, 1 - bias - manBits) : ldexp(1.0 + ldexp(mant, -manBits), exp - bias);
+  return b & 0x80 ? -v : v;
+}
 static uint16_t toHalf(double v) {  // 0 <= v < 2048, a multiple of 1/8
   if (v == 0) return 0;
   int e = 0;
@@ -85,6 +101,8 @@ static size_t typeSize(ncclDataType_t t) {
   switch (t) {
     case ncclInt8:
     case ncclUint8:
+    case ncclFloat8e4m3:
+    case ncclFloat8e5m2:
       return 1;
     case ncclFloat16:
     case ncclBfloat16:
@@ -129,6 +147,12 @@ static void put(void* buf, ncclDataType_t t, size_t i, double v) {
     case ncclBfloat16:
       ((uint16_t*)buf)[i] = toBf16(v);
       break;
+    case ncclFloat8e4m3:
+      ((uint8_t*)buf)[i] = toFp8(v, 3, 7);
+      break;
+    case ncclFloat8e5m2:
+      ((uint8_t*)buf)[i] = toFp8(v, 2, 15);
+      break;
     default:
       break;
   }
@@ -155,27 +179,40 @@ static double get(const void* buf, ncclDataType_t t, size_t i) {
       return ((const double*)buf)[i];
     case ncclBfloat16:
       return fromBf16(((const uint16_t*)buf)[i]);
+    case ncclFloat8e4m3:
+      return fromFp8(((const uint8_t*)buf)[i], 3, 7);
+    case ncclFloat8e5m2:
+      return fromFp8(((const uint8_t*)buf)[i], 2, 15);
     default:
       return NAN;
   }
 }
 static const char* typeName(ncclDataType_t t) {
-  static const char* n[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double", "bf16"};
-  return (int)t < 10 ? n[t] : "fp8";
+  static const char* n[] = {"int8", "uint8", "int32",  "uint32", "int64",  "uint64",
+                            "half", "float", "double", "bf16",   "f8e4m3", "f8e5m2"};
+  return (int)t >= 0 && (int)t < ncclNumTypes ? n[t] : "?";
+}
+static int isFp8(ncclDataType_t t) {
+  return t == ncclFloat8e4m3 || t == ncclFloat8e5m2;
 }
 static int isFloat(ncclDataType_t t) {
-  return t == ncclFloat16 || t == ncclFloat32 || t == ncclFloat64 || t == ncclBfloat16;
+  return t == ncclFloat16 || t == ncclFloat32 || t == ncclFloat64 || t == ncclBfloat16 || isFp8(t);
 }
 
-// Rank r's element i: 1..4, so products over 4 ranks stay within int8.
-static double value(int r, size_t i) {
+// Rank r's element i: 1..4, so products over 4 ranks stay within int8; fp8: 1..2, so sums over up to 4
+// ranks and products stay exact in E5M2's 2-bit significand (and averages over 2 or 4 ranks).
+static double valueT(int r, size_t i, ncclDataType_t t) {
+  if (isFp8(t)) return (double)((i * 7 + (size_t)r * 3) % 2 + 1);
   return (double)((i * 7 + (size_t)r * 3) % 4 + 1);
+}
+static double value(int r, size_t i) {
+  return valueT(r, i, ncclFloat32);
 }
 
 static double expected(ncclRedOp_t op, ncclDataType_t t, size_t i) {
-  double acc = value(0, i);
+  double acc = valueT(0, i, t);
   for (int r = 1; r < nranks; r++) {
-    double v = value(r, i);
+    double v = valueT(r, i, t);
     if (op == ncclSum || op == ncclAvg)
       acc += v;
     else if (op == ncclProd)
@@ -199,7 +236,7 @@ static int allreduceChecked(ncclComm_t c, ncclDataType_t t, ncclRedOp_t op, size
     FAILF("malloc");
     return 1;
   }
-  for (size_t i = 0; i < count; i++) put(host, t, i, value(rank, i));
+  for (size_t i = 0; i < count; i++) put(host, t, i, valueT(rank, i, t));
   void* src = inPlace ? drecv : dsend;
   if (cudaMemcpyAsync(src, host, bytes, cudaMemcpyHostToDevice, stream) != cudaSuccess) {
     FAILF("cudaMemcpy to device");
@@ -275,23 +312,23 @@ static void test_allreduce_all(void) {
   void *dsend = NULL, *drecv = NULL;
   CHECK_CUDA(cudaMalloc(&dsend, maxBytes));
   CHECK_CUDA(cudaMalloc(&drecv, maxBytes));
-  for (int t = 0; t < 10 && status != 1; t++)
+  for (int t = 0; t < ncclNumTypes && status != 1; t++)
     for (int op = 0; op < ncclNumOps && status != 1; op++)
       for (int c = 0; c < 3 && status != 1; c++)  // the large count (ring chunks) in float32 only: the sim is slow
-        if (c < 2 || t == ncclFloat32)
+        if ((c < 2 || t == ncclFloat32) && !(isFp8((ncclDataType_t)t) && nranks > 4))
           for (int inPlace = 0; inPlace < 2 && status != 1; inPlace++)
             (void)allreduceChecked(comm, (ncclDataType_t)t, (ncclRedOp_t)op, counts[c], inPlace, dsend, drecv);
   cudaFree(dsend);
   cudaFree(drecv);
 }
 
-// fp8 types and ops that were never created are refused before anything runs.
+// Types past fp8 and ops that were never created are refused before anything runs.
 static void test_allreduce_refused(void) {
   NEED_COMM();
   void* d = NULL;
   CHECK_CUDA(cudaMalloc(&d, 64));
-  EXPECT_NCCL(ncclAllReduce(d, d, 8, ncclFloat8e4m3, ncclSum, comm, stream), ncclInvalidArgument);
-  EXPECT_NCCL(ncclAllReduce(d, d, 8, ncclFloat8e5m2, ncclSum, comm, stream), ncclInvalidArgument);
+  EXPECT_NCCL(ncclAllReduce(d, d, 8, (ncclDataType_t)ncclNumTypes, ncclSum, comm, stream), ncclInvalidArgument);
+  EXPECT_NCCL(ncclAllReduce(d, d, 8, (ncclDataType_t)-1, ncclSum, comm, stream), ncclInvalidArgument);
   EXPECT_NCCL(ncclAllReduce(d, d, 8, ncclFloat32, (ncclRedOp_t)(ncclNumOps + 3), comm, stream), ncclInvalidArgument);
   EXPECT_NCCL(ncclAllReduce(d, d, 8, ncclFloat32, ncclSum, NULL, stream), ncclInvalidArgument);
   cudaFree(d);
@@ -301,21 +338,235 @@ static void test_unimplemented(void) {
   NEED_COMM();
   ncclComm_t out = NULL;
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
-  ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
-  ncclRedOp_t op;
-  float scalar = 2.0f;
   int exclude = 0;
   EXPECT_NCCL(ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT), ncclInvalidUsage);
   EXPECT_NCCL(ncclCommShrink(comm, &exclude, 1, &out, &cfg, NCCL_SHRINK_DEFAULT), ncclInvalidUsage);
-  EXPECT_NCCL(ncclAlltoAll(NULL, NULL, 0, ncclFloat32, comm, stream), ncclInvalidUsage);
-  EXPECT_NCCL(ncclGather(NULL, NULL, 0, ncclFloat32, 0, comm, stream), ncclInvalidUsage);
-  EXPECT_NCCL(ncclScatter(NULL, NULL, 0, ncclFloat32, 0, comm, stream), ncclInvalidUsage);
-  EXPECT_NCCL(ncclGroupSimulateEnd(&sim), ncclInvalidUsage);
-  EXPECT_NCCL(pncclAlltoAll(NULL, NULL, 0, ncclFloat32, comm, stream), ncclInvalidUsage);
-  EXPECT_NCCL(ncclRedOpCreatePreMulSum(&op, &scalar, ncclFloat32, ncclScalarHostImmediate, comm), ncclInvalidUsage);
-  EXPECT_NCCL(ncclRedOpDestroy(ncclSum, comm), ncclInvalidArgument);
   if (out != NULL) FAILF("ncclCommShrink wrote a communicator");
   if (ncclGetLastError(comm) == NULL) FAILF("ncclGetLastError returned NULL");
+}
+
+// ---- AlltoAll, Gather, Scatter -------------------------------------------------------------------
+// Byte i of the block `from` sends to `to`: moved, never reduced, so any type's bytes will do.
+static unsigned char blockByte(int from, int to, size_t i, int salt) {
+  return (unsigned char)((i * 131 + (size_t)from * 31 + (size_t)to * 7 + (size_t)salt * 17) % 251);
+}
+#define POISON 0x5a
+
+// kind 0 AlltoAll, 1 Gather, 2 Scatter, on nranks blocks of count elements; in place: Gather's sendbuff
+// is recvbuff + rank * count, Scatter's recvbuff is sendbuff + rank * count. Both buffers (span bytes
+// each) are checked whole after the call: the outputs, and poison everywhere else. p: use pncclX.
+static const char* const a2aName[3] = {"alltoall", "gather", "scatter"};
+static int a2aChecked(int kind, ncclDataType_t t, size_t count, int root, int inPlace, int p, char* dsend, char* drecv,
+                      size_t span) {
+  const size_t bytes = count * typeSize(t), total = bytes * (size_t)nranks;
+  unsigned char *img = malloc(4 * span), *sImg = img, *rImg = img + span, *sGot = img + 2 * span,
+                *rGot = img + 3 * span;
+  if (!img) {
+    FAILF("malloc");
+    return 1;
+  }
+  const int salt = kind * 1000 + (int)t * 10 + (int)count % 10;
+  memset(img, POISON, 2 * span);
+  unsigned char *in = sImg, *out = rImg;
+  if (inPlace && kind == 1) in = rImg + (size_t)rank * bytes;
+  if (inPlace && kind == 2) out = sImg + (size_t)rank * bytes;
+  for (int q = 0; q < nranks; q++)  // the input
+    for (size_t i = 0; i < bytes; i++) {
+      if (kind == 0) in[(size_t)q * bytes + i] = blockByte(rank, q, i, salt);
+      if (kind == 1 && q == 0) in[i] = blockByte(rank, root, i, salt);
+      if (kind == 2 && rank == root) in[(size_t)q * bytes + i] = blockByte(root, q, i, salt);
+    }
+  int bad = 1;
+  if (cudaMemcpyAsync(dsend, sImg, span, cudaMemcpyHostToDevice, stream) != cudaSuccess ||
+      cudaMemcpyAsync(drecv, rImg, span, cudaMemcpyHostToDevice, stream) != cudaSuccess) {
+    FAILF("cudaMemcpy to device");
+    goto out;
+  }
+  char *din = dsend + (in - sImg), *dout = drecv + (out - rImg);
+  if (inPlace && kind == 1) din = drecv + (in - rImg);
+  if (inPlace && kind == 2) dout = dsend + (out - sImg);
+  ncclResult_t r = kind == 0   ? (p ? pncclAlltoAll : ncclAlltoAll)(din, dout, count, t, comm, stream)
+                   : kind == 1 ? (p ? pncclGather : ncclGather)(din, dout, count, t, root, comm, stream)
+                               : (p ? pncclScatter : ncclScatter)(din, dout, count, t, root, comm, stream);
+  if (r != ncclSuccess) {
+    FAILF("%s %s count %zu: %s (%s)", a2aName[kind], typeName(t), count, ncclGetErrorString(r), ncclGetLastError(NULL));
+    goto out;
+  }
+  for (int q = 0; q < nranks; q++)  // what the call must leave
+    for (size_t i = 0; i < bytes; i++) {
+      if (kind == 0) out[(size_t)q * bytes + i] = blockByte(q, rank, i, salt);
+      if (kind == 1 && rank == root) out[(size_t)q * bytes + i] = blockByte(q, root, i, salt);
+      if (kind == 2 && q == 0) out[i] = blockByte(root, rank, i, salt);
+    }
+  if (cudaStreamSynchronize(stream) != cudaSuccess ||
+      cudaMemcpy(sGot, dsend, span, cudaMemcpyDeviceToHost) != cudaSuccess ||
+      cudaMemcpy(rGot, drecv, span, cudaMemcpyDeviceToHost) != cudaSuccess) {
+    FAILF("synchronise / copy back");
+    goto out;
+  }
+  bad = 0;
+  for (size_t i = 0; i < 2 * span && !bad; i++)
+    if (sGot[i] != sImg[i]) {
+      FAILF("%s %s count %zu root %d %s: %s byte %zu is 0x%02x, expected 0x%02x (block bytes %zu)", a2aName[kind],
+            typeName(t), count, root, inPlace ? "in place" : "out of place", i < span ? "sendbuff" : "recvbuff",
+            i % span, sGot[i], sImg[i], total);
+      bad = 1;
+    }
+out:
+  free(img);
+  return bad;
+}
+
+// Every type, counts 1, 7, 1023 and 4099 (not a multiple of 16 bytes), roots 0 and last, in place or
+// not; a few through the pncclX names.
+static void test_alltoall_gather_scatter(void) {
+  NEED_COMM();
+  static const size_t counts[] = {1, 7, 1023, 4099};
+  const size_t span = 4099 * 8 * (size_t)nranks + 64;
+  char *dsend = NULL, *drecv = NULL;
+  CHECK_CUDA(cudaMalloc((void**)&dsend, span));
+  CHECK_CUDA(cudaMalloc((void**)&drecv, span));
+  int k = 0;
+  for (int kind = 0; kind < 3 && status != 1; kind++)
+    for (int t = 0; t < ncclNumTypes && status != 1; t++, k++)
+      (void)a2aChecked(kind, (ncclDataType_t)t, counts[(t + kind) % 4], k % 2 ? nranks - 1 : 0,
+                       kind != 0 && (t / 2) % 2, k % 5 == 0, dsend, drecv, span);
+  // Refused: a root out of range, AlltoAll in place, count x type size past 2^63 bytes.
+  EXPECT_NCCL(ncclGather(dsend, drecv, 4, ncclInt8, nranks, comm, stream), ncclInvalidArgument);
+  EXPECT_NCCL(ncclScatter(dsend, drecv, 4, ncclInt8, -1, comm, stream), ncclInvalidArgument);
+  EXPECT_NCCL(ncclAlltoAll(dsend, dsend, 4, ncclInt8, comm, stream), ncclInvalidArgument);
+  EXPECT_NCCL(ncclAlltoAll(dsend, drecv, (size_t)1 << 63, ncclInt8, comm, stream), ncclInvalidArgument);
+  cudaFree(dsend);
+  cudaFree(drecv);
+}
+
+// ---- PreMulSum operations -------------------------------------------------------------------------
+// Rank r's scalar: 1 + (r & 1), so the ranks' scalars differ.
+static double preMulScalar(int r) {
+  return 1.0 + (double)(r & 1);
+}
+
+// One allreduce (kind 0) or reduce-scatter (kind 1) of count elements per rank with this rank's
+// PreMulSum operation (its scalar in host memory, or in device memory), destroyed right after the call.
+static void preMulSumChecked(int kind, ncclDataType_t t, int onDevice, size_t count, char* dsend, char* drecv) {
+  const size_t es = typeSize(t), inN = kind == 1 ? count * (size_t)nranks : count;
+  char* host = malloc(inN * es + 8);
+  if (!host) {
+    FAILF("malloc");
+    return;
+  }
+  void* dscalar = NULL;
+  ncclRedOp_t op;
+  put(host, t, 0, preMulScalar(rank));
+  if (onDevice) {
+    if (cudaMalloc(&dscalar, 8) != cudaSuccess ||
+        cudaMemcpyAsync(dscalar, host, es, cudaMemcpyHostToDevice, stream) != cudaSuccess ||
+        cudaStreamSynchronize(stream) != cudaSuccess) {
+      FAILF("device scalar");
+      goto out;
+    }
+  }
+  ncclResult_t r = ncclRedOpCreatePreMulSum(&op, onDevice ? dscalar : (void*)host, t,
+                                            onDevice ? ncclScalarDevice : ncclScalarHostImmediate, comm);
+  if (r != ncclSuccess) {
+    FAILF("ncclRedOpCreatePreMulSum(%s, %s): %s", typeName(t), onDevice ? "device" : "host", ncclGetErrorString(r));
+    goto out;
+  }
+  for (size_t i = 0; i < inN; i++) put(host, t, i, valueT(rank, i, t));
+  if (cudaMemcpyAsync(dsend, host, inN * es, cudaMemcpyHostToDevice, stream) != cudaSuccess) FAILF("cudaMemcpy");
+  r = kind == 0 ? ncclAllReduce(dsend, drecv, count, t, op, comm, stream)
+                : ncclReduceScatter(dsend, drecv, count, t, op, comm, stream);
+  ncclResult_t d = ncclRedOpDestroy(op, comm);
+  if (r != ncclSuccess || d != ncclSuccess) {
+    FAILF("%s %s premulsum: %s, destroy %s", kind ? "reducescatter" : "allreduce", typeName(t), ncclGetErrorString(r),
+          ncclGetErrorString(d));
+    goto out;
+  }
+  if (cudaStreamSynchronize(stream) != cudaSuccess ||
+      cudaMemcpy(host, drecv, count * es, cudaMemcpyDeviceToHost) != cudaSuccess) {
+    FAILF("synchronise / copy back");
+    goto out;
+  }
+  for (size_t i = 0; i < count; i++) {
+    const size_t j = kind == 1 ? (size_t)rank * count + i : i;
+    double want = 0;
+    for (int q = 0; q < nranks; q++) want += preMulScalar(q) * valueT(q, j, t);
+    if (get(host, t, i) != want) {
+      FAILF("%s %s premulsum (%s scalar) count %zu: element %zu is %g, expected %g",
+            kind ? "reducescatter" : "allreduce", typeName(t), onDevice ? "device" : "host", count, i, get(host, t, i),
+            want);
+      break;
+    }
+  }
+  // Destroyed: refused by the next call and by a second destroy.
+  EXPECT_NCCL(ncclAllReduce(dsend, drecv, count, t, op, comm, stream), ncclInvalidArgument);
+  EXPECT_NCCL(ncclRedOpDestroy(op, comm), ncclInvalidArgument);
+out:
+  if (dscalar) cudaFree(dscalar);
+  free(host);
+}
+
+static void test_premulsum(void) {
+  NEED_COMM();
+  static const ncclDataType_t types[] = {ncclFloat32, ncclFloat16, ncclBfloat16,   ncclFloat64,
+                                         ncclInt32,   ncclUint8,   ncclFloat8e4m3, ncclFloat8e5m2};
+  const size_t count = 1031;
+  char* d = NULL;
+  CHECK_CUDA(cudaMalloc((void**)&d, 2 * count * 8 * (size_t)nranks));
+  for (int ti = 0; ti < 8 && status != 1; ti++)
+    for (int kind = 0; kind < 2 && status != 1; kind++)
+      for (int onDevice = 0; onDevice < 2 && status != 1; onDevice++)
+        if (!(isFp8(types[ti]) && nranks > 2))  // sums of up to 2 x 2 + 2 x 1: exact in fp8 at 2 ranks
+          preMulSumChecked(kind, types[ti], onDevice, count, d, d + count * 8 * (size_t)nranks);
+  ncclRedOp_t op;
+  float scalar = 2.0f;
+  EXPECT_NCCL(ncclRedOpCreatePreMulSum(&op, NULL, ncclFloat32, ncclScalarHostImmediate, comm), ncclInvalidArgument);
+  EXPECT_NCCL(ncclRedOpCreatePreMulSum(&op, &scalar, ncclFloat32, ncclScalarHostImmediate, NULL), ncclInvalidArgument);
+  EXPECT_NCCL(ncclRedOpDestroy(ncclSum, comm), ncclInvalidArgument);
+  CHECK_NCCL(ncclRedOpCreatePreMulSum(&op, &scalar, ncclFloat32, ncclScalarHostImmediate, comm));
+  EXPECT_NCCL(ncclAllReduce(d, d, 4, ncclFloat16, op, comm, stream), ncclInvalidArgument);  // created for float
+  CHECK_NCCL(pncclRedOpDestroy(op, comm));
+  cudaFree(d);
+}
+
+// ---- ncclGroupSimulateEnd -------------------------------------------------------------------------
+// A group simulated: an estimate above 0 and nothing launched; then bad simInfo.
+static void test_group_simulate_end(void) {
+  NEED_COMM();
+  const size_t count = 4096;
+  char* d = NULL;
+  char* host = malloc(count * 4);
+  if (!host) SKIPF("malloc");
+  if (cudaMalloc((void**)&d, 2 * count * 4) != cudaSuccess) {
+    free(host);
+    FAILF("cudaMalloc");
+    return;
+  }
+  memset(host, POISON, count * 4);
+  if (cudaMemcpyAsync(d + count * 4, host, count * 4, cudaMemcpyHostToDevice, stream) != cudaSuccess) FAILF("copy");
+  ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
+  EXPECT_NCCL(ncclGroupStart(), ncclSuccess);
+  EXPECT_NCCL(ncclAllReduce(d, d + count * 4, count, ncclFloat32, ncclSum, comm, stream), ncclSuccess);
+  EXPECT_NCCL(ncclGather(d, d + count * 4, 16, ncclFloat32, 0, comm, stream), ncclSuccess);
+  EXPECT_NCCL(ncclGroupSimulateEnd(&sim), ncclSuccess);
+  if (!(sim.estimatedTime > 0)) FAILF("estimatedTime %g, expected > 0", (double)sim.estimatedTime);
+  if (cudaStreamSynchronize(stream) != cudaSuccess ||
+      cudaMemcpy(host, d + count * 4, count * 4, cudaMemcpyDeviceToHost) != cudaSuccess)
+    FAILF("synchronise / copy back");
+  for (size_t i = 0; i < count * 4; i++)
+    if ((unsigned char)host[i] != POISON) {
+      FAILF("a simulated group wrote byte %zu of the output", i);
+      break;
+    }
+  ncclSimInfo_t bad = NCCL_SIM_INFO_INITIALIZER;
+  bad.magic = 0;
+  EXPECT_NCCL(ncclGroupStart(), ncclSuccess);
+  EXPECT_NCCL(ncclGroupSimulateEnd(&bad), ncclInvalidArgument);
+  EXPECT_NCCL(ncclGroupStart(), ncclSuccess);
+  EXPECT_NCCL(ncclGroupSimulateEnd(NULL), ncclInvalidArgument);
+  EXPECT_NCCL(ncclGroupEnd(), ncclInvalidUsage);  // each refused simulation still ended its group
+  cudaFree(d);
+  free(host);
 }
 
 // The collectives of issue 11 section 2, checked against the CPU reference: 0 AllGather,
@@ -333,9 +584,12 @@ static int collChecked(int kind, ncclDataType_t t, ncclRedOp_t op, int root, siz
   // ReduceScatter's output the rank's block of send, Broadcast's and Reduce's one buffer.
   char *send = dmem, *recv = dmem + big, *in = send, *out = recv;
   if (inPlace) {
-    if (kind == 0) in = recv + (size_t)rank * bytes;
-    else if (kind == 1) out = send + (size_t)rank * bytes;
-    else in = out = recv;
+    if (kind == 0)
+      in = recv + (size_t)rank * bytes;
+    else if (kind == 1)
+      out = send + (size_t)rank * bytes;
+    else
+      in = out = recv;
   }
   int bad = 1;
   memset(host, 0x5a, big);
@@ -536,6 +790,9 @@ static const struct testCase cases[] = {
     {"allreduce_refused", test_allreduce_refused},
     {"unimplemented_calls", test_unimplemented},
     {"other_collectives", test_other_collectives},
+    {"alltoall_gather_scatter", test_alltoall_gather_scatter},
+    {"premulsum", test_premulsum},
+    {"group_simulate_end", test_group_simulate_end},
     {"sendrecv", test_sendrecv},
     {"config_nonblocking", test_config_nonblocking},
     {"register", test_register},

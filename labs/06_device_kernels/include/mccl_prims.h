@@ -52,6 +52,19 @@ enum mcclDevOp {
   mcclDevOpNum = 7                 /**< number of ops */
 };
 
+/** @brief The reduction a kernel runs (NCCL's ncclDevRedOp_t): what the host's mcclRedOp_t becomes for a
+ *  call's type (NCCL's hostToDevRedOp; lab 07's enqueue). The 64-bit argument that goes with it is the
+ *  scalar's bits for PreMulSum and the divisor for SumPostDiv. */
+enum mcclDevRedOp {
+  mcclDevSum = 0,        /**< a + b */
+  mcclDevProd = 1,       /**< a * b */
+  mcclDevMax = 2,        /**< max(a, b) */
+  mcclDevMin = 3,        /**< min(a, b) */
+  mcclDevPreMulSum = 4,  /**< each rank's input times a scalar, then the sum (avg of floating types) */
+  mcclDevSumPostDiv = 5, /**< the sum, divided by the argument at the end (avg of integers) */
+  mcclNumDevRedOps = 6   /**< number of device operations */
+};
+
 /** @brief Most threads per block mcclDevLaunch accepts (the kernel's launch bound). */
 #define MCCL_DEV_MAX_THREADS 1024
 /** @brief Threads per block when mcclDevLaunch is given 0. */
@@ -79,7 +92,8 @@ struct mcclDevWork {
   int op;                         /**< enum mcclDevOp */
   int proto;                      /**< MCCL_PROTO_SIMPLE or MCCL_PROTO_LL */
   int dtype;                      /**< mcclDataType_t */
-  int redop;                      /**< mcclRedOp_t (reducing ops only; mcclSum otherwise) */
+  int redop;                      /**< mcclRedOp_t (reducing ops only; mcclSum otherwise); avg sums, then
+                                       postOp divides by redOpArg (mcclDevSumPostDiv) */
   int postOp;                     /**< 1: apply the operation's post step (avg: divide) to what is stored;
                                        only for recvReduceCopy and recvReduceCopySend */
   int nchannels;                  /**< blocks, one per channel, 1..MCCL_DEV_MAX_CHANNELS */
@@ -121,22 +135,27 @@ mcclResult_t mcclDevLaunch(const struct mcclDevWork* work, int nthreads, cudaStr
 mcclResult_t mcclDevGetFunction(int dev, const void* kernel, cudaFunction_t* fn);
 
 /**
- * @brief Launch `fn` (from mcclDevGetFunction) on `stream` as a programmatic dependent launch:
- * cuLaunchKernelEx with CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, as NCCL launches its
- * symmetric kernels (src/enqueue.cc). The grid may start while the previous grid on the stream is still
- * finishing (its blocks become resident, its launch cost overlaps the previous kernel's tail), so the
- * kernel MUST call cudaGridDependencySynchronize() before it touches memory that earlier work on the
- * stream writes or reads; in a CUDA graph the attribute becomes a programmatic edge. On the sim the
- * attribute changes nothing (a sim stream runs one grid at a time).
- * @param[in] fn        the device function.
- * @param[in] nblocks   blocks (x).
- * @param[in] nthreads  threads per block (x).
- * @param[in] stream    the stream.
- * @param[in] params    cuLaunchKernel's kernelParams (pointers to the arguments).
- * @return mcclSuccess; mcclInvalidArgument (NULL fn or params, nblocks < 1, nthreads not 1..1024);
- *         mcclUnhandledCudaError (the driver's error is logged).
+ * @brief Launch `fn` (from mcclDevGetFunction), a kernel of one parameter, on `stream` as a programmatic
+ * dependent launch: cuLaunchKernelEx with CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, as NCCL
+ * launches its kernels (src/enqueue.cc ncclLaunchKernel). The parameter's bytes go as one buffer
+ * (CU_LAUNCH_PARAM_BUFFER_POINTER / _SIZE), of which only the first `argsBytes` are passed: a kernel
+ * whose parameter has room for many work items gets only the ones a launch carries (NCCL's
+ * kernelArgsSize); the rest of its parameter is undefined and must not be read. The grid may start while
+ * the previous grid on the stream is still finishing (its blocks become resident, its launch cost overlaps
+ * the previous kernel's tail), so the kernel MUST call cudaGridDependencySynchronize() before it touches
+ * memory that earlier work on the stream writes or reads; in a CUDA graph the attribute becomes a
+ * programmatic edge. On the sim the attribute changes nothing (a sim stream runs one grid at a time).
+ * @param[in] fn         the device function.
+ * @param[in] nblocks    blocks (x).
+ * @param[in] nthreads   threads per block (x).
+ * @param[in] stream     the stream.
+ * @param[in] args       the parameter's bytes (copied before the call returns).
+ * @param[in] argsBytes  how many of them: 1 .. the parameter's size, a multiple of 4.
+ * @return mcclSuccess; mcclInvalidArgument (NULL fn or args, nblocks < 1, nthreads not 1..1024, argsBytes
+ *         0 or not a multiple of 4); mcclUnhandledCudaError (the driver's error is logged).
  */
-mcclResult_t mcclDevLaunchDependent(cudaFunction_t fn, int nblocks, int nthreads, cudaStream_t stream, void** params);
+mcclResult_t mcclDevLaunchDependent(cudaFunction_t fn, int nblocks, int nthreads, cudaStream_t stream, const void* args,
+                                    size_t argsBytes);
 
 /**
  * @brief Wait for the kernels on `stream` to finish, aborting them after `timeoutMs` of waiting

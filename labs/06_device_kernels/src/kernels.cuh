@@ -9,17 +9,6 @@
 #define MCCL_KERNELS_CUH_
 #include "device/primitives.cuh"
 
-// This block's share of `count` elements: contiguous, cut at multiples of 512 bytes so that
-// a sender moving bytes and a receiver reducing elements of any type cut at the same places.
-__device__ __forceinline__ void mcclChannelPart(int64_t count, int eltSize, int ch, int nch, int64_t* lo, int64_t* hi) {
-  const int64_t quantum = 512;
-  int64_t perBytes = mcclDivUp(mcclDivUp(count * eltSize, (int64_t)nch), quantum) * quantum;
-  int64_t per = perBytes / eltSize;
-  int64_t l = (int64_t)ch * per;
-  *lo = l < count ? l : count;
-  *hi = l + per < count ? l + per : count;
-}
-
 // Run the work's op over this block's part, chunk by chunk. Reduce is false for the copy ops, which
 // move bytes whatever the type, so the reducing cases are compiled only for typed instances.
 template <typename T, typename RedOp, typename Proto, bool Reduce>
@@ -28,8 +17,8 @@ __device__ bool mcclRunWork(int tid, int nthreads, int64_t count) {
   const int ch = blockIdx.x;
   struct mcclConnInfo* recvConn = w.recvConns ? w.recvConns + ch : NULL;
   struct mcclConnInfo* sendConn = w.sendConns ? w.sendConns + ch : NULL;
-  int64_t lo, hi;
-  mcclChannelPart(count, (int)sizeof(T), ch, w.nchannels, &lo, &hi);
+  int64_t lo, hi;  // this block's part, cut at 512-byte multiples (a byte mover and a reducer agree)
+  mcclEvenPart(0, count, w.nchannels, ch, 512 / (int64_t)sizeof(T), lo, hi);
   bool aborted;
   {
     Primitives<T, RedOp, Proto> prims(tid, nthreads, recvConn, sendConn, w.src, w.dst, w.redOpArg, 0,
@@ -43,16 +32,30 @@ __device__ bool mcclRunWork(int tid, int nthreads, int64_t count) {
                (long long)(off + n));
       if constexpr (Reduce) {
         switch (w.op) {
-          case mcclDevOpRecvReduceSend: prims.recvReduceSend(off, n); break;
-          case mcclDevOpRecvReduceCopy: prims.recvReduceCopy(off, off, n, postOp); break;
-          case mcclDevOpRecvReduceCopySend: prims.recvReduceCopySend(off, off, n, postOp); break;
+          case mcclDevOpRecvReduceSend:
+            prims.recvReduceSend(off, n);
+            break;
+          case mcclDevOpRecvReduceCopy:
+            prims.recvReduceCopy(off, off, n, postOp);
+            break;
+          case mcclDevOpRecvReduceCopySend:
+            prims.recvReduceCopySend(off, off, n, postOp);
+            break;
         }
       } else {
         switch (w.op) {
-          case mcclDevOpSend: prims.send(off, n); break;
-          case mcclDevOpRecv: prims.recv(off, n); break;
-          case mcclDevOpCopySend: prims.copySend(off, off, n); break;
-          case mcclDevOpRecvCopySend: prims.recvCopySend(off, n); break;
+          case mcclDevOpSend:
+            prims.send(off, n);
+            break;
+          case mcclDevOpRecv:
+            prims.recv(off, n);
+            break;
+          case mcclDevOpCopySend:
+            prims.copySend(off, off, n);
+            break;
+          case mcclDevOpRecvCopySend:
+            prims.recvCopySend(off, n);
+            break;
         }
       }
     }
@@ -61,22 +64,25 @@ __device__ bool mcclRunWork(int tid, int nthreads, int64_t count) {
   return aborted;
 }
 
+// Avg sums, then divides by the work's redOpArg (the number of contributions) in postOp.
 template <typename T, typename Proto>
 __device__ bool mcclRunReduce(int tid, int nthreads) {
   const int64_t count = (int64_t)mcclShmem.work.count;
-  switch (mcclShmem.work.redop) {
-    case mcclSum: return mcclRunWork<T, FuncSum<T>, Proto, true>(tid, nthreads, count);
-    case mcclProd: return mcclRunWork<T, FuncProd<T>, Proto, true>(tid, nthreads, count);
-    case mcclMax: return mcclRunWork<T, FuncMax<T>, Proto, true>(tid, nthreads, count);
-    case mcclMin: return mcclRunWork<T, FuncMin<T>, Proto, true>(tid, nthreads, count);
-    default: return mcclRunWork<T, FuncAvg<T>, Proto, true>(tid, nthreads, count);
-  }
+  const int op = mcclShmem.work.redop == mcclAvg ? mcclDevSumPostDiv : mcclShmem.work.redop;
+  return mcclWithDevRedOp<T>(
+      op, [&](auto redOp) { return mcclRunWork<T, decltype(redOp), Proto, true>(tid, nthreads, count); });
 }
 
 // The copy kernel (T = mcclCopyBytes) moves count * sizeof(dtype) bytes; a typed kernel reduces.
 struct mcclCopyBytes {};
-template <typename T> struct mcclIsCopy { static constexpr bool value = false; };
-template <> struct mcclIsCopy<mcclCopyBytes> { static constexpr bool value = true; };
+template <typename T>
+struct mcclIsCopy {
+  static constexpr bool value = false;
+};
+template <>
+struct mcclIsCopy<mcclCopyBytes> {
+  static constexpr bool value = true;
+};
 
 template <typename T, typename Proto>
 __device__ bool mcclRunProto(int tid, int nthreads) {
@@ -105,11 +111,10 @@ __device__ __forceinline__ void mcclKernelMain(const struct mcclDevWork& work) {
 }
 
 // One kernel: `extern "C"` so the host's C code can name it for cudaGetFuncBySymbol.
-#define MCCL_DEFINE_DEV_KERNEL(suffix, T)                                                                  \
+#define MCCL_DEFINE_DEV_KERNEL(suffix, T)                                                                              \
   extern "C" __global__ void __launch_bounds__(MCCL_DEV_MAX_THREADS) mcclDevKernel_##suffix(struct mcclDevWork work) { \
-    mcclKernelMain<T>(work);                                                                               \
-  }                                                                                                        \
+    mcclKernelMain<T>(work);                                                                                           \
+  }                                                                                                                    \
   MCCL_KERNEL_REGISTER(mcclDevKernel_##suffix)
 
 #endif
-

@@ -18,19 +18,29 @@
 MCCL_DEV_KERNEL(copy)
 MCCL_DEV_KERNEL(i8)
 MCCL_DEV_KERNEL(u8)
-MCCL_DEV_KERNEL(i32) MCCL_DEV_KERNEL(u32) MCCL_DEV_KERNEL(i64) MCCL_DEV_KERNEL(u64) MCCL_DEV_KERNEL(f16)
-    MCCL_DEV_KERNEL(f32) MCCL_DEV_KERNEL(f64) MCCL_DEV_KERNEL(bf16)
+MCCL_DEV_KERNEL(i32)
+MCCL_DEV_KERNEL(u32)
+MCCL_DEV_KERNEL(i64)
+MCCL_DEV_KERNEL(u64)
+MCCL_DEV_KERNEL(f16)
+MCCL_DEV_KERNEL(f32)
+MCCL_DEV_KERNEL(f64)
+MCCL_DEV_KERNEL(bf16)
+MCCL_DEV_KERNEL(f8e4m3)
+MCCL_DEV_KERNEL(f8e5m2)
 #define MCCL_DEV_NUM_KERNELS (1 + mcclNumTypes)
-        static void (*const kernelSyms[MCCL_DEV_NUM_KERNELS])(struct mcclDevWork) = {
-            mcclDevKernel_copy, mcclDevKernel_i8,  mcclDevKernel_u8,  mcclDevKernel_i32,
-            mcclDevKernel_u32,  mcclDevKernel_i64, mcclDevKernel_u64, mcclDevKernel_f16,
-            mcclDevKernel_f32,  mcclDevKernel_f64, mcclDevKernel_bf16};
-_Static_assert(mcclInt8 == 0 && mcclBfloat16 == 9, "kernelSyms follows mcclDataType_t");
+static void (*const kernelSyms[MCCL_DEV_NUM_KERNELS])(struct mcclDevWork) = {
+    mcclDevKernel_copy, mcclDevKernel_i8,     mcclDevKernel_u8,    mcclDevKernel_i32, mcclDevKernel_u32,
+    mcclDevKernel_i64,  mcclDevKernel_u64,    mcclDevKernel_f16,   mcclDevKernel_f32, mcclDevKernel_f64,
+    mcclDevKernel_bf16, mcclDevKernel_f8e4m3, mcclDevKernel_f8e5m2};
+_Static_assert(mcclInt8 == 0 && mcclFloat8e5m2 == 11 && mcclNumTypes == 12, "kernelSyms follows mcclDataType_t");
 
 size_t mcclTypeSize(int dtype) {
   switch (dtype) {
     case mcclInt8:
     case mcclUint8:
+    case mcclFloat8e4m3:
+    case mcclFloat8e5m2:
       return 1;
     case mcclFloat16:
     case mcclBfloat16:
@@ -49,8 +59,8 @@ size_t mcclTypeSize(int dtype) {
 }
 
 const char* mcclTypeName(int dtype) {
-  static const char* names[mcclNumTypes] = {"int8",   "uint8",   "int32",   "uint32",  "int64",
-                                            "uint64", "float16", "float32", "float64", "bfloat16"};
+  static const char* names[mcclNumTypes] = {"int8",    "uint8",   "int32",   "uint32",   "int64",  "uint64",
+                                            "float16", "float32", "float64", "bfloat16", "f8e4m3", "f8e5m2"};
   return dtype >= 0 && dtype < mcclNumTypes ? names[dtype] : "unknown";
 }
 
@@ -174,11 +184,13 @@ mcclResult_t mcclDevLaunch(const struct mcclDevWork* work, int nthreads, cudaStr
   // END EXERCISE(06.launch)
 }
 
-mcclResult_t mcclDevLaunchDependent(cudaFunction_t fn, int nblocks, int nthreads, cudaStream_t stream, void** params) {
-  MCCL_ARGCHECK(fn != NULL && params != NULL, "mcclDevLaunchDependent: fn %p / params %p is NULL", (void*)fn,
-                (void*)params);
+mcclResult_t mcclDevLaunchDependent(cudaFunction_t fn, int nblocks, int nthreads, cudaStream_t stream, const void* args,
+                                    size_t argsBytes) {
+  MCCL_ARGCHECK(fn != NULL && args != NULL, "mcclDevLaunchDependent: fn %p / args %p is NULL", (void*)fn, args);
   MCCL_ARGCHECK(nblocks >= 1 && nthreads >= 1 && nthreads <= 1024,
                 "mcclDevLaunchDependent: %d blocks of %d threads (blocks >= 1, threads 1..1024)", nblocks, nthreads);
+  MCCL_ARGCHECK(argsBytes > 0 && argsBytes % 4 == 0, "mcclDevLaunchDependent: argsBytes %zu (a multiple of 4, > 0)",
+                argsBytes);
   CUlaunchAttribute attr;
   memset(&attr, 0, sizeof(attr));
   attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
@@ -191,7 +203,10 @@ mcclResult_t mcclDevLaunchDependent(cudaFunction_t fn, int nblocks, int nthreads
   cfg.hStream = (CUstream)stream;
   cfg.attrs = &attr;
   cfg.numAttrs = 1;
-  CUCHECK(cuLaunchKernelEx(&cfg, (CUfunction)fn, params, NULL));
+  size_t size = argsBytes;
+  void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, (void*)args, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
+                   CU_LAUNCH_PARAM_END};
+  CUCHECK(cuLaunchKernelEx(&cfg, (CUfunction)fn, NULL, extra));
   return mcclSuccess;
 }
 

@@ -15,6 +15,7 @@
 #include "mccl_param.h"
 #include "mccl_prims.h"
 #include "mccl_test.h"
+#include "mccl_elt.h"
 #include "prims_test_util.h"
 
 // A launch that should take milliseconds is declared lost after this long (then aborted, so the
@@ -390,50 +391,6 @@ static void chainLL(void) {
 }
 
 // ---- 3. every type x reduction against a CPU reference -----------------------------------------
-// The host twins of the device's 16-bit conversions (round to nearest even).
-static float halfToFloat(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, x;
-  if (e == 0) {
-    float f = (float)m * (1.0f / 16777216.0f);  // subnormal: m * 2^-24
-    return sign ? -f : f;
-  }
-  if (e == 31)
-    x = sign | 0x7f800000u | (m << 13);
-  else
-    x = sign | ((e - 15 + 127) << 23) | (m << 13);
-  float f;
-  memcpy(&f, &x, sizeof(f));
-  return f;
-}
-static uint16_t floatToHalf(float f) {
-  uint32_t x;
-  memcpy(&x, &f, sizeof(x));
-  uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
-  uint32_t ax = x & 0x7fffffffu;
-  if (ax > 0x7f800000u) return sign | 0x7e00;   // NaN
-  if (ax >= 0x477ff000u) return sign | 0x7c00;  // rounds to infinity (>= 65520)
-  if (ax < 0x38800000u) {                       // below 2^-14: a subnormal half
-    float a;
-    memcpy(&a, &ax, sizeof(a));
-    return sign | (uint16_t)nearbyintf(a * 16777216.0f);  // units of 2^-24, ties to even
-  }
-  uint32_t h = ((ax >> 23) - 127 + 15) << 10 | ((ax & 0x7fffff) >> 13), rem = ax & 0x1fff;
-  if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++;
-  return sign | (uint16_t)h;
-}
-static float bf16ToFloat(uint16_t b) {
-  uint32_t x = (uint32_t)b << 16;
-  float f;
-  memcpy(&f, &x, sizeof(f));
-  return f;
-}
-static uint16_t floatToBf16(float f) {
-  uint32_t x;
-  memcpy(&x, &f, sizeof(x));
-  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40);
-  return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1)) >> 16);
-}
-
 // Reference for element i: out = post?(x op y) with x the receiver's own input, y what arrived,
 // computed as the kernel does (reduce_kernel.cuh): integers in unsigned arithmetic, 16-bit floats in
 // float and rounded back once per operation.
@@ -479,31 +436,33 @@ static uint16_t floatToBf16(float f) {
     if (post && redop == mcclAvg) r = r / (T)arg;      \
     ((T*)out)[i] = r;                                  \
   } while (0)
-#define REF_HALF(TO, FROM)                                                    \
-  do {                                                                        \
-    uint16_t hx = ((const uint16_t*)xs)[i], hy = ((const uint16_t*)ys)[i], r; \
-    float x = TO(hx), y = TO(hy);                                             \
-    switch (redop) {                                                          \
-      case mcclSum:                                                           \
-      case mcclAvg:                                                           \
-        r = FROM(x + y);                                                      \
-        break;                                                                \
-      case mcclProd:                                                          \
-        r = FROM(x * y);                                                      \
-        break;                                                                \
-      case mcclMax:                                                           \
-        r = x < y ? hy : hx;                                                  \
-        break;                                                                \
-      default:                                                                \
-        r = x < y ? hx : hy;                                                  \
-        break;                                                                \
-    }                                                                         \
-    if (post && redop == mcclAvg) r = FROM(TO(r) / (float)arg);               \
-    ((uint16_t*)out)[i] = r;                                                  \
+// 16-bit and 8-bit floats: the exact result of two of the type's values, rounded as the kernel rounds
+// it (mcclEltOpResult: once; fp8 through half as NCCL).
+#define REF_SMALL()                                                        \
+  do {                                                                     \
+    double x = mcclEltGet(t, xs, i), y = mcclEltGet(t, ys, i), r;          \
+    switch (redop) {                                                       \
+      case mcclSum:                                                        \
+      case mcclAvg:                                                        \
+        r = mcclEltOpResult(t, x + y);                                     \
+        break;                                                             \
+      case mcclProd:                                                       \
+        r = mcclEltOpResult(t, x * y);                                     \
+        break;                                                             \
+      case mcclMax:                                                        \
+        r = x < y ? y : x;                                                 \
+        break;                                                             \
+      default:                                                             \
+        r = x < y ? x : y;                                                 \
+        break;                                                             \
+    }                                                                      \
+    if (post && redop == mcclAvg) r = mcclEltOpResult(t, r / (double)arg); \
+    mcclEltSet(t, out, i, r);                                              \
   } while (0)
 
 static void refReduce(int dtype, int redop, int post, uint64_t arg, const void* xs, const void* ys, void* out,
                       size_t count) {
+  const mcclDataType_t t = (mcclDataType_t)dtype;
   for (size_t i = 0; i < count; i++) {
     switch (dtype) {
       case mcclInt8:
@@ -525,7 +484,7 @@ static void refReduce(int dtype, int redop, int post, uint64_t arg, const void* 
         REF_INT(uint64_t, uint64_t);
         break;
       case mcclFloat16:
-        REF_HALF(halfToFloat, floatToHalf);
+        REF_SMALL();
         break;
       case mcclFloat32:
         REF_FLOAT(float);
@@ -533,25 +492,31 @@ static void refReduce(int dtype, int redop, int post, uint64_t arg, const void* 
       case mcclFloat64:
         REF_FLOAT(double);
         break;
-      default:
-        REF_HALF(bf16ToFloat, floatToBf16);
+      default:  // bfloat16, fp8
+        REF_SMALL();
         break;
     }
   }
 }
 
 // Inputs: integers take every bit pattern (so sums and products wrap); floats are multiples of 1/4
-// in [-64, 64] (16-bit floats: [-16, 16]), exactly representable, so that every difference between
-// the kernel and the reference comes from the operation itself, not from the inputs.
+// in [-64, 64] (16-bit floats: [-16, 16]; fp8: [-4, 4] E4M3, [-2, 2] E5M2), exactly representable, so
+// that every difference between the kernel and the reference comes from the operation itself, not from
+// the inputs.
 static void fillType(int dtype, void* p, size_t count) {
+  const mcclDataType_t t = (mcclDataType_t)dtype;
   for (size_t i = 0; i < count; i++) {
     uint64_t r = mcclTestRand();
     switch (dtype) {
       case mcclFloat16:
-        ((uint16_t*)p)[i] = floatToHalf((float)((int)(r % 129) - 64) / 4);
-        break;
       case mcclBfloat16:
-        ((uint16_t*)p)[i] = floatToBf16((float)((int)(r % 129) - 64) / 4);
+        mcclEltSet(t, p, i, (double)((int)(r % 129) - 64) / 4);
+        break;
+      case mcclFloat8e4m3:
+        mcclEltSet(t, p, i, (double)((int)(r % 33) - 16) / 4);
+        break;
+      case mcclFloat8e5m2:
+        mcclEltSet(t, p, i, (double)((int)(r % 17) - 8) / 4);
         break;
       case mcclFloat32:
         ((float*)p)[i] = (float)((int)(r % 513) - 256) / 4;
@@ -568,16 +533,20 @@ static void fillType(int dtype, void* p, size_t count) {
 
 // The bound: integers exact. float32/float64: exact (bitwise): each result is one IEEE operation
 // (x + y, x * y, a comparison, or (x + y) / n as two) rounded once to nearest, on the GPU (no fused
-// or fast-math division in this code) as on the host. float16/bfloat16: within 1 ulp: the kernel
-// rounds from float as the reference does, but a GPU's native 16-bit arithmetic may round a sum or
-// product directly, which can differ by one unit in the last place.
-static int64_t halfKey(uint16_t h) {
-  return (h & 0x8000) ? -(int64_t)(h & 0x7fff) : (int64_t)(h & 0x7fff);
+// or fast-math division in this code) as on the host. 16- and 8-bit floats: within 1 ulp: the kernel
+// divides in float and rounds that (twice for fp8), the reference rounds the exact quotient, and a
+// GPU's native 16-bit arithmetic may round a sum or product directly.
+static int64_t smallKey(uint32_t u, int bits) {
+  const uint32_t sign = 1u << (bits - 1);
+  return (u & sign) ? -(int64_t)(u & (sign - 1)) : (int64_t)(u & (sign - 1));
 }
 static int64_t firstOutOfBound(int dtype, const void* got, const void* want, size_t count) {
   for (size_t i = 0; i < count; i++) {
     if (dtype == mcclFloat16 || dtype == mcclBfloat16) {
-      int64_t d = halfKey(((const uint16_t*)got)[i]) - halfKey(((const uint16_t*)want)[i]);
+      int64_t d = smallKey(((const uint16_t*)got)[i], 16) - smallKey(((const uint16_t*)want)[i], 16);
+      if (d > 1 || d < -1) return (int64_t)i;
+    } else if (dtype == mcclFloat8e4m3 || dtype == mcclFloat8e5m2) {
+      int64_t d = smallKey(((const uint8_t*)got)[i], 8) - smallKey(((const uint8_t*)want)[i], 8);
       if (d > 1 || d < -1) return (int64_t)i;
     } else {
       size_t s = mcclTypeSize(dtype);
@@ -665,22 +634,50 @@ static void reduceTypesLL(void) {
 
 // A self-check of the reference's conversions (so a wrong reference cannot hide a wrong kernel).
 static void referenceConversions(void) {
-  EXPECT_EQ(floatToHalf(1.0f), 0x3c00);
-  EXPECT_EQ(floatToHalf(-2.5f), 0xc100);
-  EXPECT_EQ(floatToHalf(65504.0f), 0x7bff);
-  EXPECT_EQ(floatToHalf(65520.0f), 0x7c00);
-  EXPECT_EQ(floatToHalf(1.0f + 1.0f / 2048), 0x3c00);  // a tie: to even
-  EXPECT_EQ(floatToHalf(1.0f + 3.0f / 2048), 0x3c02);  // a tie: to even (up)
-  EXPECT_EQ(floatToHalf(5.9604645e-08f), 0x0001);      // 2^-24, the smallest subnormal
-  EXPECT_TRUE(halfToFloat(0x0001) == 5.9604645e-08f);
-  EXPECT_TRUE(halfToFloat(0xc100) == -2.5f);
-  EXPECT_EQ(floatToBf16(1.0f), 0x3f80);
-  EXPECT_EQ(floatToBf16(1.0f + 1.0f / 256), 0x3f80);  // tie to even
-  EXPECT_EQ(floatToBf16(1.0f + 3.0f / 256), 0x3f82);
-  EXPECT_TRUE(bf16ToFloat(0xc020) == -2.5f);
-  for (int k = -64; k <= 64; k++) {
-    EXPECT_TRUE(halfToFloat(floatToHalf((float)k / 4)) == (float)k / 4);
-    EXPECT_TRUE(bf16ToFloat(floatToBf16((float)k / 4)) == (float)k / 4);
+  uint16_t h[1];
+  uint8_t b[1];
+  const struct {
+    mcclDataType_t t;
+    double v;
+    uint32_t bits;
+  } cases[] = {
+      {mcclFloat16, 1.0, 0x3c00},
+      {mcclFloat16, -2.5, 0xc100},
+      {mcclFloat16, 65504.0, 0x7bff},
+      {mcclFloat16, 65520.0, 0x7c00},                 // rounds to infinity
+      {mcclFloat16, 1.0 + 1.0 / 2048, 0x3c00},        // a tie: to even
+      {mcclFloat16, 1.0 + 3.0 / 2048, 0x3c02},        // a tie: to even (up)
+      {mcclFloat16, 5.9604644775390625e-08, 0x0001},  // 2^-24, the smallest subnormal
+      {mcclBfloat16, 1.0, 0x3f80},
+      {mcclBfloat16, 1.0 + 1.0 / 256, 0x3f80},  // tie to even
+      {mcclBfloat16, 1.0 + 3.0 / 256, 0x3f82},
+      {mcclBfloat16, -2.5, 0xc020},
+      {mcclFloat8e4m3, 1.0, 0x38},
+      {mcclFloat8e4m3, 448.0, 0x7e},
+      {mcclFloat8e4m3, 1000.0, 0x7e},     // saturates (NCCL's __NV_SATFINITE)
+      {mcclFloat8e4m3, -0.015625, 0x88},  // 2^-6: the smallest normal, negative
+      {mcclFloat8e5m2, 1.0, 0x3c},
+      {mcclFloat8e5m2, 57344.0, 0x7b},
+      {mcclFloat8e5m2, 1e6, 0x7b},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    if (mcclTypeSize(cases[i].t) == 2) {
+      mcclEltSet(cases[i].t, h, 0, cases[i].v);
+      EXPECT_EQ(h[0], cases[i].bits);
+    } else {
+      mcclEltSet(cases[i].t, b, 0, cases[i].v);
+      EXPECT_EQ(b[0], cases[i].bits);
+    }
+  }
+  h[0] = 0x0001;
+  EXPECT_TRUE(mcclEltGet(mcclFloat16, h, 0) == 5.9604644775390625e-08);
+  for (int t = 0; t < mcclNumTypes; t++) {
+    if (!mcclEltIsFloat((mcclDataType_t)t) || t == mcclFloat32 || t == mcclFloat64) continue;
+    for (int k = -8; k <= 8; k++) {
+      uint8_t buf[2];
+      mcclEltSet((mcclDataType_t)t, buf, 0, (double)k / 4);
+      EXPECT_TRUE(mcclEltGet((mcclDataType_t)t, buf, 0) == (double)k / 4);
+    }
   }
 }
 
@@ -997,13 +994,15 @@ static void launchBadInput(void) {
   EXPECT_RES(mcclDevGetFunction(64, (const void*)launchBadInput, &fn), mcclInvalidUsage);
   EXPECT_TRUE(fn == NULL);
   // The dependent launch (lab 07's): refused before the driver sees it (so a stand-in function will do).
-  void* noArgs[] = {NULL};
+  uint64_t someArgs[2] = {0, 0};
   cudaFunction_t standIn = (cudaFunction_t)(uintptr_t)1;
-  EXPECT_RES(mcclDevLaunchDependent(NULL, 1, 32, l.stream, noArgs), mcclInvalidArgument);
-  EXPECT_RES(mcclDevLaunchDependent(standIn, 1, 32, l.stream, NULL), mcclInvalidArgument);
-  EXPECT_RES(mcclDevLaunchDependent(standIn, 0, 32, l.stream, noArgs), mcclInvalidArgument);
-  EXPECT_RES(mcclDevLaunchDependent(standIn, 1, 0, l.stream, noArgs), mcclInvalidArgument);
-  EXPECT_RES(mcclDevLaunchDependent(standIn, 1, 1025, l.stream, noArgs), mcclInvalidArgument);
+  EXPECT_RES(mcclDevLaunchDependent(NULL, 1, 32, l.stream, someArgs, 16), mcclInvalidArgument);
+  EXPECT_RES(mcclDevLaunchDependent(standIn, 1, 32, l.stream, NULL, 16), mcclInvalidArgument);
+  EXPECT_RES(mcclDevLaunchDependent(standIn, 0, 32, l.stream, someArgs, 16), mcclInvalidArgument);
+  EXPECT_RES(mcclDevLaunchDependent(standIn, 1, 0, l.stream, someArgs, 16), mcclInvalidArgument);
+  EXPECT_RES(mcclDevLaunchDependent(standIn, 1, 1025, l.stream, someArgs, 16), mcclInvalidArgument);
+  EXPECT_RES(mcclDevLaunchDependent(standIn, 1, 32, l.stream, someArgs, 0), mcclInvalidArgument);
+  EXPECT_RES(mcclDevLaunchDependent(standIn, 1, 32, l.stream, someArgs, 6), mcclInvalidArgument);
   for (int i = 0; i < nbad; i++) {
     *(volatile int*)l.statusH = 77;
     mcclResult_t r = mcclDevLaunch(&bad[i].w, bad[i].nthreads, l.stream);

@@ -28,7 +28,7 @@
 #include <strings.h>
 #include <mpi.h>
 #include "mccl_alloc.h"
-#include "mccl_allreduce.h"
+#include "mccl_collectives.h"
 #include "mccl_allreduce_bench.h"
 #include "mccl_args.h"
 #include "mccl_checks.h"
@@ -187,7 +187,7 @@ static const char* algoName(int a) {
 static void rowLabel(void* ctx, const mcclArBenchTarget* t, size_t bytes, char* buf, size_t len) {
   (void)ctx;
   int a = MCCL_ALGO_RING, p = MCCL_PROTO_SIMPLE;
-  if (mcclLabSelectAlgorithm(nranks, bytes, g.symLevel, &a, &p) != mcclSuccess) {
+  if (mcclLabSelectAlgorithm(mcclFuncAllReduce, nranks, bytes, g.symLevel, &a, &p) != mcclSuccess) {
     snprintf(buf, len, "%s?", kVariant[t->id].name);
     return;
   }

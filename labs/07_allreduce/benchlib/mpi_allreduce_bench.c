@@ -23,6 +23,7 @@
 #include "mccl_args.h"
 #include "mccl_benchout.h"
 #include "mccl_checks.h"
+#include "mccl_elt.h"
 #include "mccl_nccl.h"
 #include "mccl_param.h"
 #include "mccl_prims.h"
@@ -197,7 +198,10 @@ static double nowSec(void) {
 //
 // Element i of rank r depends on key(i) (a hash of i, 0..7) and r only, so the expected result of
 // element i is one of 8 values, computed once per row. Values are small integers, exact in every
-// type (sums stay within bfloat16's 256 up to 64 ranks); integers wrap as the kernels' do.
+// type but fp8 (sums stay within bfloat16's 256 up to 64 ranks); integers wrap as the kernels' do.
+// Floating types are reduced here as the kernels reduce them (mccl_elt.h: the inputs as the type holds
+// them, every step rounded to it, fp8 through half), in rank order; where the rounding depends on the
+// order the ranks are reduced in (fp8's sums, avg's products by 1/nranks), within a bound.
 
 static uint32_t patKey(size_t i) {
   return (uint32_t)(((uint64_t)i * 0x9E3779B97F4A7C15ull) >> 61);
@@ -210,31 +214,25 @@ static int64_t patValue(uint32_t key, int r, int op, int n) {
 }
 
 static int isFloat(int t) {
-  return t == mcclFloat16 || t == mcclFloat32 || t == mcclFloat64 || t == mcclBfloat16;
+  return mcclEltIsFloat((mcclDataType_t)t);
 }
 
-static uint16_t floatToHalf(float f) {  // exact for the pattern's small integers; rounds down otherwise
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000u;
-  int e = (int)((x >> 23) & 0xff) - 127 + 15;
-  if (f == 0) return (uint16_t)sign;
-  if (e >= 31) return (uint16_t)(sign | 0x7c00u);
-  if (e <= 0) return (uint16_t)sign;
-  return (uint16_t)(sign | ((uint32_t)e << 10) | ((x >> 13) & 0x3ffu));
-}
-
-static double halfToDouble(uint16_t h) {
-  int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-  double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
-  return (h & 0x8000) ? -v : v;
-}
-
-static double bf16ToDouble(uint16_t h) {
-  uint32_t x = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &x, 4);
-  return f;
+// Significand bits after the point of a floating type.
+static int mantBits(int t) {
+  switch (t) {
+    case mcclFloat16:
+      return 10;
+    case mcclBfloat16:
+      return 7;
+    case mcclFloat32:
+      return 23;
+    case mcclFloat64:
+      return 52;
+    case mcclFloat8e4m3:
+      return 3;
+    default:
+      return 2;
+  }
 }
 
 static void storeElem(void* p, size_t i, int t, int64_t v) {
@@ -257,21 +255,9 @@ static void storeElem(void* p, size_t i, int t, int64_t v) {
     case mcclUint64:
       ((uint64_t*)p)[i] = (uint64_t)v;
       break;
-    case mcclFloat16:
-      ((uint16_t*)p)[i] = floatToHalf((float)v);
+    default:  // floating types, rounded to nearest even
+      mcclEltSet((mcclDataType_t)t, p, i, (double)v);
       break;
-    case mcclFloat32:
-      ((float*)p)[i] = (float)v;
-      break;
-    case mcclFloat64:
-      ((double*)p)[i] = (double)v;
-      break;
-    default: {  // bfloat16: the top half of the float (exact for small integers)
-      float f = (float)v;
-      uint32_t x;
-      memcpy(&x, &f, 4);
-      ((uint16_t*)p)[i] = (uint16_t)(x >> 16);
-    }
   }
 }
 
@@ -293,16 +279,7 @@ static int64_t loadInt(const void* p, size_t i, int t) {
   }
 }
 static double loadFloat(const void* p, size_t i, int t) {
-  switch (t) {
-    case mcclFloat16:
-      return halfToDouble(((const uint16_t*)p)[i]);
-    case mcclFloat32:
-      return ((const float*)p)[i];
-    case mcclFloat64:
-      return ((const double*)p)[i];
-    default:
-      return bf16ToDouble(((const uint16_t*)p)[i]);
-  }
+  return mcclEltGet((mcclDataType_t)t, p, i);
 }
 
 static int64_t wrapInt(int64_t v, int t) {
@@ -316,31 +293,65 @@ struct expected {
   double f[8], tol[8];
 };
 
+// A floating type's reduction of element key k, as the kernels compute it in rank order (avg: NCCL's
+// PreMulSum, each input times 1/n rounded to the type, then summed); *absMax gets the largest partial
+// result's magnitude.
+static double floatReduce(uint32_t k, int t, int op, int n, double* absMax) {
+  const mcclDataType_t d = (mcclDataType_t)t;
+  const double scale = mcclEltRound(d, 1.0 / n);
+  double acc = 0;
+  *absMax = 0;
+  for (int r = 0; r < n; r++) {
+    double v = mcclEltRound(d, (double)patValue(k, r, op, n));
+    if (op == mcclAvg) v = mcclEltOpResult(d, v * scale);
+    if (r == 0)
+      acc = v;
+    else if (op == mcclProd)
+      acc = mcclEltOpResult(d, acc * v);
+    else if (op == mcclMax)
+      acc = fmax(acc, v);
+    else if (op == mcclMin)
+      acc = fmin(acc, v);
+    else
+      acc = mcclEltOpResult(d, acc + v);  // sum, avg
+    if (fabs(acc) > *absMax) *absMax = fabs(acc);
+  }
+  return acc;
+}
+
 static void expectedValues(struct expected* x) {
   int t = B.dtype, op = B.op, n = B.nranks;
-  double rel = t == mcclFloat16 ? 1e-3 : t == mcclBfloat16 ? 8e-3 : t == mcclFloat32 ? 1e-6 : 1e-12;
+  const int fp8 = t == mcclFloat8e4m3 || t == mcclFloat8e5m2;
   for (uint32_t k = 0; k < 8; k++) {
     int64_t acc = patValue(k, 0, op, n);
-    double facc = (double)acc;
-    for (int r = 1; r < n; r++) {
+    for (int r = 1; r < n && !isFloat(t); r++) {
       int64_t v = patValue(k, r, op, n);
       if (op == mcclProd)
-        acc *= v, facc *= (double)v;
+        acc *= v;
       else if (op == mcclMax)
-        acc = v > acc ? v : acc, facc = (double)acc;
+        acc = v > acc ? v : acc;
       else if (op == mcclMin)
-        acc = v < acc ? v : acc, facc = (double)acc;
+        acc = v < acc ? v : acc;
       else
-        acc += v, facc += (double)v;  // sum, avg
-      if (!isFloat(t)) acc = wrapInt(acc, t);
+        acc += v;  // sum, avg
+      acc = wrapInt(acc, t);
     }
-    if (op == mcclAvg) {
-      facc /= n;
-      if (!isFloat(t)) acc = t == mcclUint64 ? (int64_t)((uint64_t)acc / (uint64_t)n) : wrapInt(acc / n, t);
-    }
+    if (op == mcclAvg && !isFloat(t))
+      acc = t == mcclUint64 ? (int64_t)((uint64_t)acc / (uint64_t)n) : wrapInt(acc / n, t);
     x->i[k] = acc;
-    x->f[k] = facc;
-    x->tol[k] = op == mcclAvg ? rel * fabs(facc) + 1e-12 : 0;
+    x->tol[k] = 0;
+    if (!isFloat(t)) continue;
+    double absMax;
+    x->f[k] = floatReduce(k, t, op, n, &absMax);
+    // Sums are exact but for fp8's, and avg's products too when 1/n is a power of two. Otherwise each of
+    // the n - 1 additions (and n products) rounds by half a unit in the last place at most, at the
+    // partial results' magnitude, in whatever order the kernels add: within n + 1 units of it both ways.
+    const int pow2 = (n & (n - 1)) == 0;
+    if ((op == mcclSum && fp8) || (op == mcclAvg && (fp8 || !pow2))) {
+      int e;
+      (void)frexp(absMax > 0 ? absMax : 1, &e);
+      x->tol[k] = (n + 1) * ldexp(1.0, e - mantBits(t));
+    }
   }
 }
 

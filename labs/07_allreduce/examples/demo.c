@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "mccl_alloc.h"
-#include "mccl_allreduce.h"
+#include "mccl_collectives.h"
 #include "mccl_args.h"
 #include "mccl_checks.h"
 #include "mccl_param.h"

@@ -10,8 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cuda_runtime.h>
-#include "mccl_allreduce_args.h"
 #include "mccl_bootstrap.h"
+#include "mccl_dev_work.h"
+#include "mccl_enqueue.h"
 #include "mccl_prims.h"
 #include "mccl_proxy.h"
 #include "mccl_result.h"
@@ -22,10 +23,12 @@ extern "C" {
 #endif
 
 /**
- * @defgroup lab07 Lab 07: allreduce
- * @brief A ring allreduce over lab 06's P2P and SHM connections and one-shot / two-shot allreduce
- * on symmetric windows (NCCL 2.28.9 src/init.cc, src/graph/rings.cc, src/transport.cc,
- * src/device/all_reduce.h, src/sym_kernels.cc, src/enqueue.cc, src/graph/tuning.cc).
+ * @defgroup lab07 Lab 07: allreduce and the enqueue layer
+ * @brief A communicator, the enqueue layer that turns calls into tasks and a group's tasks into plans of
+ * one launch each, and the kernels: a ring allreduce over lab 06's P2P and SHM connections, one-shot /
+ * two-shot allreduce on symmetric windows, NCCL's other collectives and point-to-point (NCCL 2.28.9
+ * src/init.cc, src/graph/rings.cc, src/transport.cc, src/enqueue.cc, src/group.cc, src/graph/tuning.cc,
+ * src/device/all_reduce.h and the other collectives' headers, src/device/symmetric/).
  *
  * @code
  * mcclUniqueId id; if (rank == 0) mcclGetUniqueId(&id); MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
@@ -59,6 +62,8 @@ typedef struct mcclLabWindow {
   struct mcclLabWindow* next; /**< the communicator's list */
 } mcclLabWindow;
 
+struct mcclLabUserOp;
+
 /** @brief A communicator for the lab: what lab 07's kernels and host code need (NCCL's ncclComm, in small). */
 typedef struct mcclLabComm {
   int rank;                          /**< this rank */
@@ -84,6 +89,14 @@ typedef struct mcclLabComm {
                                           beyond MCCL_SYM_MAX_RANKS ranks or without cuMem (ring only) */
   uint64_t* seqCounters;             /**< [MCCL_SIGNAL_MAX_BLOCKS] device: symmetric calls so far (kernels keep them) */
   mcclLabWindow* windows;            /**< registered windows */
+  struct mcclDevComm* devComm;       /**< device: the kernels' view of the communicator (ranks, ring, channels) */
+  volatile uint32_t* status;         /**< host view of a host-mapped word where a kernel that aborted writes
+                                          mcclDevStatusAborted (enum mcclDevStatus; 0 until then) */
+  uint32_t* statusDev;               /**< device view of it, for kernels */
+  int nP2pChannels;                  /**< point-to-point channels: the channels rounded down to a power of two */
+  struct mcclLabPlanner planner;     /**< tasks of this thread's open group (mccl_enqueue.h) */
+  uint64_t nLaunches;                /**< kernel launches so far (a test reads it: a group of K calls is one) */
+  struct mcclLabUserOp* userOps;     /**< operations created by mcclLabRedOpCreatePreMulSum, a list */
 } mcclLabComm;
 
 /**
@@ -170,9 +183,10 @@ mcclResult_t mcclLabWindowFind(const mcclLabComm* comm, const void* ptr, size_t 
                                size_t* offset);
 
 /**
- * @brief Whether one-shot can run a call with protocol `proto` (its scratch in the signal area): LL
- * up to MCCL_ONESHOT_MAX_BYTES, SIMPLE on 2 ranks up to MCCL_ONESHOT_SIMPLE_MAX_BYTES; one rank any
- * size (a copy). The signal area itself is the caller's to check.
+ * @brief Whether one-shot can run an AllReduce launch of `bytes` with protocol `proto` (its scratch in the
+ * signal area): LL up to MCCL_ONESHOT_MAX_BYTES, SIMPLE on 2 ranks up to MCCL_ONESHOT_SIMPLE_MAX_BYTES; one
+ * rank any size (a copy). A group's one-shot works share one launch while their bytes together fit. The
+ * signal area itself is the caller's to check.
  * @param[in] nRanks  ranks.
  * @param[in] bytes   bytes per rank.
  * @param[in] proto   MCCL_PROTO_LL or MCCL_PROTO_SIMPLE.
@@ -181,40 +195,39 @@ mcclResult_t mcclLabWindowFind(const mcclLabComm* comm, const void* ptr, size_t 
 int mcclLabOneShotFits(int nRanks, size_t bytes, int proto);
 
 /**
- * @brief The algorithm and protocol for a call (NCCL's tuning: one table by rank count and size,
- * then MCCL_ALGO / MCCL_PROTO overrides). One-shot needs the communicator's signal area (at most
- * MCCL_SYM_MAX_RANKS ranks, cuMem on) and at most MCCL_ONESHOT_MAX_BYTES with LL, or
+ * @brief The algorithm and protocol of a collective (NCCL's tuning: one table by rank count and size,
+ * tuning.def, then the MCCL_ALGO / MCCL_PROTO overrides). AllReduce: one-shot needs the communicator's
+ * signal area (at most MCCL_SYM_MAX_RANKS ranks, cuMem on) and at most MCCL_ONESHOT_MAX_BYTES with LL, or
  * MCCL_ONESHOT_SIMPLE_MAX_BYTES with SIMPLE on 2 ranks (its protocol: LL up to the table's one-shot size,
- * SIMPLE above); two-shot also needs both buffers in windows. Without them the table falls back to the
- * ring, and a forced MCCL_ALGO is refused; a table's one-shot whose protocol MCCL_PROTO makes impossible
- * gives way to the ring.
+ * SIMPLE above); two-shot also needs both buffers in windows and an operation every rank applies alike (a PreMulSum
+ * operation of mcclLabRedOpCreatePreMulSum is not: its scalar is each rank's own). Without them the table falls back to
+ * the ring, and a forced MCCL_ALGO is refused; a table's one-shot whose protocol MCCL_PROTO makes impossible gives way
+ * to the ring. The other collectives run the ring (MCCL_ALGO is the allreduce's); their protocol is LL up to the
+ * table's MCCL_TUNE_COLL_LL_MAX bytes of the larger buffer, SIMPLE above.
+ * @param[in]  func       enum mcclFunc: Broadcast .. AllReduce.
  * @param[in]  nRanks     ranks.
- * @param[in]  bytes      bytes per rank.
+ * @param[in]  bytes      AllReduce: bytes per rank; the others: bytes of the larger buffer.
  * @param[in]  symmetric  0: no signal area; 1: a signal area; 2: and sendbuff and recvbuff in windows.
  * @param[out] algo       enum mcclAlgo.
  * @param[out] proto      MCCL_PROTO_SIMPLE or MCCL_PROTO_LL.
- * @return mcclSuccess; mcclInvalidArgument (bad MCCL_ALGO / MCCL_PROTO value, symmetric not 0..2, or a
- *         symmetric algorithm forced where it cannot run).
+ * @return mcclSuccess; mcclInvalidArgument (bad MCCL_ALGO / MCCL_PROTO value, func or symmetric out of
+ *         range, or a symmetric algorithm forced where it cannot run).
  */
-mcclResult_t mcclLabSelectAlgorithm(int nRanks, size_t bytes, int symmetric, int* algo, int* proto);
+mcclResult_t mcclLabSelectAlgorithm(int func, int nRanks, size_t bytes, int symmetric, int* algo, int* proto);
 
 /**
- * @brief Allreduce count elements (NCCL's ncclAllReduce): recvbuff[i] = op over ranks of sendbuff[i]
- * (avg: sum divided by nRanks). Arguments are checked before anything is launched; the kernel runs
- * on `stream` with no host synchronisation.
- * @param[in]  sendbuff  device input, count elements (may equal recvbuff).
- * @param[out] recvbuff  device output.
- * @param[in]  count     elements; count * size of dtype must not overflow.
- * @param[in]  dtype     mcclDataType_t.
- * @param[in]  op        mcclRedOp_t.
- * @param[in]  comm      the communicator.
- * @param[in]  stream    the caller's stream.
- * @return mcclSuccess; mcclInvalidArgument (NULL buffers or comm, count overflow, unknown dtype or
- *         op, buffers not in a window for a forced symmetric algorithm); mcclInvalidUsage (aborted
- *         communicator); errors of the launch.
+ * @brief The tuning model's estimate of one task's time (what mcclLabGroupSimulateEnd adds up): the
+ * latency and bus bandwidth of its algorithm and protocol at this rank count (tuning.def), the bytes
+ * counted as nccl-tests counts busbw.
+ * @param[in] func     enum mcclFunc (Send and Recv: point-to-point).
+ * @param[in] algo     enum mcclAlgo.
+ * @param[in] proto    MCCL_PROTO_SIMPLE or MCCL_PROTO_LL.
+ * @param[in] nRanks   ranks.
+ * @param[in] bytes    AllReduce, Broadcast, Reduce, Send, Recv: their bytes; AllGather and ReduceScatter:
+ *                     the larger buffer's.
+ * @return microseconds (0 for one rank or no bytes).
  */
-mcclResult_t mcclLabAllReduce(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t dtype, mcclRedOp_t op,
-                              mcclLabComm* comm, cudaStream_t stream);
+double mcclLabEstimateTime(int func, int algo, int proto, int nRanks, size_t bytes);
 
 /** @} */
 

@@ -2,11 +2,12 @@
 // a proxy and a bootstrap (labs 05 and common), the peer records, one ring over all ranks
 // (src/graph/rings.cc: here ranks in device order), nChannels channels connected send -> next and
 // recv <- prev by lab 06's mcclTransportP2pConnect/P2pSetup (src/transport.cc), device arrays of the
-// per-channel connections for the kernels, a host-mapped abort flag and a signal area every rank maps.
+// per-channel connections and the kernels' view of the communicator (struct mcclDevComm), a host-mapped
+// abort flag and status word, and a signal area every rank maps.
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include "allreduce_internal.h"
+#include "enqueue_internal.h"
 #include "mccl_alloc.h"
 #include "mccl_channel.h"
 #include "mccl_checks.h"
@@ -103,6 +104,35 @@ static mcclResult_t agreeProtocols(mcclLabComm* comm) {
   return res;
 }
 
+// Point-to-point channels: a power of two (NCCL's p2pnChannels, rounded down here: only the
+// communicator's channels exist).
+static int p2pNChannels(int nChannels) {
+  int n = 1;
+  while (n * 2 <= nChannels) n *= 2;
+  return n;
+}
+
+// The kernels' view of the communicator (NCCL's ncclKernelComm and its channels in device memory),
+// written once: every launch's argument points at it, and the generic kernel copies it into shared memory.
+static mcclResult_t devCommCreate(mcclLabComm* comm) {
+  struct mcclDevComm dc;
+  memset(&dc, 0, sizeof(dc));
+  dc.rank = comm->rank;
+  dc.nRanks = comm->nRanks;
+  dc.nChannels = comm->nChannels;
+  dc.nP2pChannels = comm->nP2pChannels;
+  dc.ringIndex = comm->ring.index;
+  for (int k = 0; k < comm->nRanks; k++) dc.ringRanks[k] = comm->ring.userRanks[(comm->ring.index + k) % comm->nRanks];
+  dc.ringRecv = comm->devRecvConns;
+  dc.ringSend = comm->devSendConns;
+  for (int c = 0; c < comm->nP2pChannels; c++) dc.p2pPeers[c] = comm->ctx.channels[c].devPeers;
+  CUDACHECK(cudaMalloc((void**)&comm->devComm, sizeof(dc)));
+  CUDACHECK(cudaMemcpy(comm->devComm, &dc, sizeof(dc), cudaMemcpyHostToDevice));
+  // As ringConns: the first kernel's stream need not wait for the NULL stream's copy.
+  CUDACHECK(cudaStreamSynchronize(cudaStreamLegacy));
+  return mcclSuccess;
+}
+
 static mcclResult_t signalArea(mcclLabComm* comm) {
   if (comm->multiHost) {
     INFO(MCCL_INIT, "rank %d: ranks on several hosts share no memory: no signal area, only the ring", comm->rank);
@@ -158,7 +188,12 @@ static mcclResult_t commFree(mcclLabComm* comm) {
     KEEP_FIRST(labWindowUnmap(comm, comm->signalWin));
     KEEP_FIRST(mcclMemFree(sig));
   }
+  // The tasks of a group that still holds this communicator are dropped (that group's end says so).
+  mcclLabGroupForget(comm);
+  mcclLabTasksFree(comm);
+  mcclLabUserOpsFree(comm);
   if (comm->seqCounters && cudaFree(comm->seqCounters) != cudaSuccess) KEEP_FIRST(mcclUnhandledCudaError);
+  if (comm->devComm && cudaFree(comm->devComm) != cudaSuccess) KEEP_FIRST(mcclUnhandledCudaError);
   if (comm->devRecvConns && cudaFree(comm->devRecvConns) != cudaSuccess) KEEP_FIRST(mcclUnhandledCudaError);
   if (comm->devSendConns && cudaFree(comm->devSendConns) != cudaSuccess) KEEP_FIRST(mcclUnhandledCudaError);
   // Connectors before the proxy: their proxy halves are freed through it. After an abort the proxy
@@ -169,6 +204,7 @@ static mcclResult_t commFree(mcclLabComm* comm) {
   KEEP_FIRST(mcclProxyDestroy(comm->proxy));
   if (comm->bootstrap) KEEP_FIRST(aborted ? mcclBootstrapAbort(comm->bootstrap) : mcclBootstrapClose(comm->bootstrap));
   KEEP_FIRST(mcclDevAbortFlagFree(comm->abortFlag));
+  KEEP_FIRST(mcclDevAbortFlagFree(comm->status));
 #undef KEEP_FIRST
   free(comm->peerInfo);
   free(comm->ring.userRanks);
@@ -211,6 +247,8 @@ mcclResult_t mcclLabCommInit(mcclLabComm** out, int nranks, const mcclUniqueId* 
   CUDACHECKGOTO(cudaSetDevice(cudaDev), res, fail);
   MCCLCHECKGOTO(mcclTransportCtxInit(&comm->ctx, rank, nranks, cudaDev), res, fail);
   MCCLCHECKGOTO(mcclDevAbortFlagCreate(&comm->abortFlag, &comm->abortFlagDev), res, fail);
+  // The status word is a host-mapped word like the flag (lab 06's allocator): kernels write it, the host reads it.
+  MCCLCHECKGOTO(mcclDevAbortFlagCreate((volatile uint32_t**)&comm->status, &comm->statusDev), res, fail);
   MCCLCHECKGOTO(mcclProxyCreate(rank, cudaDev, comm->abortFlag, &comm->proxy), res, fail);
   MCCLCHECKGOTO(
       mcclBootstrapInit(id, rank, nranks, cudaDev, mcclProxyGetAddress(comm->proxy), comm->abortFlag, &comm->bootstrap),
@@ -237,6 +275,7 @@ mcclResult_t mcclLabCommInit(mcclLabComm** out, int nranks, const mcclUniqueId* 
   comm->ctx.abortFlag = comm->abortFlag;
   MCCLCHECKGOTO(mcclChannelsInit(&comm->ctx, nChannels), res, fail);
   comm->nChannels = nChannels;
+  comm->nP2pChannels = p2pNChannels(nChannels);
   if (nranks > 1) {
     for (int c = 0; c < nChannels; c++)
       MCCLCHECKGOTO(mcclTransportP2pConnect(&comm->ctx, c, 1, &comm->ring.prev, 1, &comm->ring.next, 0), res, fail);
@@ -244,6 +283,7 @@ mcclResult_t mcclLabCommInit(mcclLabComm** out, int nranks, const mcclUniqueId* 
     MCCLCHECKGOTO(ringConns(comm), res, fail);
     MCCLCHECKGOTO(agreeProtocols(comm), res, fail);
   }
+  MCCLCHECKGOTO(devCommCreate(comm), res, fail);
   MCCLCHECKGOTO(signalArea(comm), res, fail);
   INFO(MCCL_INIT, "rank %d/%d on dev %d: ring prev %d next %d, %d channel(s) via %s", rank, nranks, cudaDev,
        comm->ring.prev, comm->ring.next, nChannels,

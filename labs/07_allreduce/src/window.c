@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "allreduce_internal.h"
+#include "enqueue_internal.h"
 #include "mccl_alloc.h"
 #include "mccl_checks.h"
 #include "mccl_debug.h"
@@ -156,8 +156,10 @@ mcclResult_t labWindowMap(mcclLabComm* comm, void* buff, size_t size, mcclLabWin
   MCCLCHECKGOTO(mcclBootstrapBarrier(comm->bootstrap), res, fail);
   MCCLCHECKGOTO(mcclProxyDeregisterExport(comm->proxy, handle), res, fail);
   free(all);
-  INFO(MCCL_INIT, "rank %d: window %p size %zu mapped from %d of %d ranks (the others on other hosts) at %p + rank * "
-       "%zu", comm->rank, buff, size, nMapped, comm->nRanks, wp->sym.base, wp->sym.stride);
+  INFO(MCCL_INIT,
+       "rank %d: window %p size %zu mapped from %d of %d ranks (the others on other hosts) at %p + rank * "
+       "%zu",
+       comm->rank, buff, size, nMapped, comm->nRanks, wp->sym.base, wp->sym.stride);
   *out = w;
   cudaSetDevice(saved);
   return mcclSuccess;

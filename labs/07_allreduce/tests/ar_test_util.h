@@ -1,17 +1,20 @@
-// Lab 07 tests: inputs and the CPU reference shared by the allreduce tests (one process and mpirun).
+// Lab 07 tests: inputs and the CPU reference shared by the collective tests (one process and mpirun).
 //
 // Inputs are a function of (seed, rank, element index, type, op), so every rank can recompute every
 // other rank's input and check the whole result without moving data on the host.
 // - Integers: the full range of the type for sum, prod and avg (so sums and products wrap), and the
 //   reference wraps the same way (computed unsigned, as lab 06's mcclIntArith); min and max exact.
-// - Floating point: small integers, so every partial result is exact in every type and order:
-//   sum and avg in [-8, 8] (|sum| <= 64 at 8 ranks, exact in bfloat16's 8-bit significand), prod in {-2, -1, 1, 2}
-//   (results are +-2^k, k <= 8), min and max in [-100, 100]. sum, prod, min, max must then match bit for bit, whatever
-//   order the ring or the symmetric kernels reduce in.
-// - avg divides the exact sum once (NCCL's FuncSumPostDiv), rounded to nearest in the type (half
-//   and bfloat16 divide in float and round), so the result is within half an ulp of sum / nranks:
-//   relative error <= 2^-11 for float16, 2^-8 for bfloat16, 2^-24 for float32, 2^-53 for float64.
-//   Integer avg is the wrapped sum divided with C's truncation, exactly.
+// - Floating point: small integers, so every partial result is exact in every type and order: sum in
+//   [-8, 8] (|sum| <= 64 at 8 ranks, exact in bfloat16's 8-bit significand; fp8: [-1, 1], |sum| <= 8),
+//   prod in {-2, -1, 1, 2} (results are +-2^k, k <= 8), min and max in [-100, 100] (fp8: [-8, 8]).
+//   sum, prod, min, max must then match bit for bit, whatever order the ring or the symmetric kernels
+//   reduce in.
+// - avg (NCCL's semantics): integers sum and divide once, with C's truncation, exactly; floating types
+//   multiply each input by 1/nranks rounded to the type (PreMulSum), then sum. With nranks a power of two
+//   that is exact (bit for bit the mean) wherever the type holds every partial sum; otherwise the result
+//   is within (nranks + 1) units in the last place (at the sums' magnitude) of the exact mean.
+// - AR_PREMULSUM (the test's stand-in for an operation from mcclLabRedOpCreatePreMulSum, as nccl-tests'
+//   mulsum): rank r's scalar is 1 + (r & 1), its inputs as sum's; exact but for fp8 (bounded as avg).
 #ifndef AR_TEST_UTIL_H_
 #define AR_TEST_UTIL_H_
 
@@ -20,7 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "mccl_allreduce.h"
+#include "mccl_collectives.h"
+#include "mccl_elt.h"
 #include "mccl_param.h"
 
 // Force an algorithm and protocol (NULL: the table's choice) and make the parameters re-read.
@@ -79,47 +83,30 @@ static inline uint64_t arMix(uint64_t x) {  // splitmix64
   return x ^ (x >> 31);
 }
 
-static inline int arIsFloat(mcclDataType_t t) {
-  return t == mcclFloat16 || t == mcclFloat32 || t == mcclFloat64 || t == mcclBfloat16;
+// The tests' PreMulSum operation (a value past the built-in ones, as nccl-tests' ncclNumOps stand-in) and
+// rank r's scalar for it.
+#define AR_PREMULSUM ((mcclRedOp_t)mcclNumOps)
+#define AR_NUM_OPS (mcclNumOps + 1)
+static inline double arPreMulScalar(int rank) {
+  return 1.0 + (double)(rank & 1);
+}
+static inline const char* arOpName(mcclRedOp_t op) {
+  return op == AR_PREMULSUM ? "premulsum" : mcclOpName(op);
+}
+static inline int arIsFp8(mcclDataType_t t) {
+  return t == mcclFloat8e4m3 || t == mcclFloat8e5m2;
 }
 
 // Rank r's element i: raw random bits for integers (truncated by the type), a small integer for floats.
 static inline int64_t arValue(uint64_t seed, int rank, size_t i, mcclDataType_t t, mcclRedOp_t op) {
   uint64_t h = arMix(seed ^ arMix(((uint64_t)rank << 48) ^ (uint64_t)i ^ ((uint64_t)t << 40) ^ ((uint64_t)op << 44)));
-  if (!arIsFloat(t)) return (int64_t)h;
+  if (!mcclEltIsFloat(t)) return (int64_t)h;
   if (op == mcclProd) {
     static const int v[4] = {-2, -1, 1, 2};
     return v[h & 3];
   }
-  if (op == mcclMin || op == mcclMax) return (int64_t)(h % 201) - 100;
-  return (int64_t)(h % 17) - 8;
-}
-
-// float <-> IEEE half and bfloat16 bits, for the exact small integers above and for results.
-static inline uint16_t arFloatToHalf(float f) {  // exact for the integers used (|f| <= 2048)
-  if (f == 0) return signbit(f) ? 0x8000 : 0;
-  uint16_t s = f < 0 ? 0x8000 : 0;
-  float a = fabsf(f);
-  int e;
-  float m = frexpf(a, &e);  // a = m * 2^e, m in [0.5, 1)
-  uint16_t mant = (uint16_t)((m * 2048.0f) - 1024.0f);
-  return (uint16_t)(s | (uint16_t)((e - 1 + 15) << 10) | mant);
-}
-static inline float arHalfToFloat(uint16_t h) {
-  int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-  float v = e == 0 ? ldexpf((float)m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexpf((float)(m | 0x400), e - 25);
-  return (h & 0x8000) ? -v : v;
-}
-static inline uint16_t arFloatToBf16(float f) {  // exact for the integers used (|f| <= 256)
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  return (uint16_t)(u >> 16);
-}
-static inline float arBf16ToFloat(uint16_t b) {
-  uint32_t u = (uint32_t)b << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
+  if (op == mcclMin || op == mcclMax) return arIsFp8(t) ? (int64_t)(h % 17) - 8 : (int64_t)(h % 201) - 100;
+  return arIsFp8(t) ? (int64_t)(h % 3) - 1 : (int64_t)(h % 17) - 8;
 }
 
 // Fill count elements of rank r's input (host memory, the type's layout).
@@ -127,6 +114,12 @@ static inline void arFill(void* host, mcclDataType_t t, mcclRedOp_t op, size_t c
   for (size_t i = 0; i < count; i++) {
     int64_t v = arValue(seed, rank, i, t, op);
     switch (t) {
+      case mcclInt64:
+        ((int64_t*)host)[i] = v;
+        break;
+      case mcclUint64:
+        ((uint64_t*)host)[i] = (uint64_t)v;
+        break;
       case mcclInt8:
         ((int8_t*)host)[i] = (int8_t)v;
         break;
@@ -139,35 +132,40 @@ static inline void arFill(void* host, mcclDataType_t t, mcclRedOp_t op, size_t c
       case mcclUint32:
         ((uint32_t*)host)[i] = (uint32_t)v;
         break;
-      case mcclInt64:
-        ((int64_t*)host)[i] = v;
-        break;
-      case mcclUint64:
-        ((uint64_t*)host)[i] = (uint64_t)v;
-        break;
-      case mcclFloat16:
-        ((uint16_t*)host)[i] = arFloatToHalf((float)v);
-        break;
-      case mcclFloat32:
-        ((float*)host)[i] = (float)v;
-        break;
-      case mcclFloat64:
-        ((double*)host)[i] = (double)v;
-        break;
       default:
-        ((uint16_t*)host)[i] = arFloatToBf16((float)v);
+        mcclEltSet(t, host, i, (double)v);
         break;
     }
   }
 }
 
+// Significand bits after the point of a floating type (its unit in the last place at magnitude m is
+// 2^(floor(log2 m) - bits)).
+static inline int arMantBits(mcclDataType_t t) {
+  switch (t) {
+    case mcclFloat16:
+      return 10;
+    case mcclBfloat16:
+      return 7;
+    case mcclFloat32:
+      return 23;
+    case mcclFloat64:
+      return 52;
+    case mcclFloat8e4m3:
+      return 3;
+    default:
+      return 2;
+  }
+}
+
 // The reference for integers of type T (wrapping arithmetic through uint64_t, as the kernels'
-// unsigned arithmetic; conversions back to a signed T wrap with gcc).
+// unsigned arithmetic; conversions back to a signed T wrap with gcc). Rank 0's PreMulSum scalar is 1.
 #define AR_INT_REF(T)                                                                                   \
   do {                                                                                                  \
     T acc = (T)arValue(seed, 0, i, t, op), got = ((const T*)result)[i];                                 \
     for (int r = 1; r < nranks; r++) {                                                                  \
       T x = (T)arValue(seed, r, i, t, op);                                                              \
+      if (op == AR_PREMULSUM) x = (T)((uint64_t)x * (uint64_t)arPreMulScalar(r));                       \
       switch (op) {                                                                                     \
         case mcclProd:                                                                                  \
           acc = (T)((uint64_t)acc * (uint64_t)x);                                                       \
@@ -217,22 +215,29 @@ static inline int arCheck(const void* result, mcclDataType_t t, mcclRedOp_t op, 
       default:
         break;
     }
-    double acc = (double)arValue(seed, 0, i, t, op);
-    for (int r = 1; r < nranks; r++) {
+    // Floating point: the exact result in double (every input and product of two is exact there).
+    const int scaled = op == mcclAvg || op == AR_PREMULSUM;
+    double acc = 0, absMax = 0;
+    for (int r = 0; r < nranks; r++) {
       double x = (double)arValue(seed, r, i, t, op);
-      acc = op == mcclProd ? acc * x : op == mcclMax ? fmax(acc, x) : op == mcclMin ? fmin(acc, x) : acc + x;
+      if (op == AR_PREMULSUM) x *= arPreMulScalar(r);
+      acc = r == 0           ? x
+            : op == mcclProd ? acc * x
+            : op == mcclMax  ? fmax(acc, x)
+            : op == mcclMin  ? fmin(acc, x)
+                             : acc + x;
+      absMax = fabs(acc) > absMax ? fabs(acc) : absMax;
     }
-    double got = t == mcclFloat16    ? arHalfToFloat(((const uint16_t*)result)[i])
-                 : t == mcclBfloat16 ? arBf16ToFloat(((const uint16_t*)result)[i])
-                 : t == mcclFloat32  ? ((const float*)result)[i]
-                                     : ((const double*)result)[i];
     double bound = 0;
-    if (op == mcclAvg) {
-      acc /= nranks;
-      // half an ulp of the type, relative
-      int p = t == mcclFloat16 ? 11 : t == mcclBfloat16 ? 8 : t == mcclFloat32 ? 24 : 53;
-      bound = fabs(acc) * ldexp(1.0, -p);
+    if (op == mcclAvg) acc /= nranks;
+    // avg with a scalar that is not exact, and fp8's PreMulSum: within (nranks + 1) units in the last
+    // place at the largest partial sum's magnitude (every rounding of nranks products and nranks - 1 sums).
+    if (scaled && ((op == mcclAvg && (nranks & (nranks - 1)) != 0) || arIsFp8(t))) {
+      int e;
+      (void)frexp(absMax > 1 ? absMax : 1, &e);
+      bound = (nranks + 1) * ldexp(1.0, e - arMantBits(t));
     }
+    double got = mcclEltGet(t, result, i);
     if (!(fabs(got - acc) <= bound)) {
       snprintf(why, whyLen, "element %zu: expected %.9g (within %.3g), got %.9g", i, acc, bound, got);
       return 1;

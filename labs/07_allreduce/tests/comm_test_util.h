@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "mccl_allreduce.h"
+#include "mccl_collectives.h"
 #include "mccl_test.h"
 
 // The ring is a permutation of all ranks, and prev/next are this rank's neighbours in it.

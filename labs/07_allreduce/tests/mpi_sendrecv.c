@@ -1,16 +1,47 @@
-// Lab 07's grouped point-to-point (mcclLabSendRecv) across processes under mpirun (2, 3 and 4
-// ranks): all-to-all in one group (self included) on every dtype's sizes with counts 0, 1, odd and
-// 1 MiB in all, tasks posted in a scrambled order; out-of-order peer sets (rank r sends to r+2, two
+// Lab 07's point-to-point (mcclLabSend / mcclLabRecv in a group) across processes under mpirun (2, 3
+// and 4 ranks): all-to-all in one group (self included) on every dtype's sizes with counts 0, 1, odd
+// and 1 MiB in all, calls made in a scrambled order; out-of-order peer sets (rank r sends to r+2, two
 // messages to one peer); sizes that put a work's send and receive on different protocols (LL and
 // SIMPLE) under three MCCL_P2P_LL_THRESHOLD values; over SHM (MCCL_P2P_DISABLE=1); bad input refused
-// before anything is connected or launched; and a send whose receive never comes: the wait ends with
-// an abort, in connection setup and in the kernel. Each rank checks what it received from each peer.
+// before anything is connected or launched (by the call, or by the group's end); and a send whose
+// receive never comes: the wait ends with an abort, in connection setup and in the kernel. Each rank
+// checks what it received from each peer.
 #include <pthread.h>
 #include <time.h>
 #include "ar_mpi_util.h"
-#include "mccl_sendrecv.h"
 #include "mccl_test.h"
 #include "mccl_test_mpi.h"
+
+// One send or receive of a group: `bytes` of buff to or from peer.
+struct srTask {
+  int isSend;
+  int peer;
+  void* buff;
+  size_t bytes;
+};
+
+// The tasks as one group, in order: mcclLabGroupStart, mcclLabSend or mcclLabRecv of `bytes` uint8
+// elements per task, mcclLabGroupEnd. Returns the group end's result; *callRes gets the first call's
+// error (mcclSuccess if every call was accepted).
+static mcclResult_t srGroup(const struct srTask* t, int n, mcclLabComm* comm, cudaStream_t stream,
+                            mcclResult_t* callRes) {
+  mcclResult_t first = mcclLabGroupStart();
+  for (int i = 0; i < n; i++) {
+    mcclResult_t r = t[i].isSend ? mcclLabSend(t[i].buff, t[i].bytes, mcclUint8, t[i].peer, comm, stream)
+                                 : mcclLabRecv(t[i].buff, t[i].bytes, mcclUint8, t[i].peer, comm, stream);
+    if (first == mcclSuccess) first = r;
+  }
+  *callRes = first;
+  return mcclLabGroupEnd();
+}
+
+// A group whose every call is accepted and whose end succeeds.
+#define SR_EXPECT_OK(t, n, comm, stream)                    \
+  do {                                                      \
+    mcclResult_t call_;                                     \
+    EXPECT_OK(srGroup((t), (n), (comm), (stream), &call_)); \
+    EXPECT_OK(call_);                                       \
+  } while (0)
 
 // Byte i of what `from` sends to `to` under seed.
 static unsigned char srByte(uint64_t seed, int from, int to, size_t i) {
@@ -40,17 +71,17 @@ static void allToAll(struct arMpi* m, size_t bytes, uint64_t seed, const char* w
     for (size_t i = 0; i < bytes; i++) h[(size_t)p * bytes + i] = srByte(seed, rank, p, i);
   if (bytes) EXPECT_CUDA_OK(mcclTestCopyToDevice(m->send, h, (size_t)n * bytes));
   EXPECT_CUDA_OK(mcclTestMemset(m->recv, 0x5a, m->bytes));
-  mcclLabP2pTask t[2 * MCCL_LAB_MAX_RANKS];
+  struct srTask t[2 * MCCL_LAB_MAX_RANKS];
   int k = 0;
   for (int j = 0; j < 2 * n; j++) {
     int i = (j * 7 + rank) % (2 * n);  // a permutation: 7 is prime to 2n for n < 7
     int p = i / 2;
     if (i % 2)
-      t[k++] = (mcclLabP2pTask){0, p, (char*)m->recv + (size_t)p * bytes, bytes};
+      t[k++] = (struct srTask){0, p, (char*)m->recv + (size_t)p * bytes, bytes};
     else
-      t[k++] = (mcclLabP2pTask){1, p, (char*)m->send + (size_t)p * bytes, bytes};
+      t[k++] = (struct srTask){1, p, (char*)m->send + (size_t)p * bytes, bytes};
   }
-  EXPECT_OK(mcclLabSendRecv(t, k, m->comm, m->stream));
+  SR_EXPECT_OK(t, k, m->comm, m->stream);
   EXPECT_CUDA_OK(cudaStreamSynchronize(m->stream));
   EXPECT_CUDA_OK(cudaMemcpy(h, m->recv, m->bytes, cudaMemcpyDeviceToHost));
   for (int p = 0; p < n; p++)
@@ -106,9 +137,9 @@ static void outOfOrderPeers(void) {
   EXPECT_CUDA_OK(mcclTestMemset(m.recv, 0, 3 * 40000));
   char* s = (char*)m.send;
   char* r = (char*)m.recv;
-  mcclLabP2pTask t[6] = {{0, from1, r + 40000, sz[1]}, {1, to2, s, sz[0]},         {1, to1, s + 40000, sz[1]},
-                         {0, from2, r, sz[0]},         {1, to1, s + 80000, sz[2]}, {0, from1, r + 80000, sz[2]}};
-  EXPECT_OK(mcclLabSendRecv(t, 6, m.comm, m.stream));
+  struct srTask t[6] = {{0, from1, r + 40000, sz[1]}, {1, to2, s, sz[0]},         {1, to1, s + 40000, sz[1]},
+                        {0, from2, r, sz[0]},         {1, to1, s + 80000, sz[2]}, {0, from1, r + 80000, sz[2]}};
+  SR_EXPECT_OK(t, 6, m.comm, m.stream);
   EXPECT_CUDA_OK(cudaStreamSynchronize(m.stream));
   EXPECT_CUDA_OK(cudaMemcpy(h, m.recv, 3 * 40000, cudaMemcpyDeviceToHost));
   for (int k = 0; k < 3 && !mcclTestStopped(); k++)
@@ -126,7 +157,9 @@ static void outOfOrderPeers(void) {
 // 9000 + rank (LL under the default MCCL_P2P_LL_THRESHOLD), so a rank may send as LL lines and
 // receive in SIMPLE slots, or the reverse, in one work; with MCCL_P2P_LL_THRESHOLD 0 everything is
 // SIMPLE, with 1 MiB everything LL. Small FIFOs: an LL message takes 18 steps of 8 slots.
-static size_t mixedBytes(int r) { return r % 2 ? 300000 : 9000 + (size_t)r; }
+static size_t mixedBytes(int r) {
+  return r % 2 ? 300000 : 9000 + (size_t)r;
+}
 static void mixedProtocols(void) {
   const char* thresholds[3] = {NULL, "0", "1048576"};
   for (int t = 0; t < 3 && !mcclTestMpiAnyStopped(); t++) {
@@ -147,8 +180,8 @@ static void mixedProtocols(void) {
       for (size_t i = 0; i < sb; i++) h[i] = srByte(seed, rank, to, i);
       EXPECT_CUDA_OK(mcclTestCopyToDevice(m.send, h, sb));
       EXPECT_CUDA_OK(mcclTestMemset(m.recv, 0x5a, 300000));
-      mcclLabP2pTask tk[2] = {{0, from, m.recv, rb}, {1, to, m.send, sb}};
-      EXPECT_OK(mcclLabSendRecv(tk, 2, m.comm, m.stream));
+      struct srTask tk[2] = {{0, from, m.recv, rb}, {1, to, m.send, sb}};
+      SR_EXPECT_OK(tk, 2, m.comm, m.stream);
       EXPECT_CUDA_OK(cudaStreamSynchronize(m.stream));
       EXPECT_CUDA_OK(cudaMemcpy(h, m.recv, 300000, cudaMemcpyDeviceToHost));
       for (size_t i = 0; i < 300000; i++) {
@@ -198,7 +231,7 @@ static void connectionAcrossLayouts(void) {
     EXPECT_CUDA_OK(mcclTestMemset(m.recv, 0x5a, 3 * 60000));
     char* s = (char*)m.send;
     char* r = (char*)m.recv;
-    mcclLabP2pTask tk[3];
+    struct srTask tk[3];
     int nt = 0;
     if (partner < n) {
       for (int k = 0; k < 3; k++) {
@@ -210,7 +243,7 @@ static void connectionAcrossLayouts(void) {
         nt++;
       }
     }
-    EXPECT_OK(mcclLabSendRecv(tk, nt, m.comm, m.stream));
+    SR_EXPECT_OK(tk, nt, m.comm, m.stream);
     EXPECT_CUDA_OK(cudaStreamSynchronize(m.stream));
     EXPECT_CUDA_OK(cudaMemcpy(h, m.recv, 3 * 60000, cudaMemcpyDeviceToHost));
     for (int k = 0; k < 3 && partner < n && !mcclTestStopped(); k++) {
@@ -249,39 +282,78 @@ static void allToAllShm(void) {
   arMpiTearDown(&m);
 }
 
-// Bad input: refused with mcclInvalidArgument (mcclInvalidUsage for an unpaired send to self) before
-// anything is connected or launched, so no rank waits for another.
+// Bad input, refused before anything is connected or launched, so no rank waits for another: an
+// argument the call checks (a peer out of range, a NULL buffer with bytes, a NULL communicator) makes
+// the call return mcclInvalidArgument and its group's end return it too, running none of the group's
+// calls; what only the whole group shows (a send to self without its receive, or the reverse, or of
+// another size; sends and receives on several streams) makes the group's end return mcclInvalidUsage.
 static void badInput(void) {
   struct arMpi m;
   setUpOrSkip(&m, 2, 4096);
   CHECK_STOPPED();
   const int rank = m.comm->rank, n = m.comm->nRanks;
-  mcclLabP2pTask ok = {1, rank, m.send, 16}, okr = {0, rank, m.recv, 16};
-  mcclLabP2pTask bad[2];
+  const uint64_t launches0 = m.comm->nLaunches;
+  cudaStream_t other = NULL;
+  EXPECT_CUDA_OK(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
+  const struct srTask ok = {1, rank, m.send, 16}, okr = {0, rank, m.recv, 16};
+  struct srTask bad[2];
+  mcclResult_t call;
   bad[0] = ok;
-  bad[1] = (mcclLabP2pTask){0, n, m.recv, 16};
-  EXPECT_RES(mcclLabSendRecv(bad, 2, m.comm, m.stream), mcclInvalidArgument);
-  bad[1] = (mcclLabP2pTask){1, -1, m.send, 16};
-  EXPECT_RES(mcclLabSendRecv(bad, 2, m.comm, m.stream), mcclInvalidArgument);
+  bad[1] = (struct srTask){0, n, m.recv, 16};
+  EXPECT_RES(srGroup(bad, 2, m.comm, m.stream, &call), mcclInvalidArgument);
+  EXPECT_RES(call, mcclInvalidArgument);
+  bad[1] = (struct srTask){1, -1, m.send, 16};
+  EXPECT_RES(srGroup(bad, 2, m.comm, m.stream, &call), mcclInvalidArgument);
+  EXPECT_RES(call, mcclInvalidArgument);
   bad[0] = okr;
-  bad[1] = (mcclLabP2pTask){1, (rank + 1) % n, NULL, 16};
-  EXPECT_RES(mcclLabSendRecv(bad, 2, m.comm, m.stream), mcclInvalidArgument);
-  bad[1] = (mcclLabP2pTask){2, rank, m.send, 16};
-  EXPECT_RES(mcclLabSendRecv(bad, 2, m.comm, m.stream), mcclInvalidArgument);
-  EXPECT_RES(mcclLabSendRecv(NULL, 1, m.comm, m.stream), mcclInvalidArgument);
-  EXPECT_RES(mcclLabSendRecv(&ok, 1, NULL, m.stream), mcclInvalidArgument);
-  EXPECT_RES(mcclLabSendRecv(&ok, 1, m.comm, m.stream), mcclInvalidUsage);   // to self, no receive
-  EXPECT_RES(mcclLabSendRecv(&okr, 1, m.comm, m.stream), mcclInvalidUsage);  // from self, no send
+  bad[1] = (struct srTask){1, (rank + 1) % n, NULL, 16};
+  EXPECT_RES(srGroup(bad, 2, m.comm, m.stream, &call), mcclInvalidArgument);
+  EXPECT_RES(call, mcclInvalidArgument);
+  bad[1] = (struct srTask){0, (rank + 1) % n, NULL, 16};
+  EXPECT_RES(srGroup(bad, 2, m.comm, m.stream, &call), mcclInvalidArgument);
+  EXPECT_RES(call, mcclInvalidArgument);
+  EXPECT_RES(srGroup(&ok, 1, NULL, m.stream, &call), mcclInvalidArgument);
+  EXPECT_RES(call, mcclInvalidArgument);
+  // Outside a group the call is a group of one: the same errors from the call itself.
+  EXPECT_RES(mcclLabSend(m.send, 16, mcclUint8, n, m.comm, m.stream), mcclInvalidArgument);
+  EXPECT_RES(mcclLabRecv(m.recv, 16, mcclUint8, -1, m.comm, m.stream), mcclInvalidArgument);
+  EXPECT_RES(mcclLabRecv(NULL, 16, mcclUint8, rank, m.comm, m.stream), mcclInvalidArgument);
+  EXPECT_RES(mcclLabSend(m.send, 16, mcclUint8, rank, NULL, m.stream), mcclInvalidArgument);
+  EXPECT_RES(mcclLabSend(m.send, 16, mcclUint8, rank, m.comm, m.stream), mcclInvalidUsage);  // to self, no receive
+  EXPECT_RES(srGroup(&ok, 1, m.comm, m.stream, &call), mcclInvalidUsage);                    // to self, no receive
+  EXPECT_OK(call);
+  EXPECT_RES(srGroup(&okr, 1, m.comm, m.stream, &call), mcclInvalidUsage);  // from self, no send
+  EXPECT_OK(call);
   bad[0] = ok;
   bad[1] = okr;
   bad[1].bytes = 8;
-  EXPECT_RES(mcclLabSendRecv(bad, 2, m.comm, m.stream), mcclInvalidUsage);  // sizes differ
+  EXPECT_RES(srGroup(bad, 2, m.comm, m.stream, &call), mcclInvalidUsage);  // sizes differ
+  EXPECT_OK(call);
+  // The send and its receive on two streams (one launch carries a communicator's point-to-point works).
+  EXPECT_OK(mcclLabGroupStart());
+  EXPECT_OK(mcclLabSend(m.send, 16, mcclUint8, rank, m.comm, m.stream));
+  EXPECT_OK(mcclLabRecv(m.recv, 16, mcclUint8, rank, m.comm, other));
+  EXPECT_RES(mcclLabGroupEnd(), mcclInvalidUsage);
   // A NULL buffer with 0 bytes is fine, and so is an empty group.
-  bad[0] = (mcclLabP2pTask){1, rank, NULL, 0};
-  bad[1] = (mcclLabP2pTask){0, rank, NULL, 0};
-  EXPECT_OK(mcclLabSendRecv(bad, 2, m.comm, m.stream));
-  EXPECT_OK(mcclLabSendRecv(NULL, 0, m.comm, m.stream));
+  bad[0] = (struct srTask){1, rank, NULL, 0};
+  bad[1] = (struct srTask){0, rank, NULL, 0};
+  SR_EXPECT_OK(bad, 2, m.comm, m.stream);
+  SR_EXPECT_OK(NULL, 0, m.comm, m.stream);
   EXPECT_CUDA_OK(cudaStreamSynchronize(m.stream));
+  EXPECT_EQ(m.comm->nLaunches, launches0);  // nothing above had bytes to move
+  // A good group after all these runs (the failed groups left no task behind).
+  unsigned char h[16], back[16];
+  for (int i = 0; i < 16; i++) h[i] = srByte(mcclTestSeed(), rank, rank, (size_t)i);
+  EXPECT_CUDA_OK(mcclTestCopyToDevice(m.send, h, 16));
+  EXPECT_CUDA_OK(mcclTestMemset(m.recv, 0, 16));
+  bad[0] = ok;
+  bad[1] = okr;
+  SR_EXPECT_OK(bad, 2, m.comm, m.stream);
+  EXPECT_CUDA_OK(cudaStreamSynchronize(m.stream));
+  EXPECT_EQ(m.comm->nLaunches, launches0 + 1);
+  EXPECT_CUDA_OK(cudaMemcpy(back, m.recv, 16, cudaMemcpyDeviceToHost));
+  EXPECT_MEM_EQ(back, h, 16);
+  EXPECT_CUDA_OK(cudaStreamDestroy(other));
   arMpiTearDown(&m);
 }
 
@@ -304,20 +376,22 @@ static void unmatchedSend(void) {
     if (connected) allToAll(&m, 4096, mcclTestSeed(), "all-to-all before the unmatched send");
     CHECK_STOPPED();
     if (m.comm->rank == 0) {
-      mcclLabP2pTask t = {1, 1, m.send, 1 << 18};  // 64 FIFOs' worth
+      const size_t bytes = 1 << 18;  // 64 FIFOs' worth
       double t0 = nowSec();
       if (!connected) {
         pthread_t th;
         EXPECT_EQ(pthread_create(&th, NULL, abortLater, m.comm), 0);
-        EXPECT_TRUE(mcclLabSendRecv(&t, 1, m.comm, m.stream) != mcclSuccess);
+        EXPECT_TRUE(mcclLabSend(m.send, bytes, mcclUint8, 1, m.comm, m.stream) != mcclSuccess);
         pthread_join(th, NULL);
       } else {
-        EXPECT_OK(mcclLabSendRecv(&t, 1, m.comm, m.stream));
+        EXPECT_EQ(*m.comm->status, 0);  // no kernel aborted yet
+        EXPECT_OK(mcclLabSend(m.send, bytes, mcclUint8, 1, m.comm, m.stream));
         struct timespec ts = {0, 200 * 1000 * 1000};
         nanosleep(&ts, NULL);
         EXPECT_CUDA(cudaStreamQuery(m.stream), cudaErrorNotReady);  // still waiting for rank 1
         EXPECT_OK(mcclLabCommAbort(m.comm));
         EXPECT_CUDA_OK(cudaStreamSynchronize(m.stream));
+        EXPECT_EQ(*m.comm->status, mcclDevStatusAborted);  // the kernel left through the abort, and said so
       }
       EXPECT_LT(nowSec() - t0, 10.0);
     }

@@ -464,10 +464,11 @@ static void* abortLater(void* p) {
 }
 
 // Rank 0 calls, rank 1 never does: rank 0's kernel waits for its peer until another thread aborts
-// the communicator. The stream then completes, the communicator refuses further calls, and
-// destroying both frees everything (fds, threads, /dev/shm, mappings). One channel and one block:
-// on sim each of a block's waiting threads yields MCCL_SPINS_BEFORE_CHECK_ABORT times before it
-// reads the flag, so the LL and one-shot kernels (256 threads) take seconds there to see it.
+// the communicator. The stream then completes, the kernel reports the abort in the communicator's
+// status word, the communicator refuses further calls, and destroying both frees everything (fds,
+// threads, /dev/shm, mappings). One channel and one block: on sim each of a block's waiting threads
+// yields MCCL_SPINS_BEFORE_CHECK_ABORT times before it reads the flag, so the LL and one-shot kernels
+// (256 threads) take seconds there to see it.
 static void abortPath(const struct arPath* path) {
   if (nDevices() < 2) SKIP("needs 2 devices");
   if (!mcclCuMemEnable()) SKIP("cuMem not supported: no windows");
@@ -483,9 +484,12 @@ static void abortPath(const struct arPath* path) {
   struct aborter ab = {r->comm, 200};
   pthread_t th;
   pthread_create(&th, NULL, abortLater, &ab);
+  EXPECT_EQ(*r->comm->status, 0);  // no kernel aborted yet
   EXPECT_OK(mcclLabAllReduce(r->send, r->recv, 1000, mcclFloat32, mcclSum, r->comm, r->stream));
   EXPECT_CUDA_OK(cudaStreamSynchronize(r->stream));  // the kernel ended: it saw the abort
   pthread_join(th, NULL);
+  EXPECT_EQ(*r->comm->status, mcclDevStatusAborted);  // and said so in the communicator's status word
+  EXPECT_EQ(*s.r[1].comm->status, 0);                 // rank 1 launched nothing
   EXPECT_RES(mcclLabAllReduce(r->send, r->recv, 16, mcclFloat32, mcclSum, r->comm, r->stream), mcclInvalidUsage);
   arForce(NULL, NULL);
   tearDown(&s);

@@ -32,7 +32,7 @@ path, want_sizes, want_types, want_ops, want_algos = sys.argv[1], sys.argv[2], s
 cols = ["size", "count", "type", "redop", "lib", "variant", "algo", "placement", "time_us", "algbw", "busbw",
         "wrong", "nccl_time_us", "ratio"]
 esize = {"int8": 1, "uint8": 1, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8, "float16": 2, "float32": 4,
-         "float64": 8, "bfloat16": 2}
+         "float64": 8, "bfloat16": 2, "f8e4m3": 1, "f8e5m2": 1}
 if path.endswith(".json"):
     doc = json.load(open(path))
     meta, rows = doc["metadata"], doc["rows"]
@@ -118,7 +118,8 @@ progressLines() {
 
 # -d all -o all: every type and operation, each row checked (-c 2: two checked calls) and correct.
 # A sanitizer build (SANITIZE=1, TSAN=1: each row takes seconds there) runs every type with one
-# operation, avg (it has the post step), unless MCCL_TEST_FULL=1, as the C tests' mcclTestSampled.
+# operation, avg (it scales: a floating type's inputs, an integer's sum), unless MCCL_TEST_FULL=1, as
+# the C tests' mcclTestSampled.
 everyTypeAndOp() {
   need_bench
   local ops=all want_ops=avg,max,min,prod,sum
@@ -127,7 +128,7 @@ everyTypeAndOp() {
   esac
   run_bench all -b 8 -e 8 -n 1 -w 0 -c 2 -d all -o "$ops" --algo oneshot --csv "$work/all.csv" ||
     shtest_fail "-d all -o $ops exited $?: $(tail -n 4 "$work/all.log" | tr '\n' ' ')"
-  check_records "$work/all.csv" - bfloat16,float16,float32,float64,int32,int64,int8,uint32,uint64,uint8 \
+  check_records "$work/all.csv" - bfloat16,f8e4m3,f8e5m2,float16,float32,float64,int32,int64,int8,uint32,uint64,uint8 \
     "$want_ops" oneshot
   grep -q '^# data check: 0 wrong elements' "$work/all.log" || shtest_fail "data check not 0 wrong"
   grep -q 'check: 2 calls per row' "$work/all.log" || shtest_fail "-c 2 is not reported in the header"

@@ -199,13 +199,20 @@ static void allReduceArguments(void) {
   EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
 }
 
-// mcclLabSelectAlgorithm(n, bytes, symmetric) succeeds with this algorithm and protocol (-1: not checked).
-#define EXPECT_CHOICE(n, bytes, symmetric, algo, proto)                     \
-  do {                                                                      \
-    int a_ = -1, p_ = -1;                                                   \
-    EXPECT_OK(mcclLabSelectAlgorithm((n), (bytes), (symmetric), &a_, &p_)); \
-    if ((algo) >= 0) EXPECT_EQ(a_, (algo));                                 \
-    if ((proto) >= 0) EXPECT_EQ(p_, (proto));                               \
+// mcclLabSelectAlgorithm(AllReduce, n, bytes, symmetric) succeeds with this algorithm and protocol (-1: not
+// checked).
+#define EXPECT_CHOICE(n, bytes, symmetric, algo, proto)                                        \
+  do {                                                                                         \
+    int a_ = -1, p_ = -1;                                                                      \
+    EXPECT_OK(mcclLabSelectAlgorithm(mcclFuncAllReduce, (n), (bytes), (symmetric), &a_, &p_)); \
+    if ((algo) >= 0) EXPECT_EQ(a_, (algo));                                                    \
+    if ((proto) >= 0) EXPECT_EQ(p_, (proto));                                                  \
+  } while (0)
+// mcclLabSelectAlgorithm(AllReduce, n, bytes, symmetric) refuses: mcclInvalidArgument.
+#define EXPECT_REFUSED(n, bytes, symmetric)                                                                          \
+  do {                                                                                                               \
+    int a_ = -1, p_ = -1;                                                                                            \
+    EXPECT_RES(mcclLabSelectAlgorithm(mcclFuncAllReduce, (n), (bytes), (symmetric), &a_, &p_), mcclInvalidArgument); \
   } while (0)
 
 // The table and the overrides.
@@ -244,20 +251,20 @@ static void algorithmTable(void) {
   setParam("MCCL_ALGO", "twoshot");
   setParam("MCCL_PROTO", "ll");
   EXPECT_CHOICE(4, 64 << 20, 2, MCCL_ALGO_TWOSHOT, MCCL_PROTO_LL);
-  EXPECT_RES(mcclLabSelectAlgorithm(4, 1024, 1, &a, &p), mcclInvalidArgument);  // forced, no windows
+  EXPECT_REFUSED(4, 1024, 1);  // forced, no windows
   setParam("MCCL_ALGO", "oneshot");
   setParam("MCCL_PROTO", NULL);
   EXPECT_CHOICE(2, 1024, 1, MCCL_ALGO_ONESHOT, MCCL_PROTO_LL);
   EXPECT_CHOICE(4, 256 << 10, 1, MCCL_ALGO_ONESHOT, MCCL_PROTO_LL);    // above the 4-rank row's LL size: still LL
   EXPECT_CHOICE(2, 1 << 20, 1, MCCL_ALGO_ONESHOT, MCCL_PROTO_SIMPLE);  // 2 ranks: SIMPLE above LL's lines
-  EXPECT_RES(mcclLabSelectAlgorithm(2, (4 << 20) + 1, 1, &a, &p), mcclInvalidArgument);  // beyond its scratch
-  EXPECT_RES(mcclLabSelectAlgorithm(4, 1 << 20, 1, &a, &p), mcclInvalidArgument);        // SIMPLE: 2 ranks only
-  EXPECT_RES(mcclLabSelectAlgorithm(2, 1024, 0, &a, &p), mcclInvalidArgument);     // no signal area
-  setParam("MCCL_PROTO", "simple");                                                // forced both ways
+  EXPECT_REFUSED(2, (4 << 20) + 1, 1);                                 // beyond its scratch
+  EXPECT_REFUSED(4, 1 << 20, 1);                                       // SIMPLE: 2 ranks only
+  EXPECT_REFUSED(2, 1024, 0);                                          // no signal area
+  setParam("MCCL_PROTO", "simple");                                    // forced both ways
   EXPECT_CHOICE(2, 1024, 1, MCCL_ALGO_ONESHOT, MCCL_PROTO_SIMPLE);
-  EXPECT_RES(mcclLabSelectAlgorithm(4, 1024, 1, &a, &p), mcclInvalidArgument);
+  EXPECT_REFUSED(4, 1024, 1);
   setParam("MCCL_PROTO", "ll");
-  EXPECT_RES(mcclLabSelectAlgorithm(2, 1 << 20, 1, &a, &p), mcclInvalidArgument);
+  EXPECT_REFUSED(2, 1 << 20, 1);
   // Only the protocol forced: a table's one-shot that cannot run it gives way to the ring.
   setParam("MCCL_ALGO", NULL);
   EXPECT_CHOICE(2, 1 << 20, 2, MCCL_ALGO_RING, MCCL_PROTO_LL);
@@ -265,12 +272,26 @@ static void algorithmTable(void) {
   EXPECT_CHOICE(2, 1024, 2, MCCL_ALGO_ONESHOT, MCCL_PROTO_SIMPLE);
   EXPECT_CHOICE(4, 1024, 2, MCCL_ALGO_RING, MCCL_PROTO_SIMPLE);
   setParam("MCCL_ALGO", "bogus");
-  EXPECT_RES(mcclLabSelectAlgorithm(2, 1024, 2, &a, &p), mcclInvalidArgument);
+  EXPECT_REFUSED(2, 1024, 2);
   setParam("MCCL_ALGO", NULL);
   setParam("MCCL_PROTO", NULL);
-  EXPECT_RES(mcclLabSelectAlgorithm(0, 1, 1, &a, &p), mcclInvalidArgument);
-  EXPECT_RES(mcclLabSelectAlgorithm(2, 1, 1, NULL, &p), mcclInvalidArgument);
-  EXPECT_RES(mcclLabSelectAlgorithm(2, 1, 3, &a, &p), mcclInvalidArgument);
+  EXPECT_REFUSED(0, 1, 1);
+  EXPECT_RES(mcclLabSelectAlgorithm(mcclFuncAllReduce, 2, 1, 1, NULL, &p), mcclInvalidArgument);
+  EXPECT_REFUSED(2, 1, 3);
+  // Only the collectives have a choice to make: point-to-point and values past them are refused.
+  EXPECT_RES(mcclLabSelectAlgorithm(-1, 2, 1024, 1, &a, &p), mcclInvalidArgument);
+  EXPECT_RES(mcclLabSelectAlgorithm(mcclFuncSendRecv, 2, 1024, 1, &a, &p), mcclInvalidArgument);
+  EXPECT_RES(mcclLabSelectAlgorithm(mcclNumFuncs, 2, 1024, 1, &a, &p), mcclInvalidArgument);
+  // The other collectives run the ring whatever the signal area, LL up to 256 KiB of their larger buffer.
+  for (int f = mcclFuncBroadcast; f < mcclFuncAllReduce; f++) {
+    a = p = -1;
+    EXPECT_OK(mcclLabSelectAlgorithm(f, 2, 256 << 10, 2, &a, &p));
+    EXPECT_EQ(a, MCCL_ALGO_RING);
+    EXPECT_EQ(p, MCCL_PROTO_LL);
+    EXPECT_OK(mcclLabSelectAlgorithm(f, 4, (256 << 10) + 1, 2, &a, &p));
+    EXPECT_EQ(a, MCCL_ALGO_RING);
+    EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
+  }
   // Where one-shot's scratch ends, per protocol.
   EXPECT_EQ(mcclLabOneShotFits(4, MCCL_ONESHOT_MAX_BYTES, MCCL_PROTO_LL), 1);
   EXPECT_EQ(mcclLabOneShotFits(4, MCCL_ONESHOT_MAX_BYTES + 1, MCCL_PROTO_LL), 0);

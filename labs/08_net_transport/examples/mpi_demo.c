@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "mccl_args.h"
+#include "mccl_collectives.h"
 #include "mccl_net.h"
 
 static const char* transportName(int t) {

@@ -51,13 +51,18 @@ __device__ __forceinline__ void mcclDependentGridBegin() {
   cudaTriggerProgrammaticLaunchCompletion();
 }
 
-// Copy the kernel argument into shared memory with every thread taking a 4-byte word (NCCL loads
-// ncclShmem with the block's threads in parallel rather than with one thread).
+// Copy `bytes` (a multiple of 4) from a kernel's parameter or device memory into shared memory with
+// every thread taking a 4-byte word (NCCL loads ncclShmem with the block's threads in parallel rather
+// than with one thread). Every kernel that keeps its launch in shared memory loads it through here;
+// a barrier must follow before anyone reads it.
+__device__ __forceinline__ void mcclCopyToShmem(void* dst, const void* src, int bytes, int tid, int nthreads) {
+  const uint32_t* s = (const uint32_t*)src;
+  uint32_t* d = (uint32_t*)dst;
+  for (int i = tid; i < bytes / (int)sizeof(uint32_t); i += nthreads) d[i] = s[i];
+}
 __device__ __forceinline__ void mcclLoadWorkToShmem(const struct mcclDevWork* work, int tid, int nthreads) {
   static_assert(sizeof(struct mcclDevWork) % sizeof(uint32_t) == 0, "mcclDevWork is copied in 4-byte words");
-  const uint32_t* src = (const uint32_t*)work;
-  uint32_t* dst = (uint32_t*)&mcclShmem.work;
-  for (int i = tid; i < (int)(sizeof(struct mcclDevWork) / sizeof(uint32_t)); i += nthreads) dst[i] = src[i];
+  mcclCopyToShmem(&mcclShmem.work, work, (int)sizeof(struct mcclDevWork), tid, nthreads);
   __syncthreads();
 }
 
@@ -103,11 +108,25 @@ __device__ __forceinline__ bool mcclCheckAbort(int& flags, int abortedBit, struc
 
 // Signed distance between two 64-bit step counters: correct across the wrap at 2^64 as long as the
 // counters are within 2^63 of each other (they are within a few MCCL_STEPS).
-__device__ __forceinline__ int64_t mcclStepDiff(uint64_t a, uint64_t b) { return (int64_t)(a - b); }
+__device__ __forceinline__ int64_t mcclStepDiff(uint64_t a, uint64_t b) {
+  return (int64_t)(a - b);
+}
 
 template <typename X>
 __device__ __forceinline__ X mcclDivUp(X a, X b) {
   return (a + b - 1) / b;
+}
+
+// Part `index` of [from, to) cut into `parts` equal parts of whole multiples of `quantum` elements:
+// the last part shorter, parts past the end empty (NCCL's channel and part bounds). Every kernel cuts
+// its work over blocks with this one helper: a channel's part of a ring collective (512-byte
+// quanta, so a rank moving bytes and one reducing typed elements cut at the same places), a block's
+// part of a symmetric kernel (16-byte packs), a part of a point-to-point transfer (4 KiB).
+__device__ __forceinline__ void mcclEvenPart(int64_t from, int64_t to, int64_t parts, int64_t index, int64_t quantum,
+                                             int64_t& lo, int64_t& hi) {
+  const int64_t per = mcclDivUp(mcclDivUp(to - from, parts), quantum) * quantum;
+  lo = from + index * per < to ? from + index * per : to;
+  hi = lo + per < to ? lo + per : to;
 }
 
 // Round a step counter up to a multiple of a power of two, modulo 2^64 (so it works near the wrap).
@@ -118,22 +137,40 @@ __device__ __forceinline__ uint64_t mcclRoundUpSteps(uint64_t step, uint64_t pow
 // Device twins of the host's mcclTypeSize / mcclDevOpName (host functions cannot be called here).
 __device__ __forceinline__ int mcclTypeSizeDev(int dtype) {
   switch (dtype) {
-    case mcclInt8: case mcclUint8: return 1;
-    case mcclFloat16: case mcclBfloat16: return 2;
-    case mcclInt32: case mcclUint32: case mcclFloat32: return 4;
-    default: return 8;
+    case mcclInt8:
+    case mcclUint8:
+    case mcclFloat8e4m3:
+    case mcclFloat8e5m2:
+      return 1;
+    case mcclFloat16:
+    case mcclBfloat16:
+      return 2;
+    case mcclInt32:
+    case mcclUint32:
+    case mcclFloat32:
+      return 4;
+    default:
+      return 8;
   }
 }
 __device__ __forceinline__ const char* mcclDevOpNameDev(int op) {
   switch (op) {
-    case mcclDevOpNone: return "kernel";
-    case mcclDevOpSend: return "send";
-    case mcclDevOpRecv: return "recv";
-    case mcclDevOpCopySend: return "copySend";
-    case mcclDevOpRecvCopySend: return "recvCopySend";
-    case mcclDevOpRecvReduceSend: return "recvReduceSend";
-    case mcclDevOpRecvReduceCopy: return "recvReduceCopy";
-    default: return "recvReduceCopySend";
+    case mcclDevOpNone:
+      return "kernel";
+    case mcclDevOpSend:
+      return "send";
+    case mcclDevOpRecv:
+      return "recv";
+    case mcclDevOpCopySend:
+      return "copySend";
+    case mcclDevOpRecvCopySend:
+      return "recvCopySend";
+    case mcclDevOpRecvReduceSend:
+      return "recvReduceSend";
+    case mcclDevOpRecvReduceCopy:
+      return "recvReduceCopy";
+    default:
+      return "recvReduceCopySend";
   }
 }
 

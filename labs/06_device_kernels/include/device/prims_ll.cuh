@@ -29,7 +29,7 @@ class Primitives<T, RedOp, ProtoLL> {
   uint64_t recvStep = 0, sendStep = 0;  // every thread: the step whose slot it reads / writes
   uint64_t* recvConnHeadPtr = NULL;     // PostRecv: the sender's head
   uint64_t recvConnHead = 0;
-  uint64_t* sendConnHeadPtr = NULL;     // WaitSend: the receiver's head, read here
+  uint64_t* sendConnHeadPtr = NULL;  // WaitSend: the receiver's head, read here
   uint64_t sendConnHeadCache = 0;
   uint64_t sendConnHead = 0;
   struct mcclConnFifo* sendConnFifo = NULL;
@@ -127,6 +127,16 @@ class Primitives<T, RedOp, ProtoLL> {
     }
     return r;
   }
+  __device__ __forceinline__ uint64_t applyPreOp(uint64_t a) {
+    uint64_t r;
+    for (int i = 0; i < EltPerLine; i++) {
+      T x;
+      memcpy((void*)&x, (const char*)&a + i * sizeof(T), sizeof(T));
+      x = redOp.pre(x);
+      memcpy((char*)&r + i * sizeof(T), &x, sizeof(T));
+    }
+    return r;
+  }
   __device__ __forceinline__ uint64_t applyPostOp(uint64_t a) {
     uint64_t r;
     for (int i = 0; i < EltPerLine; i++) {
@@ -158,7 +168,7 @@ class Primitives<T, RedOp, ProtoLL> {
       uint64_t data = 0, peerData = 0;
       if (Recv) peerData = readLL(offset);
       if (Src) {
-        data = loadData(srcElts, eltInLine);
+        data = applyPreOp(loadData(srcElts, eltInLine));  // the user's input: the operation's pre step
         srcElts += eltPerTrip;
         if (Recv) data = applyReduce(data, peerData);
       } else {

@@ -151,7 +151,9 @@ class Primitives<T, RedOp, ProtoSimple> {
         // here the barrier's OR carries it, so no shared flag is written by several threads at once).
         if (subBarrierAny(flags & Aborted)) flags |= Aborted;
         if (sliceSize > 0 && !(flags & Aborted)) {
-          mcclReduceCopy<MCCL_SIMPLE_UNROLL, T, RedOp, Recv + Src, Send + Dst>(
+          // The user's input (srcs[0] when Src) joins the reduction through the operation's pre step
+          // (PreMulSum's scalar), once, on the rank that owns it (NCCL's PreOpSrcs).
+          mcclReduceCopy<MCCL_SIMPLE_UNROLL, T, RedOp, Recv + Src, Send + Dst, Src>(
               tid, nworkers, redOp, postOp, mcclShmem.groups[group].srcs, mcclShmem.groups[group].dsts, sliceSize);
         }
       }

@@ -1,0 +1,71 @@
+// Lab 07, private: what the enqueue layer's files share (enqueue.c: calls -> tasks; group.c: groups;
+// plan.c: tasks -> plans -> launches; tuning.c: the table; comm.c, window.c). Not installed.
+#ifndef MCCL_ENQUEUE_INTERNAL_H_
+#define MCCL_ENQUEUE_INTERNAL_H_
+
+#include "mccl_collectives.h"
+#include "mccl_param.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Across hosts the ring's LL lines cross the network (lab 08) at half SIMPLE's payload per byte, and
+// each LL step is a message of at most a slot: LL beat SIMPLE there up to 8 KiB and lost from 32 KiB
+// (one H100 posing as 2 hosts, docs/results/2026-11-25-h100-net.md), so a communicator over several
+// hosts uses LL up to here, every collective.
+#define MCCL_NET_LL_MAX (16u << 10)
+
+// tuning.c: MCCL_PROTO read once per call in one place: MCCL_PROTO_SIMPLE, MCCL_PROTO_LL, or -1 unset;
+// mcclInvalidArgument (with a WARN) for any other value.
+mcclResult_t mcclLabParamProto(int* proto);
+
+// The communicator's last word on a ring's protocol, after the call's own choice (its table and
+// MCCL_PROTO): SIMPLE where a NET edge cannot carry LL (simpleOnly), and across hosts SIMPLE above
+// MCCL_NET_LL_MAX unless MCCL_PROTO names the protocol.
+static inline int mcclLabCommProto(const mcclLabComm* comm, size_t bytes, int proto) {
+  if (comm->simpleOnly) return MCCL_PROTO_SIMPLE;
+  if (comm->multiHost && mcclParamProto() == NULL && bytes > MCCL_NET_LL_MAX) return MCCL_PROTO_SIMPLE;
+  return proto;
+}
+
+// An operation mcclLabRedOpCreatePreMulSum made: its number (from mcclNumOps up, unique in the process,
+// so another communicator's or a destroyed one's is never found), its type, and what a task copies.
+struct mcclLabUserOp {
+  int op;
+  int dtype;
+  int isPtr;
+  uint64_t arg;
+  struct mcclLabUserOp* next;
+};
+// enqueue.c: drop every operation of a communicator being destroyed.
+void mcclLabUserOpsFree(mcclLabComm* comm);
+
+// plan.c: run the communicator's tasks (its device current): connect what the point-to-point tasks
+// need, plan, launch every plan, free the tasks. With `estimateUs` non-NULL nothing is connected or
+// launched: the tuning model's time of the tasks is added to *estimateUs and the tasks are dropped.
+// On an error the remaining tasks are dropped too.
+mcclResult_t mcclLabRunTasks(mcclLabComm* comm, float* estimateUs);
+// plan.c: the connection step alone (blocks until the peers' matching groups connect their ends).
+mcclResult_t mcclLabConnectP2p(mcclLabComm* comm);
+// plan.c: drop the communicator's tasks unrun; returns how many there were.
+int mcclLabTasksDrop(mcclLabComm* comm);
+// plan.c: free the task structs kept for reuse (at destroy).
+void mcclLabTasksFree(mcclLabComm* comm);
+
+// group.c: the depth of this thread's groups; add the communicator to this thread's open group (the
+// first task of the group for it); take a communicator out of whatever group holds it (destroy: that
+// group's end reports its dropped tasks).
+int mcclLabGroupDepth(void);
+mcclResult_t mcclLabGroupAdd(mcclLabComm* comm);
+void mcclLabGroupForget(mcclLabComm* comm);
+
+// window.c: register a window without adding it to the communicator's list (the signal area), and
+// free one whatever list it is on.
+mcclResult_t labWindowMap(mcclLabComm* comm, void* buff, size_t size, mcclLabWindow** win);
+mcclResult_t labWindowUnmap(mcclLabComm* comm, mcclLabWindow* win);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,173 @@
+// Lab 07: the one tuning table (NCCL's src/graph/tuning.cc computes times from bandwidth and latency
+// tables and picks the fastest; lab 07 keeps the measured cut-over points themselves, and a latency /
+// bandwidth model for ncclGroupSimulateEnd's estimate). The figures and what they rest on are in
+// tuning.def; this file reads them, applies MCCL_ALGO / MCCL_PROTO, and is the one place that parses
+// those two parameters.
+#include <stdint.h>
+#include <string.h>
+#include <strings.h>
+#include "enqueue_internal.h"
+#include "mccl_checks.h"
+#include "mccl_debug.h"
+#include "mccl_param.h"
+
+static const struct {
+  int maxRanks;
+  size_t oneShotMax, oneShotSimpleMax, twoShotMax, llMax;
+} tuneTable[] = {
+#define MCCL_TUNE_ROW(maxRanks, oneShotMax, oneShotSimpleMax, twoShotMax, llMax) \
+  {maxRanks, oneShotMax, oneShotSimpleMax, twoShotMax, llMax},
+#define MCCL_TUNE_COLL_LL_MAX(bytes)
+#define MCCL_TUNE_MODEL(maxRanks, algo, proto, latencyUs, busGBps)
+#include "tuning.def"
+#undef MCCL_TUNE_ROW
+#undef MCCL_TUNE_COLL_LL_MAX
+#undef MCCL_TUNE_MODEL
+};
+
+static const size_t collLlMax =
+#define MCCL_TUNE_ROW(maxRanks, oneShotMax, oneShotSimpleMax, twoShotMax, llMax)
+#define MCCL_TUNE_COLL_LL_MAX(bytes) (bytes)
+#define MCCL_TUNE_MODEL(maxRanks, algo, proto, latencyUs, busGBps)
+#include "tuning.def"
+#undef MCCL_TUNE_ROW
+#undef MCCL_TUNE_COLL_LL_MAX
+#undef MCCL_TUNE_MODEL
+    ;
+
+static const struct {
+  int maxRanks, algo, proto;
+  double latencyUs, busGBps;
+} tuneModel[] = {
+#define MCCL_TUNE_ROW(maxRanks, oneShotMax, oneShotSimpleMax, twoShotMax, llMax)
+#define MCCL_TUNE_COLL_LL_MAX(bytes)
+#define MCCL_TUNE_MODEL(maxRanks, algo, proto, latencyUs, busGBps) {maxRanks, algo, proto, latencyUs, busGBps},
+#include "tuning.def"
+#undef MCCL_TUNE_ROW
+#undef MCCL_TUNE_COLL_LL_MAX
+#undef MCCL_TUNE_MODEL
+};
+
+int mcclLabOneShotFits(int nRanks, size_t bytes, int p) {
+  if (nRanks == 1) return 1;
+  return p == MCCL_PROTO_LL ? bytes <= MCCL_ONESHOT_MAX_BYTES : nRanks == 2 && bytes <= MCCL_ONESHOT_SIMPLE_MAX_BYTES;
+}
+
+mcclResult_t mcclLabParamProto(int* proto) {
+  const char* env = mcclParamProto();
+  *proto = -1;
+  if (env == NULL) return mcclSuccess;
+  if (strcasecmp(env, "simple") == 0) {
+    *proto = MCCL_PROTO_SIMPLE;
+  } else if (strcasecmp(env, "ll") == 0) {
+    *proto = MCCL_PROTO_LL;
+  } else {
+    WARN("Invalid argument: MCCL_PROTO '%s' (simple or ll)", env);
+    return mcclInvalidArgument;
+  }
+  return mcclSuccess;
+}
+
+// MCCL_ALGO: the algorithm AllReduce must use, or -1 unset.
+static mcclResult_t paramAlgo(int* algo) {
+  const char* env = mcclParamAlgo();
+  *algo = -1;
+  if (env == NULL) return mcclSuccess;
+  if (strcasecmp(env, "ring") == 0) {
+    *algo = MCCL_ALGO_RING;
+  } else if (strcasecmp(env, "oneshot") == 0) {
+    *algo = MCCL_ALGO_ONESHOT;
+  } else if (strcasecmp(env, "twoshot") == 0) {
+    *algo = MCCL_ALGO_TWOSHOT;
+  } else {
+    WARN("Invalid argument: MCCL_ALGO '%s' (ring, oneshot or twoshot)", env);
+    return mcclInvalidArgument;
+  }
+  return mcclSuccess;
+}
+
+static size_t tuneRow(int nRanks) {
+  size_t i = 0;
+  while (nRanks > tuneTable[i].maxRanks) i++;  // the last row covers MCCL_LAB_MAX_RANKS
+  return i;
+}
+
+mcclResult_t mcclLabSelectAlgorithm(int func, int nRanks, size_t bytes, int symmetric, int* algo, int* proto) {
+  MCCL_ARGCHECK(algo != NULL && proto != NULL, "algo %p / proto %p is NULL", (void*)algo, (void*)proto);
+  MCCL_ARGCHECK(func >= mcclFuncBroadcast && func <= mcclFuncAllReduce, "func %d (a collective: %d .. %d)", func,
+                mcclFuncBroadcast, mcclFuncAllReduce);
+  MCCL_ARGCHECK(nRanks >= 1 && nRanks <= MCCL_LAB_MAX_RANKS, "nRanks %d", nRanks);
+  MCCL_ARGCHECK(symmetric >= 0 && symmetric <= 2, "symmetric %d (0, 1 or 2)", symmetric);
+  int envProto;
+  MCCLCHECK(mcclLabParamProto(&envProto));
+  if (func != mcclFuncAllReduce) {
+    *algo = MCCL_ALGO_RING;
+    *proto = envProto >= 0 ? envProto : bytes <= collLlMax ? MCCL_PROTO_LL : MCCL_PROTO_SIMPLE;
+    return mcclSuccess;
+  }
+  const size_t i = tuneRow(nRanks);
+  int a = MCCL_ALGO_RING;
+  if (symmetric && nRanks > 1) {
+    if ((bytes <= tuneTable[i].oneShotMax && mcclLabOneShotFits(nRanks, bytes, MCCL_PROTO_LL)) ||
+        (bytes <= tuneTable[i].oneShotSimpleMax && mcclLabOneShotFits(nRanks, bytes, MCCL_PROTO_SIMPLE)))
+      a = MCCL_ALGO_ONESHOT;
+    else if (symmetric == 2 && bytes <= tuneTable[i].twoShotMax)  // two-shot right above one-shot
+      a = MCCL_ALGO_TWOSHOT;
+  }
+  int p = bytes <= tuneTable[i].llMax ? MCCL_PROTO_LL : MCCL_PROTO_SIMPLE;
+  int forced;
+  MCCLCHECK(paramAlgo(&forced));
+  if (forced >= 0) {
+    a = forced;
+    if (a == MCCL_ALGO_ONESHOT && (!symmetric || (!mcclLabOneShotFits(nRanks, bytes, MCCL_PROTO_LL) &&
+                                                  !mcclLabOneShotFits(nRanks, bytes, MCCL_PROTO_SIMPLE)))) {
+      WARN(
+          "Invalid argument: MCCL_ALGO=oneshot needs a signal area (at most %d ranks, cuMem on) and at most %d bytes, "
+          "or %d on 2 ranks (%d ranks, %zu bytes asked)",
+          MCCL_SYM_MAX_RANKS, MCCL_ONESHOT_MAX_BYTES, MCCL_ONESHOT_SIMPLE_MAX_BYTES, nRanks, bytes);
+      return mcclInvalidArgument;
+    }
+    if (a == MCCL_ALGO_TWOSHOT && symmetric != 2) {
+      WARN(
+          "Invalid argument: MCCL_ALGO=twoshot needs sendbuff and recvbuff in registered windows "
+          "(mcclLabWindowRegister) and an operation every rank applies alike (not a PreMulSum operation of "
+          "mcclLabRedOpCreatePreMulSum, whose scalar is each rank's own)");
+      return mcclInvalidArgument;
+    }
+  }
+  // One-shot's protocol: LL up to the row's one-shot size (or where SIMPLE cannot run), SIMPLE above.
+  if (a == MCCL_ALGO_ONESHOT)
+    p = bytes <= tuneTable[i].oneShotMax || !mcclLabOneShotFits(nRanks, bytes, MCCL_PROTO_SIMPLE) ? MCCL_PROTO_LL
+                                                                                                  : MCCL_PROTO_SIMPLE;
+  if (envProto >= 0) p = envProto;
+  // A protocol one-shot cannot run at this size: refused if one-shot was forced too, else the ring.
+  if (a == MCCL_ALGO_ONESHOT && !mcclLabOneShotFits(nRanks, bytes, p)) {
+    if (forced >= 0) {
+      WARN("Invalid argument: one-shot with MCCL_PROTO=%s runs up to %d bytes%s (%d ranks, %zu bytes asked)",
+           p == MCCL_PROTO_LL ? "ll" : "simple",
+           p == MCCL_PROTO_LL ? MCCL_ONESHOT_MAX_BYTES : MCCL_ONESHOT_SIMPLE_MAX_BYTES,
+           p == MCCL_PROTO_LL ? "" : " on 2 ranks", nRanks, bytes);
+      return mcclInvalidArgument;
+    }
+    a = MCCL_ALGO_RING;
+  }
+  *algo = a;
+  *proto = p;
+  return mcclSuccess;
+}
+
+double mcclLabEstimateTime(int func, int algo, int proto, int nRanks, size_t bytes) {
+  if (nRanks <= 1 || bytes == 0) return 0;
+  if (func == mcclFuncSend || func == mcclFuncRecv || func == mcclFuncSendRecv) {
+    algo = MCCL_ALGO_RING;
+    proto = MCCL_PROTO_SIMPLE;
+  }
+  if (algo == MCCL_ALGO_TWOSHOT) proto = MCCL_PROTO_SIMPLE;
+  double busBytes = (double)bytes;
+  if (func == mcclFuncAllReduce) busBytes *= 2.0 * (nRanks - 1) / nRanks;
+  if (func == mcclFuncAllGather || func == mcclFuncReduceScatter) busBytes *= (double)(nRanks - 1) / nRanks;
+  for (size_t i = 0; i < sizeof(tuneModel) / sizeof(tuneModel[0]); i++)
+    if (nRanks <= tuneModel[i].maxRanks && tuneModel[i].algo == algo && tuneModel[i].proto == proto)
+      return tuneModel[i].latencyUs + busBytes / (tuneModel[i].busGBps * 1e3);
+  return 0;  // no row (one-shot with SIMPLE beyond 2 ranks never runs)
+}
