@@ -137,7 +137,7 @@ struct mcclDevWorkP2p {
   int32_t recvRank;     /**< -1: no receive in this round */
   int32_t nSendParts;   /**< channels the send is cut over (0: no bytes) */
   int32_t nRecvParts;   /**< channels the receive is cut over (0: no bytes) */
-  int32_t channelBase;  /**< channel of part 0 */
+  int32_t channelBase;  /**< channel of part 0; a copy to oneself: its first block, after the channels' */
   int32_t llMask;       /**< MCCL_P2P_SEND_LL | MCCL_P2P_RECV_LL: the directions that use LL (else SIMPLE) */
 };
 /** @brief mcclDevWorkP2p::llMask: the send moves as LL lines (NCCL's addP2pToPlan: protoLL when bytes <=
@@ -147,6 +147,13 @@ struct mcclDevWorkP2p {
 #define MCCL_P2P_RECV_LL 2
 /** @brief Parts of a point-to-point direction start at multiples of this (NCCL's ncclP2pPartBounds: 4 KiB). */
 #define MCCL_P2P_PART_ALIGN 4096
+/** @brief A copy to oneself (AlltoAll's, Gather's or Scatter's own block) runs on blocks of its own, launched after
+ *  the channels' blocks, at most this many (and at most the point-to-point channels): it needs no connection,
+ *  and beside the transfers to the peers it costs no time of theirs (NCCL runs a batch's works side by side in
+ *  a block's warps to the same end). */
+#define MCCL_P2P_SELF_MAX_BLOCKS 16
+/** @brief Bytes of a copy to oneself per block, below MCCL_P2P_SELF_MAX_BLOCKS blocks. */
+#define MCCL_P2P_SELF_BLOCK_BYTES (512 * 1024)
 
 /**
  * @brief The communicator's device half (NCCL's ncclKernelComm and its ncclDevChannel array), in device

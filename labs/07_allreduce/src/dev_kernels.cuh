@@ -42,7 +42,8 @@ __device__ __forceinline__ bool mcclRunWorkColl(const struct mcclDevWorkColl& w,
 // collective work whose channels include this block (each runs on channels of its own, as NCCL assigns
 // works to channels: no block runs two, so every work's code is laid out once, straight, and the compiler
 // keeps each copy loop in registers; a loop over works of every kind spilled inside them), then every
-// point-to-point work in order (one code path, on the point-to-point channels' blocks). A block that saw
+// point-to-point work in order (one code path, on the point-to-point channels' blocks, and the copies to
+// oneself on the blocks launched after the channels'). A block that saw
 // the abort flag stops and tells the host; the symmetric counters advance by the launch's calls.
 template <typename T>
 __device__ __forceinline__ void mcclKernelMain(const struct mcclDevKernelArgsStorage& p) {
@@ -50,7 +51,8 @@ __device__ __forceinline__ void mcclKernelMain(const struct mcclDevKernelArgsSto
   const int nthreads = blockDim.x;
   mcclDependentGridBegin();  // mcclLabLaunchPlan launches it as a dependent grid
   mcclLoadKernelArgs(p, tid, nthreads);
-  const int nSym = kShmem.args.nSym;
+  // The symmetric counters are the channels' (a copy block has none, and no symmetric work).
+  const int nSym = (int)blockIdx.x < kShmem.comm.nChannels ? kShmem.args.nSym : 0;
   if (nSym > 0) mcclSymSeqBegin(tid);
   bool aborted = false;
   int mine = -1;
@@ -59,7 +61,7 @@ __device__ __forceinline__ void mcclKernelMain(const struct mcclDevKernelArgsSto
     if ((int)blockIdx.x >= w.channelLo && (int)blockIdx.x < w.channelLo + w.nChannels) mine = i;
   }
   if (mine >= 0) aborted = mcclRunWorkColl<T>(mcclCollWorks()[mine], tid);
-  if ((int)blockIdx.x < kShmem.comm.nP2pChannels)
+  if ((int)blockIdx.x < kShmem.comm.nP2pChannels || (int)blockIdx.x >= kShmem.comm.nChannels)  // or a copy block
     for (int k = 0; k < kShmem.args.nP2p && !aborted; k++)
       aborted = __syncthreads_or(mcclP2pRunWork(mcclP2pWorks()[k], tid, nthreads)) != 0;
   if (nSym > 0) mcclSymSeqEnd(tid, nthreads);

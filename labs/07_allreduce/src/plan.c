@@ -416,6 +416,14 @@ static mcclResult_t planP2p(mcclLabComm* comm, struct mcclLabPlan* plan, double*
       // Nothing to move (zero bytes, or an in-place copy to oneself, which NCCL skips too).
       if (w.nSendParts == 0 && w.nRecvParts == 0) continue;
       if (round == 0 && w.sendAddr == (const void*)w.recvAddr) continue;
+      if (round == 0) {  // a copy to oneself: on blocks of its own after the channels' (MCCL_P2P_SELF_MAX_BLOCKS)
+        size_t nb = (size_t)((w.sendBytes + MCCL_P2P_SELF_BLOCK_BYTES - 1) / MCCL_P2P_SELF_BLOCK_BYTES);
+        if (nb > MCCL_P2P_SELF_MAX_BLOCKS) nb = MCCL_P2P_SELF_MAX_BLOCKS;
+        if (nb > (size_t)nP2p) nb = (size_t)nP2p;
+        w.channelBase = comm->nChannels;
+        w.nSendParts = w.nRecvParts = (int)nb;
+        w.llMask = 0;
+      }
       TRACE(MCCL_COLL, "rank %d: round %d: send %zu bytes to %d (%s), recv %zu bytes from %d (%s), channels from %d",
             rank, round, (size_t)w.sendBytes, w.sendRank, (w.llMask & MCCL_P2P_SEND_LL) ? "LL" : "SIMPLE",
             (size_t)w.recvBytes, w.recvRank, (w.llMask & MCCL_P2P_RECV_LL) ? "LL" : "SIMPLE", w.channelBase);
@@ -430,7 +438,8 @@ static mcclResult_t planP2p(mcclLabComm* comm, struct mcclLabPlan* plan, double*
           (struct mcclDevWorkP2p*)((struct mcclDevWorkColl*)plan->args.works + plan->args.args.nColl);
       p2ps[plan->args.args.nP2p++] = w;
       if (plan->nThreads < MCCL_THREADS_SIMPLE) plan->nThreads = MCCL_THREADS_SIMPLE;
-      if (plan->nBlocks < nP2p) plan->nBlocks = nP2p;
+      const int blocks = round == 0 ? w.channelBase + w.nSendParts : nP2p;
+      if (plan->nBlocks < blocks) plan->nBlocks = blocks;
     }
     if (took == 0) {
       WARN("Internal error: rank %d: %d point-to-point task(s) left unscheduled", rank, left);

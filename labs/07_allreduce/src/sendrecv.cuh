@@ -5,7 +5,8 @@
 // round of the host's schedule (a send to rank+round and a receive from rank-round); its send and
 // receive are each cut into parts, part p on channel (channelBase + p) mod nP2pChannels
 // (ncclP2pChannelToPart); block c runs its part of every work, in work order, over channel c's
-// point-to-point connections (connIndex MCCL_P2P_CONN_INDEX). Where the block moves both directions of
+// point-to-point connections (connIndex MCCL_P2P_CONN_INDEX). A copy to oneself runs instead on blocks
+// launched after the channels' (MCCL_P2P_SELF_MAX_BLOCKS), beside the transfers. Where the block moves both directions of
 // a work, the send and the receive run at once on warps of their own, each a Primitives group with its
 // own barriers (as NCCL's run()), so neither direction's copy waits for the other's.
 //
@@ -67,19 +68,23 @@ __device__ __forceinline__ bool mcclP2pDirection(bool ll, uint8_t* buf, int64_t 
 // (every thread the same answer).
 __device__ __forceinline__ bool mcclP2pRunWork(const struct mcclDevWorkP2p& w, int tid, int nthreads) {
   const struct mcclDevComm& comm = kShmem.comm;
+  if (w.sendRank == comm.rank) {  // to oneself: a copy on the launch's copy blocks, no connection
+    const int part = (int)blockIdx.x - w.channelBase;
+    if (part < 0 || part >= w.nSendParts || w.sendAddr == (const void*)w.recvAddr) return false;
+    int64_t lo, hi;
+    mcclEvenPart(0, (int64_t)w.sendBytes, w.nSendParts, part, MCCL_P2P_PART_ALIGN, lo, hi);
+    FuncSum<uint8_t> op;
+    op.arg = 0;
+    void* src[1] = {(void*)((const uint8_t*)w.sendAddr + lo)};
+    void* dst[1] = {(void*)((uint8_t*)w.recvAddr + lo)};
+    // Registers only, no shared memory: the next work needs no barrier after it.
+    mcclReduceCopy<MCCL_SIMPLE_UNROLL, uint8_t, FuncSum<uint8_t>, 1, 1>(tid, nthreads, op, false, src, dst, hi - lo);
+    return false;
+  }
+  if ((int)blockIdx.x >= comm.nP2pChannels) return false;  // a copy block
   int64_t sLo, sN, rLo, rN;
   mcclP2pPart((int64_t)w.sendBytes, w.nSendParts, w.channelBase, comm.nP2pChannels, &sLo, &sN);
   mcclP2pPart((int64_t)w.recvBytes, w.nRecvParts, w.channelBase, comm.nP2pChannels, &rLo, &rN);
-  if (w.sendRank == comm.rank) {  // to oneself: a copy, no connection
-    if (sN <= 0 || w.sendAddr == (const void*)w.recvAddr) return false;
-    FuncSum<uint8_t> op;
-    op.arg = 0;
-    void* src[1] = {(void*)((const uint8_t*)w.sendAddr + sLo)};
-    void* dst[1] = {(void*)((uint8_t*)w.recvAddr + sLo)};
-    // Registers only, no shared memory: the next work needs no barrier after it.
-    mcclReduceCopy<MCCL_SIMPLE_UNROLL, uint8_t, FuncSum<uint8_t>, 1, 1>(tid, nthreads, op, false, src, dst, sN);
-    return false;
-  }
   // A direction this block has no bytes of is not touched, on either side (both cut alike).
   if (sN <= 0 && rN <= 0) return false;
   struct mcclDevChannelPeer* peers = comm.p2pPeers[blockIdx.x];
