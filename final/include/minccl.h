@@ -364,7 +364,9 @@ mcclResult_t mcclRecv(void* recvbuff, size_t count, mcclDataType_t datatype, int
  * @brief AlltoAll (NCCL 2.28's ncclAlltoAll): count elements at sendbuff + p * count go to rank p, and
  * those at recvbuff + p * count come from rank p. Enqueued as a send and a receive per rank, as NCCL.
  * @param[in]  sendbuff  device input, nranks * count elements.
- * @param[out] recvbuff  device output, nranks * count elements; must not overlap sendbuff.
+ * @param[out] recvbuff  device output, nranks * count elements; must not overlap sendbuff partly. Equal
+ *                       buffers are taken, as NCCL takes them, but each block is then sent while the
+ *                       block from the same peer lands on it: the result is not defined (one rank: a no-op).
  * @param[in]  count     elements per rank pair.
  * @param[in]  datatype  mcclDataType_t.
  * @param[in]  comm      the communicator.
@@ -415,7 +417,8 @@ mcclResult_t mcclScatter(const void* sendbuff, void* recvbuff, size_t count, mcc
  * @param[in]  datatype   mcclDataType_t of the calls that use it.
  * @param[in]  residence  mcclScalarHostImmediate or mcclScalarDevice.
  * @param[in]  comm       the communicator.
- * @return mcclSuccess; mcclInvalidArgument (NULL op or scalar, dead comm, datatype or residence out of range).
+ * @return mcclSuccess; mcclInvalidArgument (NULL op or scalar, dead comm, datatype or residence out of range);
+ *         mcclInvalidUsage (a comm whose grouped creation has not run yet, or that failed).
  */
 mcclResult_t mcclRedOpCreatePreMulSum(mcclRedOp_t* op, void* scalar, mcclDataType_t datatype,
                                       mcclScalarResidence_t residence, mcclComm_t comm);
@@ -426,7 +429,8 @@ mcclResult_t mcclRedOpCreatePreMulSum(mcclRedOp_t* op, void* scalar, mcclDataTyp
  * @param[in] op    the operation.
  * @param[in] comm  the communicator that created it.
  * @return mcclSuccess; mcclInvalidArgument (a built-in operation, one comm did not create or already
- *         destroyed, a dead comm).
+ *         destroyed, a dead comm); mcclInvalidUsage (a comm whose grouped creation has not run yet, or that
+ *         failed).
  */
 mcclResult_t mcclRedOpDestroy(mcclRedOp_t op, mcclComm_t comm);
 
@@ -470,7 +474,8 @@ typedef struct {
  * ncclGroupSimulateEnd): they are planned as mcclGroupEnd would plan them and dropped; grouped
  * communicator creations and window registrations still run.
  * @param[in,out] simInfo  initialised with MCCL_SIM_INFO_INITIALIZER; estimatedTime is set.
- * @return mcclSuccess; mcclInvalidArgument (NULL simInfo, a wrong size or magic); as mcclGroupEnd.
+ * @return mcclSuccess; mcclInvalidArgument (NULL simInfo, a wrong size or magic: the group then ends as
+ *         one whose call failed); as mcclGroupEnd.
  */
 mcclResult_t mcclGroupSimulateEnd(mcclSimInfo_t* simInfo);
 

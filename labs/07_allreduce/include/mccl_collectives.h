@@ -162,7 +162,9 @@ mcclResult_t mcclLabRecv(void* recvbuff, size_t count, mcclDataType_t dtype, int
  * goes to rank p, and block p of recvbuff comes from rank p. Enqueued as a send and a receive per rank
  * (NCCL's taskAppend), so it runs as point-to-point works in one launch.
  * @param[in]  sendbuff  device input, nRanks * count elements.
- * @param[out] recvbuff  device output, nRanks * count elements; must not overlap sendbuff (no in-place form).
+ * @param[out] recvbuff  device output, nRanks * count elements; must not overlap sendbuff partly. Equal
+ *                       buffers are taken, as NCCL takes them, but each block is then sent while the
+ *                       block from the same peer lands on it: the result is not defined (one rank: a no-op).
  * @param[in]  count     elements per rank pair.
  * @param[in]  dtype     mcclDataType_t.
  * @param[in]  comm      the communicator.

@@ -27,7 +27,7 @@ struct enqCall {
   int scalarOnDevice;  // AR_PREMULSUM: the scalar in device memory (mcclScalarDevice), else host-immediate
   size_t count;        // NCCL's count (AllGather's sendcount, ReduceScatter's recvcount, per rank pair for AlltoAll)
   int root;            // Broadcast, Reduce, Gather, Scatter
-  int inPlace;         // the call's in-place form (AlltoAll has none: always out of place)
+  int inPlace;         // the call's in-place form (AlltoAll's is not defined: always out of place)
   uint64_t seed;
 };
 
