@@ -167,23 +167,16 @@ mcclResult_t mcclGroupEnd(void) {
 }
 
 mcclResult_t mcclGroupSimulateEnd(mcclSimInfo_t* simInfo) {
-  if (simInfo == NULL || simInfo->size != sizeof(mcclSimInfo_t) || simInfo->magic != MCCL_SIM_INFO_MAGIC) {
+  if (groupDepth > 0 &&
+      (simInfo == NULL || simInfo->size != sizeof(mcclSimInfo_t) || simInfo->magic != MCCL_SIM_INFO_MAGIC)) {
     WARN(
         "Invalid argument: mcclGroupSimulateEnd: simInfo %p is NULL or not from MCCL_SIM_INFO_INITIALIZER (size %zu, "
         "magic 0x%x)",
         (void*)simInfo, simInfo ? simInfo->size : (size_t)0, simInfo ? simInfo->magic : 0u);
-    // The group still ends: its records and tasks are dropped, nothing runs.
-    if (groupDepth > 0 && --groupDepth == 0) {
-      while (groupHead) {
-        struct groupOp* o = groupHead;
-        groupHead = o->next;
-        free(o);
-      }
-      groupTail = NULL;
-    }
-    float ignored;
-    (void)mcclLabGroupSimulateEnd(&ignored);
-    return mcclInvalidArgument;
+    // The group ends as one whose call failed: its creations and registrations run, none of its calls.
+    mcclLabGroupFail(mcclInvalidArgument);
+    const mcclResult_t res = groupEnd(NULL);
+    return res == mcclSuccess ? mcclInvalidArgument : res;
   }
   return groupEnd(simInfo);
 }
