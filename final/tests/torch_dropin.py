@@ -7,8 +7,9 @@ Run on a host with 2 GPUs and torch, with the drop-in preloaded:
         torchrun --nproc_per_node 2 final/tests/torch_dropin.py
 
 Each rank runs init_process_group("nccl"), all_reduce (sum, avg, max on float32, bfloat16 and int64,
-1 to 256 Mi elements; a PreMulSum op from _make_nccl_premul_sum with each rank's own factor, as a Python
-float and as a device tensor), all_gather, reduce_scatter (sum; avg; PreMulSum), broadcast,
+1 to 256 Mi elements; a PreMulSum op from _make_nccl_premul_sum with each rank's own factor, on float32
+and float16 as a Python float and as a device tensor, on bfloat16 as a Python float, which torch passes
+as a float that NCCL reads 2 bytes of), all_gather, reduce_scatter (sum; avg; PreMulSum), broadcast,
 all_to_all_single (even and uneven splits), all_to_all, gather and scatter (roots 0 and last), barrier,
 a sub-group's all_reduce and destroy_process_group, and checks every result against values computed
 locally. It fails when NCCL
@@ -268,21 +269,33 @@ def main():
         parts = [factor(r) * pattern(r, n, torch.float64, dev) for r in range(world)]
         return torch.stack(parts).sum(0).to(dtype)  # small integers: exact in bfloat16 too
 
+    def bf16_host_factor(r):
+        # torch hands NCCL a float for a bfloat16 PreMulSum (unpackPreMulSum<float, ncclBfloat16>), and
+        # ncclRedOpCreatePreMulSum reads the type's size of it, 2 bytes: the float's low half, which is 0
+        # for 1.0 and 2.0. NCCL scales by that; so must the drop-in.
+        bits = torch.tensor([factor(r)], dtype=torch.float32).view(torch.int32).item() & 0xFFFF
+        return torch.tensor([bits], dtype=torch.int16).view(torch.bfloat16).double().item()
+
     def premul_sum_all_reduce():
         if premul is None:
             return "torch.distributed has no _make_nccl_premul_sum"
-        for dtype in (torch.float32, torch.bfloat16):
-            for residence in ("host", "device"):
-                # A Python float becomes ncclScalarHostImmediate, a one-element tensor ncclScalarDevice.
-                f = factor(rank) if residence == "host" else torch.tensor([factor(rank)], dtype=dtype, device=dev)
-                for n in (1, 1023, 1 << 20):
-                    t = pattern(rank, n, dtype, dev)
-                    dist.all_reduce(t, op=premul(f))
+        cases = [(torch.float32, "host"), (torch.float32, "device"), (torch.float16, "host"), (torch.float16, "device"),
+                 (torch.bfloat16, "host")]  # not a bfloat16 device factor: torch reads the tensor as float
+        for dtype, residence in cases:
+            # A Python float becomes ncclScalarHostImmediate, a one-element tensor ncclScalarDevice.
+            f = factor(rank) if residence == "host" else torch.tensor([factor(rank)], dtype=dtype, device=dev)
+            for n in (1, 1023, 1 << 20):
+                t = pattern(rank, n, dtype, dev)
+                dist.all_reduce(t, op=premul(f))
+                if dtype == torch.bfloat16:
+                    parts = [bf16_host_factor(r) * pattern(r, n, torch.float64, dev) for r in range(world)]
+                    want = torch.stack(parts).sum(0).to(dtype)
+                else:
                     want = expected_premul(n, dtype)
-                    if not torch.equal(t, want):
-                        bad = (t != want).nonzero()[0].item()
-                        return "%s %s factor n=%d: element %d is %s, expected %s" % (
-                            str(dtype).replace("torch.", ""), residence, n, bad, t[bad].item(), want[bad].item())
+                if not torch.equal(t, want):
+                    bad = (t != want).nonzero()[0].item()
+                    return "%s %s factor n=%d: element %d is %s, expected %s" % (
+                        str(dtype).replace("torch.", ""), residence, n, bad, t[bad].item(), want[bad].item())
         return None
     checks.run("all_reduce_premul_sum", premul_sum_all_reduce)
 
