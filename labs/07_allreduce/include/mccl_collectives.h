@@ -242,8 +242,9 @@ void mcclLabGroupFail(mcclResult_t res);
 /**
  * @brief End a group without running it (NCCL's ncclGroupSimulateEnd): the tasks are planned as
  * mcclLabGroupEnd would, nothing is connected or launched, and the tasks are dropped.
- * @param[out] estimatedTimeUs  the tuning model's time for the group's tasks together, in microseconds
- *                              (mcclLabEstimateTime summed over the tasks of every communicator).
+ * @param[out] estimatedTimeUs  the tuning model's time for the group's tasks, in microseconds:
+ *                              mcclLabEstimateTime summed over each communicator's tasks, the longest
+ *                              communicator's sum (one thread's communicators run at once).
  * @return mcclSuccess; mcclInvalidArgument (NULL); mcclInvalidUsage (no group open).
  */
 mcclResult_t mcclLabGroupSimulateEnd(float* estimatedTimeUs);

@@ -175,7 +175,10 @@ static mcclResult_t groupEnd(float* estimateUs) {
   for (int i = 0; i < n; i++) {
     if (res[i] == mcclSuccess) {
       res[i] = cudaSetDevice(comms[i]->cudaDev) == cudaSuccess ? mcclSuccess : mcclUnhandledCudaError;
-      if (res[i] == mcclSuccess) res[i] = mcclLabRunTasks(comms[i], estimateUs);
+      // The estimate: the longest communicator's (each runs its own tasks, the communicators at once).
+      float one = 0;
+      if (res[i] == mcclSuccess) res[i] = mcclLabRunTasks(comms[i], estimateUs ? &one : NULL);
+      if (estimateUs && one > *estimateUs) *estimateUs = one;
     }
     if (res[i] != mcclSuccess) mcclLabTasksDrop(comms[i]);
     if (res[i] != mcclSuccess && err == mcclSuccess) err = res[i];

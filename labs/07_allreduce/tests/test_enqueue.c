@@ -291,6 +291,12 @@ static void simulateEnd(void) {
   for (int i = 0; i < n; i++)
     EXPECT_OK(mcclLabAllReduce(s.send[i], s.recv[i], 64, mcclFloat32, mcclSum, s.comm[i], s.stream[i]));
   EXPECT_OK(mcclLabGroupSimulateEnd(&small));
+  // The communicators run at once: the group's estimate is one communicator's, not n of them.
+  float one = -1;
+  EXPECT_OK(mcclLabGroupStart());
+  EXPECT_OK(mcclLabAllReduce(s.send[0], s.recv[0], 64, mcclFloat32, mcclSum, s.comm[0], s.stream[0]));
+  EXPECT_OK(mcclLabGroupSimulateEnd(&one));
+  EXPECT_TRUE(one > 0 && one == small);
   EXPECT_OK(mcclLabGroupStart());
   for (int i = 0; i < n; i++) {
     EXPECT_OK(mcclLabAllReduce(s.send[i], s.recv[i], 1 << 18, mcclFloat32, mcclSum, s.comm[i], s.stream[i]));
