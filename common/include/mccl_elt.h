@@ -16,6 +16,7 @@
 #define MCCL_ELT_H_
 
 #include <stddef.h>
+#include <stdint.h>
 #include "mccl_types.h"
 
 #ifdef __cplusplus
@@ -55,6 +56,24 @@ double mcclEltGet(mcclDataType_t t, const void* p, size_t i);
  * @param[in]  v  the value.
  */
 void mcclEltSet(mcclDataType_t t, void* p, size_t i, double v);
+
+/**
+ * @brief Store the integer v as element i of an array of type t: integer types exactly (all 64 bits, as C
+ * converts), floating types rounded as mcclEltRound.
+ * @param[in]  t  the type.
+ * @param[out] p  the array.
+ * @param[in]  i  the index.
+ * @param[in]  v  the value.
+ */
+void mcclEltSetInt(mcclDataType_t t, void* p, size_t i, int64_t v);
+
+/**
+ * @brief Significand bits after the point of a floating type: its unit in the last place at magnitude m is
+ * 2^(floor(log2 m) - bits). 0 for integer types.
+ * @param[in] t  the type.
+ * @return the bits.
+ */
+int mcclEltMantBits(mcclDataType_t t);
 
 /**
  * @brief One floating operation's result as the kernels compute it: exact, then rounded to the type;

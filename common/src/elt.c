@@ -186,6 +186,25 @@ void mcclEltSet(mcclDataType_t t, void* p, size_t i, double v) {
   }
 }
 
+void mcclEltSetInt(mcclDataType_t t, void* p, size_t i, int64_t v) {
+  switch (t) {
+    case mcclInt64:
+      ((int64_t*)p)[i] = v;
+      break;
+    case mcclUint64:
+      ((uint64_t*)p)[i] = (uint64_t)v;
+      break;
+    default:  // the narrower integers convert exactly through a double; floating types round
+      mcclEltSet(t, p, i, (double)v);
+      break;
+  }
+}
+
+int mcclEltMantBits(mcclDataType_t t) {
+  if (!mcclEltIsFloat(t)) return 0;
+  return t == mcclFloat32 ? 23 : t == mcclFloat64 ? 52 : formatOf(t).mant;
+}
+
 double mcclEltOpResult(mcclDataType_t t, double exact) {
   if (t == mcclFloat8e4m3 || t == mcclFloat8e5m2) exact = roundTo(formatOf(mcclFloat16), exact);
   return mcclEltRound(t, exact);

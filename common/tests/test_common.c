@@ -1,5 +1,7 @@
 // Tests of common/: result strings, check macros, parameters, logging, harness output.
 #include <fcntl.h>
+#include <math.h>
+#include <stdint.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "mccl_checks.h"
+#include "mccl_elt.h"
 #include "mccl_param.h"
 #include "mccl_test.h"
 
@@ -157,6 +160,32 @@ static void threadCounts(void) {
   EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
 }
 
+// The host's element conversions (mccl_elt.h), at the values whose bits are known: ties to even, the
+// largest finite values, fp8's saturation, subnormals, 64-bit integers stored exactly.
+static void elementConversions(void) {
+  unsigned char buf[16];
+  EXPECT_TRUE(mcclEltRound(mcclFloat16, 1.0 + ldexp(1.0, -11)) == 1.0);                        // tie: even
+  EXPECT_TRUE(mcclEltRound(mcclFloat16, 1.0 + 3 * ldexp(1.0, -11)) == 1.0 + ldexp(1.0, -9));   // tie: even
+  EXPECT_TRUE(mcclEltRound(mcclFloat16, 65520.0) == INFINITY);                                  // past max
+  EXPECT_TRUE(mcclEltRound(mcclFloat16, ldexp(1.0, -24)) == ldexp(1.0, -24));                   // subnormal
+  EXPECT_TRUE(mcclEltRound(mcclBfloat16, 1.0 + ldexp(1.0, -8)) == 1.0);
+  EXPECT_TRUE(mcclEltRound(mcclFloat8e4m3, 1000.0) == 448.0);  // saturates
+  EXPECT_TRUE(mcclEltRound(mcclFloat8e5m2, -1e6) == -57344.0);
+  EXPECT_TRUE(mcclEltRound(mcclFloat8e4m3, 0.3) == 0.3125);
+  for (int t = 0; t < mcclNumTypes; t++) {  // a value every type holds survives a store and a load
+    mcclEltSet((mcclDataType_t)t, buf, 1, 3.0);
+    EXPECT_TRUE(mcclEltGet((mcclDataType_t)t, buf, 1) == 3.0);
+  }
+  mcclEltSetInt(mcclInt64, buf, 0, INT64_MIN + 1);
+  EXPECT_TRUE(((int64_t*)buf)[0] == INT64_MIN + 1);
+  mcclEltSetInt(mcclUint64, buf, 1, -1);
+  EXPECT_TRUE(((uint64_t*)buf)[1] == UINT64_MAX);
+  mcclEltSetInt(mcclFloat16, buf, 0, 2049);  // rounded: 2048 (ties to even)
+  EXPECT_TRUE(mcclEltGet(mcclFloat16, buf, 0) == 2048.0);
+  static const int bits[mcclNumTypes] = {0, 0, 0, 0, 0, 0, 10, 23, 52, 7, 3, 2};
+  for (int t = 0; t < mcclNumTypes; t++) EXPECT_EQ(mcclEltMantBits((mcclDataType_t)t), bits[t]);
+}
+
 // Cases that exercise the harness itself; only harnessOutput runs them, in a child process.
 static void selfcheckPass(void) { EXPECT_EQ(1 + 1, 2); }
 static void selfcheckFail(void) { EXPECT_EQ(2 + 2, 5); }
@@ -168,7 +197,7 @@ int main(int argc, char** argv) {
   static const mcclTestCase cases[] = {MCCL_TEST_CASE(resultStrings),  MCCL_TEST_CASE(checkMacros),
                                        MCCL_TEST_CASE(paramsReadOnce), MCCL_TEST_CASE(paramsDocCurrent),
                                        MCCL_TEST_CASE(harnessOutput),  MCCL_TEST_CASE(seededRandomRepeats),
-                                       MCCL_TEST_CASE(threadCounts)};
+                                       MCCL_TEST_CASE(threadCounts),   MCCL_TEST_CASE(elementConversions)};
   if (getenv("MCCL_HARNESS_SELFCHECK")) return mcclTestMain(argc, argv, selfcheck, 3, NULL);
   return mcclTestMain(argc, argv, cases, (int)(sizeof(cases) / sizeof(cases[0])), NULL);
 }

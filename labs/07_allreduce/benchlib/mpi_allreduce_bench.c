@@ -217,50 +217,6 @@ static int isFloat(int t) {
   return mcclEltIsFloat((mcclDataType_t)t);
 }
 
-// Significand bits after the point of a floating type.
-static int mantBits(int t) {
-  switch (t) {
-    case mcclFloat16:
-      return 10;
-    case mcclBfloat16:
-      return 7;
-    case mcclFloat32:
-      return 23;
-    case mcclFloat64:
-      return 52;
-    case mcclFloat8e4m3:
-      return 3;
-    default:
-      return 2;
-  }
-}
-
-static void storeElem(void* p, size_t i, int t, int64_t v) {
-  switch (t) {
-    case mcclInt8:
-      ((int8_t*)p)[i] = (int8_t)v;
-      break;
-    case mcclUint8:
-      ((uint8_t*)p)[i] = (uint8_t)v;
-      break;
-    case mcclInt32:
-      ((int32_t*)p)[i] = (int32_t)v;
-      break;
-    case mcclUint32:
-      ((uint32_t*)p)[i] = (uint32_t)v;
-      break;
-    case mcclInt64:
-      ((int64_t*)p)[i] = v;
-      break;
-    case mcclUint64:
-      ((uint64_t*)p)[i] = (uint64_t)v;
-      break;
-    default:  // floating types, rounded to nearest even
-      mcclEltSet((mcclDataType_t)t, p, i, (double)v);
-      break;
-  }
-}
-
 // Integers as the type holds them (wrapped), floats as doubles.
 static int64_t loadInt(const void* p, size_t i, int t) {
   switch (t) {
@@ -284,7 +240,7 @@ static double loadFloat(const void* p, size_t i, int t) {
 
 static int64_t wrapInt(int64_t v, int t) {
   uint8_t tmp[8];
-  storeElem(tmp, 0, t, v);
+  mcclEltSetInt((mcclDataType_t)t, tmp, 0, v);
   return loadInt(tmp, 0, t);
 }
 
@@ -350,7 +306,7 @@ static void expectedValues(struct expected* x) {
     if ((op == mcclSum && fp8) || (op == mcclAvg && (fp8 || !pow2))) {
       int e;
       (void)frexp(absMax > 0 ? absMax : 1, &e);
-      x->tol[k] = (n + 1) * ldexp(1.0, e - mantBits(t));
+      x->tol[k] = (n + 1) * ldexp(1.0, e - mcclEltMantBits((mcclDataType_t)t));
     }
   }
 }
@@ -450,7 +406,7 @@ static mcclResult_t fillPattern(void* dst, int rank, size_t count) {
   size_t esize = mcclTypeSize(B.dtype), chunk = (64 * MiB) / esize;
   for (size_t off = 0; off < count; off += chunk) {
     size_t n = count - off < chunk ? count - off : chunk;
-    for (size_t i = 0; i < n; i++) storeElem(B.hostBuf, i, B.dtype, patValue(patKey(off + i), rank, B.op, B.nranks));
+    for (size_t i = 0; i < n; i++) mcclEltSetInt((mcclDataType_t)B.dtype, B.hostBuf, i, patValue(patKey(off + i), rank, B.op, B.nranks));
     CUDACHECK(cudaMemcpy((char*)dst + off * esize, B.hostBuf, n * esize, cudaMemcpyHostToDevice));
   }
   // The copies may return before they land, and the calls run on non-blocking streams: wait for them.

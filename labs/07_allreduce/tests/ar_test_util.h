@@ -111,51 +111,7 @@ static inline int64_t arValue(uint64_t seed, int rank, size_t i, mcclDataType_t 
 
 // Fill count elements of rank r's input (host memory, the type's layout).
 static inline void arFill(void* host, mcclDataType_t t, mcclRedOp_t op, size_t count, int rank, uint64_t seed) {
-  for (size_t i = 0; i < count; i++) {
-    int64_t v = arValue(seed, rank, i, t, op);
-    switch (t) {
-      case mcclInt64:
-        ((int64_t*)host)[i] = v;
-        break;
-      case mcclUint64:
-        ((uint64_t*)host)[i] = (uint64_t)v;
-        break;
-      case mcclInt8:
-        ((int8_t*)host)[i] = (int8_t)v;
-        break;
-      case mcclUint8:
-        ((uint8_t*)host)[i] = (uint8_t)v;
-        break;
-      case mcclInt32:
-        ((int32_t*)host)[i] = (int32_t)v;
-        break;
-      case mcclUint32:
-        ((uint32_t*)host)[i] = (uint32_t)v;
-        break;
-      default:
-        mcclEltSet(t, host, i, (double)v);
-        break;
-    }
-  }
-}
-
-// Significand bits after the point of a floating type (its unit in the last place at magnitude m is
-// 2^(floor(log2 m) - bits)).
-static inline int arMantBits(mcclDataType_t t) {
-  switch (t) {
-    case mcclFloat16:
-      return 10;
-    case mcclBfloat16:
-      return 7;
-    case mcclFloat32:
-      return 23;
-    case mcclFloat64:
-      return 52;
-    case mcclFloat8e4m3:
-      return 3;
-    default:
-      return 2;
-  }
+  for (size_t i = 0; i < count; i++) mcclEltSetInt(t, host, i, arValue(seed, rank, i, t, op));
 }
 
 // The reference for integers of type T (wrapping arithmetic through uint64_t, as the kernels'
@@ -235,7 +191,7 @@ static inline int arCheck(const void* result, mcclDataType_t t, mcclRedOp_t op, 
     if (scaled && ((op == mcclAvg && (nranks & (nranks - 1)) != 0) || arIsFp8(t))) {
       int e;
       (void)frexp(absMax > 1 ? absMax : 1, &e);
-      bound = (nranks + 1) * ldexp(1.0, e - arMantBits(t));
+      bound = (nranks + 1) * ldexp(1.0, e - mcclEltMantBits(t));
     }
     double got = mcclEltGet(t, result, i);
     if (!(fabs(got - acc) <= bound)) {
