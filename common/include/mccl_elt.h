@@ -58,8 +58,8 @@ double mcclEltGet(mcclDataType_t t, const void* p, size_t i);
 void mcclEltSet(mcclDataType_t t, void* p, size_t i, double v);
 
 /**
- * @brief Store the integer v as element i of an array of type t: integer types exactly (all 64 bits, as C
- * converts), floating types rounded as mcclEltRound.
+ * @brief Store the integer v as element i of an array of type t: integer types as C converts (all 64 bits;
+ * a negative v wraps into an unsigned type), floating types rounded as mcclEltRound.
  * @param[in]  t  the type.
  * @param[out] p  the array.
  * @param[in]  i  the index.

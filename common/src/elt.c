@@ -187,14 +187,26 @@ void mcclEltSet(mcclDataType_t t, void* p, size_t i, double v) {
 }
 
 void mcclEltSetInt(mcclDataType_t t, void* p, size_t i, int64_t v) {
-  switch (t) {
+  switch (t) {  // integers as C converts (wrapping into the unsigned types), never through a double
+    case mcclInt8:
+      ((int8_t*)p)[i] = (int8_t)v;
+      break;
+    case mcclUint8:
+      ((uint8_t*)p)[i] = (uint8_t)v;
+      break;
+    case mcclInt32:
+      ((int32_t*)p)[i] = (int32_t)v;
+      break;
+    case mcclUint32:
+      ((uint32_t*)p)[i] = (uint32_t)v;
+      break;
     case mcclInt64:
       ((int64_t*)p)[i] = v;
       break;
     case mcclUint64:
       ((uint64_t*)p)[i] = (uint64_t)v;
       break;
-    default:  // the narrower integers convert exactly through a double; floating types round
+    default:  // floating types, rounded
       mcclEltSet(t, p, i, (double)v);
       break;
   }

@@ -180,6 +180,10 @@ static void elementConversions(void) {
   EXPECT_TRUE(((int64_t*)buf)[0] == INT64_MIN + 1);
   mcclEltSetInt(mcclUint64, buf, 1, -1);
   EXPECT_TRUE(((uint64_t*)buf)[1] == UINT64_MAX);
+  mcclEltSetInt(mcclUint8, buf, 3, -5);  // wraps, as the kernels' unsigned arithmetic
+  EXPECT_EQ(buf[3], 251);
+  mcclEltSetInt(mcclUint32, buf, 1, -1);
+  EXPECT_TRUE(((uint32_t*)buf)[1] == UINT32_MAX);
   mcclEltSetInt(mcclFloat16, buf, 0, 2049);  // rounded: 2048 (ties to even)
   EXPECT_TRUE(mcclEltGet(mcclFloat16, buf, 0) == 2048.0);
   static const int bits[mcclNumTypes] = {0, 0, 0, 0, 0, 0, 10, 23, 52, 7, 3, 2};
