@@ -1,7 +1,8 @@
 # Lab 07 under gdb: `make gdb LAB=07`. One process, one communicator per device (the sim's 4): the
-# connection machinery connects each ring channel, a window maps every peer's buffer, then the ring
-# kernel runs, and on the sim its GPU threads are host threads (`info threads`), so gdb stops inside
-# it at a middle step of runRing. Each stop prints what matters there; `continue` (or `c`) goes on.
+# connection machinery connects each ring channel, a window maps every peer's buffer, then each
+# allreduce's plan is launched and the ring kernel runs, and on the sim its GPU threads are host
+# threads (`info threads`), so gdb stops inside it at a middle step of runRing. Each stop prints what
+# matters there; `continue` (or `c`) goes on.
 # gdbcheck: stop order varies
 set pagination off
 set print pretty on
@@ -24,6 +25,38 @@ end
 break labWindowMap
 commands
   printf "rank %d maps a %zu-byte window at %p\n", comm->rank, size, buff
+  if $mccl_autorun
+    continue
+  end
+end
+
+# The enqueue layer's launch (plan.c): a group's tasks became a plan, and this is its one kernel launch
+# (its works are filled; the header's pointers are set below). Rank 0's only, 5 stops: the demo's ring
+# allreduce (SIMPLE, then LL), its one-shot and two-shot (its work carries the table's protocol, which
+# two-shot's loads and stores ignore), then its group of 8 allreduces planned into one launch of the
+# one-shot kernel: 8 works there. Each collective work prints its function, algorithm, protocol, count (elements) and channels
+# [channelLo, channelLo + nChannels) of the generic kernel (one-shot's works have none: the kernel cuts
+# their concatenation over its blocks). `print *plan` shows the rest, `print plan->args.args` the header.
+break mcclLabLaunchPlan if comm->rank == 0
+commands
+  set $mccl_w = (struct mcclDevWorkColl*)plan->args.works
+  printf "rank %d launches the %s kernel (dtype ", comm->rank, kernelNames[plan->kernel]
+  output (mcclDataType_t)plan->dtype
+  printf "): nColl %d, nP2p %d\n", plan->args.args.nColl, plan->args.args.nP2p
+  set $mccl_i = 0
+  while $mccl_i < plan->args.args.nColl
+    printf "  work %d: ", $mccl_i
+    output (enum mcclFunc)$mccl_w[$mccl_i].func
+    printf " "
+    output (enum mcclAlgo)$mccl_w[$mccl_i].algorithm
+    if $mccl_w[$mccl_i].protocol == 1
+      printf " SIMPLE"
+    else
+      printf " LL"
+    end
+    printf ", count %lu, channelLo %d nChannels %d\n", $mccl_w[$mccl_i].count, $mccl_w[$mccl_i].channelLo, $mccl_w[$mccl_i].nChannels
+    set $mccl_i = $mccl_i + 1
+  end
   if $mccl_autorun
     continue
   end

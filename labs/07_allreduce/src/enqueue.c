@@ -106,6 +106,7 @@ static mcclResult_t hostToDevRedOp(const struct enqueueInfo* info, struct mcclLa
   t->redOpArgIsPtr = 0;
   t->redOpArg = 0;
   if (!funcReduces(info->func)) return mcclSuccess;
+  // EXERCISE(07.redop)
   const int op = (int)info->op;
   if (op < mcclNumOps && op != mcclAvg) {
     t->devRedOp = op;  // sum, prod, max, min: the device values match
@@ -123,6 +124,7 @@ static mcclResult_t hostToDevRedOp(const struct enqueueInfo* info, struct mcclLa
     t->userOp = 1;
   }
   return mcclSuccess;
+  // END EXERCISE(07.redop)
 }
 
 // ---- ArgsCheck -----------------------------------------------------------------------------------
@@ -253,32 +255,35 @@ static mcclResult_t p2pTaskAppend(const struct enqueueInfo* info, int func, void
 
 static mcclResult_t taskAppend(const struct enqueueInfo* info) {
   mcclLabComm* comm = info->comm;
-  const int n = comm->nRanks;
   if (info->func == mcclFuncSend || info->func == mcclFuncRecv)
     return p2pTaskAppend(info, info->func, info->func == mcclFuncSend ? (void*)info->sendbuff : info->recvbuff,
                          info->count, info->root);
   if (info->count == 0) return mcclSuccess;  // NCCL: empty collectives are discarded
-  const size_t bytes = info->count * mcclTypeSize(info->dtype);
-  switch (info->func) {
-    case mcclFuncAlltoAll:
-      for (int r = 0; r < n; r++) {
-        MCCLCHECK(p2pTaskAppend(info, mcclFuncSend, (char*)info->sendbuff + (size_t)r * bytes, info->count, r));
-        MCCLCHECK(p2pTaskAppend(info, mcclFuncRecv, (char*)info->recvbuff + (size_t)r * bytes, info->count, r));
-      }
-      return mcclSuccess;
-    case mcclFuncGather:
-      MCCLCHECK(p2pTaskAppend(info, mcclFuncSend, (void*)info->sendbuff, info->count, info->root));
-      if (comm->rank == info->root)
-        for (int r = 0; r < n; r++)
-          MCCLCHECK(p2pTaskAppend(info, mcclFuncRecv, (char*)info->recvbuff + (size_t)r * bytes, info->count, r));
-      return mcclSuccess;
-    case mcclFuncScatter:
-      if (comm->rank == info->root)
-        for (int r = 0; r < n; r++)
+  if (info->func == mcclFuncAlltoAll || info->func == mcclFuncGather || info->func == mcclFuncScatter) {
+    // No kernel of their own: each becomes sends and receives, one per peer and block (itself included).
+    // EXERCISE(07.task_append)
+    const int n = comm->nRanks;
+    const size_t bytes = info->count * mcclTypeSize(info->dtype);
+    switch (info->func) {
+      case mcclFuncAlltoAll:
+        for (int r = 0; r < n; r++) {
           MCCLCHECK(p2pTaskAppend(info, mcclFuncSend, (char*)info->sendbuff + (size_t)r * bytes, info->count, r));
-      return p2pTaskAppend(info, mcclFuncRecv, info->recvbuff, info->count, info->root);
-    default:
-      break;
+          MCCLCHECK(p2pTaskAppend(info, mcclFuncRecv, (char*)info->recvbuff + (size_t)r * bytes, info->count, r));
+        }
+        return mcclSuccess;
+      case mcclFuncGather:
+        MCCLCHECK(p2pTaskAppend(info, mcclFuncSend, (void*)info->sendbuff, info->count, info->root));
+        if (comm->rank == info->root)
+          for (int r = 0; r < n; r++)
+            MCCLCHECK(p2pTaskAppend(info, mcclFuncRecv, (char*)info->recvbuff + (size_t)r * bytes, info->count, r));
+        return mcclSuccess;
+      default:  // mcclFuncScatter
+        if (comm->rank == info->root)
+          for (int r = 0; r < n; r++)
+            MCCLCHECK(p2pTaskAppend(info, mcclFuncSend, (char*)info->sendbuff + (size_t)r * bytes, info->count, r));
+        return p2pTaskAppend(info, mcclFuncRecv, info->recvbuff, info->count, info->root);
+    }
+    // END EXERCISE(07.task_append)
   }
   struct mcclLabTask* t;
   MCCLCHECK(newTask(comm, &t));
@@ -289,7 +294,13 @@ static mcclResult_t taskAppend(const struct enqueueInfo* info) {
   t->dtype = (int)info->dtype;
   t->root = info->root;
   t->stream = info->stream;
-  hostToDevRedOp(info, t);
+  // The operation is read now: a created one may be destroyed before the group ends (NCCL copies it too).
+  mcclResult_t res = hostToDevRedOp(info, t);
+  if (res != mcclSuccess) {  // back to the free list: the task was never appended
+    t->next = comm->planner.freeTasks;
+    comm->planner.freeTasks = t;
+    return res;
+  }
   appendTask(comm, t);
   return mcclSuccess;
 }

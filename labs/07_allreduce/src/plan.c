@@ -61,9 +61,17 @@ static size_t taskBytes(const struct mcclLabTask* t) {
 }
 
 // ---- the launch (NCCL's ncclLaunchKernel) ------------------------------------------------------------
+// Never inlined nor cloned: lab.gdb stops here with `plan` intact (at -O2 GCC folds it into planFlush
+// with plan the one thread-local buffer, and gdb reads plan as <optimized out>).
+#ifdef __clang__
+#define MCCL_GDB_STOP __attribute__((noinline))
+#else
+#define MCCL_GDB_STOP __attribute__((noinline, noclone))
+#endif
+
 // The one launch function: the plan's kernel for its type, the header of its argument, and only the
 // bytes of the works it carries (NCCL's kernelArgsSize), as a dependent grid on the plan's stream.
-static mcclResult_t mcclLabLaunchPlan(mcclLabComm* comm, struct mcclLabPlan* plan) {
+MCCL_GDB_STOP static mcclResult_t mcclLabLaunchPlan(mcclLabComm* comm, struct mcclLabPlan* plan) {
   // EXERCISE(07.launch)
   struct mcclDevKernelArgs* a = &plan->args.args;
   a->comm = comm->devComm;
