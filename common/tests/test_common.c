@@ -164,10 +164,10 @@ static void threadCounts(void) {
 // largest finite values, fp8's saturation, subnormals, 64-bit integers stored exactly.
 static void elementConversions(void) {
   unsigned char buf[16];
-  EXPECT_TRUE(mcclEltRound(mcclFloat16, 1.0 + ldexp(1.0, -11)) == 1.0);                        // tie: even
-  EXPECT_TRUE(mcclEltRound(mcclFloat16, 1.0 + 3 * ldexp(1.0, -11)) == 1.0 + ldexp(1.0, -9));   // tie: even
-  EXPECT_TRUE(mcclEltRound(mcclFloat16, 65520.0) == INFINITY);                                  // past max
-  EXPECT_TRUE(mcclEltRound(mcclFloat16, ldexp(1.0, -24)) == ldexp(1.0, -24));                   // subnormal
+  EXPECT_TRUE(mcclEltRound(mcclFloat16, 1.0 + ldexp(1.0, -11)) == 1.0);                       // tie: even
+  EXPECT_TRUE(mcclEltRound(mcclFloat16, 1.0 + 3 * ldexp(1.0, -11)) == 1.0 + ldexp(1.0, -9));  // tie: even
+  EXPECT_TRUE(mcclEltRound(mcclFloat16, 65520.0) == INFINITY);                                // past max
+  EXPECT_TRUE(mcclEltRound(mcclFloat16, ldexp(1.0, -24)) == ldexp(1.0, -24));                 // subnormal
   EXPECT_TRUE(mcclEltRound(mcclBfloat16, 1.0 + ldexp(1.0, -8)) == 1.0);
   EXPECT_TRUE(mcclEltRound(mcclFloat8e4m3, 1000.0) == 448.0);  // saturates
   EXPECT_TRUE(mcclEltRound(mcclFloat8e5m2, -1e6) == -57344.0);

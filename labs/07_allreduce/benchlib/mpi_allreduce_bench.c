@@ -406,7 +406,8 @@ static mcclResult_t fillPattern(void* dst, int rank, size_t count) {
   size_t esize = mcclTypeSize(B.dtype), chunk = (64 * MiB) / esize;
   for (size_t off = 0; off < count; off += chunk) {
     size_t n = count - off < chunk ? count - off : chunk;
-    for (size_t i = 0; i < n; i++) mcclEltSetInt((mcclDataType_t)B.dtype, B.hostBuf, i, patValue(patKey(off + i), rank, B.op, B.nranks));
+    for (size_t i = 0; i < n; i++)
+      mcclEltSetInt((mcclDataType_t)B.dtype, B.hostBuf, i, patValue(patKey(off + i), rank, B.op, B.nranks));
     CUDACHECK(cudaMemcpy((char*)dst + off * esize, B.hostBuf, n * esize, cudaMemcpyHostToDevice));
   }
   // The copies may return before they land, and the calls run on non-blocking streams: wait for them.

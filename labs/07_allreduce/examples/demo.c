@@ -121,8 +121,8 @@ static int groupStep(struct rank* rk, int n, size_t count) {
   MCCLCHECK(mcclLabGroupStart());
   for (int r = 0; r < n; r++)
     for (int k = 0; k < K; k++)
-      MCCLCHECK(mcclLabAllReduce(rk[r].send + k * each, rk[r].recv + k * each, each, mcclFloat32, mcclSum,
-                                 rk[r].comm, rk[r].stream));
+      MCCLCHECK(mcclLabAllReduce(rk[r].send + k * each, rk[r].recv + k * each, each, mcclFloat32, mcclSum, rk[r].comm,
+                                 rk[r].stream));
   MCCLCHECK(mcclLabGroupSimulateEnd(&est));
   printf("    mcclLabGroupSimulateEnd: %d ranks x %d allreduces of %zu floats: %.1f us estimated, nothing launched\n",
          n, K, each, (double)est);
@@ -130,8 +130,8 @@ static int groupStep(struct rank* rk, int n, size_t count) {
   MCCLCHECK(mcclLabGroupStart());
   for (int r = 0; r < n; r++)
     for (int k = 0; k < K; k++)
-      MCCLCHECK(mcclLabAllReduce(rk[r].send + k * each, rk[r].recv + k * each, each, mcclFloat32, mcclSum,
-                                 rk[r].comm, rk[r].stream));
+      MCCLCHECK(mcclLabAllReduce(rk[r].send + k * each, rk[r].recv + k * each, each, mcclFloat32, mcclSum, rk[r].comm,
+                                 rk[r].stream));
   MCCLCHECK(mcclLabGroupEnd());
   int bad = 0;
   float* host = (float*)malloc(count * sizeof(float));

@@ -6,9 +6,9 @@
 // receive are each cut into parts, part p on channel (channelBase + p) mod nP2pChannels
 // (ncclP2pChannelToPart); block c runs its part of every work, in work order, over channel c's
 // point-to-point connections (connIndex MCCL_P2P_CONN_INDEX). A copy to oneself runs instead on blocks
-// launched after the channels' (MCCL_P2P_SELF_MAX_BLOCKS), beside the transfers. Where the block moves both directions of
-// a work, the send and the receive run at once on warps of their own, each a Primitives group with its
-// own barriers (as NCCL's run()), so neither direction's copy waits for the other's.
+// launched after the channels' (MCCL_P2P_SELF_MAX_BLOCKS), beside the transfers. Where the block moves both directions
+// of a work, the send and the receive run at once on warps of their own, each a Primitives group with its own barriers
+// (as NCCL's run()), so neither direction's copy waits for the other's.
 //
 // Against NCCL, said once here: a block runs its works one after the other, where NCCL splits the
 // block's warps between up to 8 works of a batch and runs them side by side. Every rank runs its
