@@ -1,13 +1,16 @@
 // Lab 07 tests: one call of any of NCCL 2.28's collectives on one rank (AllReduce, Broadcast, Reduce,
 // AllGather, ReduceScatter, AlltoAll, Gather, Scatter): where its input and output are (in place or
 // not), its input, its PreMulSum operation when it has one, the call, and the check of its output
-// against the CPU reference of ar_test_util.h. Shared by the one-process tests and the mpirun ones.
+// against the CPU reference of ar_test_util.h. Shared by the one-process tests (a set of up to 4
+// devices driven by one thread, enqSetRun), the mpirun ones (one rank a process, enqRunOnRank), lab
+// 08's and final/'s.
 //
 // Inputs are ar_test_util.h's (seed, rank, element, type, op) values, so every rank checks its output
-// alone. A buffer of several blocks (ReduceScatter's and AlltoAll's input, the root's Scatter input) has
-// block b filled with seed + b, so rank r's ReduceScatter output is the allreduce reference of seed + r,
-// its AlltoAll block p is rank p's block r, and its Scatter output the root's block r. Outputs start
-// poisoned (0xa5): an element a kernel misses, or writes where it must not (Reduce's non-roots), shows.
+// alone; the functions that do not reduce move the values of the call's op as they are. A buffer of
+// several blocks (ReduceScatter's and AlltoAll's input, the root's Scatter input) has block b filled
+// with seed + b, so rank r's ReduceScatter output is the allreduce reference of seed + r, its AlltoAll
+// block p is rank p's block r, and its Scatter output the root's block r. Outputs start poisoned
+// (0xa5): an element a kernel misses, or writes where it must not (Reduce's non-roots), shows.
 #ifndef ENQ_TEST_UTIL_H_
 #define ENQ_TEST_UTIL_H_
 
@@ -59,10 +62,6 @@ static const int enqFuncs[] = {mcclFuncBroadcast, mcclFuncReduce,   mcclFuncAllG
                                mcclFuncAllReduce, mcclFuncAlltoAll, mcclFuncScatter,   mcclFuncGather};
 #define ENQ_NFUNCS 8
 
-// The value op of a call's inputs (the functions that do not reduce move sum's values).
-static inline mcclRedOp_t enqValueOp(const struct enqCall* c) {
-  return enqReduces(c->func) ? c->op : mcclSum;
-}
 // Blocks of the send and recv buffers on `rank` (of count elements each).
 static inline size_t enqSendBlocks(const struct enqCall* c, int rank, int nranks) {
   if (c->func == mcclFuncReduceScatter || c->func == mcclFuncAlltoAll) return (size_t)nranks;
@@ -123,7 +122,7 @@ static inline int enqPrepare(const struct enqCall* c, int rank, int nranks, void
   memset(host, ENQ_POISON, outBlocks * bytes);
   if (outBlocks * bytes > 0 && mcclTestCopyToDevice(recv, host, outBlocks * bytes) != cudaSuccess) return __LINE__;
   for (size_t b = 0; b < inBlocks; b++)
-    arFill((char*)host + b * bytes, c->t, enqValueOp(c), c->count, rank, c->seed + (multiBlockIn ? b : 0));
+    arFill((char*)host + b * bytes, c->t, c->op, c->count, rank, c->seed + (multiBlockIn ? b : 0));
   if (inBlocks * bytes > 0 && mcclTestCopyToDevice(*in, host, inBlocks * bytes) != cudaSuccess) return __LINE__;
   return 0;
 }
@@ -212,18 +211,18 @@ static inline int enqVerify(const struct enqCall* c, int rank, int nranks, const
       }
       break;
     case mcclFuncBroadcast:
-      arFill(want, c->t, mcclSum, c->count, c->root, c->seed);
+      arFill(want, c->t, c->op, c->count, c->root, c->seed);
       bad = enqCompare(got, want, bytes, es, "root's data", why, whyLen);
       break;
     case mcclFuncScatter:  // the root's block `rank`
-      arFill(want, c->t, mcclSum, c->count, c->root, c->seed + (uint64_t)rank);
+      arFill(want, c->t, c->op, c->count, c->root, c->seed + (uint64_t)rank);
       bad = enqCompare(got, want, bytes, es, "root's block", why, whyLen);
       break;
     default:  // AllGather, Gather (root): block p is rank p's input; AlltoAll: block p is rank p's block `rank`
       for (int p = 0; p < nranks && !bad; p++) {
         char what[32];
         snprintf(what, sizeof(what), "block %d", p);
-        arFill(want + (size_t)p * bytes, c->t, mcclSum, c->count, p,
+        arFill(want + (size_t)p * bytes, c->t, c->op, c->count, p,
                c->seed + (c->func == mcclFuncAlltoAll ? (uint64_t)rank : 0));
         bad = enqCompare(got + (size_t)p * bytes, want + (size_t)p * bytes, bytes, es, what, why, whyLen);
       }
@@ -247,6 +246,161 @@ static inline void enqDescribe(const struct enqCall* c, char* buf, size_t len) {
 // Bytes each of a rank's send and recv buffers needs for any of the calls of count elements of t.
 static inline size_t enqBufferBytes(size_t count, mcclDataType_t t, int nranks) {
   return count * mcclTypeSize(t) * (size_t)nranks;
+}
+// Bytes each of the send and recv buffers needs for this call on any of nranks ranks (the root's are the
+// largest).
+static inline size_t enqCallBytes(const struct enqCall* c, int nranks) {
+  const size_t in = enqSendBlocks(c, c->root, nranks), out = enqRecvBlocks(c, c->root, nranks);
+  return (in > out ? in : out) * enqBytes(c);
+}
+
+// An environment variable for a failure message ("-" when unset).
+static inline const char* enqEnv(const char* name) {
+  const char* v = getenv(name);
+  return v ? v : "-";
+}
+
+// ---- One rank a process (the mpirun tests) ----------------------------------------------------------
+// One call on this rank of comm (every rank makes the same one): its buffers set up, the call made (with
+// the rank's PreMulSum operation for AR_PREMULSUM, destroyed once the call is done), waited for, and its
+// output checked here. send, recv: `bytes` each; host: scratch of as many.
+static inline void enqRunOnRank(const struct enqCall* c, mcclLabComm* comm, void* send, void* recv, void* host,
+                                size_t bytes, cudaStream_t stream) {
+  CHECK_STOPPED();
+  const int rank = comm->rank, n = comm->nRanks;
+  void *in, *out, *devScalar = NULL;
+  char what[160], why[200];
+  enqDescribe(c, what, sizeof(what));
+  if (enqCallBytes(c, n) > bytes) {
+    mcclTestFailAt(__FILE__, __LINE__, "%s: buffers of %zu bytes are too small", what, bytes);
+    return;
+  }
+  int line = enqPrepare(c, rank, n, send, recv, host, &in, &out);
+  if (line) {
+    mcclTestFailAt(__FILE__, line, "%s: setting rank %d's buffers up", what, rank);
+    return;
+  }
+  mcclRedOp_t op = c->op;
+  if (enqReduces(c->func) && c->op == AR_PREMULSUM) EXPECT_OK(enqCreateOp(c, comm, &op, &devScalar));
+  EXPECT_OK(enqIssueOp(c, op, in, out, comm, stream));
+  EXPECT_CUDA_OK(cudaStreamSynchronize(stream));
+  if (op >= mcclNumOps) EXPECT_OK(mcclLabRedOpDestroy(op, comm));
+  if (devScalar) EXPECT_CUDA_OK(cudaFree(devScalar));
+  if (enqVerify(c, rank, n, out, why, sizeof(why)))
+    mcclTestFailAt(__FILE__, __LINE__, "%s (%s/%s): rank %d: %s", what, enqEnv("MCCL_ALGO"), enqEnv("MCCL_PROTO"), rank,
+                   why);
+}
+
+// ---- One process driving up to ENQ_MAXDEV devices (mcclLabCommInitAll; 4 on sim) --------------------
+#define ENQ_MAXDEV 4
+#define ENQ_MAXCALLS (MCCL_SIGNAL_MAX_BLOCKS + 3)  // calls of one enqSetRun
+
+static inline int enqDevices(void) {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+}
+static inline int enqRanksHere(void) {
+  return enqDevices() < ENQ_MAXDEV ? enqDevices() : ENQ_MAXDEV;
+}
+
+// n ranks of one communicator (a device each), each with a send and a recv buffer of `bytes` and a
+// stream; host: scratch of `bytes`.
+struct enqSet {
+  int n;
+  size_t bytes;  // of each send and recv buffer
+  mcclLabComm* comm[ENQ_MAXDEV];
+  void *send[ENQ_MAXDEV], *recv[ENQ_MAXDEV];
+  cudaStream_t stream[ENQ_MAXDEV];
+  void* host;
+};
+
+static inline void enqSetUp(struct enqSet* s, int n, int nChannels, size_t bytes) {
+  memset(s, 0, sizeof(*s));
+  s->n = n;
+  s->bytes = bytes;
+  EXPECT_OK(mcclLabCommInitAll(s->comm, n, NULL, nChannels));
+  for (int i = 0; i < n && s->comm[i]; i++) {
+    EXPECT_CUDA_OK(cudaSetDevice(s->comm[i]->cudaDev));
+    EXPECT_CUDA_OK(cudaMalloc(&s->send[i], bytes));
+    EXPECT_CUDA_OK(cudaMalloc(&s->recv[i], bytes));
+    EXPECT_CUDA_OK(cudaStreamCreateWithFlags(&s->stream[i], cudaStreamNonBlocking));
+  }
+  s->host = malloc(bytes);
+  EXPECT_TRUE(s->host != NULL);
+}
+
+static inline void enqTearDown(struct enqSet* s) {
+  for (int i = 0; i < s->n; i++) {
+    if (s->comm[i] == NULL) continue;
+    cudaSetDevice(s->comm[i]->cudaDev);
+    if (s->stream[i]) EXPECT_CUDA_OK(cudaStreamDestroy(s->stream[i]));
+    if (s->send[i]) EXPECT_CUDA_OK(cudaFree(s->send[i]));
+    if (s->recv[i]) EXPECT_CUDA_OK(cudaFree(s->recv[i]));
+    EXPECT_OK(mcclLabCommDestroy(s->comm[i]));
+  }
+  free(s->host);
+  memset(s, 0, sizeof(*s));
+}
+
+static inline void enqSyncAll(struct enqSet* s) {
+  for (int i = 0; i < s->n; i++) {
+    EXPECT_CUDA_OK(cudaSetDevice(s->comm[i]->cudaDev));
+    EXPECT_CUDA_OK(cudaStreamSynchronize(s->stream[i]));
+  }
+}
+
+// k calls on every rank of the set, call j on slot j of the buffers (from byte j * slot), made rank after
+// rank: in one group spanning every rank's communicator (grouped; one thread drives them all), or each
+// call alone (every rank's launched before any is waited for). Then every output is checked, and each
+// communicator launched wantLaunches kernels (0: not checked).
+static inline void enqSetRun(struct enqSet* s, const struct enqCall* calls, int k, size_t slot, int grouped,
+                             uint64_t wantLaunches) {
+  CHECK_STOPPED();
+  void* in[ENQ_MAXDEV][ENQ_MAXCALLS];
+  void* out[ENQ_MAXDEV][ENQ_MAXCALLS];
+  uint64_t before[ENQ_MAXDEV];
+  char what[160], why[200];
+  if (k > ENQ_MAXCALLS || (size_t)k * slot > s->bytes) {
+    mcclTestFailAt(__FILE__, __LINE__, "%d calls of %zu bytes: buffers of %zu bytes are too small", k, slot, s->bytes);
+    return;
+  }
+  for (int j = 0; j < k; j++) {
+    if (enqCallBytes(&calls[j], s->n) <= slot) continue;
+    enqDescribe(&calls[j], what, sizeof(what));
+    mcclTestFailAt(__FILE__, __LINE__, "call %d, %s: a slot of %zu bytes is too small", j, what, slot);
+    return;
+  }
+  for (int i = 0; i < s->n; i++) {
+    EXPECT_CUDA_OK(cudaSetDevice(s->comm[i]->cudaDev));
+    before[i] = s->comm[i]->nLaunches;
+    for (int j = 0; j < k; j++) {
+      int line = enqPrepare(&calls[j], s->comm[i]->rank, s->n, (char*)s->send[i] + j * slot,
+                            (char*)s->recv[i] + j * slot, s->host, &in[i][j], &out[i][j]);
+      if (line) mcclTestFailAt(__FILE__, line, "call %d: setting rank %d's buffers up", j, i);
+    }
+  }
+  CHECK_STOPPED();
+  if (grouped) EXPECT_OK(mcclLabGroupStart());
+  for (int i = 0; i < s->n; i++) {
+    if (!grouped) EXPECT_CUDA_OK(cudaSetDevice(s->comm[i]->cudaDev));
+    for (int j = 0; j < k; j++)
+      EXPECT_OK(enqIssueOp(&calls[j], calls[j].op, in[i][j], out[i][j], s->comm[i], s->stream[i]));
+  }
+  if (grouped) EXPECT_OK(mcclLabGroupEnd());
+  CHECK_STOPPED();
+  enqSyncAll(s);
+  CHECK_STOPPED();
+  for (int i = 0; i < s->n; i++) {
+    EXPECT_CUDA_OK(cudaSetDevice(s->comm[i]->cudaDev));
+    if (wantLaunches) EXPECT_EQ(s->comm[i]->nLaunches - before[i], wantLaunches);
+    for (int j = 0; j < k; j++) {
+      if (!enqVerify(&calls[j], s->comm[i]->rank, s->n, out[i][j], why, sizeof(why))) continue;
+      enqDescribe(&calls[j], what, sizeof(what));
+      mcclTestFailAt(__FILE__, __LINE__, "call %d, %s (%s/%s, %d ranks): rank %d: %s", j, what, enqEnv("MCCL_ALGO"),
+                     enqEnv("MCCL_PROTO"), s->n, i, why);
+      return;
+    }
+  }
 }
 
 #endif

@@ -16,29 +16,7 @@ static void setUpOrSkip(struct arMpi* m, int nChannels, size_t bytes) {
 
 // One call on this rank (every rank makes the same one), checked here.
 static void runOne(struct arMpi* m, const struct enqCall* c) {
-  CHECK_STOPPED();
-  const int rank = m->comm->rank, n = m->comm->nRanks;
-  void *in, *out, *devScalar = NULL;
-  char what[160], why[200];
-  enqDescribe(c, what, sizeof(what));
-  if (enqBufferBytes(c->count, c->t, n) > m->bytes) {
-    mcclTestFailAt(__FILE__, __LINE__, "%s: buffers of %zu bytes are too small", what, m->bytes);
-    return;
-  }
-  int line = enqPrepare(c, rank, n, m->send, m->recv, m->host, &in, &out);
-  if (line) {
-    mcclTestFailAt(__FILE__, line, "%s: setting rank %d's buffers up", what, rank);
-    return;
-  }
-  mcclRedOp_t op = c->op;
-  if (enqReduces(c->func) && c->op == AR_PREMULSUM) EXPECT_OK(enqCreateOp(c, m->comm, &op, &devScalar));
-  EXPECT_OK(enqIssueOp(c, op, in, out, m->comm, m->stream));
-  EXPECT_CUDA_OK(cudaStreamSynchronize(m->stream));
-  if (op >= mcclNumOps) EXPECT_OK(mcclLabRedOpDestroy(op, m->comm));
-  if (devScalar) EXPECT_CUDA_OK(cudaFree(devScalar));
-  if (enqVerify(c, rank, n, out, why, sizeof(why)))
-    mcclTestFailAt(__FILE__, __LINE__, "%s (%s/%s): rank %d: %s", what, getenv("MCCL_ALGO"), getenv("MCCL_PROTO"), rank,
-                   why);
+  enqRunOnRank(c, m->comm, m->send, m->recv, m->host, m->bytes, m->stream);
 }
 
 #define LARGE 70001

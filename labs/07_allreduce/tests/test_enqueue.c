@@ -7,131 +7,40 @@
 #include "enq_test_util.h"
 #include "mccl_test.h"
 
-#define MAXDEV 4
-
-static int nDevices(void) {
-  int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
-}
-static int nRanksHere(void) {
-  return nDevices() < MAXDEV ? nDevices() : MAXDEV;
-}
-
-struct enqSet {
-  int n;
-  size_t bytes;  // of each send and recv buffer
-  mcclLabComm* comm[MAXDEV];
-  void *send[MAXDEV], *recv[MAXDEV];
-  cudaStream_t stream[MAXDEV];
-  void* host;
-};
-
-static void setUp(struct enqSet* s, int n, int nChannels, size_t bytes) {
-  memset(s, 0, sizeof(*s));
-  s->n = n;
-  s->bytes = bytes;
-  EXPECT_OK(mcclLabCommInitAll(s->comm, n, NULL, nChannels));
-  for (int i = 0; i < n && s->comm[i]; i++) {
-    EXPECT_CUDA_OK(cudaSetDevice(s->comm[i]->cudaDev));
-    EXPECT_CUDA_OK(cudaMalloc(&s->send[i], bytes));
-    EXPECT_CUDA_OK(cudaMalloc(&s->recv[i], bytes));
-    EXPECT_CUDA_OK(cudaStreamCreateWithFlags(&s->stream[i], cudaStreamNonBlocking));
-  }
-  s->host = malloc(bytes);
-  EXPECT_TRUE(s->host != NULL);
-}
-
-static void tearDown(struct enqSet* s) {
-  for (int i = 0; i < s->n; i++) {
-    if (s->comm[i] == NULL) continue;
-    cudaSetDevice(s->comm[i]->cudaDev);
-    if (s->stream[i]) EXPECT_CUDA_OK(cudaStreamDestroy(s->stream[i]));
-    if (s->send[i]) EXPECT_CUDA_OK(cudaFree(s->send[i]));
-    if (s->recv[i]) EXPECT_CUDA_OK(cudaFree(s->recv[i]));
-    EXPECT_OK(mcclLabCommDestroy(s->comm[i]));
-  }
-  free(s->host);
-  memset(s, 0, sizeof(*s));
-}
-
-static void syncAll(struct enqSet* s) {
-  for (int i = 0; i < s->n; i++) {
-    EXPECT_CUDA_OK(cudaSetDevice(s->comm[i]->cudaDev));
-    EXPECT_CUDA_OK(cudaStreamSynchronize(s->stream[i]));
-  }
-}
-
-// K calls per rank in one group spanning every rank's communicator (one thread drives them all), call j
-// on slot j of the buffers; then every output is checked and each communicator launched `wantLaunches`
-// kernels (0: not checked).
-static void groupOfCalls(struct enqSet* s, const struct enqCall* calls, int k, size_t slot, uint64_t wantLaunches) {
-  CHECK_STOPPED();
-  void* in[MAXDEV][MCCL_SIGNAL_MAX_BLOCKS + 3];
-  void* out[MAXDEV][MCCL_SIGNAL_MAX_BLOCKS + 3];
-  uint64_t before[MAXDEV];
-  for (int i = 0; i < s->n; i++) {
-    EXPECT_CUDA_OK(cudaSetDevice(s->comm[i]->cudaDev));
-    before[i] = s->comm[i]->nLaunches;
-    for (int j = 0; j < k; j++) {
-      int line = enqPrepare(&calls[j], s->comm[i]->rank, s->n, (char*)s->send[i] + j * slot,
-                            (char*)s->recv[i] + j * slot, s->host, &in[i][j], &out[i][j]);
-      if (line) mcclTestFailAt(__FILE__, line, "call %d: setting rank %d's buffers up", j, i);
-    }
-  }
-  CHECK_STOPPED();
-  EXPECT_OK(mcclLabGroupStart());
-  for (int i = 0; i < s->n; i++)
-    for (int j = 0; j < k; j++)
-      EXPECT_OK(enqIssueOp(&calls[j], calls[j].op, in[i][j], out[i][j], s->comm[i], s->stream[i]));
-  EXPECT_OK(mcclLabGroupEnd());
-  syncAll(s);
-  for (int i = 0; i < s->n; i++) {
-    EXPECT_CUDA_OK(cudaSetDevice(s->comm[i]->cudaDev));
-    if (wantLaunches) EXPECT_EQ(s->comm[i]->nLaunches - before[i], wantLaunches);
-    for (int j = 0; j < k; j++) {
-      char what[160], why[200];
-      if (!enqVerify(&calls[j], s->comm[i]->rank, s->n, out[i][j], why, sizeof(why))) continue;
-      enqDescribe(&calls[j], what, sizeof(what));
-      mcclTestFailAt(__FILE__, __LINE__, "call %d, %s: rank %d: %s", j, what, i, why);
-      return;
-    }
-  }
-}
-
 // A group of eight 8 KiB allreduces (one type, one operation) is one launch on every communicator
 // (one-shot's batch), also with the ring forced (the generic kernel's works, which may differ in
 // operation); an allreduce next to an allgather is one launch (the generic kernel runs both); an
 // all-to-all of sends and receives is one launch; a single call is one.
 static void groupIsOneLaunch(void) {
-  int n = nRanksHere();
+  int n = enqRanksHere();
   if (n < 2) SKIP("needs 2 devices");
   struct enqSet s;
   const size_t count = 2048, slot = enqBufferBytes(count, mcclFloat32, n);
-  setUp(&s, n, 8, 8 * slot);  // eight channels: a generic launch's works take one each at least
+  enqSetUp(&s, n, 8, 8 * slot);  // eight channels: a generic launch's works take one each at least
   struct enqCall c[8];
   for (int j = 0; j < 8; j++)
     c[j] = (struct enqCall){mcclFuncAllReduce,           mcclFloat32, mcclSum, 0, count, 0, j % 3 == 0,
                             mcclTestSeed() + (uint64_t)j};
-  groupOfCalls(&s, c, 8, slot, 1);
+  enqSetRun(&s, c, 8, slot, 1, 1);
   arForce("ring", NULL);
   for (int j = 0; j < 8; j++) c[j].op = (mcclRedOp_t)(j % mcclNumOps);
-  groupOfCalls(&s, c, 8, slot, 1);
+  enqSetRun(&s, c, 8, slot, 1, 1);
   struct enqCall mixed[2] = {{mcclFuncAllReduce, mcclFloat32, mcclSum, 0, count, 0, 0, mcclTestSeed() + 11},
                              {mcclFuncAllGather, mcclFloat32, mcclSum, 0, count / n, 0, 1, mcclTestSeed() + 12}};
-  groupOfCalls(&s, mixed, 2, slot, 1);
+  enqSetRun(&s, mixed, 2, slot, 1, 1);
   arForce(NULL, NULL);
   struct enqCall a2a = {mcclFuncAlltoAll, mcclInt32, mcclSum, 0, count / n, 0, 0, mcclTestSeed() + 13};
-  groupOfCalls(&s, &a2a, 1, slot, 1);
+  enqSetRun(&s, &a2a, 1, slot, 1, 1);
   struct enqCall one = {mcclFuncReduceScatter, mcclFloat64, mcclAvg, 0, 333, 0, 0, mcclTestSeed() + 14};
-  groupOfCalls(&s, &one, 1, slot, 1);
-  tearDown(&s);
+  enqSetRun(&s, &one, 1, slot, 1, 1);
+  enqTearDown(&s);
 }
 
 // A group of more works than one launch holds takes as few launches as the room allows: collective works
 // (the ring forced; a launch holds what its argument's room and its channels allow, a channel a work at
 // least) and one-shot works past their 256 KiB scratch.
 static void groupOverflowsLaunch(void) {
-  int n = nRanksHere();
+  int n = enqRanksHere();
   if (n < 2) SKIP("needs 2 devices");
   // A launch holds as many collective works as its argument's room, at most one per channel.
   const int room = (int)((MCCL_DEV_ARGS_BYTES - sizeof(struct mcclDevKernelArgs)) / sizeof(struct mcclDevWorkColl));
@@ -139,30 +48,30 @@ static void groupOverflowsLaunch(void) {
   const int k = nChannels + 3;
   struct enqSet s;
   const size_t count = 64, slot = enqBufferBytes(count, mcclInt32, n);
-  setUp(&s, n, nChannels, (size_t)k * slot);
-  struct enqCall c[MCCL_SIGNAL_MAX_BLOCKS + 3];
+  enqSetUp(&s, n, nChannels, (size_t)k * slot);
+  struct enqCall c[ENQ_MAXCALLS];
   for (int j = 0; j < k; j++)
     c[j] = (struct enqCall){mcclFuncAllReduce, mcclInt32, mcclSum, 0, count, 0, 0, mcclTestSeed() + (uint64_t)j};
   arForce("ring", NULL);
-  groupOfCalls(&s, c, k, slot, 2);
+  enqSetRun(&s, c, k, slot, 1, 2);
   arForce(NULL, NULL);
   // one-shot: 5 x 64 KiB of float32 take two launches (the scratch holds 256 KiB a launch)
-  tearDown(&s);
+  enqTearDown(&s);
   const size_t big = 16384, bigSlot = enqBufferBytes(big, mcclFloat32, n);
-  setUp(&s, n, 2, 5 * bigSlot);
+  enqSetUp(&s, n, 2, 5 * bigSlot);
   for (int j = 0; j < 5; j++)
     c[j] = (struct enqCall){mcclFuncAllReduce, mcclFloat32, mcclSum, 0, big, 0, 0, mcclTestSeed() + 100 + (uint64_t)j};
-  if (s.comm[0] && s.comm[0]->signalWin) groupOfCalls(&s, c, 5, bigSlot, 2);
-  tearDown(&s);
+  if (s.comm[0] && s.comm[0]->signalWin) enqSetRun(&s, c, 5, bigSlot, 1, 2);
+  enqTearDown(&s);
 }
 
 // PreMulSum's operations: created per communicator and type, destroyed once; every bad use refused with
 // mcclInvalidArgument before anything is enqueued.
 static void preMulSumOps(void) {
-  int n = nRanksHere();
+  int n = enqRanksHere();
   if (n < 2) SKIP("needs 2 devices");
   struct enqSet s;
-  setUp(&s, 2, 1, 4096);
+  enqSetUp(&s, 2, 1, 4096);
   CHECK_STOPPED();
   mcclLabComm *a = s.comm[0], *b = s.comm[1];
   float two = 2.0f;
@@ -192,15 +101,15 @@ static void preMulSumOps(void) {
   EXPECT_RES(mcclLabRedOpDestroy(opB, NULL), mcclInvalidArgument);
   EXPECT_EQ(a->nLaunches, launches);
   EXPECT_OK(mcclLabRedOpDestroy(opB, b));
-  tearDown(&s);  // an operation left undestroyed is freed with its communicator (ASan would see a leak)
+  enqTearDown(&s);  // an operation left undestroyed is freed with its communicator (ASan would see a leak)
 }
 
 // The new functions' and the counts' argument checks: mcclInvalidArgument, nothing launched.
 static void argumentChecks(void) {
-  int n = nRanksHere();
+  int n = enqRanksHere();
   if (n < 2) SKIP("needs 2 devices");
   struct enqSet s;
-  setUp(&s, 2, 1, 4096);
+  enqSetUp(&s, 2, 1, 4096);
   CHECK_STOPPED();
   mcclLabComm* c = s.comm[0];
   char *in = (char*)s.send[0], *out = (char*)s.recv[0];
@@ -240,14 +149,14 @@ static void argumentChecks(void) {
   EXPECT_EQ(c->planner.nTasks, 0);
   // groups: an end without a start
   EXPECT_RES(mcclLabGroupEnd(), mcclInvalidUsage);
-  tearDown(&s);
+  enqTearDown(&s);
 }
 
 // A communicator destroyed while this thread's group holds its tasks: the group's end returns
 // mcclInvalidUsage and still runs the other communicators' tasks; nothing is touched after the free.
 // Two one-rank communicators, so each one's calls complete alone.
 static void destroyInOpenGroup(void) {
-  if (nDevices() < 1) SKIP("no CUDA device");
+  if (enqDevices() < 1) SKIP("no CUDA device");
   mcclLabComm *a = NULL, *b = NULL;
   EXPECT_OK(mcclLabCommInitAll(&a, 1, NULL, 1));
   EXPECT_OK(mcclLabCommInitAll(&b, 1, NULL, 1));
@@ -273,14 +182,14 @@ static void destroyInOpenGroup(void) {
 // GroupSimulateEnd: the tuning model's estimate of the group's calls, nothing launched or written, the
 // tasks dropped (the next group starts empty).
 static void simulateEnd(void) {
-  int n = nRanksHere();
+  int n = enqRanksHere();
   if (n < 2) SKIP("needs 2 devices");
   struct enqSet s;
-  setUp(&s, n, 1, 1 << 20);
+  enqSetUp(&s, n, 1, 1 << 20);
   CHECK_STOPPED();
   unsigned char poison[256], back[256];
   memset(poison, ENQ_POISON, sizeof(poison));
-  uint64_t launches[MAXDEV];
+  uint64_t launches[ENQ_MAXDEV];
   for (int i = 0; i < n; i++) {
     EXPECT_CUDA_OK(cudaSetDevice(s.comm[i]->cudaDev));
     EXPECT_CUDA_OK(mcclTestCopyToDevice(s.recv[i], poison, sizeof(poison)));
@@ -305,7 +214,7 @@ static void simulateEnd(void) {
   EXPECT_OK(mcclLabGroupSimulateEnd(&est));
   EXPECT_TRUE(small > 0 && est > small);
   EXPECT_RES(mcclLabGroupSimulateEnd(NULL), mcclInvalidArgument);  // no group open: refused all the same
-  syncAll(&s);
+  enqSyncAll(&s);
   for (int i = 0; i < n; i++) {
     EXPECT_EQ(s.comm[i]->nLaunches, launches[i]);
     EXPECT_EQ(s.comm[i]->planner.nTasks, 0);
@@ -313,16 +222,16 @@ static void simulateEnd(void) {
     EXPECT_CUDA_OK(cudaMemcpy(back, s.recv[i], sizeof(back), cudaMemcpyDeviceToHost));
     EXPECT_MEM_EQ(back, poison, sizeof(back));
   }
-  tearDown(&s);
+  enqTearDown(&s);
 }
 
 // A kernel that sees the abort flag ends and says so in the communicator's status word: rank 0 alone
 // runs a ring allreduce (its peer never does), waits in the kernel, and is aborted.
 static void abortStatus(void) {
-  int n = nRanksHere();
+  int n = enqRanksHere();
   if (n < 2) SKIP("needs 2 devices");
   struct enqSet s;
-  setUp(&s, 2, 1, 1 << 16);
+  enqSetUp(&s, 2, 1, 1 << 16);
   CHECK_STOPPED();
   mcclLabComm* c = s.comm[0];
   EXPECT_EQ(*c->status, 0u);
@@ -335,7 +244,7 @@ static void abortStatus(void) {
   EXPECT_CUDA_OK(cudaStreamSynchronize(s.stream[0]));
   EXPECT_EQ(*c->status, (uint32_t)mcclDevStatusAborted);
   EXPECT_EQ(*s.comm[1]->status, 0u);
-  tearDown(&s);
+  enqTearDown(&s);
 }
 
 MCCL_TEST_MAIN(MCCL_TEST_CASE(groupIsOneLaunch), MCCL_TEST_CASE(groupOverflowsLaunch), MCCL_TEST_CASE(preMulSumOps),
