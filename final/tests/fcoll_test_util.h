@@ -1,29 +1,30 @@
 // final/ tests: the collectives of minccl.h (AllGather, ReduceScatter, Broadcast, Reduce, AlltoAll,
 // Gather, Scatter), PreMulSum operations and Send/Recv, checked against the CPU references of lab 07's
-// tests (coll_test_util.h: inputs, in place placement, poisoned outputs, the reference check). Shared
-// by test_api.c (one process, 4 devices, groups) and mpi_coll.c (mpirun).
+// tests (enq_test_util.h: the call's description, inputs, in place placement, poisoned outputs, the
+// reference check). Shared by test_api.c (one process, 4 devices, groups) and the mpirun tests.
 #ifndef FCOLL_TEST_UTIL_H_
 #define FCOLL_TEST_UTIL_H_
 
-#include "../../labs/07_allreduce/tests/coll_test_util.h"
+#include "../../labs/07_allreduce/tests/enq_test_util.h"
 #include "minccl.h"
 
-// The call, as an application of minccl.h makes it. op is the operation passed (the call's own, or
-// the rank's PreMulSum operation where c->op is AR_PREMULSUM).
-static inline mcclResult_t fcollIssueOp(const struct collCall* c, mcclRedOp_t op, const void* in, void* out,
+// A Broadcast, Reduce, AllGather or ReduceScatter, as an application of minccl.h makes it (enqIssueOp
+// makes it through lab 07's functions). op is the operation passed (the call's own, or the rank's
+// PreMulSum operation where c->op is AR_PREMULSUM).
+static inline mcclResult_t fcollIssueOp(const struct enqCall* c, mcclRedOp_t op, const void* in, void* out,
                                         mcclComm_t comm, cudaStream_t stream) {
   switch (c->func) {
-    case collBroadcast:
+    case mcclFuncBroadcast:
       return mcclBroadcast(in, out, c->count, c->t, c->root, comm, stream);
-    case collReduce:
+    case mcclFuncReduce:
       return mcclReduce(in, out, c->count, c->t, op, c->root, comm, stream);
-    case collAllGather:
+    case mcclFuncAllGather:
       return mcclAllGather(in, out, c->count, c->t, comm, stream);
     default:
       return mcclReduceScatter(in, out, c->count, c->t, op, comm, stream);
   }
 }
-static inline mcclResult_t fcollIssue(const struct collCall* c, const void* in, void* out, mcclComm_t comm,
+static inline mcclResult_t fcollIssue(const struct enqCall* c, const void* in, void* out, mcclComm_t comm,
                                       cudaStream_t stream) {
   return fcollIssueOp(c, c->op, in, out, comm, stream);
 }
@@ -59,6 +60,9 @@ static inline mcclResult_t fcollPreMulSumCreate(mcclComm_t comm, int rank, mcclD
 // each rank up from an image (poison, then the input where the call reads it) and, after the call,
 // compares both buffers whole with the image of what the call must leave: its outputs, and nothing
 // written anywhere else (the root's blocks, the non-roots' unused buffers, the bytes past the blocks).
+// Not enq_test_util.h's enqCall: its check reads the outputs only, and its in-place Scatter is the
+// root's recvbuff holding the input; here every rank passes the in-place placement, Scatter's in
+// sendbuff (recvbuff = sendbuff + rank * count), and nothing else may change.
 enum { fa2aAlltoAll = 0, fa2aGather = 1, fa2aScatter = 2, fa2aNumFuncs = 3 };
 static const char* const fa2aNames[fa2aNumFuncs] = {"AlltoAll", "Gather", "Scatter"};
 #define FA2A_SLACK 64  // bytes past the blocks that must stay poisoned
@@ -96,8 +100,8 @@ static inline void fa2aImages(const struct fa2aCall* c, int rank, int nranks, in
                               unsigned char* recvImg) {
   const size_t bytes = c->count * mcclTypeSize(c->t), span = fa2aImageBytes(c, nranks);
   void *in, *out;
-  memset(sendImg, COLL_POISON, span);
-  memset(recvImg, COLL_POISON, span);
+  memset(sendImg, ENQ_POISON, span);
+  memset(recvImg, ENQ_POISON, span);
   fa2aPlace(c, rank, sendImg, recvImg, &in, &out);
   switch (c->func) {
     case fa2aAlltoAll:
@@ -150,8 +154,8 @@ static inline int fa2aVerify(const struct fa2aCall* c, int rank, int nranks, con
     snprintf(why, whyLen, "cudaMemcpy of the buffers failed");
     return 1;
   }
-  return collCompare(h + 2 * span, h, span, es, "sendbuff", why, whyLen) ||
-         collCompare(h + 3 * span, h + span, span, es, "recvbuff", why, whyLen);
+  return enqCompare(h + 2 * span, h, span, es, "sendbuff", why, whyLen) ||
+         enqCompare(h + 3 * span, h + span, span, es, "recvbuff", why, whyLen);
 }
 
 static inline void fa2aDescribe(const struct fa2aCall* c, char* buf, size_t len) {

@@ -14,16 +14,16 @@
 
 // One collective on this rank (every rank makes the same one), checked here. With op (c->op is
 // AR_PREMULSUM), the rank passes *op, destroyed as soon as the call is made.
-static void runOneOp(struct fmpiWorld* w, const struct collCall* c, const mcclRedOp_t* op) {
+static void runOneOp(struct fmpiWorld* w, const struct enqCall* c, const mcclRedOp_t* op) {
   CHECK_STOPPED();
   void *in, *out;
   char what[128], why[200];
-  collDescribe(c, what, sizeof(what));
-  if (collInBytes(c, w->nranks) > w->bytes || collOutBytes(c, w->nranks) > w->bytes) {
+  enqDescribe(c, what, sizeof(what));
+  if (enqCallBytes(c, w->nranks) > w->bytes) {
     mcclTestFailAt(__FILE__, __LINE__, "%s: buffers of %zu bytes are too small", what, w->bytes);
     return;
   }
-  int line = collPrepare(c, w->rank, w->nranks, w->send, w->recv, w->host, &in, &out);
+  int line = enqPrepare(c, w->rank, w->nranks, w->send, w->recv, w->host, &in, &out);
   if (line) {
     mcclTestFailAt(__FILE__, line, "%s: setting rank %d's buffers up", what, w->rank);
     return;
@@ -31,10 +31,10 @@ static void runOneOp(struct fmpiWorld* w, const struct collCall* c, const mcclRe
   EXPECT_OK(fcollIssueOp(c, op ? *op : c->op, in, out, w->comm, w->stream));
   if (op) EXPECT_OK(mcclRedOpDestroy(*op, w->comm));
   EXPECT_CUDA_OK(cudaStreamSynchronize(w->stream));
-  if (collVerify(c, w->rank, w->nranks, out, why, sizeof(why)))
+  if (enqVerify(c, w->rank, w->nranks, out, why, sizeof(why)))
     mcclTestFailAt(__FILE__, __LINE__, "%s%s: rank %d: %s", what, op ? " (premulsum)" : "", w->rank, why);
 }
-static void runOne(struct fmpiWorld* w, const struct collCall* c) {
+static void runOne(struct fmpiWorld* w, const struct enqCall* c) {
   runOneOp(w, c, NULL);
 }
 
@@ -44,18 +44,18 @@ static void everyTypeAndOp(void) {
   struct fmpiWorld w;
   fmpiSetUp(&w, 37 * 8 * (size_t)mcclTestMpiSize());
   int k = 0;
-  for (int f = 0; f < collNumFuncs && !mcclTestMpiAnyStopped(); f++)
+  for (int f = mcclFuncBroadcast; f <= mcclFuncReduceScatter && !mcclTestMpiAnyStopped(); f++)
     for (int t = 0; t < mcclNumTypes && !mcclTestMpiAnyStopped(); t++)
-      for (int op = 0; op < (f == collReduce || f == collReduceScatter ? mcclNumOps : 2) && !mcclTestMpiAnyStopped();
-           op++, k++) {
+      for (int op = 0; op < (enqReduces(f) ? mcclNumOps : 2) && !mcclTestMpiAnyStopped(); op++, k++) {
         if (!mcclTestSampled((uint64_t)k, 3)) continue;
-        struct collCall c = {f,
-                             (mcclDataType_t)t,
-                             (mcclRedOp_t)op,
-                             37,
-                             k % w.nranks,
-                             f == collReduce || f == collReduceScatter ? (k >> 1) & 1 : op,
-                             mcclTestSeed() + (uint64_t)k};
+        struct enqCall c = {f,
+                            (mcclDataType_t)t,
+                            (mcclRedOp_t)op,
+                            0,
+                            37,
+                            k % w.nranks,
+                            enqReduces(f) ? (k >> 1) & 1 : op,
+                            mcclTestSeed() + (uint64_t)k};
         runOne(&w, &c);
       }
   fmpiTearDown(&w);
@@ -66,10 +66,10 @@ static void everyRoot(void) {
   struct fmpiWorld w;
   fmpiSetUp(&w, 1001 * 4);
   int k = 0;
-  for (int f = collBroadcast; f <= collReduce && !mcclTestMpiAnyStopped(); f++)
+  for (int f = mcclFuncBroadcast; f <= mcclFuncReduce && !mcclTestMpiAnyStopped(); f++)
     for (int root = 0; root < w.nranks && !mcclTestMpiAnyStopped(); root++)
       for (int inPlace = 0; inPlace < 2 && !mcclTestMpiAnyStopped(); inPlace++, k++) {
-        struct collCall c = {f, mcclFloat32, mcclSum, 1001, root, inPlace, mcclTestSeed() + (uint64_t)k};
+        struct enqCall c = {f, mcclFloat32, mcclSum, 0, 1001, root, inPlace, mcclTestSeed() + (uint64_t)k};
         runOne(&w, &c);
       }
   fmpiTearDown(&w);
@@ -191,7 +191,7 @@ static void preMulSum(void) {
         if (f == 0) {  // AllReduce
           const int inPlace = k & 1;
           const size_t bytes = count * mcclTypeSize((mcclDataType_t)t);
-          memset(w.host, COLL_POISON, bytes);
+          memset(w.host, ENQ_POISON, bytes);
           EXPECT_CUDA_OK(mcclTestCopyToDevice(w.recv, w.host, bytes));
           arFill(w.host, (mcclDataType_t)t, AR_PREMULSUM, count, w.rank, seed);
           EXPECT_CUDA_OK(mcclTestCopyToDevice(inPlace ? w.recv : w.send, w.host, bytes));
@@ -204,13 +204,14 @@ static void preMulSum(void) {
                            mcclTypeName((mcclDataType_t)t), onDevice ? "device" : "host",
                            inPlace ? "in place" : "out of place", w.rank, why);
         } else {
-          struct collCall c = {f == 1 ? collReduceScatter : collReduce,
-                               (mcclDataType_t)t,
-                               AR_PREMULSUM,
-                               count,
-                               k % w.nranks,
-                               (k >> 1) & 1,
-                               seed};
+          struct enqCall c = {f == 1 ? mcclFuncReduceScatter : mcclFuncReduce,
+                              (mcclDataType_t)t,
+                              AR_PREMULSUM,
+                              onDevice,
+                              count,
+                              k % w.nranks,
+                              (k >> 1) & 1,
+                              seed};
           runOneOp(&w, &c, &op);
         }
         if (dev) EXPECT_CUDA_OK(cudaFree(dev));
@@ -232,7 +233,7 @@ static void sendRecvRing(void) {
     const uint64_t seed = mcclTestSeed() + (uint64_t)i;
     fcollFillBytes(w.host, bytes, seed, w.rank);
     if (bytes) EXPECT_CUDA_OK(mcclTestCopyToDevice(w.send, w.host, bytes));
-    EXPECT_CUDA_OK(mcclTestMemset(w.recv, COLL_POISON, w.bytes));
+    EXPECT_CUDA_OK(mcclTestMemset(w.recv, ENQ_POISON, w.bytes));
     EXPECT_OK(mcclGroupStart());
     EXPECT_OK(mcclSend(w.send, bytes, mcclUint8, next, w.comm, w.stream));
     EXPECT_OK(mcclRecv(w.recv, bytes, mcclUint8, prev, w.comm, w.stream));
@@ -242,7 +243,7 @@ static void sendRecvRing(void) {
     if (fcollCheckBytes(w.host, bytes, seed, prev, why, sizeof(why)))
       mcclTestFailAt(__FILE__, __LINE__, "sendrecv %zu bytes: rank %d: %s", bytes, w.rank, why);
     for (size_t b = bytes; b < w.bytes && !mcclTestStopped(); b++)
-      if (((unsigned char*)w.host)[b] != COLL_POISON) {
+      if (((unsigned char*)w.host)[b] != ENQ_POISON) {
         mcclTestFailAt(__FILE__, __LINE__, "sendrecv %zu bytes: rank %d wrote byte %zu beyond the count", bytes, w.rank,
                        b);
         break;
@@ -253,7 +254,7 @@ static void sendRecvRing(void) {
   const size_t count = 1001;
   fcollFillBytes(w.host, count * 4, 99, w.rank);
   EXPECT_CUDA_OK(mcclTestCopyToDevice(w.send, w.host, count * 4));
-  EXPECT_CUDA_OK(mcclTestMemset(w.recv, COLL_POISON, count * 4));
+  EXPECT_CUDA_OK(mcclTestMemset(w.recv, ENQ_POISON, count * 4));
   if (w.rank % 2 == 0 || w.nranks % 2 == 1) {
     // Odd rings cannot alternate: everyone sends first; the FIFOs hold the 4 KiB.
     EXPECT_OK(mcclSend(w.send, count, mcclFloat32, next, w.comm, w.stream));
@@ -316,7 +317,7 @@ static void sendRecvAllToAll(void) {
       const uint64_t seed = mcclTestSeed() + (uint64_t)(ty * 4 + c);
       for (int p = 0; p < n; p++) fcollFillBytes(h + (size_t)p * bytes, bytes, pairSeed(seed, p), w.rank);
       if (bytes) EXPECT_CUDA_OK(mcclTestCopyToDevice(w.send, h, (size_t)n * bytes));
-      EXPECT_CUDA_OK(mcclTestMemset(w.recv, COLL_POISON, w.bytes));
+      EXPECT_CUDA_OK(mcclTestMemset(w.recv, ENQ_POISON, w.bytes));
       EXPECT_OK(mcclGroupStart());
       for (int j = 0; j < 2 * n; j++) {
         const int i = (j * 7 + w.rank) % (2 * n), p = i / 2;  // a permutation: 7 is prime to 2n (n < 7)
@@ -335,7 +336,7 @@ static void sendRecvAllToAll(void) {
           break;
         }
       for (size_t b = (size_t)n * bytes; b < w.bytes; b++)
-        if (h[b] != COLL_POISON) {
+        if (h[b] != ENQ_POISON) {
           mcclTestFailAt(__FILE__, __LINE__, "all-to-all count %zu: rank %d wrote byte %zu beyond", count, w.rank, b);
           break;
         }

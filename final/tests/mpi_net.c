@@ -58,19 +58,19 @@ static void allGatherAcrossHosts(void) {
   fmpiSetUp(&w, 4099 * 8 * (size_t)mcclTestMpiSize());
   CHECK_STOPPED();
   for (int k = 0; k < 2 && !mcclTestMpiAnyStopped(); k++) {
-    struct collCall c = {
-        collAllGather, k ? mcclFloat64 : mcclInt32, mcclSum, counts[k], 0, k, mcclTestSeed() + (uint64_t)k};
+    struct enqCall c = {mcclFuncAllGather,           k ? mcclFloat64 : mcclInt32, mcclSum, 0, counts[k], 0, k,
+                        mcclTestSeed() + (uint64_t)k};
     void *in, *out;
     char what[128], why[200];
-    collDescribe(&c, what, sizeof(what));
-    int line = collPrepare(&c, w.rank, w.nranks, w.send, w.recv, w.host, &in, &out);
+    enqDescribe(&c, what, sizeof(what));
+    int line = enqPrepare(&c, w.rank, w.nranks, w.send, w.recv, w.host, &in, &out);
     if (line) {
       mcclTestFailAt(__FILE__, line, "%s: setting rank %d's buffers up", what, w.rank);
       break;
     }
     EXPECT_OK(fcollIssue(&c, in, out, w.comm, w.stream));
     EXPECT_CUDA_OK(cudaStreamSynchronize(w.stream));
-    if (collVerify(&c, w.rank, w.nranks, out, why, sizeof(why)))
+    if (enqVerify(&c, w.rank, w.nranks, out, why, sizeof(why)))
       mcclTestFailAt(__FILE__, __LINE__, "%s: rank %d: %s", what, w.rank, why);
   }
   fmpiTearDown(&w);

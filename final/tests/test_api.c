@@ -365,13 +365,13 @@ static void groupedInitRank(void) {
 
 // One collective on every rank (one group, one thread), checked on every rank. With rankOps (c->op is
 // AR_PREMULSUM), rank r passes rankOps[r], destroyed before the results are waited for.
-static void collCheckedOps(mcclComm_t* comms, struct rankBufs* b, int n, const struct collCall* c,
+static void collCheckedOps(mcclComm_t* comms, struct rankBufs* b, int n, const struct enqCall* c,
                            const mcclRedOp_t* rankOps) {
   void *in[NDEV], *out[NDEV];
   char what[128], why[200];
-  collDescribe(c, what, sizeof(what));
+  enqDescribe(c, what, sizeof(what));
   for (int r = 0; r < n && !mcclTestStopped(); r++) {
-    int line = collPrepare(c, r, n, b[r].send, b[r].recv, b[r].host, &in[r], &out[r]);
+    int line = enqPrepare(c, r, n, b[r].send, b[r].recv, b[r].host, &in[r], &out[r]);
     if (line) mcclTestFailAt(__FILE__, line, "%s: setting rank %d's buffers up", what, r);
   }
   CHECK_STOPPED();
@@ -382,12 +382,12 @@ static void collCheckedOps(mcclComm_t* comms, struct rankBufs* b, int n, const s
   for (int r = 0; r < n && rankOps; r++) EXPECT_OK(mcclRedOpDestroy(rankOps[r], comms[r]));
   for (int r = 0; r < n && !mcclTestStopped(); r++) {
     EXPECT_CUDA_OK(cudaStreamSynchronize(b[r].stream));
-    if (collVerify(c, r, n, out[r], why, sizeof(why)))
+    if (enqVerify(c, r, n, out[r], why, sizeof(why)))
       mcclTestFailAt(__FILE__, __LINE__, "%s%s: rank %d: %s", what, rankOps ? " (premulsum)" : "", r, why);
   }
 }
 
-static void collChecked(mcclComm_t* comms, struct rankBufs* b, int n, const struct collCall* c) {
+static void collChecked(mcclComm_t* comms, struct rankBufs* b, int n, const struct enqCall* c) {
   collCheckedOps(comms, b, n, c, NULL);
 }
 
@@ -401,24 +401,25 @@ static void initAllCollectives(void) {
   EXPECT_OK(mcclCommInitAll(comms, NDEV, NULL));
   setUpBufs(comms, b, NDEV, 37 * 8 * NDEV);
   int k = 0;
-  for (int f = 0; f < collNumFuncs && !mcclTestStopped(); f++) {
-    const int reducing = f == collReduce || f == collReduceScatter;
+  for (int f = mcclFuncBroadcast; f <= mcclFuncReduceScatter && !mcclTestStopped(); f++) {
+    const int reducing = enqReduces(f);
     for (int t = 0; t < mcclNumTypes && !mcclTestStopped(); t++)
       for (int op = 0; op < (reducing ? mcclNumOps : 2) && !mcclTestStopped(); op++, k++) {
         if (!mcclTestSampled((uint64_t)k, 3)) continue;
-        struct collCall c = {f,
-                             (mcclDataType_t)t,
-                             (mcclRedOp_t)op,
-                             37,
-                             k % NDEV,
-                             reducing ? (k >> 1) & 1 : op,
-                             mcclTestSeed() + (uint64_t)k};
+        struct enqCall c = {f,
+                            (mcclDataType_t)t,
+                            (mcclRedOp_t)op,
+                            0,
+                            37,
+                            k % NDEV,
+                            reducing ? (k >> 1) & 1 : op,
+                            mcclTestSeed() + (uint64_t)k};
         collChecked(comms, b, NDEV, &c);
       }
-    if (f == collBroadcast || f == collReduce)
+    if (f == mcclFuncBroadcast || f == mcclFuncReduce)
       for (int root = 0; root < NDEV && !mcclTestStopped(); root++)
         for (int inPlace = 0; inPlace < 2 && !mcclTestStopped(); inPlace++, k++) {
-          struct collCall c = {f, mcclFloat32, mcclMax, 37, root, inPlace, mcclTestSeed() + (uint64_t)k};
+          struct enqCall c = {f, mcclFloat32, mcclMax, 0, 37, root, inPlace, mcclTestSeed() + (uint64_t)k};
           collChecked(comms, b, NDEV, &c);
         }
   }
@@ -442,7 +443,7 @@ static void initAllSendRecv(void) {
     for (int r = 0; r < NDEV; r++) {
       fcollFillBytes(b[r].host, bytes, seed, r);
       if (bytes) EXPECT_CUDA_OK(mcclTestCopyToDevice(b[r].send, b[r].host, bytes));
-      EXPECT_CUDA_OK(mcclTestMemset(b[r].recv, COLL_POISON, 65536));
+      EXPECT_CUDA_OK(mcclTestMemset(b[r].recv, ENQ_POISON, 65536));
     }
     EXPECT_OK(mcclGroupStart());
     for (int r = 0; r < NDEV; r++) {
@@ -455,7 +456,7 @@ static void initAllSendRecv(void) {
       EXPECT_CUDA_OK(cudaMemcpy(b[r].host, b[r].recv, 65536, cudaMemcpyDeviceToHost));
       if (fcollCheckBytes(b[r].host, bytes, seed, (r + NDEV - 1) % NDEV, why, sizeof(why)))
         mcclTestFailAt(__FILE__, __LINE__, "sendrecv %zu bytes: rank %d: %s", bytes, r, why);
-      if (bytes < 65536 && ((unsigned char*)b[r].host)[bytes] != COLL_POISON)
+      if (bytes < 65536 && ((unsigned char*)b[r].host)[bytes] != ENQ_POISON)
         mcclTestFailAt(__FILE__, __LINE__, "sendrecv %zu bytes: rank %d wrote beyond the count", bytes, r);
     }
   }
@@ -482,7 +483,7 @@ static void initAllSendRecv(void) {
   for (int r = 0; r < NDEV; r++) {
     for (int p = 0; p < NDEV; p++) fcollFillBytes((char*)b[r].host + (size_t)p * blk, blk, 11 * 64 + (uint64_t)p, r);
     EXPECT_CUDA_OK(mcclTestCopyToDevice(b[r].send, b[r].host, NDEV * blk));
-    EXPECT_CUDA_OK(mcclTestMemset(b[r].recv, COLL_POISON, 65536));
+    EXPECT_CUDA_OK(mcclTestMemset(b[r].recv, ENQ_POISON, 65536));
   }
   EXPECT_OK(mcclGroupStart());
   for (int r = 0; r < NDEV; r++)
@@ -498,7 +499,7 @@ static void initAllSendRecv(void) {
     for (int p = 0; p < NDEV; p++)
       if (fcollCheckBytes((char*)b[r].host + (size_t)p * blk, blk, 11 * 64 + (uint64_t)r, p, why, sizeof(why)))
         mcclTestFailAt(__FILE__, __LINE__, "all-to-all: rank %d, block from %d: %s", r, p, why);
-    if (((unsigned char*)b[r].host)[NDEV * blk] != COLL_POISON)
+    if (((unsigned char*)b[r].host)[NDEV * blk] != ENQ_POISON)
       mcclTestFailAt(__FILE__, __LINE__, "all-to-all: rank %d wrote beyond its blocks", r);
   }
   // A peer out of range is refused, naming it; a grouped send to self without its receive makes
@@ -656,13 +657,14 @@ static void initAllPreMulSum(void) {
           const struct arPath* path = (t + onDevice) % 3 == 2 ? &table : &arPaths[(t + onDevice) % 3];
           runCheckedOps(comms, b, NDEV, path, (mcclDataType_t)t, AR_PREMULSUM, ops, count, k & 1, seed);
         } else {
-          struct collCall c = {f == 1 ? collReduceScatter : collReduce,
-                               (mcclDataType_t)t,
-                               AR_PREMULSUM,
-                               count,
-                               k % NDEV,
-                               (k >> 1) & 1,
-                               seed};
+          struct enqCall c = {f == 1 ? mcclFuncReduceScatter : mcclFuncReduce,
+                              (mcclDataType_t)t,
+                              AR_PREMULSUM,
+                              onDevice,
+                              count,
+                              k % NDEV,
+                              (k >> 1) & 1,
+                              seed};
           collCheckedOps(comms, b, NDEV, &c, ops);
         }
         for (int r = 0; r < NDEV; r++)
@@ -673,7 +675,7 @@ static void initAllPreMulSum(void) {
     void* dev[NDEV];
     arForce(arPaths[a].algo, arPaths[a].proto);
     for (int r = 0; r < NDEV; r++) {
-      memset(b[r].host, COLL_POISON, count * 4);
+      memset(b[r].host, ENQ_POISON, count * 4);
       EXPECT_CUDA_OK(mcclTestCopyToDevice(b[r].recv, b[r].host, count * 4));
       EXPECT_CUDA_OK(cudaSetDevice(r));
       EXPECT_OK(fcollPreMulSumCreate(comms[r], r, mcclFloat32, 0, &ops[r], &dev[r]));
@@ -689,7 +691,7 @@ static void initAllPreMulSum(void) {
       EXPECT_CUDA_OK(cudaStreamSynchronize(b[r].stream));
       EXPECT_CUDA_OK(cudaMemcpy(b[r].host, b[r].recv, count * 4, cudaMemcpyDeviceToHost));
       for (size_t i = 0; i < count * 4; i++)
-        if (((unsigned char*)b[r].host)[i] != COLL_POISON) {
+        if (((unsigned char*)b[r].host)[i] != ENQ_POISON) {
           mcclTestFailAt(__FILE__, __LINE__, "%s forced with PreMulSum: rank %d wrote byte %zu", arPaths[a].name, r, i);
           break;
         }
@@ -761,7 +763,7 @@ static void preMulSumBadInput(void) {
 // Poison the first poisonBytes of every rank's recvbuff, set the inputs up for an allreduce of count float32.
 static void poisonAndFill(struct rankBufs* b, int n, size_t count, size_t poisonBytes, uint64_t seed) {
   for (int r = 0; r < n && !mcclTestStopped(); r++) {
-    memset(b[r].host, COLL_POISON, poisonBytes);
+    memset(b[r].host, ENQ_POISON, poisonBytes);
     EXPECT_CUDA_OK(mcclTestCopyToDevice(b[r].recv, b[r].host, poisonBytes));
     arFill(b[r].host, mcclFloat32, mcclSum, count, r, seed);
     EXPECT_CUDA_OK(mcclTestCopyToDevice(b[r].send, b[r].host, count * 4));
@@ -770,7 +772,7 @@ static void poisonAndFill(struct rankBufs* b, int n, size_t count, size_t poison
 // Every rank's output still poisoned (nothing ran), after waiting for the device.
 static void expectUntouched(struct rankBufs* b, int n, size_t bytes, const char* what) {
   unsigned char want[64];
-  memset(want, COLL_POISON, sizeof(want));
+  memset(want, ENQ_POISON, sizeof(want));
   for (int r = 0; r < n && !mcclTestStopped(); r++) {
     EXPECT_CUDA_OK(cudaStreamSynchronize(b[r].stream));
     EXPECT_CUDA_OK(cudaMemcpy(b[r].host, b[r].recv, bytes, cudaMemcpyDeviceToHost));
@@ -939,7 +941,7 @@ static void destroyWithOpenGroup(void) {
   const uint64_t seed = mcclTestSeed();
   char why[160];
   for (int r = 0; r < 2 && !mcclTestStopped(); r++) {
-    memset(b[r].host, COLL_POISON, bytes);
+    memset(b[r].host, ENQ_POISON, bytes);
     EXPECT_CUDA_OK(mcclTestCopyToDevice(b[r].recv, b[r].host, bytes));
     arFill(b[r].host, mcclInt32, mcclSum, count, 0, seed);
     EXPECT_CUDA_OK(mcclTestCopyToDevice(b[r].send, b[r].host, count * 4));
@@ -959,7 +961,7 @@ static void destroyWithOpenGroup(void) {
     mcclTestFailAt(__FILE__, __LINE__, "the other communicator's allreduce: %s", why);
   arFill(b[0].host, mcclInt32, mcclSum, 4, 0, seed);
   EXPECT_MEM_EQ((char*)b[1].host + count * 4, b[0].host, 16);  // its send to self
-  EXPECT_EQ(((unsigned char*)b[1].host)[count * 4 + 16], COLL_POISON);
+  EXPECT_EQ(((unsigned char*)b[1].host)[count * 4 + 16], ENQ_POISON);
   CHECK_STOPPED();
   // Its grouped creation, and a window registration of the other.
   mcclUniqueId id;

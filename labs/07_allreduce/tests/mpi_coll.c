@@ -2,9 +2,9 @@
 // collective on both protocols, in place and out of place, on counts 0, 1, odd, prime and not
 // divisible by ranks x channels; every root of Broadcast and Reduce; every dtype x op of Reduce and
 // ReduceScatter; the ring over SHM. Each rank checks its own output against the CPU reference
-// (coll_test_util.h); the harness combines the verdicts.
+// (enq_test_util.h); the harness combines the verdicts.
 #include "ar_mpi_util.h"
-#include "coll_test_util.h"
+#include "enq_test_util.h"
 #include "mccl_test.h"
 #include "mccl_test_mpi.h"
 
@@ -19,25 +19,8 @@ static void setUpOrSkip(struct arMpi* m, int nChannels, size_t bytes) {
 static const char* const protos[2] = {"simple", "ll"};
 
 // One call on this rank (every rank makes the same one), checked here.
-static void runOne(struct arMpi* m, const struct collCall* c) {
-  CHECK_STOPPED();
-  const int rank = m->comm->rank, n = m->comm->nRanks;
-  void *in, *out;
-  char what[128], why[200];
-  collDescribe(c, what, sizeof(what));
-  if (collInBytes(c, n) > m->bytes || collOutBytes(c, n) > m->bytes) {
-    mcclTestFailAt(__FILE__, __LINE__, "%s: buffers of %zu bytes are too small", what, m->bytes);
-    return;
-  }
-  int line = collPrepare(c, rank, n, m->send, m->recv, m->host, &in, &out);
-  if (line) {
-    mcclTestFailAt(__FILE__, line, "%s: setting rank %d's buffers up", what, rank);
-    return;
-  }
-  EXPECT_OK(collIssue(c, in, out, m->comm, m->stream));
-  EXPECT_CUDA_OK(cudaStreamSynchronize(m->stream));
-  if (collVerify(c, rank, n, out, why, sizeof(why)))
-    mcclTestFailAt(__FILE__, __LINE__, "%s (%s): rank %d: %s", what, getenv("MCCL_PROTO"), rank, why);
+static void runOne(struct arMpi* m, const struct enqCall* c) {
+  enqRunOnRank(c, m->comm, m->send, m->recv, m->host, m->bytes, m->stream);
 }
 
 // Every collective x protocol x count x in/out of place; small FIFOs and 2 channels.
@@ -48,18 +31,19 @@ static void awkwardCounts(void) {
   struct arMpi m;
   setUpOrSkip(&m, 2, 4099 * 8 * (size_t)mcclTestMpiSize());
   int k = 0;
-  for (int f = 0; f < collNumFuncs && !mcclTestMpiAnyStopped(); f++)
+  for (int f = mcclFuncBroadcast; f <= mcclFuncReduceScatter && !mcclTestMpiAnyStopped(); f++)
     for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]) && !mcclTestMpiAnyStopped(); ci++)
       for (int inPlace = 0; inPlace < 2 && !mcclTestMpiAnyStopped(); inPlace++, k++) {
         if (!mcclTestSampled((uint64_t)k, 2)) continue;
         arForce(NULL, protos[(k >> 1) & 1]);
-        struct collCall c = {f,
-                             types[k % 4],
-                             k % 3 ? mcclSum : mcclAvg,
-                             counts[ci],
-                             k % mcclTestMpiSize(),
-                             inPlace,
-                             mcclTestSeed() + (uint64_t)k};
+        struct enqCall c = {f,
+                            types[k % 4],
+                            k % 3 ? mcclSum : mcclAvg,
+                            0,
+                            counts[ci],
+                            k % mcclTestMpiSize(),
+                            inPlace,
+                            mcclTestSeed() + (uint64_t)k};
         runOne(&m, &c);
       }
   arSmallFifos(0);
@@ -72,12 +56,12 @@ static void everyRoot(void) {
   struct arMpi m;
   setUpOrSkip(&m, 1, 777 * 8);
   int k = 0;
-  for (int f = collBroadcast; f <= collReduce && !mcclTestMpiAnyStopped(); f++)
+  for (int f = mcclFuncBroadcast; f <= mcclFuncReduce && !mcclTestMpiAnyStopped(); f++)
     for (int root = 0; root < mcclTestMpiSize() && !mcclTestMpiAnyStopped(); root++)
       for (int p = 0; p < 2 && !mcclTestMpiAnyStopped(); p++, k++) {
         arForce(NULL, protos[p]);
-        struct collCall c = {f,    mcclFloat32,  k & 1 ? mcclProd : mcclMin,  777,
-                             root, (k >> 1) & 1, mcclTestSeed() + (uint64_t)k};
+        struct enqCall c = {f,    mcclFloat32,  k & 1 ? mcclProd : mcclMin,  0, 777,
+                            root, (k >> 1) & 1, mcclTestSeed() + (uint64_t)k};
         runOne(&m, &c);
       }
   arForce(NULL, NULL);
@@ -90,18 +74,14 @@ static void everyTypeAndOp(void) {
   struct arMpi m;
   setUpOrSkip(&m, 1, 101 * 8 * (size_t)mcclTestMpiSize());
   int k = 0;
-  for (int f = collReduce; f <= collReduceScatter && !mcclTestMpiAnyStopped(); f += collReduceScatter - collReduce)
+  for (int f = mcclFuncReduce; f <= mcclFuncReduceScatter && !mcclTestMpiAnyStopped();
+       f += mcclFuncReduceScatter - mcclFuncReduce)
     for (int t = 0; t < mcclNumTypes && !mcclTestMpiAnyStopped(); t++)
       for (int op = 0; op < mcclNumOps && !mcclTestMpiAnyStopped(); op++, k++) {
         if (!mcclTestSampled((uint64_t)k, 3)) continue;
         arForce(NULL, protos[k & 1]);
-        struct collCall c = {f,
-                             (mcclDataType_t)t,
-                             (mcclRedOp_t)op,
-                             101,
-                             k % mcclTestMpiSize(),
-                             (k >> 1) & 1,
-                             mcclTestSeed() + (uint64_t)k};
+        struct enqCall c = {f,   (mcclDataType_t)t,     (mcclRedOp_t)op, 0,
+                            101, k % mcclTestMpiSize(), (k >> 1) & 1,    mcclTestSeed() + (uint64_t)k};
         runOne(&m, &c);
       }
   arForce(NULL, NULL);
@@ -115,10 +95,10 @@ static void shmRing(void) {
   struct arMpi m;
   setUpOrSkip(&m, 2, 2003 * 4 * (size_t)mcclTestMpiSize());
   if (!mcclTestStopped() && m.comm->nRanks > 1) EXPECT_EQ(m.comm->transport[0], TRANSPORT_SHM);
-  for (int f = 0; f < collNumFuncs && !mcclTestMpiAnyStopped(); f++)
+  for (int f = mcclFuncBroadcast; f <= mcclFuncReduceScatter && !mcclTestMpiAnyStopped(); f++)
     for (int p = 0; p < 2 && !mcclTestMpiAnyStopped(); p++) {
       arForce(NULL, protos[p]);
-      struct collCall c = {f, mcclInt32, mcclSum, 2003, (f + p) % mcclTestMpiSize(), p, mcclTestSeed() + (uint64_t)f};
+      struct enqCall c = {f, mcclInt32, mcclSum, 0, 2003, (f + p) % mcclTestMpiSize(), p, mcclTestSeed() + (uint64_t)f};
       runOne(&m, &c);
     }
   unsetenv("MCCL_P2P_DISABLE");

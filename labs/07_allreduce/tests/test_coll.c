@@ -1,163 +1,88 @@
 // Lab 07's other ring collectives (Broadcast, Reduce, AllGather, ReduceScatter) in one process
 // driving up to 4 devices (mcclLabCommInitAll; 4 on sim), checked on every rank against the CPU
-// reference (coll_test_util.h): every dtype x op of the reducing ones, every root of the rooted
+// reference (enq_test_util.h): every dtype x op of the reducing ones, every root of the rooted
 // ones, both protocols, in place and out of place, counts 0, 1, odd, prime and not divisible by
 // ranks x channels over several rounds of small FIFOs, over SHM too, one rank, the argument checks,
 // and nothing leaked.
 #include <stdlib.h>
-#include "coll_test_util.h"
+#include "enq_test_util.h"
 #include "mccl_test.h"
-
-#define MAXDEV 4
-
-static int nDevices(void) {
-  int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
-}
-static int nRanksHere(void) {
-  return nDevices() < MAXDEV ? nDevices() : MAXDEV;
-}
 
 // The protocol of the calls that follow (NULL: the size decides).
 static const char* const protos[2] = {"simple", "ll"};
 
-struct collSet {
-  int n;
-  size_t bytes;  // of each send and recv buffer
-  mcclLabComm* comm[MAXDEV];
-  void *send[MAXDEV], *recv[MAXDEV];
-  cudaStream_t stream[MAXDEV];
-  void* host;
-};
-
-static void setUp(struct collSet* s, int n, int nChannels, size_t bytes) {
-  memset(s, 0, sizeof(*s));
-  s->n = n;
-  s->bytes = bytes;
-  EXPECT_OK(mcclLabCommInitAll(s->comm, n, NULL, nChannels));
-  for (int i = 0; i < n && s->comm[i]; i++) {
-    EXPECT_CUDA_OK(cudaSetDevice(s->comm[i]->cudaDev));
-    EXPECT_CUDA_OK(cudaMalloc(&s->send[i], bytes));
-    EXPECT_CUDA_OK(cudaMalloc(&s->recv[i], bytes));
-    EXPECT_CUDA_OK(cudaStreamCreateWithFlags(&s->stream[i], cudaStreamNonBlocking));
-  }
-  s->host = malloc(bytes);
-  EXPECT_TRUE(s->host != NULL);
-}
-
-static void tearDown(struct collSet* s) {
-  for (int i = 0; i < s->n; i++) {
-    if (s->comm[i] == NULL) continue;
-    cudaSetDevice(s->comm[i]->cudaDev);
-    if (s->stream[i]) EXPECT_CUDA_OK(cudaStreamDestroy(s->stream[i]));
-    if (s->send[i]) EXPECT_CUDA_OK(cudaFree(s->send[i]));
-    if (s->recv[i]) EXPECT_CUDA_OK(cudaFree(s->recv[i]));
-    EXPECT_OK(mcclLabCommDestroy(s->comm[i]));
-  }
-  free(s->host);
-  memset(s, 0, sizeof(*s));
-}
-
-// One call on every rank (launched on all before any wait), checked on every rank.
-static void runOne(struct collSet* s, const struct collCall* c) {
-  CHECK_STOPPED();
-  void *in[MAXDEV], *out[MAXDEV];
-  char what[128], why[200];
-  collDescribe(c, what, sizeof(what));
-  if (collInBytes(c, s->n) > s->bytes || collOutBytes(c, s->n) > s->bytes) {
-    mcclTestFailAt(__FILE__, __LINE__, "%s: buffers of %zu bytes are too small", what, s->bytes);
-    return;
-  }
-  for (int i = 0; i < s->n; i++) {
-    EXPECT_CUDA_OK(cudaSetDevice(s->comm[i]->cudaDev));
-    int line = collPrepare(c, s->comm[i]->rank, s->n, s->send[i], s->recv[i], s->host, &in[i], &out[i]);
-    if (line) mcclTestFailAt(__FILE__, line, "%s: setting rank %d's buffers up", what, i);
-  }
-  CHECK_STOPPED();
-  for (int i = 0; i < s->n; i++) {
-    EXPECT_CUDA_OK(cudaSetDevice(s->comm[i]->cudaDev));
-    EXPECT_OK(collIssue(c, in[i], out[i], s->comm[i], s->stream[i]));
-  }
-  CHECK_STOPPED();
-  for (int i = 0; i < s->n; i++) {
-    EXPECT_CUDA_OK(cudaSetDevice(s->comm[i]->cudaDev));
-    EXPECT_CUDA_OK(cudaStreamSynchronize(s->stream[i]));
-  }
-  CHECK_STOPPED();
-  for (int i = 0; i < s->n; i++) {
-    EXPECT_CUDA_OK(cudaSetDevice(s->comm[i]->cudaDev));
-    if (collVerify(c, s->comm[i]->rank, s->n, out[i], why, sizeof(why))) {
-      mcclTestFailAt(__FILE__, __LINE__, "%s (%s, %d ranks): rank %d: %s", what, getenv("MCCL_PROTO"), s->n, i, why);
-      return;
-    }
-  }
+// One call on every rank, made alone (launched on all before any wait), checked on every rank.
+static void runOne(struct enqSet* s, const struct enqCall* c) {
+  enqSetRun(s, c, 1, s->bytes, 0, 0);
 }
 
 // Reduce and ReduceScatter: every dtype x op, alternating the protocol, in/out of place and the
 // root, on an odd count (one channel: on sim every kernel thread is a host thread).
 static void everyTypeAndOp(void) {
-  int n = nRanksHere();
+  int n = enqRanksHere();
   if (n < 2) SKIP("needs 2 devices");
-  struct collSet s;
-  setUp(&s, n, 1, 203 * 8 * MAXDEV);
+  struct enqSet s;
+  enqSetUp(&s, n, 1, 203 * 8 * ENQ_MAXDEV);
   int k = 0;
-  for (int f = collReduce; f <= collReduceScatter && !mcclTestStopped(); f += collReduceScatter - collReduce)
+  for (int f = mcclFuncReduce; f <= mcclFuncReduceScatter && !mcclTestStopped();
+       f += mcclFuncReduceScatter - mcclFuncReduce)
     for (int t = 0; t < mcclNumTypes && !mcclTestStopped(); t++)
       for (int op = 0; op < mcclNumOps && !mcclTestStopped(); op++, k++) {
         if (!mcclTestSampled((uint64_t)k, 3)) continue;
         arForce(NULL, protos[k & 1]);
-        struct collCall c = {
-            f, (mcclDataType_t)t, (mcclRedOp_t)op, 203, k % n, (k >> 1) & 1, mcclTestSeed() + (uint64_t)k};
+        struct enqCall c = {
+            f, (mcclDataType_t)t, (mcclRedOp_t)op, 0, 203, k % n, (k >> 1) & 1, mcclTestSeed() + (uint64_t)k};
         runOne(&s, &c);
       }
   arForce(NULL, NULL);
-  tearDown(&s);
+  enqTearDown(&s);
 }
 
 // Broadcast and Reduce from every root, both protocols, in and out of place.
 static void everyRoot(void) {
-  int n = nRanksHere();
+  int n = enqRanksHere();
   if (n < 2) SKIP("needs 2 devices");
-  struct collSet s;
-  setUp(&s, n, 2, 1001 * 4);
+  struct enqSet s;
+  enqSetUp(&s, n, 2, 1001 * 4);
   int k = 0;
-  for (int f = collBroadcast; f <= collReduce && !mcclTestStopped(); f++)
+  for (int f = mcclFuncBroadcast; f <= mcclFuncReduce && !mcclTestStopped(); f++)
     for (int root = 0; root < n && !mcclTestStopped(); root++)
       for (int p = 0; p < 2 && !mcclTestStopped(); p++, k++) {
         arForce(NULL, protos[p]);
-        struct collCall c = {f,
-                             f == collBroadcast ? mcclFloat16 : mcclInt32,
-                             k % 3 ? mcclSum : mcclAvg,
-                             1001,
-                             root,
-                             k & 1,
-                             mcclTestSeed() + (uint64_t)k};
+        struct enqCall c = {f,
+                            f == mcclFuncBroadcast ? mcclFloat16 : mcclInt32,
+                            k % 3 ? mcclSum : mcclAvg,
+                            0,
+                            1001,
+                            root,
+                            k & 1,
+                            mcclTestSeed() + (uint64_t)k};
         runOne(&s, &c);
       }
   arForce(NULL, NULL);
-  tearDown(&s);
+  enqTearDown(&s);
 }
 
 // Every collective, both protocols, in and out of place, on counts 0, 1, odd, prime and not
 // divisible by ranks x channels (3 channels: uneven parts); small FIFOs, so the larger counts take
 // several rounds of the chunk loop. Then count 0 leaves every output alone, and nothing leaked.
 static void awkwardCounts(void) {
-  int n = nRanksHere();
+  int n = enqRanksHere();
   if (n < 2) SKIP("needs 2 devices");
   int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads(), shm0 = mcclTestCountShm();
   static const size_t counts[] = {0, 1, 7, 131, 1021, 4099};
   static const mcclDataType_t types[] = {mcclInt8, mcclFloat32, mcclFloat64, mcclBfloat16, mcclUint32};
   arSmallFifos(1);
-  struct collSet s;
-  setUp(&s, n, 3, 4099 * 8 * MAXDEV);
+  struct enqSet s;
+  enqSetUp(&s, n, 3, 4099 * 8 * ENQ_MAXDEV);
   int k = 0;
-  for (int f = 0; f < collNumFuncs && !mcclTestStopped(); f++)
+  for (int f = mcclFuncBroadcast; f <= mcclFuncReduceScatter && !mcclTestStopped(); f++)
     for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]) && !mcclTestStopped(); ci++)
       for (int p = 0; p < 2 && !mcclTestStopped(); p++, k++) {
         if (!mcclTestSampled((uint64_t)k, 2)) continue;
         arForce(NULL, protos[p]);
-        struct collCall c = {f,     types[k % 5], k % 3 ? mcclSum : mcclAvg,   counts[ci],
-                             k % n, (k >> 1) & 1, mcclTestSeed() + (uint64_t)k};
+        struct enqCall c = {f,     types[k % 5], k % 3 ? mcclSum : mcclAvg,   0, counts[ci],
+                            k % n, (k >> 1) & 1, mcclTestSeed() + (uint64_t)k};
         runOne(&s, &c);
       }
   // count 0: nothing launched, nothing written
@@ -178,7 +103,7 @@ static void awkwardCounts(void) {
   }
   arForce(NULL, NULL);
   arSmallFifos(0);
-  tearDown(&s);
+  enqTearDown(&s);
   EXPECT_EQ(mcclTestCountFds(), fds0);
   EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
   EXPECT_EQ(mcclTestCountShm(), shm0);
@@ -186,45 +111,45 @@ static void awkwardCounts(void) {
 
 // Every collective over SHM connections (MCCL_P2P_DISABLE=1), both protocols.
 static void shmRing(void) {
-  int n = nRanksHere();
+  int n = enqRanksHere();
   if (n < 2) SKIP("needs 2 devices");
   setenv("MCCL_P2P_DISABLE", "1", 1);
   arSmallFifos(1);
-  struct collSet s;
-  setUp(&s, n, 2, 3001 * 4 * MAXDEV);
+  struct enqSet s;
+  enqSetUp(&s, n, 2, 3001 * 4 * ENQ_MAXDEV);
   if (!mcclTestStopped()) EXPECT_EQ(s.comm[0]->transport[0], TRANSPORT_SHM);
-  for (int f = 0; f < collNumFuncs && !mcclTestStopped(); f++)
+  for (int f = mcclFuncBroadcast; f <= mcclFuncReduceScatter && !mcclTestStopped(); f++)
     for (int p = 0; p < 2 && !mcclTestStopped(); p++) {
       arForce(NULL, protos[p]);
-      struct collCall c = {f, mcclInt32, mcclMax, 3001, (f + p) % n, p, mcclTestSeed() + (uint64_t)f};
+      struct enqCall c = {f, mcclInt32, mcclMax, 0, 3001, (f + p) % n, p, mcclTestSeed() + (uint64_t)f};
       runOne(&s, &c);
     }
   arForce(NULL, NULL);
   unsetenv("MCCL_P2P_DISABLE");
   arSmallFifos(0);
-  tearDown(&s);
+  enqTearDown(&s);
 }
 
 // One device: each collective's output is its input (avg divides by 1), in place and out of place.
 static void oneRank(void) {
-  if (nDevices() < 1) SKIP("no CUDA device");
-  struct collSet s;
-  setUp(&s, 1, 2, 999 * 8);
-  for (int f = 0; f < collNumFuncs && !mcclTestStopped(); f++)
+  if (enqDevices() < 1) SKIP("no CUDA device");
+  struct enqSet s;
+  enqSetUp(&s, 1, 2, 999 * 8);
+  for (int f = mcclFuncBroadcast; f <= mcclFuncReduceScatter && !mcclTestStopped(); f++)
     for (int k = 0; k < 2 && !mcclTestStopped(); k++) {
-      struct collCall c = {f, k ? mcclFloat64 : mcclUint8, k ? mcclAvg : mcclProd, 999, 0, k, mcclTestSeed()};
+      struct enqCall c = {f, k ? mcclFloat64 : mcclUint8, k ? mcclAvg : mcclProd, 0, 999, 0, k, mcclTestSeed()};
       runOne(&s, &c);
     }
-  tearDown(&s);
+  enqTearDown(&s);
 }
 
 // Bad arguments: mcclInvalidArgument before anything is launched (the streams stay empty, the
 // buffers untouched); an aborted communicator: mcclInvalidUsage.
 static void argumentChecks(void) {
-  int n = nRanksHere();
+  int n = enqRanksHere();
   if (n < 2) SKIP("needs 2 devices");
-  struct collSet s;
-  setUp(&s, 2, 1, 4096);
+  struct enqSet s;
+  enqSetUp(&s, 2, 1, 4096);
   CHECK_STOPPED();
   mcclLabComm* c = s.comm[0];
   void *in = s.send[0], *out = s.recv[0];
@@ -272,7 +197,7 @@ static void argumentChecks(void) {
   EXPECT_OK(mcclLabCommAbort(c));
   EXPECT_RES(mcclLabBroadcast(in, out, 4, mcclInt32, 0, c, st), mcclInvalidUsage);
   EXPECT_RES(mcclLabReduceScatter(in, out, 4, mcclInt32, mcclSum, c, st), mcclInvalidUsage);
-  tearDown(&s);
+  enqTearDown(&s);
 }
 
 MCCL_TEST_MAIN(MCCL_TEST_CASE(everyTypeAndOp), MCCL_TEST_CASE(everyRoot), MCCL_TEST_CASE(awkwardCounts),

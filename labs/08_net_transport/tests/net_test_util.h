@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "../../07_allreduce/tests/ar_mpi_util.h"
-#include "../../07_allreduce/tests/coll_test_util.h"
 #include "../../07_allreduce/tests/comm_test_util.h"
+#include "../../07_allreduce/tests/enq_test_util.h"
 #include "mccl_net.h"
 #include "mccl_test.h"
 #include "mccl_test_mpi.h"

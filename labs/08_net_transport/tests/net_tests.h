@@ -73,23 +73,12 @@ static void collectives(void) {
   struct arMpi m;
   arMpiSetUp(&m, 2, 1021 * 8 * (size_t)mcclTestMpiSize());
   int k = 0;
-  for (int f = 0; f < collNumFuncs && !mcclTestStopped(); f++)
+  for (int f = mcclFuncBroadcast; f <= mcclFuncReduceScatter && !mcclTestStopped(); f++)
     for (int ci = 0; ci < 2 && !mcclTestStopped(); ci++, k++) {
       if (!mcclTestSampled((uint64_t)k, 2)) continue;
-      struct collCall c = {f,     k & 1 ? mcclFloat64 : mcclInt32, mcclSum, ci ? 1021 : 5, k % mcclTestMpiSize(),
-                           k & 1, mcclTestSeed() + (uint64_t)k};
-      void *in, *out;
-      char what[128], why[200];
-      collDescribe(&c, what, sizeof(what));
-      int line = collPrepare(&c, m.comm->rank, m.comm->nRanks, m.send, m.recv, m.host, &in, &out);
-      if (line) {
-        mcclTestFailAt(__FILE__, line, "%s: setting the buffers up", what);
-        break;
-      }
-      EXPECT_OK(collIssue(&c, in, out, m.comm, m.stream));
-      EXPECT_CUDA_OK(cudaStreamSynchronize(m.stream));
-      if (collVerify(&c, m.comm->rank, m.comm->nRanks, out, why, sizeof(why)))
-        mcclTestFailAt(__FILE__, __LINE__, "%s: rank %d: %s", what, m.comm->rank, why);
+      struct enqCall c = {f,     k & 1 ? mcclFloat64 : mcclInt32, mcclSum, 0, ci ? 1021 : 5, k % mcclTestMpiSize(),
+                          k & 1, mcclTestSeed() + (uint64_t)k};
+      enqRunOnRank(&c, m.comm, m.send, m.recv, m.host, m.bytes, m.stream);
     }
   arMpiTearDown(&m);
   arSmallFifos(0);
