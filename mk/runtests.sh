@@ -50,9 +50,13 @@ run_one() {  # name, command...
   local rc=${PIPESTATUS[0]}
   local p f s
   p=$(grep -c '^PASS ' "$tmp"); f=$(grep -c '^FAIL ' "$tmp"); s=$(grep -c '^SKIP ' "$tmp")
-  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then echo "FAIL $name (timed out after ${TIMEOUT}s)"
-    else echo "FAIL $name (exited with status $rc)"; fi
+  # A timeout is always named, even after a test of the binary failed (its later tests never reported);
+  # another non-zero exit is named when no test said FAIL (a crash, an exit outside the tests).
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    echo "FAIL $name (timed out after ${TIMEOUT}s)"
+    f=$((f + 1))
+  elif [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+    echo "FAIL $name (exited with status $rc)"
     f=1
   fi
   echo "#   $name: $((SECONDS - start)) s"
