@@ -431,10 +431,19 @@ static void test_alltoall_gather_scatter(void) {
     for (int t = 0; t < ncclNumTypes && status != 1; t++, k++)
       (void)a2aChecked(kind, (ncclDataType_t)t, counts[(t + kind) % 4], k % 2 ? nranks - 1 : 0,
                        kind != 0 && (t / 2) % 2, k % 5 == 0, dsend, drecv, span);
-  // Taken as NCCL takes it: AlltoAll with sendbuff == recvbuff (nccl-tests' in-place rows) runs to the
-  // end on every rank; what lands is not defined on more than one rank, so only completion is checked.
-  EXPECT_NCCL(ncclAlltoAll(dsend, dsend, 4, ncclInt8, comm, stream), ncclSuccess);
+  // Taken as NCCL takes it: AlltoAll with sendbuff == recvbuff (nccl-tests' in-place rows). What lands
+  // is not defined on more than one rank (the peers' blocks land while ours are sent), so it runs on a
+  // communicator of one rank each (a split by rank), where the block stays as it was.
+  ncclComm_t self = NULL;
+  CHECK_NCCL(ncclCommSplit(comm, rank, 0, &self, NULL));
+  const unsigned char pattern[4] = {1, 2, 3, 4};
+  unsigned char back[4] = {0};
+  CHECK_CUDA(cudaMemcpy(dsend, pattern, 4, cudaMemcpyHostToDevice));
+  if (self) EXPECT_NCCL(ncclAlltoAll(dsend, dsend, 4, ncclInt8, self, stream), ncclSuccess);
   CHECK_CUDA(cudaStreamSynchronize(stream));
+  CHECK_CUDA(cudaMemcpy(back, dsend, 4, cudaMemcpyDeviceToHost));
+  if (memcmp(back, pattern, 4) != 0) FAILF("in-place AlltoAll on one rank changed its block");
+  if (self) CHECK_NCCL(ncclCommDestroy(self));
   // Refused: a root out of range, AlltoAll buffers overlapping without being equal, count x type size
   // past 2^63 bytes.
   EXPECT_NCCL(ncclGather(dsend, drecv, 4, ncclInt8, nranks, comm, stream), ncclInvalidArgument);
