@@ -32,7 +32,10 @@ typedef enum {
 } mcclResult_t;
 
 /**
- * @brief Human-readable name of a result code.
+ * @brief Human-readable name of a result code (NCCL's ncclGetErrorString). The strings of
+ * mcclInvalidArgument and mcclInvalidUsage suggest "run with MCCL_DEBUG=WARN" only when the level in
+ * force (mcclDebugLevel) is below WARN, and those of mcclUnhandledCudaError and mcclSystemError
+ * suggest MCCL_DEBUG=INFO only below INFO; otherwise they point at the lines already logged.
  * @param[in] res any value; unknown values give "unknown result code".
  * @return a static string, never NULL.
  */

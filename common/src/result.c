@@ -2,17 +2,30 @@
 #include <stdlib.h>
 #include <string.h>
 #include "mccl_checks.h"
+#include "mccl_debug.h"
 #include "mccl_result.h"
 
+// The hint to raise MCCL_DEBUG is given only where it would show more: the WARN naming a bad argument
+// is printed at the default level, the INFO lines tracing a CUDA or system error back to the call only
+// from INFO on. A hint to set what is already set sends the user looking for a line that is there.
 const char* mcclGetErrorString(mcclResult_t res) {
   if (res == mcclNotImplemented) return "not implemented (an exercise stub: see the lab's README)";
+  const mcclDebugLogLevel level = mcclDebugLevel();
   switch (res) {
     case mcclSuccess: return "no error";
-    case mcclUnhandledCudaError: return "unhandled cuda error (run with MCCL_DEBUG=INFO for details)";
-    case mcclSystemError: return "unhandled system error (run with MCCL_DEBUG=INFO for details)";
+    case mcclUnhandledCudaError:
+      return level >= MCCL_LOG_INFO ? "unhandled cuda error (details in the MCCL WARN and INFO lines logged with it)"
+                                    : "unhandled cuda error (run with MCCL_DEBUG=INFO for details)";
+    case mcclSystemError:
+      return level >= MCCL_LOG_INFO ? "unhandled system error (details in the MCCL WARN and INFO lines logged with it)"
+                                    : "unhandled system error (run with MCCL_DEBUG=INFO for details)";
     case mcclInternalError: return "internal error - please report this issue to the minccl developers";
-    case mcclInvalidArgument: return "invalid argument (run with MCCL_DEBUG=WARN for details)";
-    case mcclInvalidUsage: return "invalid usage (run with MCCL_DEBUG=WARN for details)";
+    case mcclInvalidArgument:
+      return level >= MCCL_LOG_WARN ? "invalid argument (details in the MCCL WARN line logged with it)"
+                                    : "invalid argument (run with MCCL_DEBUG=WARN for details)";
+    case mcclInvalidUsage:
+      return level >= MCCL_LOG_WARN ? "invalid usage (details in the MCCL WARN line logged with it)"
+                                    : "invalid usage (run with MCCL_DEBUG=WARN for details)";
     case mcclRemoteError: return "remote process exited or there was a network error";
     case mcclInProgress: return "MCCL operation in progress";
     case mcclTimeout: return "timed out waiting for a peer";

@@ -116,6 +116,63 @@ static void harnessOutput(void) {
   EXPECT_EQ(WEXITSTATUS(rc), 1);  // non-zero exit when a test failed
 }
 
+// What mcclGetErrorString returns in a fresh process under each MCCL_DEBUG (the level is read once per
+// process): this binary, run again with MCCL_TEST_PRINT_ERROR_STRINGS, prints "code|string" lines.
+static int errorStringsAt(const char* debug, char strings[mcclNumResults][256]) {
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n <= 0) return -1;
+  exe[n] = '\0';
+  char cmd[8192];
+  snprintf(cmd, sizeof(cmd), "%s%s MCCL_TEST_PRINT_ERROR_STRINGS=1 %s 2>/dev/null",
+           debug ? "MCCL_DEBUG=" : "env -u MCCL_DEBUG", debug ? debug : "", exe);
+  FILE* p = popen(cmd, "r");
+  if (p == NULL) return -1;
+  char line[512];
+  int got = 0;
+  while (fgets(line, sizeof(line), p)) {
+    int code = -1, off = 0;
+    if (sscanf(line, "%d|%n", &code, &off) != 1 || code < 0 || code >= mcclNumResults) continue;
+    line[strcspn(line, "\n")] = '\0';
+    snprintf(strings[code], 256, "%s", line + off);
+    got++;
+  }
+  return pclose(p) == 0 ? got : -1;
+}
+
+// "run with MCCL_DEBUG=X for details" only where level X would print more than the level in force.
+static void errorStringHints(void) {
+  static const struct {
+    const char* debug;  // MCCL_DEBUG, NULL: unset (WARN)
+    int warnHint;       // invalid argument / usage say "run with MCCL_DEBUG=WARN"
+    int infoHint;       // cuda / system errors say "run with MCCL_DEBUG=INFO"
+  } levels[] = {{NULL, 0, 1}, {"NONE", 1, 1}, {"VERSION", 1, 1}, {"WARN", 0, 1}, {"INFO", 0, 0}, {"TRACE", 0, 0}};
+  for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
+    char s[mcclNumResults][256];
+    memset(s, 0, sizeof(s));
+    EXPECT_EQ(errorStringsAt(levels[i].debug, s), mcclNumResults);
+    const int w = levels[i].warnHint, f = levels[i].infoHint;
+    EXPECT_EQ(strstr(s[mcclInvalidArgument], "run with MCCL_DEBUG=WARN") != NULL, w);
+    EXPECT_EQ(strstr(s[mcclInvalidUsage], "run with MCCL_DEBUG=WARN") != NULL, w);
+    EXPECT_EQ(strstr(s[mcclUnhandledCudaError], "run with MCCL_DEBUG=INFO") != NULL, f);
+    EXPECT_EQ(strstr(s[mcclSystemError], "run with MCCL_DEBUG=INFO") != NULL, f);
+    // Without the hint, the string says where the details already are.
+    EXPECT_EQ(strstr(s[mcclInvalidArgument], "WARN line logged with it") != NULL, !w);
+    EXPECT_EQ(strstr(s[mcclSystemError], "INFO lines logged with it") != NULL, !f);
+    EXPECT_EQ(strncmp(s[mcclInvalidArgument], "invalid argument", 16), 0);
+    EXPECT_EQ(strncmp(s[mcclInvalidUsage], "invalid usage", 13), 0);
+    EXPECT_EQ(strncmp(s[mcclUnhandledCudaError], "unhandled cuda error", 20), 0);
+    EXPECT_EQ(strncmp(s[mcclSystemError], "unhandled system error", 22), 0);
+    EXPECT_EQ(strcmp(s[mcclSuccess], "no error"), 0);
+    for (int r = 0; r < mcclNumResults; r++) {  // no other string names MCCL_DEBUG
+      int hint = r == mcclInvalidArgument || r == mcclInvalidUsage     ? w
+                 : r == mcclUnhandledCudaError || r == mcclSystemError ? f
+                                                                       : 0;
+      EXPECT_EQ(strstr(s[r], "MCCL_DEBUG") != NULL, hint);
+    }
+  }
+}
+
 static void seededRandomRepeats(void) {
   // Same seed and case index give the same stream: what makes a printed seed replayable.
   uint64_t a = mcclTestRand(), b = mcclTestRand();
@@ -198,10 +255,14 @@ static void selfcheckSkip(void) { SKIP("no hardware"); }
 int main(int argc, char** argv) {
   static const mcclTestCase selfcheck[] = {MCCL_TEST_CASE(selfcheckPass), MCCL_TEST_CASE(selfcheckFail),
                                            MCCL_TEST_CASE(selfcheckSkip)};
-  static const mcclTestCase cases[] = {MCCL_TEST_CASE(resultStrings),  MCCL_TEST_CASE(checkMacros),
-                                       MCCL_TEST_CASE(paramsReadOnce), MCCL_TEST_CASE(paramsDocCurrent),
-                                       MCCL_TEST_CASE(harnessOutput),  MCCL_TEST_CASE(seededRandomRepeats),
-                                       MCCL_TEST_CASE(threadCounts),   MCCL_TEST_CASE(elementConversions)};
+  static const mcclTestCase cases[] = {
+      MCCL_TEST_CASE(resultStrings),       MCCL_TEST_CASE(checkMacros),      MCCL_TEST_CASE(paramsReadOnce),
+      MCCL_TEST_CASE(paramsDocCurrent),    MCCL_TEST_CASE(errorStringHints), MCCL_TEST_CASE(harnessOutput),
+      MCCL_TEST_CASE(seededRandomRepeats), MCCL_TEST_CASE(threadCounts),     MCCL_TEST_CASE(elementConversions)};
   if (getenv("MCCL_HARNESS_SELFCHECK")) return mcclTestMain(argc, argv, selfcheck, 3, NULL);
+  if (getenv("MCCL_TEST_PRINT_ERROR_STRINGS")) {  // errorStringHints' child
+    for (int r = 0; r < mcclNumResults; r++) printf("%d|%s\n", r, mcclGetErrorString((mcclResult_t)r));
+    return 0;
+  }
   return mcclTestMain(argc, argv, cases, (int)(sizeof(cases) / sizeof(cases[0])), NULL);
 }
