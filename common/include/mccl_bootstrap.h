@@ -31,6 +31,14 @@
  * mcclInternalError (as NCCL); each with a WARN
  * naming what was wrong. Sockets are closed on every path.
  *
+ * Any process can connect to a listener (an abstract name accepts any uid, a TCP port any host). So
+ * a listener is never read one connection at a time: every rank's listeners (and rank 0's
+ * rendezvous during init) are served from one poll loop that accepts all the backlog holds and reads
+ * the first message of every connection at once, each connection with its own deadline
+ * (MCCL_BOOTSTRAP_ACCEPT_TIMEOUT, 1 s). A connection that stays silent past it, closes first or does
+ * not carry the job's secret is closed and counted (mcclBootstrapStats::droppedConnections), and
+ * costs nobody else any wait. A rank also empties its backlog before each send.
+ *
  * @code
  * mcclUniqueId id;
  * if (rank == 0) mcclGetUniqueId(&id);
@@ -84,6 +92,9 @@ typedef struct {
   uint64_t tcpSent;      /**< Messages sent to other ranks over TCP (other hosts). */
   uint64_t unixReceived; /**< Messages received from other ranks over this rank's Unix listener. */
   uint64_t tcpReceived;  /**< Messages received from other ranks over this rank's TCP listener. */
+  uint64_t droppedConnections; /**< Connections this rank's listeners (rank 0: and the rendezvous) accepted and
+                                    closed unread: silent past MCCL_BOOTSTRAP_ACCEPT_TIMEOUT, closed early, or
+                                    not carrying the job's secret. A stranger's connections, not a peer's. */
 } mcclBootstrapStats;
 
 /**

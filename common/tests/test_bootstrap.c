@@ -3,11 +3,17 @@
 // different hosts (mcclSetThreadHostId) talk over TCP; the others over Unix sockets.
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -643,10 +649,362 @@ static void tcpDeadPeer(void) {
   deadPeerCase(poseHosts[1]);
 }
 
+// ---- strangers: a neighbour process that connects to the bootstrap's listeners -------------------
+//
+// Any process can reach a rank's abstract Unix name (no uid check) and its TCP port, and rank 0's
+// rendezvous: the names are in /proc/net/unix, the ports in /proc/net/tcp. A forked child stands for
+// such a neighbour. It opens k connections to each target it is sent and leaves them silent, or
+// sends garbage (alternately 8 bytes, shorter than any first message, and 1 KiB of noise), and
+// holds them until told to exit. Its connects are non-blocking and retried: a listener whose
+// backlog is full (nobody accepting) refuses with EAGAIN, as it would a peer.
+
+typedef struct {
+  int tcp;
+  char name[BOOT_NAME_LEN + 32];  // abstract name, without the leading NUL (tcp == 0)
+  bootSockAddr addr;              // tcp == 1
+} strangerTarget;
+
+typedef struct {
+  int k, garbage, waitAll;  // waitAll: report once every connection is made, not after the first try
+  int nTargets;             // 0: close everything and exit
+  strangerTarget t[MAXR + 1];
+} strangerCmd;
+
+typedef struct {
+  int fd, state, idx;  // state: 0 to connect, 1 connecting (TCP), 2 connected, 3 done
+  strangerTarget t;
+} strangerConn;
+
+static void strangerStep(strangerConn* c, int garbage) {
+  if (c->state == 0) {
+    int fd = socket(c->t.tcp ? c->t.addr.sa.sa_family : AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return;
+    int r;
+    if (c->t.tcp) {
+      socklen_t len = c->t.addr.sa.sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+      r = connect(fd, &c->t.addr.sa, len);
+    } else {
+      struct sockaddr_un a;
+      memset(&a, 0, sizeof(a));
+      a.sun_family = AF_UNIX;
+      size_t len = strnlen(c->t.name, sizeof(a.sun_path) - 2);
+      memcpy(a.sun_path + 1, c->t.name, len);
+      r = connect(fd, (struct sockaddr*)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len));
+    }
+    if (r == 0 || errno == EINPROGRESS) {
+      c->fd = fd;
+      c->state = r == 0 ? 2 : 1;
+    } else {
+      close(fd);  // not listening yet, or its backlog is full: again on the next step
+    }
+  }
+  if (c->state == 1) {
+    struct pollfd p = {.fd = c->fd, .events = POLLOUT};
+    int err = 0;
+    socklen_t el = sizeof(err);
+    if (poll(&p, 1, 0) == 1 && getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &el) == 0) {
+      if (err == 0)
+        c->state = 2;
+      else {
+        close(c->fd);
+        c->fd = -1;
+        c->state = 0;
+      }
+    }
+  }
+  if (c->state == 2) {
+    if (garbage) {
+      char junk[1024];
+      for (size_t i = 0; i < sizeof(junk); i++) junk[i] = (char)(i * 131 + (size_t)c->idx * 7 + 1);
+      (void)!send(c->fd, junk, c->idx % 2 ? sizeof(junk) : 8, MSG_DONTWAIT | MSG_NOSIGNAL);
+    }
+    c->state = 3;
+  }
+}
+
+static void strangerMain(int cmdFd, int reportFd) {
+  strangerConn* c = NULL;
+  int n = 0, garbage = 0, waitAll = 0, toReport = 0;
+  long since = 0;
+  for (;;) {
+    int open = 0;
+    for (int i = 0; i < n; i++) open += c[i].state < 3;
+    struct pollfd p = {.fd = cmdFd, .events = POLLIN};
+    if (poll(&p, 1, open ? 1 : 100) == 1) {
+      strangerCmd cmd;
+      if (read(cmdFd, &cmd, sizeof(cmd)) != (ssize_t)sizeof(cmd) || cmd.nTargets == 0) _exit(0);
+      strangerConn* g = realloc(c, sizeof(*c) * (size_t)(n + cmd.k * cmd.nTargets));
+      if (g == NULL) _exit(3);
+      c = g;
+      for (int t = 0; t < cmd.nTargets; t++)
+        for (int i = 0; i < cmd.k; i++) c[n++] = (strangerConn){.fd = -1, .state = 0, .idx = i, .t = cmd.t[t]};
+      garbage = cmd.garbage;
+      waitAll = cmd.waitAll;
+      toReport = 1;
+      since = nowMs();
+    }
+    open = 0;
+    for (int i = 0; i < n; i++) {
+      strangerStep(&c[i], garbage);
+      open += c[i].state < 3;
+    }
+    if (toReport && (!waitAll || open == 0 || nowMs() - since > 10000)) {
+      char b = open == 0;
+      if (write(reportFd, &b, 1) != 1) _exit(4);
+      toReport = 0;
+    }
+  }
+}
+
+// One stranger process: its pid, the pipe its commands go down and the one its reports come up.
+typedef struct {
+  pid_t pid;
+  int cmd, report;
+} stranger;
+
+static int strangerStart(stranger* s) {
+  int down[2], up[2];
+  if (pipe(down) != 0) return -1;
+  if (pipe(up) != 0) {
+    close(down[0]);
+    close(down[1]);
+    return -1;
+  }
+  s->pid = mcclForkChild();
+  if (s->pid == 0) {
+    close(down[1]);
+    close(up[0]);
+    strangerMain(down[0], up[1]);
+  }
+  close(down[0]);
+  close(up[1]);
+  s->cmd = down[1];
+  s->report = up[0];
+  return s->pid > 0 ? 0 : -1;
+}
+
+// Send targets; wait for the report (1: every connection made, 0: some still trying).
+static int strangerSend(stranger* s, const strangerCmd* cmd) {
+  char b = 0;
+  if (write(s->cmd, cmd, sizeof(*cmd)) != (ssize_t)sizeof(*cmd)) return -1;
+  return read(s->report, &b, 1) == 1 ? b : -1;
+}
+
+static int strangerStop(stranger* s) {
+  strangerCmd bye;
+  memset(&bye, 0, sizeof(bye));
+  (void)!write(s->cmd, &bye, sizeof(bye));
+  int status = 0;
+  waitpid(s->pid, &status, 0);
+  close(s->cmd);
+  close(s->report);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+// Every rank's listener of the job whose rendezvous is named `idName`, as a neighbour finds them:
+// Unix, listening sockets in /proc/net/unix named "@<idName>.<rank>.<salt>"; TCP, listening sockets
+// in /proc/net/tcp(6) that belong to this process (their inodes are among /proc/self/fd's), at the
+// address of the id's interface.
+static int findListeners(const char* idName, const bootSockAddr* ifAddr, int tcp, strangerTarget* t, int max) {
+  int n = 0;
+  char line[512];
+  if (!tcp) {
+    FILE* f = fopen("/proc/net/unix", "r");
+    if (f == NULL) return 0;
+    char prefix[BOOT_NAME_LEN + 8];
+    snprintf(prefix, sizeof(prefix), "@%s.", idName);
+    while (n < max && fgets(line, sizeof(line), f)) {
+      char path[256] = "";
+      unsigned flags = 0;
+      if (sscanf(line, "%*s %*s %*s %x %*s %*s %*s %255s", &flags, path) != 2) continue;
+      if (!(flags & 0x10000) || strncmp(path, prefix, strlen(prefix)) != 0) continue;  // __SO_ACCEPTCON
+      t[n] = (strangerTarget){.tcp = 0};
+      snprintf(t[n].name, sizeof(t[n].name), "%s", path + 1);
+      n++;
+    }
+    fclose(f);
+    return n;
+  }
+  unsigned long inodes[64];
+  int nIno = 0;
+  DIR* d = opendir("/proc/self/fd");
+  for (struct dirent* e; d && (e = readdir(d)) != NULL && nIno < 64;) {
+    char link[64], target[64];
+    snprintf(link, sizeof(link), "/proc/self/fd/%s", e->d_name);
+    ssize_t len = readlink(link, target, sizeof(target) - 1);
+    if (len <= 0) continue;
+    target[len] = '\0';
+    if (sscanf(target, "socket:[%lu]", &inodes[nIno]) == 1) nIno++;
+  }
+  if (d) closedir(d);
+  FILE* f = fopen(ifAddr->sa.sa_family == AF_INET6 ? "/proc/net/tcp6" : "/proc/net/tcp", "r");
+  if (f == NULL) return 0;
+  while (n < max && fgets(line, sizeof(line), f)) {
+    char local[64];
+    unsigned st = 0;
+    unsigned long ino = 0;
+    if (sscanf(line, "%*s %63s %*s %x %*s %*s %*s %*s %*s %lu", local, &st, &ino) != 3 || st != 0x0A) continue;
+    int mine = 0;
+    for (int i = 0; i < nIno; i++) mine |= inodes[i] == ino;
+    const char* colon = strrchr(local, ':');
+    if (!mine || colon == NULL) continue;
+    t[n] = (strangerTarget){.tcp = 1, .addr = *ifAddr};
+    uint16_t port = htons((uint16_t)strtoul(colon + 1, NULL, 16));
+    if (ifAddr->sa.sa_family == AF_INET6)
+      t[n].addr.sin6.sin6_port = port;
+    else
+      t[n].addr.sin.sin_port = port;
+    n++;
+  }
+  fclose(f);
+  return n;
+}
+
+// A rank of a stranger job: init, wait for `strangerGo`, one timed allgather, a barrier.
+typedef struct {
+  mcclUniqueId id;
+  const char* hostId;
+  int rank, nranks;
+  mcclResult_t initRes, agRes;
+  long initDone, agMs;
+  int agOk;
+  uint64_t dropped;
+} strangerRank;
+static atomic_int strangerInited, strangerGo;
+
+static void* strangerRankMain(void* p) {
+  strangerRank* a = p;
+  if (a->hostId) mcclSetThreadHostId(a->hostId);
+  mcclBootstrap* bs = NULL;
+  a->initRes = mcclBootstrapInit(&a->id, a->rank, a->nranks, a->rank, NULL, NULL, &bs);
+  a->initDone = nowMs();
+  atomic_fetch_add(&strangerInited, 1);
+  if (a->initRes != mcclSuccess) return NULL;
+  while (!atomic_load(&strangerGo)) usleep(1000);
+  int all[MAXR * 16];
+  for (int i = 0; i < 16; i++) all[a->rank * 16 + i] = a->rank * 1000 + i;
+  long t0 = nowMs();
+  a->agRes = mcclBootstrapAllGather(bs, all, 16 * sizeof(int));
+  a->agMs = nowMs() - t0;
+  a->agOk = a->agRes == mcclSuccess;
+  for (int r = 0; a->agOk && r < a->nranks; r++)
+    for (int i = 0; i < 16; i++) a->agOk &= all[r * 16 + i] == r * 1000 + i;
+  if (mcclBootstrapBarrier(bs) != mcclSuccess) a->agOk = 0;
+  mcclBootstrapStats st;
+  if (mcclBootstrapGetStats(bs, &st) == mcclSuccess) a->dropped = st.droppedConnections;
+  mcclBootstrapClose(bs);
+  return NULL;
+}
+
+// n ranks (posed: each its own host, so everything but the strangers' Unix side goes over TCP).
+// With a stranger, k connections go to rank 0's rendezvous once rank 0 listens and before the
+// others start (during init), then k to every rank's listener before the allgather. *initMs: from
+// the start of ranks 1.. to the last init's end; *agMs: the slowest allgather.
+static void strangerJob(stranger* s, int n, int k, int garbage, int posed, long* initMs, long* agMs,
+                        uint64_t* dropped) {
+  strangerRank a[MAXR];
+  pthread_t th[MAXR];
+  memset(a, 0, sizeof(a));
+  mcclUniqueId id;
+  EXPECT_OK(mcclGetUniqueId(&id));
+  bootId bid;
+  EXPECT_OK(mcclBootstrapIdDecode(id.internal, sizeof(id.internal), &bid));
+  atomic_store(&strangerInited, 0);
+  atomic_store(&strangerGo, 0);
+  for (int i = 0; i < n; i++) {
+    a[i].id = id;
+    a[i].rank = i;
+    a[i].nranks = n;
+    a[i].hostId = posed ? poseHosts[i] : NULL;
+  }
+  strangerCmd cmd;
+  memset(&cmd, 0, sizeof(cmd));
+  cmd.k = k;
+  cmd.garbage = garbage;
+  pthread_create(&th[0], NULL, strangerRankMain, &a[0]);
+  if (s) {
+    // Rank 0's rendezvous, on the path the other ranks take to it.
+    cmd.nTargets = 1;
+    cmd.waitAll = 1;
+    cmd.t[0] = (strangerTarget){.tcp = posed, .addr = bid.addr};
+    snprintf(cmd.t[0].name, sizeof(cmd.t[0].name), "%s", bid.name);
+    EXPECT_EQ(strangerSend(s, &cmd), 1);
+  }
+  long t0 = nowMs();
+  for (int i = 1; i < n; i++) pthread_create(&th[i], NULL, strangerRankMain, &a[i]);
+  while (atomic_load(&strangerInited) < n) usleep(500);
+  long last = 0;
+  for (int i = 0; i < n; i++) last = a[i].initDone > last ? a[i].initDone : last;
+  *initMs = last - t0;
+  if (s && !mcclTestStopped()) {
+    cmd.nTargets = findListeners(bid.name, &bid.addr, posed, cmd.t, MAXR + 1);
+    cmd.waitAll = 0;  // with k past a backlog, the rest keep trying while the ranks drain it
+    EXPECT_EQ(cmd.nTargets, n);
+    EXPECT_GE(strangerSend(s, &cmd), 0);
+  }
+  atomic_store(&strangerGo, 1);
+  for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
+  *agMs = 0;
+  *dropped = 0;
+  for (int i = 0; i < n; i++) {
+    EXPECT_RES(a[i].initRes, mcclSuccess);
+    EXPECT_RES(a[i].agRes, mcclSuccess);
+    EXPECT_TRUE(a[i].agOk);
+    *agMs = a[i].agMs > *agMs ? a[i].agMs : *agMs;
+    *dropped += a[i].dropped;
+  }
+}
+
+// The bar: a stranger's silent connection (1 or 300 of them, or garbage) to rank 0's rendezvous
+// during init and to every rank's listener before an allgather adds at most 1 s to either (asserted
+// with margin: 3 s); every rank succeeds; the strangers' connections are closed and counted
+// (mcclBootstrapStats::droppedConnections); no fd is left behind. Each case runs the same job without
+// strangers first, for the time to compare with.
+static void strangerCase(int k, int garbage, int posed) {
+  setTimeoutMs("10000");
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 4096 && rl.rlim_max > rl.rlim_cur) {
+    rl.rlim_cur = rl.rlim_max < 4096 ? rl.rlim_max : 4096;  // k x 4 targets of strangers, the ranks' side too
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+  const int n = 3;
+  int fds0 = mcclTestCountFds();
+  long init0 = 0, ag0 = 0, init1 = 0, ag1 = 0;
+  uint64_t dropped0 = 0, dropped1 = 0;
+  strangerJob(NULL, n, k, garbage, posed, &init0, &ag0, &dropped0);
+  stranger s;
+  EXPECT_EQ(strangerStart(&s), 0);
+  strangerJob(&s, n, k, garbage, posed, &init1, &ag1, &dropped1);
+  EXPECT_EQ(strangerStop(&s), 0);
+  printf(
+      "# %d %s stranger connection(s) per listener over %s: init %ld ms (without: %ld ms), allgather %ld ms "
+      "(without: %ld ms), %llu dropped\n",
+      k, garbage ? "garbage" : "silent", posed ? "TCP" : "Unix", init1, init0, ag1, ag0, (unsigned long long)dropped1);
+  EXPECT_EQ(dropped0, 0);
+  EXPECT_GE(dropped1, (uint64_t)k);  // at least the rendezvous's, closed at the end of init
+  EXPECT_LT(init1 - init0, 3000);
+  EXPECT_LT(ag1 - ag0, 3000);
+  EXPECT_EQ(mcclTestCountFds(), fds0);
+  setTimeoutMs(NULL);
+}
+
+static void strangerSilent(void) {
+  strangerCase(1, 0, 0);
+  strangerCase(300, 0, 0);
+}
+static void strangerGarbage(void) {
+  strangerCase(300, 1, 0);
+}
+static void strangerTcp(void) {
+  strangerCase(1, 0, 1);
+  strangerCase(300, 1, 1);
+}
+
 MCCL_TEST_MAIN(MCCL_TEST_CASE(uniqueIdsDiffer), MCCL_TEST_CASE(badArguments), MCCL_TEST_CASE(threadsOneId),
                MCCL_TEST_CASE(missingRankTimesOut), MCCL_TEST_CASE(noRootTimesOut), MCCL_TEST_CASE(wrongSecret),
                MCCL_TEST_CASE(duplicateRank), MCCL_TEST_CASE(countMismatch), MCCL_TEST_CASE(abortFlagEndsWait),
                MCCL_TEST_CASE(deadPeer), MCCL_TEST_CASE(tcpAcrossPosedHosts), MCCL_TEST_CASE(socketIfname),
                MCCL_TEST_CASE(tcpRendezvousTimesOut), MCCL_TEST_CASE(tcpDeadPeer),
                MCCL_TEST_CASE(rootPortOutsideEphemeral), MCCL_TEST_CASE(tcpAcrossPosedHostsWatched),
-               MCCL_TEST_CASE(watchSeesDeath), MCCL_TEST_CASE(watchGoodbyeIsNoDeath))
+               MCCL_TEST_CASE(watchSeesDeath), MCCL_TEST_CASE(watchGoodbyeIsNoDeath), MCCL_TEST_CASE(strangerSilent),
+               MCCL_TEST_CASE(strangerGarbage), MCCL_TEST_CASE(strangerTcp))
