@@ -243,6 +243,16 @@ uint64_t mcclGetHostHash(void);
 uint64_t mcclGetPidNsHash(void);
 
 /**
+ * @brief Whether the process `pid` of this pid namespace (see mcclGetPidNsHash) has ended: no such
+ * process (kill(pid, 0) fails with ESRCH), or a zombie, one that has exited but that its parent has
+ * not reaped yet ('Z' or 'X' in /proc/PID/stat). kill(pid, 0) alone succeeds on a zombie, and a
+ * launcher that waits for its children in order may never reap it while the job runs.
+ * @param[in] pid a process id; 0 or less is never gone.
+ * @return 1 if gone, 0 if it runs (or cannot be judged: EPERM, /proc unreadable).
+ */
+int mcclProcessGone(int pid);
+
+/**
  * @brief Pose the calling thread as its own host: mcclGetHostHash on this thread hashes hostId
  * instead of MCCL_HOSTID or the host name (a per-thread MCCL_HOSTID).
  *

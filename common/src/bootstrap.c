@@ -17,6 +17,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -625,6 +626,22 @@ uint64_t mcclGetPidNsHash(void) {
   if (nBoot == 0 && nNs == 0) return 0;
   uint64_t h = fnv1a(fnv1a(FNV1A_BASIS, boot, nBoot), ns, (size_t)nNs);
   return h != 0 ? h : 1;
+}
+
+int mcclProcessGone(int pid) {
+  if (pid <= 0) return 0;
+  if (kill((pid_t)pid, 0) != 0) return errno == ESRCH;
+  // The state follows the command name in parentheses, which may itself hold spaces and ')'.
+  char path[64], buf[512];
+  snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT;  // reaped between the two looks
+  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  const char* paren = strrchr(buf, ')');
+  return paren != NULL && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
 }
 
 mcclResult_t mcclSetThreadHostId(const char* hostId) {

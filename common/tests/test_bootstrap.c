@@ -1000,6 +1000,53 @@ static void strangerTcp(void) {
   strangerCase(300, 1, 1);
 }
 
+// A peer that has exited but is not reaped (its launcher waits for other children first) is a zombie:
+// kill(pid, 0) still succeeds on it, mcclProcessGone must not. The child exits when its pipe closes;
+// the parent never waits for it while it polls, and asserts that it counts as gone within 100 ms of
+// being let go, while a live child and this process count as running.
+static void zombiePeerIsGone(void) {
+  int go[2];
+  EXPECT_EQ(pipe(go), 0);
+  pid_t zombie = mcclForkChild();
+  if (zombie == 0) {
+    char b;
+    close(go[1]);
+    if (read(go[0], &b, 1) < 0) _exit(2);
+    _exit(0);
+  }
+  pid_t live = mcclForkChild();
+  if (live == 0) {
+    close(go[0]);
+    close(go[1]);  // or the first child never sees end of file
+    pause();
+    _exit(0);
+  }
+  close(go[0]);
+  EXPECT_EQ(mcclProcessGone((int)getpid()), 0);
+  EXPECT_EQ(mcclProcessGone(zombie), 0);  // still waiting on the pipe
+  EXPECT_EQ(mcclProcessGone(live), 0);
+  EXPECT_EQ(mcclProcessGone(0), 0);
+  long t0 = nowMs();
+  close(go[1]);  // the child reads end of file and exits; nobody reaps it yet
+  long seen = -1;
+  while (seen < 0 && nowMs() - t0 < 2000) {
+    if (mcclProcessGone(zombie))
+      seen = nowMs() - t0;
+    else
+      usleep(1000);
+  }
+  printf("# unreaped child counted as gone %ld ms after its exit was allowed\n", seen);
+  EXPECT_GE(seen, 0);
+  EXPECT_LT(seen, 100);
+  EXPECT_EQ(kill(zombie, 0), 0);  // what the check alone would have believed: still there
+  EXPECT_EQ(mcclProcessGone(live), 0);
+  EXPECT_EQ(kill(live, SIGKILL), 0);
+  int status;
+  EXPECT_EQ(waitpid(zombie, &status, 0), zombie);
+  EXPECT_EQ(mcclProcessGone(zombie), 1);  // reaped: no such process
+  EXPECT_EQ(waitpid(live, &status, 0), live);
+}
+
 MCCL_TEST_MAIN(MCCL_TEST_CASE(uniqueIdsDiffer), MCCL_TEST_CASE(badArguments), MCCL_TEST_CASE(threadsOneId),
                MCCL_TEST_CASE(missingRankTimesOut), MCCL_TEST_CASE(noRootTimesOut), MCCL_TEST_CASE(wrongSecret),
                MCCL_TEST_CASE(duplicateRank), MCCL_TEST_CASE(countMismatch), MCCL_TEST_CASE(abortFlagEndsWait),
@@ -1007,4 +1054,4 @@ MCCL_TEST_MAIN(MCCL_TEST_CASE(uniqueIdsDiffer), MCCL_TEST_CASE(badArguments), MC
                MCCL_TEST_CASE(tcpRendezvousTimesOut), MCCL_TEST_CASE(tcpDeadPeer),
                MCCL_TEST_CASE(rootPortOutsideEphemeral), MCCL_TEST_CASE(tcpAcrossPosedHostsWatched),
                MCCL_TEST_CASE(watchSeesDeath), MCCL_TEST_CASE(watchGoodbyeIsNoDeath), MCCL_TEST_CASE(strangerSilent),
-               MCCL_TEST_CASE(strangerGarbage), MCCL_TEST_CASE(strangerTcp))
+               MCCL_TEST_CASE(strangerGarbage), MCCL_TEST_CASE(strangerTcp), MCCL_TEST_CASE(zombiePeerIsGone))

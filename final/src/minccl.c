@@ -288,21 +288,25 @@ mcclResult_t mcclCommGetAsyncError(mcclComm_t comm, mcclResult_t* asyncError) {
     } else {
       // Peers in other processes: one that has exited can no longer take part (NCCL learns it from
       // its proxy's sockets). Where the peer's pid names a process here (same boot and pid namespace,
-      // posed hosts included), the pid says it at once; a pid from another machine or container names
-      // nothing here, and is never looked up: the bootstrap's watch connection with that peer says it.
+      // posed hosts included), the pid says it at once, a zombie included (exited, not yet reaped by
+      // its launcher); a pid from another machine or container names nothing here, and is never
+      // looked up: the bootstrap's watch connection with that peer says it.
       pid_t me = getpid();
       const uint64_t ns = lab->peerInfo[lab->rank].pidNsHash;  // this rank's record: no /proc read per poll
       for (int p = 0; p < lab->nRanks && r == mcclSuccess; p++) {
         pid_t pid = (pid_t)lab->peerInfo[p].pid;
         if (ns == 0 || lab->peerInfo[p].pidNsHash != ns) continue;
-        if (pid > 0 && pid != me && kill(pid, 0) != 0 && errno == ESRCH) {
+        if (pid > 0 && pid != me && mcclProcessGone((int)pid)) {
           WARN("rank %d: peer rank %d (pid %d) has exited", comm->rank, p, (int)pid);
           r = mcclRemoteError;
         }
       }
       int gone = -1;
       if (r == mcclSuccess && mcclBootstrapPeerGone(lab->bootstrap, &gone) == mcclSuccess && gone >= 0) {
-        WARN("rank %d: peer rank %d on another machine or pid namespace has exited", comm->rank, gone);
+        // MCCL_PEER_WATCH=2 watches local peers too: say where the peer was only where it is known.
+        const int local = ns != 0 && lab->peerInfo[gone].pidNsHash == ns;
+        WARN("rank %d: peer rank %d (pid %d%s) has exited: its bootstrap watch connection closed", comm->rank, gone,
+             (int)lab->peerInfo[gone].pid, local ? "" : " on another machine or in another pid namespace");
         r = mcclRemoteError;
       }
     }
