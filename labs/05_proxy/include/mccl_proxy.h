@@ -68,6 +68,9 @@ enum mcclProxyServiceMsg {
 
 /** @brief Most operations in flight at once per proxy (the op pool). */
 #define MCCL_PROXY_MAX_OPS 1024
+/** @brief Most fds one rank's QueryFd requests may leave with a proxy; past it a QueryFd gets
+ * mcclInvalidUsage and its fd is closed at once (any process of the user can send to the fd socket). */
+#define MCCL_PROXY_MAX_KEPT_FDS 64
 /** @brief Longest request or response body of one RPC, in bytes. */
 #define MCCL_PROXY_MAX_MSG 4096
 

@@ -155,6 +155,7 @@ static void closeEverything(mcclProxyState* p) {
     if (p->clientFds[i] >= 0) close(p->clientFds[i]);
   for (int i = 0; i < p->nKept; i++) close(p->keptFds[i]);
   free(p->keptFds);
+  free(p->keptRank);
   free(p->exports);
   pthread_mutex_destroy(&p->exportLock);
   if (p->clientFd >= 0) close(p->clientFd);
@@ -287,7 +288,7 @@ mcclResult_t mcclProxyInit(mcclProxyState* proxy, mcclBootstrap* bs) {
   }
   free(proxy->peerHash);
   proxy->peerHash = h;
-  proxy->nranks = n;
+  __atomic_store_n(&proxy->nranks, n, __ATOMIC_RELEASE);  // the service thread reads it for QueryFd
   return mcclSuccess;
 }
 

@@ -9,6 +9,7 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 #include <cuda.h>
 #include "mccl_checks.h"
@@ -226,13 +227,30 @@ static mcclResult_t udsCall(mcclProxyState* p, int peerRank, udsReq* q, int send
   char raw[sizeof(udsResp)];
   udsResp got;
   int fd = -1;
-  MCCLCHECKGOTO(mcclIpcSocketRecvMsg(&cli, raw, sizeof(raw), recvFd ? &fd : NULL), res, out);
-  if (mcclProxyUdsRespDecode(raw, sizeof(raw), q->opId, &got) != mcclSuccess) {
-    WARN("Proxy %d: fd service of rank %d sent a bad answer", p->rank, peerRank);
+  // Our socket's name can be read in /proc/net/unix, so any process of our uid may send to it. A
+  // datagram that is not the answer to this request is dropped, its fd closed at once, and the wait
+  // goes on, within the one MCCL_IPC_TIMEOUT of the whole call.
+  const int64_t timeout = mcclParamIpcTimeout();
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;) {
+    fd = -1;
+    res = mcclIpcSocketRecvMsg(&cli, raw, sizeof(raw), recvFd ? &fd : NULL);
+    if (res == mcclSuccess && mcclProxyUdsRespDecode(raw, sizeof(raw), q->opId, &got) == mcclSuccess) break;
     if (fd >= 0) close(fd);
-    res = mcclRemoteError;
-    goto out;
+    if (res == mcclTimeout || res == mcclInternalError || res == mcclInvalidArgument || res == mcclSystemError)
+      goto out;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    const int64_t ms = (int64_t)(t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+    if (timeout > 0 && ms >= timeout) {
+      WARN("Proxy %d: no answer from the fd service of rank %d within MCCL_IPC_TIMEOUT=%lld ms", p->rank, peerRank,
+           (long long)timeout);
+      res = mcclTimeout;
+      goto out;
+    }
+    INFO(MCCL_PROXY, "Proxy %d: dropped a datagram that does not answer our request to rank %d", p->rank, peerRank);
   }
+  res = mcclSuccess;
   *a = got;
   if (recvFd) *recvFd = fd;
 out:
@@ -280,7 +298,11 @@ mcclResult_t mcclProxyClientQueryFdBlocking(mcclProxyState* proxy, int peerRank,
   q.type = mcclProxyMsgQueryFd;
   udsResp a;
   MCCLCHECK(udsCall(proxy, peerRank, &q, localFd, &a, NULL));
-  if (a.res != mcclSuccess) return (mcclResult_t)a.res;
+  if (a.res != mcclSuccess) {
+    WARN("Proxy %d: rank %d's proxy refused to keep our fd: %s (at most MCCL_PROXY_MAX_KEPT_FDS=%d per rank)",
+         proxy->rank, peerRank, mcclGetErrorString((mcclResult_t)a.res), MCCL_PROXY_MAX_KEPT_FDS);
+    return (mcclResult_t)a.res;
+  }
   *rmtFd = a.rmtFd;
   return mcclSuccess;
 }

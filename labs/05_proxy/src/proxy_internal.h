@@ -82,7 +82,8 @@ struct mcclProxyState {
   int nClients;
   asyncOp* asyncOps;
   proxyConnEntry* conns;
-  int* keptFds;
+  int* keptFds;   // fds QueryFd requests left here, kept until destroy
+  int* keptRank;  // the rank each came from (as its request claims)
   int nKept, capKept;
 
   // Handles a peer may ask GetFd for: registered by the owner or by a Setup hook (exportHandle).

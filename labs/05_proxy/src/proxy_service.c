@@ -255,6 +255,13 @@ static void progressAsyncOps(mcclProxyState* p) {
   }
 }
 
+// How many fds that rank's QueryFd requests left with this proxy.
+static int keptBy(const mcclProxyState* p, int rank) {
+  int n = 0;
+  for (int i = 0; i < p->nKept; i++) n += p->keptRank[i] == rank;
+  return n;
+}
+
 // GetFd / QueryFd from any local process, on the lab 03 datagram socket (NCCL's proxyUDSRecvReq).
 __attribute__((noinline)) static void serviceUds(mcclProxyState* p) {
   char raw[sizeof(udsReq)];
@@ -268,11 +275,18 @@ __attribute__((noinline)) static void serviceUds(mcclProxyState* p) {
   }
   udsResp a = {.opId = q.opId, .res = mcclSuccess, .rmtFd = -1};
   int sendFd = -1;
+  const int from = q.clientRank - 1;  // the requester's socket is named with its rank + 1
+  const int nranks = __atomic_load_n(&p->nranks, __ATOMIC_ACQUIRE);  // 0 until mcclProxyInit
+  if (q.type == mcclProxyMsgGetFd && fd >= 0) {
+    // Only a QueryFd brings an fd: one on a GetFd is nobody's to keep.
+    close(fd);
+    fd = -1;
+  }
   if (q.type == mcclProxyMsgGetFd && !isExported(p, q.handle)) {
     // The driver does not validate handles (a bogus one crashes it), and a peer should only reach
     // memory its owner offered: NCCL trusts its peers here, minccl checks.
     WARN("Proxy %d: GetFd from rank %d for handle 0x%llx, which this process never registered for export", p->rank,
-         q.clientRank, (unsigned long long)q.handle);
+         from, (unsigned long long)q.handle);
     a.res = mcclInvalidArgument;
   } else if (q.type == mcclProxyMsgGetFd) {
     // Lazy export, as NCCL's proxyGetFd: only now does the owner turn the handle into an fd.
@@ -285,17 +299,27 @@ __attribute__((noinline)) static void serviceUds(mcclProxyState* p) {
       sendFd = -1;
     }
     INFO(MCCL_PROXY, "Proxy %d: GetFd handle 0x%llx -> fd %d for rank %d", p->rank, (unsigned long long)q.handle,
-         sendFd, q.clientRank);
+         sendFd, from);
+  } else if (q.type == mcclProxyMsgQueryFd && fd >= 0 &&
+             (from >= nranks || keptBy(p, from) >= MCCL_PROXY_MAX_KEPT_FDS)) {
+    // Any process of our uid can send here, so what it leaves with us is capped per rank it claims:
+    // a flood costs at most MCCL_PROXY_MAX_KEPT_FDS fds per rank of the job, each closed at once past it.
+    INFO(MCCL_PROXY, "Proxy %d: QueryFd from rank %d refused and its fd closed: %s", p->rank, from,
+         from >= nranks ? "no such rank in this job" : "it already holds MCCL_PROXY_MAX_KEPT_FDS fds here");
+    a.res = mcclInvalidUsage;
   } else if (q.type == mcclProxyMsgQueryFd && fd >= 0) {
     if (p->nKept == p->capKept) {
       int cap = p->capKept ? 2 * p->capKept : 16;
       int* k = realloc(p->keptFds, sizeof(int) * (size_t)cap);
-      if (k) {
-        p->keptFds = k;
+      int* r = k ? realloc(p->keptRank, sizeof(int) * (size_t)cap) : NULL;
+      if (k) p->keptFds = k;
+      if (r) {
+        p->keptRank = r;
         p->capKept = cap;
       }
     }
     if (p->nKept < p->capKept) {
+      p->keptRank[p->nKept] = from;
       p->keptFds[p->nKept++] = fd;
       a.rmtFd = fd;
       fd = -1;
@@ -303,7 +327,7 @@ __attribute__((noinline)) static void serviceUds(mcclProxyState* p) {
       a.res = mcclSystemError;
     }
   } else {
-    WARN("Proxy %d: QueryFd from rank %d carried no fd", p->rank, q.clientRank);
+    WARN("Proxy %d: QueryFd from rank %d carried no fd", p->rank, from);
     a.res = mcclInvalidArgument;
   }
   if (fd >= 0) close(fd);
@@ -318,8 +342,8 @@ __attribute__((noinline)) static void serviceUds(mcclProxyState* p) {
   mcclResult_t sr = mcclIpcSocketSendMsg(&p->uds, &a, sizeof(a), sendFd, q.clientRank, q.clientHash);
   p->uds.abortFlag = abortFlag;
   if (sr != mcclSuccess)
-    INFO(MCCL_PROXY, "Proxy %d: rank %d's fd requester is gone; reply to request type %d dropped", p->rank,
-         q.clientRank, q.type);
+    INFO(MCCL_PROXY, "Proxy %d: rank %d's fd requester is gone; reply to request type %d dropped", p->rank, from,
+         q.type);
   if (sendFd >= 0) close(sendFd);  // the kernel made the client its own copy
 }
 

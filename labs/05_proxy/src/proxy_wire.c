@@ -87,12 +87,13 @@ mcclResult_t mcclProxyUdsReqDecode(const void* buf, size_t len, udsReq* out) {
   }
   udsReq q;
   memcpy(&q, buf, sizeof(q));
-  if (q.clientRank < 0) {
-    WARN("Proxy: fd request type %d from rank %d", (int)q.type, (int)q.clientRank);
+  if (q.clientRank < 1) {
+    WARN("Proxy: fd request type %d from socket rank %d (a requester's is its rank + 1)", (int)q.type,
+         (int)q.clientRank);
     return mcclInternalError;
   }
   if (q.type != mcclProxyMsgGetFd && q.type != mcclProxyMsgQueryFd) {
-    WARN("Proxy: fd request from rank %d of type %d (GetFd %d or QueryFd %d)", (int)q.clientRank, (int)q.type,
+    WARN("Proxy: fd request from rank %d of type %d (GetFd %d or QueryFd %d)", (int)q.clientRank - 1, (int)q.type,
          mcclProxyMsgGetFd, mcclProxyMsgQueryFd);
     return mcclInternalError;
   }

@@ -30,7 +30,7 @@ typedef struct {
 
 // Datagram framing for GetFd/QueryFd on the lab 03 socket.
 typedef struct {
-  int32_t type, clientRank;
+  int32_t type, clientRank;  // clientRank: the requester's socket rank, its own rank + 1 (0 is the services')
   uint64_t clientHash;
   uint64_t opId;
   uint64_t handle;

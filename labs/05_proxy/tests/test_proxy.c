@@ -2,15 +2,19 @@
 // hooks report "in progress"), ops through the progress thread (ordering, many at once, abort,
 // stop), idle CPU and wake-up, CPU pinning, thread/fd counts, and SHM send/recv driven by the proxy.
 #include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "mccl_bootstrap.h"
 #include "mccl_checks.h"
+#include "mccl_fork.h"
 #include "mccl_param.h"
 #include "mccl_proxy.h"
 #include "mccl_shm.h"
@@ -599,8 +603,76 @@ static void responseAtDeadlineIsUsed(void) {
   EXPECT_OK(mcclProxyDestroy(p));
 }
 
+// A neighbour of our uid floods the fd socket: 3000 datagrams that each carry an fd, as QueryFd
+// claiming to come from rank 0 (the only rank of this job), from ranks that are not in it, as GetFd,
+// and as garbage. The service keeps at most MCCL_PROXY_MAX_KEPT_FDS of them (rank 0's share) and
+// closes every other at once: this process's fd count stays bounded while the flood runs and after,
+// rank 0's own QueryFd is then refused, and destroy gives every kept fd back.
+enum { FLOOD_MSGS = 3000 };
+static int floodChild(uint64_t proxyHash) {
+  int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  mcclIpcSocket s;
+  const uint64_t myHash = 0x5eed0000u + (uint64_t)getpid();
+  if (devnull < 0 || mcclIpcSocketInit(&s, 4, myHash, NULL) != mcclSuccess) return 1;
+  for (int i = 0; i < FLOOD_MSGS; i++) {
+    udsReq q = {.type = i % 4 == 2 ? mcclProxyMsgGetFd : mcclProxyMsgQueryFd,
+                .clientRank = i % 4 == 1 ? 2 + i % 7 : 1,
+                .clientHash = myHash,
+                .opId = (uint64_t)i,
+                .handle = 0x77};
+    if (i % 4 == 3) q.type = 99;  // garbage: no such request
+    if (mcclIpcSocketSendMsg(&s, &q, sizeof(q), devnull, 0, proxyHash) != mcclSuccess) return 2;
+  }
+  mcclIpcSocketClose(&s);
+  return 0;
+}
+
+static void fdFloodBounded(void) {
+  resetFake();
+  setenv("MCCL_IPC_TIMEOUT", "10000", 1);
+  mcclParamResetAll();
+  int fds0 = mcclTestCountFds();
+  mcclProxyState* p = NULL;
+  EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
+  mcclUniqueId id;
+  mcclBootstrap* bs = NULL;
+  EXPECT_OK(mcclGetUniqueId(&id));
+  EXPECT_OK(mcclBootstrapInit(&id, 0, 1, 0, mcclProxyGetAddress(p), NULL, &bs));
+  EXPECT_OK(mcclProxyInit(p, bs));
+  CHECK_STOPPED();
+  const int fds1 = mcclTestCountFds();  // with the bootstrap's listeners
+  uint64_t proxyHash = strtoull(mcclProxyGetAddress(p) + strlen("mccl-proxy-"), NULL, 16);
+  fflush(NULL);
+  pid_t child = mcclForkChild();
+  if (child == 0) _exit(floodChild(proxyHash));
+  int most = 0, status = 0;
+  while (waitpid(child, &status, WNOHANG) == 0) {
+    int n = mcclTestCountFds();
+    most = n > most ? n : most;
+    sleepMs(1);
+  }
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  // The last datagrams may still sit in the socket: wait for the service to drain them.
+  int n = 0;
+  for (int i = 0; i < 200 && (n = mcclTestCountFds()) != fds1 + MCCL_PROXY_MAX_KEPT_FDS; i++) sleepMs(10);
+  most = n > most ? n : most;
+  printf("# %d datagrams with an fd each: fds %d before, %d at most during the flood, %d after\n", FLOOD_MSGS, fds1,
+         most, n);
+  EXPECT_EQ(n, fds1 + MCCL_PROXY_MAX_KEPT_FDS);         // rank 0's share, nothing more
+  EXPECT_LE(most, fds1 + MCCL_PROXY_MAX_KEPT_FDS + 8);  // a few in flight in the socket at a time
+  int rmt = -1, mine = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  EXPECT_RES(mcclProxyClientQueryFdBlocking(p, 0, mine, &rmt), mcclInvalidUsage);  // its share is used up
+  close(mine);
+  EXPECT_OK(mcclBootstrapClose(bs));
+  EXPECT_OK(mcclProxyDestroy(p));
+  unsetenv("MCCL_IPC_TIMEOUT");
+  mcclParamResetAll();
+  EXPECT_EQ(mcclTestCountFds(), fds0);
+}
+
 MCCL_TEST_MAIN(MCCL_TEST_CASE(createDestroyCounts), MCCL_TEST_CASE(exportRegistry), MCCL_TEST_CASE(setupRpcs),
                MCCL_TEST_CASE(manyOpsInOrder), MCCL_TEST_CASE(badOpArguments), MCCL_TEST_CASE(abortInFlight),
                MCCL_TEST_CASE(stopInFlight), MCCL_TEST_CASE(idleCpuAndWakeup), MCCL_TEST_CASE(cpusetPinning),
                MCCL_TEST_CASE(shmSendRecvInProcess), MCCL_TEST_CASE(freeConnectorWithOpInFlight),
-               MCCL_TEST_CASE(goneRequesterDoesNotStall), MCCL_TEST_CASE(responseAtDeadlineIsUsed))
+               MCCL_TEST_CASE(goneRequesterDoesNotStall), MCCL_TEST_CASE(responseAtDeadlineIsUsed),
+               MCCL_TEST_CASE(fdFloodBounded))
