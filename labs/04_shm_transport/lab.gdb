@@ -11,7 +11,8 @@ set schedule-multiple on
 source labs/lab-common.gdb
 
 # A /dev/shm segment being created (refcount > 0: shmPath "" gets mkstemp's name) or attached
-# (refcount -1: the last attacher unlinks it). `finish`, then `shell ls -l /dev/shm` to see it.
+# (refcount -1: the last attacher unlinks it; for peers in one process the creator unlinks it at once
+# and the attach opens /proc/self/fd/N). `finish`, then `shell ls -l /dev/shm` to see it.
 break mcclShmOpen
 commands
   printf "[inferior %d] mcclShmOpen \"%s\" size %lu refcount %d (> 0 create, < 0 attach)\n", $_inferior, shmPath, shmSize, refcount

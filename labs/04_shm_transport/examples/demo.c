@@ -77,8 +77,8 @@ static int demoBuffers(void) {
   TRY(mcclShmImportShareableBuffer(&desc, -1, &h2, NULL, &imported));
   char path[MCCL_SHM_PATH_MAX];
   snprintf(path, sizeof(path), "%s%s", MCCL_SHM_PREFIX, desc.legacy.shmSuffix);
-  printf("  attached at %p, reads \"%s\"; the last attacher unlinked it: %s is %s\n", h2, (char*)h2, path,
-         access(path, F_OK) == 0 ? "still there" : "gone");
+  printf("  attached at %p through the creator's fd, reads \"%s\"; %s is %s\n", h2, (char*)h2, path,
+         access(path, F_OK) == 0 ? "still there" : "gone (unlinked when made: every importer is in this process)");
   TRY(mcclShmIpcClose(&imported));
   TRY(mcclShmIpcClose(&desc));
 

@@ -97,7 +97,12 @@ typedef struct {
  * mcclCuMemHostEnable() and !legacy, else a /dev/shm segment from mcclShmOpen (registered for the
  * device). A /dev/shm segment reads as zeros; cuMem memory is not cleared.
  * @param[in]  size     bytes, > 0.
- * @param[in]  legacy   non-zero forces the /dev/shm path (NCCL does for peers in one process).
+ * @param[in]  legacy   non-zero forces the /dev/shm path (NCCL does for peers in one process), for
+ *                      importers in this process only: the name is unlinked before this returns, and
+ *                      mcclShmImportShareableBuffer here opens the segment through its creator's fd
+ *                      (/proc/self/fd/N), so a kill at any later moment leaves no file. Zero with cuMem
+ *                      off gives a named segment that another process can attach (its last attacher
+ *                      unlinks it).
  * @param[out] descOut  the tagged descriptor (local fields set).
  * @param[out] hptr     host address.
  * @param[out] dptr     device address, or NULL.
@@ -119,7 +124,8 @@ mcclResult_t mcclShmExportFd(const mcclShmIpcDesc_t* desc, int* fd);
 
 /**
  * @brief Map a peer's shareable buffer (NCCL's ncclShmImportShareableBuffer), acting on desc->kind:
- * LEGACY attaches the /dev/shm file (mcclShmOpen with refcount -1, which unlinks it when last);
+ * LEGACY attaches the /dev/shm file (mcclShmOpen with refcount -1, which unlinks it when last), or,
+ * for a segment this process made with legacy forced, the creator's open fd through /proc/self/fd;
  * CUMEM imports fd (cuMemImportFromShareableHandle), maps it at a new address and grants the
  * current device and the host read/write access.
  * @param[in]  desc     the peer's descriptor, as received.

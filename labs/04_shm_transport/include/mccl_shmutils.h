@@ -87,6 +87,15 @@ mcclResult_t mcclShmClose(mcclShmHandle_t handle);
  */
 mcclResult_t mcclShmUnlink(mcclShmHandle_t handle);
 
+/**
+ * @brief The segment's open descriptor, which stays valid until mcclShmClose: another part of this
+ * process may attach an unlinked segment through "/proc/self/fd/<fd>" (mcclShmOpen with refcount -1
+ * on that path; an attach through /proc never unlinks anything).
+ * @param[in] handle  from mcclShmOpen.
+ * @return the descriptor, or -1 for a NULL handle.
+ */
+int mcclShmGetFd(mcclShmHandle_t handle);
+
 /** @} */
 
 #ifdef __cplusplus

@@ -4,6 +4,7 @@
 // and the copy-engine progress functions (shm{Send,Recv}ProxyProgress) driven from the host.
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,75 @@
 #include "shm_wire.h"
 
 // ---- shareable host buffers ------------------------------------------------------------------
+
+// /dev/shm segments made for peers of this same process (legacy forced). Every rank that will open
+// one lives here, so its name is unlinked as soon as it is created and the importer opens it through
+// the creator's descriptor (/proc/self/fd/N): a process killed at any moment of its setup leaves
+// nothing in /dev/shm. Keyed by the name's suffix, the one field of the descriptor that crosses the
+// wire (its decoder clears the creator's handle); a suffix is never registered twice.
+typedef struct localSeg {
+  mcclShmHandle_t handle;
+  char suffix[7];
+  struct localSeg* next;
+} localSeg;
+static pthread_mutex_t localSegLock = PTHREAD_MUTEX_INITIALIZER;
+static localSeg* localSegs;
+
+static void localSegForget(mcclShmHandle_t handle);
+
+// Under localSegLock: the segment of this process named by suffix, or NULL.
+static localSeg* localSegFind(const char* suffix) {
+  for (localSeg* s = localSegs; s; s = s->next)
+    if (strncmp(s->suffix, suffix, sizeof(s->suffix)) == 0) return s;
+  return NULL;
+}
+
+// The creator's fd of a segment of this process, or -1 if the descriptor names no such segment.
+static int localSegFd(const mcclShmIpcDesc_t* desc) {
+  pthread_mutex_lock(&localSegLock);
+  const localSeg* s = localSegFind(desc->legacy.shmSuffix);
+  const int fd = s ? mcclShmGetFd(s->handle) : -1;
+  pthread_mutex_unlock(&localSegLock);
+  return fd;
+}
+
+// Record a created segment and unlink its name. Fails with mcclInternalError if the suffix is
+// taken (mkstemp may pick the name of one we unlinked): the caller makes another.
+static mcclResult_t localSegAdd(mcclShmHandle_t handle, const char* suffix) {
+  localSeg* s = calloc(1, sizeof(*s));
+  if (s == NULL) {
+    WARN("Out of memory recording a shared memory segment");
+    return mcclSystemError;
+  }
+  s->handle = handle;
+  memcpy(s->suffix, suffix, sizeof(s->suffix));
+  pthread_mutex_lock(&localSegLock);
+  const int taken = localSegFind(suffix) != NULL;
+  if (!taken) {
+    s->next = localSegs;
+    localSegs = s;
+  }
+  pthread_mutex_unlock(&localSegLock);
+  if (taken) {
+    free(s);
+    return mcclInternalError;
+  }
+  mcclResult_t res = mcclShmUnlink(handle);
+  if (res != mcclSuccess) localSegForget(handle);
+  return res;
+}
+
+static void localSegForget(mcclShmHandle_t handle) {
+  pthread_mutex_lock(&localSegLock);
+  for (localSeg** ps = &localSegs; *ps; ps = &(*ps)->next) {
+    if ((*ps)->handle != handle) continue;
+    localSeg* s = *ps;
+    *ps = s->next;
+    free(s);
+    break;
+  }
+  pthread_mutex_unlock(&localSegLock);
+}
 
 mcclResult_t mcclShmAllocateShareableBuffer(size_t size, int legacy, mcclShmIpcDesc_t* descOut, void** hptr,
                                             void** dptr) {
@@ -43,13 +113,23 @@ mcclResult_t mcclShmAllocateShareableBuffer(size_t size, int legacy, mcclShmIpcD
   } else {
     char path[MCCL_SHM_PATH_MAX] = "";
     mcclShmHandle_t handle;
-    MCCLCHECK(mcclShmOpen(path, sizeof(path), size, &h, dptr ? &d : NULL, 1, &handle));
+    for (;;) {
+      path[0] = '\0';
+      MCCLCHECK(mcclShmOpen(path, sizeof(path), size, &h, dptr ? &d : NULL, 1, &handle));
+      memcpy(desc.legacy.shmSuffix, path + strlen(MCCL_SHM_PREFIX), sizeof(desc.legacy.shmSuffix) - 1);
+      desc.legacy.shmSuffix[sizeof(desc.legacy.shmSuffix) - 1] = '\0';
+      if (!legacy) break;
+      // Its importers are in this process (see localSegs): the name can go now.
+      mcclResult_t ar = localSegAdd(handle, desc.legacy.shmSuffix);
+      if (ar == mcclSuccess) break;
+      mcclShmClose(handle);
+      if (ar != mcclInternalError) return ar;
+    }
     desc.kind = MCCL_SHM_IPC_LEGACY;
-    memcpy(desc.legacy.shmSuffix, path + strlen(MCCL_SHM_PREFIX), sizeof(desc.legacy.shmSuffix) - 1);
-    desc.legacy.shmSuffix[sizeof(desc.legacy.shmSuffix) - 1] = '\0';
     desc.legacy.shmSize = size;
     desc.legacy.handle = handle;
-    INFO(MCCL_SHM, "MMAP allocated shareable host buffer %s size %zu ptr %p", path, size, h);
+    INFO(MCCL_SHM, "MMAP allocated shareable host buffer %s%s size %zu ptr %p", path,
+         legacy ? " (unlinked at once: its importers are in this process)" : "", size, h);
   }
   *descOut = desc;
   *hptr = h;
@@ -119,7 +199,11 @@ mcclResult_t mcclShmImportShareableBuffer(const mcclShmIpcDesc_t* desc, int fd, 
   MCCLCHECK(mcclShmIpcDescCheck(desc));
   if (desc->kind == MCCL_SHM_IPC_LEGACY) {
     char path[MCCL_SHM_PATH_MAX];
-    snprintf(path, sizeof(path), "%s%s", MCCL_SHM_PREFIX, desc->legacy.shmSuffix);
+    const int localFd = localSegFd(desc);
+    if (localFd >= 0)
+      snprintf(path, sizeof(path), "/proc/self/fd/%d", localFd);
+    else
+      snprintf(path, sizeof(path), "%s%s", MCCL_SHM_PREFIX, desc->legacy.shmSuffix);
     mcclShmHandle_t handle;
     MCCLCHECK(mcclShmOpen(path, sizeof(path), desc->legacy.shmSize, &h, dptr ? &d : NULL, -1, &handle));
     out.kind = MCCL_SHM_IPC_LEGACY;
@@ -147,6 +231,7 @@ mcclResult_t mcclShmIpcClose(mcclShmIpcDesc_t* desc) {
   if (desc == NULL) return mcclSuccess;
   mcclResult_t res = mcclSuccess;
   if (desc->kind == MCCL_SHM_IPC_LEGACY) {
+    localSegForget(desc->legacy.handle);
     res = mcclShmClose(desc->legacy.handle);
   } else if (desc->kind == MCCL_SHM_IPC_CUMEM) {
     res = mcclCuMemHostFree(desc->cumem.ptr);  // finds the handle from the pointer: ours or imported

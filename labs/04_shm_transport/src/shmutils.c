@@ -148,8 +148,9 @@ mcclResult_t mcclShmOpen(char* shmPath, size_t shmPathSize, size_t shmSize, void
   } else {
     // Whoever takes the count to 0 is the last to attach: the name is no longer needed, and
     // unlinking now means a crash of everyone leaves nothing behind in /dev/shm.
+    // An attach through /proc/self/fd/N is to a segment its creator unlinked already: nothing to do.
     int remaining = __atomic_sub_fetch(ref, 1, __ATOMIC_ACQ_REL);
-    if (remaining == 0 && unlink(shmPath) != 0 && errno != ENOENT)
+    if (remaining == 0 && strncmp(shmPath, "/proc/", 6) != 0 && unlink(shmPath) != 0 && errno != ENOENT)
       INFO(MCCL_ALLOC | MCCL_SHM, "unlink shared memory %s failed: %s", shmPath, strerror(errno));
   }
 
@@ -219,4 +220,9 @@ mcclResult_t mcclShmUnlink(mcclShmHandle_t handle) {
   free(h->shmPath);
   h->shmPath = NULL;
   return res;
+}
+
+int mcclShmGetFd(mcclShmHandle_t handle) {
+  const struct shmHandleInternal* h = (const struct shmHandleInternal*)handle;
+  return h ? h->fd : -1;
 }

@@ -220,12 +220,14 @@ static void ipcLegacyRoundTrip(void) {
   EXPECT_EQ(mine.legacy.shmSize, 65536);
   char path[MCCL_SHM_PATH_MAX];
   descPath(&mine, path, sizeof(path));
-  EXPECT_TRUE(pathExists(path));
+  EXPECT_FALSE(pathExists(path));  // legacy forced: the importers are in this process, the name went at once
   for (int i = 0; i < 65536; i++) ((unsigned char*)h)[i] = (unsigned char)(i * 7);
   EXPECT_OK(mcclShmImportShareableBuffer(&mine, -1, &h2, &d2, &theirs));
   EXPECT_EQ(theirs.kind, MCCL_SHM_IPC_LEGACY);
   EXPECT_FALSE(pathExists(path));
   EXPECT_MEM_EQ(h2, h, 65536);
+  ((unsigned char*)h2)[100] = 0xA5;  // one memory, seen from both mappings
+  EXPECT_EQ(((unsigned char*)h)[100], 0xA5);
   int fd = -1;
   EXPECT_RES(mcclShmExportFd(&mine, &fd), mcclInvalidArgument);  // a file has no cuMem fd
   EXPECT_EQ(fd, -1);
@@ -561,9 +563,58 @@ static void connectorMisuse(void) {
   EXPECT_EQ(mcclTestCountFds(), fds);
 }
 
+// SIGKILL in the middle of a single-process setup: a child allocates the buffers that the setup of 8
+// connections (a send and a receive side each) allocates, the /dev/shm path forced as for peers in one
+// process, reports their names and waits to be killed before any import. No name may exist, neither
+// while it lives nor after the kill. (A buffer for another process keeps its name until its importer
+// attaches: test_shm_pair's pairDevShm covers that path.)
+enum { KILLED_SEGS = 16 };
+static int setupThenWait(int out) {
+  for (int i = 0; i < KILLED_SEGS; i++) {
+    mcclShmIpcDesc_t d;
+    void* h;
+    if (mcclShmAllocateShareableBuffer((size_t)(64 + i) << 10, 1, &d, &h, NULL) != mcclSuccess) return 1;
+    if (write(out, d.legacy.shmSuffix, sizeof(d.legacy.shmSuffix)) != (ssize_t)sizeof(d.legacy.shmSuffix)) return 2;
+  }
+  for (;;) pause();
+}
+
+static void setupKilledLeavesNothing(void) {
+  int p[2];
+  EXPECT_EQ(pipe(p), 0);
+  fflush(NULL);
+  pid_t pid = mcclForkChild();
+  if (pid == 0) {
+    close(p[0]);
+    _exit(setupThenWait(p[1]));
+  }
+  close(p[1]);
+  char suffix[KILLED_SEGS][7];
+  int got = 0;
+  while (got < KILLED_SEGS && read(p[0], suffix[got], sizeof(suffix[got])) == (ssize_t)sizeof(suffix[got])) got++;
+  EXPECT_EQ(got, KILLED_SEGS);
+  int leftAlive = 0, leftDead = 0;
+  char path[MCCL_SHM_PATH_MAX];
+  for (int i = 0; i < got; i++) {
+    snprintf(path, sizeof(path), "%s%.6s", MCCL_SHM_PREFIX, suffix[i]);
+    leftAlive += pathExists(path);
+  }
+  EXPECT_EQ(kill(pid, SIGKILL), 0);
+  int st = 0;
+  EXPECT_EQ(waitpid(pid, &st, 0), pid);
+  EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+  for (int i = 0; i < got; i++) {
+    snprintf(path, sizeof(path), "%s%.6s", MCCL_SHM_PREFIX, suffix[i]);
+    leftDead += pathExists(path);
+  }
+  close(p[0]);
+  EXPECT_EQ(leftAlive, 0);
+  EXPECT_EQ(leftDead, 0);
+}
+
 MCCL_TEST_MAIN(MCCL_TEST_CASE(layout), MCCL_TEST_CASE(shmOpenCreateAttach), MCCL_TEST_CASE(shmCloseUnlinksUnattached),
                MCCL_TEST_CASE(shmOpenRefusesExisting), MCCL_TEST_CASE(shmOpenBadArgs), MCCL_TEST_CASE(shmFullTmpfs),
                MCCL_TEST_CASE(shmFileSizeLimit), MCCL_TEST_CASE(shmDevicePointer), MCCL_TEST_CASE(ipcLegacyRoundTrip),
                MCCL_TEST_CASE(ipcCuMemRoundTrip), MCCL_TEST_CASE(ipcImportBadDesc), MCCL_TEST_CASE(canConnectRules),
                MCCL_TEST_CASE(opsTable), MCCL_TEST_CASE(loopbackSizesAndWrap), MCCL_TEST_CASE(loopbackTimeoutAndAbort),
-               MCCL_TEST_CASE(connectorMisuse))
+               MCCL_TEST_CASE(connectorMisuse), MCCL_TEST_CASE(setupKilledLeavesNothing))
