@@ -1000,6 +1000,92 @@ static void strangerTcp(void) {
   strangerCase(300, 1, 1);
 }
 
+// The per-connection deadline itself: a neighbour's silent connection to rank 1's listener is closed
+// MCCL_BOOTSTRAP_ACCEPT_TIMEOUT after rank 1 accepts it, while rank 1 goes on waiting for rank 0's
+// message (sent 1.5 s later), which then arrives intact. The neighbour sees end of file between the
+// deadline and the deadline + 0.5 s; once with the default (1 s), once with 300 ms.
+typedef struct {
+  mcclUniqueId id;
+  int rank;
+  mcclResult_t res;
+  int got;
+  uint64_t dropped;
+} deadlineRank;
+static atomic_int deadlineReady;
+
+static void* deadlineRankMain(void* p) {
+  deadlineRank* a = p;
+  mcclBootstrap* bs = NULL;
+  a->res = mcclBootstrapInit(&a->id, a->rank, 2, a->rank, NULL, NULL, &bs);
+  atomic_fetch_add(&deadlineReady, 1);
+  if (a->res != mcclSuccess) return NULL;
+  int v = 0x5a5a;
+  if (a->rank == 0) {
+    usleep(1500 * 1000);
+    a->res = mcclBootstrapSend(bs, 1, 9, &v, sizeof(v));
+  } else {
+    a->res = mcclBootstrapRecv(bs, 0, 9, &a->got, sizeof(a->got));
+  }
+  if (a->res == mcclSuccess) a->res = mcclBootstrapBarrier(bs);
+  mcclBootstrapStats st;
+  if (mcclBootstrapGetStats(bs, &st) == mcclSuccess) a->dropped = st.droppedConnections;
+  mcclBootstrapClose(bs);
+  return NULL;
+}
+
+static void acceptDeadlineCase(const char* accept, long expectMs) {
+  setEnv("MCCL_BOOTSTRAP_ACCEPT_TIMEOUT", accept);
+  deadlineRank a[2];
+  memset(a, 0, sizeof(a));
+  EXPECT_OK(mcclGetUniqueId(&a[0].id));
+  bootId bid;
+  EXPECT_OK(mcclBootstrapIdDecode(a[0].id.internal, sizeof(a[0].id.internal), &bid));
+  a[1].id = a[0].id;
+  a[1].rank = 1;
+  atomic_store(&deadlineReady, 0);
+  pthread_t th[2];
+  for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, deadlineRankMain, &a[i]);
+  while (atomic_load(&deadlineReady) < 2) usleep(500);
+  // Rank 1's Unix listener, as a neighbour finds it; this thread is the neighbour.
+  strangerTarget t[MAXR + 1];
+  int n = findListeners(bid.name, &bid.addr, 0, t, MAXR + 1), fd = -1;
+  EXPECT_EQ(n, 2);
+  for (int i = 0; i < n && fd < 0; i++) {
+    if (strstr(t[i].name, ".1.") == NULL) continue;
+    struct sockaddr_un sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sun_family = AF_UNIX;
+    size_t len = strnlen(t[i].name, sizeof(sa.sun_path) - 2);
+    memcpy(sa.sun_path + 1, t[i].name, len);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (connect(fd, (struct sockaddr*)&sa, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len)) != 0) {
+      close(fd);
+      fd = -1;
+    }
+  }
+  EXPECT_GE(fd, 0);
+  long t0 = nowMs(), closedMs = -1;
+  char b;
+  struct pollfd pf = {.fd = fd, .events = POLLIN};
+  if (fd >= 0 && poll(&pf, 1, 5000) == 1 && recv(fd, &b, 1, 0) == 0) closedMs = nowMs() - t0;
+  if (fd >= 0) close(fd);
+  for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+  printf("# MCCL_BOOTSTRAP_ACCEPT_TIMEOUT=%s: a silent connection was closed after %ld ms\n",
+         accept ? accept : "(default)", closedMs);
+  EXPECT_GE(closedMs, expectMs - 50);  // the connect precedes the accept: a little early is fine
+  EXPECT_LT(closedMs, expectMs + 500);
+  EXPECT_RES(a[0].res, mcclSuccess);
+  EXPECT_RES(a[1].res, mcclSuccess);
+  EXPECT_EQ(a[1].got, 0x5a5a);
+  EXPECT_EQ(a[1].dropped, 1);
+  setEnv("MCCL_BOOTSTRAP_ACCEPT_TIMEOUT", NULL);
+}
+
+static void acceptDeadline(void) {
+  acceptDeadlineCase(NULL, 1000);
+  acceptDeadlineCase("300", 300);
+}
+
 // A peer that has exited but is not reaped (its launcher waits for other children first) is a zombie:
 // kill(pid, 0) still succeeds on it, mcclProcessGone must not. The child exits when its pipe closes;
 // the parent never waits for it while it polls, and asserts that it counts as gone within 100 ms of
@@ -1054,4 +1140,5 @@ MCCL_TEST_MAIN(MCCL_TEST_CASE(uniqueIdsDiffer), MCCL_TEST_CASE(badArguments), MC
                MCCL_TEST_CASE(tcpRendezvousTimesOut), MCCL_TEST_CASE(tcpDeadPeer),
                MCCL_TEST_CASE(rootPortOutsideEphemeral), MCCL_TEST_CASE(tcpAcrossPosedHostsWatched),
                MCCL_TEST_CASE(watchSeesDeath), MCCL_TEST_CASE(watchGoodbyeIsNoDeath), MCCL_TEST_CASE(strangerSilent),
-               MCCL_TEST_CASE(strangerGarbage), MCCL_TEST_CASE(strangerTcp), MCCL_TEST_CASE(zombiePeerIsGone))
+               MCCL_TEST_CASE(strangerGarbage), MCCL_TEST_CASE(strangerTcp), MCCL_TEST_CASE(acceptDeadline),
+               MCCL_TEST_CASE(zombiePeerIsGone))
