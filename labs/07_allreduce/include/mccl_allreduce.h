@@ -118,6 +118,31 @@ mcclResult_t mcclLabCommInit(mcclLabComm** comm, int nranks, const mcclUniqueId*
                              int nChannels);
 
 /**
+ * @brief The first half of mcclLabCommInit, which never waits (NCCL's commAlloc): the communicator's
+ * memory, its abort flag and status word. A caller that must be able to abort an initialisation from
+ * another thread (a non-blocking one, or one run at a group's end) allocates first, so that
+ * mcclLabCommAbort has a flag to raise, then runs mcclLabCommInitRank.
+ * @param[out] comm     the communicator; written only on success.
+ * @param[in]  nranks   1 .. MCCL_LAB_MAX_RANKS.
+ * @param[in]  rank     0 .. nranks-1.
+ * @param[in]  cudaDev  this rank's device.
+ * @return mcclSuccess; mcclInvalidArgument (named); mcclSystemError; CUDA errors.
+ */
+mcclResult_t mcclLabCommAlloc(mcclLabComm** comm, int nranks, int rank, int cudaDev);
+
+/**
+ * @brief The second half of mcclLabCommInit (NCCL's initTransportsRank): proxy, bootstrap, ring, channels,
+ * signal area. It waits for the other ranks, and ends with an error at once when the communicator's abort
+ * flag is raised (mcclLabCommAbort, from any thread). On failure the communicator is left for
+ * mcclLabCommDestroy.
+ * @param[in,out] comm       from mcclLabCommAlloc, not initialised yet.
+ * @param[in]     id         the unique id every rank passes.
+ * @param[in]     nChannels  as mcclLabCommInit.
+ * @return as mcclLabCommInit.
+ */
+mcclResult_t mcclLabCommInitRank(mcclLabComm* comm, const mcclUniqueId* id, int nChannels);
+
+/**
  * @brief One process driving ndev devices (NCCL's ncclCommInitAll): one communicator per device,
  * rank i on devlist[i], the ring in device order. Runs the ndev initialisations on threads.
  * @param[out] comms      ndev communicators; written only if every one succeeded.

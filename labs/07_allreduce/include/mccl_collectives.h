@@ -240,6 +240,14 @@ mcclResult_t mcclLabGroupEnd(void);
 void mcclLabGroupFail(mcclResult_t res);
 
 /**
+ * @brief Take a communicator out of whatever thread's open group holds its tasks (a destroy or an abort
+ * from any thread does it before freeing): that group's end then runs its other communicators' tasks and
+ * returns mcclInvalidUsage. mcclLabCommDestroy calls it too.
+ * @param[in] comm  the communicator.
+ */
+void mcclLabGroupForget(mcclLabComm* comm);
+
+/**
  * @brief End a group without running it (NCCL's ncclGroupSimulateEnd): the tasks are planned as
  * mcclLabGroupEnd would, nothing is connected or launched, and the tasks are dropped.
  * @param[out] estimatedTimeUs  the tuning model's time for the group's tasks, in microseconds:

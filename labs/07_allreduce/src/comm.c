@@ -213,26 +213,13 @@ static mcclResult_t commFree(mcclLabComm* comm) {
   return res;
 }
 
-mcclResult_t mcclLabCommInit(mcclLabComm** out, int nranks, const mcclUniqueId* id, int rank, int cudaDev,
-                             int nChannels) {
+mcclResult_t mcclLabCommAlloc(mcclLabComm** out, int nranks, int rank, int cudaDev) {
   MCCL_ARGCHECK(out != NULL, "comm is NULL");
-  MCCL_ARGCHECK(id != NULL, "id is NULL");
   MCCL_ARGCHECK(nranks >= 1 && nranks <= MCCL_LAB_MAX_RANKS, "nranks %d (must be 1 .. %d)", nranks, MCCL_LAB_MAX_RANKS);
   MCCL_ARGCHECK(rank >= 0 && rank < nranks, "rank %d (must be 0 .. %d)", rank, nranks - 1);
   int ndev = 0;
   CUDACHECK(cudaGetDeviceCount(&ndev));
   MCCL_ARGCHECK(cudaDev >= 0 && cudaDev < ndev, "cudaDev %d (this process sees %d devices)", cudaDev, ndev);
-  if (nChannels == 0) nChannels = (int)mcclParamNchannels();
-  const int chosen = nChannels == 0;  // the default, which depends on the hosts (after the peer records)
-  // cuda: 64 channels. On 2x H100 (NVLink NV18) 64 against 32 moved, through nccl-tests on the drop-in
-  // at 512 MiB, AllReduce's ring 334 vs 289 GB/s, AllGather 322 vs 265, Broadcast 354 vs 307, Reduce
-  // 364 vs 350, and two-shot at 256 MiB 331 vs 307 (docs/results/2026-11-25-h100x2-c.md): more
-  // blocks carried more (48 fell between), as if each block's rate were bounded; not profiled.
-  if (nChannels == 0) nChannels = strcmp(MCCL_BACKEND_NAME, "sim") == 0 ? 2 : 64;
-  MCCL_ARGCHECK(nChannels >= 1 && nChannels <= MCCL_SIGNAL_MAX_BLOCKS,
-                "nChannels %d (must be 1 .. %d; 0 reads "
-                "MCCL_NCHANNELS)",
-                nChannels, MCCL_SIGNAL_MAX_BLOCKS);
   int saved = 0;
   CUDACHECK(cudaGetDevice(&saved));
   mcclResult_t res = mcclSuccess;
@@ -249,6 +236,36 @@ mcclResult_t mcclLabCommInit(mcclLabComm** out, int nranks, const mcclUniqueId* 
   MCCLCHECKGOTO(mcclDevAbortFlagCreate(&comm->abortFlag, &comm->abortFlagDev), res, fail);
   // The status word is a host-mapped word like the flag (lab 06's allocator): kernels write it, the host reads it.
   MCCLCHECKGOTO(mcclDevAbortFlagCreate((volatile uint32_t**)&comm->status, &comm->statusDev), res, fail);
+  cudaSetDevice(saved);
+  *out = comm;
+  return mcclSuccess;
+fail:
+  commFree(comm);
+  cudaSetDevice(saved);
+  return res;
+}
+
+mcclResult_t mcclLabCommInitRank(mcclLabComm* comm, const mcclUniqueId* id, int nChannels) {
+  MCCL_ARGCHECK(comm != NULL, "comm is NULL");
+  MCCL_ARGCHECK(id != NULL, "id is NULL");
+  MCCL_ARGCHECK(comm->bootstrap == NULL && comm->proxy == NULL, "rank %d's communicator is initialised already",
+                comm->rank);
+  if (nChannels == 0) nChannels = (int)mcclParamNchannels();
+  const int chosen = nChannels == 0;  // the default, which depends on the hosts (after the peer records)
+  // cuda: 64 channels. On 2x H100 (NVLink NV18) 64 against 32 moved, through nccl-tests on the drop-in
+  // at 512 MiB, AllReduce's ring 334 vs 289 GB/s, AllGather 322 vs 265, Broadcast 354 vs 307, Reduce
+  // 364 vs 350, and two-shot at 256 MiB 331 vs 307 (docs/results/2026-11-25-h100x2-c.md): more
+  // blocks carried more (48 fell between), as if each block's rate were bounded; not profiled.
+  if (nChannels == 0) nChannels = strcmp(MCCL_BACKEND_NAME, "sim") == 0 ? 2 : 64;
+  MCCL_ARGCHECK(nChannels >= 1 && nChannels <= MCCL_SIGNAL_MAX_BLOCKS,
+                "nChannels %d (must be 1 .. %d; 0 reads "
+                "MCCL_NCHANNELS)",
+                nChannels, MCCL_SIGNAL_MAX_BLOCKS);
+  const int rank = comm->rank, nranks = comm->nRanks, cudaDev = comm->cudaDev;
+  int saved = 0;
+  CUDACHECK(cudaGetDevice(&saved));
+  mcclResult_t res = mcclSuccess;
+  CUDACHECKGOTO(cudaSetDevice(cudaDev), res, fail);
   MCCLCHECKGOTO(mcclProxyCreate(rank, cudaDev, comm->abortFlag, &comm->proxy), res, fail);
   MCCLCHECKGOTO(
       mcclBootstrapInit(id, rank, nranks, cudaDev, mcclProxyGetAddress(comm->proxy), comm->abortFlag, &comm->bootstrap),
@@ -292,14 +309,26 @@ mcclResult_t mcclLabCommInit(mcclLabComm** out, int nranks, const mcclUniqueId* 
        : comm->transport[0] == TRANSPORT_NET ? "NET"
                                              : "SHM");
   cudaSetDevice(saved);
-  *out = comm;
   return mcclSuccess;
 fail:
   // A peer may be waiting on this rank: raise the flag so our proxy and bootstrap stop at once.
-  if (comm->abortFlag) __atomic_store_n(comm->abortFlag, 1, __ATOMIC_RELEASE);
-  commFree(comm);
+  __atomic_store_n(comm->abortFlag, 1, __ATOMIC_RELEASE);
   cudaSetDevice(saved);
   return res;
+}
+
+mcclResult_t mcclLabCommInit(mcclLabComm** out, int nranks, const mcclUniqueId* id, int rank, int cudaDev,
+                             int nChannels) {
+  MCCL_ARGCHECK(out != NULL, "comm is NULL");
+  mcclLabComm* comm = NULL;
+  MCCLCHECK(mcclLabCommAlloc(&comm, nranks, rank, cudaDev));
+  mcclResult_t res = mcclLabCommInitRank(comm, id, nChannels);
+  if (res != mcclSuccess) {
+    commFree(comm);
+    return res;
+  }
+  *out = comm;
+  return mcclSuccess;
 }
 
 struct initAllArg {

@@ -54,11 +54,9 @@ int mcclLabTasksDrop(mcclLabComm* comm);
 void mcclLabTasksFree(mcclLabComm* comm);
 
 // group.c: the depth of this thread's groups; add the communicator to this thread's open group (the
-// first task of the group for it); take a communicator out of whatever group holds it (destroy: that
-// group's end reports its dropped tasks).
+// first task of the group for it). mcclLabGroupForget is in mccl_collectives.h.
 int mcclLabGroupDepth(void);
 mcclResult_t mcclLabGroupAdd(mcclLabComm* comm);
-void mcclLabGroupForget(mcclLabComm* comm);
 
 // window.c: register a window without adding it to the communicator's list (the signal area), and
 // free one whatever list it is on.
