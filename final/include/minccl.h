@@ -109,6 +109,22 @@ mcclResult_t mcclGetUniqueId(mcclUniqueId* uniqueId);
 mcclResult_t mcclCommInitRank(mcclComm_t* comm, int nranks, mcclUniqueId commId, int rank);
 
 /**
+ * @brief mcclCommInitRank without waiting (NCCL's ncclCommInitRankConfig with config.blocking = 0): the
+ * handle is written at once and a thread of its own initialises it. mcclCommGetAsyncError gives
+ * mcclInProgress until it is done, then mcclSuccess or the initialisation's error; any other call before
+ * then fails with mcclInvalidUsage. mcclCommAbort (or mcclCommDestroy) ends it at any point: the waits
+ * of the initialisation poll the communicator's abort flag.
+ * @param[out] comm    the communicator; written only on success.
+ * @param[in]  nranks  number of ranks, 1 .. 64.
+ * @param[in]  commId  from mcclGetUniqueId, the same bytes on every rank.
+ * @param[in]  rank    this rank, 0 .. nranks-1.
+ * @return mcclSuccess (the initialisation runs); mcclInvalidArgument (as mcclCommInitRank);
+ *         mcclUnhandledCudaError; mcclSystemError. The initialisation's own errors come through
+ *         mcclCommGetAsyncError.
+ */
+mcclResult_t mcclCommInitRankAsync(mcclComm_t* comm, int nranks, mcclUniqueId commId, int rank);
+
+/**
  * @brief One process, ndev devices: one communicator per device, rank i on devlist[i] (NCCL's
  * ncclCommInitAll). Runs at once, also inside a group.
  * @param[out] comms    ndev communicators; written only if all were created.
@@ -134,10 +150,26 @@ mcclResult_t mcclCommDestroy(mcclComm_t comm);
  * @brief Abort the communicator's operations and free it (NCCL's ncclCommAbort): raises the abort
  * flag that kernels, the proxy and the bootstrap poll, so it returns promptly even while a kernel
  * spins on a dead peer, then frees everything as mcclCommDestroy. The handle is invalid afterwards.
+ *
+ * Any thread, any moment: a call another thread is inside (an initialisation, a window registration,
+ * a connection setup at a group's end, a collective) returns an error (mcclRemoteError, mcclTimeout
+ * or mcclInvalidUsage) and the memory it uses is freed only once it has left. Work this communicator
+ * has in a group not yet ended (its calls, a window registration, a grouped init), on this thread or
+ * another, is removed: that group's end reports mcclInvalidUsage for it and runs the rest. The same
+ * holds for mcclCommDestroy, which raises no flag and so waits for calls inside to end by themselves.
  * @param[in] comm  the communicator, or NULL (mcclSuccess, as NCCL).
  * @return mcclSuccess; mcclInvalidArgument (not a live communicator).
  */
 mcclResult_t mcclCommAbort(mcclComm_t comm);
+
+/**
+ * @brief Stop the communicator's work and keep the handle (NCCL's ncclCommRevoke): raises the abort
+ * flag as mcclCommAbort does, so calls inside on any thread and kernels end with an error, and every
+ * later call but mcclCommDestroy, mcclCommAbort and the queries fails. Nothing is freed.
+ * @param[in] comm  the communicator.
+ * @return mcclSuccess; mcclInvalidArgument (NULL or not a live communicator).
+ */
+mcclResult_t mcclCommRevoke(mcclComm_t comm);
 
 /**
  * @brief Number of ranks (NCCL's ncclCommCount).
@@ -168,10 +200,10 @@ mcclResult_t mcclCommUserRank(const mcclComm_t comm, int* rank);
  * waiting on a stream, and call mcclCommAbort when it is not mcclSuccess.
  * @param[in]  comm        the communicator.
  * @param[out] asyncError  mcclSuccess; mcclInProgress (created inside a group whose mcclGroupEnd has
- *                         not run); mcclRemoteError (a peer process on this machine exited: one whose
+ *                         not run, or by mcclCommInitRankAsync still initialising); mcclRemoteError (a peer process on this machine exited: one whose
  *                         pid names a process here, posed hosts included; or a communicator of the
- *                         same clique in this process was aborted); the error of a failed grouped
- *                         initialisation; mcclInternalError (the abort flag is raised).
+ *                         same clique in this process was aborted); the error of a failed grouped or
+ *                         non-blocking initialisation; mcclInternalError (the abort flag is raised).
  * @return mcclSuccess; mcclInvalidArgument (NULL or dead comm, NULL asyncError).
  */
 mcclResult_t mcclCommGetAsyncError(mcclComm_t comm, mcclResult_t* asyncError);

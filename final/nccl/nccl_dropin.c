@@ -45,7 +45,6 @@ _Static_assert(NCCL_WIN_DEFAULT == MCCL_WIN_DEFAULT && NCCL_WIN_COLL_SYMMETRIC =
 
 // The NCCL ABI level this library implements (ncclGetVersion).
 #define DROPIN_NCCL_VERSION NCCL_VERSION(2, 28, 9)
-#define DROPIN_COMM_MAGIC 0x6d63636cu  // "mccl"
 #define DROPIN_REG_MAGIC 0x72656721u
 #define NCCL_CONFIG_MAGIC 0xcafebeefu  // NCCL_CONFIG_INITIALIZER's magic
 
@@ -92,8 +91,11 @@ ncclResult_t mcclDropinUnimplemented(const char* call) {
 }
 
 // ---- communicators -------------------------------------------------------------------------------
-// ncclComm_t points to this wrapper: it holds what NCCL's API has and minccl's does not (a
-// non-blocking initialisation in flight, ncclCommRegister's handles, the finalized state).
+// ncclComm_t points to this wrapper: it holds what NCCL's API has and minccl's does not
+// (ncclCommRegister's handles, the finalized state). Its lifetime follows minccl's handles: a call
+// finds the wrapper in the live list and holds it (refs) until it returns; ncclCommDestroy/Abort take
+// it out of the list first, and free it only once the calls inside have left, so an abort from another
+// thread never frees what a call still reads. A handle is never read before it was found in the list.
 struct dropinReg {
   uint32_t magic;
   void* buff;
@@ -102,18 +104,17 @@ struct dropinReg {
 };
 
 struct ncclComm {
-  uint32_t magic;
-  mcclComm_t mc;          // NULL until a non-blocking initialisation has finished
-  atomic_int initResult;  // ncclInProgress while the initialisation thread runs
-  pthread_t initThread;   // valid when initJoinable
-  int initJoinable;
-  int cudaDev;       // the device current at the init call (the thread makes it current)
-  int nranks, rank;  // the init call's arguments, for the thread
-  mcclUniqueId id;
+  mcclComm_t mc;           // from the init call (a non-blocking one initialises it on minccl's thread)
+  int refs;                // calls inside (under liveLock)
+  struct ncclComm* next;   // the live list
   pthread_mutex_t lock;    // regs, finalized
   struct dropinReg* regs;  // ncclCommRegister handles not yet deregistered
   int finalized;
 };
+
+static pthread_mutex_t liveLock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t liveIdle = PTHREAD_COND_INITIALIZER;  // a wrapper's last call left
+static struct ncclComm* liveComms;
 
 static _Thread_local int groupDepth;  // ncclGroupStart nesting in this thread
 
@@ -135,10 +136,16 @@ static struct ncclComm* commNew(void) {
     WARN("NCCL drop-in: out of memory for a communicator");
     return NULL;
   }
-  c->magic = DROPIN_COMM_MAGIC;
-  atomic_init(&c->initResult, ncclSuccess);
   pthread_mutex_init(&c->lock, NULL);
   return c;
+}
+
+// Publish a wrapper whose mc is set: calls may find it from now on.
+static void commPublish(struct ncclComm* c) {
+  pthread_mutex_lock(&liveLock);
+  c->next = liveComms;
+  liveComms = c;
+  pthread_mutex_unlock(&liveLock);
 }
 
 static void commFree(struct ncclComm* c) {
@@ -150,36 +157,36 @@ static void commFree(struct ncclComm* c) {
     r = n;
   }
   pthread_mutex_destroy(&c->lock);
-  c->magic = 0;
   free(c);
 }
 
-// A non-blocking initialisation's thread ends before the communicator is used or freed.
-static void commJoinInit(struct ncclComm* c) {
-  if (c->initJoinable) {
-    pthread_join(c->initThread, NULL);
-    c->initJoinable = 0;
-  }
-}
-
-// The live minccl communicator behind comm, or an NCCL error (named in a WARN).
+// Find comm in the live list and hold it for one call (commPut when done); the minccl communicator
+// behind it, or an NCCL error named in a WARN. Whether the communicator is ready is minccl's to say.
 static ncclResult_t commGet(ncclComm_t comm, const char* call, mcclComm_t* out) {
   if (comm == NULL) {
     WARN("%s: comm is NULL", call);
     return ncclInvalidArgument;
   }
-  if (comm->magic != DROPIN_COMM_MAGIC) {
-    WARN("%s: comm %p is not a communicator of this library (destroyed, or never created)", call, (void*)comm);
+  pthread_mutex_lock(&liveLock);
+  struct ncclComm* c = liveComms;
+  while (c && c != comm) c = c->next;
+  if (c) c->refs++;
+  pthread_mutex_unlock(&liveLock);
+  if (c == NULL) {
+    WARN("%s: comm %p is not a live communicator of this library (destroyed, aborted, or never created)", call,
+         (void*)comm);
     return ncclInvalidArgument;
   }
-  commJoinInit(comm);
-  int r = atomic_load(&comm->initResult);
-  if (r != ncclSuccess || comm->mc == NULL) {
-    WARN("%s: comm %p failed to initialise (%s)", call, (void*)comm, ncclGetErrorString((ncclResult_t)r));
-    return ncclInvalidUsage;
-  }
-  *out = comm->mc;
+  *out = c->mc;
   return ncclSuccess;
+}
+
+// The end of a call that commGet held comm for; returns res.
+static ncclResult_t commPut(ncclComm_t comm, ncclResult_t res) {
+  pthread_mutex_lock(&liveLock);
+  if (--comm->refs == 0) pthread_cond_broadcast(&liveIdle);
+  pthread_mutex_unlock(&liveLock);
+  return res;
 }
 
 ncclResult_t ncclGetVersion(int* version) {
@@ -206,37 +213,24 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
 }
 PNCCL_ALIAS(ncclGetUniqueId);
 
-static ncclResult_t initBlocking(ncclComm_t* comm, int nranks, const mcclUniqueId* id, int rank) {
+static ncclResult_t initComm(ncclComm_t* comm, int nranks, const mcclUniqueId* id, int rank, int blocking) {
   struct ncclComm* c = commNew();
   if (!c) return ncclSystemError;
-  mcclResult_t r = mcclCommInitRank(&c->mc, nranks, *id, rank);
+  mcclResult_t r = blocking ? mcclCommInitRank(&c->mc, nranks, *id, rank) : mcclCommInitRankAsync(&c->mc, nranks, *id, rank);
   if (r != mcclSuccess) {
     commFree(c);
     return toNccl(r);
   }
+  commPublish(c);
   *comm = c;
   banner();
-  return ncclSuccess;
+  return blocking ? ncclSuccess : ncclInProgress;
 }
 
-static void* initThreadMain(void* arg) {
-  struct ncclComm* c = arg;
-  mcclResult_t r = mcclSuccess;
-  if (cudaSetDevice(c->cudaDev) != cudaSuccess) {
-    WARN("ncclCommInitRankConfig (non-blocking): cudaSetDevice(%d) failed", c->cudaDev);
-    r = mcclUnhandledCudaError;
-  } else {
-    r = mcclCommInitRank(&c->mc, c->nranks, c->id, c->rank);
-  }
-  if (r == mcclSuccess) banner();
-  atomic_store(&c->initResult, toNccl(r));
-  return NULL;
-}
-
-// config: NCCL_CONFIG_INITIALIZER, then the caller's fields. blocking = 0 is honoured (the
-// initialisation runs on a thread and the call returns ncclInProgress; ncclCommGetAsyncError
-// reports ncclInProgress until it is done; inside a group the group defers it anyway). The other
-// fields are accepted and ignored (docs/nccl-dropin.md).
+// config: NCCL_CONFIG_INITIALIZER, then the caller's fields. blocking = 0 is honoured (minccl's
+// mcclCommInitRankAsync: the call returns ncclInProgress, ncclCommGetAsyncError reports ncclInProgress
+// until it is done, ncclCommAbort ends it; inside a group the group defers it anyway). The other fields
+// are accepted and ignored (docs/nccl-dropin.md).
 static ncclResult_t initConfig(const char* call, ncclComm_t* comm, int nranks, const mcclUniqueId* id, int rank,
                                ncclConfig_t* config) {
   if (comm == NULL) {
@@ -256,31 +250,7 @@ static ncclResult_t initConfig(const char* call, ncclComm_t* comm, int nranks, c
     }
     if (config->blocking == 0) blocking = 0;
   }
-  if (blocking || groupDepth > 0) return initBlocking(comm, nranks, id, rank);
-  if (nranks < 1 || rank < 0 || rank >= nranks) {  // checked here so that the error is the call's own
-    WARN("%s: rank %d of nranks %d is out of range", call, rank, nranks);
-    return ncclInvalidArgument;
-  }
-  struct ncclComm* c = commNew();
-  if (!c) return ncclSystemError;
-  if (cudaGetDevice(&c->cudaDev) != cudaSuccess) {
-    WARN("%s: cudaGetDevice failed", call);
-    commFree(c);
-    return ncclUnhandledCudaError;
-  }
-  c->nranks = nranks;
-  c->rank = rank;
-  c->id = *id;
-  atomic_store(&c->initResult, ncclInProgress);
-  int err = pthread_create(&c->initThread, NULL, initThreadMain, c);
-  if (err != 0) {
-    WARN("%s: pthread_create: %s", call, strerror(err));
-    commFree(c);
-    return ncclSystemError;
-  }
-  c->initJoinable = 1;
-  *comm = c;
-  return ncclInProgress;
+  return initComm(comm, nranks, id, rank, blocking || groupDepth > 0);
 }
 
 ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank, ncclConfig_t* config) {
@@ -336,6 +306,7 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist) {
   if (res != ncclSuccess) goto free_wrappers;
   for (int i = 0; i < ndev; i++) {
     w[i]->mc = mcs[i];
+    commPublish(w[i]);
     comm[i] = w[i];
   }
   banner();
@@ -360,25 +331,47 @@ ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   if (mcclCommCuDevice(mc, &dev) != mcclSuccess || cudaSetDevice(dev) != cudaSuccess ||
       cudaDeviceSynchronize() != cudaSuccess) {
     WARN("ncclCommFinalize: waiting for the communicator's device failed");
-    return ncclUnhandledCudaError;
+    return commPut(comm, ncclUnhandledCudaError);
   }
   pthread_mutex_lock(&comm->lock);
   comm->finalized = 1;
   pthread_mutex_unlock(&comm->lock);
   SERVED();
-  return ncclSuccess;
+  return commPut(comm, ncclSuccess);
+}
+
+// Was comm finalized (ncclCommFinalize)? Then call, which needs a communicator still in use, is refused.
+static ncclResult_t commNotFinalized(ncclComm_t comm, const char* call) {
+  pthread_mutex_lock(&comm->lock);
+  const int finalized = comm->finalized;
+  pthread_mutex_unlock(&comm->lock);
+  if (!finalized) return ncclSuccess;
+  WARN("%s: comm %p was finalized (ncclCommFinalize): only ncclCommDestroy or ncclCommAbort may follow", call,
+       (void*)comm);
+  return ncclInvalidUsage;
 }
 PNCCL_ALIAS(ncclCommFinalize);
 
+// Take comm out of the live list (no call finds it any more); for an abort, revoke the minccl
+// communicator so that calls inside on other threads end; wait for them to leave; then free both.
 static ncclResult_t commEnd(ncclComm_t comm, const char* call, int abort) {
   if (comm == NULL) return ncclSuccess;  // as NCCL
-  if (comm->magic != DROPIN_COMM_MAGIC) {
-    WARN("%s: comm %p is not a communicator of this library (destroyed, or never created)", call, (void*)comm);
+  pthread_mutex_lock(&liveLock);
+  struct ncclComm** p = &liveComms;
+  while (*p && *p != comm) p = &(*p)->next;
+  const int found = *p != NULL;
+  if (found) *p = comm->next;
+  pthread_mutex_unlock(&liveLock);
+  if (!found) {
+    WARN("%s: comm %p is not a live communicator of this library (destroyed twice, or never created)", call,
+         (void*)comm);
     return ncclInvalidArgument;
   }
-  commJoinInit(comm);
-  mcclResult_t r = mcclSuccess;
-  if (comm->mc) r = abort ? mcclCommAbort(comm->mc) : mcclCommDestroy(comm->mc);
+  if (abort) (void)mcclCommRevoke(comm->mc);
+  pthread_mutex_lock(&liveLock);
+  while (comm->refs > 0) pthread_cond_wait(&liveIdle, &liveLock);
+  pthread_mutex_unlock(&liveLock);
+  mcclResult_t r = abort ? mcclCommAbort(comm->mc) : mcclCommDestroy(comm->mc);
   commFree(comm);
   SERVED();
   return toNccl(r);
@@ -394,43 +387,54 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
 }
 PNCCL_ALIAS(ncclCommAbort);
 
+// ncclInProgress while a non-blocking initialisation runs, then its result or the errors since (minccl's).
+// Calls inside on other threads and the kernels end with an error; the handle stays for destroy/abort.
+ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
+  mcclComm_t mc;
+  ncclResult_t res = commGet(comm, "ncclCommRevoke", &mc);
+  if (res != ncclSuccess) return res;
+  if (revokeFlags != NCCL_REVOKE_DEFAULT) {
+    WARN("ncclCommRevoke: revokeFlags 0x%x (must be NCCL_REVOKE_DEFAULT, 0)", revokeFlags);
+    return commPut(comm, ncclInvalidArgument);
+  }
+  SERVED();
+  return commPut(comm, toNccl(mcclCommRevoke(mc)));
+}
+PNCCL_ALIAS(ncclCommRevoke);
+
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
-  if (comm == NULL || asyncError == NULL || comm->magic != DROPIN_COMM_MAGIC) {
-    WARN("ncclCommGetAsyncError: comm %p / asyncError %p (a live communicator and an output)", (void*)comm,
-         (void*)asyncError);
+  if (asyncError == NULL) {
+    WARN("ncclCommGetAsyncError: asyncError is NULL");
     return ncclInvalidArgument;
   }
-  int init = atomic_load(&comm->initResult);
-  if (init != ncclSuccess) {  // in progress, or the non-blocking initialisation failed
-    *asyncError = (ncclResult_t)init;
-    return ncclSuccess;
-  }
-  commJoinInit(comm);
+  mcclComm_t mc;
+  ncclResult_t res = commGet(comm, "ncclCommGetAsyncError", &mc);
+  if (res != ncclSuccess) return res;
   mcclResult_t a;
-  mcclResult_t r = mcclCommGetAsyncError(comm->mc, &a);
+  mcclResult_t r = mcclCommGetAsyncError(mc, &a);
   if (r == mcclSuccess) *asyncError = toNccl(a);
-  return toNccl(r);
+  return commPut(comm, toNccl(r));
 }
 PNCCL_ALIAS(ncclCommGetAsyncError);
 
 ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
   mcclComm_t mc;
   ncclResult_t res = commGet(comm, "ncclCommCount", &mc);
-  return res != ncclSuccess ? res : toNccl(mcclCommCount(mc, count));
+  return res != ncclSuccess ? res : commPut(comm, toNccl(mcclCommCount(mc, count)));
 }
 PNCCL_ALIAS(ncclCommCount);
 
 ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
   mcclComm_t mc;
   ncclResult_t res = commGet(comm, "ncclCommCuDevice", &mc);
-  return res != ncclSuccess ? res : toNccl(mcclCommCuDevice(mc, device));
+  return res != ncclSuccess ? res : commPut(comm, toNccl(mcclCommCuDevice(mc, device)));
 }
 PNCCL_ALIAS(ncclCommCuDevice);
 
 ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
   mcclComm_t mc;
   ncclResult_t res = commGet(comm, "ncclCommUserRank", &mc);
-  return res != ncclSuccess ? res : toNccl(mcclCommUserRank(mc, rank));
+  return res != ncclSuccess ? res : commPut(comm, toNccl(mcclCommUserRank(mc, rank)));
 }
 PNCCL_ALIAS(ncclCommUserRank);
 
@@ -453,10 +457,8 @@ PNCCL_ALIAS(ncclGetLastError);
 #define SPLIT_SLOT_WORDS (2 + sizeof(mcclUniqueId) / sizeof(int64_t))
 _Static_assert(sizeof(mcclUniqueId) % sizeof(int64_t) == 0, "unique id not a whole number of words");
 
-ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
-  mcclComm_t mc;
-  ncclResult_t res = commGet(comm, "ncclCommSplit", &mc);
-  if (res != ncclSuccess) return res;
+static ncclResult_t commSplit(mcclComm_t mc, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
+  ncclResult_t res;
   if (newcomm == NULL || (color < 0 && color != NCCL_SPLIT_NOCOLOR)) {
     WARN("ncclCommSplit: newcomm %p, color %d (newcomm non-NULL; color >= 0 or NCCL_SPLIT_NOCOLOR)", (void*)newcomm,
          color);
@@ -524,7 +526,7 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
   }
   mcclUniqueId id;
   memcpy(&id, table + (size_t)first * SPLIT_SLOT_WORDS + 2, sizeof(id));
-  res = initBlocking(newcomm, newSize, &id, newRank);
+  res = initComm(newcomm, newSize, &id, newRank, 1);
   if (res == ncclSuccess) SERVED();
 free_dev:
   if (stream) cudaStreamDestroy(stream);
@@ -532,6 +534,15 @@ free_dev:
 free_table:
   free(table);
   return res;
+}
+
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
+  mcclComm_t mc;
+  ncclResult_t res = commGet(comm, "ncclCommSplit", &mc);
+  if (res != ncclSuccess) return res;
+  res = commNotFinalized(comm, "ncclCommSplit");  // NCCL refuses it too: the parent's work is over
+  if (res == ncclSuccess) res = commSplit(mc, color, key, newcomm, config);
+  return commPut(comm, res);
 }
 PNCCL_ALIAS(ncclCommSplit);
 
@@ -550,10 +561,7 @@ PNCCL_ALIAS(ncclMemFree);
 
 // NCCL registers the buffer for zero-copy transfers; minccl copies through its FIFOs, so the
 // registration only checks its arguments and hands back a handle for ncclCommDeregister.
-ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
-  mcclComm_t mc;
-  ncclResult_t res = commGet(comm, "ncclCommRegister", &mc);
-  if (res != ncclSuccess) return res;
+static ncclResult_t commRegister(ncclComm_t comm, void* buff, size_t size, void** handle) {
   if (buff == NULL || size == 0 || handle == NULL) {
     WARN("ncclCommRegister: buff %p, size %zu, handle %p (non-NULL, > 0, non-NULL)", buff, size, (void*)handle);
     return ncclInvalidArgument;
@@ -574,12 +582,15 @@ ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, vo
   SERVED();
   return ncclSuccess;
 }
+
+ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
+  mcclComm_t mc;
+  ncclResult_t res = commGet(comm, "ncclCommRegister", &mc);
+  return res != ncclSuccess ? res : commPut(comm, commRegister(comm, buff, size, handle));
+}
 PNCCL_ALIAS(ncclCommRegister);
 
-ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
-  mcclComm_t mc;
-  ncclResult_t res = commGet(comm, "ncclCommDeregister", &mc);
-  if (res != ncclSuccess) return res;
+static ncclResult_t commDeregister(ncclComm_t comm, void* handle) {
   pthread_mutex_lock(&comm->lock);
   struct dropinReg** p = &comm->regs;
   while (*p && (void*)*p != handle) p = &(*p)->next;
@@ -595,6 +606,12 @@ ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
   SERVED();
   return ncclSuccess;
 }
+
+ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
+  mcclComm_t mc;
+  ncclResult_t res = commGet(comm, "ncclCommDeregister", &mc);
+  return res != ncclSuccess ? res : commPut(comm, commDeregister(comm, handle));
+}
 PNCCL_ALIAS(ncclCommDeregister);
 
 ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags) {
@@ -603,7 +620,7 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, nc
   if (res != ncclSuccess) return res;
   if (win == NULL) {
     WARN("ncclCommWindowRegister: win is NULL");
-    return ncclInvalidArgument;
+    return commPut(comm, ncclInvalidArgument);
   }
   // Inside a group minccl registers at mcclGroupEnd and writes the window then, so the caller's own
   // pointer goes down (a local here would be written after this frame is gone: nccl-tests -R 2 lost
@@ -611,7 +628,7 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, nc
   _Static_assert(sizeof(ncclWindow_t) == sizeof(mcclWindow_t), "window handles are pointers");
   res = toNccl(mcclCommWindowRegister(mc, buff, size, (mcclWindow_t*)(void*)win, winFlags));
   if (res == ncclSuccess) SERVED();
-  return res;
+  return commPut(comm, res);
 }
 PNCCL_ALIAS(ncclCommWindowRegister);
 
@@ -620,7 +637,7 @@ ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
   ncclResult_t res = commGet(comm, "ncclCommWindowDeregister", &mc);
   if (res != ncclSuccess) return res;
   SERVED();
-  return toNccl(mcclCommWindowDeregister(mc, (mcclWindow_t)win));
+  return commPut(comm, toNccl(mcclCommWindowDeregister(mc, (mcclWindow_t)win)));
 }
 PNCCL_ALIAS(ncclCommWindowDeregister);
 
@@ -631,8 +648,8 @@ ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataTyp
   ncclResult_t res = commGet(comm, "ncclRedOpCreatePreMulSum", &mc);
   if (res != ncclSuccess) return res;
   SERVED();
-  return toNccl(mcclRedOpCreatePreMulSum((mcclRedOp_t*)op, scalar, (mcclDataType_t)datatype,
-                                         (mcclScalarResidence_t)residence, mc));
+  return commPut(comm, toNccl(mcclRedOpCreatePreMulSum((mcclRedOp_t*)op, scalar, (mcclDataType_t)datatype,
+                                                       (mcclScalarResidence_t)residence, mc)));
 }
 PNCCL_ALIAS(ncclRedOpCreatePreMulSum);
 
@@ -641,19 +658,18 @@ ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
   ncclResult_t res = commGet(comm, "ncclRedOpDestroy", &mc);
   if (res != ncclSuccess) return res;
   SERVED();
-  return toNccl(mcclRedOpDestroy((mcclRedOp_t)op, mc));
+  return commPut(comm, toNccl(mcclRedOpDestroy((mcclRedOp_t)op, mc)));
 }
 PNCCL_ALIAS(ncclRedOpDestroy);
 
 // ---- collectives ---------------------------------------------------------------------------------
-// The handle here; the rest of NCCL's ArgsCheck (type, operation, root, counts, buffers) in minccl.
+// The handle here (held for the call); the rest of NCCL's ArgsCheck (type, operation, root, counts,
+// buffers) and whether the communicator is ready in minccl.
 static ncclResult_t collCheck(const char* call, ncclComm_t comm, mcclComm_t* mc) {
   ncclResult_t res = commGet(comm, call, mc);
   if (res != ncclSuccess) return res;
-  if (comm->finalized) {
-    WARN("%s: comm %p was finalized (ncclCommFinalize)", call, (void*)comm);
-    return ncclInvalidUsage;
-  }
+  res = commNotFinalized(comm, call);
+  if (res != ncclSuccess) return commPut(comm, res);
   SERVED();
   return ncclSuccess;
 }
@@ -663,7 +679,7 @@ static ncclResult_t collCheck(const char* call, ncclComm_t comm, mcclComm_t* mc)
     mcclComm_t mc;                                  \
     ncclResult_t res = collCheck(#name, comm, &mc); \
     if (res != ncclSuccess) return res;             \
-    return toNccl(mcclCall);                        \
+    return commPut(comm, toNccl(mcclCall));         \
   } while (0)
 
 ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,

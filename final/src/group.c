@@ -11,12 +11,14 @@
 #include "mccl_debug.h"
 #include "minccl_internal.h"
 
-enum groupOpKind { GROUP_INIT, GROUP_WINDOW };
+enum groupOpKind { GROUP_INIT, GROUP_WINDOW, GROUP_USE };
 
 struct groupOp {
   enum groupOpKind kind;
-  struct mcclComm* comm;  // NULL once the communicator was destroyed (mcclGroupForget)
-  int rank;               // the communicator's, for the message when it is gone
+  struct mcclComm* comm;  // by pointer and uid: found gone at the group's end if destroyed since
+  uint64_t uid;
+  int rank;  // the communicator's, for the message when it is gone
+  int entered;  // the group's end entered it (mcclCommEnter), and leaves it
   // GROUP_WINDOW
   void* buff;
   size_t size;
@@ -54,18 +56,28 @@ static mcclResult_t record(struct groupOp* proto) {
 }
 
 mcclResult_t mcclGroupRecordInit(struct mcclComm* comm) {
-  struct groupOp op = {.kind = GROUP_INIT, .comm = comm, .rank = comm->rank};
+  struct groupOp op = {.kind = GROUP_INIT, .comm = comm, .uid = comm->uid, .rank = comm->rank};
   return record(&op);
 }
 
 mcclResult_t mcclGroupRecordWindow(struct mcclComm* comm, void* buff, size_t size, mcclWindow_t* win) {
-  struct groupOp op = {.kind = GROUP_WINDOW, .comm = comm, .rank = comm->rank, .buff = buff, .size = size, .win = win};
+  struct groupOp op = {
+      .kind = GROUP_WINDOW, .comm = comm, .uid = comm->uid, .rank = comm->rank, .buff = buff, .size = size, .win = win};
   return record(&op);
 }
 
-void mcclGroupForget(struct mcclComm* comm) {
+mcclResult_t mcclGroupRecordUse(struct mcclComm* comm) {
   for (struct groupOp* o = groupHead; o; o = o->next)
-    if (o->comm == comm) o->comm = NULL;
+    if (o->comm == comm && o->uid == comm->uid) return mcclSuccess;  // once per communicator is enough
+  struct groupOp op = {.kind = GROUP_USE, .comm = comm, .uid = comm->uid, .rank = comm->rank};
+  return record(&op);
+}
+
+// The first record of o's communicator in the group.
+static const struct groupOp* firstRecord(const struct groupOp* ops, const struct groupOp* o) {
+  for (const struct groupOp* q = ops; q != o; q = q->next)
+    if (q->comm == o->comm && q->uid == o->uid) return q;
+  return o;
 }
 
 // One communicator's recorded ops of one kind, in call order.
@@ -78,7 +90,7 @@ struct commRun {
 static void* runComm(void* p) {
   struct commRun* cr = (struct commRun*)p;
   for (struct groupOp* o = cr->ops; o; o = o->next) {
-    if (o->kind != cr->kind || o->comm != cr->comm) continue;
+    if (o->kind != cr->kind || o->comm != cr->comm || !o->entered) continue;
     if (o->kind == GROUP_INIT)
       o->res = mcclCommInitDeferred(o->comm);
     else
@@ -92,7 +104,7 @@ static void* runComm(void* p) {
 static void runTogether(struct groupOp* ops, enum groupOpKind kind) {
   int n = 0;
   for (struct groupOp* o = ops; o; o = o->next) {
-    if (o->kind != kind || o->comm == NULL) continue;
+    if (o->kind != kind || !o->entered) continue;
     int seen = 0;
     for (struct groupOp* q = ops; q != o && !seen; q = q->next) seen = q->kind == kind && q->comm == o->comm;
     n += !seen;
@@ -103,7 +115,7 @@ static void runTogether(struct groupOp* ops, enum groupOpKind kind) {
   int saved = 0, k = 0;
   if (cudaGetDevice(&saved) != cudaSuccess) saved = -1;
   for (struct groupOp* o = ops; o; o = o->next) {
-    if (o->kind != kind || o->comm == NULL) continue;
+    if (o->kind != kind || !o->entered) continue;
     int seen = 0;
     for (int i = 0; i < k && !seen; i++) seen = runs && runs[i].comm == o->comm;
     if (seen) continue;
@@ -142,17 +154,31 @@ static mcclResult_t groupEnd(mcclSimInfo_t* simInfo) {
   struct groupOp* ops = groupHead;
   groupHead = groupTail = NULL;
   mcclResult_t res = mcclSuccess;
-  for (struct groupOp* o = ops; o; o = o->next)
-    if (o->comm == NULL) {
-      WARN("Invalid usage: rank %d's communicator was destroyed while this group held its %s", o->rank,
-           o->kind == GROUP_INIT ? "creation" : "window registration");
+  // Enter every communicator the group names, for as long as its end runs: one destroyed or aborted from
+  // any thread since is found gone here (its work fails, the rest runs), and one destroyed from another
+  // thread from now on waits for this end to leave it. A communicator's first record enters it.
+  for (struct groupOp* o = ops; o; o = o->next) {
+    const struct groupOp* first = firstRecord(ops, o);
+    if (first != o) {  // the communicator's first record entered it (or found it gone, and said so)
+      o->entered = first->entered;
+      if (!first->entered) o->res = mcclInvalidUsage;
+    } else if (mcclCommEnter(o->comm, o->uid, "mcclGroupEnd") != mcclSuccess) {
+      WARN("Invalid usage: rank %d's communicator was destroyed or aborted while this group held its %s", o->rank,
+           o->kind == GROUP_INIT     ? "creation"
+           : o->kind == GROUP_WINDOW ? "window registration"
+                                     : "calls");
       o->res = mcclInvalidUsage;
+    } else {
+      o->entered = 1;
     }
+  }
   runTogether(ops, GROUP_INIT);
   runTogether(ops, GROUP_WINDOW);
   float estimate = 0;
   mcclResult_t tasks = simInfo ? mcclLabGroupSimulateEnd(&estimate) : mcclLabGroupEnd();
   if (simInfo && tasks == mcclSuccess) simInfo->estimatedTime = estimate;
+  for (struct groupOp* o = ops; o; o = o->next)  // leave each communicator once, at its first record
+    if (o->entered && firstRecord(ops, o) == o) mcclCommLeave(o->comm);
   while (ops) {
     struct groupOp* o = ops;
     ops = o->next;

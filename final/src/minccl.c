@@ -16,8 +16,10 @@
 #include "minccl_internal.h"
 
 static pthread_mutex_t liveLock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t liveIdle = PTHREAD_COND_INITIALIZER;  // a handle's last call left (inFlight 0)
 static struct mcclComm* liveComms;      // every communicator created and not yet destroyed
 static struct mcclClique* liveCliques;  // keyed cliques with members in this process
+static uint64_t nextUid = 1;
 
 static int isLive(const struct mcclComm* comm) {
   for (struct mcclComm* c = liveComms; c; c = c->next)
@@ -25,20 +27,27 @@ static int isLive(const struct mcclComm* comm) {
   return 0;
 }
 
-mcclResult_t mcclCommCheck(const struct mcclComm* comm, const char* call) {
+mcclResult_t mcclCommEnter(struct mcclComm* comm, uint64_t uid, const char* call) {
   if (comm == NULL) {
     WARN("Invalid argument: %s: comm is NULL", call);
     return mcclInvalidArgument;
   }
   pthread_mutex_lock(&liveLock);
-  int live = isLive(comm);
+  const int live = isLive(comm) && (uid == 0 || comm->uid == uid);  // the uid is read only once found live
+  if (live) comm->inFlight++;
   pthread_mutex_unlock(&liveLock);
   if (!live) {
-    WARN("Invalid argument: %s: comm %p is not a live communicator (destroyed, or never created)", call,
+    WARN("Invalid argument: %s: comm %p is not a live communicator (destroyed, aborted, or never created)", call,
          (const void*)comm);
     return mcclInvalidArgument;
   }
   return mcclSuccess;
+}
+
+void mcclCommLeave(struct mcclComm* comm) {
+  pthread_mutex_lock(&liveLock);
+  if (--comm->inFlight == 0) pthread_cond_broadcast(&liveIdle);
+  pthread_mutex_unlock(&liveLock);
 }
 
 // The clique of `id` (keyed), or a new unkeyed one (id NULL); with a reference for the caller.
@@ -76,15 +85,18 @@ static void cliquePut(struct mcclClique* q) {
   pthread_mutex_unlock(&liveLock);
 }
 
-// A new handle, in the live list. lab may be NULL (a grouped initialisation, done at mcclGroupEnd).
-static mcclResult_t commNew(mcclLabComm* lab, int rank, int nRanks, int cudaDev, const mcclUniqueId* id,
-                            struct mcclClique* clique, struct mcclComm** out) {
+// A new handle, in the live list: an initialised lab communicator (lab), or one whose initialisation
+// runs later (labInit; the handle is mcclInProgress until then). Both are set before the handle is
+// published, so an abort from another thread always finds the flag to raise.
+static mcclResult_t commNew(mcclLabComm* lab, mcclLabComm* labInit, int rank, int nRanks, int cudaDev,
+                            const mcclUniqueId* id, struct mcclClique* clique, struct mcclComm** out) {
   struct mcclComm* comm = (struct mcclComm*)calloc(1, sizeof(*comm));
   if (comm == NULL) {
     WARN("Out of memory for a communicator handle");
     return mcclSystemError;
   }
   comm->lab = lab;
+  comm->labInit = labInit;
   comm->rank = rank;
   comm->nRanks = nRanks;
   comm->cudaDev = cudaDev;
@@ -92,6 +104,7 @@ static mcclResult_t commNew(mcclLabComm* lab, int rank, int nRanks, int cudaDev,
   comm->asyncResult = lab ? mcclSuccess : mcclInProgress;
   comm->clique = clique;
   pthread_mutex_lock(&liveLock);
+  comm->uid = nextUid++;
   comm->next = liveComms;
   liveComms = comm;
   pthread_mutex_unlock(&liveLock);
@@ -99,19 +112,40 @@ static mcclResult_t commNew(mcclLabComm* lab, int rank, int nRanks, int cudaDev,
   return mcclSuccess;
 }
 
-// Take comm out of the live list; mcclInvalidArgument if it was not in it.
-static mcclResult_t commUnlink(struct mcclComm* comm, const char* call) {
+// Raise the communicator's abort flags: its kernels, proxy and bootstrap waits (an initialisation's
+// too, through labInit) end with an error, and so do the other members of its clique.
+static void commRaise(struct mcclComm* comm) {
+  __atomic_store_n(&comm->revoked, 1, __ATOMIC_RELEASE);
+  mcclLabComm* lab = comm->labInit ? comm->labInit : comm->lab;  // labInit never changes, lab may be set now
+  if (lab) (void)mcclLabCommAbort(lab);
+  if (comm->clique) __atomic_store_n(&comm->clique->aborted, 1, __ATOMIC_RELEASE);
+}
+
+// Take comm out of the live list (mcclInvalidArgument if it was not in it), so that no call enters it
+// any more; with abort, raise its flags, so that the calls inside end; then wait for them to leave. The
+// work this thread's or another thread's open group holds of it is dropped first: that group's end
+// reports it (mcclInvalidUsage) and runs the rest.
+static mcclResult_t commClose(struct mcclComm* comm, const char* call, int abort) {
   pthread_mutex_lock(&liveLock);
-  for (struct mcclComm** p = &liveComms; *p; p = &(*p)->next)
-    if (*p == comm) {
-      *p = comm->next;
-      pthread_mutex_unlock(&liveLock);
-      return mcclSuccess;
-    }
+  struct mcclComm** p = &liveComms;
+  while (*p && *p != comm) p = &(*p)->next;
+  if (*p == NULL) {
+    pthread_mutex_unlock(&liveLock);
+    WARN("Invalid argument: %s: comm %p is not a live communicator (destroyed twice, or never created)", call,
+         (void*)comm);
+    return mcclInvalidArgument;
+  }
+  *p = comm->next;
   pthread_mutex_unlock(&liveLock);
-  WARN("Invalid argument: %s: comm %p is not a live communicator (destroyed twice, or never created)", call,
-       (void*)comm);
-  return mcclInvalidArgument;
+  // An initialisation still running (non-blocking) or waiting (grouped) is stopped by destroy too: there
+  // is no communicator yet whose work could be waited for.
+  if (abort || __atomic_load_n(&comm->lab, __ATOMIC_ACQUIRE) == NULL) commRaise(comm);
+  mcclLabComm* lab = comm->labInit ? comm->labInit : comm->lab;
+  if (lab) mcclLabGroupForget(lab);
+  pthread_mutex_lock(&liveLock);
+  while (comm->inFlight > 0) pthread_cond_wait(&liveIdle, &liveLock);
+  pthread_mutex_unlock(&liveLock);
+  return mcclSuccess;
 }
 
 // Wait for what the communicator launched, then free it. The kernels run on the caller's streams,
@@ -119,22 +153,18 @@ static mcclResult_t commUnlink(struct mcclComm* comm, const char* call) {
 // launch is ordered with). After an abort the kernels see the flag and end within a few spins.
 static mcclResult_t commFree(struct mcclComm* comm, int abort) {
   mcclResult_t res = mcclSuccess;
-  mcclGroupForget(comm);  // this thread's group records of it (its creation, its windows) now fail
-  if (comm->lab) {
+  mcclLabComm* lab = comm->labInit ? comm->labInit : comm->lab;  // one object once initialised
+  if (lab) {
     int saved = -1;
     if (cudaGetDevice(&saved) != cudaSuccess) saved = -1;
-    if (abort) {
-      (void)mcclLabCommAbort(comm->lab);
-      if (comm->clique) __atomic_store_n(&comm->clique->aborted, 1, __ATOMIC_RELEASE);
-    }
     cudaError_t err = cudaSetDevice(comm->cudaDev);
-    if (err == cudaSuccess) err = cudaDeviceSynchronize();
+    if (err == cudaSuccess && comm->lab) err = cudaDeviceSynchronize();
     if (err != cudaSuccess) {
       WARN("Cuda failure %d '%s' waiting for rank %d's operations before freeing its communicator", (int)err,
            cudaGetErrorString(err), comm->rank);
       res = mcclUnhandledCudaError;
     }
-    mcclResult_t r = mcclLabCommDestroy(comm->lab);
+    mcclResult_t r = mcclLabCommDestroy(lab);
     if (res == mcclSuccess) res = r;
     if (saved >= 0) cudaSetDevice(saved);
   }
@@ -165,12 +195,68 @@ const char* mcclGetLastError(mcclComm_t comm) {
 __attribute__((used)) static const struct mcclTransport* const commNetTransport = &mcclNetTransport;
 
 mcclResult_t mcclCommInitDeferred(struct mcclComm* comm) {
-  mcclLabComm* lab = NULL;
   mcclResult_t res = cudaSetDevice(comm->cudaDev) == cudaSuccess ? mcclSuccess : mcclUnhandledCudaError;
-  if (res == mcclSuccess) res = mcclLabCommInit(&lab, comm->nRanks, &comm->id, comm->rank, comm->cudaDev, 0);
-  if (res == mcclSuccess) comm->lab = lab;
+  if (res == mcclSuccess && comm->labInit == NULL) res = mcclUnhandledCudaError;
+  if (res == mcclSuccess) res = mcclLabCommInitRank(comm->labInit, &comm->id, 0);
+  if (res == mcclSuccess) __atomic_store_n(&comm->lab, comm->labInit, __ATOMIC_RELEASE);  // labInit stays
   __atomic_store_n(&comm->asyncResult, (int)res, __ATOMIC_RELEASE);
   return res;
+}
+
+// A handle whose initialisation runs later (at the group's end, or on a thread): its lab communicator
+// is allocated now, so that an abort has a flag to raise while the initialisation waits for the peers.
+static mcclResult_t commNewDeferred(int nranks, const mcclUniqueId* id, int rank, int dev, struct mcclClique* clique,
+                                    struct mcclComm** out) {
+  mcclLabComm* lab = NULL;
+  MCCLCHECK(mcclLabCommAlloc(&lab, nranks, rank, dev));
+  struct mcclComm* c = NULL;
+  mcclResult_t res = commNew(NULL, lab, rank, nranks, dev, id, clique, &c);
+  if (res != mcclSuccess) {
+    mcclLabCommDestroy(lab);
+    return res;
+  }
+  *out = c;
+  return mcclSuccess;
+}
+
+static void* initAsyncThread(void* p) {
+  struct mcclComm* comm = (struct mcclComm*)p;
+  (void)mcclCommInitDeferred(comm);
+  mcclCommLeave(comm);  // entered by mcclCommInitRankAsync; the last touch of comm
+  return NULL;
+}
+
+mcclResult_t mcclCommInitRankAsync(mcclComm_t* comm, int nranks, mcclUniqueId commId, int rank) {
+  MCCL_ARGCHECK(comm != NULL, "mcclCommInitRank: comm is NULL");
+  MCCL_ARGCHECK(nranks >= 1 && nranks <= MCCL_LAB_MAX_RANKS, "mcclCommInitRank: nranks %d (must be 1 .. %d)", nranks,
+                MCCL_LAB_MAX_RANKS);
+  MCCL_ARGCHECK(rank >= 0 && rank < nranks, "mcclCommInitRank: rank %d (must be 0 .. %d)", rank, nranks - 1);
+  int dev = 0;
+  CUDACHECK(cudaGetDevice(&dev));
+  struct mcclClique* clique = cliqueGet(&commId);
+  if (clique == NULL) return mcclSystemError;
+  struct mcclComm* c = NULL;
+  mcclResult_t res = commNewDeferred(nranks, &commId, rank, dev, clique, &c);
+  if (res != mcclSuccess) {
+    cliquePut(clique);
+    return res;
+  }
+  MCCLCHECK(mcclCommEnter(c, c->uid, "mcclCommInitRank"));  // the thread's reference, left when it ends
+  pthread_attr_t attr;
+  pthread_t th;
+  int err = pthread_attr_init(&attr);
+  if (err == 0) err = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  if (err == 0) err = pthread_create(&th, &attr, initAsyncThread, c);
+  pthread_attr_destroy(&attr);
+  if (err != 0) {
+    WARN("mcclCommInitRank (non-blocking): pthread_create: %s", strerror(err));
+    mcclCommLeave(c);
+    (void)commClose(c, "mcclCommInitRank", 1);
+    commFree(c, 1);
+    return mcclSystemError;
+  }
+  *comm = c;
+  return mcclSuccess;
 }
 
 mcclResult_t mcclCommInitRank(mcclComm_t* comm, int nranks, mcclUniqueId commId, int rank) {
@@ -186,18 +272,18 @@ mcclResult_t mcclCommInitRank(mcclComm_t* comm, int nranks, mcclUniqueId commId,
   mcclLabComm* lab = NULL;
   mcclResult_t res;
   if (mcclGroupActive()) {
-    MCCLCHECKGOTO(commNew(NULL, rank, nranks, dev, &commId, clique, &c), res, fail);
+    MCCLCHECKGOTO(commNewDeferred(nranks, &commId, rank, dev, clique, &c), res, fail);
     MCCLCHECKGOTO(mcclGroupRecordInit(c), res, fail);
     *comm = c;
     return mcclSuccess;
   }
   MCCLCHECKGOTO(mcclLabCommInit(&lab, nranks, &commId, rank, dev, 0), res, fail);
-  MCCLCHECKGOTO(commNew(lab, rank, nranks, dev, &commId, clique, &c), res, fail);
+  MCCLCHECKGOTO(commNew(lab, NULL, rank, nranks, dev, &commId, clique, &c), res, fail);
   *comm = c;
   return mcclSuccess;
 fail:
   if (c) {
-    (void)commUnlink(c, "mcclCommInitRank");
+    (void)commClose(c, "mcclCommInitRank", 0);
     commFree(c, 0);  // drops the clique reference too
   } else {
     if (lab) mcclLabCommDestroy(lab);
@@ -222,7 +308,7 @@ mcclResult_t mcclCommInitAll(mcclComm_t* comms, int ndev, const int* devlist) {
       pthread_mutex_lock(&liveLock);
       if (i > 0) clique->refs++;  // cliqueGet took the first member's reference
       pthread_mutex_unlock(&liveLock);
-      res = commNew(labs[i], labs[i]->rank, ndev, labs[i]->cudaDev, NULL, clique, &out[i]);
+      res = commNew(labs[i], NULL, labs[i]->rank, ndev, labs[i]->cudaDev, NULL, clique, &out[i]);
       if (res != mcclSuccess && i > 0) cliquePut(clique);
       if (res == mcclSuccess) continue;
     }
@@ -231,7 +317,7 @@ mcclResult_t mcclCommInitAll(mcclComm_t* comms, int ndev, const int* devlist) {
   if (res != mcclSuccess) {
     for (int i = 0; i < ndev; i++)
       if (out[i]) {
-        (void)commUnlink(out[i], "mcclCommInitAll");
+        (void)commClose(out[i], "mcclCommInitAll", 0);
         commFree(out[i], 0);
       }
     if (out[0] == NULL) cliquePut(clique);
@@ -243,40 +329,50 @@ mcclResult_t mcclCommInitAll(mcclComm_t* comms, int ndev, const int* devlist) {
 
 mcclResult_t mcclCommDestroy(mcclComm_t comm) {
   if (comm == NULL) return mcclSuccess;  // as NCCL
-  MCCLCHECK(commUnlink(comm, "mcclCommDestroy"));
+  MCCLCHECK(commClose(comm, "mcclCommDestroy", 0));
   return commFree(comm, 0);
 }
 
 mcclResult_t mcclCommAbort(mcclComm_t comm) {
   if (comm == NULL) return mcclSuccess;  // as NCCL
-  MCCLCHECK(commUnlink(comm, "mcclCommAbort"));
+  MCCLCHECK(commClose(comm, "mcclCommAbort", 1));
   return commFree(comm, 1);
 }
 
+mcclResult_t mcclCommRevoke(mcclComm_t comm) {
+  MCCLCHECK(mcclCommEnter(comm, 0, "mcclCommRevoke"));
+  commRaise(comm);
+  mcclCommLeave(comm);
+  return mcclSuccess;
+}
+
 mcclResult_t mcclCommCount(const mcclComm_t comm, int* count) {
-  MCCLCHECK(mcclCommCheck(comm, "mcclCommCount"));
   MCCL_ARGCHECK(count != NULL, "mcclCommCount: count is NULL");
+  MCCLCHECK(mcclCommEnter(comm, 0, "mcclCommCount"));
   *count = comm->nRanks;
+  mcclCommLeave(comm);
   return mcclSuccess;
 }
 
 mcclResult_t mcclCommCuDevice(const mcclComm_t comm, int* device) {
-  MCCLCHECK(mcclCommCheck(comm, "mcclCommCuDevice"));
   MCCL_ARGCHECK(device != NULL, "mcclCommCuDevice: device is NULL");
+  MCCLCHECK(mcclCommEnter(comm, 0, "mcclCommCuDevice"));
   *device = comm->cudaDev;
+  mcclCommLeave(comm);
   return mcclSuccess;
 }
 
 mcclResult_t mcclCommUserRank(const mcclComm_t comm, int* rank) {
-  MCCLCHECK(mcclCommCheck(comm, "mcclCommUserRank"));
   MCCL_ARGCHECK(rank != NULL, "mcclCommUserRank: rank is NULL");
+  MCCLCHECK(mcclCommEnter(comm, 0, "mcclCommUserRank"));
   *rank = comm->rank;
+  mcclCommLeave(comm);
   return mcclSuccess;
 }
 
 mcclResult_t mcclCommGetAsyncError(mcclComm_t comm, mcclResult_t* asyncError) {
-  MCCLCHECK(mcclCommCheck(comm, "mcclCommGetAsyncError"));
   MCCL_ARGCHECK(asyncError != NULL, "mcclCommGetAsyncError: asyncError is NULL");
+  MCCLCHECK(mcclCommEnter(comm, 0, "mcclCommGetAsyncError"));
   mcclResult_t r = (mcclResult_t)__atomic_load_n(&comm->asyncResult, __ATOMIC_ACQUIRE);
   if (r == mcclSuccess && comm->lab) {
     const mcclLabComm* lab = comm->lab;
@@ -312,17 +408,24 @@ mcclResult_t mcclCommGetAsyncError(mcclComm_t comm, mcclResult_t* asyncError) {
     }
     if (r != mcclSuccess) __atomic_store_n(&comm->asyncResult, (int)r, __ATOMIC_RELEASE);
   }
+  mcclCommLeave(comm);
   *asyncError = r;
   return mcclSuccess;
 }
 
 // A communicator whose grouped initialisation is pending or failed cannot run anything.
 static mcclResult_t commReady(const struct mcclComm* comm, const char* call) {
-  if (comm->lab != NULL) return mcclSuccess;
+  if (__atomic_load_n(&comm->revoked, __ATOMIC_ACQUIRE)) {
+    WARN("Invalid usage: %s: rank %d's communicator was revoked (mcclCommRevoke): only destroy or abort it", call,
+         comm->rank);
+    return mcclInvalidUsage;
+  }
+  if (__atomic_load_n(&comm->lab, __ATOMIC_ACQUIRE) != NULL) return mcclSuccess;
   mcclResult_t r = (mcclResult_t)__atomic_load_n(&comm->asyncResult, __ATOMIC_ACQUIRE);
   WARN("Invalid usage: %s: rank %d's communicator is %s", call, comm->rank,
-       r == mcclInProgress ? "still being created (its mcclGroupEnd has not run)"
-                           : "the failed result of a grouped init");
+       r == mcclInProgress ? "still being created (a grouped init runs at its mcclGroupEnd, a non-blocking one on "
+                             "its own thread: wait until mcclCommGetAsyncError gives mcclSuccess)"
+                           : "the failed result of a grouped or non-blocking init");
   return mcclInvalidUsage;
 }
 
@@ -341,29 +444,32 @@ mcclResult_t mcclWindowRegisterNow(struct mcclComm* comm, void* buff, size_t siz
 }
 
 mcclResult_t mcclCommWindowRegister(mcclComm_t comm, void* buff, size_t size, mcclWindow_t* win, int winFlags) {
-  MCCLCHECK(mcclCommCheck(comm, "mcclCommWindowRegister"));
   MCCL_ARGCHECK(buff != NULL, "mcclCommWindowRegister: buff is NULL");
   MCCL_ARGCHECK(size > 0, "mcclCommWindowRegister: size is 0");
   MCCL_ARGCHECK(win != NULL, "mcclCommWindowRegister: win is NULL");
   MCCL_ARGCHECK((winFlags & ~MCCL_WIN_COLL_SYMMETRIC) == 0,
                 "mcclCommWindowRegister: winFlags 0x%x (MCCL_WIN_DEFAULT or MCCL_WIN_COLL_SYMMETRIC)", winFlags);
-  if (mcclGroupActive()) return mcclGroupRecordWindow(comm, buff, size, win);
-  return mcclWindowRegisterNow(comm, buff, size, win);
+  MCCLCHECK(mcclCommEnter(comm, 0, "mcclCommWindowRegister"));
+  mcclResult_t res = mcclGroupActive() ? mcclGroupRecordWindow(comm, buff, size, win)
+                                       : mcclWindowRegisterNow(comm, buff, size, win);
+  mcclCommLeave(comm);
+  return res;
 }
 
 mcclResult_t mcclCommWindowDeregister(mcclComm_t comm, mcclWindow_t win) {
-  MCCLCHECK(mcclCommCheck(comm, "mcclCommWindowDeregister"));
   MCCL_ARGCHECK(win != NULL, "mcclCommWindowDeregister: win is NULL");
-  MCCLCHECK(commReady(comm, "mcclCommWindowDeregister"));
-  int saved = 0;
-  CUDACHECK(cudaGetDevice(&saved));
-  CUDACHECK(cudaSetDevice(comm->cudaDev));
-  mcclResult_t res = mcclSuccess;
+  MCCLCHECK(mcclCommEnter(comm, 0, "mcclCommWindowDeregister"));
+  int saved = -1;
+  mcclResult_t res = commReady(comm, "mcclCommWindowDeregister");
+  if (res != mcclSuccess) goto out;
+  CUDACHECKGOTO(cudaGetDevice(&saved), res, out);
+  CUDACHECKGOTO(cudaSetDevice(comm->cudaDev), res, out);
   // Kernels may still read the peers' buffers through this window: let them finish.
   CUDACHECKGOTO(cudaDeviceSynchronize(), res, out);
   res = mcclLabWindowDeregister(comm->lab, (mcclLabWindow*)win);
 out:
-  cudaSetDevice(saved);
+  if (saved >= 0) cudaSetDevice(saved);
+  mcclCommLeave(comm);
   return res;
 }
 
@@ -372,8 +478,12 @@ out:
 // checks the rest, makes the task, and runs it at the group's end with the communicator's device set. A
 // handle that fails here inside a group fails that group too (lab 07's group, which the calls share).
 static mcclResult_t callComm(struct mcclComm* comm, const char* call, mcclLabComm** lab) {
-  mcclResult_t res = mcclCommCheck(comm, call);
-  if (res == mcclSuccess) res = commReady(comm, call);
+  mcclResult_t res = mcclCommEnter(comm, 0, call);
+  if (res == mcclSuccess) {
+    res = commReady(comm, call);
+    if (res == mcclSuccess && mcclGroupActive()) res = mcclGroupRecordUse(comm);
+    if (res != mcclSuccess) mcclCommLeave(comm);
+  }
   if (res != mcclSuccess) {
     mcclLabGroupFail(res);
     return res;
@@ -382,85 +492,95 @@ static mcclResult_t callComm(struct mcclComm* comm, const char* call, mcclLabCom
   return mcclSuccess;
 }
 
+// The end of a call that callComm entered.
+static mcclResult_t callDone(struct mcclComm* comm, mcclResult_t res) {
+  mcclCommLeave(comm);
+  return res;
+}
+
 mcclResult_t mcclAllReduce(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t datatype, mcclRedOp_t op,
                            mcclComm_t comm, cudaStream_t stream) {
   mcclLabComm* lab;
   MCCLCHECK(callComm(comm, "mcclAllReduce", &lab));
-  return mcclLabAllReduce(sendbuff, recvbuff, count, datatype, op, lab, stream);
+  return callDone(comm, mcclLabAllReduce(sendbuff, recvbuff, count, datatype, op, lab, stream));
 }
 
 mcclResult_t mcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, mcclDataType_t datatype,
                            mcclComm_t comm, cudaStream_t stream) {
   mcclLabComm* lab;
   MCCLCHECK(callComm(comm, "mcclAllGather", &lab));
-  return mcclLabAllGather(sendbuff, recvbuff, sendcount, datatype, lab, stream);
+  return callDone(comm, mcclLabAllGather(sendbuff, recvbuff, sendcount, datatype, lab, stream));
 }
 
 mcclResult_t mcclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, mcclDataType_t datatype,
                                mcclRedOp_t op, mcclComm_t comm, cudaStream_t stream) {
   mcclLabComm* lab;
   MCCLCHECK(callComm(comm, "mcclReduceScatter", &lab));
-  return mcclLabReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, lab, stream);
+  return callDone(comm, mcclLabReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, lab, stream));
 }
 
 mcclResult_t mcclBroadcast(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t datatype, int root,
                            mcclComm_t comm, cudaStream_t stream) {
   mcclLabComm* lab;
   MCCLCHECK(callComm(comm, "mcclBroadcast", &lab));
-  return mcclLabBroadcast(sendbuff, recvbuff, count, datatype, root, lab, stream);
+  return callDone(comm, mcclLabBroadcast(sendbuff, recvbuff, count, datatype, root, lab, stream));
 }
 
 mcclResult_t mcclReduce(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t datatype, mcclRedOp_t op,
                         int root, mcclComm_t comm, cudaStream_t stream) {
   mcclLabComm* lab;
   MCCLCHECK(callComm(comm, "mcclReduce", &lab));
-  return mcclLabReduce(sendbuff, recvbuff, count, datatype, op, root, lab, stream);
+  return callDone(comm, mcclLabReduce(sendbuff, recvbuff, count, datatype, op, root, lab, stream));
 }
 
 mcclResult_t mcclSend(const void* sendbuff, size_t count, mcclDataType_t datatype, int peer, mcclComm_t comm,
                       cudaStream_t stream) {
   mcclLabComm* lab;
   MCCLCHECK(callComm(comm, "mcclSend", &lab));
-  return mcclLabSend(sendbuff, count, datatype, peer, lab, stream);
+  return callDone(comm, mcclLabSend(sendbuff, count, datatype, peer, lab, stream));
 }
 
 mcclResult_t mcclRecv(void* recvbuff, size_t count, mcclDataType_t datatype, int peer, mcclComm_t comm,
                       cudaStream_t stream) {
   mcclLabComm* lab;
   MCCLCHECK(callComm(comm, "mcclRecv", &lab));
-  return mcclLabRecv(recvbuff, count, datatype, peer, lab, stream);
+  return callDone(comm, mcclLabRecv(recvbuff, count, datatype, peer, lab, stream));
 }
 
 mcclResult_t mcclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t datatype, mcclComm_t comm,
                           cudaStream_t stream) {
   mcclLabComm* lab;
   MCCLCHECK(callComm(comm, "mcclAlltoAll", &lab));
-  return mcclLabAlltoAll(sendbuff, recvbuff, count, datatype, lab, stream);
+  return callDone(comm, mcclLabAlltoAll(sendbuff, recvbuff, count, datatype, lab, stream));
 }
 
 mcclResult_t mcclGather(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t datatype, int root,
                         mcclComm_t comm, cudaStream_t stream) {
   mcclLabComm* lab;
   MCCLCHECK(callComm(comm, "mcclGather", &lab));
-  return mcclLabGather(sendbuff, recvbuff, count, datatype, root, lab, stream);
+  return callDone(comm, mcclLabGather(sendbuff, recvbuff, count, datatype, root, lab, stream));
 }
 
 mcclResult_t mcclScatter(const void* sendbuff, void* recvbuff, size_t count, mcclDataType_t datatype, int root,
                          mcclComm_t comm, cudaStream_t stream) {
   mcclLabComm* lab;
   MCCLCHECK(callComm(comm, "mcclScatter", &lab));
-  return mcclLabScatter(sendbuff, recvbuff, count, datatype, root, lab, stream);
+  return callDone(comm, mcclLabScatter(sendbuff, recvbuff, count, datatype, root, lab, stream));
 }
 
 mcclResult_t mcclRedOpCreatePreMulSum(mcclRedOp_t* op, void* scalar, mcclDataType_t datatype,
                                       mcclScalarResidence_t residence, mcclComm_t comm) {
-  MCCLCHECK(mcclCommCheck(comm, "mcclRedOpCreatePreMulSum"));
-  MCCLCHECK(commReady(comm, "mcclRedOpCreatePreMulSum"));
-  return mcclLabRedOpCreatePreMulSum(op, scalar, datatype, residence, comm->lab);
+  MCCLCHECK(mcclCommEnter(comm, 0, "mcclRedOpCreatePreMulSum"));
+  mcclResult_t res = commReady(comm, "mcclRedOpCreatePreMulSum");
+  if (res == mcclSuccess) res = mcclLabRedOpCreatePreMulSum(op, scalar, datatype, residence, comm->lab);
+  mcclCommLeave(comm);
+  return res;
 }
 
 mcclResult_t mcclRedOpDestroy(mcclRedOp_t op, mcclComm_t comm) {
-  MCCLCHECK(mcclCommCheck(comm, "mcclRedOpDestroy"));
-  MCCLCHECK(commReady(comm, "mcclRedOpDestroy"));
-  return mcclLabRedOpDestroy(op, comm->lab);
+  MCCLCHECK(mcclCommEnter(comm, 0, "mcclRedOpDestroy"));
+  mcclResult_t res = commReady(comm, "mcclRedOpDestroy");
+  if (res == mcclSuccess) res = mcclLabRedOpDestroy(op, comm->lab);
+  mcclCommLeave(comm);
+  return res;
 }

@@ -4,9 +4,12 @@
 // its calls; mcclGroupSimulateEnd), allreduce against the CPU reference for every dtype x op on every
 // algorithm, AlltoAll, Gather and Scatter on every dtype, PreMulSum operations (host and device
 // scalars, per rank) and their misuse, abort (prompt while a kernel waits for a peer that never comes;
-// the clique's other members see mcclRemoteError), and nothing leaked.
+// the clique's other members see mcclRemoteError), abort or destroy from a second thread at any moment
+// (inside a window registration, a group's connection setup, a non-blocking init, or with work in that
+// thread's open group), and nothing leaked.
 #include <stdint.h>
 #include <dirent.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -1025,6 +1028,156 @@ static void abortWhileWaiting(void) {
   EXPECT_OK(mcclMemFree(buf));
 }
 
+// ---- a second thread ------------------------------------------------------------------------------
+// What the owner thread does while the main thread aborts or destroys its communicator.
+enum ownerJob { JOB_WINDOW, JOB_GROUP_SEND, JOB_GROUP_HELD };
+
+struct owner {
+  enum ownerJob job;
+  mcclComm_t comm;
+  void* buf;
+  cudaStream_t stream;
+  mcclWindow_t win;
+  int dev;
+  mcclResult_t res;      // what its blocking call returned
+  volatile int inside;   // about to enter the blocking call (or: the group holds its work)
+  volatile int release;  // JOB_GROUP_HELD: end the group now
+};
+
+static void* ownerMain(void* p) {
+  struct owner* o = (struct owner*)p;
+  cudaSetDevice(o->dev);
+  switch (o->job) {
+    case JOB_WINDOW:  // collective: rank 1 never registers, so it waits for it
+      __atomic_store_n(&o->inside, 1, __ATOMIC_RELEASE);
+      o->res = mcclCommWindowRegister(o->comm, o->buf, 4096, &o->win, 0);
+      break;
+    case JOB_GROUP_SEND:  // the group's end connects to rank 1, which never posts its receive
+      mcclGroupStart();
+      mcclSend(o->buf, 16, mcclInt8, 1, o->comm, o->stream);
+      __atomic_store_n(&o->inside, 1, __ATOMIC_RELEASE);
+      o->res = mcclGroupEnd();
+      break;
+    case JOB_GROUP_HELD:  // an allreduce in an open group while the main thread destroys the comm
+      mcclGroupStart();
+      mcclAllReduce(o->buf, o->buf, 16, mcclFloat32, mcclSum, o->comm, o->stream);
+      __atomic_store_n(&o->inside, 1, __ATOMIC_RELEASE);
+      while (!__atomic_load_n(&o->release, __ATOMIC_ACQUIRE)) {
+        struct timespec ts = {0, 1000 * 1000};
+        nanosleep(&ts, NULL);
+      }
+      o->res = mcclGroupEnd();
+      break;
+  }
+  return NULL;
+}
+
+// Start the owner and wait until it is (about to be) inside its call, then a little more.
+static void ownerStart(struct owner* o, pthread_t* th) {
+  EXPECT_EQ(pthread_create(th, NULL, ownerMain, o), 0);
+  while (!__atomic_load_n(&o->inside, __ATOMIC_ACQUIRE)) {
+    struct timespec ts = {0, 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  struct timespec settle = {0, 100 * 1000 * 1000};
+  nanosleep(&settle, NULL);
+}
+
+// mcclCommAbort from the main thread while the owner thread is blocked inside a window registration,
+// then inside a group's connection setup: the blocked call returns an error, abort returns promptly,
+// and nothing freed is touched (the ASan and TSan builds run this too).
+static void abortFromAnotherThread(void) {
+  if (nDevices() < 2) SKIP("needs 2 devices");
+  warmUp();
+  int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads();
+  for (int job = JOB_WINDOW; job <= JOB_GROUP_SEND && !mcclTestStopped(); job++) {
+    mcclComm_t comms[2];
+    EXPECT_OK(mcclCommInitAll(comms, 2, NULL));
+    struct owner o;
+    memset(&o, 0, sizeof(o));
+    o.job = (enum ownerJob)job;
+    o.comm = comms[0];
+    EXPECT_CUDA_OK(cudaSetDevice(0));
+    EXPECT_OK(mcclMemAlloc(&o.buf, 4096));
+    EXPECT_CUDA_OK(cudaStreamCreateWithFlags(&o.stream, cudaStreamNonBlocking));
+    pthread_t th;
+    ownerStart(&o, &th);
+    const double t0 = nowSec();
+    EXPECT_OK(mcclCommAbort(comms[0]));
+    const double took = nowSec() - t0;
+    printf("# %s: mcclCommAbort from another thread took %.1f ms\n",
+           job == JOB_WINDOW ? "window registration" : "group end's connection", took * 1e3);
+    EXPECT_TRUE(took < 1.0);
+    EXPECT_EQ(pthread_join(th, NULL), 0);
+    EXPECT_TRUE(o.res != mcclSuccess);
+    if (job == JOB_WINDOW) EXPECT_TRUE(o.win == NULL);
+    EXPECT_OK(mcclCommAbort(comms[1]));
+    EXPECT_CUDA_OK(cudaStreamSynchronize(o.stream));
+    EXPECT_CUDA_OK(cudaStreamDestroy(o.stream));
+    EXPECT_OK(mcclMemFree(o.buf));
+  }
+  EXPECT_EQ(mcclTestCountFds(), fds0);
+  EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
+}
+
+// A communicator destroyed (then: aborted) from the main thread while another thread's open group
+// holds its allreduce: destroy removes the work, and that group's end reports mcclInvalidUsage.
+static void destroyHeldByAnotherThread(void) {
+  warmUp();
+  int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads();
+  for (int abort = 0; abort < 2 && !mcclTestStopped(); abort++) {
+    static const int dev0[1] = {0};
+    mcclComm_t c;
+    EXPECT_OK(mcclCommInitAll(&c, 1, dev0));
+    struct owner o;
+    memset(&o, 0, sizeof(o));
+    o.job = JOB_GROUP_HELD;
+    o.comm = c;
+    EXPECT_CUDA_OK(cudaSetDevice(0));
+    EXPECT_OK(mcclMemAlloc(&o.buf, 4096));
+    EXPECT_CUDA_OK(cudaStreamCreateWithFlags(&o.stream, cudaStreamNonBlocking));
+    pthread_t th;
+    ownerStart(&o, &th);
+    EXPECT_OK(abort ? mcclCommAbort(c) : mcclCommDestroy(c));
+    __atomic_store_n(&o.release, 1, __ATOMIC_RELEASE);
+    EXPECT_EQ(pthread_join(th, NULL), 0);
+    EXPECT_RES(o.res, mcclInvalidUsage);
+    EXPECT_TRUE(strstr(mcclGetLastError(NULL), "destroyed or aborted while this group held its calls") != NULL);
+    EXPECT_CUDA_OK(cudaStreamSynchronize(o.stream));
+    EXPECT_CUDA_OK(cudaStreamDestroy(o.stream));
+    EXPECT_OK(mcclMemFree(o.buf));
+  }
+  EXPECT_EQ(mcclTestCountFds(), fds0);
+  EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
+}
+
+// mcclCommInitRankAsync of rank 0 of 2, whose rank 1 never comes: in progress, other calls refused at
+// once, and mcclCommAbort ends it well inside the bootstrap timeout (the bar is 100 ms).
+static void asyncInitAborted(void) {
+  warmUp();
+  int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads();
+  mcclUniqueId id;
+  EXPECT_OK(mcclGetUniqueId(&id));
+  mcclComm_t c = NULL;
+  EXPECT_OK(mcclCommInitRankAsync(&c, 2, id, 0));
+  mcclResult_t ae = mcclSuccess;
+  EXPECT_OK(mcclCommGetAsyncError(c, &ae));
+  EXPECT_EQ(ae, mcclInProgress);
+  void* buf = NULL;
+  EXPECT_OK(mcclMemAlloc(&buf, 64));
+  EXPECT_RES(mcclAllReduce(buf, buf, 4, mcclFloat32, mcclSum, c, NULL), mcclInvalidUsage);
+  struct timespec settle = {0, 50 * 1000 * 1000};
+  nanosleep(&settle, NULL);
+  const double t0 = nowSec();
+  EXPECT_OK(mcclCommAbort(c));
+  const double took = nowSec() - t0;
+  printf("# mcclCommAbort of a non-blocking init in progress took %.1f ms\n", took * 1e3);
+  EXPECT_TRUE(took < 0.5);
+  EXPECT_OK(mcclMemFree(buf));
+  EXPECT_EQ(mcclTestCountFds(), fds0);
+  EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
+}
+
 MCCL_TEST_MAIN(MCCL_TEST_CASE(versionAndStrings), MCCL_TEST_CASE(nullAndBogusComm), MCCL_TEST_CASE(initArguments),
                MCCL_TEST_CASE(oneRank), MCCL_TEST_CASE(initAllEveryTypeOpRingOneShot),
                MCCL_TEST_CASE(initAllEveryTypeOpTwoShot), MCCL_TEST_CASE(groupedInitRank),
@@ -1032,4 +1185,5 @@ MCCL_TEST_MAIN(MCCL_TEST_CASE(versionAndStrings), MCCL_TEST_CASE(nullAndBogusCom
                MCCL_TEST_CASE(initAllAlltoAllGatherScatter), MCCL_TEST_CASE(alltoAllGatherScatterBadInput),
                MCCL_TEST_CASE(initAllPreMulSum), MCCL_TEST_CASE(preMulSumBadInput), MCCL_TEST_CASE(groupSimulateEnd),
                MCCL_TEST_CASE(groupFailsOnBadCall), MCCL_TEST_CASE(destroyWithOpenGroup),
-               MCCL_TEST_CASE(abortWhileWaiting))
+               MCCL_TEST_CASE(abortWhileWaiting), MCCL_TEST_CASE(abortFromAnotherThread),
+               MCCL_TEST_CASE(destroyHeldByAnotherThread), MCCL_TEST_CASE(asyncInitAborted))

@@ -339,7 +339,6 @@ static void test_unimplemented(void) {
   ncclComm_t out = NULL;
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
   int exclude = 0;
-  EXPECT_NCCL(ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT), ncclInvalidUsage);
   EXPECT_NCCL(ncclCommShrink(comm, &exclude, 1, &out, &cfg, NCCL_SHRINK_DEFAULT), ncclInvalidUsage);
   if (out != NULL) FAILF("ncclCommShrink wrote a communicator");
   if (ncclGetLastError(comm) == NULL) FAILF("ncclGetLastError returned NULL");
@@ -724,6 +723,52 @@ static void test_config_nonblocking(void) {
   CHECK_NCCL(ncclCommDestroy(c));
 }
 
+// Non-blocking init that can never finish (rank 0 alone with an id whose other ranks never come):
+// ncclCommAbort ends it at once, well inside the bootstrap timeout. Every rank runs it on its own id.
+static void test_nonblocking_abort(void) {
+  ncclUniqueId id;
+  CHECK_NCCL(ncclGetUniqueId(&id));
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.blocking = 0;
+  ncclComm_t c = NULL;
+  EXPECT_NCCL(ncclCommInitRankConfig(&c, 2, id, 0, &cfg), ncclInProgress);
+  if (c == NULL) return;
+  ncclResult_t async = ncclSuccess;
+  CHECK_NCCL(ncclCommGetAsyncError(c, &async));
+  if (async != ncclInProgress) FAILF("a non-blocking init waiting for its peer reports %s", ncclGetErrorString(async));
+  void* d = NULL;
+  CHECK_CUDA(cudaMalloc(&d, 64));
+  // Not ready: refused at once, not blocked until the init ends.
+  EXPECT_NCCL(ncclAllReduce(d, d, 4, ncclFloat32, ncclSum, c, stream), ncclInvalidUsage);
+  cudaFree(d);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  CHECK_NCCL(ncclCommAbort(c));
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  const double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+  printf("# rank %d: ncclCommAbort of a non-blocking init in progress took %.1f ms\n", rank, ms);
+  if (ms > 1000) FAILF("ncclCommAbort of a non-blocking init took %.0f ms", ms);
+  EXPECT_NCCL(ncclCommGetAsyncError(c, &async), ncclInvalidArgument);  // the handle is gone
+}
+
+// Revoke: the collectives after it are refused on every rank, the handle stays for destroy.
+static void test_revoke(void) {
+  NEED_COMM();
+  ncclComm_t sub = NULL;
+  CHECK_NCCL(ncclCommSplit(comm, 0, rank, &sub, NULL));
+  if (sub == NULL) return;
+  EXPECT_NCCL(ncclCommRevoke(sub, 1), ncclInvalidArgument);
+  CHECK_NCCL(ncclCommRevoke(sub, NCCL_REVOKE_DEFAULT));
+  void* d = NULL;
+  CHECK_CUDA(cudaMalloc(&d, 64));
+  EXPECT_NCCL(ncclAllReduce(d, d, 4, ncclFloat32, ncclSum, sub, stream), ncclInvalidUsage);
+  cudaFree(d);
+  int n = 0;
+  CHECK_NCCL(ncclCommCount(sub, &n));  // queries still answer
+  if (n != nranks) FAILF("revoked communicator: count %d, expected %d", n, nranks);
+  CHECK_NCCL(ncclCommDestroy(sub));
+}
+
 static void test_register(void) {
   NEED_COMM();
   void* d = NULL;
@@ -778,6 +823,9 @@ static void test_finalize_destroy(void) {
   void* d = NULL;
   CHECK_CUDA(cudaMalloc(&d, 64));
   EXPECT_NCCL(ncclAllReduce(d, d, 4, ncclFloat32, ncclSum, comm, stream), ncclInvalidUsage);
+  ncclComm_t sub = NULL;
+  EXPECT_NCCL(ncclCommSplit(comm, 0, rank, &sub, NULL), ncclInvalidUsage);  // as NCCL: finalized is over
+  if (sub != NULL) FAILF("ncclCommSplit of a finalized communicator wrote one");
   cudaFree(d);
   CHECK_NCCL(ncclCommDestroy(comm));
   comm = NULL;
@@ -809,6 +857,8 @@ static const struct testCase cases[] = {
     {"group_simulate_end", test_group_simulate_end},
     {"sendrecv", test_sendrecv},
     {"config_nonblocking", test_config_nonblocking},
+    {"nonblocking_abort", test_nonblocking_abort},
+    {"revoke", test_revoke},
     {"register", test_register},
     {"window", test_window},
     {"split", test_split},
