@@ -200,10 +200,11 @@ mcclResult_t mcclCommUserRank(const mcclComm_t comm, int* rank);
  * waiting on a stream, and call mcclCommAbort when it is not mcclSuccess.
  * @param[in]  comm        the communicator.
  * @param[out] asyncError  mcclSuccess; mcclInProgress (created inside a group whose mcclGroupEnd has
- *                         not run, or by mcclCommInitRankAsync still initialising); mcclRemoteError (a peer process on this machine exited: one whose
- *                         pid names a process here, posed hosts included; or a communicator of the
- *                         same clique in this process was aborted); the error of a failed grouped or
- *                         non-blocking initialisation; mcclInternalError (the abort flag is raised).
+ *                         not run, or by mcclCommInitRankAsync still initialising); mcclRemoteError (a
+ *                         peer process on this machine exited: one whose pid names a process here, posed
+ *                         hosts included; or a communicator of the same clique in this process was
+ *                         aborted); the error of a failed grouped or non-blocking initialisation;
+ *                         mcclInternalError (the abort flag is raised).
  * @return mcclSuccess; mcclInvalidArgument (NULL or dead comm, NULL asyncError).
  */
 mcclResult_t mcclCommGetAsyncError(mcclComm_t comm, mcclResult_t* asyncError);

@@ -216,7 +216,8 @@ PNCCL_ALIAS(ncclGetUniqueId);
 static ncclResult_t initComm(ncclComm_t* comm, int nranks, const mcclUniqueId* id, int rank, int blocking) {
   struct ncclComm* c = commNew();
   if (!c) return ncclSystemError;
-  mcclResult_t r = blocking ? mcclCommInitRank(&c->mc, nranks, *id, rank) : mcclCommInitRankAsync(&c->mc, nranks, *id, rank);
+  mcclResult_t r =
+      blocking ? mcclCommInitRank(&c->mc, nranks, *id, rank) : mcclCommInitRankAsync(&c->mc, nranks, *id, rank);
   if (r != mcclSuccess) {
     commFree(c);
     return toNccl(r);

@@ -17,7 +17,7 @@ struct groupOp {
   enum groupOpKind kind;
   struct mcclComm* comm;  // by pointer and uid: found gone at the group's end if destroyed since
   uint64_t uid;
-  int rank;  // the communicator's, for the message when it is gone
+  int rank;     // the communicator's, for the message when it is gone
   int entered;  // the group's end entered it (mcclCommEnter), and leaves it
   // GROUP_WINDOW
   void* buff;

@@ -450,8 +450,8 @@ mcclResult_t mcclCommWindowRegister(mcclComm_t comm, void* buff, size_t size, mc
   MCCL_ARGCHECK((winFlags & ~MCCL_WIN_COLL_SYMMETRIC) == 0,
                 "mcclCommWindowRegister: winFlags 0x%x (MCCL_WIN_DEFAULT or MCCL_WIN_COLL_SYMMETRIC)", winFlags);
   MCCLCHECK(mcclCommEnter(comm, 0, "mcclCommWindowRegister"));
-  mcclResult_t res = mcclGroupActive() ? mcclGroupRecordWindow(comm, buff, size, win)
-                                       : mcclWindowRegisterNow(comm, buff, size, win);
+  mcclResult_t res =
+      mcclGroupActive() ? mcclGroupRecordWindow(comm, buff, size, win) : mcclWindowRegisterNow(comm, buff, size, win);
   mcclCommLeave(comm);
   return res;
 }
