@@ -237,7 +237,10 @@ mcclResult_t mcclMemFree(void* ptr);
  * @brief Register a buffer as a symmetric window (NCCL 2.28's ncclCommWindowRegister): collective;
  * every rank maps every peer's buffer, and allreduces whose buffers lie in windows may run the
  * one-shot and two-shot kernels. Inside a group the registration runs at mcclGroupEnd (one thread
- * per communicator) and *win is written then.
+ * per communicator) and *win is written then. A rank whose arguments are refused still takes part in
+ * the exchange, as a refusal, there and then (or at its group's end): every rank's registration fails
+ * at once, the others' naming that rank, and the ranks stay in step for the next one. NCCL leaves the
+ * peers waiting instead.
  * @param[in]  comm      the communicator.
  * @param[in]  buff      the start of an mcclMemAlloc allocation (the same size on every rank).
  * @param[in]  size      bytes, > 0 and at most the allocation.

@@ -619,10 +619,8 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, nc
   mcclComm_t mc;
   ncclResult_t res = commGet(comm, "ncclCommWindowRegister", &mc);
   if (res != ncclSuccess) return res;
-  if (win == NULL) {
-    WARN("ncclCommWindowRegister: win is NULL");
-    return commPut(comm, ncclInvalidArgument);
-  }
+  // A NULL win, as any refused argument, is minccl's to refuse: the registration still takes part in the
+  // exchange, so the peers' fail alike instead of waiting.
   // Inside a group minccl registers at mcclGroupEnd and writes the window then, so the caller's own
   // pointer goes down (a local here would be written after this frame is gone: nccl-tests -R 2 lost
   // its stack to that). Both handle types are opaque pointers.

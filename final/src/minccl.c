@@ -439,21 +439,28 @@ mcclResult_t mcclWindowRegisterNow(struct mcclComm* comm, void* buff, size_t siz
   mcclLabWindow* w = NULL;
   mcclResult_t res = mcclLabWindowRegister(comm->lab, buff, size, &w);
   cudaSetDevice(saved);
-  if (res == mcclSuccess) *win = (mcclWindow_t)w;
+  if (res == mcclSuccess && win) *win = (mcclWindow_t)w;
   return res;
 }
 
+// Registration is collective: a rank that refuses its arguments still takes part in the exchange, as a
+// refusal (lab 07's size 0), now or at its group's end, so that every rank's registration fails at once
+// and the ranks' bootstrap messages stay in step (returning early would leave the peers waiting until
+// the timeout, then one exchange apart for good).
 mcclResult_t mcclCommWindowRegister(mcclComm_t comm, void* buff, size_t size, mcclWindow_t* win, int winFlags) {
-  MCCL_ARGCHECK(buff != NULL, "mcclCommWindowRegister: buff is NULL");
-  MCCL_ARGCHECK(size > 0, "mcclCommWindowRegister: size is 0");
-  MCCL_ARGCHECK(win != NULL, "mcclCommWindowRegister: win is NULL");
-  MCCL_ARGCHECK((winFlags & ~MCCL_WIN_COLL_SYMMETRIC) == 0,
-                "mcclCommWindowRegister: winFlags 0x%x (MCCL_WIN_DEFAULT or MCCL_WIN_COLL_SYMMETRIC)", winFlags);
   MCCLCHECK(mcclCommEnter(comm, 0, "mcclCommWindowRegister"));
+  const int refused = buff == NULL || size == 0 || win == NULL || (winFlags & ~MCCL_WIN_COLL_SYMMETRIC) != 0;
+  if (refused) {
+    WARN("Invalid argument: mcclCommWindowRegister on rank %d: buff %p, size %zu, win %p, winFlags 0x%x (non-NULL, "
+         "> 0, non-NULL, MCCL_WIN_DEFAULT or MCCL_WIN_COLL_SYMMETRIC); it takes part in the exchange as a refusal",
+         comm->rank, buff, size, (void*)win, winFlags);
+    buff = NULL;
+    size = 0;
+  }
   mcclResult_t res =
       mcclGroupActive() ? mcclGroupRecordWindow(comm, buff, size, win) : mcclWindowRegisterNow(comm, buff, size, win);
   mcclCommLeave(comm);
-  return res;
+  return refused ? mcclInvalidArgument : res;
 }
 
 mcclResult_t mcclCommWindowDeregister(mcclComm_t comm, mcclWindow_t win) {

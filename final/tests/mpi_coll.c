@@ -75,6 +75,39 @@ static void everyRoot(void) {
   fmpiTearDown(&w);
 }
 
+// A window registration that one rank refuses up front (size 0 on rank 0), alone and inside a group:
+// every rank's fails at once, the others naming rank 0, and the next registration works on every rank
+// (a refusal still takes part in the exchange, so the ranks stay in step).
+static void windowRefusedByOneRank(void) {
+  struct fmpiWorld w;
+  fmpiSetUp(&w, 64);
+  CHECK_STOPPED();
+  void* buf = NULL;
+  EXPECT_OK(mcclMemAlloc(&buf, 4096));
+  for (int grouped = 0; grouped < 2 && !mcclTestMpiAnyStopped(); grouped++) {
+    mcclWindow_t win = NULL;
+    const size_t size = w.rank == 0 ? 0 : 4096;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (grouped) {
+      EXPECT_OK(mcclGroupStart());
+      EXPECT_RES(mcclCommWindowRegister(w.comm, buf, size, &win, 0), w.rank == 0 ? mcclInvalidArgument : mcclSuccess);
+      EXPECT_RES(mcclGroupEnd(), mcclInvalidArgument);
+    } else {
+      EXPECT_RES(mcclCommWindowRegister(w.comm, buf, size, &win, 0), mcclInvalidArgument);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    EXPECT_TRUE((double)(t1.tv_sec - t0.tv_sec) < 5.0);  // at once, not at the bootstrap's timeout
+    if (w.rank != 0) EXPECT_TRUE(strstr(mcclGetLastError(NULL), "rank 0 could not offer its buffer") != NULL);
+    EXPECT_TRUE(win == NULL);
+    EXPECT_OK(mcclCommWindowRegister(w.comm, buf, 4096, &win, MCCL_WIN_COLL_SYMMETRIC));
+    EXPECT_TRUE(win != NULL);
+    if (win) EXPECT_OK(mcclCommWindowDeregister(w.comm, win));
+  }
+  EXPECT_OK(mcclMemFree(buf));
+  fmpiTearDown(&w);
+}
+
 // Bad input is refused before anything is recorded or launched, naming the argument.
 static void badInput(void) {
   struct fmpiWorld w;
@@ -403,7 +436,7 @@ static void sendRecvUnmatched(void) {
   arSmallFifos(0);
 }
 
-MCCL_TEST_MAIN_MPI(MCCL_TEST_CASE(everyTypeAndOp), MCCL_TEST_CASE(everyRoot), MCCL_TEST_CASE(badInput),
+MCCL_TEST_MAIN_MPI(MCCL_TEST_CASE(everyTypeAndOp), MCCL_TEST_CASE(everyRoot), MCCL_TEST_CASE(badInput), MCCL_TEST_CASE(windowRefusedByOneRank),
                    MCCL_TEST_CASE(alltoAllGatherScatter), MCCL_TEST_CASE(preMulSum), MCCL_TEST_CASE(sendRecvRing),
                    MCCL_TEST_CASE(sendRecvSelf), MCCL_TEST_CASE(sendRecvAllToAll), MCCL_TEST_CASE(sendRecvPlusTwo),
                    MCCL_TEST_CASE(sendRecvUnmatched))

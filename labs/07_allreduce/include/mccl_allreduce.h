@@ -180,6 +180,8 @@ mcclResult_t mcclLabCommDestroy(mcclLabComm* comm);
  * @param[in]  buff  this rank's buffer.
  * @param[in]  size  bytes (> 0, at most the allocation's size), equal on every rank.
  * @param[out] win   the window; written only on success.
+ * A rank that cannot offer its buffer (NULL, size 0, not a VMM allocation's start, a NULL win) still takes
+ * part in the exchange with size 0, so every rank fails at once and no rank is left one exchange behind.
  * @return mcclSuccess; mcclInvalidArgument (NULL, size 0, not the start of a VMM allocation, larger
  *         than it, sizes that differ between ranks); errors of the proxy, lab 03 and the bootstrap.
  */

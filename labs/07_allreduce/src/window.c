@@ -67,9 +67,6 @@ mcclResult_t labWindowUnmap(mcclLabComm* comm, mcclLabWindow* w) {
 }
 
 mcclResult_t labWindowMap(mcclLabComm* comm, void* buff, size_t size, mcclLabWindow** out) {
-  MCCL_ARGCHECK(buff != NULL, "buff is NULL");
-  MCCL_ARGCHECK(size > 0, "size is 0");
-  MCCL_ARGCHECK(out != NULL, "win is NULL");
   // EXERCISE(07.window)
   int saved = -1;
   CUDACHECK(cudaGetDevice(&saved));
@@ -83,10 +80,16 @@ mcclResult_t labWindowMap(mcclLabComm* comm, void* buff, size_t size, mcclLabWin
   struct winPriv* wp = NULL;
   CUDACHECKGOTO(cudaSetDevice(comm->cudaDev), res, fail);
   // A window is a whole VMM allocation (mcclMemAlloc): that is what crosses as an fd. A rank that
-  // cannot offer its buffer still takes part in the exchange (size 0), so every rank fails alike
-  // instead of the others waiting for it.
+  // cannot offer its buffer (a NULL or size 0 too) still takes part in the exchange (size 0), so every
+  // rank fails alike, at once, and the bootstrap's message sequence stays the same on every rank: a rank
+  // that returned before the exchange would leave the others waiting for it until the timeout, and
+  // then one exchange behind it for good.
   int localBad = 0;
-  if (mcclCuMemRetainHandle(buff, &handle, NULL, &base, &allocSize) != mcclSuccess || base != buff) {
+  if (buff == NULL || size == 0 || out == NULL) {
+    WARN("Invalid argument: rank %d's window: buff %p, size %zu, win %p (non-NULL, > 0, non-NULL)", comm->rank, buff,
+         size, (void*)out);
+    localBad = 1;
+  } else if (mcclCuMemRetainHandle(buff, &handle, NULL, &base, &allocSize) != mcclSuccess || base != buff) {
     WARN("Invalid argument: buff %p is not the start of a VMM allocation (mcclMemAlloc)", buff);
     localBad = 1;
   } else if (size > allocSize) {
@@ -116,12 +119,20 @@ mcclResult_t labWindowMap(mcclLabComm* comm, void* buff, size_t size, mcclLabWin
   all[comm->rank].cudaDev = comm->cudaDev;
   MCCLCHECKGOTO(mcclBootstrapAllGather(comm->bootstrap, all, sizeof(*all)), res, fail);
   // Every rank sees the same records, so every rank takes the same decision here.
+  if (localBad) {  // said above; the peers learn it from our size 0
+    res = mcclInvalidArgument;
+    goto fail;
+  }
   for (int p = 0; p < comm->nRanks; p++)
-    if (all[p].size != size || localBad) {
-      WARN(
-          "Invalid argument: window size %zu on rank %d, %llu on rank %d (must be equal; 0: that rank's buffer "
-          "is not a VMM allocation of that size)",
-          size, comm->rank, (unsigned long long)all[p].size, p);
+    if (all[p].size == 0) {
+      WARN("Invalid argument: window of %zu bytes on rank %d: rank %d could not offer its buffer (its own WARN says "
+           "why), so no rank registers this window",
+           size, comm->rank, p);
+      res = mcclInvalidArgument;
+      goto fail;
+    } else if (all[p].size != size) {
+      WARN("Invalid argument: window size %zu on rank %d, %llu on rank %d (must be equal on every rank)", size,
+           comm->rank, (unsigned long long)all[p].size, p);
       res = mcclInvalidArgument;
       goto fail;
     }
@@ -174,9 +185,8 @@ fail:
 
 mcclResult_t mcclLabWindowRegister(mcclLabComm* comm, void* buff, size_t size, mcclLabWindow** win) {
   MCCL_ARGCHECK(comm != NULL, "comm is NULL");
-  MCCL_ARGCHECK(win != NULL, "win is NULL");
   mcclLabWindow* w = NULL;
-  MCCLCHECK(labWindowMap(comm, buff, size, &w));
+  MCCLCHECK(labWindowMap(comm, buff, win ? size : 0, &w));  // a NULL win takes part as a refusal
   w->next = comm->windows;
   comm->windows = w;
   *win = w;

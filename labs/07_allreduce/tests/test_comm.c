@@ -4,8 +4,10 @@
 // table, abort, and nothing leaked (fds, threads, mappings, /dev/shm).
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include "comm_test_util.h"
 #include "mccl_alloc.h"
+#include "mccl_debug.h"
 #include "mccl_param.h"
 
 #define NDEV 4
@@ -301,7 +303,8 @@ static void algorithmTable(void) {
   EXPECT_EQ(mcclLabOneShotFits(1, (size_t)1 << 30, MCCL_PROTO_LL), 1);  // one rank copies
 }
 
-// A buffer that is not a VMM allocation cannot be a window, and every rank refuses it together.
+// A buffer that is not a VMM allocation (or NULL, or of another size than the peers') cannot be a window,
+// and every rank refuses it together.
 static void windowArguments(void) {
   if (nDevices() < 2) SKIP("needs 2 devices");
   mcclLabComm* cs[2] = {NULL, NULL};
@@ -326,9 +329,23 @@ static void windowArguments(void) {
   registerAll(wa, 2);
   EXPECT_RES(wa[0].res, mcclInvalidArgument);
   EXPECT_RES(wa[1].res, mcclInvalidArgument);
-  EXPECT_RES(mcclLabWindowRegister(cs[0], NULL, 4096, &wa[0].win), mcclInvalidArgument);
+  // A NULL buffer on one rank: it takes part as a refusal, so both fail at once (not at the bootstrap's
+  // timeout), and the next registration finds both ranks in step.
+  wa[1].size = 4096;
+  void* kept = wa[0].buf;
+  wa[0].buf = NULL;
+  registerAll(wa, 2);
+  EXPECT_RES(wa[0].res, mcclInvalidArgument);
+  EXPECT_RES(wa[1].res, mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclDebugLastError(), "could not offer its buffer") != NULL ||
+              strstr(mcclDebugLastError(), "rank 0's window") != NULL);
+  wa[0].buf = kept;
   EXPECT_RES(mcclLabWindowRegister(NULL, wa[0].buf, 4096, &wa[0].win), mcclInvalidArgument);
   EXPECT_TRUE(cs[0]->windows == NULL && cs[1]->windows == NULL);
+  registerAll(wa, 2);
+  EXPECT_OK(wa[0].res);
+  EXPECT_OK(wa[1].res);
+  for (int r = 0; r < 2; r++) EXPECT_OK(mcclLabWindowDeregister(cs[r], wa[r].win));
   for (int r = 0; r < 2; r++) EXPECT_OK(mcclMemFree(wa[r].buf));
   for (int r = 0; r < 2; r++) EXPECT_OK(mcclLabCommDestroy(cs[r]));
 }
