@@ -437,6 +437,6 @@ static void sendRecvUnmatched(void) {
 }
 
 MCCL_TEST_MAIN_MPI(MCCL_TEST_CASE(everyTypeAndOp), MCCL_TEST_CASE(everyRoot), MCCL_TEST_CASE(badInput),
-                   MCCL_TEST_CASE(windowRefusedByOneRank), MCCL_TEST_CASE(alltoAllGatherScatter), MCCL_TEST_CASE(preMulSum), MCCL_TEST_CASE(sendRecvRing),
-                   MCCL_TEST_CASE(sendRecvSelf), MCCL_TEST_CASE(sendRecvAllToAll), MCCL_TEST_CASE(sendRecvPlusTwo),
-                   MCCL_TEST_CASE(sendRecvUnmatched))
+                   MCCL_TEST_CASE(windowRefusedByOneRank), MCCL_TEST_CASE(alltoAllGatherScatter),
+                   MCCL_TEST_CASE(preMulSum), MCCL_TEST_CASE(sendRecvRing), MCCL_TEST_CASE(sendRecvSelf),
+                   MCCL_TEST_CASE(sendRecvAllToAll), MCCL_TEST_CASE(sendRecvPlusTwo), MCCL_TEST_CASE(sendRecvUnmatched))
