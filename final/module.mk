@@ -86,6 +86,16 @@ $(NET_PEERDEATH): $(OBJ)/final/tests/peerdeath/net_peerdeath.o $(LIB)/libmccl_te
 	$(CC) $(LDFLAGS) -o $@ $< $(LIB)/libmccl_test.a $(MINCCL_ARCHIVES) $(MPI_LIBS) $(BACKEND_LIBS) $(LDLIBS) -lstdc++
 ALL_BINS += $(NET_PEERDEATH)
 
+# A rank killed mid-loop, the survivors shrink and go on (final/tests/test_shrink_after_kill.sh, under
+# mpirun --enable-recovery for the same reason).
+SHRINK_AFTER_KILL := $(BIN)/final/shrink_after_kill
+MPI_SRCS += final/tests/peerdeath/shrink_after_kill.c
+$(SHRINK_AFTER_KILL): $(OBJ)/final/tests/peerdeath/shrink_after_kill.o $(LIB)/libmccl_test.a $(MINCCL_ARCHIVES) \
+                      $(BACKEND_DEP)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIB)/libmccl_test.a $(MINCCL_ARCHIVES) $(MPI_LIBS) $(BACKEND_LIBS) $(LDLIBS) -lstdc++
+ALL_BINS += $(SHRINK_AFTER_KILL)
+
 # The NCCL drop-in (libnccl.so.2 from the same archives) keeps its rules in its own file.
 include final/nccl.mk
 

@@ -98,6 +98,21 @@ typedef struct {
 } mcclBootstrapStats;
 
 /**
+ * @brief A unique id every rank of a communicator can compute alone from the communicator's own id (no
+ * message): the id of a new communicator among some of its ranks, as ncclCommShrink needs after a rank
+ * died (NCCL's shrink exchanges it through the parent's bootstrap, which a dead rank may block). The
+ * new rank 0 hosts the rendezvous at the parent's TCP address and a new abstract name, with a new
+ * secret; each generation gives another id.
+ * @param[in]  parent        the parent communicator's id.
+ * @param[in]  generation    how many ids this parent derived before (the same on every rank).
+ * @param[in]  rootHostHash  the new rank 0's host (mcclPeerInfo::hostHash): it must be the parent id's host.
+ * @param[out] out           the derived id.
+ * @return mcclSuccess; mcclInvalidArgument (NULL, not an id); mcclInvalidUsage (rank 0 on another host).
+ */
+mcclResult_t mcclBootstrapDeriveId(const mcclUniqueId* parent, uint32_t generation, uint64_t rootHostHash,
+                                   mcclUniqueId* out);
+
+/**
  * @brief Make a new unique id (NCCL's ncclGetUniqueId / bootstrapGetUniqueId).
  *
  * Random bytes from getrandom() name the rendezvous socket and make the secret, so two jobs on

@@ -716,6 +716,31 @@ mcclResult_t mcclGetUniqueId(mcclUniqueId* out) {
   return mcclSuccess;
 }
 
+mcclResult_t mcclBootstrapDeriveId(const mcclUniqueId* parent, uint32_t generation, uint64_t rootHostHash,
+                                   mcclUniqueId* out) {
+  MCCL_ARGCHECK(parent != NULL && out != NULL, "mcclBootstrapDeriveId: parent %p, out %p", (const void*)parent,
+                (void*)out);
+  bootId id;
+  MCCLCHECK(mcclBootstrapIdDecode(parent->internal, sizeof(parent->internal), &id));
+  // The new rank 0 rebinds the parent's rendezvous names, which only the parent's rank-0 host owns: its
+  // abstract Unix name lives in that host's network namespace, its TCP address on that host.
+  if (rootHostHash != id.hostHash) {
+    WARN("Invalid usage: a communicator derived from @%s needs its rank 0 on the host that made the parent's id "
+         "(rank 0's host), where the parent's rendezvous address is",
+         id.name);
+    return mcclInvalidUsage;
+  }
+  char name[BOOT_NAME_LEN];
+  snprintf(name, sizeof(name), "%.38s.d%u", id.name, generation % 100000u);
+  memcpy(id.name, name, sizeof(id.name));
+  // Another secret, so that a rank of the parent's rendezvous (or of another generation) is refused.
+  id.secret = (id.secret ^ (0x9e3779b97f4a7c15ULL * ((uint64_t)generation + 1))) * 0xbf58476d1ce4e5b9ULL;
+  memset(out, 0, sizeof(*out));
+  memcpy(out->internal, &id, sizeof(id));
+  INFO(MCCL_BOOTSTRAP, "Derived unique id (generation %u): rendezvous @%s", generation, id.name);
+  return mcclSuccess;
+}
+
 static void closeAll(int* fds, int n) {
   for (int i = 0; i < n; i++)
     if (fds[i] >= 0) { close(fds[i]); fds[i] = -1; }

@@ -75,6 +75,10 @@ typedef struct mcclWindow_vidmem* mcclWindow_t;
 #define MCCL_WIN_DEFAULT 0x00
 /** @brief Window flags (NCCL's NCCL_WIN_COLL_SYMMETRIC): every rank registers a buffer of the same size. */
 #define MCCL_WIN_COLL_SYMMETRIC 0x01
+/** mcclCommShrink's flags (NCCL_SHRINK_DEFAULT / NCCL_SHRINK_ABORT): leave the parent's work alone, or
+ * stop it first (its kernels may wait on an excluded rank that died). */
+#define MCCL_SHRINK_DEFAULT 0x00
+#define MCCL_SHRINK_ABORT 0x01
 
 /**
  * @brief The library's version (NCCL's ncclGetVersion).
@@ -170,6 +174,25 @@ mcclResult_t mcclCommAbort(mcclComm_t comm);
  * @return mcclSuccess; mcclInvalidArgument (NULL or not a live communicator).
  */
 mcclResult_t mcclCommRevoke(mcclComm_t comm);
+
+/**
+ * @brief A new communicator of the ranks of comm not in excludeRanks (NCCL's ncclCommShrink), in their
+ * order: rank r becomes r minus the excluded ranks below it. Collective over the survivors only: the
+ * excluded ranks do not call it (one may be dead). No message crosses comm: the new id is derived from
+ * comm's own (mcclBootstrapDeriveId), so it works on a revoked communicator and after a rank's death.
+ * Typical recovery: mcclCommGetAsyncError says mcclRemoteError, mcclCommRevoke (or MCCL_SHRINK_ABORT),
+ * mcclCommShrink, mcclCommAbort of the parent, then go on with the new one. Inside a group the new
+ * communicator is created at mcclGroupEnd, as mcclCommInitRank's.
+ * @param[in]  comm          a communicator made with mcclCommInitRank (mcclCommInitAll's have no id).
+ * @param[in]  excludeRanks  nExclude distinct ranks of comm, not this one.
+ * @param[in]  nExclude      0 .. nranks - 1.
+ * @param[out] newcomm       the new communicator, on the same device.
+ * @param[in]  flags         MCCL_SHRINK_DEFAULT, or MCCL_SHRINK_ABORT (raise comm's abort flag first).
+ * @return mcclSuccess; mcclInvalidArgument (bad list or flags); mcclInvalidUsage (this rank excluded,
+ *         comm from mcclCommInitAll, the new rank 0 not on the host that made comm's id); the errors of
+ *         mcclCommInitRank.
+ */
+mcclResult_t mcclCommShrink(mcclComm_t comm, const int* excludeRanks, int nExclude, mcclComm_t* newcomm, int flags);
 
 /**
  * @brief Number of ranks (NCCL's ncclCommCount).

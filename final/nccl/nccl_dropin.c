@@ -537,6 +537,33 @@ free_table:
   return res;
 }
 
+// NCCL's shrink flags are minccl's: the parent's work left alone, or stopped first.
+_Static_assert(NCCL_SHRINK_DEFAULT == MCCL_SHRINK_DEFAULT && NCCL_SHRINK_ABORT == MCCL_SHRINK_ABORT, "shrink flags");
+
+ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,
+                            ncclConfig_t* config, int shrinkFlags) {
+  mcclComm_t mc;
+  ncclResult_t res = commGet(comm, "ncclCommShrink", &mc);
+  if (res != ncclSuccess) return res;
+  if (newcomm == NULL || (config != NULL && config->magic != NCCL_CONFIG_MAGIC)) {
+    WARN("ncclCommShrink: newcomm %p, config %p (newcomm non-NULL; config from NCCL_CONFIG_INITIALIZER or NULL)",
+         (void*)newcomm, (void*)config);
+    return commPut(comm, ncclInvalidArgument);
+  }
+  struct ncclComm* c = commNew();
+  if (!c) return commPut(comm, ncclSystemError);
+  res = toNccl(mcclCommShrink(mc, excludeRanksList, excludeRanksCount, &c->mc, shrinkFlags));
+  if (res != ncclSuccess) {
+    commFree(c);
+    return commPut(comm, res);
+  }
+  commPublish(c);
+  *newcomm = c;
+  SERVED();
+  return commPut(comm, ncclSuccess);
+}
+PNCCL_ALIAS(ncclCommShrink);
+
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
   mcclComm_t mc;
   ncclResult_t res = commGet(comm, "ncclCommSplit", &mc);

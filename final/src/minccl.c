@@ -100,6 +100,7 @@ static mcclResult_t commNew(mcclLabComm* lab, mcclLabComm* labInit, int rank, in
   comm->rank = rank;
   comm->nRanks = nRanks;
   comm->cudaDev = cudaDev;
+  comm->hasId = id != NULL;
   if (id) comm->id = *id;
   comm->asyncResult = lab ? mcclSuccess : mcclInProgress;
   comm->clique = clique;
@@ -344,6 +345,71 @@ mcclResult_t mcclCommRevoke(mcclComm_t comm) {
   commRaise(comm);
   mcclCommLeave(comm);
   return mcclSuccess;
+}
+
+mcclResult_t mcclCommShrink(mcclComm_t comm, const int* excludeRanks, int nExclude, mcclComm_t* newcomm, int flags) {
+  MCCL_ARGCHECK(newcomm != NULL, "mcclCommShrink: newcomm is NULL");
+  MCCL_ARGCHECK(flags == MCCL_SHRINK_DEFAULT || flags == MCCL_SHRINK_ABORT,
+                "mcclCommShrink: flags 0x%x (MCCL_SHRINK_DEFAULT or MCCL_SHRINK_ABORT)", flags);
+  MCCLCHECK(mcclCommEnter(comm, 0, "mcclCommShrink"));
+  mcclResult_t res = mcclSuccess;
+  // Every survivor computes the same thing from the same arguments: who stays, its new rank, and the
+  // new communicator's id (derived from the parent's, so no message crosses the parent, whose dead
+  // rank may block it).
+  int keep[MCCL_LAB_MAX_RANKS], newRank = -1, newSize = 0, root = -1;
+  if (nExclude < 0 || nExclude >= comm->nRanks || (nExclude > 0 && excludeRanks == NULL)) {
+    WARN("Invalid argument: mcclCommShrink on rank %d: %d rank(s) to exclude of %d (list %p): at least one must stay",
+         comm->rank, nExclude, comm->nRanks, (const void*)excludeRanks);
+    res = mcclInvalidArgument;
+    goto out;
+  }
+  for (int r = 0; r < comm->nRanks; r++) keep[r] = 1;
+  for (int i = 0; i < nExclude; i++) {
+    const int x = excludeRanks[i];
+    if (x < 0 || x >= comm->nRanks || !keep[x]) {
+      WARN("Invalid argument: mcclCommShrink on rank %d: excluded rank %d is out of range (0 .. %d) or listed twice",
+           comm->rank, x, comm->nRanks - 1);
+      res = mcclInvalidArgument;
+      goto out;
+    }
+    keep[x] = 0;
+  }
+  if (!keep[comm->rank]) {
+    WARN("Invalid usage: mcclCommShrink: rank %d is in its own exclude list (excluded ranks do not call it)",
+         comm->rank);
+    res = mcclInvalidUsage;
+    goto out;
+  }
+  if (!comm->hasId || comm->lab == NULL) {
+    WARN("Invalid usage: mcclCommShrink on rank %d: %s", comm->rank,
+         comm->lab == NULL ? "the communicator was never initialised"
+                           : "a communicator of mcclCommInitAll has no unique id to derive the new one from");
+    res = mcclInvalidUsage;
+    goto out;
+  }
+  for (int r = 0; r < comm->nRanks; r++) {
+    if (!keep[r]) continue;
+    if (root < 0) root = r;
+    if (r == comm->rank) newRank = newSize;
+    newSize++;
+  }
+  // MCCL_SHRINK_ABORT: the parent's work stops first (its kernels may wait on the excluded ranks for ever).
+  if (flags == MCCL_SHRINK_ABORT) commRaise(comm);
+  const uint32_t generation = __atomic_fetch_add(&comm->shrinks, 1, __ATOMIC_RELAXED);
+  mcclUniqueId id;
+  res = mcclBootstrapDeriveId(&comm->id, generation, comm->lab->peerInfo[root].hostHash, &id);
+  int saved = -1;
+  if (res == mcclSuccess && cudaGetDevice(&saved) == cudaSuccess && cudaSetDevice(comm->cudaDev) == cudaSuccess) {
+    INFO(MCCL_INIT, "mcclCommShrink: rank %d of %d becomes rank %d of %d (rank 0: parent rank %d)", comm->rank,
+         comm->nRanks, newRank, newSize, root);
+    res = mcclCommInitRank(newcomm, newSize, id, newRank);  // grouped: at the group's end, as any init
+  } else if (res == mcclSuccess) {
+    res = mcclUnhandledCudaError;
+  }
+  if (saved >= 0) cudaSetDevice(saved);
+out:
+  mcclCommLeave(comm);
+  return res;
 }
 
 mcclResult_t mcclCommCount(const mcclComm_t comm, int* count) {

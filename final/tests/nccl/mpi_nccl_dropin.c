@@ -334,14 +334,50 @@ static void test_allreduce_refused(void) {
   cudaFree(d);
 }
 
+// The one call of nccl.h minccl does not serve warns, naming itself.
 static void test_unimplemented(void) {
   NEED_COMM();
-  ncclComm_t out = NULL;
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // nccl.h marks it so; programs still call it
+  ncclResetDebugInit();
+#pragma GCC diagnostic pop
+  const char* last = ncclGetLastError(comm);
+  if (last == NULL || strstr(last, "ncclResetDebugInit is not implemented") == NULL)
+    FAILF("ncclResetDebugInit's warning: %s", last ? last : "(NULL)");
+}
+
+// Shrink without the last rank, which does not call it: the survivors' communicator counts one rank
+// fewer, keeps their order and runs a checked allreduce; the parent goes on working for everybody.
+static void test_shrink(void) {
+  NEED_COMM();
+  const int last = nranks - 1;
+  ncclComm_t sub = NULL;
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
-  int exclude = 0;
-  EXPECT_NCCL(ncclCommShrink(comm, &exclude, 1, &out, &cfg, NCCL_SHRINK_DEFAULT), ncclInvalidUsage);
-  if (out != NULL) FAILF("ncclCommShrink wrote a communicator");
-  if (ncclGetLastError(comm) == NULL) FAILF("ncclGetLastError returned NULL");
+  EXPECT_NCCL(ncclCommShrink(comm, (int[]){rank}, 1, &sub, &cfg, NCCL_SHRINK_DEFAULT), ncclInvalidUsage);  // itself
+  EXPECT_NCCL(ncclCommShrink(comm, (int[]){nranks}, 1, &sub, NULL, NCCL_SHRINK_DEFAULT), ncclInvalidArgument);
+  EXPECT_NCCL(ncclCommShrink(comm, (int[]){last}, 1, &sub, NULL, 7), ncclInvalidArgument);
+  if (sub != NULL) FAILF("a refused ncclCommShrink wrote a communicator");
+  if (rank != last) {
+    CHECK_NCCL(ncclCommShrink(comm, (int[]){last}, 1, &sub, &cfg, NCCL_SHRINK_DEFAULT));
+    int r = -1, n = -1;
+    if (sub) {
+      CHECK_NCCL(ncclCommUserRank(sub, &r));
+      CHECK_NCCL(ncclCommCount(sub, &n));
+    }
+    if (r != rank || n != nranks - 1) FAILF("shrunk: rank %d of %d, expected %d of %d", r, n, rank, nranks - 1);
+    void* d = NULL;
+    CHECK_CUDA(cudaMalloc(&d, 4096 * 4));
+    nranks--;  // the expected values are the survivors' (their ranks are unchanged), as allreduceChecked reads them
+    if (sub) (void)allreduceChecked(sub, ncclFloat32, ncclSum, 4096, 1, d, d);
+    nranks++;
+    cudaFree(d);
+    if (sub) CHECK_NCCL(ncclCommDestroy(sub));
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  void* d = NULL;
+  CHECK_CUDA(cudaMalloc(&d, 1024 * 4));
+  (void)allreduceChecked(comm, ncclInt32, ncclSum, 1024, 1, d, d);
+  cudaFree(d);
 }
 
 // ---- AlltoAll, Gather, Scatter -------------------------------------------------------------------
@@ -859,6 +895,7 @@ static const struct testCase cases[] = {
     {"config_nonblocking", test_config_nonblocking},
     {"nonblocking_abort", test_nonblocking_abort},
     {"revoke", test_revoke},
+    {"shrink", test_shrink},
     {"register", test_register},
     {"window", test_window},
     {"split", test_split},
