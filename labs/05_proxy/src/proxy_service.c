@@ -301,11 +301,16 @@ __attribute__((noinline)) static void serviceUds(mcclProxyState* p) {
     INFO(MCCL_PROXY, "Proxy %d: GetFd handle 0x%llx -> fd %d for rank %d", p->rank, (unsigned long long)q.handle,
          sendFd, from);
   } else if (q.type == mcclProxyMsgQueryFd && fd >= 0 &&
-             (from >= nranks || keptBy(p, from) >= MCCL_PROXY_MAX_KEPT_FDS)) {
+             (nranks > 0 ? from >= nranks || keptBy(p, from) >= MCCL_PROXY_MAX_KEPT_FDS
+                         : p->nKept >= MCCL_PROXY_MAX_KEPT_FDS)) {
     // Any process of our uid can send here, so what it leaves with us is capped per rank it claims:
     // a flood costs at most MCCL_PROXY_MAX_KEPT_FDS fds per rank of the job, each closed at once past it.
+    // Before mcclProxyInit the job's size is not known yet, while a peer that got through its own init
+    // first may already ask: then the cap holds for all senders together.
     INFO(MCCL_PROXY, "Proxy %d: QueryFd from rank %d refused and its fd closed: %s", p->rank, from,
-         from >= nranks ? "no such rank in this job" : "it already holds MCCL_PROXY_MAX_KEPT_FDS fds here");
+         nranks > 0 && from >= nranks ? "no such rank in this job"
+         : nranks > 0                 ? "it already holds MCCL_PROXY_MAX_KEPT_FDS fds here"
+                                      : "MCCL_PROXY_MAX_KEPT_FDS fds are held here before the job is known");
     a.res = mcclInvalidUsage;
   } else if (q.type == mcclProxyMsgQueryFd && fd >= 0) {
     if (p->nKept == p->capKept) {
