@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include "../../07_allreduce/tests/ar_mpi_util.h"
 #include "../../07_allreduce/tests/comm_test_util.h"
 #include "../../07_allreduce/tests/enq_test_util.h"
@@ -49,11 +50,22 @@ static inline void netCheckRing(const mcclLabComm* comm) {
 }
 
 // Steps that carried LL lines over NET, summed over every rank's send connections (mcclNetGetStats).
+// A proxy counts a step when it sees its send complete, which may be after the receiver's kernel, and so
+// the collective, has ended: each rank reads until its count stays put for 20 ms (at most 2 s), so that a
+// call's tail is not counted as the next call's.
 static inline uint64_t netLlStepsSent(const mcclLabComm* comm) {
   mcclNetStats sent;
-  memset(&sent, 0, sizeof(sent));
-  if (mcclNetGetStats(comm, &sent, NULL) != mcclSuccess) mcclTestFailAt(__FILE__, __LINE__, "mcclNetGetStats failed");
-  unsigned long long mine = sent.llSteps, all = 0;
+  unsigned long long mine = ~0ull;
+  for (int i = 0; i < 100; i++) {
+    memset(&sent, 0, sizeof(sent));
+    if (mcclNetGetStats(comm, &sent, NULL) != mcclSuccess)
+      mcclTestFailAt(__FILE__, __LINE__, "mcclNetGetStats failed");
+    if (sent.llSteps == mine) break;
+    mine = sent.llSteps;
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  unsigned long long all = 0;
   MPI_Allreduce(&mine, &all, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
   return all;
 }
