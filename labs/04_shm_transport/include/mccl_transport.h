@@ -186,6 +186,9 @@ struct mcclProxyArgs {
   int idle;                                          /**< set by progress: 1 when the call moved nothing */
   volatile uint32_t* abortFlag;                      /**< from the op (lab 05: the proxy's) */
   int64_t timeoutMs; /**< no-progress limit, from MCCL_SHM_TIMEOUT; <= 0 waits forever */
+  int drainOnClose;  /**< a persistent op whose connector is freed keeps progressing until a call moves nothing
+                          and every transmitted step is done (its last sends reach the peer), at most
+                          MCCL_PROXY_DRAIN_MS (lab 05); 0: it ends at once */
 };
 
 /** @brief Kinds of calls a connector makes to its proxy (NCCL's ncclProxyMsgSetup/Connect/Free). */

@@ -55,6 +55,7 @@ typedef struct {
   struct mcclProxyArgs args;
   _Atomic int status;
   mcclResult_t result;
+  uint64_t drainUntilNs;  // args.drainOnClose: when the drain after its connector's free gives up (0: not yet)
 } opSlot;
 
 struct mcclProxyState {

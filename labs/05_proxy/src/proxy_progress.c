@@ -26,6 +26,25 @@ static int isClosing(const opSlot* s) {
   return atomic_load_explicit(&((proxyConnEntry*)s->args.subs[0].connection)->closing, memory_order_acquire);
 }
 
+// A persistent op whose connector is being freed (args.drainOnClose: lab 08's NET send) first gets its
+// last steps out: the kernel that produced them may have ended before the network took them, and a
+// peer's kernel still waits for them (NCCL's destroy likewise lets the proxy finish its ops). One more
+// progress call per round until a call moves nothing with every transmitted step done, or
+// MCCL_PROXY_DRAIN_MS pass, or the abort flag rises. Returns 1 while it keeps draining.
+static int drainStep(mcclProxyState* p, opSlot* s) {
+  struct mcclProxyArgs* a = &s->args;
+  if (!a->drainOnClose || aborted(p) || mcclParamProxyDrainMs() <= 0) return 0;
+  const uint64_t now = nowNs();
+  if (s->drainUntilNs == 0) s->drainUntilNs = now + (uint64_t)mcclParamProxyDrainMs() * 1000000ull;
+  if (now > s->drainUntilNs) {
+    WARN("Proxy %d: a freed connector's last %llu step(s) did not reach the peer within MCCL_PROXY_DRAIN_MS=%lld",
+         p->rank, (unsigned long long)(a->subs[0].transmitted - a->subs[0].done), (long long)mcclParamProxyDrainMs());
+    return 0;
+  }
+  if (a->progress(p, a) != mcclSuccess) return 0;
+  return !(a->idle && a->subs[0].transmitted == a->subs[0].done);
+}
+
 // Ops are progressed in posting order; an op waits while an earlier one on the same connection is
 // still active, so one connection's messages never overtake each other (NCCL's progressOps walks
 // its active list the same way, one connection's ops in order).
@@ -51,6 +70,11 @@ void* mcclProxyProgress(void* arg) {
     int moved = 0;
     for (int i = 0; i < nActive;) {
       opSlot* s = &p->slots[active[i]];
+      if (isClosing(s) && drainStep(p, s)) {
+        i++;  // still draining: its last steps are on their way to the peer
+        moved = 1;
+        continue;
+      }
       if (isClosing(s)) {
         // The user freed the connector with this op in flight: it ends here, and the Free waiting
         // on the service thread may release the connection once no op of it is left.
@@ -159,6 +183,7 @@ mcclResult_t mcclProxyPostOp(mcclProxyState* proxy, struct mcclConnector* connec
   proxy->nPosted++;
   proxy->nFree--;
   s->result = mcclSuccess;
+  s->drainUntilNs = 0;
   atomic_fetch_add_explicit(&((proxyConnEntry*)connector->proxyConn)->nOps, 1, memory_order_relaxed);
   atomic_store_explicit(&s->status, SLOT_POSTED, memory_order_relaxed);
   uint64_t head = atomic_load_explicit(&proxy->ringHead, memory_order_relaxed);

@@ -348,6 +348,9 @@ static mcclResult_t netSendProxyProgress(struct mcclProxyState* proxyState, stru
   (void)proxyState;
   struct netResources* r = (struct netResources*)args->subs[0].connection->transportResources;
   progressStart(args, r);
+  // The kernel may end (and its communicator be destroyed) before the network took its last steps,
+  // which the peer's kernel still waits for: a freed send connector drains first (lab 05).
+  args->drainOnClose = 1;
   // A stub here ends the process: this op lives as long as its connector and nobody waits for it, so an
   // error would reach neither the kernel nor the peers that wait on its slots (mpirun then ends the job).
   // EXERCISE(08.send_progress) STUB: mcclExerciseStub("08.send_progress"); _exit(1);
