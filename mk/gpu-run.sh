@@ -6,6 +6,8 @@
 # this host's Python has matplotlib. MCCL_BENCH_FINAL=0 leaves out final's two allreduce_perf runs.
 # MCCL_DROPIN=1 adds the drop-in's clients: nccl-tests (mk/nccl-tests.sh, NCCL_TESTS_SRC, default
 # third_party/nccl-tests, carried to the host) and the PyTorch check (final/tests/torch_dropin.py).
+# MCCL_TESTS="LAB:T ..." runs only those tests (see the test step). MCCL_WATCHDOG_AB=1 times small
+# allreduces with the watchdog on and off.
 # MCCL_NET=1 adds issue 14's net path beside NCCL's (allreduce_perf --hosts 2; see the step).
 # MCCL_PROFILE=1 adds kernel durations under Nsight Compute (one-pass metric, --clock-control none) of
 # minccl's and NCCL's allreduce kernels at MCCL_PROFILE_SIZES (default 8 8K 2M), see mk/gpu-profile.sh.
@@ -89,13 +91,23 @@ make -k -j16 BACKEND=cuda all > "$OUT/build.log" 2>&1 || { echo "BUILD FAILED (c
 if [ "${MCCL_TEST:-1}" = 1 ]; then
 # LABS="06 07" runs the tests, demos and benchmarks of those modules only (LAB=NN: one).
 LABS=${LABS:-${LAB:-}}
+# MCCL_TESTS="final:test_api 07_allreduce:mpi_comm": only these LAB:T pairs (T as make test's), in place of
+# the modules' whole suites; their '# ' lines (measured times) are kept in the summary too.
+if [ -n "${MCCL_TESTS:-}" ]; then
+  step "test ($MCCL_TESTS)"
+  for lt in $MCCL_TESTS; do make BACKEND=cuda test LAB="${lt%%:*}" T="${lt#*:}" 2>&1; done | tee "$OUT/test.log" |
+    grep -E '^(FAIL|SKIP|PASS)|passed,|^# (rank|[a-z].* took|mccl)'
+else
 step "test (${LABS:-all})"
 if [ -z "$LABS" ]; then make BACKEND=cuda test 2>&1 | tee "$OUT/test.log" | grep -E '^(FAIL|SKIP)|passed,'
 else for l in $LABS; do make BACKEND=cuda test LAB=$l 2>&1; done | tee "$OUT/test.log" | grep -E '^(FAIL|SKIP)|passed,'; fi
+fi
+if [ -z "${MCCL_TESTS:-}" ]; then  # a run of chosen tests leaves the demos out too
 step demo
 if [ -z "$LABS" ]; then make BACKEND=cuda demo > "$OUT/demo.log" 2>&1
 else for l in $LABS; do make BACKEND=cuda demo LAB=$l; done > "$OUT/demo.log" 2>&1; fi
 echo "demo exit $?"
+fi
 # Kernel code under the GPU's own checkers, on lab 06's kernel tests named by MCCL_SANITIZE_FILTER (default:
 # the three-endpoint chains, every op and both protocols; MCCL_SANITIZE=0 skips).
 if [ "${MCCL_SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
@@ -166,6 +178,23 @@ if [ -x "$bf" ] && { [ -z "${LABS:-}" ] || [[ " $LABS " == *" final "* ]]; } && 
     $mr "$bf" --nccl -b 8 -e 1G -f 2 $args --progress --csv "$OUT/allreduce_perf_$run.csv" \
       --json "$OUT/allreduce_perf_$run.json" > "$OUT/allreduce_perf_$run.log" 2>&1
     echo "$run exit $?"; tail -9 "$OUT/allreduce_perf_$run.log"
+  done
+fi
+# MCCL_WATCHDOG_AB=1: final's allreduce_perf at 8 B and 8 KiB, eager and in a CUDA graph, with the watchdog
+# at its default and off (MCCL_WATCHDOG_TIMEOUT=0), alternating MCCL_WATCHDOG_AB_REPS times (3), NCCL beside.
+if [ "${MCCL_WATCHDOG_AB:-0}" = 1 ] && [ -x "$bf" ] && [ "$ngpu" -ge 2 ]; then
+  step "watchdog on / off: allreduce_perf 8 B and 8 KiB, eager and -G 20"
+  for rep in $(seq "${MCCL_WATCHDOG_AB_REPS:-3}"); do
+    for wd in on off; do
+      for run in eager graph; do
+        case $run in eager) args="" ;; graph) args="-G 20" ;; esac
+        log="$OUT/watchdog_${wd}_${run}_$rep.log"
+        # shellcheck disable=SC2086 # mr and args are lists
+        if [ $wd = off ]; then MCCL_WATCHDOG_TIMEOUT=0 $mr -x MCCL_WATCHDOG_TIMEOUT "$bf" --nccl -b 8 -e 8K -f 1024 $args > "$log" 2>&1
+        else $mr "$bf" --nccl -b 8 -e 8K -f 1024 $args > "$log" 2>&1; fi
+        echo "watchdog $wd $run #$rep: $(small_times "$log")"
+      done
+    done
   done
 fi
 csvs=$(ls "$OUT"/bench07*.csv "$OUT"/allreduce_perf*.csv 2>/dev/null | tr '\n' ' ')
