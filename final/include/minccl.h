@@ -75,9 +75,10 @@ typedef struct mcclWindow_vidmem* mcclWindow_t;
 #define MCCL_WIN_DEFAULT 0x00
 /** @brief Window flags (NCCL's NCCL_WIN_COLL_SYMMETRIC): every rank registers a buffer of the same size. */
 #define MCCL_WIN_COLL_SYMMETRIC 0x01
-/** mcclCommShrink's flags (NCCL_SHRINK_DEFAULT / NCCL_SHRINK_ABORT): leave the parent's work alone, or
- * stop it first (its kernels may wait on an excluded rank that died). */
+/** mcclCommShrink's flag (NCCL_SHRINK_DEFAULT): the parent's work is left alone. */
 #define MCCL_SHRINK_DEFAULT 0x00
+/** mcclCommShrink's flag (NCCL_SHRINK_ABORT): the parent's abort flag is raised first (its kernels may wait on an
+ * excluded rank that died). */
 #define MCCL_SHRINK_ABORT 0x01
 
 /**
