@@ -97,6 +97,9 @@ typedef struct mcclLabComm {
   struct mcclLabPlanner planner;     /**< tasks of this thread's open group (mccl_enqueue.h) */
   uint64_t nLaunches;                /**< kernel launches so far (a test reads it: a group of K calls is one) */
   struct mcclLabUserOp* userOps;     /**< operations created by mcclLabRedOpCreatePreMulSum, a list */
+  struct mcclLabWatchdog* watchdog;  /**< the record of this rank's collectives and the thread that watches them
+                                          (src/watchdog.c); NULL with MCCL_WATCHDOG_TIMEOUT=0 or one rank */
+  int watchdogResult;                /**< mcclResult_t: mcclSuccess until the watchdog reports (atomic) */
 } mcclLabComm;
 
 /**
@@ -170,6 +173,20 @@ mcclResult_t mcclLabCommAbort(mcclLabComm* comm);
  * @return mcclSuccess, or the first error (everything is still freed).
  */
 mcclResult_t mcclLabCommDestroy(mcclLabComm* comm);
+
+/**
+ * @brief What the communicator's watchdog found (MCCL_WATCHDOG_TIMEOUT): when the oldest collective this
+ * rank launched has not completed for that long, or a peer's watchdog said so, it compares every same-host
+ * rank's record of that call (function, count, type, operation, root), logs one WARN line that names the
+ * difference or the rank that has not made the call, and keeps the result here. Collectives launched into
+ * a CUDA graph capture are not watched (the host cannot see a replay end).
+ * @param[in]  comm    the communicator.
+ * @param[out] report  if non-NULL: the line logged, or NULL while nothing was reported.
+ * @return mcclSuccess (nothing reported, or no watchdog); mcclInvalidUsage (the ranks' calls differ:
+ *         function, count, type, operation or root); mcclRemoteError (a rank has not made the call, or the
+ *         calls agree and still have not completed).
+ */
+mcclResult_t mcclLabWatchdogResult(const mcclLabComm* comm, const char** report);
 
 /**
  * @brief Register a buffer as a symmetric window (NCCL's ncclCommWindowRegister with

@@ -43,6 +43,12 @@ struct mcclLabTask {
   int root;                 /**< Broadcast, Reduce: the root; Send, Recv: the peer */
   cudaStream_t stream;      /**< the caller's stream */
   struct mcclLabTask* next; /**< the planner's list, in call order */
+  /* What the watchdog records of the call (set only while it is on, src/watchdog.c): */
+  int wdCall;     /**< 0: not recorded (Send, Recv); 1: the first task of a recorded call; 2: a later one */
+  int wdFunc;     /**< the call's function (AlltoAll, Gather, Scatter: not their tasks' Send / Recv) */
+  int wdOp;       /**< the call's mcclRedOp_t as the user passed it */
+  int wdRoot;     /**< the call's root */
+  size_t wdCount; /**< the call's count */
 };
 
 /** @brief A communicator's tasks between a group's start and its end (NCCL's ncclKernelPlanner). */

@@ -170,6 +170,7 @@ static mcclResult_t commFree(mcclLabComm* comm) {
   if (cudaGetDevice(&saved) != cudaSuccess) saved = -1;
   cudaSetDevice(comm->cudaDev);
   int aborted = comm->abortFlag && __atomic_load_n(comm->abortFlag, __ATOMIC_ACQUIRE);
+  mcclLabWatchdogFree(comm);  // its thread reads the communicator
   // No barrier: what this rank frees, peers hold through their own mappings (the driver counts
   // them; a /dev/shm file stays mapped after its unlink), so destroy is not collective, and one
   // thread may destroy the communicators of mcclLabCommInitAll one after the other.
@@ -302,6 +303,7 @@ mcclResult_t mcclLabCommInitRank(mcclLabComm* comm, const mcclUniqueId* id, int 
   }
   MCCLCHECKGOTO(devCommCreate(comm), res, fail);
   MCCLCHECKGOTO(signalArea(comm), res, fail);
+  MCCLCHECKGOTO(mcclLabWatchdogInit(comm), res, fail);
   INFO(MCCL_INIT, "rank %d/%d on dev %d: ring prev %d next %d, %d channel(s) via %s", rank, nranks, cudaDev,
        comm->ring.prev, comm->ring.next, nChannels,
        nranks == 1                           ? "none"

@@ -238,10 +238,22 @@ static void appendTask(mcclLabComm* comm, struct mcclLabTask* t) {
   pl->nTasks++;
 }
 
+// What the watchdog records of a call, in its task(s) (only while it is on): AlltoAll, Gather and Scatter
+// are one call each, whose first task carries the record (taskAppend marks it).
+static void watchdogNote(const struct enqueueInfo* info, struct mcclLabTask* t) {
+  if (info->comm->watchdog == NULL || info->func == mcclFuncSend || info->func == mcclFuncRecv) return;
+  t->wdCall = 2;
+  t->wdFunc = info->func;
+  t->wdOp = (int)info->op;
+  t->wdRoot = funcRooted(info->func) ? info->root : 0;
+  t->wdCount = info->count;
+}
+
 // A send or a receive of count elements (NCCL's p2pTaskAppend).
 static mcclResult_t p2pTaskAppend(const struct enqueueInfo* info, int func, void* buff, size_t count, int peer) {
   struct mcclLabTask* t;
   MCCLCHECK(newTask(info->comm, &t));
+  watchdogNote(info, t);
   t->func = func;
   t->sendbuff = func == mcclFuncSend ? buff : NULL;
   t->recvbuff = func == mcclFuncRecv ? buff : NULL;
@@ -253,6 +265,35 @@ static mcclResult_t p2pTaskAppend(const struct enqueueInfo* info, int func, void
   return mcclSuccess;
 }
 
+// AlltoAll, Gather and Scatter: no kernel of their own; each becomes sends and receives, one per peer and
+// block (itself included).
+static mcclResult_t p2pCollAppend(const struct enqueueInfo* info) {
+  // EXERCISE(07.task_append)
+  mcclLabComm* comm = info->comm;
+  const int n = comm->nRanks;
+  const size_t bytes = info->count * mcclTypeSize(info->dtype);
+  switch (info->func) {
+    case mcclFuncAlltoAll:
+      for (int r = 0; r < n; r++) {
+        MCCLCHECK(p2pTaskAppend(info, mcclFuncSend, (char*)info->sendbuff + (size_t)r * bytes, info->count, r));
+        MCCLCHECK(p2pTaskAppend(info, mcclFuncRecv, (char*)info->recvbuff + (size_t)r * bytes, info->count, r));
+      }
+      return mcclSuccess;
+    case mcclFuncGather:
+      MCCLCHECK(p2pTaskAppend(info, mcclFuncSend, (void*)info->sendbuff, info->count, info->root));
+      if (comm->rank == info->root)
+        for (int r = 0; r < n; r++)
+          MCCLCHECK(p2pTaskAppend(info, mcclFuncRecv, (char*)info->recvbuff + (size_t)r * bytes, info->count, r));
+      return mcclSuccess;
+    default:  // mcclFuncScatter
+      if (comm->rank == info->root)
+        for (int r = 0; r < n; r++)
+          MCCLCHECK(p2pTaskAppend(info, mcclFuncSend, (char*)info->sendbuff + (size_t)r * bytes, info->count, r));
+      return p2pTaskAppend(info, mcclFuncRecv, info->recvbuff, info->count, info->root);
+  }
+  // END EXERCISE(07.task_append)
+}
+
 static mcclResult_t taskAppend(const struct enqueueInfo* info) {
   mcclLabComm* comm = info->comm;
   if (info->func == mcclFuncSend || info->func == mcclFuncRecv)
@@ -260,30 +301,11 @@ static mcclResult_t taskAppend(const struct enqueueInfo* info) {
                          info->count, info->root);
   if (info->count == 0) return mcclSuccess;  // NCCL: empty collectives are discarded
   if (info->func == mcclFuncAlltoAll || info->func == mcclFuncGather || info->func == mcclFuncScatter) {
-    // No kernel of their own: each becomes sends and receives, one per peer and block (itself included).
-    // EXERCISE(07.task_append)
-    const int n = comm->nRanks;
-    const size_t bytes = info->count * mcclTypeSize(info->dtype);
-    switch (info->func) {
-      case mcclFuncAlltoAll:
-        for (int r = 0; r < n; r++) {
-          MCCLCHECK(p2pTaskAppend(info, mcclFuncSend, (char*)info->sendbuff + (size_t)r * bytes, info->count, r));
-          MCCLCHECK(p2pTaskAppend(info, mcclFuncRecv, (char*)info->recvbuff + (size_t)r * bytes, info->count, r));
-        }
-        return mcclSuccess;
-      case mcclFuncGather:
-        MCCLCHECK(p2pTaskAppend(info, mcclFuncSend, (void*)info->sendbuff, info->count, info->root));
-        if (comm->rank == info->root)
-          for (int r = 0; r < n; r++)
-            MCCLCHECK(p2pTaskAppend(info, mcclFuncRecv, (char*)info->recvbuff + (size_t)r * bytes, info->count, r));
-        return mcclSuccess;
-      default:  // mcclFuncScatter
-        if (comm->rank == info->root)
-          for (int r = 0; r < n; r++)
-            MCCLCHECK(p2pTaskAppend(info, mcclFuncSend, (char*)info->sendbuff + (size_t)r * bytes, info->count, r));
-        return p2pTaskAppend(info, mcclFuncRecv, info->recvbuff, info->count, info->root);
-    }
-    // END EXERCISE(07.task_append)
+    struct mcclLabTask* mark = comm->planner.tail;
+    mcclResult_t res = p2pCollAppend(info);
+    struct mcclLabTask* first = mark ? mark->next : comm->planner.head;
+    if (res == mcclSuccess && first && first->wdCall) first->wdCall = 1;
+    return res;
   }
   struct mcclLabTask* t;
   MCCLCHECK(newTask(comm, &t));
@@ -294,6 +316,8 @@ static mcclResult_t taskAppend(const struct enqueueInfo* info) {
   t->dtype = (int)info->dtype;
   t->root = info->root;
   t->stream = info->stream;
+  watchdogNote(info, t);
+  if (t->wdCall) t->wdCall = 1;
   // The operation is read now: a created one may be destroyed before the group ends (NCCL copies it too).
   mcclResult_t res = hostToDevRedOp(info, t);
   if (res != mcclSuccess) {  // back to the free list: the task was never appended

@@ -63,6 +63,18 @@ mcclResult_t mcclLabGroupAdd(mcclLabComm* comm);
 mcclResult_t labWindowMap(mcclLabComm* comm, void* buff, size_t size, mcclLabWindow** win);
 mcclResult_t labWindowUnmap(mcclLabComm* comm, mcclLabWindow* win);
 
+// watchdog.c: the communicator's watchdog. Init is collective (a bootstrap allgather of the record pages'
+// names, made by every rank whatever MCCL_WATCHDOG_TIMEOUT says); Free stops its thread and unmaps.
+mcclResult_t mcclLabWatchdogInit(mcclLabComm* comm);
+void mcclLabWatchdogFree(mcclLabComm* comm);
+// At a group's end, with comm->watchdog: number the recorded calls of the planner's tasks and write their
+// records (returns the first number); each launch takes a number (none when captured into a graph); once
+// the group's launches are made, the records get their launches and are published.
+uint64_t mcclLabWatchdogNumber(mcclLabComm* comm);
+void mcclLabWatchdogLaunch(mcclLabComm* comm, cudaStream_t stream, struct mcclDevKernelArgs* a);
+uint64_t mcclLabWatchdogLaunches(const mcclLabComm* comm);
+void mcclLabWatchdogPublish(mcclLabComm* comm, uint64_t firstSeq, uint64_t launchLo);
+
 #ifdef __cplusplus
 }
 #endif

@@ -85,6 +85,7 @@ MCCL_GDB_STOP static mcclResult_t mcclLabLaunchPlan(mcclLabComm* comm, struct mc
   a->chunkSteps = MCCL_DEV_DEFAULT_CHUNKSTEPS;
   a->sliceSteps = MCCL_DEV_DEFAULT_SLICESTEPS;
   a->trace = mcclParamKernelTrace() != 0;
+  if (comm->watchdog) mcclLabWatchdogLaunch(comm, plan->stream, a);
   const size_t argsBytes = sizeof(struct mcclDevKernelArgs) + (size_t)a->nColl * sizeof(struct mcclDevWorkColl) +
                            (size_t)a->nP2p * sizeof(struct mcclDevWorkP2p);
   int nBlocks = plan->nBlocks;
@@ -497,6 +498,10 @@ mcclResult_t mcclLabRunTasks(mcclLabComm* comm, float* estimateUs) {
   struct mcclLabPlan* plan = &planBuf;
   planReset(plan);
   memset(&plan->args.args, 0, sizeof(plan->args.args));
+  // The watchdog's record of the group's calls, numbered in call order before anything is launched.
+  const int watched = comm->watchdog != NULL && estimateUs == NULL;
+  const uint64_t firstSeq = watched ? mcclLabWatchdogNumber(comm) : 0;
+  const uint64_t launchLo = watched ? mcclLabWatchdogLaunches(comm) + 1 : 0;
   if (estimateUs == NULL) MCCLCHECKGOTO(mcclLabConnectP2p(comm), res, out);
   for (const struct mcclLabTask* t = comm->planner.head; t; t = t->next) {
     if (isP2p(t)) continue;
@@ -511,6 +516,7 @@ mcclResult_t mcclLabRunTasks(mcclLabComm* comm, float* estimateUs) {
   if (estimateUs == NULL) MCCLCHECKGOTO(planFlush(comm, plan), res, out);
   if (estimateUs) *estimateUs += (float)est;
 out:
+  if (watched) mcclLabWatchdogPublish(comm, firstSeq, launchLo);
   mcclLabTasksDrop(comm);
   return res;
 }
