@@ -74,6 +74,8 @@ install: $(MINCCL_SO) $(MINCCL_A) $(MINCCL_RUNTIME_FILES) $(NET_MPI_PLUGIN)
 final_MPI_NP := 2 3 4
 # The NET test poses as 2 hosts x 2 ranks (MCCL_HOSTID from the world rank): 4 ranks.
 final_mpi_net_MPI_NP := 4
+# The watchdog's cases are one rank against the other: 2 ranks.
+final_mpi_watchdog_MPI_NP := 2
 
 # A peer killed mid-collective across posed hosts (final/tests/test_net_peerdeath.sh runs it under mpirun
 # --enable-recovery, which a plain mpirun test entry has not: mpirun would end the job with the victim), so

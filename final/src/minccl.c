@@ -442,8 +442,11 @@ mcclResult_t mcclCommGetAsyncError(mcclComm_t comm, mcclResult_t* asyncError) {
   mcclResult_t r = (mcclResult_t)__atomic_load_n(&comm->asyncResult, __ATOMIC_ACQUIRE);
   if (r == mcclSuccess && comm->lab) {
     const mcclLabComm* lab = comm->lab;
+    mcclResult_t watchdog = mcclSuccess;
     if (__atomic_load_n(lab->abortFlag, __ATOMIC_ACQUIRE)) {
       r = mcclInternalError;  // as NCCL reports its own abort
+    } else if ((watchdog = mcclLabWatchdogResult(lab, NULL)) != mcclSuccess) {
+      r = watchdog;  // a collective stuck past MCCL_WATCHDOG_TIMEOUT: the watchdog's WARN named why
     } else if (comm->clique && __atomic_load_n(&comm->clique->aborted, __ATOMIC_ACQUIRE)) {
       WARN("rank %d: a communicator of the same clique in this process was aborted", comm->rank);
       r = mcclRemoteError;
