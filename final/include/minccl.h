@@ -228,7 +228,11 @@ mcclResult_t mcclCommUserRank(const mcclComm_t comm, int* rank);
  *                         peer process on this machine exited: one whose pid names a process here, posed
  *                         hosts included; or a communicator of the same clique in this process was
  *                         aborted); the error of a failed grouped or non-blocking initialisation;
- *                         mcclInternalError (the abort flag is raised).
+ *                         mcclInternalError (the abort flag is raised); the watchdog's, when a collective
+ *                         has not completed within MCCL_WATCHDOG_TIMEOUT (its WARN line names why):
+ *                         mcclInvalidUsage (the ranks' calls differ in function, count, type, operation or
+ *                         root), mcclRemoteError (a rank has not made the call, or the calls agree and still
+ *                         do not complete).
  * @return mcclSuccess; mcclInvalidArgument (NULL or dead comm, NULL asyncError).
  */
 mcclResult_t mcclCommGetAsyncError(mcclComm_t comm, mcclResult_t* asyncError);
