@@ -136,8 +136,13 @@ void mcclLabWatchdogLaunch(mcclLabComm* comm, cudaStream_t stream, struct mcclDe
   struct mcclLabWatchdog* wd = comm->watchdog;
   // A launch captured into a graph runs at each replay, which the host never sees end: not watched.
   enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(stream, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone) {
-    (void)cudaGetLastError();  // an invalidated capture's error belongs to the capture, not to us
+  if (cudaStreamIsCapturing(stream, &cs) != cudaSuccess) {
+    // The query fails where a capture is under way elsewhere (the legacy stream during a global capture):
+    // not watched either, and the error is the query's, so it is not left for the application to find.
+    (void)cudaGetLastError();
+    cs = cudaStreamCaptureStatusActive;
+  }
+  if (cs != cudaStreamCaptureStatusNone) {
     a->wdLaunch = 0;
     return;
   }

@@ -2,8 +2,12 @@
 // is one launch (the test reads each communicator's launch counter), a group too large for one launch
 // takes the fewest; PreMulSum's operations
 // and their bad uses; the new functions' argument checks; a communicator destroyed while a group holds
-// its tasks; GroupSimulateEnd; and a kernel that reports its abort in the status word.
+// its tasks; GroupSimulateEnd; a kernel that reports its abort in the status word; and the watchdog naming
+// a type that differs between two ranks of one process.
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 #include "enq_test_util.h"
 #include "mccl_test.h"
 
@@ -247,6 +251,57 @@ static void abortStatus(void) {
   enqTearDown(&s);
 }
 
+// The watchdog, with the ranks in one process (mcclLabCommInitAll: every page is read by a thread of the
+// same process): op #1 is an AllReduce of float32 on rank 0 and of float64 on rank 1, so the rings move
+// different bytes and wait. Both ranks report within the timeout + 1 s, with the same line naming the
+// type, and the async result mcclInvalidUsage; abort then ends both kernels.
+#define WATCHDOG_MS 500
+static void watchdogNamesType(void) {
+  int n = enqRanksHere();
+  if (n < 2) SKIP("needs 2 devices");
+  setenv("MCCL_WATCHDOG_TIMEOUT", "500", 1);
+  mcclParamResetAll();
+  struct enqSet s;
+  enqSetUp(&s, 2, 1, 1 << 16);
+  unsetenv("MCCL_WATCHDOG_TIMEOUT");
+  mcclParamResetAll();
+  CHECK_STOPPED();
+  EXPECT_TRUE(s.comm[0]->watchdog != NULL);
+  const char* line = NULL;
+  EXPECT_EQ(mcclLabWatchdogResult(s.comm[0], &line), mcclSuccess);
+  EXPECT_TRUE(line == NULL);
+  arForce("ring", NULL);
+  EXPECT_OK(mcclLabGroupStart());
+  for (int r = 0; r < 2; r++)
+    EXPECT_OK(mcclLabAllReduce(s.send[r], s.recv[r], 1024, r == 0 ? mcclFloat32 : mcclFloat64, mcclSum, s.comm[r],
+                               s.stream[r]));
+  EXPECT_OK(mcclLabGroupEnd());
+  arForce(NULL, NULL);
+  struct timespec t0, t1, pause = {0, 5 * 1000 * 1000};
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  double ms = 0;
+  mcclResult_t got[2] = {mcclSuccess, mcclSuccess};
+  while ((got[0] == mcclSuccess || got[1] == mcclSuccess) && ms < WATCHDOG_MS + 10000) {
+    for (int r = 0; r < 2; r++) got[r] = mcclLabWatchdogResult(s.comm[r], NULL);
+    nanosleep(&pause, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+  }
+  EXPECT_LE(ms, WATCHDOG_MS + 1000.0);
+  const char* lines[2] = {NULL, NULL};
+  for (int r = 0; r < 2; r++) {
+    EXPECT_EQ(mcclLabWatchdogResult(s.comm[r], &lines[r]), mcclInvalidUsage);
+    EXPECT_TRUE(lines[r] != NULL &&
+                strstr(lines[r],
+                       "op #1: rank 0 AllReduce count 1024 float32 sum, rank 1 AllReduce count 1024 "
+                       "float64 sum (type differs)") != NULL);
+  }
+  if (lines[0]) printf("  both ranks within %.0f ms (timeout %d ms): %s\n", ms, WATCHDOG_MS, lines[0]);
+  for (int r = 0; r < 2; r++) EXPECT_OK(mcclLabCommAbort(s.comm[r]));
+  enqSyncAll(&s);
+  enqTearDown(&s);
+}
+
 MCCL_TEST_MAIN(MCCL_TEST_CASE(groupIsOneLaunch), MCCL_TEST_CASE(groupOverflowsLaunch), MCCL_TEST_CASE(preMulSumOps),
                MCCL_TEST_CASE(argumentChecks), MCCL_TEST_CASE(destroyInOpenGroup), MCCL_TEST_CASE(simulateEnd),
-               MCCL_TEST_CASE(abortStatus))
+               MCCL_TEST_CASE(abortStatus), MCCL_TEST_CASE(watchdogNamesType))
