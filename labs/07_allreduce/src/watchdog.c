@@ -97,8 +97,10 @@ static const char* funcName(int func) {
 
 // ---- the record, at a group's end (plan.c) ----------------------------------------------------------
 
-#define ST(p, v) __atomic_store_n(&(p), (v), __ATOMIC_RELAXED)
-#define LD(p) __atomic_load_n(&(p), __ATOMIC_RELAXED)
+// The seqlock without fences (ThreadSanitizer models none): every field is a release store and an acquire
+// load, so a reader that copied a field of the next writer also sees that writer's cleared seq (x86: plain moves).
+#define ST(p, v) __atomic_store_n(&(p), (v), __ATOMIC_RELEASE)
+#define LD(p) __atomic_load_n(&(p), __ATOMIC_ACQUIRE)
 
 uint64_t mcclLabWatchdogNumber(mcclLabComm* comm) {
   struct mcclLabWatchdog* wd = comm->watchdog;
@@ -108,7 +110,6 @@ uint64_t mcclLabWatchdogNumber(mcclLabComm* comm) {
     if (t->wdCall == 1) {
       struct wdRecord* r = &wd->page->rec[++wd->seq % WD_RECORDS];
       __atomic_store_n(&r->seq, 0, __ATOMIC_RELAXED);
-      __atomic_thread_fence(__ATOMIC_RELEASE);
       ST(r->count, (uint64_t)t->wdCount);
       ST(r->func, t->wdFunc);
       ST(r->dtype, t->dtype);
@@ -168,7 +169,6 @@ static int readRecord(const struct wdPage* p, uint64_t s, struct wdRecord* out) 
   out->dtype = LD(r->dtype);
   out->op = LD(r->op);
   out->root = LD(r->root);
-  __atomic_thread_fence(__ATOMIC_ACQUIRE);
   out->seq = s;
   return __atomic_load_n(&r->seq, __ATOMIC_RELAXED) == s;
 }
