@@ -227,22 +227,30 @@ static void* initAsyncThread(void* p) {
   return NULL;
 }
 
-mcclResult_t mcclCommInitRankAsync(mcclComm_t* comm, int nranks, mcclUniqueId commId, int rank) {
-  MCCL_ARGCHECK(comm != NULL, "mcclCommInitRank: comm is NULL");
-  MCCL_ARGCHECK(nranks >= 1 && nranks <= MCCL_LAB_MAX_RANKS, "mcclCommInitRank: nranks %d (must be 1 .. %d)", nranks,
+// mcclCommInitRank's and mcclCommInitRankAsync's arguments, the current device, and the clique of the id
+// (with a reference for the caller).
+static mcclResult_t initRankArgs(mcclComm_t* comm, int nranks, const mcclUniqueId* commId, int rank, const char* call,
+                                 int* dev, struct mcclClique** clique) {
+  MCCL_ARGCHECK(comm != NULL, "%s: comm is NULL", call);
+  MCCL_ARGCHECK(nranks >= 1 && nranks <= MCCL_LAB_MAX_RANKS, "%s: nranks %d (must be 1 .. %d)", call, nranks,
                 MCCL_LAB_MAX_RANKS);
-  MCCL_ARGCHECK(rank >= 0 && rank < nranks, "mcclCommInitRank: rank %d (must be 0 .. %d)", rank, nranks - 1);
+  MCCL_ARGCHECK(rank >= 0 && rank < nranks, "%s: rank %d (must be 0 .. %d)", call, rank, nranks - 1);
+  CUDACHECK(cudaGetDevice(dev));
+  *clique = cliqueGet(commId);
+  return *clique ? mcclSuccess : mcclSystemError;
+}
+
+mcclResult_t mcclCommInitRankAsync(mcclComm_t* comm, int nranks, mcclUniqueId commId, int rank) {
   int dev = 0;
-  CUDACHECK(cudaGetDevice(&dev));
-  struct mcclClique* clique = cliqueGet(&commId);
-  if (clique == NULL) return mcclSystemError;
+  struct mcclClique* clique = NULL;
+  MCCLCHECK(initRankArgs(comm, nranks, &commId, rank, "mcclCommInitRankAsync", &dev, &clique));
   struct mcclComm* c = NULL;
   mcclResult_t res = commNewDeferred(nranks, &commId, rank, dev, clique, &c);
   if (res != mcclSuccess) {
     cliquePut(clique);
     return res;
   }
-  MCCLCHECK(mcclCommEnter(c, c->uid, "mcclCommInitRank"));  // the thread's reference, left when it ends
+  MCCLCHECK(mcclCommEnter(c, c->uid, "mcclCommInitRankAsync"));  // the thread's reference, left when it ends
   pthread_attr_t attr;
   pthread_t th;
   int err = pthread_attr_init(&attr);
@@ -250,9 +258,9 @@ mcclResult_t mcclCommInitRankAsync(mcclComm_t* comm, int nranks, mcclUniqueId co
   if (err == 0) err = pthread_create(&th, &attr, initAsyncThread, c);
   pthread_attr_destroy(&attr);
   if (err != 0) {
-    WARN("mcclCommInitRank (non-blocking): pthread_create: %s", strerror(err));
+    WARN("mcclCommInitRankAsync: pthread_create: %s", strerror(err));
     mcclCommLeave(c);
-    (void)commClose(c, "mcclCommInitRank", 1);
+    (void)commClose(c, "mcclCommInitRankAsync", 1);
     commFree(c, 1);
     return mcclSystemError;
   }
@@ -261,14 +269,9 @@ mcclResult_t mcclCommInitRankAsync(mcclComm_t* comm, int nranks, mcclUniqueId co
 }
 
 mcclResult_t mcclCommInitRank(mcclComm_t* comm, int nranks, mcclUniqueId commId, int rank) {
-  MCCL_ARGCHECK(comm != NULL, "mcclCommInitRank: comm is NULL");
-  MCCL_ARGCHECK(nranks >= 1 && nranks <= MCCL_LAB_MAX_RANKS, "mcclCommInitRank: nranks %d (must be 1 .. %d)", nranks,
-                MCCL_LAB_MAX_RANKS);
-  MCCL_ARGCHECK(rank >= 0 && rank < nranks, "mcclCommInitRank: rank %d (must be 0 .. %d)", rank, nranks - 1);
   int dev = 0;
-  CUDACHECK(cudaGetDevice(&dev));
-  struct mcclClique* clique = cliqueGet(&commId);
-  if (clique == NULL) return mcclSystemError;
+  struct mcclClique* clique = NULL;
+  MCCLCHECK(initRankArgs(comm, nranks, &commId, rank, "mcclCommInitRank", &dev, &clique));
   struct mcclComm* c = NULL;
   mcclLabComm* lab = NULL;
   mcclResult_t res;
