@@ -46,6 +46,27 @@ need_bench() {
   [ -n "${MPIRUN:-}" ] || shtest_skip "run through make test (MPIRUN comes from make)"
 }
 
+# run_recovery NP CASE [MPIRUN_ARGS...]: $bench under `mpirun --enable-recovery` (a plain mpirun ends the job
+# when one rank dies on purpose; the ranks leave without MPI_Finalize, which orte_allowed_exit_without_sync
+# lets them), NP ranks, its log in $work/run.log and its '# rank' lines shown; the case passes when the
+# program's first harness line for CASE is a PASS, skips where it skips.
+run_recovery() {
+  local np=$1 case=$2 rc line
+  shift 2
+  # shellcheck disable=SC2086 # MPIRUN_FLAGS is a list of flags
+  timeout 300 $MPIRUN $MPIRUN_FLAGS --enable-recovery --mca orte_allowed_exit_without_sync 1 "$@" -np "$np" "$bench" \
+    >"$work/run.log" 2>&1
+  rc=$?
+  line=$(grep -E "^(PASS|FAIL|SKIP) .*$case" "$work/run.log" | head -n 1)
+  grep '^# rank' "$work/run.log"
+  case "$line" in
+    PASS*) return 0 ;;
+    SKIP*) line=${line#SKIP * (} && shtest_skip "${line%)}" ;;
+    FAIL*) shtest_fail "${line#FAIL }" ;;
+    *) shtest_fail "no result line (mpirun exit $rc): $(tail -n 5 "$work/run.log" | tr '\n' ' ')" ;;
+  esac
+}
+
 # need_refusals: each line of stdin is "ARGS|WANT": $bench ARGS must exit 2 with WANT in its output
 # and the usage line, options included (a bad flag is refused with the usage status, named, and the
 # program's usage shown). Fails the case at the first that is not.

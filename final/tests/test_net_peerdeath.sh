@@ -13,17 +13,7 @@ shtest_bench_setup final/net_peerdeath
 # nothing behind.
 peer_killed() {
   need_bench
-  # shellcheck disable=SC2086 # MPIRUN_FLAGS is a list of flags
-  timeout 180 $MPIRUN $MPIRUN_FLAGS --enable-recovery --mca orte_allowed_exit_without_sync 1 -np 3 "$bench" >"$work/run.log" 2>&1
-  local rc=$? line
-  line=$(grep -E '^(PASS|FAIL|SKIP) .*peerKilledMidAllReduce' "$work/run.log" | head -n 1)
-  grep '^# rank' "$work/run.log"
-  case "$line" in
-    PASS*) return 0 ;;
-    SKIP*) line=${line#SKIP * (} && shtest_skip "${line%)}" ;;
-    FAIL*) shtest_fail "${line#FAIL }" ;;
-    *) shtest_fail "no result line (mpirun exit $rc): $(tail -n 5 "$work/run.log" | tr '\n' ' ')" ;;
-  esac
+  run_recovery 3 peerKilledMidAllReduce
 }
 
 # peer_killed_no_pid: as if every rank were on a machine of its own: each in a pid namespace of its own
