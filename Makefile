@@ -205,6 +205,7 @@ gdb: all
 	fi; \
 	[ -n "$$dbg" ] || { echo "no gdb found: run 'make deps'"; exit 2; }; \
 	exec $$dbg -q -ex 'set breakpoint pending on' $(foreach v,$(GDB_UNTIMED),$(if $(filter environment,$(origin $(v))),,-ex 'set environment $(v) 0')) \
+	  $(if $(filter 1,$(BATCH)),-batch -ex 'set pagination off' -ex 'set $$mccl_autorun = 1') \
 	  -x $$script --args $(BIN)/$${m#labs/}/demo
 
 docs:
@@ -248,7 +249,8 @@ help:
 	@echo "  all      build every module (default)        test   build and run the tests (aggregate line last)"
 	@echo "  demo     run each lab's example in order        bench  run the benchmarks"
 	@echo "  docs     Doxygen site in docs/html (warnings are errors)   linkcheck  its internal links resolve"
-	@echo "  gdb      LAB=NN: the lab's demo under gdb with its lab.gdb (cuda-gdb and lab.cuda-gdb where a lab has one, on cuda)"
+	@echo "  gdb      LAB=NN: the lab's demo under gdb with its lab.gdb (cuda-gdb and lab.cuda-gdb where a lab has one, on cuda);"
+	@echo "           BATCH=1: unattended, each stop prints what lab.gdb prints and the walk continues"
 	@echo "  deps     install what is missing (apt-get as root; else prints the packages)"
 	@echo "  compdb   compile_commands.json for clangd and other editors (both backends)"
 	@echo "  plot     RESULTS='a.csv b.json' [PLOT_DIR=dir]: PNG charts of benchmark results (--csv/--json)"
