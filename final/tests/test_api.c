@@ -1152,7 +1152,7 @@ static void destroyHeldByAnotherThread(void) {
 }
 
 // mcclCommInitRankAsync of rank 0 of 2, whose rank 1 never comes: in progress, other calls refused at
-// once, and mcclCommAbort ends it well inside the bootstrap timeout (the bar is 100 ms).
+// once, and mcclCommAbort ends it well inside the bootstrap timeout.
 static void asyncInitAborted(void) {
   warmUp();
   int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads();

@@ -253,10 +253,8 @@ mcclResult_t mcclLabCommInitRank(mcclLabComm* comm, const mcclUniqueId* id, int 
                 comm->rank);
   if (nChannels == 0) nChannels = (int)mcclParamNchannels();
   const int chosen = nChannels == 0;  // the default, which depends on the hosts (after the peer records)
-  // cuda: 64 channels. On 2x H100 (NVLink NV18) 64 against 32 moved, through nccl-tests on the drop-in
-  // at 512 MiB, AllReduce's ring 334 vs 289 GB/s, AllGather 322 vs 265, Broadcast 354 vs 307, Reduce
-  // 364 vs 350, and two-shot at 256 MiB 331 vs 307 (docs/results/2026-11-25-h100x2-c.md): more
-  // blocks carried more (48 fell between), as if each block's rate were bounded; not profiled.
+  // cuda: 64 channels. Over NVLink each block's rate looks bounded, so large collectives gain from more
+  // blocks than 32 (the 2x H100 channel sweep in the results index, docs/results).
   if (nChannels == 0) nChannels = strcmp(MCCL_BACKEND_NAME, "sim") == 0 ? 2 : 64;
   MCCL_ARGCHECK(nChannels >= 1 && nChannels <= MCCL_SIGNAL_MAX_BLOCKS,
                 "nChannels %d (must be 1 .. %d; 0 reads "
@@ -283,8 +281,8 @@ mcclResult_t mcclLabCommInitRank(mcclLabComm* comm, const mcclUniqueId* id, int 
   MCCLCHECKGOTO(buildRing(comm), res, fail);
   // Ranks on several hosts: the ring's edges between them are lab 08's NET connections, each channel a
   // proxy op and network requests of its own, which one progress thread serves in turn; NCCL too runs
-  // few channels per NIC. Measured on the net path (docs/results/2026-11-25-h100-net.md): 32 channels
-  // took 65 us for 8 bytes and 2.8 GB/s at 512 MiB, 2 channels 25 us and 4.3 GB/s.
+  // few channels per NIC: on the net path a few channels beat many both in latency and in bandwidth
+  // (docs/results, the net run).
   for (int r = 1; r < nranks; r++) comm->multiHost |= comm->peerInfo[r].hostHash != comm->peerInfo[0].hostHash;
   if (chosen && comm->multiHost) nChannels = MCCL_LAB_MULTIHOST_NCHANNELS;
   comm->ctx.peerInfo = comm->peerInfo;
