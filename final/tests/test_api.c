@@ -82,6 +82,10 @@ static void nullAndBogusComm(void) {
     EXPECT_RES(mcclRedOpCreatePreMulSum(&op, &scalar, mcclFloat32, mcclScalarHostImmediate, c), mcclInvalidArgument);
     EXPECT_EQ(op, mcclSum);  // written only on success
     EXPECT_RES(mcclRedOpDestroy((mcclRedOp_t)mcclNumOps, c), mcclInvalidArgument);
+    EXPECT_RES(mcclCommRevoke(c), mcclInvalidArgument);
+    mcclComm_t out = NULL;
+    EXPECT_RES(mcclCommShrink(c, NULL, 0, &out, MCCL_SHRINK_DEFAULT), mcclInvalidArgument);
+    EXPECT_TRUE(out == NULL);
   }
   EXPECT_TRUE(strstr(mcclGetLastError(NULL), "not a live communicator") != NULL);
   // As NCCL: destroying or aborting NULL is a no-op; a made-up handle is refused.
@@ -1028,6 +1032,44 @@ static void abortWhileWaiting(void) {
   EXPECT_OK(mcclMemFree(buf));
 }
 
+// The calls this library added beyond the first API (non-blocking init, shrink) refuse bad input with a
+// clear error and leave no fd, thread or /dev/shm file behind.
+static void newCallsBadInput(void) {
+  warmUp();
+  int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads(), shm0 = mcclTestCountShm();
+  mcclUniqueId id;
+  EXPECT_OK(mcclGetUniqueId(&id));
+  mcclComm_t c = NULL;
+  EXPECT_RES(mcclCommInitRankAsync(NULL, 1, id, 0), mcclInvalidArgument);
+  EXPECT_RES(mcclCommInitRankAsync(&c, 0, id, 0), mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "nranks") != NULL);
+  EXPECT_RES(mcclCommInitRankAsync(&c, 2, id, 2), mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "rank 2") != NULL);
+  EXPECT_TRUE(c == NULL);
+  // Shrink of a one-rank communicator: a bad list, bad flags, itself excluded, no output.
+  EXPECT_OK(mcclCommInitRank(&c, 1, id, 0));
+  mcclComm_t out = NULL;
+  const int self = 0, outOfRange = 1;
+  EXPECT_RES(mcclCommShrink(c, NULL, 0, NULL, MCCL_SHRINK_DEFAULT), mcclInvalidArgument);
+  EXPECT_RES(mcclCommShrink(c, NULL, 0, &out, 5), mcclInvalidArgument);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "flags") != NULL);
+  EXPECT_RES(mcclCommShrink(c, &outOfRange, 1, &out, MCCL_SHRINK_DEFAULT), mcclInvalidArgument);
+  EXPECT_RES(mcclCommShrink(c, &self, 1, &out, MCCL_SHRINK_DEFAULT), mcclInvalidArgument);  // none would stay
+  EXPECT_RES(mcclCommShrink(c, NULL, 1, &out, MCCL_SHRINK_DEFAULT), mcclInvalidArgument);
+  EXPECT_TRUE(out == NULL);
+  EXPECT_OK(mcclCommDestroy(c));
+  // mcclCommInitAll's communicators have no id to derive the new one from.
+  static const int dev0[1] = {0};
+  EXPECT_OK(mcclCommInitAll(&c, 1, dev0));
+  EXPECT_RES(mcclCommShrink(c, NULL, 0, &out, MCCL_SHRINK_DEFAULT), mcclInvalidUsage);
+  EXPECT_TRUE(strstr(mcclGetLastError(NULL), "mcclCommInitAll") != NULL);
+  EXPECT_TRUE(out == NULL);
+  EXPECT_OK(mcclCommDestroy(c));
+  EXPECT_EQ(mcclTestCountFds(), fds0);
+  EXPECT_EQ(mcclTestCountShm(), shm0);
+  EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
+}
+
 // ---- a second thread ------------------------------------------------------------------------------
 // What the owner thread does while the main thread aborts or destroys its communicator.
 enum ownerJob { JOB_WINDOW, JOB_GROUP_SEND, JOB_GROUP_HELD };
@@ -1186,4 +1228,5 @@ MCCL_TEST_MAIN(MCCL_TEST_CASE(versionAndStrings), MCCL_TEST_CASE(nullAndBogusCom
                MCCL_TEST_CASE(initAllPreMulSum), MCCL_TEST_CASE(preMulSumBadInput), MCCL_TEST_CASE(groupSimulateEnd),
                MCCL_TEST_CASE(groupFailsOnBadCall), MCCL_TEST_CASE(destroyWithOpenGroup),
                MCCL_TEST_CASE(abortWhileWaiting), MCCL_TEST_CASE(abortFromAnotherThread),
-               MCCL_TEST_CASE(destroyHeldByAnotherThread), MCCL_TEST_CASE(asyncInitAborted))
+               MCCL_TEST_CASE(destroyHeldByAnotherThread), MCCL_TEST_CASE(asyncInitAborted),
+               MCCL_TEST_CASE(newCallsBadInput))
