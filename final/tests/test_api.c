@@ -1114,8 +1114,15 @@ static void* ownerMain(void* p) {
   return NULL;
 }
 
-// Start the owner and wait until it is (about to be) inside its call, then a little more.
-static void ownerStart(struct owner* o, pthread_t* th) {
+// Set the owner up for job on comm (a buffer and a stream of device 0), start it and wait until it is
+// (about to be) inside its call, then a little more.
+static void ownerStart(struct owner* o, enum ownerJob job, mcclComm_t comm, pthread_t* th) {
+  memset(o, 0, sizeof(*o));
+  o->job = job;
+  o->comm = comm;
+  EXPECT_CUDA_OK(cudaSetDevice(0));
+  EXPECT_OK(mcclMemAlloc(&o->buf, 4096));
+  EXPECT_CUDA_OK(cudaStreamCreateWithFlags(&o->stream, cudaStreamNonBlocking));
   EXPECT_EQ(pthread_create(th, NULL, ownerMain, o), 0);
   while (!__atomic_load_n(&o->inside, __ATOMIC_ACQUIRE)) {
     struct timespec ts = {0, 1000 * 1000};
@@ -1123,6 +1130,13 @@ static void ownerStart(struct owner* o, pthread_t* th) {
   }
   struct timespec settle = {0, 100 * 1000 * 1000};
   nanosleep(&settle, NULL);
+}
+
+// The owner's stream (its work ended by the abort or never launched) and buffer go.
+static void ownerEnd(struct owner* o) {
+  EXPECT_CUDA_OK(cudaStreamSynchronize(o->stream));
+  EXPECT_CUDA_OK(cudaStreamDestroy(o->stream));
+  EXPECT_OK(mcclMemFree(o->buf));
 }
 
 // mcclCommAbort from the main thread while the owner thread is blocked inside a window registration,
@@ -1136,14 +1150,8 @@ static void abortFromAnotherThread(void) {
     mcclComm_t comms[2];
     EXPECT_OK(mcclCommInitAll(comms, 2, NULL));
     struct owner o;
-    memset(&o, 0, sizeof(o));
-    o.job = (enum ownerJob)job;
-    o.comm = comms[0];
-    EXPECT_CUDA_OK(cudaSetDevice(0));
-    EXPECT_OK(mcclMemAlloc(&o.buf, 4096));
-    EXPECT_CUDA_OK(cudaStreamCreateWithFlags(&o.stream, cudaStreamNonBlocking));
     pthread_t th;
-    ownerStart(&o, &th);
+    ownerStart(&o, (enum ownerJob)job, comms[0], &th);
     const double t0 = nowSec();
     EXPECT_OK(mcclCommAbort(comms[0]));
     const double took = nowSec() - t0;
@@ -1154,9 +1162,7 @@ static void abortFromAnotherThread(void) {
     EXPECT_TRUE(o.res != mcclSuccess);
     if (job == JOB_WINDOW) EXPECT_TRUE(o.win == NULL);
     EXPECT_OK(mcclCommAbort(comms[1]));
-    EXPECT_CUDA_OK(cudaStreamSynchronize(o.stream));
-    EXPECT_CUDA_OK(cudaStreamDestroy(o.stream));
-    EXPECT_OK(mcclMemFree(o.buf));
+    ownerEnd(&o);
   }
   EXPECT_EQ(mcclTestCountFds(), fds0);
   EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
@@ -1172,22 +1178,14 @@ static void destroyHeldByAnotherThread(void) {
     mcclComm_t c;
     EXPECT_OK(mcclCommInitAll(&c, 1, dev0));
     struct owner o;
-    memset(&o, 0, sizeof(o));
-    o.job = JOB_GROUP_HELD;
-    o.comm = c;
-    EXPECT_CUDA_OK(cudaSetDevice(0));
-    EXPECT_OK(mcclMemAlloc(&o.buf, 4096));
-    EXPECT_CUDA_OK(cudaStreamCreateWithFlags(&o.stream, cudaStreamNonBlocking));
     pthread_t th;
-    ownerStart(&o, &th);
+    ownerStart(&o, JOB_GROUP_HELD, c, &th);
     EXPECT_OK(abort ? mcclCommAbort(c) : mcclCommDestroy(c));
     __atomic_store_n(&o.release, 1, __ATOMIC_RELEASE);
     EXPECT_EQ(pthread_join(th, NULL), 0);
     EXPECT_RES(o.res, mcclInvalidUsage);
     EXPECT_TRUE(strstr(mcclGetLastError(NULL), "destroyed or aborted while this group held its calls") != NULL);
-    EXPECT_CUDA_OK(cudaStreamSynchronize(o.stream));
-    EXPECT_CUDA_OK(cudaStreamDestroy(o.stream));
-    EXPECT_OK(mcclMemFree(o.buf));
+    ownerEnd(&o);
   }
   EXPECT_EQ(mcclTestCountFds(), fds0);
   EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
