@@ -107,9 +107,9 @@ struct ncclComm {
   mcclComm_t mc;           // from the init call (a non-blocking one initialises it on minccl's thread)
   int refs;                // calls inside (under liveLock)
   struct ncclComm* next;   // the live list
-  pthread_mutex_t lock;    // regs, finalized
+  pthread_mutex_t lock;    // regs
   struct dropinReg* regs;  // ncclCommRegister handles not yet deregistered
-  int finalized;
+  int finalized;           // atomic
 };
 
 static pthread_mutex_t liveLock = PTHREAD_MUTEX_INITIALIZER;
@@ -334,19 +334,14 @@ ncclResult_t ncclCommFinalize(ncclComm_t comm) {
     WARN("ncclCommFinalize: waiting for the communicator's device failed");
     return commPut(comm, ncclUnhandledCudaError);
   }
-  pthread_mutex_lock(&comm->lock);
-  comm->finalized = 1;
-  pthread_mutex_unlock(&comm->lock);
+  __atomic_store_n(&comm->finalized, 1, __ATOMIC_RELEASE);
   SERVED();
   return commPut(comm, ncclSuccess);
 }
 
 // Was comm finalized (ncclCommFinalize)? Then call, which needs a communicator still in use, is refused.
 static ncclResult_t commNotFinalized(ncclComm_t comm, const char* call) {
-  pthread_mutex_lock(&comm->lock);
-  const int finalized = comm->finalized;
-  pthread_mutex_unlock(&comm->lock);
-  if (!finalized) return ncclSuccess;
+  if (!__atomic_load_n(&comm->finalized, __ATOMIC_ACQUIRE)) return ncclSuccess;  // every call reads it: no lock
   WARN("%s: comm %p was finalized (ncclCommFinalize): only ncclCommDestroy or ncclCommAbort may follow", call,
        (void*)comm);
   return ncclInvalidUsage;
