@@ -8,6 +8,7 @@
 # third_party/nccl-tests, carried to the host) and the PyTorch check (final/tests/torch_dropin.py).
 # MCCL_TESTS="LAB:T ..." runs only those tests (see the test step). MCCL_WATCHDOG_AB=1 times small
 # allreduces with the watchdog on and off.
+# MCCL_FAULTS=1 adds the faults of nccl_faults on minccl and NCCL (see the step).
 # MCCL_NET=1 adds issue 14's net path beside NCCL's (allreduce_perf --hosts 2; see the step).
 # MCCL_PROFILE=1 adds kernel durations under Nsight Compute (one-pass metric, --clock-control none) of
 # minccl's and NCCL's allreduce kernels at MCCL_PROFILE_SIZES (default 8 8K 2M), see mk/gpu-profile.sh.
@@ -86,6 +87,7 @@ nt_run() {
 step build
 # -k: one file a newer compiler rejects must not hide every other result; its errors are shown.
 make -k -j16 BACKEND=cuda all > "$OUT/build.log" 2>&1 || { echo "BUILD FAILED (continuing with what built):"; grep -E 'error' "$OUT/build.log" | head -20; }
+# MCCL_BENCH_SUITE=0 leaves out make bench (the other bench steps keep their own knobs).
 # MCCL_TEST=0 / MCCL_BENCH=0 leave out the tests (and demo, sanitizers) / the benchmarks, to split a
 # run over two calls of the lease's 10-minute limit.
 if [ "${MCCL_TEST:-1}" = 1 ]; then
@@ -112,7 +114,8 @@ fi
 # the three-endpoint chains, every op and both protocols; MCCL_SANITIZE=0 skips).
 if [ "${MCCL_SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
   step "compute-sanitizer (lab 06 test_prims: memcheck, racecheck, synccheck; lab 07 mpi_allreduce: memcheck, racecheck, synccheck; mpi_sendrecv: memcheck, synccheck, racecheck)"
-  for tool in memcheck racecheck synccheck; do
+  # MCCL_SANITIZE_PRIMS=0 leaves lab 06's runs out (lab 07's only).
+  for tool in $([ "${MCCL_SANITIZE_PRIMS:-1}" = 1 ] && echo memcheck racecheck synccheck); do
     MCCL_TEST_FILTER=${MCCL_SANITIZE_FILTER:-chain} timeout ${MCCL_SANITIZE_TIMEOUT:-150} compute-sanitizer --tool $tool --error-exitcode 9 \
       build/cuda/bin/06_device_kernels/test_prims \
       > "$OUT/sanitizer-$tool.log" 2>&1
@@ -152,7 +155,8 @@ if [ "${MCCL_BENCH:-1}" = 1 ]; then
 step bench
 # Lab 07's table as CSV and JSON too (runbench.sh adds MCCL_BENCH_ARGS_<binary> to its command line).
 export MCCL_BENCH_ARGS_mpi_bench_allreduce="${MCCL_BENCH_ARGS_mpi_bench_allreduce:-} --csv $OUT/bench07.csv --json $OUT/bench07.json"
-if [ -z "${LABS:-}" ]; then make BACKEND=cuda bench 2>&1 | tee "$OUT/bench.log" | tail -80
+if [ "${MCCL_BENCH_SUITE:-1}" = 0 ]; then echo "make bench left out (MCCL_BENCH_SUITE=0)"
+elif [ -z "${LABS:-}" ]; then make BACKEND=cuda bench 2>&1 | tee "$OUT/bench.log" | tail -80
 else for l in $LABS; do make BACKEND=cuda bench LAB=$l 2>&1; done | tee "$OUT/bench.log" | tail -80; fi
 # Lab 07's bars need two more runs (graph latency, SHM bandwidth) and the tuning sweep; 2 GPUs at least.
 b07=build/cuda/bin/07_allreduce/mpi_bench_allreduce
@@ -203,6 +207,25 @@ if [ -n "$csvs" ]; then
   if mk/plot.sh --check; then make plot RESULTS="$csvs" 2>&1 | tee "$OUT/plot.log"
   else echo "plot: skipped: no Python with matplotlib on this host (the CSV/JSON files are in $OUT; make plot RESULTS=... elsewhere)"; fi
 fi
+fi
+# MCCL_FAULTS=1: final/tests/nccl/nccl_faults on 2 GPUs, each case on minccl's drop-in and on NCCL's library
+# (LD_LIBRARY_PATH picks it): a peer's SIGKILL, the three mismatched calls (minccl's watchdog at
+# MCCL_FAULTS_WATCHDOG_MS, default 2000), and the abort after each; a library sees nothing within
+# MCCL_FAULTS_WAIT_MS (default 5000) is reported so.
+nf=build/cuda/bin/final/nccl_faults
+if [ "${MCCL_FAULTS:-0}" = 1 ] && [ -x "$nf" ] && [ "$ngpu" -ge 2 ]; then
+  step "faults: nccl_faults on minccl and NCCL, 2 GPUs"
+  for c in kill count function missing; do
+    for l in minccl NCCL; do
+      case $l in minccl) ld=$PWD/build/cuda/lib ;; NCCL) ld=$(dirname "${MCCL_NCCL_LIB:-/nonexistent/x}") ;; esac
+      rec=""; [ $c = kill ] && rec="--enable-recovery --mca orte_allowed_exit_without_sync 1"
+      # shellcheck disable=SC2086 # mpi and rec are lists
+      LD_LIBRARY_PATH="$ld${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" MCCL_WATCHDOG_TIMEOUT=${MCCL_FAULTS_WATCHDOG_MS:-2000} \
+        timeout 90 $mpi $rec -x LD_LIBRARY_PATH -x MCCL_WATCHDOG_TIMEOUT -x NCCL_NVLS_ENABLE -np 2 "$nf" $c \
+        "${MCCL_FAULTS_WAIT_MS:-5000}" > "$OUT/faults_${c}_$l.log" 2>&1
+      echo "$c on $l: exit $?"; grep '^# rank' "$OUT/faults_${c}_$l.log" | cut -c1-300
+    done
+  done
 fi
 if [ "${MCCL_DROPIN:-0}" = 1 ] && [ "$ngpu" -ge 2 ]; then
   step "drop-in: nccl-tests on minccl and on NCCL"
