@@ -57,16 +57,16 @@ static void shrinkAfterKill(void) {
   const double t0 = nowSec();
   mcclResult_t ae = mcclSuccess;
   cudaError_t q = cudaErrorNotReady;
+  // The in-flight allreduce may still complete: on a GPU the victim's kernel can finish its part of the ring
+  // before the dying process's context is torn down. The death must be seen either way.
   while (nowSec() - t0 < DEATH_LIMIT_S) {
-    q = cudaStreamQuery(w.stream);
-    if (q != cudaErrorNotReady) break;
+    if (q == cudaErrorNotReady) q = cudaStreamQuery(w.stream);
     EXPECT_OK(mcclCommGetAsyncError(w.comm, &ae));
     if (ae != mcclSuccess) break;
     struct timespec ts = {0, 1000 * 1000};
     nanosleep(&ts, NULL);
   }
   const double seen = nowSec() - t0;
-  EXPECT_EQ(q, cudaErrorNotReady);  // it cannot finish without the victim
   EXPECT_EQ(ae, mcclRemoteError);
   CHECK_STOPPED();
   // Recover: stop the parent, make the survivors' communicator, finish the loop on it.
@@ -90,8 +90,9 @@ static void shrinkAfterKill(void) {
     checkedAllReduce(&w, sub, subRank, subSize, seed + 100 + (uint64_t)i);
   if (sub) EXPECT_OK(mcclCommDestroy(sub));
   fmpiTearDown(&w);
-  printf("# rank %d: the death seen after %.3f s; revoke + shrink took %.3f s; %d allreduces then on %d ranks\n",
-         mcclTestMpiRank(), seen, shrunk, done, subSize);
+  printf("# rank %d: the death seen after %.3f s (the allreduce in flight %s); revoke + shrink took %.3f s; %d "
+         "allreduces then on %d ranks\n",
+         mcclTestMpiRank(), seen, q == cudaErrorNotReady ? "still waiting" : "had completed", shrunk, done, subSize);
   EXPECT_EQ(done, LOOP - KILL_AT);
 }
 
