@@ -141,8 +141,19 @@ mcclResult_t mcclCommInitRankAsync(mcclComm_t* comm, int nranks, mcclUniqueId co
 mcclResult_t mcclCommInitAll(mcclComm_t* comms, int ndev, const int* devlist);
 
 /**
- * @brief Wait for the communicator's outstanding operations, then free everything it owns
- * (NCCL's ncclCommDestroy; not collective). Windows still registered are deregistered.
+ * @brief Wait for the communicator's outstanding operations, and for nothing else on the device, then
+ * mark it finished (NCCL's ncclCommFinalize): later calls but mcclCommDestroy, mcclCommAbort and the
+ * queries fail with mcclInvalidUsage. The operations waited for are the kernels it launched outside a CUDA
+ * graph capture (they run on the caller's streams; other work there is not waited for).
+ * @param[in] comm  the communicator.
+ * @return mcclSuccess; mcclInvalidArgument (NULL or not a live communicator); mcclInvalidUsage (revoked,
+ *         finalized already, or not initialised yet); mcclUnhandledCudaError (the device failed meanwhile).
+ */
+mcclResult_t mcclCommFinalize(mcclComm_t comm);
+
+/**
+ * @brief Wait for the communicator's outstanding operations (its own kernels, as mcclCommFinalize), then
+ * free everything it owns (NCCL's ncclCommDestroy; not collective). Windows still registered are deregistered.
  * @param[in] comm  the communicator, or NULL (mcclSuccess, as NCCL).
  * @return mcclSuccess; mcclInvalidArgument (a handle that is not a live communicator: destroyed
  *         twice, or never created; NCCL leaves this undefined, minccl detects it unless the address

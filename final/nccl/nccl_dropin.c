@@ -92,7 +92,7 @@ ncclResult_t mcclDropinUnimplemented(const char* call) {
 
 // ---- communicators -------------------------------------------------------------------------------
 // ncclComm_t points to this wrapper: it holds what NCCL's API has and minccl's does not
-// (ncclCommRegister's handles, the finalized state). Its lifetime follows minccl's handles: a call
+// (ncclCommRegister's handles). Its lifetime follows minccl's handles: a call
 // finds the wrapper in the live list and holds it (refs) until it returns; ncclCommDestroy/Abort take
 // it out of the list first, and free it only once the calls inside have left, so an abort from another
 // thread never frees what a call still reads. A handle is never read before it was found in the list.
@@ -109,7 +109,6 @@ struct ncclComm {
   struct ncclComm* next;   // the live list
   pthread_mutex_t lock;    // regs
   struct dropinReg* regs;  // ncclCommRegister handles not yet deregistered
-  int finalized;           // atomic
 };
 
 static pthread_mutex_t liveLock = PTHREAD_MUTEX_INITIALIZER;
@@ -322,29 +321,14 @@ free_arrays:
 }
 PNCCL_ALIAS(ncclCommInitAll);
 
-// NCCL flushes the communicator's operations and marks it finalized; minccl's operations are
-// kernels on the caller's streams, so finalize waits for the device, then refuses new collectives.
+// NCCL flushes the communicator's operations and marks it finalized; so does minccl (its own kernels only,
+// not the device's other work), and refuses later calls but destroy and abort.
 ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   mcclComm_t mc;
   ncclResult_t res = commGet(comm, "ncclCommFinalize", &mc);
   if (res != ncclSuccess) return res;
-  int dev;
-  if (mcclCommCuDevice(mc, &dev) != mcclSuccess || cudaSetDevice(dev) != cudaSuccess ||
-      cudaDeviceSynchronize() != cudaSuccess) {
-    WARN("ncclCommFinalize: waiting for the communicator's device failed");
-    return commPut(comm, ncclUnhandledCudaError);
-  }
-  __atomic_store_n(&comm->finalized, 1, __ATOMIC_RELEASE);
   SERVED();
-  return commPut(comm, ncclSuccess);
-}
-
-// Was comm finalized (ncclCommFinalize)? Then call, which needs a communicator still in use, is refused.
-static ncclResult_t commNotFinalized(ncclComm_t comm, const char* call) {
-  if (!__atomic_load_n(&comm->finalized, __ATOMIC_ACQUIRE)) return ncclSuccess;  // every call reads it: no lock
-  WARN("%s: comm %p was finalized (ncclCommFinalize): only ncclCommDestroy or ncclCommAbort may follow", call,
-       (void*)comm);
-  return ncclInvalidUsage;
+  return commPut(comm, toNccl(mcclCommFinalize(mc)));
 }
 PNCCL_ALIAS(ncclCommFinalize);
 
@@ -498,8 +482,10 @@ static ncclResult_t commSplit(mcclComm_t mc, int color, int key, ncclComm_t* new
     res = ncclUnhandledCudaError;
     goto free_dev;
   }
-  if ((res = toNccl(mcclAllReduce(dtable, dtable, words, mcclInt64, mcclSum, mc, stream))) != ncclSuccess)
+  if ((res = toNccl(mcclAllReduce(dtable, dtable, words, mcclInt64, mcclSum, mc, stream))) != ncclSuccess) {
+    WARN("ncclCommSplit: exchanging the colors failed (%s)", ncclGetErrorString(res));
     goto free_dev;
+  }
   if (cudaStreamSynchronize(stream) != cudaSuccess ||
       cudaMemcpy(table, dtable, words * sizeof(int64_t), cudaMemcpyDeviceToHost) != cudaSuccess) {
     WARN("ncclCommSplit: reading the split table back from device %d failed", dev);
@@ -563,8 +549,7 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
   mcclComm_t mc;
   ncclResult_t res = commGet(comm, "ncclCommSplit", &mc);
   if (res != ncclSuccess) return res;
-  res = commNotFinalized(comm, "ncclCommSplit");  // NCCL refuses it too: the parent's work is over
-  if (res == ncclSuccess) res = commSplit(mc, color, key, newcomm, config);
+  res = commSplit(mc, color, key, newcomm, config);  // a finalized parent's allreduce is refused, as NCCL refuses it
   return commPut(comm, res);
 }
 PNCCL_ALIAS(ncclCommSplit);
@@ -685,12 +670,10 @@ PNCCL_ALIAS(ncclRedOpDestroy);
 
 // ---- collectives ---------------------------------------------------------------------------------
 // The handle here (held for the call); the rest of NCCL's ArgsCheck (type, operation, root, counts,
-// buffers) and whether the communicator is ready in minccl.
+// buffers) and whether the communicator is ready (not revoked, not finalized) in minccl.
 static ncclResult_t collCheck(const char* call, ncclComm_t comm, mcclComm_t* mc) {
   ncclResult_t res = commGet(comm, call, mc);
   if (res != ncclSuccess) return res;
-  res = commNotFinalized(comm, call);
-  if (res != ncclSuccess) return commPut(comm, res);
   SERVED();
   return ncclSuccess;
 }

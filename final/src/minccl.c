@@ -17,8 +17,8 @@
 
 static pthread_mutex_t liveLock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t liveIdle = PTHREAD_COND_INITIALIZER;  // a handle's last call left (inFlight 0)
-static struct mcclComm* liveComms;      // every communicator created and not yet destroyed
-static struct mcclClique* liveCliques;  // keyed cliques with members in this process
+static struct mcclComm* liveComms;                          // every communicator created and not yet destroyed
+static struct mcclClique* liveCliques;                      // keyed cliques with members in this process
 static uint64_t nextUid = 1;
 
 static int isLive(const struct mcclComm* comm) {
@@ -149,26 +149,13 @@ static mcclResult_t commClose(struct mcclComm* comm, const char* call, int abort
   return mcclSuccess;
 }
 
-// Wait for what the communicator launched, then free it. The kernels run on the caller's streams,
-// so the wait is for the device (NCCL's commDestroySync waits on its own streams, which every
-// launch is ordered with). After an abort the kernels see the flag and end within a few spins.
+// Free the communicator. Lab 07's destroy first waits for the kernels the communicator launched, and
+// for nothing else on the device (NCCL's commDestroySync waits on the communicator's own streams). After an
+// abort the kernels see the flag and end within a few spins.
 static mcclResult_t commFree(struct mcclComm* comm, int abort) {
   mcclResult_t res = mcclSuccess;
   mcclLabComm* lab = comm->labInit ? comm->labInit : comm->lab;  // one object once initialised
-  if (lab) {
-    int saved = -1;
-    if (cudaGetDevice(&saved) != cudaSuccess) saved = -1;
-    cudaError_t err = cudaSetDevice(comm->cudaDev);
-    if (err == cudaSuccess && comm->lab) err = cudaDeviceSynchronize();
-    if (err != cudaSuccess) {
-      WARN("Cuda failure %d '%s' waiting for rank %d's operations before freeing its communicator", (int)err,
-           cudaGetErrorString(err), comm->rank);
-      res = mcclUnhandledCudaError;
-    }
-    mcclResult_t r = mcclLabCommDestroy(lab);
-    if (res == mcclSuccess) res = r;
-    if (saved >= 0) cudaSetDevice(saved);
-  }
+  if (lab) res = mcclLabCommDestroy(lab);
   cliquePut(comm->clique);
   free(comm);
   return abort ? mcclSuccess : res;
@@ -492,6 +479,11 @@ static mcclResult_t commReady(const struct mcclComm* comm, const char* call) {
          comm->rank);
     return mcclInvalidUsage;
   }
+  if (__atomic_load_n(&comm->finalized, __ATOMIC_ACQUIRE)) {
+    WARN("Invalid usage: %s: rank %d's communicator was finalized (mcclCommFinalize): only destroy or abort it", call,
+         comm->rank);
+    return mcclInvalidUsage;
+  }
   if (__atomic_load_n(&comm->lab, __ATOMIC_ACQUIRE) != NULL) return mcclSuccess;
   mcclResult_t r = (mcclResult_t)__atomic_load_n(&comm->asyncResult, __ATOMIC_ACQUIRE);
   WARN("Invalid usage: %s: rank %d's communicator is %s", call, comm->rank,
@@ -499,6 +491,15 @@ static mcclResult_t commReady(const struct mcclComm* comm, const char* call) {
                              "its own thread: wait until mcclCommGetAsyncError gives mcclSuccess)"
                            : "the failed result of a grouped or non-blocking init");
   return mcclInvalidUsage;
+}
+
+mcclResult_t mcclCommFinalize(mcclComm_t comm) {
+  MCCLCHECK(mcclCommEnter(comm, 0, "mcclCommFinalize"));
+  mcclResult_t res = commReady(comm, "mcclCommFinalize");
+  if (res == mcclSuccess) res = mcclLabCommWaitLaunches(comm->lab);
+  if (res == mcclSuccess) __atomic_store_n(&comm->finalized, 1, __ATOMIC_RELEASE);
+  mcclCommLeave(comm);
+  return res;
 }
 
 // ---- windows -------------------------------------------------------------------------------------
@@ -523,9 +524,10 @@ mcclResult_t mcclCommWindowRegister(mcclComm_t comm, void* buff, size_t size, mc
   MCCLCHECK(mcclCommEnter(comm, 0, "mcclCommWindowRegister"));
   const int refused = buff == NULL || size == 0 || win == NULL || (winFlags & ~MCCL_WIN_COLL_SYMMETRIC) != 0;
   if (refused) {
-    WARN("Invalid argument: mcclCommWindowRegister on rank %d: buff %p, size %zu, win %p, winFlags 0x%x (non-NULL, "
-         "> 0, non-NULL, MCCL_WIN_DEFAULT or MCCL_WIN_COLL_SYMMETRIC); it takes part in the exchange as a refusal",
-         comm->rank, buff, size, (void*)win, winFlags);
+    WARN(
+        "Invalid argument: mcclCommWindowRegister on rank %d: buff %p, size %zu, win %p, winFlags 0x%x (non-NULL, "
+        "> 0, non-NULL, MCCL_WIN_DEFAULT or MCCL_WIN_COLL_SYMMETRIC); it takes part in the exchange as a refusal",
+        comm->rank, buff, size, (void*)win, winFlags);
     buff = NULL;
     size = 0;
   }
@@ -543,9 +545,7 @@ mcclResult_t mcclCommWindowDeregister(mcclComm_t comm, mcclWindow_t win) {
   if (res != mcclSuccess) goto out;
   CUDACHECKGOTO(cudaGetDevice(&saved), res, out);
   CUDACHECKGOTO(cudaSetDevice(comm->cudaDev), res, out);
-  // Kernels may still read the peers' buffers through this window: let them finish.
-  CUDACHECKGOTO(cudaDeviceSynchronize(), res, out);
-  res = mcclLabWindowDeregister(comm->lab, (mcclLabWindow*)win);
+  res = mcclLabWindowDeregister(comm->lab, (mcclLabWindow*)win);  // waits for the communicator's kernels
 out:
   if (saved >= 0) cudaSetDevice(saved);
   mcclCommLeave(comm);

@@ -35,6 +35,7 @@ struct mcclComm {
   uint64_t uid;               // this handle's number in the process (never reused)
   int inFlight;               // calls inside (under the live list's lock)
   int revoked;                // atomic: mcclCommRevoke or an abort raised its flags
+  int finalized;              // atomic: mcclCommFinalize waited for its kernels; only destroy or abort may follow
   int hasId;                  // made from a unique id (`id`; mcclCommInitAll's are not): mcclCommShrink needs it
   uint32_t shrinks;           // atomic: ids derived from `id` so far (mcclCommShrink's generation)
   struct mcclComm* next;      // the live list

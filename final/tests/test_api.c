@@ -1218,6 +1218,99 @@ static void asyncInitAborted(void) {
   EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
 }
 
+// Teardown waits for the communicator's own kernels and for nothing else: a host function blocks another
+// stream of the same device (an application's unrelated work) while window deregistration and finalize run;
+// they return at once, and the allreduce launched just before each has ended by then. The host function is
+// released afterwards (or after BLOCK_LIMIT_S, so a teardown that waits for the device shows as a slow one,
+// not a hang). Destroy runs after the release: it frees the communicator's device arrays with cudaFree,
+// which waits for the whole device.
+#define BLOCK_LIMIT_S 10.0
+static int unrelatedReleased;  // atomic
+static void CUDART_CB blockUntilReleased(void* arg) {
+  (void)arg;
+  const double t0 = nowSec();
+  while (!__atomic_load_n(&unrelatedReleased, __ATOMIC_ACQUIRE) && nowSec() - t0 < BLOCK_LIMIT_S) {
+    struct timespec ts = {0, 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+static void teardownWaitsOnlyForItsKernels(void) {
+  if (nDevices() < NDEV) SKIP("needs %d devices", NDEV);
+  mcclComm_t comms[NDEV];
+  struct rankBufs b[NDEV];
+  memset(b, 0, sizeof(b));
+  EXPECT_OK(mcclCommInitAll(comms, NDEV, NULL));
+  const size_t count = 1 << 14;
+  setUpBufs(comms, b, NDEV, count * sizeof(float));
+  CHECK_STOPPED();
+  cudaStream_t unrelated[NDEV];
+  __atomic_store_n(&unrelatedReleased, 0, __ATOMIC_RELEASE);
+  for (int r = 0; r < NDEV; r++) {
+    EXPECT_CUDA_OK(cudaSetDevice(r));
+    EXPECT_CUDA_OK(cudaStreamCreateWithFlags(&unrelated[r], cudaStreamNonBlocking));
+    EXPECT_CUDA_OK(cudaLaunchHostFunc(unrelated[r], blockUntilReleased, NULL));
+  }
+  // Each step launches an allreduce of (rank + 1)s and tears something down right after, without waiting for
+  // the stream; the sum must be whole when the teardown returns (the kernel's last block has stored it).
+  float* host = (float*)malloc(count * sizeof(float));
+  EXPECT_TRUE(host != NULL);
+  double took[2] = {0, 0};
+  for (int step = 0; step < 2 && !mcclTestStopped(); step++) {
+    for (int r = 0; r < NDEV; r++) {
+      for (size_t i = 0; i < count; i++) host[i] = (float)(r + 1);
+      EXPECT_CUDA_OK(mcclTestCopyToDevice(b[r].send, host, count * sizeof(float)));
+      memset(host, 0, count * sizeof(float));
+      EXPECT_CUDA_OK(mcclTestCopyToDevice(b[r].recv, host, count * sizeof(float)));
+    }
+    EXPECT_OK(mcclGroupStart());
+    for (int r = 0; r < NDEV; r++)
+      EXPECT_OK(mcclAllReduce(b[r].send, b[r].recv, count, mcclFloat32, mcclSum, comms[r], b[r].stream));
+    EXPECT_OK(mcclGroupEnd());
+    const double t0 = nowSec();
+    for (int r = 0; r < NDEV; r++) {
+      if (step == 0) {
+        EXPECT_OK(mcclCommWindowDeregister(comms[r], b[r].sendWin));
+        b[r].sendWin = NULL;
+      } else {
+        EXPECT_OK(mcclCommFinalize(comms[r]));
+      }
+    }
+    took[step] = nowSec() - t0;
+    for (int r = 0; r < NDEV; r++) {
+      EXPECT_CUDA_OK(cudaMemcpy(host, b[r].recv, count * sizeof(float), cudaMemcpyDeviceToHost));
+      size_t wrong = 0;
+      for (size_t i = 0; i < count; i++) wrong += host[i] != (float)(NDEV * (NDEV + 1) / 2);
+      if (wrong)
+        mcclTestFailAt(__FILE__, __LINE__, "step %d rank %d: %zu of %zu sums not there yet", step, r, wrong, count);
+    }
+  }
+  printf("# with another stream of each device blocked: window deregistration %.1f ms, finalize %.1f ms\n",
+         took[0] * 1e3, took[1] * 1e3);
+  EXPECT_TRUE(took[0] < BLOCK_LIMIT_S / 4);
+  EXPECT_TRUE(took[1] < BLOCK_LIMIT_S / 4);
+  // Finalized: everything but destroy, abort and the queries is refused.
+  EXPECT_RES(mcclAllReduce(b[0].send, b[0].recv, count, mcclFloat32, mcclSum, comms[0], b[0].stream), mcclInvalidUsage);
+  EXPECT_RES(mcclCommWindowDeregister(comms[0], b[0].recvWin), mcclInvalidUsage);
+  EXPECT_RES(mcclCommFinalize(comms[0]), mcclInvalidUsage);
+  int n = 0;
+  EXPECT_OK(mcclCommCount(comms[0], &n));
+  EXPECT_EQ(n, NDEV);
+  __atomic_store_n(&unrelatedReleased, 1, __ATOMIC_RELEASE);
+  for (int r = 0; r < NDEV; r++) {
+    EXPECT_CUDA_OK(cudaStreamSynchronize(unrelated[r]));
+    EXPECT_CUDA_OK(cudaStreamDestroy(unrelated[r]));
+    b[r].recvWin = NULL;  // destroy frees it
+    EXPECT_OK(mcclCommDestroy(comms[r]));
+    EXPECT_CUDA_OK(cudaStreamDestroy(b[r].stream));
+    EXPECT_OK(mcclMemFree(b[r].send));
+    EXPECT_OK(mcclMemFree(b[r].recv));
+    free(b[r].host);
+  }
+  free(host);
+  EXPECT_CUDA_OK(cudaSetDevice(0));
+}
+
 MCCL_TEST_MAIN(MCCL_TEST_CASE(versionAndStrings), MCCL_TEST_CASE(nullAndBogusComm), MCCL_TEST_CASE(initArguments),
                MCCL_TEST_CASE(oneRank), MCCL_TEST_CASE(initAllEveryTypeOpRingOneShot),
                MCCL_TEST_CASE(initAllEveryTypeOpTwoShot), MCCL_TEST_CASE(groupedInitRank),
@@ -1227,4 +1320,4 @@ MCCL_TEST_MAIN(MCCL_TEST_CASE(versionAndStrings), MCCL_TEST_CASE(nullAndBogusCom
                MCCL_TEST_CASE(groupFailsOnBadCall), MCCL_TEST_CASE(destroyWithOpenGroup),
                MCCL_TEST_CASE(abortWhileWaiting), MCCL_TEST_CASE(abortFromAnotherThread),
                MCCL_TEST_CASE(destroyHeldByAnotherThread), MCCL_TEST_CASE(asyncInitAborted),
-               MCCL_TEST_CASE(newCallsBadInput))
+               MCCL_TEST_CASE(newCallsBadInput), MCCL_TEST_CASE(teardownWaitsOnlyForItsKernels))

@@ -1,4 +1,4 @@
-// The faults of issue 33's bars, as an NCCL client meets them: a program written only against nccl.h,
+// Faults as an NCCL client meets them (a peer's death, mismatched calls, abort): a program written only against nccl.h,
 // linked with -lnccl and no run path, so LD_LIBRARY_PATH picks the library (minccl's drop-in or NCCL's)
 // and one binary measures both on the same GPUs. Run under mpirun, one device per rank, one case per run
 // (the communicator is lost at the end of each):
@@ -35,21 +35,23 @@ static int64_t nowNs(void) {
   clock_gettime(CLOCK_MONOTONIC, &ts);  // one clock for every process of the machine
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
-static double msSince(int64_t t0) { return (double)(nowNs() - t0) / 1e6; }
+static double msSince(int64_t t0) {
+  return (double)(nowNs() - t0) / 1e6;
+}
 
 static void die(const char* what, const char* why) {
   printf("# rank %d: %s failed: %s\n", rank, what, why);
   fflush(stdout);
   _exit(1);
 }
-#define NCCL_OR_DIE(call)                                     \
-  do {                                                        \
-    ncclResult_t r_ = (call);                                 \
+#define NCCL_OR_DIE(call)                                      \
+  do {                                                         \
+    ncclResult_t r_ = (call);                                  \
     if (r_ != ncclSuccess) die(#call, ncclGetErrorString(r_)); \
   } while (0)
-#define CUDA_OR_DIE(call)                                     \
-  do {                                                        \
-    cudaError_t e_ = (call);                                  \
+#define CUDA_OR_DIE(call)                                      \
+  do {                                                         \
+    cudaError_t e_ = (call);                                   \
     if (e_ != cudaSuccess) die(#call, cudaGetErrorString(e_)); \
   } while (0)
 

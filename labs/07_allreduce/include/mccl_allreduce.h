@@ -64,6 +64,15 @@ typedef struct mcclLabWindow {
 
 struct mcclLabUserOp;
 
+/** @brief The communicator's own launches (src/launches.c): numbered, and a ring where each one's last block
+ * stores its number when it ends. */
+struct mcclLabLaunches {
+  uint64_t last;        /**< the last number given (launches captured into a CUDA graph take none) */
+  uint64_t* done;       /**< host-mapped [MCCL_LAUNCH_RING]: the number of the launch that last ended in each slot */
+  uint64_t* doneDev;    /**< its device view */
+  uint32_t* blocksDev;  /**< device [MCCL_LAUNCH_RING]: blocks of the slot's launch that have ended */
+};
+
 /** @brief A communicator for the lab: what lab 07's kernels and host code need (NCCL's ncclComm, in small). */
 typedef struct mcclLabComm {
   int rank;                          /**< this rank */
@@ -96,6 +105,7 @@ typedef struct mcclLabComm {
   int nP2pChannels;                  /**< point-to-point channels: the channels rounded down to a power of two */
   struct mcclLabPlanner planner;     /**< tasks of this thread's open group (mccl_enqueue.h) */
   uint64_t nLaunches;                /**< kernel launches so far (a test reads it: a group of K calls is one) */
+  struct mcclLabLaunches launches;   /**< which of them have ended (teardown and the watchdog wait on it) */
   struct mcclLabUserOp* userOps;     /**< operations created by mcclLabRedOpCreatePreMulSum, a list */
   struct mcclLabWatchdog* watchdog;  /**< the record of this rank's collectives and the thread that watches them
                                           (src/watchdog.c); NULL with MCCL_WATCHDOG_TIMEOUT=0 or one rank */
@@ -165,10 +175,22 @@ mcclResult_t mcclLabCommInitAll(mcclLabComm** comms, int ndev, const int* devlis
 mcclResult_t mcclLabCommAbort(mcclLabComm* comm);
 
 /**
+ * @brief Wait until every kernel the communicator launched outside a CUDA graph capture has ended, and
+ * nothing else: other work on the device (the application's streams) is not waited for. NCCL's
+ * commDestroySync waits on the communicator's own streams; minccl's kernels run on the caller's streams,
+ * so it reads the ring their last blocks write (struct mcclLabLaunches). After mcclLabCommAbort the kernels
+ * see the flag and end within a few spins. Graph replays are not waited for (as in NCCL, a graph that uses
+ * the communicator must not run past its destruction).
+ * @param[in] comm  the communicator.
+ * @return mcclSuccess; mcclInvalidArgument (NULL); mcclUnhandledCudaError (the device failed meanwhile).
+ */
+mcclResult_t mcclLabCommWaitLaunches(mcclLabComm* comm);
+
+/**
  * @brief Free everything the communicator owns: windows still registered, channels and their
  * connections, the signal area, the device arrays, the proxy (threads, sockets), the bootstrap and
- * the abort flag. Not collective (peers keep their own mappings); kernels using the communicator
- * must have ended. After mcclLabCommAbort the bootstrap is closed without any exchange.
+ * the abort flag. Not collective (peers keep their own mappings); it first waits for the communicator's
+ * kernels to end (mcclLabCommWaitLaunches). After mcclLabCommAbort the bootstrap is closed without any exchange.
  * @param[in] comm  the communicator, or NULL (a no-op).
  * @return mcclSuccess, or the first error (everything is still freed).
  */
@@ -205,9 +227,9 @@ mcclResult_t mcclLabWatchdogResult(const mcclLabComm* comm, const char** report)
 mcclResult_t mcclLabWindowRegister(mcclLabComm* comm, void* buff, size_t size, mcclLabWindow** win);
 
 /**
- * @brief Unmap every peer's buffer as mapped here and free the window. Not collective: peers keep
- * their own mappings (the driver frees the memory with its last mapping); this rank's buffer stays
- * the caller's (mcclMemFree).
+ * @brief Unmap every peer's buffer as mapped here and free the window, once the communicator's kernels
+ * have ended (mcclLabCommWaitLaunches). Not collective: peers keep their own mappings (the driver frees
+ * the memory with its last mapping); this rank's buffer stays the caller's (mcclMemFree).
  * @param[in] comm  the communicator.
  * @param[in] win   from mcclLabWindowRegister, or NULL (a no-op).
  * @return mcclSuccess; mcclInvalidArgument (not a window of this communicator); the first error met.

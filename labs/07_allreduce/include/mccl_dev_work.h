@@ -201,14 +201,14 @@ struct mcclDevKernelArgs {
   int16_t sliceSteps;                    /**< SIMPLE: slots per slice */
   int32_t trace;                         /**< 1: the role threads narrate their waits and posts (MCCL_KERNEL_TRACE) */
   int32_t nSym;                          /**< the generic kernel: its two-shot works, the symmetric calls it makes */
-  uint64_t wdLaunch;                     /**< the watchdog's number of this launch; 0: not watched (watchdog off,
-                                              or a launch captured into a CUDA graph) */
-  uint64_t* wdDone;                      /**< host-mapped [MCCL_WATCHDOG_LAUNCHES]: the launch's last block to end
-                                              stores wdLaunch at [wdLaunch % MCCL_WATCHDOG_LAUNCHES] */
-  uint32_t* wdBlocks;                    /**< device [MCCL_WATCHDOG_LAUNCHES]: blocks of the launch that ended */
+  uint64_t launch;                       /**< the communicator's number of this launch (src/launches.c); 0: not
+                                              numbered (a launch captured into a CUDA graph) */
+  uint64_t* launchDone;                  /**< host-mapped [MCCL_LAUNCH_RING]: the launch's last block to end stores
+                                              launch at [launch % MCCL_LAUNCH_RING] */
+  uint32_t* launchBlocks;                /**< device [MCCL_LAUNCH_RING]: blocks of the launch that ended */
 };
-/** @brief Launches the watchdog tells apart in flight (its completion ring, struct mcclDevKernelArgs::wdDone). */
-#define MCCL_WATCHDOG_LAUNCHES 1024
+/** @brief Launches of one communicator told apart in flight (the ring of struct mcclDevKernelArgs::launchDone). */
+#define MCCL_LAUNCH_RING 1024
 
 /** @brief The kernels' parameter: the header and room for the works (MCCL_DEV_ARGS_BYTES in all). */
 struct mcclDevKernelArgsStorage {

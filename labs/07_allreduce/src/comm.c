@@ -170,15 +170,17 @@ static mcclResult_t commFree(mcclLabComm* comm) {
   if (cudaGetDevice(&saved) != cudaSuccess) saved = -1;
   cudaSetDevice(comm->cudaDev);
   int aborted = comm->abortFlag && __atomic_load_n(comm->abortFlag, __ATOMIC_ACQUIRE);
-  mcclLabWatchdogFree(comm);  // its thread reads the communicator
-  // No barrier: what this rank frees, peers hold through their own mappings (the driver counts
-  // them; a /dev/shm file stays mapped after its unlink), so destroy is not collective, and one
-  // thread may destroy the communicators of mcclLabCommInitAll one after the other.
 #define KEEP_FIRST(call)                                 \
   do {                                                   \
     r = (call);                                          \
     if (r != mcclSuccess && res == mcclSuccess) res = r; \
   } while (0)
+  // The kernels read what is freed below: wait for this communicator's own, not for the device's other work.
+  if (comm->launches.done) KEEP_FIRST(mcclLabCommWaitLaunches(comm));
+  mcclLabWatchdogFree(comm);  // its thread reads the communicator
+  // No barrier: what this rank frees, peers hold through their own mappings (the driver counts
+  // them; a /dev/shm file stays mapped after its unlink), so destroy is not collective, and one
+  // thread may destroy the communicators of mcclLabCommInitAll one after the other.
   while (comm->windows) {
     mcclLabWindow* w = comm->windows;
     comm->windows = w->next;
@@ -193,6 +195,7 @@ static mcclResult_t commFree(mcclLabComm* comm) {
   mcclLabGroupForget(comm);
   mcclLabTasksFree(comm);
   mcclLabUserOpsFree(comm);
+  mcclLabLaunchesFree(comm);
   if (comm->seqCounters && cudaFree(comm->seqCounters) != cudaSuccess) KEEP_FIRST(mcclUnhandledCudaError);
   if (comm->devComm && cudaFree(comm->devComm) != cudaSuccess) KEEP_FIRST(mcclUnhandledCudaError);
   if (comm->devRecvConns && cudaFree(comm->devRecvConns) != cudaSuccess) KEEP_FIRST(mcclUnhandledCudaError);
@@ -301,6 +304,7 @@ mcclResult_t mcclLabCommInitRank(mcclLabComm* comm, const mcclUniqueId* id, int 
   }
   MCCLCHECKGOTO(devCommCreate(comm), res, fail);
   MCCLCHECKGOTO(signalArea(comm), res, fail);
+  MCCLCHECKGOTO(mcclLabLaunchesInit(comm), res, fail);
   MCCLCHECKGOTO(mcclLabWatchdogInit(comm), res, fail);
   INFO(MCCL_INIT, "rank %d/%d on dev %d: ring prev %d next %d, %d channel(s) via %s", rank, nranks, cudaDev,
        comm->ring.prev, comm->ring.next, nChannels,

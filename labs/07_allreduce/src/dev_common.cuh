@@ -125,18 +125,18 @@ __device__ __forceinline__ void mcclReportAbort(uint32_t* status, bool aborted, 
   if (aborted && tid == 0 && status != NULL) st_relaxed_sys_global(status, (uint32_t)mcclDevStatusAborted);
 }
 
-// The watchdog's completion (src/watchdog.c): the last block of a watched launch to end stores the launch's
-// number in the host-mapped ring, so the host learns what completed without synchronising (the classic
-// last-block pattern: each block counts itself in a device counter of the launch's slot; the block that
-// makes the count whole takes it back for the slot's next launch). A launch captured into a graph carries
-// 0 and costs one branch per block.
-__device__ __forceinline__ void mcclWatchdogDone(const struct mcclDevKernelArgs& a, int tid) {
-  if (a.wdLaunch == 0 || tid != 0) return;
-  const unsigned slot = (unsigned)(a.wdLaunch % MCCL_WATCHDOG_LAUNCHES);
+// The end of a numbered launch (src/launches.c): its last block to end stores the launch's number in the
+// host-mapped ring, so the host learns what ended without synchronising (teardown and the watchdog read it).
+// The classic last-block pattern: each block counts itself in a device counter of the launch's slot; the
+// block that makes the count whole takes it back for the slot's next launch. A launch captured into a graph
+// carries 0 and costs one branch per block.
+__device__ __forceinline__ void mcclLaunchEnded(const struct mcclDevKernelArgs& a, int tid) {
+  if (a.launch == 0 || tid != 0) return;
+  const unsigned slot = (unsigned)(a.launch % MCCL_LAUNCH_RING);
   __threadfence();
-  if (atomicAdd(&a.wdBlocks[slot], 1u) == gridDim.x - 1) {
-    atomicSub(&a.wdBlocks[slot], (unsigned)gridDim.x);
-    st_relaxed_sys_global(&a.wdDone[slot], a.wdLaunch);
+  if (atomicAdd(&a.launchBlocks[slot], 1u) == gridDim.x - 1) {
+    atomicSub(&a.launchBlocks[slot], (unsigned)gridDim.x);
+    st_relaxed_sys_global(&a.launchDone[slot], a.launch);
   }
 }
 

@@ -68,12 +68,19 @@ mcclResult_t labWindowUnmap(mcclLabComm* comm, mcclLabWindow* win);
 mcclResult_t mcclLabWatchdogInit(mcclLabComm* comm);
 void mcclLabWatchdogFree(mcclLabComm* comm);
 // At a group's end, with comm->watchdog: number the recorded calls of the planner's tasks and write their
-// records (returns the first number); each launch takes a number (none when captured into a graph); once
-// the group's launches are made, the records get their launches and are published.
+// records (returns the first number); once the group's launches are made (launches.c numbers them), the
+// records get their launches and are published.
 uint64_t mcclLabWatchdogNumber(mcclLabComm* comm);
-void mcclLabWatchdogLaunch(mcclLabComm* comm, cudaStream_t stream, struct mcclDevKernelArgs* a);
-uint64_t mcclLabWatchdogLaunches(const mcclLabComm* comm);
 void mcclLabWatchdogPublish(mcclLabComm* comm, uint64_t firstSeq, uint64_t launchLo);
+
+// launches.c: the communicator's own launches. Init/Free the ring; Number gives a launch its number and the
+// ring in its argument (none when captured into a graph); Failed marks a numbered launch that was not made
+// as ended; Ended says whether launch n has ended. mcclLabCommWaitLaunches is in mccl_allreduce.h.
+mcclResult_t mcclLabLaunchesInit(mcclLabComm* comm);
+void mcclLabLaunchesFree(mcclLabComm* comm);
+void mcclLabLaunchNumber(mcclLabComm* comm, cudaStream_t stream, struct mcclDevKernelArgs* a);
+void mcclLabLaunchFailed(mcclLabComm* comm, const struct mcclDevKernelArgs* a);
+int mcclLabLaunchEnded(const mcclLabComm* comm, uint64_t n);
 
 #ifdef __cplusplus
 }

@@ -382,7 +382,7 @@ __device__ __forceinline__ void mcclOneShotMain(const struct mcclDevKernelArgsSt
       return mcclRunOneShotLL<T, decltype(redOp)>(p, tid, nthreads);
   });
   mcclReportAbort(p.args.status, aborted, tid);
-  mcclWatchdogDone(p.args, tid);
+  mcclLaunchEnded(p.args, tid);
 }
 
 #endif

@@ -85,7 +85,6 @@ MCCL_GDB_STOP static mcclResult_t mcclLabLaunchPlan(mcclLabComm* comm, struct mc
   a->chunkSteps = MCCL_DEV_DEFAULT_CHUNKSTEPS;
   a->sliceSteps = MCCL_DEV_DEFAULT_SLICESTEPS;
   a->trace = mcclParamKernelTrace() != 0;
-  if (comm->watchdog) mcclLabWatchdogLaunch(comm, plan->stream, a);
   const size_t argsBytes = sizeof(struct mcclDevKernelArgs) + (size_t)a->nColl * sizeof(struct mcclDevWorkColl) +
                            (size_t)a->nP2p * sizeof(struct mcclDevWorkP2p);
   int nBlocks = plan->nBlocks;
@@ -154,7 +153,12 @@ static void shareChannels(const mcclLabComm* comm, struct mcclLabPlan* plan) {
 static mcclResult_t planFlush(mcclLabComm* comm, struct mcclLabPlan* plan) {
   mcclResult_t res = mcclSuccess;
   if (plan->kernel == MCCL_KERNEL_GENERIC && plan->args.args.nColl > 0) shareChannels(comm, plan);
-  if (plan->args.args.nColl + plan->args.args.nP2p > 0) res = mcclLabLaunchPlan(comm, plan);
+  if (plan->args.args.nColl + plan->args.args.nP2p > 0) {
+    // Numbered here, outside the launch: teardown and the watchdog learn from the number when it has ended.
+    mcclLabLaunchNumber(comm, plan->stream, &plan->args.args);
+    res = mcclLabLaunchPlan(comm, plan);
+    if (res != mcclSuccess) mcclLabLaunchFailed(comm, &plan->args.args);  // nothing will end it: never wait for it
+  }
   planReset(plan);
   return res;
 }
@@ -501,7 +505,7 @@ mcclResult_t mcclLabRunTasks(mcclLabComm* comm, float* estimateUs) {
   // The watchdog's record of the group's calls, numbered in call order before anything is launched.
   const int watched = comm->watchdog != NULL && estimateUs == NULL;
   const uint64_t firstSeq = watched ? mcclLabWatchdogNumber(comm) : 0;
-  const uint64_t launchLo = watched ? mcclLabWatchdogLaunches(comm) + 1 : 0;
+  const uint64_t launchLo = watched ? comm->launches.last + 1 : 0;
   if (estimateUs == NULL) MCCLCHECKGOTO(mcclLabConnectP2p(comm), res, out);
   for (const struct mcclLabTask* t = comm->planner.head; t; t = t->next) {
     if (isP2p(t)) continue;

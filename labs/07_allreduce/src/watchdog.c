@@ -5,9 +5,9 @@
 // peer's record of that call and logs one line that names what differs, or the rank that has not made the
 // call; then it sets the communicator's async error.
 //
-// The costs it puts on the calls: at a group's end, a record per collective (a few stores into the ring)
-// and, per launch, one capture query and a number in the launch's argument; in the kernel, one atomic per
-// block and one store by the last block. Nothing when MCCL_WATCHDOG_TIMEOUT is 0.
+// The costs it puts on the calls: at a group's end, a record per collective (a few stores into the ring).
+// What completed it learns from the communicator's launch ring (launches.c), which teardown reads too.
+// Nothing when MCCL_WATCHDOG_TIMEOUT is 0.
 //
 // Sequence numbers count the collectives of a communicator from 1, in call order, AlltoAll, Gather and
 // Scatter included (each is one call, whatever tasks it becomes); Send and Recv are not numbered (their
@@ -36,7 +36,7 @@
 struct wdRecord {
   uint64_t seq;
   uint64_t count;
-  uint64_t launchLo;   // the watchdog's numbers of the launches of the call's group: [launchLo, launchLo + nLaunches)
+  uint64_t launchLo;   // the numbers of the launches of the call's group (launches.c): [launchLo, launchLo + nLaunches)
   uint32_t nLaunches;  // 0: launched into a graph capture only (not watched)
   int32_t func;
   int32_t dtype;
@@ -64,10 +64,6 @@ struct mcclLabWatchdog {
   struct wdPage** peers;         // [nRanks] every rank's page as mapped here; NULL for a rank whose page cannot be
   mcclShmHandle_t* peerHandles;  // [nRanks] read (another host, its watchdog off, or the attach failed)
   uint64_t seq;                  // the last op numbered (the enqueue layer's, at a group's end)
-  uint64_t launches;             // the last launch numbered
-  uint64_t* done;                // host-mapped [MCCL_WATCHDOG_LAUNCHES]: kernels store a launch's number when it ends
-  uint64_t* doneDev;             // its device view
-  uint32_t* blocksDev;           // device [MCCL_WATCHDOG_LAUNCHES]: the last-block counters
   pthread_t thread;
   int started;
   pthread_mutex_t lock;  // stop, with cond: the thread's sleep ends at once at destroy
@@ -123,7 +119,7 @@ uint64_t mcclLabWatchdogNumber(mcclLabComm* comm) {
 
 void mcclLabWatchdogPublish(mcclLabComm* comm, uint64_t firstSeq, uint64_t launchLo) {
   struct mcclLabWatchdog* wd = comm->watchdog;
-  const uint32_t n = (uint32_t)(wd->launches + 1 - launchLo);
+  const uint32_t n = (uint32_t)(comm->launches.last + 1 - launchLo);
   for (uint64_t s = firstSeq; s <= wd->seq; s++) {
     struct wdRecord* r = &wd->page->rec[s % WD_RECORDS];
     ST(r->launchLo, launchLo);
@@ -131,29 +127,6 @@ void mcclLabWatchdogPublish(mcclLabComm* comm, uint64_t firstSeq, uint64_t launc
     __atomic_store_n(&r->seq, s, __ATOMIC_RELEASE);
   }
   if (wd->seq >= firstSeq) __atomic_store_n(&wd->page->published, wd->seq, __ATOMIC_RELEASE);
-}
-
-void mcclLabWatchdogLaunch(mcclLabComm* comm, cudaStream_t stream, struct mcclDevKernelArgs* a) {
-  struct mcclLabWatchdog* wd = comm->watchdog;
-  // A launch captured into a graph runs at each replay, which the host never sees end: not watched.
-  enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(stream, &cs) != cudaSuccess) {
-    // The query fails where a capture is under way elsewhere (the legacy stream during a global capture):
-    // not watched either, and the error is the query's, so it is not left for the application to find.
-    (void)cudaGetLastError();
-    cs = cudaStreamCaptureStatusActive;
-  }
-  if (cs != cudaStreamCaptureStatusNone) {
-    a->wdLaunch = 0;
-    return;
-  }
-  a->wdLaunch = ++wd->launches;
-  a->wdDone = (uint64_t*)wd->doneDev;
-  a->wdBlocks = wd->blocksDev;
-}
-
-uint64_t mcclLabWatchdogLaunches(const mcclLabComm* comm) {
-  return comm->watchdog->launches;
 }
 
 // ---- the thread ------------------------------------------------------------------------------------
@@ -173,16 +146,12 @@ static int readRecord(const struct wdPage* p, uint64_t s, struct wdRecord* out) 
   return __atomic_load_n(&r->seq, __ATOMIC_RELAXED) == s;
 }
 
-static int launchDone(const struct mcclLabWatchdog* wd, uint64_t l) {
-  return __atomic_load_n(&wd->done[l % MCCL_WATCHDOG_LAUNCHES], __ATOMIC_ACQUIRE) >= l;
-}
-
 // Whether this rank's op s has completed: every launch of its group has ended.
 static int opDone(const struct mcclLabWatchdog* wd, uint64_t s) {
   struct wdRecord r;
   if (!readRecord(wd->page, s, &r)) return 1;  // overwritten: far in the past
   for (uint32_t i = 0; i < r.nLaunches; i++)
-    if (!launchDone(wd, r.launchLo + i)) return 0;
+    if (!mcclLabLaunchEnded(wd->comm, r.launchLo + i)) return 0;
   return 1;
 }
 
@@ -374,8 +343,6 @@ static void watchdogFree(struct mcclLabWatchdog* wd) {
     mcclShmClose(wd->handle);
   else
     free(wd->page);
-  if (wd->done) cudaFreeHost(wd->done);
-  if (wd->blocksDev) cudaFree(wd->blocksDev);
   free(wd->peers);
   free(wd->peerHandles);
   pthread_cond_destroy(&wd->cond);
@@ -434,16 +401,6 @@ mcclResult_t mcclLabWatchdogInit(mcclLabComm* comm) {
     // nothing for ThreadSanitizer: an atomic.
     __atomic_store_n(&wd->page->magic, WD_MAGIC, __ATOMIC_RELEASE);
     wd->peers[rank] = wd->page;
-    void* d = NULL;
-    CUDACHECKGOTO(cudaHostAlloc((void**)&wd->done, sizeof(uint64_t) * MCCL_WATCHDOG_LAUNCHES,
-                                cudaHostAllocMapped | cudaHostAllocPortable),
-                  res, fail);
-    memset(wd->done, 0, sizeof(uint64_t) * MCCL_WATCHDOG_LAUNCHES);
-    CUDACHECKGOTO(cudaHostGetDevicePointer(&d, wd->done, 0), res, fail);
-    wd->doneDev = (uint64_t*)d;
-    CUDACHECKGOTO(cudaMalloc((void**)&wd->blocksDev, sizeof(uint32_t) * MCCL_WATCHDOG_LAUNCHES), res, fail);
-    CUDACHECKGOTO(cudaMemset(wd->blocksDev, 0, sizeof(uint32_t) * MCCL_WATCHDOG_LAUNCHES), res, fail);
-    CUDACHECKGOTO(cudaStreamSynchronize(cudaStreamLegacy), res, fail);
   }
   MCCLCHECKGOTO(mcclBootstrapAllGather(comm->bootstrap, paths, MCCL_SHM_PATH_MAX), res, fail);
   if (wd) {

@@ -60,7 +60,8 @@ mcclResult_t labWindowUnmap(mcclLabComm* comm, mcclLabWindow* w) {
   r = mcclIpcSymmetricFinalize(&wp->sym);
   if (r != mcclSuccess && res == mcclSuccess) res = r;
   free(wp->mapped);
-  if (w->devPeerPtrs && cudaFree(w->devPeerPtrs) != cudaSuccess && res == mcclSuccess) res = mcclUnhandledCudaError;
+  r = mcclMemFree(w->devPeerPtrs);
+  if (r != mcclSuccess && res == mcclSuccess) res = r;
   free(w->peerPtrs);
   free(wp);
   return res;
@@ -125,9 +126,10 @@ mcclResult_t labWindowMap(mcclLabComm* comm, void* buff, size_t size, mcclLabWin
   }
   for (int p = 0; p < comm->nRanks; p++)
     if (all[p].size == 0) {
-      WARN("Invalid argument: window of %zu bytes on rank %d: rank %d could not offer its buffer (its own WARN says "
-           "why), so no rank registers this window",
-           size, comm->rank, p);
+      WARN(
+          "Invalid argument: window of %zu bytes on rank %d: rank %d could not offer its buffer (its own WARN says "
+          "why), so no rank registers this window",
+          size, comm->rank, p);
       res = mcclInvalidArgument;
       goto fail;
     } else if (all[p].size != size) {
@@ -158,7 +160,9 @@ mcclResult_t labWindowMap(mcclLabComm* comm, void* buff, size_t size, mcclLabWin
     MCCLCHECKGOTO(importPeer(comm, wp, p, &all[p], &w->peerPtrs[p]), res, fail);
     nMapped++;
   }
-  CUDACHECKGOTO(cudaMalloc((void**)&w->devPeerPtrs, sizeof(char*) * (size_t)comm->nRanks), res, fail);
+  // From lab 01's allocator (cuMem), not cudaMalloc: cudaFree waits for the whole device, and deregistration
+  // must wait only for this communicator's kernels (NCCL's device-side window structures are cuMem too).
+  MCCLCHECKGOTO(mcclMemAlloc((void**)&w->devPeerPtrs, sizeof(char*) * (size_t)comm->nRanks), res, fail);
   CUDACHECKGOTO(cudaMemcpy(w->devPeerPtrs, w->peerPtrs, sizeof(char*) * (size_t)comm->nRanks, cudaMemcpyHostToDevice),
                 res, fail);
   // Landed before any kernel on a non-blocking stream reads it (the copy may return before it lands).
@@ -201,8 +205,9 @@ mcclResult_t mcclLabWindowDeregister(mcclLabComm* comm, mcclLabWindow* win) {
   MCCL_ARGCHECK(*pp != NULL, "win %p is not a window of this communicator", (void*)win);
   *pp = win->next;
   // Not collective: unmapping this rank's view of the peers' buffers leaves theirs (and the memory,
-  // which the driver frees with its last mapping) alone.
-  mcclResult_t res = mcclSuccess;
+  // which the driver frees with its last mapping) alone. This rank's kernels may still read them through
+  // the window: wait for the communicator's own launches first.
+  mcclResult_t res = mcclLabCommWaitLaunches(comm);
   int saved = -1;
   if (cudaGetDevice(&saved) != cudaSuccess) saved = -1;
   cudaSetDevice(comm->cudaDev);

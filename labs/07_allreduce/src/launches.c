@@ -1,0 +1,96 @@
+// Lab 07: the communicator's own launches. Each launch outside a CUDA graph capture takes a number, and
+// its last block to end stores that number in a host-mapped ring (dev_common.cuh, mcclLaunchEnded), so the
+// host learns which launches have ended without synchronising anything.
+//
+// Two readers: teardown, which must outlive the kernels that read the communicator's memory but not wait
+// for other people's work (NCCL's commDestroySync waits on the communicator's own streams; minccl launches
+// on the caller's streams, so it waits on its own kernels instead of on the device), and the watchdog,
+// which asks whether a collective's launches have ended.
+#include <sched.h>
+#include <string.h>
+#include <time.h>
+#include "enqueue_internal.h"
+#include "mccl_checks.h"
+#include "mccl_debug.h"
+
+mcclResult_t mcclLabLaunchesInit(mcclLabComm* comm) {
+  struct mcclLabLaunches* l = &comm->launches;
+  void* d = NULL;
+  CUDACHECK(cudaHostAlloc((void**)&l->done, sizeof(uint64_t) * MCCL_LAUNCH_RING,
+                          cudaHostAllocMapped | cudaHostAllocPortable));
+  memset(l->done, 0, sizeof(uint64_t) * MCCL_LAUNCH_RING);
+  CUDACHECK(cudaHostGetDevicePointer(&d, l->done, 0));
+  l->doneDev = (uint64_t*)d;
+  CUDACHECK(cudaMalloc((void**)&l->blocksDev, sizeof(uint32_t) * MCCL_LAUNCH_RING));
+  CUDACHECK(cudaMemset(l->blocksDev, 0, sizeof(uint32_t) * MCCL_LAUNCH_RING));
+  CUDACHECK(cudaStreamSynchronize(cudaStreamLegacy));  // the counters are zero before any launch reads them
+  return mcclSuccess;
+}
+
+void mcclLabLaunchesFree(mcclLabComm* comm) {
+  struct mcclLabLaunches* l = &comm->launches;
+  if (l->done) cudaFreeHost(l->done);
+  if (l->blocksDev) cudaFree(l->blocksDev);
+  memset(l, 0, sizeof(*l));
+}
+
+void mcclLabLaunchNumber(mcclLabComm* comm, cudaStream_t stream, struct mcclDevKernelArgs* a) {
+  struct mcclLabLaunches* l = &comm->launches;
+  a->launch = 0;
+  if (l->done == NULL) return;
+  // A launch captured into a graph runs at each replay, which the host never sees end: not numbered.
+  enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &cs) != cudaSuccess) {
+    // The query fails where a capture is under way elsewhere (the legacy stream during a global capture):
+    // not numbered either, and the error is the query's, so it is not left for the application to find.
+    (void)cudaGetLastError();
+    cs = cudaStreamCaptureStatusActive;
+  }
+  if (cs != cudaStreamCaptureStatusNone) return;
+  a->launch = ++l->last;
+  a->launchDone = l->doneDev;
+  a->launchBlocks = l->blocksDev;
+}
+
+void mcclLabLaunchFailed(mcclLabComm* comm, const struct mcclDevKernelArgs* a) {
+  if (a->launch != 0) __atomic_store_n(&comm->launches.done[a->launch % MCCL_LAUNCH_RING], a->launch, __ATOMIC_RELEASE);
+}
+
+int mcclLabLaunchEnded(const mcclLabComm* comm, uint64_t n) {
+  const struct mcclLabLaunches* l = &comm->launches;
+  if (n == 0 || l->done == NULL) return 1;
+  if (n + MCCL_LAUNCH_RING <= l->last) return 1;  // its slot went to a later launch: far in the past
+  return __atomic_load_n(&l->done[n % MCCL_LAUNCH_RING], __ATOMIC_ACQUIRE) >= n;
+}
+
+mcclResult_t mcclLabCommWaitLaunches(mcclLabComm* comm) {
+  if (comm == NULL) return mcclInvalidArgument;
+  const uint64_t last = comm->launches.last;
+  const uint64_t first = last >= MCCL_LAUNCH_RING ? last - MCCL_LAUNCH_RING + 1 : 1;
+  int saved = -1;
+  if (cudaGetDevice(&saved) != cudaSuccess) saved = -1;
+  cudaSetDevice(comm->cudaDev);
+  mcclResult_t res = mcclSuccess;
+  for (uint64_t n = first; n <= last && res == mcclSuccess; n++) {
+    for (unsigned spins = 0; !mcclLabLaunchEnded(comm, n); spins++) {
+      // A device fault ends no kernel: its error is sticky and every query returns it.
+      if (spins % 1024 == 1023) {
+        const cudaError_t e = cudaStreamQuery(cudaStreamLegacy);
+        if (e != cudaSuccess && e != cudaErrorNotReady) {
+          WARN("Cuda failure %d '%s' while rank %d waited for its kernels to end", (int)e, cudaGetErrorString(e),
+               comm->rank);
+          res = mcclUnhandledCudaError;
+          break;
+        }
+      }
+      if (spins < 64) {
+        sched_yield();
+      } else {
+        struct timespec ts = {0, 100 * 1000};
+        nanosleep(&ts, NULL);
+      }
+    }
+  }
+  if (saved >= 0) cudaSetDevice(saved);
+  return res;
+}
