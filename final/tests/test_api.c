@@ -1235,18 +1235,19 @@ static void CUDART_CB blockUntilReleased(void* arg) {
   }
 }
 
+#define TD_NDEV 2  // two devices: the case runs on a 2-GPU host too
 static void teardownWaitsOnlyForItsKernels(void) {
-  if (nDevices() < NDEV) SKIP("needs %d devices", NDEV);
-  mcclComm_t comms[NDEV];
-  struct rankBufs b[NDEV];
+  if (nDevices() < TD_NDEV) SKIP("needs %d devices", TD_NDEV);
+  mcclComm_t comms[TD_NDEV];
+  struct rankBufs b[TD_NDEV];
   memset(b, 0, sizeof(b));
-  EXPECT_OK(mcclCommInitAll(comms, NDEV, NULL));
+  EXPECT_OK(mcclCommInitAll(comms, TD_NDEV, NULL));
   const size_t count = 1 << 14;
-  setUpBufs(comms, b, NDEV, count * sizeof(float));
+  setUpBufs(comms, b, TD_NDEV, count * sizeof(float));
   CHECK_STOPPED();
-  cudaStream_t unrelated[NDEV];
+  cudaStream_t unrelated[TD_NDEV];
   __atomic_store_n(&unrelatedReleased, 0, __ATOMIC_RELEASE);
-  for (int r = 0; r < NDEV; r++) {
+  for (int r = 0; r < TD_NDEV; r++) {
     EXPECT_CUDA_OK(cudaSetDevice(r));
     EXPECT_CUDA_OK(cudaStreamCreateWithFlags(&unrelated[r], cudaStreamNonBlocking));
     EXPECT_CUDA_OK(cudaLaunchHostFunc(unrelated[r], blockUntilReleased, NULL));
@@ -1257,18 +1258,18 @@ static void teardownWaitsOnlyForItsKernels(void) {
   EXPECT_TRUE(host != NULL);
   double took[2] = {0, 0};
   for (int step = 0; step < 2 && !mcclTestStopped(); step++) {
-    for (int r = 0; r < NDEV; r++) {
+    for (int r = 0; r < TD_NDEV; r++) {
       for (size_t i = 0; i < count; i++) host[i] = (float)(r + 1);
       EXPECT_CUDA_OK(mcclTestCopyToDevice(b[r].send, host, count * sizeof(float)));
       memset(host, 0, count * sizeof(float));
       EXPECT_CUDA_OK(mcclTestCopyToDevice(b[r].recv, host, count * sizeof(float)));
     }
     EXPECT_OK(mcclGroupStart());
-    for (int r = 0; r < NDEV; r++)
+    for (int r = 0; r < TD_NDEV; r++)
       EXPECT_OK(mcclAllReduce(b[r].send, b[r].recv, count, mcclFloat32, mcclSum, comms[r], b[r].stream));
     EXPECT_OK(mcclGroupEnd());
     const double t0 = nowSec();
-    for (int r = 0; r < NDEV; r++) {
+    for (int r = 0; r < TD_NDEV; r++) {
       if (step == 0) {
         EXPECT_OK(mcclCommWindowDeregister(comms[r], b[r].sendWin));
         b[r].sendWin = NULL;
@@ -1277,10 +1278,10 @@ static void teardownWaitsOnlyForItsKernels(void) {
       }
     }
     took[step] = nowSec() - t0;
-    for (int r = 0; r < NDEV; r++) {
+    for (int r = 0; r < TD_NDEV; r++) {
       EXPECT_CUDA_OK(cudaMemcpy(host, b[r].recv, count * sizeof(float), cudaMemcpyDeviceToHost));
       size_t wrong = 0;
-      for (size_t i = 0; i < count; i++) wrong += host[i] != (float)(NDEV * (NDEV + 1) / 2);
+      for (size_t i = 0; i < count; i++) wrong += host[i] != (float)(TD_NDEV * (TD_NDEV + 1) / 2);
       if (wrong)
         mcclTestFailAt(__FILE__, __LINE__, "step %d rank %d: %zu of %zu sums not there yet", step, r, wrong, count);
     }
@@ -1295,9 +1296,9 @@ static void teardownWaitsOnlyForItsKernels(void) {
   EXPECT_RES(mcclCommFinalize(comms[0]), mcclInvalidUsage);
   int n = 0;
   EXPECT_OK(mcclCommCount(comms[0], &n));
-  EXPECT_EQ(n, NDEV);
+  EXPECT_EQ(n, TD_NDEV);
   __atomic_store_n(&unrelatedReleased, 1, __ATOMIC_RELEASE);
-  for (int r = 0; r < NDEV; r++) {
+  for (int r = 0; r < TD_NDEV; r++) {
     EXPECT_CUDA_OK(cudaStreamSynchronize(unrelated[r]));
     EXPECT_CUDA_OK(cudaStreamDestroy(unrelated[r]));
     b[r].recvWin = NULL;  // destroy frees it
