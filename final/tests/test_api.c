@@ -1236,6 +1236,19 @@ static void CUDART_CB blockUntilReleased(void* arg) {
 }
 
 #define TD_NDEV 2  // two devices: the case runs on a 2-GPU host too
+// A copy on a stream of its own, waited for: the legacy stream's copies may wait behind the blocked host
+// function on a GPU.
+static cudaError_t copyOwnStream(int dev, void* dst, const void* src, size_t bytes, enum cudaMemcpyKind kind) {
+  cudaStream_t s;
+  cudaError_t e = cudaSetDevice(dev);
+  if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  if (e != cudaSuccess) return e;
+  e = cudaMemcpyAsync(dst, src, bytes, kind, s);
+  const cudaError_t w = cudaStreamSynchronize(s);
+  cudaStreamDestroy(s);
+  return e != cudaSuccess ? e : w;
+}
+
 static void teardownWaitsOnlyForItsKernels(void) {
   if (nDevices() < TD_NDEV) SKIP("needs %d devices", TD_NDEV);
   mcclComm_t comms[TD_NDEV];
@@ -1245,6 +1258,10 @@ static void teardownWaitsOnlyForItsKernels(void) {
   const size_t count = 1 << 14;
   setUpBufs(comms, b, TD_NDEV, count * sizeof(float));
   CHECK_STOPPED();
+  // Pinned: a copy from pageable memory is staged by the driver, which may wait behind the host function.
+  // Allocated before that blocks: an allocation of pinned memory may wait for the device.
+  float* host = NULL;
+  EXPECT_CUDA_OK(cudaMallocHost((void**)&host, count * sizeof(float)));
   cudaStream_t unrelated[TD_NDEV];
   __atomic_store_n(&unrelatedReleased, 0, __ATOMIC_RELEASE);
   for (int r = 0; r < TD_NDEV; r++) {
@@ -1254,15 +1271,13 @@ static void teardownWaitsOnlyForItsKernels(void) {
   }
   // Each step launches an allreduce of (rank + 1)s and tears something down right after, without waiting for
   // the stream; the sum must be whole when the teardown returns (the kernel's last block has stored it).
-  float* host = (float*)malloc(count * sizeof(float));
-  EXPECT_TRUE(host != NULL);
   double took[2] = {0, 0};
   for (int step = 0; step < 2 && !mcclTestStopped(); step++) {
     for (int r = 0; r < TD_NDEV; r++) {
       for (size_t i = 0; i < count; i++) host[i] = (float)(r + 1);
-      EXPECT_CUDA_OK(mcclTestCopyToDevice(b[r].send, host, count * sizeof(float)));
+      EXPECT_CUDA_OK(copyOwnStream(r, b[r].send, host, count * sizeof(float), cudaMemcpyHostToDevice));
       memset(host, 0, count * sizeof(float));
-      EXPECT_CUDA_OK(mcclTestCopyToDevice(b[r].recv, host, count * sizeof(float)));
+      EXPECT_CUDA_OK(copyOwnStream(r, b[r].recv, host, count * sizeof(float), cudaMemcpyHostToDevice));
     }
     EXPECT_OK(mcclGroupStart());
     for (int r = 0; r < TD_NDEV; r++)
@@ -1279,7 +1294,7 @@ static void teardownWaitsOnlyForItsKernels(void) {
     }
     took[step] = nowSec() - t0;
     for (int r = 0; r < TD_NDEV; r++) {
-      EXPECT_CUDA_OK(cudaMemcpy(host, b[r].recv, count * sizeof(float), cudaMemcpyDeviceToHost));
+      EXPECT_CUDA_OK(copyOwnStream(r, host, b[r].recv, count * sizeof(float), cudaMemcpyDeviceToHost));
       size_t wrong = 0;
       for (size_t i = 0; i < count; i++) wrong += host[i] != (float)(TD_NDEV * (TD_NDEV + 1) / 2);
       if (wrong)
@@ -1308,7 +1323,7 @@ static void teardownWaitsOnlyForItsKernels(void) {
     EXPECT_OK(mcclMemFree(b[r].recv));
     free(b[r].host);
   }
-  free(host);
+  EXPECT_CUDA_OK(cudaFreeHost(host));
   EXPECT_CUDA_OK(cudaSetDevice(0));
 }
 
