@@ -38,6 +38,11 @@ static long long envLL(const char* name, long long def, long long lo, long long 
   static const char simParamEnv##name[] __attribute__((unused)) = "MCCL_" env; \
   static const long long simParamDefault##name __attribute__((unused)) = (deflt);
 #include "mccl_params.def"
+
+// The SMs the sim reports: not an H200's 132, but about as many blocks as CPU threads run side by side
+// well. Code that sizes its grids from the device (lab 07's channel count) then sizes them for the sim
+// without asking which backend it runs on.
+#define SIM_SMS 4
 #undef MCCL_PARAM_INT
 #undef MCCL_PARAM_STR
 #undef MCCL_PARAM_SIM
@@ -255,7 +260,7 @@ static int attrValue(int attrib, int dev, int* value) {
       *value = 1980000;
       return 1;
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
-      *value = 132;
+      *value = SIM_SMS;
       return 1;
     case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR:
       *value = 2048;
@@ -614,7 +619,7 @@ cudaError_t CUDARTAPI cudaGetDeviceProperties(struct cudaDeviceProp* prop, int d
   prop->totalConstMem = 65536;
   prop->major = 9;
   prop->minor = 0;
-  prop->multiProcessorCount = 132;
+  prop->multiProcessorCount = SIM_SMS;
   prop->canMapHostMemory = 1;
   prop->unifiedAddressing = 1;
   prop->pciBusID = pciBus(device);

@@ -95,7 +95,7 @@ static void devicesAndAttributes(void) {
   EXPECT_CU_OK(cuDeviceGetName(name, sizeof(name), 0));
   EXPECT_TRUE(strstr(name, "sim") != NULL);
   EXPECT_EQ(major, 9);
-  EXPECT_EQ(sms, 132);
+  EXPECT_EQ(sms, 4);  // as many blocks as CPU threads run side by side well, not an H200's 132
   EXPECT_CU_OK(cuDeviceGetAttribute(&val, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED, 0));
   EXPECT_EQ(val, 0);
   EXPECT_CU_OK(cuDeviceGetAttribute(&val, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED, 0));

@@ -256,9 +256,14 @@ mcclResult_t mcclLabCommInitRank(mcclLabComm* comm, const mcclUniqueId* id, int 
                 comm->rank);
   if (nChannels == 0) nChannels = (int)mcclParamNchannels();
   const int chosen = nChannels == 0;  // the default, which depends on the hosts (after the peer records)
-  // cuda: 64 channels. Over NVLink each block's rate looks bounded, so large collectives gain from more
-  // blocks than 32 (the 2x H100 channel sweep in the results index, docs/results).
-  if (nChannels == 0) nChannels = strcmp(MCCL_BACKEND_NAME, "sim") == 0 ? 2 : 64;
+  // A channel per two SMs the device reports, at most 64: on an H100 or H200 (132 SMs) 64 channels, as
+  // over NVLink each block's rate looks bounded and large collectives gain from more blocks than 32 (the
+  // channel sweep in docs/results); on the sim (4 SMs, its CPU threads) 2.
+  if (nChannels == 0) {
+    int sms = 0;
+    CUDACHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, comm->cudaDev));
+    nChannels = sms / 2 < 1 ? 1 : sms / 2 > 64 ? 64 : sms / 2;
+  }
   MCCL_ARGCHECK(nChannels >= 1 && nChannels <= MCCL_SIGNAL_MAX_BLOCKS,
                 "nChannels %d (must be 1 .. %d; 0 reads "
                 "MCCL_NCHANNELS)",
