@@ -85,6 +85,7 @@ struct mcclTransportCtx {
    *  TRANSPORT_P2P or TRANSPORT_SHM: only that one (lab 06's pair helpers force one). */
   int onlyTransport;
   int nChannels;                                /**< channels in use (lab 06's mcclChannelsInit) */
+  struct mcclDevChannelPeer* devPeersAll;       /**< one device allocation: channel c's devPeers at c * nRanks */
   struct mcclChannel channels[MCCL_MAX_CHANNELS]; /**< the channels (NCCL's comm->channels) */
   uint64_t* connectSend; /**< [nRanks] channel masks still to connect sending to each peer (NCCL's comm->connectSend) */
   uint64_t* connectRecv; /**< [nRanks] channel masks still to connect receiving from each peer */

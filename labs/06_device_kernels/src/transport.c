@@ -7,6 +7,7 @@
 #include "mccl_channel.h"
 #include "mccl_checks.h"
 #include "mccl_debug.h"
+#include "mccl_devconn.h"
 #include "mccl_p2p.h"
 #include "mccl_proxy.h"
 
@@ -31,6 +32,11 @@ mcclResult_t mcclChannelsInit(struct mcclTransportCtx* ctx, int nChannels) {
   ctx->connectSend = (uint64_t*)calloc((size_t)ctx->nRanks, sizeof(uint64_t));
   ctx->connectRecv = (uint64_t*)calloc((size_t)ctx->nRanks, sizeof(uint64_t));
   if (ctx->connectSend == NULL || ctx->connectRecv == NULL) goto oom;
+  // Every channel's device-side peers in one allocation (mcclDevCalloc: zeroed, and freed without waiting
+  // for the device's other streams).
+  MCCLCHECKGOTO(
+      mcclDevCalloc((void**)&ctx->devPeersAll, (size_t)nChannels * (size_t)ctx->nRanks * sizeof(struct mcclDevChannelPeer)),
+      res, fail);
   for (int c = 0; c < nChannels; c++) {
     struct mcclChannel* ch = &ctx->channels[c];
     memset(ch, 0, sizeof(*ch));
@@ -38,11 +44,8 @@ mcclResult_t mcclChannelsInit(struct mcclTransportCtx* ctx, int nChannels) {
     ctx->nChannels = c + 1;  // mcclChannelsFree sees what exists so far
     ch->peers = (struct mcclChannelPeer*)calloc((size_t)ctx->nRanks, sizeof(struct mcclChannelPeer));
     if (ch->peers == NULL) goto oom;
-    size_t bytes = (size_t)ctx->nRanks * sizeof(struct mcclDevChannelPeer);
-    CUDACHECKGOTO(cudaMalloc((void**)&ch->devPeers, bytes), res, fail);
-    CUDACHECKGOTO(cudaMemset(ch->devPeers, 0, bytes), res, fail);
+    ch->devPeers = ctx->devPeersAll + (size_t)c * (size_t)ctx->nRanks;
   }
-  CUDACHECKGOTO(cudaDeviceSynchronize(), res, fail);
   cudaSetDevice(saved);
   return mcclSuccess;
 oom:
@@ -70,9 +73,11 @@ mcclResult_t mcclChannelsFree(struct mcclTransportCtx* ctx) {
         if (r != mcclSuccess && res == mcclSuccess) res = r;
       }
     free(ch->peers);
-    if (ch->devPeers && cudaFree(ch->devPeers) != cudaSuccess && res == mcclSuccess) res = mcclUnhandledCudaError;
     memset(ch, 0, sizeof(*ch));
   }
+  r = mcclDevFree(ctx->devPeersAll);
+  if (r != mcclSuccess && res == mcclSuccess) res = r;
+  ctx->devPeersAll = NULL;
   ctx->nChannels = 0;
   free(ctx->connectSend);
   free(ctx->connectRecv);

@@ -65,9 +65,11 @@ static mcclResult_t ringConns(mcclLabComm* comm) {
     send[c] = next->send[0].conn;
     comm->transport[c] = next->send[0].transport;
   }
+  // One allocation for both arrays (lab 06's mcclDevCalloc: freed without waiting for the device); the
+  // send array follows the receive array.
   size_t bytes = sizeof(struct mcclConnInfo) * (size_t)comm->nChannels;
-  CUDACHECK(cudaMalloc((void**)&comm->devRecvConns, bytes));
-  CUDACHECK(cudaMalloc((void**)&comm->devSendConns, bytes));
+  MCCLCHECK(mcclDevCalloc((void**)&comm->devRecvConns, 2 * bytes));
+  comm->devSendConns = comm->devRecvConns + comm->nChannels;
   CUDACHECK(cudaMemcpy(comm->devRecvConns, recv, bytes, cudaMemcpyHostToDevice));
   CUDACHECK(cudaMemcpy(comm->devSendConns, send, bytes, cudaMemcpyHostToDevice));
   // A copy from pageable memory may return before it lands, and the first kernel runs on the caller's
@@ -126,7 +128,7 @@ static mcclResult_t devCommCreate(mcclLabComm* comm) {
   dc.ringRecv = comm->devRecvConns;
   dc.ringSend = comm->devSendConns;
   for (int c = 0; c < comm->nP2pChannels; c++) dc.p2pPeers[c] = comm->ctx.channels[c].devPeers;
-  CUDACHECK(cudaMalloc((void**)&comm->devComm, sizeof(dc)));
+  MCCLCHECK(mcclDevCalloc((void**)&comm->devComm, sizeof(dc)));
   CUDACHECK(cudaMemcpy(comm->devComm, &dc, sizeof(dc), cudaMemcpyHostToDevice));
   // As ringConns: the first kernel's stream need not wait for the NULL stream's copy.
   CUDACHECK(cudaStreamSynchronize(cudaStreamLegacy));
@@ -151,14 +153,13 @@ static mcclResult_t signalArea(mcclLabComm* comm) {
   void* sig = NULL;
   MCCLCHECK(mcclMemAlloc(&sig, MCCL_SIGNAL_BYTES));
   mcclResult_t res = mcclSuccess;
-  CUDACHECKGOTO(cudaMalloc((void**)&comm->seqCounters, sizeof(uint64_t) * MCCL_SIGNAL_MAX_BLOCKS), res, fail);
-  CUDACHECKGOTO(cudaMemset(comm->seqCounters, 0, sizeof(uint64_t) * MCCL_SIGNAL_MAX_BLOCKS), res, fail);
+  MCCLCHECKGOTO(mcclDevCalloc((void**)&comm->seqCounters, sizeof(uint64_t) * MCCL_SIGNAL_MAX_BLOCKS), res, fail);
   CUDACHECKGOTO(cudaMemset(sig, 0, MCCL_SIGNAL_ZEROED_BYTES), res, fail);
   CUDACHECKGOTO(cudaDeviceSynchronize(), res, fail);
   MCCLCHECKGOTO(labWindowMap(comm, sig, MCCL_SIGNAL_BYTES, &comm->signalWin), res, fail);
   return mcclSuccess;
 fail:
-  if (comm->seqCounters) cudaFree(comm->seqCounters);
+  mcclDevFree(comm->seqCounters);
   comm->seqCounters = NULL;
   mcclMemFree(sig);
   return res;
@@ -196,10 +197,10 @@ static mcclResult_t commFree(mcclLabComm* comm) {
   mcclLabTasksFree(comm);
   mcclLabUserOpsFree(comm);
   mcclLabLaunchesFree(comm);
-  if (comm->seqCounters && cudaFree(comm->seqCounters) != cudaSuccess) KEEP_FIRST(mcclUnhandledCudaError);
-  if (comm->devComm && cudaFree(comm->devComm) != cudaSuccess) KEEP_FIRST(mcclUnhandledCudaError);
-  if (comm->devRecvConns && cudaFree(comm->devRecvConns) != cudaSuccess) KEEP_FIRST(mcclUnhandledCudaError);
-  if (comm->devSendConns && cudaFree(comm->devSendConns) != cudaSuccess) KEEP_FIRST(mcclUnhandledCudaError);
+  // Lab 06's allocator throughout: no free below waits for the device's other streams.
+  KEEP_FIRST(mcclDevFree(comm->seqCounters));
+  KEEP_FIRST(mcclDevFree(comm->devComm));
+  KEEP_FIRST(mcclDevFree(comm->devRecvConns));  // devSendConns lives in the same allocation
   // Connectors before the proxy: their proxy halves are freed through it. After an abort the proxy
   // answers no more RPCs: stop it first, so the connectors free only their user side and
   // mcclProxyDestroy frees the proxy halves.

@@ -128,10 +128,14 @@ __device__ __forceinline__ void mcclReportAbort(uint32_t* status, bool aborted, 
 // The end of a numbered launch (src/launches.c): its last block to end stores the launch's number in the
 // host-mapped ring, so the host learns what ended without synchronising (teardown and the watchdog read it).
 // The classic last-block pattern: each block counts itself in a device counter of the launch's slot; the
-// block that makes the count whole takes it back for the slot's next launch. A launch captured into a graph
-// carries 0 and costs one branch per block.
+// block that makes the count whole takes it back for the slot's next launch. Every thread of the block calls
+// it: a block counts itself only once all its threads are past their last access to the communicator's
+// memory, which teardown frees as soon as the number is stored (a warp still copying after an abort would
+// read freed memory). A launch captured into a graph carries 0 and costs one branch per block.
 __device__ __forceinline__ void mcclLaunchEnded(const struct mcclDevKernelArgs& a, int tid) {
-  if (a.launch == 0 || tid != 0) return;
+  if (a.launch == 0) return;  // the same for every thread of the block
+  __syncthreads();
+  if (tid != 0) return;
   const unsigned slot = (unsigned)(a.launch % MCCL_LAUNCH_RING);
   __threadfence();
   if (atomicAdd(&a.launchBlocks[slot], 1u) == gridDim.x - 1) {

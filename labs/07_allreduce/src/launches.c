@@ -12,25 +12,21 @@
 #include "enqueue_internal.h"
 #include "mccl_checks.h"
 #include "mccl_debug.h"
+#include "mccl_devconn.h"
 
 mcclResult_t mcclLabLaunchesInit(mcclLabComm* comm) {
   struct mcclLabLaunches* l = &comm->launches;
-  void* d = NULL;
-  CUDACHECK(cudaHostAlloc((void**)&l->done, sizeof(uint64_t) * MCCL_LAUNCH_RING,
-                          cudaHostAllocMapped | cudaHostAllocPortable));
-  memset(l->done, 0, sizeof(uint64_t) * MCCL_LAUNCH_RING);
-  CUDACHECK(cudaHostGetDevicePointer(&d, l->done, 0));
-  l->doneDev = (uint64_t*)d;
-  CUDACHECK(cudaMalloc((void**)&l->blocksDev, sizeof(uint32_t) * MCCL_LAUNCH_RING));
-  CUDACHECK(cudaMemset(l->blocksDev, 0, sizeof(uint32_t) * MCCL_LAUNCH_RING));
-  CUDACHECK(cudaStreamSynchronize(cudaStreamLegacy));  // the counters are zero before any launch reads them
+  // Lab 06's allocators: freed at teardown without waiting for the device's other streams.
+  MCCLCHECK(mcclDevHostCalloc((void**)&l->done, sizeof(uint64_t) * MCCL_LAUNCH_RING));
+  l->doneDev = l->done;  // one address for the host and the devices
+  MCCLCHECK(mcclDevCalloc((void**)&l->blocksDev, sizeof(uint32_t) * MCCL_LAUNCH_RING));
   return mcclSuccess;
 }
 
 void mcclLabLaunchesFree(mcclLabComm* comm) {
   struct mcclLabLaunches* l = &comm->launches;
-  if (l->done) cudaFreeHost(l->done);
-  if (l->blocksDev) cudaFree(l->blocksDev);
+  mcclDevHostFree(l->done);
+  mcclDevFree(l->blocksDev);
   memset(l, 0, sizeof(*l));
 }
 
