@@ -34,9 +34,9 @@ mcclResult_t mcclChannelsInit(struct mcclTransportCtx* ctx, int nChannels) {
   if (ctx->connectSend == NULL || ctx->connectRecv == NULL) goto oom;
   // Every channel's device-side peers in one allocation (mcclDevCalloc: zeroed, and freed without waiting
   // for the device's other streams).
-  MCCLCHECKGOTO(
-      mcclDevCalloc((void**)&ctx->devPeersAll, (size_t)nChannels * (size_t)ctx->nRanks * sizeof(struct mcclDevChannelPeer)),
-      res, fail);
+  MCCLCHECKGOTO(mcclDevCalloc((void**)&ctx->devPeersAll,
+                              (size_t)nChannels * (size_t)ctx->nRanks * sizeof(struct mcclDevChannelPeer)),
+                res, fail);
   for (int c = 0; c < nChannels; c++) {
     struct mcclChannel* ch = &ctx->channels[c];
     memset(ch, 0, sizeof(*ch));
