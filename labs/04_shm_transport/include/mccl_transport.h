@@ -317,8 +317,8 @@ mcclResult_t mcclFillPeerInfo(int rank, int cudaDev, mcclPeerInfo* info);
  * @brief Bytes of each protocol's FIFO in the connections of each connIndex (NCCL's comm->buffSizes,
  * from computeBuffSizes in init.cc): [c][MCCL_PROTO_LL] MCCL_LL_BUFFSIZE; [0][MCCL_PROTO_SIMPLE]
  * MCCL_BUFFSIZE (mcclShmBuffSize), the rings'; [1][MCCL_PROTO_SIMPLE] MCCL_P2P_BUFFSIZE, the
- * point-to-point connections' (NCCL uses one size for both; a small point-to-point FIFO measured
- * faster here, lab 07 README). Both peers must agree; connect checks the peer's buffer is large enough.
+ * point-to-point connections' (NCCL uses one size for both; a smaller point-to-point FIFO is faster
+ * here, see MCCL_P2P_BUFFSIZE). Both peers must agree; connect checks the peer's buffer is large enough.
  * @param[out] buffSizes  MCCL_MAX_CONNS rows of MCCL_NUM_PROTOCOLS sizes, each a multiple of 4096 from 4096
  *                        to 1 GiB.
  * @return mcclSuccess; mcclInvalidArgument naming the parameter and its value.

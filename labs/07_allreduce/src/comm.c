@@ -258,8 +258,8 @@ mcclResult_t mcclLabCommInitRank(mcclLabComm* comm, const mcclUniqueId* id, int 
   if (nChannels == 0) nChannels = (int)mcclParamNchannels();
   const int chosen = nChannels == 0;  // the default, which depends on the hosts (after the peer records)
   // A channel per two SMs the device reports, at most 64: on an H100 or H200 (132 SMs) 64 channels, as
-  // over NVLink each block's rate looks bounded and large collectives gain from more blocks than 32 (the
-  // channel sweep in docs/results); on the sim (4 SMs, its CPU threads) 2.
+  // over NVLink each block's copy rate is bounded and large collectives gain from more blocks than 32 (the
+  // channel sweep in src/tuning-basis.md); on the sim (4 SMs, its CPU threads) 2.
   if (nChannels == 0) {
     int sms = 0;
     CUDACHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, comm->cudaDev));

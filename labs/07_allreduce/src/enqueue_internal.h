@@ -11,9 +11,9 @@ extern "C" {
 #endif
 
 // Across hosts the ring's LL lines cross the network (lab 08) at half SIMPLE's payload per byte, and
-// each LL step is a message of at most a slot: LL beat SIMPLE there up to 8 KiB and lost from 32 KiB
-// (one H100 posing as 2 hosts, docs/results/2026-11-25-h100-net.md), so a communicator over several
-// hosts uses LL up to here, every collective.
+// each LL step is a message of at most a slot, so LL's saved round trips stop paying for its doubled
+// traffic at a few KiB rather than at lab 07's on-node cut-overs: a communicator over several hosts uses
+// LL up to here, every collective (the figures: src/tuning-basis.md).
 #define MCCL_NET_LL_MAX (16u << 10)
 
 // tuning.c: MCCL_PROTO read once per call in one place: MCCL_PROTO_SIMPLE, MCCL_PROTO_LL, or -1 unset;

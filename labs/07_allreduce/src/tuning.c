@@ -1,8 +1,8 @@
 // Lab 07: the one tuning table (NCCL's src/graph/tuning.cc computes times from bandwidth and latency
-// tables and picks the fastest; lab 07 keeps the measured cut-over points themselves, and a latency /
-// bandwidth model for ncclGroupSimulateEnd's estimate). The figures and what they rest on are in
-// tuning.def; this file reads them, applies MCCL_ALGO / MCCL_PROTO, and is the one place that parses
-// those two parameters.
+// tables and picks the fastest; lab 07 keeps the cut-over points themselves, which a learner can read and
+// check with bench --tune, and a latency / bandwidth model for ncclGroupSimulateEnd's estimate). The
+// values are in tuning.def, the measurements that placed them in tuning-basis.md; this file reads them,
+// applies MCCL_ALGO / MCCL_PROTO, and is the one place that parses those two parameters.
 #include <stdint.h>
 #include <string.h>
 #include <strings.h>

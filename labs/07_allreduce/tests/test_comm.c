@@ -233,7 +233,7 @@ static void algorithmTable(void) {
   EXPECT_CHOICE(2, 64 << 20, 2, MCCL_ALGO_TWOSHOT, -1);
   EXPECT_CHOICE(2, 128 << 20, 2, MCCL_ALGO_RING, MCCL_PROTO_SIMPLE);  // the ring from 128 MiB (its 1 MiB FIFO)
   EXPECT_CHOICE(2, 512 << 20, 2, MCCL_ALGO_RING, MCCL_PROTO_SIMPLE);
-  // 3-4 ranks (measured on 4x H100): one-shot to 128 KiB, two-shot from there to 16 MiB, then the ring
+  // 3-4 ranks (src/tuning.def): one-shot to 128 KiB, two-shot from there to 16 MiB, then the ring
   // with SIMPLE; the ring with LL up to 2 MiB where two-shot cannot run.
   EXPECT_CHOICE(4, 128 << 10, 2, MCCL_ALGO_ONESHOT, -1);
   EXPECT_CHOICE(4, 256 << 10, 2, MCCL_ALGO_TWOSHOT, -1);
