@@ -9,7 +9,7 @@
 # MCCL_TESTS="LAB:T ..." runs only those tests (see the test step). MCCL_WATCHDOG_AB=1 times small
 # allreduces with the watchdog on and off.
 # MCCL_FAULTS=1 adds the faults of nccl_faults on minccl and NCCL (see the step).
-# MCCL_NET=1 adds issue 14's net path beside NCCL's (allreduce_perf --hosts 2; see the step).
+# MCCL_NET=1 adds the net path beside NCCL's (allreduce_perf --hosts 2; see the step).
 # MCCL_PROFILE=1 adds kernel durations under Nsight Compute (one-pass metric, --clock-control none) of
 # minccl's and NCCL's allreduce kernels at MCCL_PROFILE_SIZES (default 8 8K 2M), see mk/gpu-profile.sh.
 # At exit (also on a timeout's TERM) everything under $OUT is packed into $OUT/gpu-run.tgz: the
@@ -158,20 +158,21 @@ export MCCL_BENCH_ARGS_mpi_bench_allreduce="${MCCL_BENCH_ARGS_mpi_bench_allreduc
 if [ "${MCCL_BENCH_SUITE:-1}" = 0 ]; then echo "make bench left out (MCCL_BENCH_SUITE=0)"
 elif [ -z "${LABS:-}" ]; then make BACKEND=cuda bench 2>&1 | tee "$OUT/bench.log" | tail -80
 else for l in $LABS; do make BACKEND=cuda bench LAB=$l 2>&1; done | tee "$OUT/bench.log" | tail -80; fi
-# Lab 07's bars need two more runs (graph latency, SHM bandwidth) and the tuning sweep; 2 GPUs at least.
+# Lab 07's benchmark times a CUDA graph and the SHM path in runs of their own, and the tuning sweep; 2 GPUs at least.
 b07=build/cuda/bin/07_allreduce/mpi_bench_allreduce
 if [ -x "$b07" ] && { [ -z "${LABS:-}" ] || [[ " $LABS " == *" 07 "* ]]; } && [ "${MCCL_BENCH07_EXTRA:-1}" = 1 ] &&
   [ "$ngpu" -ge 2 ]; then
   step "lab 07 bench: -G 1 (graph), --shm, --tune"
   for run in graph shm tune; do
-    case $run in graph) args="-G 1 -e 64K" n=9 ;; shm) args="--shm -b 1M" n=9 ;; tune) args="--tune" n=8 ;; esac
+    case $run in graph) args="-G 1 -e 64K" n=9 ;; shm) args="--shm -b 1M" n=10 ;; tune) args="--tune" n=8 ;; esac
     # shellcheck disable=SC2086 # mr and args are lists
     $mr "$b07" $args --csv "$OUT/bench07_$run.csv" --json "$OUT/bench07_$run.json" > "$OUT/bench07_$run.log" 2>&1
     echo "$run exit $?"; tail -$n "$OUT/bench07_$run.log"
   done
 fi
-# final's allreduce_perf beside NCCL in the same run on the same buffers (issue 10's bars): eager
-# launches and a CUDA graph of the calls replayed 20 times, MCCL_NP GPUs, one process each (nccl-tests -g 1).
+# final's allreduce_perf beside NCCL in the same run on the same buffers: eager launches and a CUDA
+# graph of the calls replayed 20 times, MCCL_NP GPUs, one process each (nccl-tests -g 1); the tail shown
+# is the run's summary.
 bf=build/cuda/bin/final/allreduce_perf
 if [ -x "$bf" ] && { [ -z "${LABS:-}" ] || [[ " $LABS " == *" final "* ]]; } && [ "${MCCL_BENCH_FINAL:-1}" = 1 ] &&
   [ "$ngpu" -ge 2 ]; then
@@ -181,7 +182,7 @@ if [ -x "$bf" ] && { [ -z "${LABS:-}" ] || [[ " $LABS " == *" final "* ]]; } && 
     # shellcheck disable=SC2086 # mr and args are lists
     $mr "$bf" --nccl -b 8 -e 1G -f 2 $args --progress --csv "$OUT/allreduce_perf_$run.csv" \
       --json "$OUT/allreduce_perf_$run.json" > "$OUT/allreduce_perf_$run.log" 2>&1
-    echo "$run exit $?"; tail -9 "$OUT/allreduce_perf_$run.log"
+    echo "$run exit $?"; tail -12 "$OUT/allreduce_perf_$run.log"
   done
 fi
 # MCCL_WATCHDOG_AB=1: final's allreduce_perf at 8 B and 8 KiB, eager and in a CUDA graph, with the watchdog
@@ -237,7 +238,7 @@ if [ "${MCCL_DROPIN:-0}" = 1 ] && [ "$ngpu" -ge 2 ]; then
     torchrun --nproc_per_node "$np" final/tests/torch_dropin.py > "$OUT/torch.log" 2>&1
   echo "torch exit $?"; grep -vE '^\[rank|^W[0-9]' "$OUT/torch.log" | tail -25
 fi
-# MCCL_NET=1: issue 14's net path beside NCCL's: the two processes pose as two hosts (allreduce_perf
+# MCCL_NET=1: the net path beside NCCL's: the two processes pose as two hosts (allreduce_perf
 # --hosts 2: MCCL_HOSTID and NCCL_HOSTID), so minccl's ring runs over lab 08's NET transport (the MPI
 # plugin) and NCCL over its network (NCCL_NET, default Socket). With one GPU both ranks share it, and
 # the step starts an MPS daemon of its own for the run (two processes' kernels cannot overlap without

@@ -3,16 +3,16 @@
 // One process per device under mpirun (nccl-tests' -g 1), or one process driving -g N devices
 // (mcclCommInitRank of each in a group, the calls of one iteration in a group), or both.
 //
-// The flags, the table, the check, the timing, the CSV/JSON files, the progress lines and the
-// summary of issue 10's (12's on 4 ranks) bars are those of lab 07's benchmark: both run the driver of
+// The flags, the table, the check, the timing, the CSV/JSON files, the progress lines and the closing
+// summary are those of lab 07's benchmark: both run the driver of
 // labs/07_allreduce/include/mccl_allreduce_bench.h; this file gives it minccl.h's allreduce.
 //   -R 2 (the default): buffers from mcclMemAlloc, registered with mcclCommWindowRegister
 //        (MCCL_WIN_COLL_SYMMETRIC), so the library may pick its symmetric algorithms; with --nccl
 //        NCCL also gets a nccl-sym row on ncclMemAlloc buffers registered as its symmetric windows.
 //   -R 0: buffers from cudaMalloc, nothing registered (the ring only).
 //   --hosts N: the processes pose as N hosts (MCCL_HOSTID and NCCL_HOSTID by block of ranks), so the
-//        ring's edges between them take lab 08's NET transport (and NCCL its network): the net path of
-//        issue 14 measured on one machine.
+//        ring's edges between them take lab 08's NET transport (and NCCL its network): the net path,
+//        timed on one machine.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +49,8 @@ static const char* kHelp =
     "  --csv FILE     also write every row and placement to FILE as CSV (metadata as '# key: value' lines)\n"
     "  --json FILE    the same as one JSON object {\"metadata\": {...}, \"rows\": [...]} (make plot reads both)\n"
     "  --progress     a line per size on stderr (the default when stderr is a terminal)\n"
+    "The last lines summarise a few sizes (the sweep's ends, 8K, 2M, 32M, 512M): minccl's time and busbw, NCCL's\n"
+    "best, and the ratio.\n"
     "Exit status: 0; 1 when a result was wrong or a call failed; 2 for a bad argument.";
 
 static mcclArBenchOpts bo;

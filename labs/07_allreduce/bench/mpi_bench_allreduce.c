@@ -16,12 +16,12 @@
 // mcclParamResetAll), so each row is exactly what a user forcing it would get.
 //
 // SHM. Our connections read MCCL_P2P_DISABLE and NCCL reads NCCL_P2P_DISABLE once per process, at
-// the first communicator, so the SHM bar is a run of its own: --shm sets both before anything
+// the first communicator, so the SHM path is timed in a run of its own: --shm sets both before anything
 // starts. The symmetric algorithms map peers' memory directly (NVLink), whatever the ring's
 // transport, so an SHM run times the ring only (unless --algo names others).
 //
 // --tune times ring/LL, ring/SIMPLE, one-shot and two-shot at 8 B .. 64 MiB (out-of-place, NCCL left
-// out) and prints the fastest per size and the cut-over points for src/allreduce.c's table.
+// out) and prints the fastest per size and the cut-over points for src/tuning.def's table.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,15 +76,14 @@ static const char* kHelp =
     "                 --tune: ring-ll,ring-simple,oneshot-ll,oneshot-simple,twoshot]\n"
     "  --channels N   our communicator's channels, 1..64 [MCCL_NCHANNELS]\n"
     "  --no-nccl      do not load NCCL\n"
-    "  --shm          MCCL_P2P_DISABLE=1 and NCCL_P2P_DISABLE=1 before init: the SHM bar's run\n"
+    "  --shm          MCCL_P2P_DISABLE=1 and NCCL_P2P_DISABLE=1 before init: a run over SHM\n"
     "  --tune         time every algorithm (out-of-place, no NCCL) and print the fastest per size and the\n"
-    "                 cut-over points for src/allreduce.c\n"
+    "                 cut-over points for src/tuning.def\n"
     "  --csv FILE     also write every row and placement to FILE as CSV (metadata as '# key: value' lines)\n"
     "  --json FILE    the same as one JSON object {\"metadata\": {...}, \"rows\": [...]} (make plot reads both)\n"
     "  --progress     a line per size on stderr (the default when stderr is a terminal)\n"
-    "The last lines summarise issue 10's bars (2 ranks; with 4 ranks issue 12's): ours (the best algorithm per\n"
-    "size), NCCL's, met or MISSED. A full set is three runs: plain (eager and bandwidth bars), -G 1 (graph bar),\n"
-    "--shm (SHM bar).";
+    "The last lines summarise a few sizes (the sweep's ends, 8K, 2M, 32M, 512M): our best row's time and busbw,\n"
+    "NCCL's best, and the ratio. Eager launches, a CUDA graph (-G 1) and SHM (--shm) are each a run of their own.";
 
 static void parseAlgos(const char* s) {
   char buf[256], msg[400];

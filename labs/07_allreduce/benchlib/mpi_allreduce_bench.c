@@ -647,152 +647,63 @@ static mcclResult_t sweep(const target* ours, int nOurs, const target* nccl, int
   return mcclSuccess;
 }
 
-// ---- the summary of issue 10's bars (2 ranks) or issue 12's (4 ranks) -------------------------------
+// ---- the summary ---------------------------------------------------------------------------------
+//
+// A few sizes that stand for the whole sweep, so that a long table ends in lines a reader can compare
+// at a glance: the sweep's two ends and, where the sweep has them, 8 KiB (still latency-bound), 2 MiB
+// (between latency and bandwidth), 32 MiB and 512 MiB (bandwidth-bound). For each, our best row and
+// placement beside NCCL's best, and the ratio of their times; nothing is judged against a target.
 
-static void barLine(const char* what, int isTime, double ours, const char* oursAlgo, double nccl, double goal,
-                    const char* why) {
-  char o[40], n[40], v[16];
-  if (why) {
-    printf("# %-40s %14s %14s %-8s %s\n", what, "-", "-", "-", why);
+static const size_t kSummarySizes[] = {8 * KiB, 2 * MiB, 32 * MiB, 512 * MiB};
+
+static int isSummarySize(int i) {
+  if (i == 0 || i == B.nStats - 1) return 1;
+  for (size_t k = 0; k < sizeof(kSummarySizes) / sizeof(kSummarySizes[0]); k++)
+    if (B.stats[i].bytes == kSummarySizes[k]) return 1;
+  return 0;
+}
+
+// One side's time (us) and bus bandwidth (GB/s), or dashes where it has no correct row.
+static void summaryCells(double sec, size_t bytes, char* time, char* busbw, size_t len) {
+  if (sec <= 0) {
+    snprintf(time, len, "-");
+    snprintf(busbw, len, "-");
     return;
   }
-  snprintf(o, sizeof(o), isTime ? "%.2f us" : "%.1f GB/s", ours);
-  if (nccl > 0)
-    snprintf(n, sizeof(n), isTime ? "%.2f us" : "%.1f GB/s", nccl);
-  else
-    snprintf(n, sizeof(n), "-");
-  int met = isTime ? ours <= goal : ours >= goal;
-  snprintf(v, sizeof(v), "%s", ours > 0 && met ? "met" : "MISSED");
-  char extra[96] = "";
-  if (nccl > 0) snprintf(extra, sizeof(extra), "  x%.2f NCCL", isTime ? nccl / ours : ours / nccl);
-  printf("# %-40s %14s %14s %-8s %s %.1f%s (%s)%s\n", what, o, n, v, isTime ? "<=" : ">=", goal,
-         isTime ? " us" : " GB/s", oursAlgo, extra);
+  snprintf(time, len, "%.2f", sec * 1e6);
+  snprintf(busbw, len, "%.2f", (double)bytes * busFactor() / sec / 1e9);
 }
-
-// The worst size of 8 B - 8 KiB (each size at its best row): the bar holds for every size.
-static void latencyBar(const char* what, double goal) {
-  double ours = 0, nccl = 0;
-  char algo[64] = "", sz[32];
-  int n = 0, missing = 0;
-  for (int i = 0; i < B.nStats; i++) {
-    if (B.stats[i].bytes > 8 * KiB) continue;
-    n++;
-    missing |= B.stats[i].ours <= 0;
-    if (B.stats[i].ours > ours) {
-      ours = B.stats[i].ours;
-      snprintf(algo, sizeof(algo), "worst %s: %s", mcclArBenchFmtSize(B.stats[i].bytes, sz, sizeof(sz)),
-               B.stats[i].oursAlgo);
-    }
-    if (B.stats[i].nccl > nccl) nccl = B.stats[i].nccl;
-  }
-  if (n == 0)
-    barLine(what, 1, 0, "", 0, goal, "no size of 8 B - 8 KiB in the sweep");
-  else if (missing)
-    barLine(what, 1, 0, "", 0, goal, "MISSED: a size had no correct row");
-  else
-    barLine(what, 1, ours * 1e6, algo, nccl * 1e6, goal, NULL);
-}
-
-static void bandwidthBar(const char* what, size_t bytes, double goal) {
-  for (int i = 0; i < B.nStats; i++) {
-    if (B.stats[i].bytes != bytes) continue;
-    double f = (double)bytes * busFactor() / 1e9;
-    barLine(what, 0, B.stats[i].ours > 0 ? f / B.stats[i].ours : 0, B.stats[i].oursAlgo,
-            B.stats[i].nccl > 0 ? f / B.stats[i].nccl : 0, goal, NULL);
-    return;
-  }
-  barLine(what, 0, 0, "", 0, goal, "size not in the sweep (-b, -e, -f)");
-}
-
-// Issue 14's bars for the net path (ranks posed as hosts): NCCL's own figures on its network, same run.
-static void netSummary(void) {
-  printf("\n# ==== summary: issue 14's bars (net path), %s backend, %d ranks, %s %s; best row and placement per size\n",
-         MCCL_BACKEND_NAME, B.nranks, mcclTypeName(B.o->types[0]), mcclOpName(B.o->ops[0]));
-  printf("# %-40s %14s %14s %-8s %s\n", "bar", "ours", "NCCL", "verdict", "target (our best row)");
-  const char* noNccl = "needs --nccl: the bar is NCCL's own figure in the same run";
-  double f = (double)(512 * MiB) * busFactor() / 1e9;
-  int have8 = 0, have512 = 0;
-  for (int i = 0; i < B.nStats; i++) {
-    const struct sizeStat* st = &B.stats[i];
-    if (st->bytes == 8) {
-      have8 = 1;
-      if (st->nccl <= 0 || st->ours <= 0)
-        barLine("8 B time <= NCCL's", 1, 0, "", 0, 0, st->ours <= 0 ? "MISSED: no correct row" : noNccl);
-      else
-        barLine("8 B time <= NCCL's", 1, st->ours * 1e6, st->oursAlgo, st->nccl * 1e6, st->nccl * 1e6, NULL);
-    }
-    if (st->bytes == 512 * MiB) {
-      have512 = 1;
-      if (st->nccl <= 0 || st->ours <= 0)
-        barLine("512 MiB busbw >= NCCL's", 0, 0, "", 0, 0, st->ours <= 0 ? "MISSED: no correct row" : noNccl);
-      else
-        barLine("512 MiB busbw >= NCCL's", 0, f / st->ours, st->oursAlgo, f / st->nccl, f / st->nccl, NULL);
-    }
-  }
-  if (!have8) barLine("8 B time <= NCCL's", 1, 0, "", 0, 0, "size not in the sweep (-b, -e, -f)");
-  if (!have512) barLine("512 MiB busbw >= NCCL's", 0, 0, "", 0, 0, "size not in the sweep (-b, -e, -f)");
-  fflush(stdout);
-}
-
-// The bars of an issue: 8 B - 8 KiB time per call, eager and in a CUDA graph; bus bandwidth at a few
-// sizes; 512 MiB over SHM (P2P disabled) where the issue sets one. Issue 10 sets them for 2 ranks,
-// issue 12 for 4 (4 GPUs, every pair NVLink); other rank counts are compared with issue 10's.
-struct barSet {
-  int issue, nranks;
-  double eager, graph;  // us
-  size_t bwBytes[3];
-  double bw[3];  // GB/s; 0 ends the list
-  double shm;    // GB/s; 0: no SHM bar
-};
-static const struct barSet kBarSets[] = {
-    {10, 2, 4.0, 2.5, {2 * MiB, 32 * MiB, 512 * MiB}, {180, 320, 360}, 34},
-    {12, 4, 5.0, 3.0, {512 * MiB}, {370}, 0},
-};
 
 static void summary(int shmMode) {
   if (B.rank != 0) return;
-  if (B.s->netMode) {
-    netSummary();
-    return;
-  }
-  const struct barSet* bs = &kBarSets[B.nranks == kBarSets[1].nranks ? 1 : 0];
-  char note[64] = "", name[48], sz[32];
-  if (B.nranks != bs->nranks) snprintf(note, sizeof(note), " (the bars are set for %d ranks)", bs->nranks);
-  printf(
-      "\n# ==== summary: issue %d's bars, %s backend, %d ranks%s, %s %s; best row and placement per size, "
-      "NCCL's best of its rows\n",
-      bs->issue, MCCL_BACKEND_NAME, B.nranks, note, mcclTypeName(B.o->types[0]), mcclOpName(B.o->ops[0]));
-  printf("# %-40s %14s %14s %-8s %s\n", "bar", "ours", "NCCL", "verdict", "target (our best row)");
-  const char* noGraph = "not this run: -G 1 measures it";
-  const char* noEager = "not this run: leave -G out";
-  const char* noShm = "not this run: a P2P-disabled run measures it";
-  const char* isShm = "not this run: a P2P-disabled run";
-  if (shmMode) {
-    barLine("8 B - 8 KiB, eager launches", 1, 0, "", 0, bs->eager, isShm);
-    barLine("8 B - 8 KiB, CUDA graph", 1, 0, "", 0, bs->graph, isShm);
-  } else if (B.o->graph) {
-    barLine("8 B - 8 KiB, eager launches", 1, 0, "", 0, bs->eager, noEager);
-    latencyBar("8 B - 8 KiB, CUDA graph", bs->graph);
-  } else {
-    latencyBar("8 B - 8 KiB, eager launches", bs->eager);
-    barLine("8 B - 8 KiB, CUDA graph", 1, 0, "", 0, bs->graph, noGraph);
-  }
-  for (int i = 0; i < 3 && bs->bw[i] > 0; i++) {
-    snprintf(name, sizeof(name), "%s busbw", mcclArBenchFmtSize(bs->bwBytes[i], sz, sizeof(sz)));
-    if (shmMode)
-      barLine(name, 0, 0, "", 0, bs->bw[i], isShm);
+  char how[64];
+  if (B.o->graph)
+    snprintf(how, sizeof(how), "CUDA graph");
+  else
+    snprintf(how, sizeof(how), "eager launches");
+  if (shmMode) snprintf(how + strlen(how), sizeof(how) - strlen(how), ", P2P disabled (SHM)");
+  if (B.s->netMode) snprintf(how + strlen(how), sizeof(how) - strlen(how), ", ranks posed as hosts (NET)");
+  printf("\n# ==== summary: %s backend, %d ranks, %s %s, %s; per size: our best row and placement, NCCL's best\n",
+         MCCL_BACKEND_NAME, B.nranks, mcclTypeName(B.o->types[0]), mcclOpName(B.o->ops[0]), how);
+  printf("# %12s %10s %10s %-22s %10s %10s %-22s %6s\n", "size", "ours", "busbw", "our row", "NCCL", "busbw",
+         "NCCL's row", "ratio");
+  printf("# %12s %10s %10s %-22s %10s %10s\n", "(B)", "(us)", "(GB/s)", "", "(us)", "(GB/s)");
+  for (int i = 0; i < B.nStats; i++) {
+    const struct sizeStat* st = &B.stats[i];
+    if (!isSummarySize(i)) continue;
+    char ot[24], ob[24], nt[24], nb[24], ratio[24];
+    summaryCells(st->ours, st->bytes, ot, ob, sizeof(ot));
+    summaryCells(st->nccl, st->bytes, nt, nb, sizeof(nt));
+    if (st->ours > 0 && st->nccl > 0)
+      snprintf(ratio, sizeof(ratio), "%.2f", st->nccl / st->ours);
     else
-      bandwidthBar(name, bs->bwBytes[i], bs->bw[i]);
+      snprintf(ratio, sizeof(ratio), "-");
+    printf("# %12zu %10s %10s %-22s %10s %10s %-22s %6s\n", st->bytes, ot, ob, st->ours > 0 ? st->oursAlgo : "-", nt,
+           nb, st->nccl > 0 ? st->ncclAlgo : "-", ratio);
   }
-  if (bs->shm > 0) {
-    if (shmMode)
-      bandwidthBar("512 MiB busbw, SHM", 512 * MiB, bs->shm);
-    else
-      barLine("512 MiB busbw, SHM", 0, 0, "", 0, bs->shm, noShm);
-  }
+  printf("# ratio = NCCL's time / ours (> 1: minccl is faster); -: no correct row, or NCCL not in this run\n");
   fflush(stdout);
 }
-
 // ---- NCCL -----------------------------------------------------------------------------------------
 
 static void openNccl(size_t allocBytes, const char** why) {

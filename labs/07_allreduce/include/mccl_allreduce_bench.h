@@ -2,9 +2,9 @@
  * @file mccl_allreduce_bench.h
  * @brief The allreduce benchmark driver that lab 07's `mpi_bench_allreduce` and final's
  * `allreduce_perf` share: nccl-tests' flags and table, NCCL's ncclAllReduce beside ours in the same
- * run (dlopen), the data check, eager or CUDA-graph timing, CSV/JSON files, progress lines and the
- * summary of issue 10's bars. A program supplies only its allreduce (a table of callbacks) and its
- * buffers; the driver does the rest.
+ * run (dlopen), the data check, eager or CUDA-graph timing, CSV/JSON files, progress lines and a
+ * closing summary (a few sizes: our best time, NCCL's, their ratio). A program supplies only its
+ * allreduce (a table of callbacks) and its buffers; the driver does the rest.
  * @ingroup lab07
  *
  * It lives in `libmccl_07_allreduce_bench.a` (labs/07_allreduce/benchlib/), linked into the
@@ -126,9 +126,9 @@ typedef struct {
   int ncclSameBuffers;    /**< NCCL's plain row on ours[0]'s buffers (else on cudaMalloc buffers of its own) */
   const char* ncclWhyNot; /**< when useNccl is 0: why, for the header line */
   int oopOnly;            /**< out-of-place rows only */
-  int shmMode;            /**< a run with P2P disabled (the SHM bar; no nccl-sym rows) */
-  int netMode;            /**< ranks posed as several hosts, edges over NET (issue 14's bars; no nccl-sym rows) */
-  int summary;            /**< print the summary of the bars at the end (issue 10's; issue 14's in netMode) */
+  int shmMode;            /**< a run with P2P disabled (the SHM path; no nccl-sym rows) */
+  int netMode;            /**< ranks posed as several hosts, edges over NET (no nccl-sym rows) */
+  int summary;            /**< end with the summary: a few sizes, our best time and NCCL's, their ratio */
   const char* metaKey[MCCL_ARB_MAX_META];   /**< extra metadata of the --csv/--json files */
   const char* metaValue[MCCL_ARB_MAX_META]; /**< their values */
   int nMeta;                                /**< entries of metaKey */

@@ -116,6 +116,48 @@ progressLines() {
   [ "$n" = 3 ] || shtest_fail "expected 3 progress lines [k/3], got $n: $(grep '^\[' "$work/sweep.log" | tr '\n' ' ')"
 }
 
+# The closing summary: a line for each end of the sweep (64 B and 256 KiB), with the best of our three
+# rows and two placements as the table shows it (its time, its row, " ip" when in place), the busbw that
+# time gives, and NCCL's columns and the ratio (empty on the sim, NCCL's best / ours where NCCL ran).
+summaryBestRows() {
+  need_bench
+  sweep_files
+  local msg
+  msg=$(python3 - "$work/sweep.log" "${BACKEND:-sim}" <<'EOF' 2>&1
+import re, sys
+log, backend = open(sys.argv[1]).read().splitlines(), sys.argv[2]
+rows = [l.split() for l in log if re.match(r"^ +[0-9]+ +[0-9]+ +float32 ", l)]
+title = "# ==== summary: %s backend, 2 ranks, float32 sum, eager launches;" % backend
+at = [i for i, l in enumerate(log) if l.startswith(title)]
+assert len(at) == 1, "no summary titled '%s'" % title
+after = [l for l in log[at[0] + 1:] if l.startswith("#")]  # the other rank's lines may come in between
+assert after[0].split()[-1] == "ratio", "summary columns: %s" % after[0]
+summ = []
+for l in after[2:]:
+    f = l.split()
+    if len(f) < 2 or not f[1].isdigit():
+        break
+    summ.append(f[1:])
+assert [int(f[0]) for f in summ] == [64, 262144], "summary sizes: %s" % [f[0] for f in summ]
+for f in summ:
+    size = int(f[0])
+    # the table's minccl rows at this size: (time, row as the summary names it), out of place and in place
+    ours = [(float(r[c]), r[5] + ("" if c == 6 else " ip")) for r in rows
+            if int(r[0]) == size and r[5] not in ("nccl", "nccl-sym") for c in (6, 10)]
+    best = min(ours)
+    row = " ".join(f[3:5]) if len(f) > 4 and f[4] == "ip" else f[3]
+    assert abs(float(f[1]) - best[0]) <= 0.006, "summary %d: ours %s us, the table's best %s" % (size, f[1], best)
+    assert row in [n for t, n in ours if abs(t - best[0]) <= 0.006], "summary %d: row %s, best %s" % (size, row, best)
+    assert abs(float(f[2]) - size / float(f[1]) / 1e3) <= 0.01 + 0.01 * float(f[2]), "summary %d: busbw %s" % (size, f[2])
+    nccl = f[-4:]
+    if backend == "sim":
+        assert nccl == ["-", "-", "-", "-"], "NCCL figures on the sim: %s" % f
+    elif nccl[0] != "-":
+        assert abs(float(nccl[3]) - float(nccl[0]) / float(f[1])) <= 0.01 + 0.01 * float(nccl[3]), "ratio: %s" % f
+EOF
+  ) || shtest_fail "$msg"
+}
+
 # -d all -o all: every type and operation, each row checked (-c 2: two checked calls) and correct.
 # A sanitizer build (SANITIZE=1, TSAN=1: each row takes seconds there) runs every type with one
 # operation, avg (it scales: a floating type's inputs, an integer's sum), unless MCCL_TEST_FULL=1, as
@@ -225,6 +267,7 @@ plotCharts() {
 
 shtest_case csvAndJsonRecords csvAndJsonRecords
 shtest_case progressLines progressLines
+shtest_case summaryBestRows summaryBestRows
 shtest_case everyTypeAndOp everyTypeAndOp
 shtest_case noCheckIsNotZeroWrong noCheckIsNotZeroWrong
 shtest_case badArguments badArguments
