@@ -6,7 +6,7 @@
 //
 // Timing. Small sizes (<= --ll-max) use LL on one channel and eager launches: every iteration
 // launches the kernels again, and a sample is the time per iteration over --batch back-to-back
-// iterations (what the 8 B latency bar measures). Larger sizes use SIMPLE on -c channels of -t
+// iterations (how the summary's 8 B latency is timed). Larger sizes use SIMPLE on -c channels of -t
 // threads, one launch per sample. Each sample is timed with CUDA events on each rank, from a
 // barrier to the end of both streams; the max over ranks is the sample, the median of -n samples
 // after -w warm-up ones is printed. NCCL is timed by the same code. Lab 05's copy-engine mode runs on
@@ -49,7 +49,7 @@
 // ---- settings ------------------------------------------------------------------------------------
 
 static struct {
-  size_t minBytes, maxBytes, shmMaxBytes, p2pBar, shmBar, latBytes, llMax, minChannelBytes;
+  size_t minBytes, maxBytes, shmMaxBytes, p2pBytes, shmBytes, latBytes, llMax, minChannelBytes;
   int factor, nch, nthreads, llThreads, chunkSteps, sliceSteps, warm, iters, batch, useNccl;
   int sweepCh[MCCL_DEV_MAX_CHANNELS], nSweepCh, sweepThr[32], nSweepThr;
 } opt;
@@ -90,15 +90,16 @@ static const char* kHelp =
     "  --min-channel-bytes BYTES  a SIMPLE size uses at most one channel per this many bytes [64K]\n"
     "  -n N, -w N         timed samples (median printed) and warm-up samples per row [20, 5 / 3, 1]\n"
     "  --batch N          eager launches per LL sample [100 / 5]\n"
-    "  --p2p-bytes BYTES, --shm-bytes BYTES   sizes of the bars [512M, 256M / 256K, 256K]; the SHM and\n"
-    "                     copy-engine tables stop at --shm-bytes\n"
-    "  --sweep-channels LIST, --sweep-threads LIST   comma lists: time the bar sizes with every\n"
+    "  --p2p-bytes BYTES, --shm-bytes BYTES   the P2P and SHM sizes of the channel sweep and the summary\n"
+    "                     [512M, 256M / 256K, 256K]; the SHM and copy-engine tables stop at --shm-bytes\n"
+    "  --sweep-channels LIST, --sweep-threads LIST   comma lists: time those sizes with every\n"
     "                     channel count x thread count [8,16,24,32,48,64 and -t / 1,2 and -t]\n"
     "  --no-nccl          do not load NCCL\n"
     "Environment: MCCL_BUFFSIZE (SIMPLE FIFO per connection; this benchmark sets NCCL's 4 MiB, 8 slots\n"
     "of 512 KiB, NCCL's NVLink P2P chunk, unless it is set), MCCL_LL_BUFFSIZE, MCCL_NCCL_LIB;\n"
     "docs/parameters.md lists them all.\n"
-    "The last lines are a summary: each bar of issue 8, ours, NCCL's and the ratio.";
+    "The last lines are a summary: P2P at --p2p-bytes and 8 B, SHM at --shm-bytes, timed again with the\n"
+    "defaults; ours, NCCL's and the ratio of their times.";
 
 static void parseList(int argc, char** argv, const char* name, int* out, int* n, int max, int lo, int hi) {
   const char* s = mcclArgsOpt(argc, argv, name);
@@ -142,8 +143,8 @@ static void parseOptions(int argc, char** argv, int sim) {
   opt.iters = (int)mcclArgsOptInt(argc, argv, "-n", sim ? 3 : 20, 1, MAX_SAMPLES / 2);
   opt.warm = (int)mcclArgsOptInt(argc, argv, "-w", sim ? 1 : 5, 0, MAX_SAMPLES / 2);
   opt.batch = (int)mcclArgsOptInt(argc, argv, "--batch", sim ? 5 : 100, 1, 100000);
-  opt.p2pBar = (size_t)mcclArgsOptInt(argc, argv, "--p2p-bytes", sim ? 256 * KiB : 512 * MiB, 4, 4 * G);
-  opt.shmBar = (size_t)mcclArgsOptInt(argc, argv, "--shm-bytes", sim ? 256 * KiB : 256 * MiB, 4, 4 * G);
+  opt.p2pBytes = (size_t)mcclArgsOptInt(argc, argv, "--p2p-bytes", sim ? 256 * KiB : 512 * MiB, 4, 4 * G);
+  opt.shmBytes = (size_t)mcclArgsOptInt(argc, argv, "--shm-bytes", sim ? 256 * KiB : 256 * MiB, 4, 4 * G);
   opt.latBytes = 8;
   opt.useNccl = mcclArgsOpt(argc, argv, "--no-nccl") == NULL;
   char msg[256];
@@ -162,7 +163,7 @@ static void parseOptions(int argc, char** argv, int sim) {
     snprintf(msg, sizeof(msg), "-b %zu is larger than -e %zu", opt.minBytes, opt.maxBytes);
     mcclArgsFail(msg);
   }
-  opt.shmMaxBytes = opt.maxBytes < opt.shmBar ? opt.maxBytes : opt.shmBar;
+  opt.shmMaxBytes = opt.maxBytes < opt.shmBytes ? opt.maxBytes : opt.shmBytes;
   if (sim) {
     opt.sweepCh[0] = 1, opt.sweepCh[1] = 2, opt.nSweepCh = 2;
   } else {
@@ -642,7 +643,7 @@ static int maxInt(const int* v, int n, int init) {
   return init;
 }
 
-// "512 MiB", "256 KiB", "8 B": the bar sizes as people say them.
+// "512 MiB", "256 KiB", "8 B": the summary's sizes as people say them.
 static const char* fmtSize(size_t b, char* buf, size_t len) {
   if (b >= MiB && b % MiB == 0)
     snprintf(buf, len, "%zu MiB", b / MiB);
@@ -653,22 +654,25 @@ static const char* fmtSize(size_t b, char* buf, size_t len) {
   return buf;
 }
 
-static void summaryLine(const char* what, double oursV, double ncclV, int isTime, double goal, const char* extra) {
-  if (rank != 0) return;
-  char o[32], n[32], r[32], v[32];
-  snprintf(o, sizeof(o), isTime ? "%.2f us" : "%.2f GB/s", oursV);
-  double ratio = 0;
-  if (ncclV > 0) {
-    snprintf(n, sizeof(n), isTime ? "%.2f us" : "%.2f GB/s", ncclV);
-    ratio = isTime ? ncclV / oursV : oursV / ncclV;
-    snprintf(r, sizeof(r), "%.2f", ratio);
-    snprintf(v, sizeof(v), "%s", goal > 0 ? (ratio >= goal ? "met" : "MISSED") : "-");
-  } else {
-    snprintf(n, sizeof(n), "-");
-    snprintf(r, sizeof(r), "-");
-    snprintf(v, sizeof(v), "no NCCL");
+// One line of the summary: ours and NCCL's time per transfer and bandwidth (per direction), and the ratio of
+// the times; dashes where a side was not measured.
+static void summaryLine(const char* what, size_t bytes, const struct result* r) {
+  char cell[4][24], ratio[24];
+  const double sec[2] = {r->ours, r->nccl};
+  for (int i = 0; i < 2; i++) {
+    if (sec[i] > 0) {
+      snprintf(cell[2 * i], sizeof(cell[0]), "%.2f", sec[i] * 1e6);
+      snprintf(cell[2 * i + 1], sizeof(cell[0]), "%.2f", (double)bytes / sec[i] / 1e9);
+    } else {
+      snprintf(cell[2 * i], sizeof(cell[0]), "-");
+      snprintf(cell[2 * i + 1], sizeof(cell[0]), "-");
+    }
   }
-  printf("# %-44s %12s %12s %6s %7s %s\n", what, o, n, r, v, extra ? extra : "");
+  if (r->ours > 0 && r->nccl > 0)
+    snprintf(ratio, sizeof(ratio), "%.2f", r->nccl / r->ours);
+  else
+    snprintf(ratio, sizeof(ratio), "-");
+  printf("# %-50s %10s %10s %10s %10s %6s\n", what, cell[0], cell[1], cell[2], cell[3], ratio);
 }
 
 static mcclResult_t run(int sim) {
@@ -686,8 +690,8 @@ static mcclResult_t run(int sim) {
 
   // Buffers, streams, events, abort flag and status word shared by every target of this rank.
   size_t maxBytes = opt.maxBytes;
-  if (opt.p2pBar > maxBytes) maxBytes = opt.p2pBar;
-  if (opt.shmBar > maxBytes) maxBytes = opt.shmBar;
+  if (opt.p2pBytes > maxBytes) maxBytes = opt.p2pBytes;
+  if (opt.shmBytes > maxBytes) maxBytes = opt.shmBytes;
   maxBytes = maxBytes / 4 * 4;
   target base;
   memset(&base, 0, sizeof(base));
@@ -756,7 +760,7 @@ static mcclResult_t run(int sim) {
     q.rank = rank;
     q.nranks = 2;
     q.dev = dev;
-    q.maxBytes = (opt.shmBar > opt.latBytes ? opt.shmBar : opt.latBytes) + SLACK_BYTES;
+    q.maxBytes = (opt.shmBytes > opt.latBytes ? opt.shmBytes : opt.latBytes) + SLACK_BYTES;
     if (haveNccl && rank == 0 && api.getUniqueId(&q.id) != 0) helperStop(1);
     MPI_Bcast(&q.id, sizeof(q.id), MPI_BYTE, 0, MPI_COMM_WORLD);
     helper.ok = allOk(haveNccl && helperCall(&q, &r));
@@ -812,21 +816,21 @@ static mcclResult_t run(int sim) {
         "NCCL (NCCL_P2P_DISABLE=1) host-timed too\n");
   if (haveCe) MCCLCHECK(sweepSizes(&ceT, NULL, 1, opt.shmMaxBytes, kMethodHost));
 
-  // Channel x thread sweep at the bar sizes.
+  // Channel x thread sweep at the summary's sizes.
   struct best {
     double sec;
     int nch, nthreads;
   } best[2][2];  // [P2P, SHM][mode]
   memset(best, 0, sizeof(best));
   if (rank == 0) {
-    printf("\n# ==== channel sweep at the bar sizes (SIMPLE; --sweep-channels, --sweep-threads)\n");
+    printf("\n# ==== channel sweep at --p2p-bytes and --shm-bytes (SIMPLE; --sweep-channels, --sweep-threads)\n");
     printf("#%-9s %12s %-8s %3s %5s %10s %8s %7s\n", "transport", "size", "dir", "ch", "thr", "time(us)", "algbw",
            "#wrong");
   }
   for (int tr = 0; tr < 2; tr++) {
     struct link* l = tr == 0 ? &p2p : &shm;
     if (!(tr == 0 ? haveP2p : haveShm)) continue;
-    size_t bytes = (tr == 0 ? opt.p2pBar : opt.shmBar) / 4 * 4;
+    size_t bytes = (tr == 0 ? opt.p2pBytes : opt.shmBytes) / 4 * 4;
     for (int i = 0; i < opt.nSweepCh; i++) {
       for (int j = 0; j < opt.nSweepThr; j++) {
         for (int mode = kOneWay; mode <= kBothWays; mode++) {
@@ -843,59 +847,60 @@ static mcclResult_t run(int sim) {
     }
   }
 
-  // The bars, measured again with the default configuration, NCCL beside.
-  struct result bar[6];
-  memset(bar, 0, sizeof(bar));
-  struct spec bs6[6];
-  bs6[0] = rowSpec(opt.p2pBar / 4 * 4, kOneWay, kMethodEvents, opt.nch, opt.nthreads);
-  bs6[1] = rowSpec(opt.p2pBar / 4 * 4, kBothWays, kMethodEvents, opt.nch, opt.nthreads);
-  bs6[2] = rowSpec(opt.latBytes, kOneWay, kMethodEvents, opt.nch, opt.nthreads);
-  bs6[3] = rowSpec(opt.latBytes, kBothWays, kMethodEvents, opt.nch, opt.nthreads);
-  bs6[4] = rowSpec(opt.shmBar / 4 * 4, kOneWay, kMethodEvents, opt.nch, opt.nthreads);
-  bs6[5] = rowSpec(opt.shmBar / 4 * 4, kOneWay, kMethodHost, 1, opt.nthreads);
+  // The summary's rows, timed again with the default configuration, NCCL beside.
+  struct result sum[6];
+  memset(sum, 0, sizeof(sum));
+  struct spec ss[6];
+  ss[0] = rowSpec(opt.p2pBytes / 4 * 4, kOneWay, kMethodEvents, opt.nch, opt.nthreads);
+  ss[1] = rowSpec(opt.p2pBytes / 4 * 4, kBothWays, kMethodEvents, opt.nch, opt.nthreads);
+  ss[2] = rowSpec(opt.latBytes, kOneWay, kMethodEvents, opt.nch, opt.nthreads);
+  ss[3] = rowSpec(opt.latBytes, kBothWays, kMethodEvents, opt.nch, opt.nthreads);
+  ss[4] = rowSpec(opt.shmBytes / 4 * 4, kOneWay, kMethodEvents, opt.nch, opt.nthreads);
+  ss[5] = rowSpec(opt.shmBytes / 4 * 4, kOneWay, kMethodHost, 1, opt.nthreads);
   if (haveP2p)
-    for (int i = 0; i < 4; i++) MCCLCHECK(runRow(&p2p.t, ncclP2p, 0, &bs6[i], &bar[i]));
-  if (haveShm) MCCLCHECK(runRow(&shm.t, NULL, 1, &bs6[4], &bar[4]));
-  if (haveCe) MCCLCHECK(runRow(&ceT, NULL, 1, &bs6[5], &bar[5]));
+    for (int i = 0; i < 4; i++) MCCLCHECK(runRow(&p2p.t, ncclP2p, 0, &ss[i], &sum[i]));
+  if (haveShm) MCCLCHECK(runRow(&shm.t, NULL, 1, &ss[4], &sum[4]));
+  if (haveCe) MCCLCHECK(runRow(&ceT, NULL, 1, &ss[5], &sum[5]));
   if (rank == 0) {
     char what[96], extra[96], sz[32];
     long wrong = 0;
-    for (int i = 0; i < 6; i++) wrong += bar[i].wrong;
-    printf("\n# ==== summary: issue 8's bars, %s backend, same run as NCCL (ratio > 1: ours is faster)\n",
-           MCCL_BACKEND_NAME);
-    printf("# %-44s %12s %12s %6s %7s %s\n", "bar", "ours", "NCCL", "ratio", "verdict", "target");
-    double gb = 1e9;
-    snprintf(what, sizeof(what), "P2P %s one way (c=%d t=%d)", fmtSize(opt.p2pBar, sz, sizeof(sz)), bs6[0].nch,
-             bs6[0].nthreads);
-    if (haveP2p)
-      summaryLine(what, (double)opt.p2pBar / bar[0].ours / gb,
-                  bar[0].nccl > 0 ? (double)opt.p2pBar / bar[0].nccl / gb : 0, 0, 1.0, ">= NCCL");
-    snprintf(what, sizeof(what), "P2P %s both ways, per direction", fmtSize(opt.p2pBar, sz, sizeof(sz)));
-    if (haveP2p)
-      summaryLine(what, (double)opt.p2pBar / bar[1].ours / gb,
-                  bar[1].nccl > 0 ? (double)opt.p2pBar / bar[1].nccl / gb : 0, 0, 0, "(no bar)");
-    if (haveP2p)
-      summaryLine("P2P 8 B one way, LL, 1 channel, eager", bar[2].ours * 1e6, bar[2].nccl * 1e6, 1, 2.0, "<= NCCL/2");
-    if (haveP2p)
-      summaryLine("P2P 8 B both ways (nccl-tests sendrecv)", bar[3].ours * 1e6, bar[3].nccl * 1e6, 1, 0, "(no bar)");
-    snprintf(what, sizeof(what), "SHM %s one way (c=%d t=%d)", fmtSize(opt.shmBar, sz, sizeof(sz)), bs6[4].nch,
-             bs6[4].nthreads);
-    if (haveShm)
-      summaryLine(what, (double)opt.shmBar / bar[4].ours / gb,
-                  bar[4].nccl > 0 ? (double)opt.shmBar / bar[4].nccl / gb : 0, 0, 1.0, ">= NCCL SHM");
-    snprintf(what, sizeof(what), "SHM %s one way, lab 05 copy engine", fmtSize(opt.shmBar, sz, sizeof(sz)));
-    if (haveCe)
-      summaryLine(what, (double)opt.shmBar / bar[5].ours / gb,
-                  bar[5].nccl > 0 ? (double)opt.shmBar / bar[5].nccl / gb : 0, 0, 0, "(host-timed)");
+    for (int i = 0; i < 6; i++) wrong += sum[i].wrong;
+    printf(
+        "\n# ==== summary: %s backend, 2 ranks, these rows timed again with the default settings; NCCL's from "
+        "the same run\n",
+        MCCL_BACKEND_NAME);
+    printf("# %-50s %10s %10s %10s %10s %6s\n", "row", "ours", "ours", "NCCL", "NCCL", "ratio");
+    printf("# %-50s %10s %10s %10s %10s\n", "", "(us)", "(GB/s)", "(us)", "(GB/s)");
+    if (haveP2p) {
+      snprintf(what, sizeof(what), "P2P %s one way (c=%d t=%d)", fmtSize(opt.p2pBytes, sz, sizeof(sz)), ss[0].nch,
+               ss[0].nthreads);
+      summaryLine(what, ss[0].count * 4, &sum[0]);
+      snprintf(what, sizeof(what), "P2P %s both ways, per direction", fmtSize(opt.p2pBytes, sz, sizeof(sz)));
+      summaryLine(what, ss[1].count * 4, &sum[1]);
+      summaryLine("P2P 8 B one way, LL, 1 channel, eager", ss[2].count * 4, &sum[2]);
+      summaryLine("P2P 8 B both ways (nccl-tests sendrecv)", ss[3].count * 4, &sum[3]);
+    }
+    if (haveShm) {
+      snprintf(what, sizeof(what), "SHM %s one way (c=%d t=%d)", fmtSize(opt.shmBytes, sz, sizeof(sz)), ss[4].nch,
+               ss[4].nthreads);
+      summaryLine(what, ss[4].count * 4, &sum[4]);
+    }
+    if (haveCe) {
+      snprintf(what, sizeof(what), "SHM %s one way, lab 05 copy engine, host-timed",
+               fmtSize(opt.shmBytes, sz, sizeof(sz)));
+      summaryLine(what, ss[5].count * 4, &sum[5]);
+    }
+    printf("# ratio = NCCL's time / ours (> 1: ours is faster); -: not measured in this run\n");
+    const double gb = 1e9;
     for (int tr = 0; tr < 2; tr++) {
       if (best[tr][0].sec <= 0) continue;
-      size_t bytes = tr == 0 ? opt.p2pBar : opt.shmBar;
+      size_t bytes = tr == 0 ? opt.p2pBytes : opt.shmBytes;
       snprintf(extra, sizeof(extra), "both ways: c=%d t=%d %.1f GB/s", best[tr][1].nch, best[tr][1].nthreads,
                best[tr][1].sec > 0 ? (double)bytes / best[tr][1].sec / gb : 0);
       printf("# best of the sweep, %s one way: c=%d t=%d %.1f GB/s; %s\n", tr == 0 ? "P2P" : "SHM", best[tr][0].nch,
              best[tr][0].nthreads, (double)bytes / best[tr][0].sec / gb, extra);
     }
-    printf("# data check of the bar rows: %ld wrong words\n", wrong);
+    printf("# data check of the summary rows: %ld wrong words\n", wrong);
     fflush(stdout);
   }
 
