@@ -73,7 +73,7 @@
 // raised "illegal instruction"). The non-aligned form (barrier.sync) is defined, but ptxas compiles it
 // twice, a converged copy and one for a split warp (behind BRA.DIV), and compute-sanitizer synccheck
 // reports a barrier completed from two instructions as "divergent thread(s) in block" and stops the
-// kernel (32 reports on the H100 and H200, docs/results/2026-11-24-h100-synccheck.md). So __syncwarp
+// kernel (see the synccheck run in docs/results). So __syncwarp
 // reconverges the warp (its slow path runs only for a split warp), then every warp of the group meets
 // at one aligned instruction. Groups are whole warps, so every lane of a warp calls these.
 __device__ __forceinline__ void barrier_sync(int name) {

@@ -43,7 +43,7 @@ peer_killed() {
   need_bench
   faults kill --enable-recovery --mca orte_allowed_exit_without_sync 1
   grep '^# rank' "$work/kill.log"
-  # The bar (100 ms) is the GPUs'; a loaded two-core machine running the sim gets a second.
+  # 100 ms is the bound on a GPU; a loaded two-core machine running the sim gets a second.
   need_line 0 kill "remote process exited" 1000
 }
 

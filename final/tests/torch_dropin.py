@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch's "nccl" backend on minccl's libnccl.so.2, unmodified (issue 11, section 3).
+"""PyTorch's "nccl" backend on minccl's libnccl.so.2, unmodified: the drop-in serves a real client.
 
 Run on a host with 2 GPUs and torch, with the drop-in preloaded:
 
@@ -111,8 +111,8 @@ def main():
     dist.init_process_group("nccl", device_id=dev)
     checks = Checks(rank, world)
 
-    # libtorch_cuda depends on its bundled libnccl.so.2, so the loader maps that file too (seen on the
-    # H200 host, torch 2.x); every ncclX symbol still binds to the preloaded library, which comes first
+    # libtorch_cuda depends on its bundled libnccl.so.2, so the loader maps that file too (torch 2.x);
+    # every ncclX symbol still binds to the preloaded library, which comes first
     # in lookup order; served_by_minccl checks that minccl's call counter grew with the calls (at least
     # 30). Here the drop-in must be mapped, and NCCL's copy, if mapped, is reported.
     def served():

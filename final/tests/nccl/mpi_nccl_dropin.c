@@ -618,7 +618,7 @@ static void test_group_simulate_end(void) {
   free(host);
 }
 
-// The collectives of issue 11 section 2, checked against the CPU reference: 0 AllGather,
+// The drop-in's collectives besides AllReduce, checked against the CPU reference: 0 AllGather,
 // 1 ReduceScatter, 2 Broadcast, 3 Reduce; in place or not. Returns 0 when correct.
 static const char* const collName[4] = {"allgather", "reducescatter", "broadcast", "reduce"};
 static int collChecked(int kind, ncclDataType_t t, ncclRedOp_t op, int root, size_t count, int inPlace, char* dmem) {

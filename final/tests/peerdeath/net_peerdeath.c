@@ -1,4 +1,4 @@
-// final/ across hosts, a peer killed mid-collective (issue 14). Run by final/tests/test_net_peerdeath.sh as
+// final/ across hosts, a peer killed mid-collective. Run by final/tests/test_net_peerdeath.sh as
 // `mpirun --enable-recovery -np 3` (without that flag mpirun ends the whole job when one rank dies), each
 // rank posing as its own host (MCCL_HOSTID from the world rank), so every ring edge is lab 08's NET
 // transport over the MPI plugin. Every rank completes an allreduce on a first communicator; on a second

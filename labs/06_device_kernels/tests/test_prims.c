@@ -775,8 +775,8 @@ static void warmUp(void) {
 // that is microseconds, and the test allows 10 ms from the store to the kernel being done. On the sim
 // every spin is a sched_yield on 2 shared cores: 2 s where one thread per block spins (SIMPLE: the
 // WaitRecv or WaitSend thread; an LL sender's WaitSend thread). An LL receiver has every thread spin
-// on its own line, each counting its own 10000 spins (2 blocks x 64 threads x 10000 yields): 2-3 s
-// measured on a loaded machine, so 10 s there.
+// on its own line, each counting its own 10000 spins (2 blocks x 64 threads x 10000 yields): seconds
+// on a loaded machine, so 10 s there.
 static int64_t abortBoundUs(int proto, int allThreadsSpin) {
   if (!PT_ON_SIM) return 10000;
   return proto == MCCL_PROTO_LL && allThreadsSpin ? 10000000 : 2000000;

@@ -153,8 +153,8 @@ __device__ __forceinline__ int mcclOneShotLineElts(const struct mcclDevWorkColl&
 
 // One-shot's pull: each trip reads lines base + u * nthreads (u < U) of R ranks at a time (a peer's
 // from this rank's scratch, its own from the input), all loads issued before any is waited on, so a
-// trip waits about one latency per R ranks (waiting on each peer before loading the next cost one
-// latency per peer: docs/results/2026-11-26-h100x4-c.md). Lines whose flags are not the launch's yet are
+// trip waits about one latency per R ranks (waiting on each peer before loading the next would cost one
+// latency per peer). Lines whose flags are not the launch's yet are
 // re-read together, then the ranks are reduced in rank order.
 template <typename T, typename RedOp, int R, int U>
 __device__ __forceinline__ void mcclOneShotPull(const struct mcclDevKernelArgsStorage& p, uint32_t flag, int parity,

@@ -44,8 +44,8 @@ MCCL_SHMEM_DEFINE(struct mcclShmemData, mcclShmem);
 // launches): wait until the stream's previous grid has finished and its memory is visible (NCCL's
 // symmetric kernels start with cudaGridDependencySynchronize), then let the stream's next grid launch
 // at once: its blocks become resident and wait in their own first statement, so its launch cost overlaps
-// this kernel. On 2x H200 an 8-byte allreduce in a graph went 3.19 -> 2.94 us with the wait alone and
-// to 2.73 us with the trigger as well (docs/results/2026-11-26-h200x2-b.md).
+// this kernel. Latency-bound calls gain the most, since their kernels are short beside a launch (see
+// docs/results).
 __device__ __forceinline__ void mcclDependentGridBegin() {
   cudaGridDependencySynchronize();
   cudaTriggerProgrammaticLaunchCompletion();
@@ -73,8 +73,8 @@ struct mcclSpin {
 };
 // Besides every MCCL_SPINS_BEFORE_CHECK_ABORT spins, the flag is read once MCCL_ABORT_CHECK_NS of
 // spinning have passed (the clock is read every MCCL_SPINS_PER_CLOCK_READ spins). NCCL counts spins
-// only; here a spin on a host-mapped SHM FIFO is a PCIe round trip of about 1.2 us, so 10000 spins
-// were 12 ms on the H200, over lab 06's 10 ms bound for an abort to end a kernel.
+// only; here a spin on a host-mapped SHM FIFO is a PCIe round trip, so a count alone can take longer than
+// lab 06's 10 ms bound for an abort to end a kernel.
 #define MCCL_ABORT_CHECK_NS 1000000ull
 #define MCCL_SPINS_PER_CLOCK_READ 256
 

@@ -120,8 +120,8 @@ class Primitives<T, RedOp, ProtoSimple> {
     nelem = nelem < 0 ? 0 : nelem;
     // Slices shrink for small chunks, down to 1/32 of a slice (NCCL) but not below 32 KiB
     // (MCCL_SIMPLE_MIN_SLICE_BYTES) or the whole slice: with NCCL's 4 MiB FIFO the two floors are the
-    // same; with our 1 MiB default, 1/32 alone cut a ring's 16 KiB chunk into two 8 KiB slices and
-    // all_gather at 2 MiB on 2x H100 took 14.6-14.7 us instead of 13.4-13.7 (lab 07 README). NCCL
+    // same; with our 1 MiB default, 1/32 alone would cut a ring's 16 KiB chunk into two 8 KiB slices,
+    // each paying a step's wait and post for half the data, which slows the mid-size collectives. NCCL
     // rounds slices to 16 elements; here to 256 bytes, so a sender moving bytes and a receiver
     // reducing typed elements cut a chunk at the same places (the floor is in bytes too).
     int sliceSize = stepSize * stepPerSlice;
@@ -132,7 +132,7 @@ class Primitives<T, RedOp, ProtoSimple> {
     int offset = 0;
     // One loop over the chunk's slices for every thread, so each barrier is one instruction that the
     // whole group reaches from the same place (a GPU requires it: bar.red reached from two code
-    // locations is reported by compute-sanitizer's synccheck and hung the H200). NCCL writes the
+    // locations is reported by compute-sanitizer's synccheck and can hang the GPU). NCCL writes the
     // empty slices as a second loop; only the workers wait, copy and meet at the workers' barrier.
     do {
       sliceSize = sliceSize < nelem - offset ? sliceSize : nelem - offset;
