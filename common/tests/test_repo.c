@@ -157,6 +157,30 @@ static void paramsOnlyFromTheTable(void) {
   if (*found) mcclTestFailAt(__FILE__, __LINE__, "expected parameters read through mccl_params.def, got:%s", found);
 }
 
+// Comments say why, never when (docs/contributing.md): the sources name no issue numbers and no dates,
+// dated results pages included; history lives in git and docs/results/. test_benchout.c's date is a
+// fixture the writer must format, not history.
+static void sourcesSayWhyNotWhen(void) {
+  if (!inRoot()) SKIP("run from the repository root (make test)");
+  FILE* p = popen(
+      "grep -rnE '[Ii]ssue [0-9]+|\\([i]ssue|20[0-9]{2}-[01][0-9]-[0-3][0-9]' --include='*.c' --include='*.h' "
+      "--include='*.cu' --include='*.cuh' --include='*.def' --include='*.sh' --include='*.mk' --include='*.py' "
+      "--include='*.gdb' --include='*.cuda-gdb' --include=Makefile --exclude=test_benchout.c "
+      "Makefile common sim labs final mk 2>/dev/null | cut -c1-120",
+      "r");
+  EXPECT_TRUE(p != NULL);
+  char line[512], found[2048] = "";
+  while (fgets(line, sizeof(line), p)) {
+    line[strcspn(line, "\n")] = '\0';
+    if (strlen(found) + strlen(line) + 4 < sizeof(found)) {
+      strcat(found, "\n  ");
+      strcat(found, line);
+    }
+  }
+  pclose(p);
+  if (*found) mcclTestFailAt(__FILE__, __LINE__, "expected no issue number or date in the sources, got:%s", found);
+}
+
 MCCL_TEST_MAIN(MCCL_TEST_CASE(deviceContractComplete), MCCL_TEST_CASE(labsHaveTheirParts),
                MCCL_TEST_CASE(harnessOnlyInTestLib), MCCL_TEST_CASE(examplesIncludeNoTests),
-               MCCL_TEST_CASE(paramsOnlyFromTheTable))
+               MCCL_TEST_CASE(paramsOnlyFromTheTable), MCCL_TEST_CASE(sourcesSayWhyNotWhen))
