@@ -118,7 +118,7 @@ if [ -f "$NCCL_LIB_DIR/libnccl.so.2" ]; then
 fi
 
 # 4. the table: per run and size (and type, operation and root where a run has several), out-of-place
-# time and busbw of both and #wrong (out + in place) of both; then the group bar: the time per allreduce
+# time and busbw of both and #wrong (out + in place) of both; then the group comparison: the time per allreduce
 # of a group of eight (-m 8; nccl-tests divides by the group's size) beside one alone (-m 1).
 python3 - "$OUT" "${runs[@]}" > "$OUT/summary.md" <<'EOF'
 import os, re, sys
@@ -158,7 +158,7 @@ for name in runs:
         what = f"{key[3]} | {key[0]} | {key[1]} | {key[2]}" if several else f"{key[3]}"
         print(f"| {what} | {fmt(mt)} | {fmt(nt)} | {fmt(mb)} | {fmt(nb)} | {ratio} | {'/'.join(map(str, mw))} | {'/'.join(map(str, nw))} |")
     print()
-# The group bar: out-of-place time per allreduce at 8 KiB, in a group of eight and alone.
+# The group comparison: out-of-place time per allreduce at 8 KiB, in a group of eight and alone.
 def per_call(label, name):
     rows = parse(f"{out}/{label}-{name}.log")
     return next(iter(rows.values()))[0] if rows else None
