@@ -76,23 +76,6 @@ mcclResult_t mcclDevCalloc(void** ptr, size_t bytes);
 mcclResult_t mcclDevFree(void* ptr);
 
 /**
- * @brief Zeroed pinned host memory that the host and every device's kernels read and write (flags,
- * rings), one address for all, freed without waiting for the device: lab 02's mcclHostAlloc (cuMem host
- * memory when on, opened here to every device; cudaHostAlloc otherwise, whose cudaFreeHost waits for it).
- * @param[out] ptr    the address (written only on success).
- * @param[in]  bytes  > 0.
- * @return mcclSuccess; mcclInvalidArgument; mcclUnhandledCudaError.
- */
-mcclResult_t mcclDevHostCalloc(void** ptr, size_t bytes);
-
-/**
- * @brief Free memory from mcclDevHostCalloc (after the kernels that use it have ended).
- * @param[in] ptr  its address, or NULL (a no-op).
- * @return mcclSuccess; the errors of mcclHostFree.
- */
-mcclResult_t mcclDevHostFree(void* ptr);
-
-/**
  * @brief After the kernel has finished, copy the steps it wrote back into each connector's
  * conn.step, so the next kernel (or mcclDevConnCreate) starts where it stopped. Synchronous.
  * @param[in,out] connectors  the n connectors given to mcclDevConnCreate.
@@ -110,7 +93,7 @@ mcclResult_t mcclDevConnReadStep(struct mcclConnector* connectors, int n, const 
 mcclResult_t mcclDevConnFree(struct mcclConnInfo* devConns);
 
 /**
- * @brief A zeroed abort flag in pinned host memory every device maps (mcclDevHostCalloc) that a
+ * @brief A zeroed abort flag in mapped pinned host memory (cudaHostAlloc mapped, portable) that a
  * kernel polls and the host sets (NCCL's comm->abortFlag / abortFlagDev).
  * @param[out] hostPtr  the host address: store a non-zero value to abort.
  * @param[out] devPtr   the device address to pass to kernels (valid on every device).

@@ -9,12 +9,10 @@
 #include "mccl_checks.h"
 #include "mccl_debug.h"
 #include "mccl_devconn.h"
-#include "mccl_host_alloc.h"
 #include "mccl_p2p.h"
 #include "mccl_shm.h"
 
 #define DEVPAIR_MAX_CHANNELS 64
-#define MCCL_DEVHOST_MAX_DEVICES 64  // devices a host flag is opened to (the sim's and NCCL's maximum)
 // Bootstrap tags of the peer exchange; any value distinct from the other users of the bootstrap.
 enum { kTagHeader = 0x6d060, kTagSendInfo, kTagRecvInfo, kTagDone };
 
@@ -59,44 +57,6 @@ mcclResult_t mcclDevFree(void* ptr) {
   return mcclMemFree(ptr);
 }
 
-mcclResult_t mcclDevHostCalloc(void** ptr, size_t bytes) {
-  MCCL_ARGCHECK(ptr != NULL && bytes > 0, "ptr %p, bytes %zu", (void*)ptr, bytes);
-  void* p = NULL;
-  MCCLCHECK(mcclHostAlloc(&p, bytes));
-  CUmemGenericAllocationHandle h;
-  if (cuMemRetainAllocationHandle(&h, p) == CUDA_SUCCESS) {
-    // cuMem host memory is opened to the allocating device only; kernels of every device may poll a flag
-    // (a pair of devices in one process shares one), as they may cudaHostAlloc memory under unified addressing.
-    cuMemRelease(h);
-    mcclResult_t res = mcclSuccess;
-    CUdeviceptr base = 0;
-    size_t size = 0;
-    int n = 0;
-    CUmemAccessDesc d[MCCL_DEVHOST_MAX_DEVICES];
-    CUCHECKGOTO(cuMemGetAddressRange(&base, &size, (CUdeviceptr)p), res, fail);
-    CUDACHECKGOTO(cudaGetDeviceCount(&n), res, fail);
-    if (n > MCCL_DEVHOST_MAX_DEVICES) n = MCCL_DEVHOST_MAX_DEVICES;
-    memset(d, 0, sizeof(d));
-    for (int i = 0; i < n; i++) {
-      d[i].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-      d[i].location.id = i;
-      d[i].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    }
-    CUCHECKGOTO(cuMemSetAccess(base, size, d, (size_t)n), res, fail);
-    *ptr = p;
-    return mcclSuccess;
-  fail:
-    mcclHostFree(p);
-    return res;
-  }
-  *ptr = p;
-  return mcclSuccess;
-}
-
-mcclResult_t mcclDevHostFree(void* ptr) {
-  return mcclHostFree(ptr);
-}
-
 mcclResult_t mcclDevConnCreate(const struct mcclConnector* connectors, int n, struct mcclConnInfo** devConns) {
   MCCL_ARGCHECK(connectors != NULL, "connectors is NULL");
   MCCL_ARGCHECK(n >= 1 && n <= DEVPAIR_MAX_CHANNELS, "n %d is not in 1..%d", n, DEVPAIR_MAX_CHANNELS);
@@ -138,15 +98,24 @@ mcclResult_t mcclDevAbortFlagCreate(volatile uint32_t** hostPtr, uint32_t** devP
   MCCL_ARGCHECK(hostPtr != NULL, "hostPtr is NULL");
   MCCL_ARGCHECK(devPtr != NULL, "devPtr is NULL");
   uint32_t* h = NULL;
-  // Every device maps it, so kernels of both ends of a local pair can poll one flag; one address for all.
-  MCCLCHECK(mcclDevHostCalloc((void**)&h, sizeof(*h)));
+  void* d = NULL;
+  // Portable: pinned for every device, so kernels of both ends of a local pair can poll one flag.
+  CUDACHECK(cudaHostAlloc((void**)&h, sizeof(*h), cudaHostAllocMapped | cudaHostAllocPortable));
+  *h = 0;
+  if (cudaHostGetDevicePointer(&d, h, 0) != cudaSuccess) {
+    WARN("Cuda failure in cudaHostGetDevicePointer(%p) for the abort flag", (void*)h);
+    cudaFreeHost(h);
+    return mcclUnhandledCudaError;
+  }
   *hostPtr = h;
-  *devPtr = h;
+  *devPtr = (uint32_t*)d;
   return mcclSuccess;
 }
 
 mcclResult_t mcclDevAbortFlagFree(volatile uint32_t* hostPtr) {
-  return mcclDevHostFree((void*)hostPtr);
+  if (hostPtr == NULL) return mcclSuccess;
+  CUDACHECK(cudaFreeHost((void*)hostPtr));
+  return mcclSuccess;
 }
 
 // ---- transport selection ------------------------------------------------------------------------

@@ -16,16 +16,20 @@
 
 mcclResult_t mcclLabLaunchesInit(mcclLabComm* comm) {
   struct mcclLabLaunches* l = &comm->launches;
-  // Lab 06's allocators: freed at teardown without waiting for the device's other streams.
-  MCCLCHECK(mcclDevHostCalloc((void**)&l->done, sizeof(uint64_t) * MCCL_LAUNCH_RING));
-  l->doneDev = l->done;  // one address for the host and the devices
+  void* d = NULL;
+  CUDACHECK(cudaHostAlloc((void**)&l->done, sizeof(uint64_t) * MCCL_LAUNCH_RING,
+                          cudaHostAllocMapped | cudaHostAllocPortable));
+  memset(l->done, 0, sizeof(uint64_t) * MCCL_LAUNCH_RING);
+  CUDACHECK(cudaHostGetDevicePointer(&d, l->done, 0));
+  l->doneDev = (uint64_t*)d;
+  // Lab 06's allocator: freed at teardown without waiting for the device's other streams.
   MCCLCHECK(mcclDevCalloc((void**)&l->blocksDev, sizeof(uint32_t) * MCCL_LAUNCH_RING));
   return mcclSuccess;
 }
 
 void mcclLabLaunchesFree(mcclLabComm* comm) {
   struct mcclLabLaunches* l = &comm->launches;
-  mcclDevHostFree(l->done);
+  if (l->done) cudaFreeHost(l->done);
   mcclDevFree(l->blocksDev);
   memset(l, 0, sizeof(*l));
 }
