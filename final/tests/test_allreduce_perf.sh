@@ -17,6 +17,8 @@ check_run() {
   local msg
   msg=$(python3 - "$work/$1" "$2" "${BACKEND:-sim}" "$3" <<'EOF2' 2>&1
 import csv, json, sys
+sys.path.insert(0, "mk")
+from benchsummary import summary
 base, nranks, backend, how = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 log = open(base + ".log").read().splitlines()
 rows = [l.split() for l in log if l[:1] == " " and l.split()[0].isdigit()]
@@ -27,17 +29,8 @@ for r in rows:
     assert r[9] == "0" and r[13] == "0", "#wrong not 0: %s" % r
 assert "# data check: 0 wrong elements in all rows" in log, "no data check line"
 title = "# ==== summary: %s backend, %s ranks, float32 sum, %s;" % (backend, nranks, how)
-at = [i for i, l in enumerate(log) if l.startswith(title)]
-assert len(at) == 1, "no summary titled '%s': %s" % (title, [l for l in log if "summary" in l])
-after = [l for l in log[at[0] + 1:] if l.startswith("#")]  # the other ranks' lines may come in between
-head = after[0].split()
-assert head[:3] == ["#", "size", "ours"] and head[-1] == "ratio", "summary columns: %s" % after[0]
-summ = []
-for l in after[2:]:
-    f = l.split()
-    if len(f) < 2 or not f[1].isdigit():
-        break
-    summ.append(f[1:])
+head, summ = summary(log, title)
+assert head[:3] == ["#", "size", "ours"] and head[-1] == "ratio", "summary columns: %s" % head
 assert [int(f[0]) for f in summ] == [8, 32768], "summary sizes: %s" % [f[0] for f in summ]
 busf = 2.0 * (int(nranks) - 1) / int(nranks)
 for f in summ:

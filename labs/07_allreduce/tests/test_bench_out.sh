@@ -125,19 +125,13 @@ summaryBestRows() {
   local msg
   msg=$(python3 - "$work/sweep.log" "${BACKEND:-sim}" <<'EOF' 2>&1
 import re, sys
+sys.path.insert(0, "mk")
+from benchsummary import summary
 log, backend = open(sys.argv[1]).read().splitlines(), sys.argv[2]
 rows = [l.split() for l in log if re.match(r"^ +[0-9]+ +[0-9]+ +float32 ", l)]
 title = "# ==== summary: %s backend, 2 ranks, float32 sum, eager launches;" % backend
-at = [i for i, l in enumerate(log) if l.startswith(title)]
-assert len(at) == 1, "no summary titled '%s'" % title
-after = [l for l in log[at[0] + 1:] if l.startswith("#")]  # the other rank's lines may come in between
-assert after[0].split()[-1] == "ratio", "summary columns: %s" % after[0]
-summ = []
-for l in after[2:]:
-    f = l.split()
-    if len(f) < 2 or not f[1].isdigit():
-        break
-    summ.append(f[1:])
+head, summ = summary(log, title)
+assert head[-1] == "ratio", "summary columns: %s" % head
 assert [int(f[0]) for f in summ] == [64, 262144], "summary sizes: %s" % [f[0] for f in summ]
 for f in summ:
     size = int(f[0])
