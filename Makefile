@@ -256,7 +256,7 @@ help:
 	@echo "  plot     RESULTS='a.csv b.json' [PLOT_DIR=dir]: PNG charts of benchmark results (--csv/--json)"
 	@echo "  format-check  fail if clang-format (.clang-format) would change a C file"
 	@echo "  fuzz     build the decoders' libFuzzer targets (clang) and run each FUZZ_SECONDS (default 60); FUZZ=pattern"
-	@echo "  fuzz-seed  rewrite common/fuzz/corpus from gen_corpus.c"
+	@echo "  fuzz-seed  rewrite each module's fuzz/corpus from its fuzz/seeds.c"
 	@echo "  exercises  write a learner tree (EXERCISES_DIR, default $(EXERCISES_DIR)): marked solutions become stubs"
 	@echo "  grade    LAB=NN [USE_REF=1]: run the lab's tests and score its exercises (USE_REF=1: lower labs from the reference)"
 	@echo "  clean    remove build/ and docs/html"

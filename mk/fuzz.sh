@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # make fuzz: run each libFuzzer target for a bounded time against the committed corpus.
-#   fuzz.sh BUILD_DIR FUZZ_DIR SECONDS TARGET...
-# New inputs libFuzzer keeps go to BUILD_DIR/corpus/<target> (the committed FUZZ_DIR/corpus/<target>
-# and FUZZ_DIR/crashes/<target> are only read); a crash leaves its input in BUILD_DIR/crashes/<target>-crash-<sha1>, prints how to
-# keep it as a regression case, and makes the run fail (after every target has had its turn). Targets
-# run FUZZ_JOBS at a time (default: the number of cores); reports print in the targets' order.
+#   fuzz.sh BUILD_DIR SECONDS DIR/TARGET...
+# Each target is named by its module's fuzz directory and its name (labs/05_proxy/fuzz/proxy_rpc), its
+# binary is BUILD_DIR/fuzz_<target>. New inputs libFuzzer keeps go to BUILD_DIR/corpus/<target> (the
+# committed DIR/corpus/<target> and DIR/crashes/<target> are only read); a crash leaves its input in
+# BUILD_DIR/crashes/<target>-crash-<sha1>, prints how to keep it as a regression case, and makes the run
+# fail (after every target has had its turn). Targets run FUZZ_JOBS at a time (default: the number of
+# cores); reports print in the targets' order.
 set -u
-build=$1 dir=$2 secs=$3; shift 3
+build=$1 secs=$2; shift 2
 [ $# -gt 0 ] || { echo "fuzz: no target selected" >&2; exit 2; }
 # One target: its report lines go to BUILD_DIR/<target>.report, its status to BUILD_DIR/<target>.status.
 fuzz_one() {
-  local t=$1 log="$build/$1.log" c
+  local dir=${1%/*} t=${1##*/} c
+  local log="$build/$t.log"
   mkdir -p "$build/corpus/$t" "$build/crashes"
-  # Former crashes (FUZZ_DIR/crashes/<target>) start the run too, under ASan and UBSan.
+  # Former crashes (DIR/crashes/<target>) start the run too, under ASan and UBSan.
   local seeds=("$dir/corpus/$t")
   [ -d "$dir/crashes/$t" ] && seeds+=("$dir/crashes/$t")
   {
@@ -34,14 +37,15 @@ fuzz_one() {
 }
 # FUZZ_JOBS targets at a time (default: one per core); each still fuzzes for SECONDS on one core.
 jobs=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
-for t in "$@"; do
-  rm -f "$build/$t.status"
+for target in "$@"; do
+  rm -f "$build/${target##*/}.status"
   while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
-  fuzz_one "$t" &
+  fuzz_one "$target" &
 done
 wait
 failed=()
-for t in "$@"; do
+for target in "$@"; do
+  t=${target##*/}
   cat "$build/$t.report" 2>/dev/null || echo "# fuzz $t: no report"
   [ "$(cat "$build/$t.status" 2>/dev/null)" = 0 ] || failed+=("$t")
 done

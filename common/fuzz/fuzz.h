@@ -1,7 +1,8 @@
-// What every fuzz target of common/fuzz shares. A target is one file, fuzz_<name>.c, that defines
-// LLVMFuzzerTestOneInput for one decoder: it feeds the bytes to the decoder and, when the decoder
-// accepts them, checks what the decoder promised (FUZZ_ASSERT aborts: libFuzzer and the replay test
-// both report an abort as a crash). `make fuzz` links each with libFuzzer (clang
+// What every fuzz target shares (fuzz.mk puts this directory on the targets' include path). A target
+// is one file, <module>/fuzz/fuzz_<name>.c, beside the module whose decoder it feeds (common/fuzz/ holds
+// the bootstrap's): it defines LLVMFuzzerTestOneInput for one decoder, feeds the bytes to it and, when
+// the decoder accepts them, checks what the decoder promised (FUZZ_ASSERT aborts: libFuzzer and the
+// replay test both report an abort as a crash). `make fuzz` links each with libFuzzer (clang
 // -fsanitize=fuzzer,address,undefined); `make test` links each with replay_main.c instead and runs
 // the committed corpus and crash inputs through it (docs/fuzzing.md).
 #ifndef MCCL_FUZZ_H_
@@ -21,7 +22,7 @@
     }                                                                                                    \
   } while (0)
 
-// The secret and opId the targets' receivers expect (gen_corpus.c writes seeds with them).
+// The secret and opId the targets' receivers expect (the seeds.c files write seeds with them).
 #define FUZZ_SECRET 0x5eed5eed5eed5eedULL
 #define FUZZ_OPID 0x0123456789abcdefULL
 

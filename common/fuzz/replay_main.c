@@ -2,11 +2,11 @@
 // corpus/<target>/ (the committed seeds and what fuzzing kept) and crashes/<target>/ (inputs that
 // once crashed a decoder: regression cases) goes through LLVMFuzzerTestOneInput. A decoder that
 // crashes, or accepts what FUZZ_ASSERT refuses, aborts this binary: runtests.sh reports it as a
-// FAIL. Built by common/fuzz/fuzz.mk as build/<variant>/bin/fuzz/replay_<target>, so it runs under
-// SANITIZE=1 and TSAN=1 too. MCCL_FUZZ_DIR overrides where the corpus is (default: this file's
-// directory, relative to the repository root where `make test` runs).
+// FAIL. Built by common/fuzz/fuzz.mk as build/<variant>/bin/<module>/replay_<target>, a test of the
+// target's module, so it runs under SANITIZE=1 and TSAN=1 too. MCCL_FUZZ_DIR overrides where the
+// corpus is (default: the target's module's fuzz/ directory, MCCL_FUZZ_MODULE_DIR, which fuzz.mk
+// defines relative to the repository root where `make test` runs).
 #include <dirent.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,12 +23,13 @@ static void setTarget(const char* argv0) {
   snprintf(target, sizeof(target), "%s", name);
 }
 
+#ifndef MCCL_FUZZ_MODULE_DIR
+#error "MCCL_FUZZ_MODULE_DIR (the target's fuzz/ directory) is defined by common/fuzz/fuzz.mk"
+#endif
+
 static const char* fuzzDir(void) {
   const char* env = getenv("MCCL_FUZZ_DIR");
-  if (env && env[0]) return env;
-  static char dir[512];
-  snprintf(dir, sizeof(dir), "%s", __FILE__);
-  return dirname(dir);
+  return env && env[0] ? env : MCCL_FUZZ_MODULE_DIR;
 }
 
 // Runs every regular file of dir through the target; returns how many, or -1 if dir is missing.
@@ -73,6 +74,6 @@ static void corpus(void) {
 int main(int argc, char** argv) {
   fuzzQuiet();
   setTarget(argv[0]);
-  const mcclTestCase cases[] = {{"corpus", corpus}};  // named fuzz.replay_<target>.corpus
+  const mcclTestCase cases[] = {{"corpus", corpus}};  // named <module>/replay_<target>.corpus
   return mcclTestMain(argc, argv, cases, 1, NULL);
 }

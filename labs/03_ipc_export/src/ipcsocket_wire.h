@@ -1,6 +1,6 @@
 // Lab 03, private: the decoder of what the kernel hands back with a received datagram (its
 // control part: the sender's credentials and the fds it passed). ipcsocket.c calls it; the fuzz
-// harness common/fuzz/fuzz_ipc_control.c and its regression test feed it arbitrary bytes.
+// harness fuzz/fuzz_ipc_control.c of this lab and its regression test feed it arbitrary bytes.
 #ifndef MCCL_IPCSOCKET_WIRE_H_
 #define MCCL_IPCSOCKET_WIRE_H_
 

@@ -525,7 +525,7 @@ static void noTimeoutPeerFails(void) {
 // The control part of a received message is walked by its decoder, which must never read outside
 // the bytes the kernel wrote. Regression: the walk before it trusted the first header's cmsg_len
 // (CMSG_FIRSTHDR does not check it), so a length past the buffer read fds from beyond it; libFuzzer
-// found it (common/fuzz/crashes/ipc_control/). A length below the header made it read a huge count.
+// found it (labs/03_ipc_export/fuzz/crashes/ipc_control/). A length below the header made it read a huge count.
 static void controlDecodeChecksLengths(void) {
   union {
     struct cmsghdr align;

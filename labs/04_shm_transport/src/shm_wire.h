@@ -1,6 +1,6 @@
 // Lab 04, private: decoders of what the SHM transport receives from elsewhere: the peer's connect
 // information (struct mcclConnect bytes, exchanged over a socket) and the requests its proxy hooks
-// get (carried over lab 05's RPC socket). shm.c calls them; common/fuzz/ feeds them arbitrary
+// get (carried over lab 05's RPC socket). shm.c calls them; this lab's fuzz/ targets feed them arbitrary
 // bytes. Each checks lengths, kinds, sizes and string termination and writes *out only on success.
 #ifndef MCCL_SHM_WIRE_H_
 #define MCCL_SHM_WIRE_H_

@@ -1,6 +1,6 @@
 // Lab 05, private: the wire formats of the proxy's two sockets (the stream RPCs of this process's
 // own clients, the datagram fd requests of any local process) and their decoders. The proxy's
-// sources use them through proxy_internal.h; the fuzz harnesses in common/fuzz/ call the decoders
+// sources use them through proxy_internal.h; the fuzz harnesses in this lab's fuzz/ call the decoders
 // on arbitrary bytes. Each decoder checks lengths, enum values, sizes and ranks and writes *out only
 // on success; a malformed message is mcclInternalError with a WARN naming the field.
 #ifndef MCCL_PROXY_WIRE_H_

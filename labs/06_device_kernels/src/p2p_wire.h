@@ -1,7 +1,7 @@
 // Lab 06, private: decoders of what the P2P transport receives from elsewhere: the peer's connect
 // information (struct mcclConnect bytes, exchanged through the bootstrap) and the request its
-// proxySetup hook gets (over lab 05's RPC socket). p2p.c calls them; common/fuzz/ feeds them
-// arbitrary bytes. *out is written only on success.
+// proxySetup hook gets (over lab 05's RPC socket). p2p.c calls them; this lab's fuzz/ targets feed
+// them arbitrary bytes. *out is written only on success.
 #ifndef MCCL_P2P_WIRE_H_
 #define MCCL_P2P_WIRE_H_
 

@@ -1,5 +1,5 @@
 // mcclProxyRpcRespDecode: the header of every response a proxy client reads.
-#include "../../labs/05_proxy/src/proxy_wire.h"
+#include "../src/proxy_wire.h"
 #include "fuzz.h"
 #include "mccl_proxy.h"
 

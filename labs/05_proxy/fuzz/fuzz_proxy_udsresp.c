@@ -1,5 +1,5 @@
 // mcclProxyUdsRespDecode: a peer proxy's answer to our fd request (id FUZZ_OPID).
-#include "../../labs/05_proxy/src/proxy_wire.h"
+#include "../src/proxy_wire.h"
 #include "fuzz.h"
 #include "mccl_proxy.h"
 

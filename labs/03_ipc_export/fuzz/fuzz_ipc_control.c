@@ -1,7 +1,7 @@
 // mcclIpcSocketControlDecode: the control part of a datagram received on a lab 03 socket (the
 // sender's credentials and the fds it passed). No fd here is real: nothing is closed.
 #include <sys/socket.h>
-#include "../../labs/03_ipc_export/src/ipcsocket_wire.h"
+#include "../src/ipcsocket_wire.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,6 +1,6 @@
 // mcclP2pRequestDecode: the P2P proxySetup request. The first byte picks the side (even: receive,
 // odd: send); the rest is the request.
-#include "../../labs/06_device_kernels/src/p2p_wire.h"
+#include "../src/p2p_wire.h"
 #include "fuzz.h"
 #include "mccl_conn.h"
 

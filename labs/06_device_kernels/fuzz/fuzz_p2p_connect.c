@@ -1,5 +1,5 @@
 // mcclP2pConnectInfoDecode: the P2P connect information a peer sends (struct mcclConnect bytes).
-#include "../../labs/06_device_kernels/src/p2p_wire.h"
+#include "../src/p2p_wire.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

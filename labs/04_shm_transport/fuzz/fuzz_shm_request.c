@@ -1,6 +1,6 @@
 // mcclShmRequestDecode: the SHM proxySetup request (over lab 05's RPC socket). The first byte picks
 // the side (even: receive, odd: send); the rest is the request.
-#include "../../labs/04_shm_transport/src/shm_wire.h"
+#include "../src/shm_wire.h"
 #include "fuzz.h"
 #include "mccl_conn.h"
 

@@ -1,5 +1,5 @@
 // mcclShmConnectInfoDecode: the SHM connect information a peer sends (struct mcclConnect bytes).
-#include "../../labs/04_shm_transport/src/shm_wire.h"
+#include "../src/shm_wire.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,6 +1,6 @@
 // mcclProxyUdsReqDecode: a GetFd / QueryFd request on the proxy's datagram socket (any local
 // process of our user may send one).
-#include "../../labs/05_proxy/src/proxy_wire.h"
+#include "../src/proxy_wire.h"
 #include "fuzz.h"
 #include "mccl_proxy.h"
 

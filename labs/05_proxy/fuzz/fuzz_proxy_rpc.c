@@ -1,5 +1,5 @@
 // mcclProxyRpcHeaderDecode: the header of every RPC the proxy's service thread reads.
-#include "../../labs/05_proxy/src/proxy_wire.h"
+#include "../src/proxy_wire.h"
 #include "fuzz.h"
 #include "mccl_proxy.h"
 

@@ -1,5 +1,5 @@
 // mcclProxyInitReqDecode: the body of an Init RPC (which transport, which side).
-#include "../../labs/05_proxy/src/proxy_wire.h"
+#include "../src/proxy_wire.h"
 #include "fuzz.h"
 #include "mccl_proxy.h"
 
