@@ -40,7 +40,8 @@ SANFLAGS := $(if $(filter 1,$(SANITIZE)),-fsanitize=address$(comma)undefined -fn
             $(if $(filter 1,$(TSAN)),-fsanitize=thread -fno-omit-frame-pointer)
 
 # Every module's public headers are visible to every other: layering is kept by the link order
-# (a lab links only itself and the labs below it) and by review, not by hiding headers.
+# (a lab links only itself and the labs below it) and by common/tests/test_layers.sh (no include
+# points up the stack), not by hiding headers.
 MODULE_DIRS := common $(sort $(wildcard labs/[0-9][0-9]_*)) $(wildcard final)
 CPPFLAGS := -D_GNU_SOURCE -DMCCL_BACKEND_NAME='"$(BACKEND)"' $(foreach d,$(MODULE_DIRS),-I$(d)/include) \
             -I$(CUDA_HOME)/include -MMD -MP
