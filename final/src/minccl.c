@@ -176,12 +176,8 @@ const char* mcclGetLastError(mcclComm_t comm) {
 
 // ---- communicators -------------------------------------------------------------------------------
 
-// Lab 08's NET transport registers itself in lab 04's mcclTransports[] from a constructor, which
-// runs only when its object is linked; nothing else names it, so this reference from the
-// communicator's code links it into libminccl, the drop-in and every program that creates a
-// communicator: ranks on different hosts (MCCL_HOSTID) then connect through NET.
-__attribute__((used)) static const struct mcclTransport* const commNetTransport = &mcclNetTransport;
-
+// Every lab communicator made here connects with lab 08's mcclTransports, the table with every transport
+// (P2P, SHM, NET), so ranks on different hosts (MCCL_HOSTID) connect through NET.
 mcclResult_t mcclCommInitDeferred(struct mcclComm* comm) {
   mcclResult_t res = cudaSetDevice(comm->cudaDev) == cudaSuccess ? mcclSuccess : mcclUnhandledCudaError;
   if (res == mcclSuccess && comm->labInit == NULL) res = mcclUnhandledCudaError;
@@ -196,7 +192,7 @@ mcclResult_t mcclCommInitDeferred(struct mcclComm* comm) {
 static mcclResult_t commNewDeferred(int nranks, const mcclUniqueId* id, int rank, int dev, struct mcclClique* clique,
                                     struct mcclComm** out) {
   mcclLabComm* lab = NULL;
-  MCCLCHECK(mcclLabCommAlloc(&lab, nranks, rank, dev));
+  MCCLCHECK(mcclLabCommAlloc(&lab, nranks, rank, dev, mcclTransports));
   struct mcclComm* c = NULL;
   mcclResult_t res = commNew(NULL, lab, rank, nranks, dev, id, clique, &c);
   if (res != mcclSuccess) {
@@ -268,7 +264,7 @@ mcclResult_t mcclCommInitRank(mcclComm_t* comm, int nranks, mcclUniqueId commId,
     *comm = c;
     return mcclSuccess;
   }
-  MCCLCHECKGOTO(mcclLabCommInit(&lab, nranks, &commId, rank, dev, 0), res, fail);
+  MCCLCHECKGOTO(mcclLabCommInit(&lab, nranks, &commId, rank, dev, 0, mcclTransports), res, fail);
   MCCLCHECKGOTO(commNew(lab, NULL, rank, nranks, dev, &commId, clique, &c), res, fail);
   *comm = c;
   return mcclSuccess;
@@ -290,7 +286,7 @@ mcclResult_t mcclCommInitAll(mcclComm_t* comms, int ndev, const int* devlist) {
   mcclLabComm* labs[MCCL_LAB_MAX_RANKS];
   struct mcclComm* out[MCCL_LAB_MAX_RANKS];
   memset(out, 0, sizeof(out));
-  MCCLCHECK(mcclLabCommInitAll(labs, ndev, devlist, 0));
+  MCCLCHECK(mcclLabCommInitAll(labs, ndev, devlist, 0, mcclTransports));
   mcclResult_t res = mcclSuccess;
   struct mcclClique* clique = cliqueGet(NULL);
   if (clique == NULL) res = mcclSystemError;

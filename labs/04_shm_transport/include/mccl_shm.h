@@ -48,7 +48,7 @@ extern "C" {
  * MCCLCHECK(mcclFillPeerInfo(rank, dev, &me));
  * int ok; MCCLCHECK(mcclShmTransport.canConnect(&ok, &ctx, &me, &peer));
  * struct mcclConnector c; struct mcclConnect mine, theirs;
- * MCCLCHECK(mcclConnectorInit(&c, &mcclShmTransport, 1, rank));     // sender
+ * MCCLCHECK(mcclConnectorInit(&c, TRANSPORT_SHM, &mcclShmTransport, 1, rank));  // sender
  * c.getPeerFd = myGetFd; c.getPeerFdCtx = ctx;                        // for cuMem buffers
  * MCCLCHECK(c.transportComm->setup(&ctx, NULL, &me, &peer, &mine, &c, 0, 0));  // channel 0, connIndex 0
  * // send `mine` to the peer (and the fd of mcclShmExportFd when it is a cuMem descriptor),

@@ -115,7 +115,7 @@ static inline mcclResult_t mcclShmPairConnect(struct mcclShmPairEnd* e, int rank
   for (int s = 1; s >= 0; s--) {
     if (!e->have[s]) continue;
     struct mcclConnector* c = &e->conns[s];
-    MCCLCHECKGOTO(mcclConnectorInit(c, &mcclShmTransport, s, rank), res, fail);
+    MCCLCHECKGOTO(mcclConnectorInit(c, TRANSPORT_SHM, &mcclShmTransport, s, rank), res, fail);
     c->initialStep = initialStep;
     c->getPeerFd = mcclShmPairGetFd;
     c->getPeerFdCtx = &e->pendingFd[s];

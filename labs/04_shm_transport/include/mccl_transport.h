@@ -43,15 +43,15 @@ struct mcclProxyState;
 /** @brief Most channels a context connects (NCCL's MAXCHANNELS is 64 in 2.28 too). */
 #define MCCL_MAX_CHANNELS 64
 
-/** @brief Index of a transport in mcclTransports[] (NCCL's TRANSPORT_* values): none chosen. */
+/** @brief Index of a transport in a transport table (NCCL's TRANSPORT_* values): none chosen. */
 #define TRANSPORT_UNDEFINED -1
-/** @brief mcclTransports[] index of P2P (lab 06 fills the slot when it is linked in). */
+/** @brief Transport-table index of P2P (lab 06's transport). */
 #define TRANSPORT_P2P 0
-/** @brief mcclTransports[] index of SHM (this lab). */
+/** @brief Transport-table index of SHM (this lab's). */
 #define TRANSPORT_SHM 1
-/** @brief mcclTransports[] index of NET (lab 08 fills the slot when it is linked in). */
+/** @brief Transport-table index of NET (lab 08's transport). */
 #define TRANSPORT_NET 2
-/** @brief Entries of mcclTransports[] (NCCL_NUM_TRANSPORTS; minccl has no COLLNET). */
+/** @brief Entries of a transport table (NCCL_NUM_TRANSPORTS; minccl has no COLLNET). */
 #define MCCL_NUM_TRANSPORTS 3
 
 struct mcclChannelPeer;
@@ -84,6 +84,12 @@ struct mcclTransportCtx {
   /** TRANSPORT_UNDEFINED (mcclTransportCtxInit's value): connections try every transport in order;
    *  TRANSPORT_P2P or TRANSPORT_SHM: only that one (lab 06's pair helpers force one). */
   int onlyTransport;
+  /** The transports connections pick from (NCCL's ncclTransports[]): MCCL_NUM_TRANSPORTS entries indexed
+   *  by TRANSPORT_*, NULL where the program has no such transport, tried in index order by lab 06's
+   *  mcclTransportSetupConnector. Set by whoever builds the context from the table of the layer that
+   *  knows its transports (lab 06's mcclLocalTransports, lab 08's mcclTransports); NULL after
+   *  mcclTransportCtxInit. */
+  struct mcclTransport* const* transports;
   int nChannels;                                /**< channels in use (lab 06's mcclChannelsInit) */
   struct mcclDevChannelPeer* devPeersAll;       /**< one device allocation: channel c's devPeers at c * nRanks */
   struct mcclChannel channels[MCCL_MAX_CHANNELS]; /**< the channels (NCCL's comm->channels) */
@@ -101,7 +107,7 @@ struct mcclTransportCtx {
 struct mcclProxyConnection {
   int send;                                     /**< 1: send side, 0: receive side */
   int rank;                                     /**< this process's rank */
-  int transport;                                /**< index in mcclTransports[] (TRANSPORT_SHM, ...) */
+  int transport;                                /**< the transport's table index (TRANSPORT_SHM, ...) */
   const struct mcclTransportComm* tcomm;        /**< the hooks to call (send or recv half of the table) */
   void* transportResources;                     /**< owned by the transport's proxy hooks */
   /** cuMem handle of memory proxySetup allocated for a peer to import (0: none). The proxy (lab 05)
@@ -216,7 +222,7 @@ typedef mcclResult_t (*mcclGetPeerFdFn)(void* ctx, int peerRank, const void* han
 struct mcclConnector {
   int connected;                           /**< set by connect */
   int send;                                /**< 1: send side, 0: receive side */
-  int transport;                           /**< index in mcclTransports[] of the connector's transport */
+  int transport;                           /**< table index of the connector's transport (TRANSPORT_SHM, ...) */
   const struct mcclTransportComm* transportComm; /**< send or recv half of the transport's table */
   void* transportResources;                /**< owned by setup/connect/free */
   struct mcclConnInfo conn;                /**< filled by connect */
@@ -276,24 +282,25 @@ struct mcclTransport {
 };
 
 /**
- * @brief The transports, in the order connections try them (NCCL's ncclTransports[]): [TRANSPORT_P2P]
- * is NULL until lab 06 is linked in (its P2P transport fills the slot when the program starts: a lab
- * never names a transport of a lab above it), [TRANSPORT_SHM] is &mcclShmTransport, [TRANSPORT_NET]
- * is NULL until lab 08 is linked in (its NET transport fills it, last: it serves any pair).
+ * @brief The index of a transport in a transport table.
+ *
+ * A transport table is what NCCL's ncclTransports[] is: MCCL_NUM_TRANSPORTS ops tables indexed by
+ * TRANSPORT_*, in the order connections try them, NULL where the program has no such transport. NCCL
+ * has one, static, in src/transport.cc, beside the code that selects. Here a lab may not name a
+ * transport of a lab above it, and no transport registers itself: the table is a static array of the
+ * lowest layer that sees every transport a program has (lab 06's mcclLocalTransports, P2P and SHM; lab
+ * 08's mcclTransports, with NET), handed down to the layers that use it (struct mcclTransportCtx, lab
+ * 05's mcclProxyCreate).
+ * @param[in] transports  a transport table, or NULL (no transport).
+ * @param[in] transport   e.g. &mcclShmTransport.
+ * @return TRANSPORT_P2P, TRANSPORT_SHM, TRANSPORT_NET, or TRANSPORT_UNDEFINED when it is not in the table.
  */
-extern struct mcclTransport* mcclTransports[MCCL_NUM_TRANSPORTS];
-
-/**
- * @brief The index of a transport in mcclTransports[].
- * @param[in] transport  e.g. &mcclShmTransport.
- * @return TRANSPORT_P2P, TRANSPORT_SHM, TRANSPORT_NET, or TRANSPORT_UNDEFINED when it is not registered.
- */
-int mcclTransportIndex(const struct mcclTransport* transport);
+int mcclTransportIndex(struct mcclTransport* const* transports, const struct mcclTransport* transport);
 
 /**
  * @brief Fill a context for one rank: zero it, set rank, nRanks and cudaDev, and the buffer sizes
- * (mcclComputeBuffSizes), onlyTransport TRANSPORT_UNDEFINED. bootstrap, proxyState, peerInfo and abortFlag
- * stay NULL for the caller to set; lab 06's mcclChannelsInit adds the channels.
+ * (mcclComputeBuffSizes), onlyTransport TRANSPORT_UNDEFINED. bootstrap, proxyState, peerInfo, abortFlag and
+ * transports stay NULL for the caller to set; lab 06's mcclChannelsInit adds the channels.
  * @param[out] ctx      the context.
  * @param[in]  rank     0 .. nRanks-1.
  * @param[in]  nRanks   >= 1.
@@ -340,15 +347,19 @@ mcclResult_t mcclTransportBuffSizes(const struct mcclTransportCtx* ctx, int conn
 /**
  * @brief Prepare a connector for one side of a transport: zero it, pick the send or recv hooks,
  * and route proxy calls to mcclProxyCallDirect (the in-thread proxy of this lab).
+ *
+ * The transport comes with its table index, as NCCL's transports pass their own TRANSPORT_* to
+ * ncclProxyConnect: the index is what lab 05's Init RPC carries, and the proxy finds the hooks at that
+ * index of its own table.
  * @param[out] connector  the connector.
- * @param[in]  transport  a registered transport, e.g. &mcclShmTransport (its index in mcclTransports[]
- *                        is what lab 05's Init RPC carries).
+ * @param[in]  transport  the transport's index, TRANSPORT_P2P .. MCCL_NUM_TRANSPORTS-1 (TRANSPORT_SHM for SHM).
+ * @param[in]  ops        the transport, e.g. &mcclShmTransport.
  * @param[in]  send       1 for the send side, 0 for the receive side.
  * @param[in]  rank       this process's rank (recorded in the proxy connection).
- * @return mcclSuccess; mcclInvalidArgument (NULL pointers, send not 0/1, a transport not in mcclTransports[]).
+ * @return mcclSuccess; mcclInvalidArgument (NULL pointers, send not 0/1, an index out of range).
  */
-mcclResult_t mcclConnectorInit(struct mcclConnector* connector, const struct mcclTransport* transport, int send,
-                               int rank);
+mcclResult_t mcclConnectorInit(struct mcclConnector* connector, int transport, const struct mcclTransport* ops,
+                               int send, int rank);
 
 /**
  * @brief Run a proxy hook on the calling thread (lab 04's stand-in for lab 05's proxy RPC). Loops

@@ -66,14 +66,11 @@ mcclResult_t mcclTransportBuffSizes(const struct mcclTransportCtx* ctx, int conn
   return mcclSuccess;
 }
 
-// NCCL's ncclTransports[] is a static array of every transport; here a lab cannot name a transport of
-// a lab above it, so lab 06 fills the P2P slot itself (a constructor in its p2p.c) when it is linked,
-// and lab 08 the NET slot (net_transport.c).
-struct mcclTransport* mcclTransports[MCCL_NUM_TRANSPORTS] = {NULL, &mcclShmTransport, NULL};
-
-int mcclTransportIndex(const struct mcclTransport* transport) {
-  for (int t = 0; transport != NULL && t < MCCL_NUM_TRANSPORTS; t++)
-    if (mcclTransports[t] == transport) return t;
+// No table of transports here: this lab knows only SHM. The table is a static array of the layer that
+// sees every transport of a program (lab 06's, lab 08's), handed down (mccl_transport.h says why).
+int mcclTransportIndex(struct mcclTransport* const* transports, const struct mcclTransport* transport) {
+  for (int t = 0; transports != NULL && transport != NULL && t < MCCL_NUM_TRANSPORTS; t++)
+    if (transports[t] == transport) return t;
   return TRANSPORT_UNDEFINED;
 }
 
@@ -93,22 +90,21 @@ mcclResult_t mcclTransportCtxInit(struct mcclTransportCtx* ctx, int rank, int nR
   return mcclSuccess;
 }
 
-mcclResult_t mcclConnectorInit(struct mcclConnector* connector, const struct mcclTransport* transport, int send,
-                               int rank) {
+mcclResult_t mcclConnectorInit(struct mcclConnector* connector, int transport, const struct mcclTransport* ops,
+                               int send, int rank) {
   MCCL_ARGCHECK(connector != NULL, "connector is NULL");
-  MCCL_ARGCHECK(transport != NULL, "transport is NULL");
+  MCCL_ARGCHECK(ops != NULL, "ops is NULL");
+  MCCL_ARGCHECK(transport >= 0 && transport < MCCL_NUM_TRANSPORTS, "transport %d for \"%.8s\" (an index 0 .. %d)",
+                transport, ops->name, MCCL_NUM_TRANSPORTS - 1);
   MCCL_ARGCHECK(send == 0 || send == 1, "send %d (must be 0 or 1)", send);
-  int index = mcclTransportIndex(transport);
-  MCCL_ARGCHECK(index != TRANSPORT_UNDEFINED, "transport %p (\"%.8s\") is not in mcclTransports[]",
-                (const void*)transport, transport->name);
   memset(connector, 0, sizeof(*connector));
   connector->send = send;
-  connector->transport = index;
-  connector->transportComm = send ? &transport->send : &transport->recv;
+  connector->transport = transport;
+  connector->transportComm = send ? &ops->send : &ops->recv;
   connector->proxyConn = &connector->proxyConnStorage;
   connector->proxyConn->send = send;
   connector->proxyConn->rank = rank;
-  connector->proxyConn->transport = index;
+  connector->proxyConn->transport = transport;
   connector->proxyConn->tcomm = connector->transportComm;
   connector->proxyCall = mcclProxyCallDirect;
   return mcclSuccess;

@@ -346,20 +346,24 @@ static void opsTable(void) {
   }
   EXPECT_TRUE(t->send.proxyProgress != t->recv.proxyProgress);
   struct mcclConnector c;
-  EXPECT_OK(mcclConnectorInit(&c, t, 1, 3));
+  EXPECT_OK(mcclConnectorInit(&c, TRANSPORT_SHM, t, 1, 3));
   EXPECT_TRUE(c.transportComm == &t->send);
   EXPECT_TRUE(c.proxyCall == mcclProxyCallDirect);
   EXPECT_TRUE(c.proxyConn == &c.proxyConnStorage && c.proxyConn->rank == 3 && c.proxyConn->send == 1);
-  // The registry: SHM at its NCCL index, and the connector (and its proxy half) record that index.
-  EXPECT_TRUE(mcclTransports[TRANSPORT_SHM] == &mcclShmTransport);
-  EXPECT_EQ(mcclTransportIndex(t), TRANSPORT_SHM);
+  // SHM at its NCCL index of a transport table (this lab has SHM only), and the connector (and its
+  // proxy half) record that index.
+  struct mcclTransport* const shmOnly[MCCL_NUM_TRANSPORTS] = {NULL, &mcclShmTransport, NULL};
+  EXPECT_EQ(mcclTransportIndex(shmOnly, t), TRANSPORT_SHM);
   EXPECT_EQ(c.transport, TRANSPORT_SHM);
   EXPECT_EQ(c.proxyConn->transport, TRANSPORT_SHM);
-  EXPECT_EQ(mcclTransportIndex(NULL), TRANSPORT_UNDEFINED);
+  EXPECT_EQ(mcclTransportIndex(shmOnly, NULL), TRANSPORT_UNDEFINED);
+  EXPECT_EQ(mcclTransportIndex(NULL, t), TRANSPORT_UNDEFINED);
   struct mcclTransport stray = {"STRAY", NULL, {0}, {0}, NULL};
-  EXPECT_EQ(mcclTransportIndex(&stray), TRANSPORT_UNDEFINED);
-  EXPECT_RES(mcclConnectorInit(&c, &stray, 1, 0), mcclInvalidArgument);  // not registered
-  EXPECT_RES(mcclConnectorInit(&c, t, 2, 0), mcclInvalidArgument);
+  EXPECT_EQ(mcclTransportIndex(shmOnly, &stray), TRANSPORT_UNDEFINED);
+  EXPECT_RES(mcclConnectorInit(&c, MCCL_NUM_TRANSPORTS, t, 1, 0), mcclInvalidArgument);  // no such index
+  EXPECT_RES(mcclConnectorInit(&c, TRANSPORT_UNDEFINED, t, 1, 0), mcclInvalidArgument);
+  EXPECT_RES(mcclConnectorInit(&c, TRANSPORT_SHM, NULL, 1, 0), mcclInvalidArgument);
+  EXPECT_RES(mcclConnectorInit(&c, TRANSPORT_SHM, t, 2, 0), mcclInvalidArgument);
   EXPECT_RES(mcclProxyCallDirect(&c, 42, NULL, 0, NULL, 0), mcclInvalidArgument);
 }
 
@@ -375,8 +379,8 @@ static void loopOpen(struct loop* l, uint64_t initialStep) {
   struct mcclTransportCtx ctx;
   EXPECT_OK(mcclTransportCtxInit(&ctx, 0, 1, 0));
   EXPECT_OK(mcclFillPeerInfo(0, 0, &me));
-  EXPECT_OK(mcclConnectorInit(&l->s, &mcclShmTransport, 1, 0));
-  EXPECT_OK(mcclConnectorInit(&l->r, &mcclShmTransport, 0, 0));
+  EXPECT_OK(mcclConnectorInit(&l->s, TRANSPORT_SHM, &mcclShmTransport, 1, 0));
+  EXPECT_OK(mcclConnectorInit(&l->r, TRANSPORT_SHM, &mcclShmTransport, 0, 0));
   l->s.initialStep = l->r.initialStep = initialStep;
   EXPECT_OK(l->s.transportComm->setup(&ctx, NULL, &me, &me, &sc, &l->s, 0, 0));
   EXPECT_OK(l->r.transportComm->setup(&ctx, NULL, &me, &me, &rc, &l->r, 0, 0));
@@ -501,7 +505,7 @@ static void connectorMisuse(void) {
   memset(&ci, 0, sizeof(ci));
   EXPECT_OK(mcclTransportCtxInit(&ctx, 0, 1, 0));
   EXPECT_OK(mcclFillPeerInfo(0, 0, &me));
-  EXPECT_OK(mcclConnectorInit(&c, &mcclShmTransport, 0, 0));
+  EXPECT_OK(mcclConnectorInit(&c, TRANSPORT_SHM, &mcclShmTransport, 0, 0));
   EXPECT_RES(mcclProxyOpInit(&op, &c, NULL, 0, NULL), mcclInvalidUsage);  // not connected
   EXPECT_RES(c.transportComm->connect(&ctx, &ci, 1, 0, &c), mcclInvalidUsage);  // not set up
   EXPECT_RES(mcclShmTransport.send.setup(&ctx, NULL, &me, &me, &ci, &c, 0, 0), mcclInvalidArgument);  // recv connector

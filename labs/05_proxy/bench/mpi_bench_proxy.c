@@ -107,6 +107,9 @@ static long threadCpuUs(pthread_t t) {
   return (long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+// The transports of lab 05's programs: SHM (lab 04's) only; P2P is lab 06's.
+static struct mcclTransport* const shmOnly[MCCL_NUM_TRANSPORTS] = {NULL, &mcclShmTransport, NULL};
+
 static mcclResult_t run(void) {
   int sim = strcmp(MCCL_BACKEND_NAME, "sim") == 0;
   int dev = rank;
@@ -117,7 +120,7 @@ static mcclResult_t run(void) {
   memset(&id, 0, sizeof(id));
   if (rank == 0) MCCLCHECK(mcclGetUniqueId(&id));
   MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
-  MCCLCHECK(mcclProxyCreate(rank, dev, NULL, &p));
+  MCCLCHECK(mcclProxyCreate(rank, dev, NULL, shmOnly, &p));
   MCCLCHECK(mcclBootstrapInit(&id, rank, 2, dev, mcclProxyGetAddress(p), NULL, &bs));
   MCCLCHECK(mcclProxyInit(p, bs));
   mcclPeerInfo me, peer;
@@ -128,8 +131,8 @@ static mcclResult_t run(void) {
   ctx.bootstrap = bs;
   ctx.proxyState = p;
   struct mcclConnector s, r;
-  MCCLCHECK(mcclConnectorInit(&s, &mcclShmTransport, 1, rank));
-  MCCLCHECK(mcclConnectorInit(&r, &mcclShmTransport, 0, rank));
+  MCCLCHECK(mcclConnectorInit(&s, TRANSPORT_SHM, &mcclShmTransport, 1, rank));
+  MCCLCHECK(mcclConnectorInit(&r, TRANSPORT_SHM, &mcclShmTransport, 0, rank));
   MCCLCHECK(mcclProxyConnect(p, &s));
   MCCLCHECK(mcclProxyConnect(p, &r));
   struct mcclConnect si, ri, psi, pri;

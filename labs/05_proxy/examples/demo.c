@@ -24,6 +24,10 @@
 
 static int rank = -1;
 
+// The transports this program has, by NCCL's index: SHM (lab 04's) only; P2P is lab 06's. The proxy
+// finds a connection's hooks here from the index its Init RPC carries.
+static struct mcclTransport* const transports[MCCL_NUM_TRANSPORTS] = {NULL, &mcclShmTransport, NULL};
+
 static mcclResult_t runRank(const mcclUniqueId* id, volatile uint32_t* abortFlag) {
   mcclResult_t res = mcclSuccess;
   int dev = rank;
@@ -36,7 +40,7 @@ static mcclResult_t runRank(const mcclUniqueId* id, volatile uint32_t* abortFlag
   unsigned char* host = NULL;
   size_t n = 3 << 20;
 
-  MCCLCHECK(mcclProxyCreate(rank, dev, abortFlag, &proxy));
+  MCCLCHECK(mcclProxyCreate(rank, dev, abortFlag, transports, &proxy));
   SAY("proxy created: service thread listening on @%s, progress thread idle", mcclProxyGetAddress(proxy));
   MCCLCHECKGOTO(mcclBootstrapInit(id, rank, 2, dev, mcclProxyGetAddress(proxy), abortFlag, &bs), res, done);
   MCCLCHECKGOTO(mcclProxyInit(proxy, bs), res, done);
@@ -53,7 +57,7 @@ static mcclResult_t runRank(const mcclUniqueId* id, volatile uint32_t* abortFlag
   ctx.abortFlag = abortFlag;
   int send = rank == 0;
   const struct mcclTransportComm* tc = send ? &mcclShmTransport.send : &mcclShmTransport.recv;
-  MCCLCHECKGOTO(mcclConnectorInit(&conn, &mcclShmTransport, send, rank), res, done);
+  MCCLCHECKGOTO(mcclConnectorInit(&conn, TRANSPORT_SHM, &mcclShmTransport, send, rank), res, done);
   haveConn = 1;
   MCCLCHECKGOTO(mcclProxyConnect(proxy, &conn), res, done);
   SAY("Init RPC: the proxy made connection %p for the %s side", (void*)conn.proxyConn, send ? "send" : "recv");

@@ -42,11 +42,12 @@ extern "C" {
  *
  * @code
  * mcclProxyState* proxy;
- * MCCLCHECK(mcclProxyCreate(rank, cudaDev, abortFlag, &proxy));
+ * struct mcclTransport* const transports[MCCL_NUM_TRANSPORTS] = {NULL, &mcclShmTransport, NULL};  // SHM only
+ * MCCLCHECK(mcclProxyCreate(rank, cudaDev, abortFlag, transports, &proxy));
  * MCCLCHECK(mcclBootstrapInit(&id, rank, nranks, cudaDev, mcclProxyGetAddress(proxy), abortFlag, &bs));
  * MCCLCHECK(mcclProxyInit(proxy, bs));                 // learn every peer's proxy address
  * struct mcclConnector send;
- * MCCLCHECK(mcclConnectorInit(&send, &mcclShmTransport, 1, rank));
+ * MCCLCHECK(mcclConnectorInit(&send, TRANSPORT_SHM, &mcclShmTransport, 1, rank));
  * MCCLCHECK(mcclProxyConnect(proxy, &send));           // Init RPC; setup/connect now go to the proxy
  * // ... transport setup, exchange connect info with the peer, transport connect ...
  * mcclProxyRequest req;
@@ -83,13 +84,17 @@ typedef int mcclProxyRequest;
 /**
  * @brief Start the proxy: listening sockets, then the service and progress threads (NCCL's
  * ncclProxyCreate + ncclProxyProgressCreate).
- * @param[in]  rank       this process's rank, >= 0 (for logs and proxy connections).
- * @param[in]  cudaDev    device the threads make current (cudaSetDevice) before any CUDA call.
- * @param[in]  abortFlag  polled by both threads every loop, or NULL.
- * @param[out] out        the proxy; written only on success.
+ * @param[in]  rank        this process's rank, >= 0 (for logs and proxy connections).
+ * @param[in]  cudaDev     device the threads make current (cudaSetDevice) before any CUDA call.
+ * @param[in]  abortFlag   polled by both threads every loop, or NULL.
+ * @param[in]  transports  the program's transport table (mcclTransportIndex says what one is): an Init
+ *                         RPC names a transport by its index, and the service takes the hooks from here
+ *                         (NCCL's proxy reads ncclTransports[]). It must outlive the proxy.
+ * @param[out] out         the proxy; written only on success.
  * @return mcclSuccess; mcclInvalidArgument; mcclSystemError; mcclUnhandledCudaError.
  */
-mcclResult_t mcclProxyCreate(int rank, int cudaDev, volatile uint32_t* abortFlag, mcclProxyState** out);
+mcclResult_t mcclProxyCreate(int rank, int cudaDev, volatile uint32_t* abortFlag,
+                             struct mcclTransport* const* transports, mcclProxyState** out);
 
 /**
  * @brief The abstract socket name the service listens on; put it in the bootstrap peer record.

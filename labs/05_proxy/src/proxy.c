@@ -174,10 +174,12 @@ static void closeEverything(mcclProxyState* p) {
   free(p);
 }
 
-mcclResult_t mcclProxyCreate(int rank, int cudaDev, volatile uint32_t* abortFlag, mcclProxyState** out) {
+mcclResult_t mcclProxyCreate(int rank, int cudaDev, volatile uint32_t* abortFlag,
+                             struct mcclTransport* const* transports, mcclProxyState** out) {
   MCCL_ARGCHECK(out != NULL, "mcclProxyCreate: out is NULL");
   MCCL_ARGCHECK(rank >= 0, "mcclProxyCreate: rank=%d", rank);
   MCCL_ARGCHECK(cudaDev >= 0, "mcclProxyCreate: cudaDev=%d", cudaDev);
+  MCCL_ARGCHECK(transports != NULL, "mcclProxyCreate: transports is NULL");
   mcclResult_t res = mcclSuccess;
   pthread_attr_t attr;
   mcclProxyState* p = calloc(1, sizeof(*p));
@@ -188,6 +190,7 @@ mcclResult_t mcclProxyCreate(int rank, int cudaDev, volatile uint32_t* abortFlag
   p->rank = rank;
   p->cudaDev = cudaDev;
   p->abortFlag = abortFlag;
+  p->transports = transports;
   p->listenFd = p->wakeFd = p->clientFd = p->uds.fd = -1;
   pthread_mutex_init(&p->clientLock, NULL);
   pthread_mutex_init(&p->exportLock, NULL);

@@ -165,9 +165,9 @@ mcclResult_t mcclProxyConnect(mcclProxyState* proxy, struct mcclConnector* conne
   MCCL_ARGCHECK(connector != NULL && connector->transportComm != NULL,
                 "mcclProxyConnect: connector=%p has no transport (call mcclConnectorInit first)", (void*)connector);
   MCCL_ARGCHECK(connector->transport >= 0 && connector->transport < MCCL_NUM_TRANSPORTS &&
-                    mcclTransports[connector->transport] != NULL,
-                "mcclProxyConnect: connector=%p names transport %d, which is not in mcclTransports[]", (void*)connector,
-                connector->transport);
+                    proxy->transports[connector->transport] != NULL,
+                "mcclProxyConnect: connector=%p names transport %d, which is not in the proxy's transport table",
+                (void*)connector, connector->transport);
   proxyInitReq in;
   memset(&in, 0, sizeof(in));
   in.transport = connector->transport;

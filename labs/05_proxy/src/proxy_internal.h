@@ -61,6 +61,7 @@ typedef struct {
 struct mcclProxyState {
   int rank, cudaDev;
   volatile uint32_t* abortFlag;
+  struct mcclTransport* const* transports;  // the table an Init's index picks the hooks from (mcclProxyCreate)
   char address[MCCL_SOCKET_NAME_LEN];
   uint64_t udsHash;
   int listenFd, wakeFd;

@@ -161,20 +161,20 @@ __attribute__((noinline)) static mcclResult_t serviceRequest(mcclProxyState* p, 
   TRACE(MCCL_PROXY, "Proxy %d: request type %d id 0x%llx", p->rank, h.type, (unsigned long long)h.opId);
   switch (h.type) {
     case mcclProxyMsgInit: {
-      // The request names the transport by its index in mcclTransports[] (as NCCL's ncclProxyInitReq
-      // carries transport, send, tpLocalRank): the proxy finds the hooks itself.
+      // The request names the transport by its table index (as NCCL's ncclProxyInitReq carries
+      // transport, send, tpLocalRank): the proxy finds the hooks itself, in the table it was created with.
       proxyInitReq in;
       if (mcclProxyInitReqDecode(op->req, (size_t)h.reqSize, &in) != mcclSuccess) {
         r = respond(p, i, h.opId, mcclInvalidArgument, NULL, 0);
         break;
       }
-      if (mcclTransports[in.transport] == NULL) {
-        WARN("Proxy %d: Init for transport %d, send %d: no such transport in mcclTransports[]", p->rank,
+      if (p->transports[in.transport] == NULL) {
+        WARN("Proxy %d: Init for transport %d, send %d: no such transport in this proxy's table", p->rank,
              (int)in.transport, (int)in.send);
         r = respond(p, i, h.opId, mcclInvalidArgument, NULL, 0);
         break;
       }
-      const struct mcclTransport* tp = mcclTransports[in.transport];
+      const struct mcclTransport* tp = p->transports[in.transport];
       proxyConnEntry* e = calloc(1, sizeof(*e));
       if (e == NULL) {
         r = respond(p, i, h.opId, mcclSystemError, NULL, 0);

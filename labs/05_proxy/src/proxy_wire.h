@@ -44,8 +44,8 @@ typedef struct {
 // MCCL_PROXY_MAX_MSG, pad 0; an Init carries a proxyInitReq and wants a uint64_t, a Stop carries
 // and wants nothing.
 mcclResult_t mcclProxyRpcHeaderDecode(const void* buf, size_t len, rpcHeader* out);
-// An Init body: a transport index inside mcclTransports[] (whether the slot is filled is the
-// service's check), send 0 or 1.
+// An Init body: a transport index inside a transport table (whether the proxy's table has that
+// transport is the service's check), send 0 or 1.
 mcclResult_t mcclProxyInitReqDecode(const void* buf, size_t len, proxyInitReq* out);
 // A response header: a mcclResult_t other than mcclInProgress, a size within MCCL_PROXY_MAX_MSG,
 // and no body with an error.

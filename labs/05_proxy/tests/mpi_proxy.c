@@ -14,6 +14,8 @@
 #include "mccl_test_mpi.h"
 #include "mpi_world.h"
 
+// The transports of lab 05's programs: SHM (lab 04's) only; P2P is lab 06's.
+static struct mcclTransport* const shmOnly[MCCL_NUM_TRANSPORTS] = {NULL, &mcclShmTransport, NULL};
 
 // Each rank fills a cuMem allocation with its own pattern; every other rank asks the owner's proxy
 // for an fd (GetFd with the raw handle value), imports it, maps it and reads the pattern.
@@ -26,7 +28,7 @@ static void getFdRoundTrips(void) {
   }
   int fds0 = mcclTestCountFds();
   world w;
-  mcclResult_t up = worldUp(&w);
+  mcclResult_t up = worldUp(&w, shmOnly);
   if (w.dev < 0) SKIP("no CUDA device");
   EXPECT_OK(up);
   int rank = mcclTestMpiRank(), n = mcclTestMpiSize();
@@ -91,7 +93,7 @@ static void getFdRoundTrips(void) {
 static void queryFdRoundTrip(void) {
   int fds0 = mcclTestCountFds();
   world w;
-  mcclResult_t up = worldUp(&w);
+  mcclResult_t up = worldUp(&w, shmOnly);
   if (w.dev < 0) SKIP("no CUDA device");
   EXPECT_OK(up);
   int rank = mcclTestMpiRank(), n = mcclTestMpiSize(), next = (rank + 1) % n;
@@ -120,7 +122,7 @@ static void queryFdRoundTrip(void) {
 static void shmRingThroughProxy(void) {
   int fds0 = mcclTestCountFds();
   world w;
-  mcclResult_t up = worldUp(&w);
+  mcclResult_t up = worldUp(&w, shmOnly);
   if (w.dev < 0) SKIP("no CUDA device");
   EXPECT_OK(up);
   int rank = mcclTestMpiRank(), n = mcclTestMpiSize();
@@ -138,8 +140,8 @@ static void shmRingThroughProxy(void) {
   EXPECT_OK(mcclShmTransport.canConnect(&can, &ctx, &me, &pn));
   EXPECT_EQ(can, 1);
   struct mcclConnector s, r;
-  EXPECT_OK(mcclConnectorInit(&s, &mcclShmTransport, 1, rank));
-  EXPECT_OK(mcclConnectorInit(&r, &mcclShmTransport, 0, rank));
+  EXPECT_OK(mcclConnectorInit(&s, TRANSPORT_SHM, &mcclShmTransport, 1, rank));
+  EXPECT_OK(mcclConnectorInit(&r, TRANSPORT_SHM, &mcclShmTransport, 0, rank));
   EXPECT_OK(mcclProxyConnect(w.proxy, &s));
   EXPECT_OK(mcclProxyConnect(w.proxy, &r));
   struct mcclConnect si, ri, peerSi, peerRi;

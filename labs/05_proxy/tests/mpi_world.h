@@ -1,7 +1,9 @@
 // Test helper for mpirun tests of lab 05 and the labs above it: one rank per process, each on
 // device rank % devices, with its proxy and a bootstrap (the unique id broadcast by MPI). The order
 // is lab 05's: the proxy first (its address goes into the peer record), then the bootstrap, then
-// the proxy learns every peer's address. Header-only, for tests/ (it uses the MPI test harness).
+// the proxy learns every peer's address. The proxy serves the transports of the table the test
+// passes (lab 05's tests: SHM only; lab 06's: its P2P and SHM). Header-only, for tests/ (it uses
+// the MPI test harness).
 #ifndef MCCL_TEST_MPI_WORLD_H_
 #define MCCL_TEST_MPI_WORLD_H_
 
@@ -24,7 +26,7 @@ static inline int pickDevice(void) {
   return cudaSetDevice(dev) == cudaSuccess ? dev : -1;
 }
 
-static inline mcclResult_t worldUp(world* w) {
+static inline mcclResult_t worldUp(world* w, struct mcclTransport* const* transports) {
   memset(w, 0, sizeof(*w));
   w->dev = pickDevice();
   if (w->dev < 0) return mcclUnhandledCudaError;
@@ -32,7 +34,7 @@ static inline mcclResult_t worldUp(world* w) {
   memset(&id, 0, sizeof(id));
   if (mcclTestMpiRank() == 0 && mcclGetUniqueId(&id) != mcclSuccess) return mcclSystemError;
   MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
-  MCCLCHECK(mcclProxyCreate(mcclTestMpiRank(), w->dev, NULL, &w->proxy));
+  MCCLCHECK(mcclProxyCreate(mcclTestMpiRank(), w->dev, NULL, transports, &w->proxy));
   MCCLCHECK(mcclBootstrapInit(&id, mcclTestMpiRank(), mcclTestMpiSize(), w->dev, mcclProxyGetAddress(w->proxy), NULL,
                               &w->bs));
   MCCLCHECK(mcclProxyInit(w->proxy, w->bs));

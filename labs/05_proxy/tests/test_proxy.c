@@ -101,11 +101,13 @@ static struct mcclTransport fakeTransport = {"FAKE",
                                              {NULL, NULL, NULL, fakeSetup, fakeConnect, fakeFree, fakeProgress},
                                              NULL};
 
-// mcclTransports[] has a slot per real transport; lab 05 does not link lab 06, so the P2P slot is free
-// and a test transport takes it: the Init RPC then carries TRANSPORT_P2P, and the proxy finds these
-// hooks through the registry like any other transport's.
+// The transport table every proxy of this test is created with: SHM (lab 04's) at its index, and the P2P
+// slot, which lab 05 has no transport for (P2P is lab 06's), for a test transport: the Init RPC then
+// carries TRANSPORT_P2P, and the proxy finds these hooks in its table like any other transport's.
+static struct mcclTransport* testTransports[MCCL_NUM_TRANSPORTS] = {NULL, &mcclShmTransport, NULL};
+
 static const struct mcclTransport* inSlot(struct mcclTransport* t) {
-  mcclTransports[TRANSPORT_P2P] = t;
+  testTransports[TRANSPORT_P2P] = t;
   return t;
 }
 
@@ -123,16 +125,17 @@ static void createDestroyCounts(void) {
   EXPECT_CUDA_OK(cudaFree(NULL));
   int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads();
   mcclProxyState* p = NULL;
-  EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
+  EXPECT_OK(mcclProxyCreate(0, 0, NULL, testTransports, &p));
   EXPECT_EQ(mcclTestWaitThreads(th0 + 2, MCCL_TEST_THREADS_SETTLE_MS), th0 + 2);
   EXPECT_TRUE(strncmp(mcclProxyGetAddress(p), "mccl-proxy-", 11) == 0);
   EXPECT_OK(mcclProxyDestroy(p));
   EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
   EXPECT_EQ(mcclTestCountFds(), fds0);
   mcclProxyState* q = (mcclProxyState*)0x1;
-  EXPECT_RES(mcclProxyCreate(-1, 0, NULL, &q), mcclInvalidArgument);
-  EXPECT_RES(mcclProxyCreate(0, -2, NULL, &q), mcclInvalidArgument);
-  EXPECT_RES(mcclProxyCreate(0, 0, NULL, NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclProxyCreate(-1, 0, NULL, testTransports, &q), mcclInvalidArgument);
+  EXPECT_RES(mcclProxyCreate(0, -2, NULL, testTransports, &q), mcclInvalidArgument);
+  EXPECT_RES(mcclProxyCreate(0, 0, NULL, testTransports, NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclProxyCreate(0, 0, NULL, NULL, &q), mcclInvalidArgument);  // no transport table
   EXPECT_TRUE(q == (mcclProxyState*)0x1);
   EXPECT_OK(mcclProxyDestroy(NULL));
 }
@@ -143,7 +146,7 @@ static void exportRegistry(void) {
   EXPECT_CUDA_OK(cudaFree(NULL));
   int fds0 = mcclTestCountFds();
   mcclProxyState* p = NULL;
-  EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
+  EXPECT_OK(mcclProxyCreate(0, 0, NULL, testTransports, &p));
   CUmemGenericAllocationHandle h = (CUmemGenericAllocationHandle)0x1234;  // never given to the driver
   EXPECT_RES(mcclProxyRegisterExport(NULL, h), mcclInvalidArgument);
   EXPECT_RES(mcclProxyRegisterExport(p, 0), mcclInvalidArgument);
@@ -163,9 +166,13 @@ static void setupRpcs(void) {
   resetFake();
   int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads();
   mcclProxyState* p = NULL;
-  EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
+  EXPECT_OK(mcclProxyCreate(0, 0, NULL, testTransports, &p));
   struct mcclConnector c;
-  EXPECT_OK(mcclConnectorInit(&c, inSlot(&fakeTransport), 1, 0));
+  // An index whose slot of the proxy's table is empty (NET, lab 08's) is refused before any RPC.
+  EXPECT_OK(mcclConnectorInit(&c, TRANSPORT_NET, &fakeTransport, 1, 0));
+  EXPECT_RES(mcclProxyConnect(p, &c), mcclInvalidArgument);
+  EXPECT_TRUE(c.proxyConn == &c.proxyConnStorage);
+  EXPECT_OK(mcclConnectorInit(&c, TRANSPORT_P2P, inSlot(&fakeTransport), 1, 0));
   EXPECT_OK(mcclProxyConnect(p, &c));
   EXPECT_TRUE(c.proxyConn != &c.proxyConnStorage);
   EXPECT_TRUE(c.proxyCall == mcclProxyCallBlocking);
@@ -193,7 +200,7 @@ static void setupRpcs(void) {
   EXPECT_EQ(atomic_load(&freeCalls), 1);
   // A connection the user never freed is freed by destroy.
   struct mcclConnector d;
-  EXPECT_OK(mcclConnectorInit(&d, inSlot(&fakeTransport), 0, 0));
+  EXPECT_OK(mcclConnectorInit(&d, TRANSPORT_P2P, inSlot(&fakeTransport), 0, 0));
   EXPECT_OK(mcclProxyConnect(p, &d));
   EXPECT_OK(mcclProxyDestroy(p));
   EXPECT_EQ(atomic_load(&freeCalls), 2);
@@ -206,10 +213,10 @@ static void setupRpcs(void) {
 static void manyOpsInOrder(void) {
   resetFake();
   mcclProxyState* p = NULL;
-  EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
+  EXPECT_OK(mcclProxyCreate(0, 0, NULL, testTransports, &p));
   struct mcclConnector c[4];
   for (int i = 0; i < 4; i++) {
-    EXPECT_OK(mcclConnectorInit(&c[i], inSlot(&fakeTransport), i % 2, 0));
+    EXPECT_OK(mcclConnectorInit(&c[i], TRANSPORT_P2P, inSlot(&fakeTransport), i % 2, 0));
     EXPECT_OK(mcclProxyConnect(p, &c[i]));
     c[i].connected = 1;
   }
@@ -239,10 +246,10 @@ static void manyOpsInOrder(void) {
 static void badOpArguments(void) {
   resetFake();
   mcclProxyState* p = NULL;
-  EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
+  EXPECT_OK(mcclProxyCreate(0, 0, NULL, testTransports, &p));
   struct mcclConnector c, other;
-  EXPECT_OK(mcclConnectorInit(&c, inSlot(&fakeTransport), 1, 0));
-  EXPECT_OK(mcclConnectorInit(&other, inSlot(&fakeTransport), 1, 0));
+  EXPECT_OK(mcclConnectorInit(&c, TRANSPORT_P2P, inSlot(&fakeTransport), 1, 0));
+  EXPECT_OK(mcclConnectorInit(&other, TRANSPORT_P2P, inSlot(&fakeTransport), 1, 0));
   EXPECT_OK(mcclProxyConnect(p, &c));
   mcclProxyRequest r = -7;
   fakeMsg m = {0, 0, 1};
@@ -268,12 +275,12 @@ static void abortInFlight(void) {
   int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads();
   abortFlag = 0;
   mcclProxyState* p = NULL;
-  EXPECT_OK(mcclProxyCreate(0, 0, &abortFlag, &p));
+  EXPECT_OK(mcclProxyCreate(0, 0, &abortFlag, testTransports, &p));
   struct mcclConnector c[2];
   static fakeMsg m[16];
   mcclProxyRequest r[16];
   for (int i = 0; i < 2; i++) {
-    EXPECT_OK(mcclConnectorInit(&c[i], inSlot(&fakeTransport), 1, 0));
+    EXPECT_OK(mcclConnectorInit(&c[i], TRANSPORT_P2P, inSlot(&fakeTransport), 1, 0));
     EXPECT_OK(mcclProxyConnect(p, &c[i]));
     c[i].connected = 1;
   }
@@ -300,9 +307,9 @@ static void stopInFlight(void) {
   resetFake();
   int th0 = mcclTestCountThreads();
   mcclProxyState* p = NULL;
-  EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
+  EXPECT_OK(mcclProxyCreate(0, 0, NULL, testTransports, &p));
   struct mcclConnector c;
-  EXPECT_OK(mcclConnectorInit(&c, inSlot(&fakeTransport), 1, 0));
+  EXPECT_OK(mcclConnectorInit(&c, TRANSPORT_P2P, inSlot(&fakeTransport), 1, 0));
   EXPECT_OK(mcclProxyConnect(p, &c));
   c.connected = 1;
   fakeMsg m[3] = {{0, 0, -1}, {0, 1, -1}, {0, 2, -1}};
@@ -323,7 +330,7 @@ static void stopInFlight(void) {
 static void idleCpuAndWakeup(void) {
   resetFake();
   mcclProxyState* p = NULL;
-  EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
+  EXPECT_OK(mcclProxyCreate(0, 0, NULL, testTransports, &p));
   pthread_t svc, prog;
   EXPECT_OK(mcclProxyGetThreads(p, &svc, &prog));
   sleepMs(50);  // past the spin and yield phases
@@ -333,7 +340,7 @@ static void idleCpuAndWakeup(void) {
   printf("# idle proxy: %ld us CPU in %ld us (%.2f%% of one core)\n", cpu, wall, 100.0 * (double)cpu / (double)wall);
   EXPECT_LT(cpu * 100, wall * 5);
   struct mcclConnector c;
-  EXPECT_OK(mcclConnectorInit(&c, inSlot(&fakeTransport), 1, 0));
+  EXPECT_OK(mcclConnectorInit(&c, TRANSPORT_P2P, inSlot(&fakeTransport), 1, 0));
   EXPECT_OK(mcclProxyConnect(p, &c));
   c.connected = 1;
   long worst = 0;
@@ -371,7 +378,7 @@ static void cpusetPinning(void) {
   setenv("MCCL_PROXY_CPUSET", list, 1);
   mcclParamResetAll();
   mcclProxyState* p = NULL;
-  mcclResult_t r = mcclProxyCreate(0, 0, NULL, &p);
+  mcclResult_t r = mcclProxyCreate(0, 0, NULL, testTransports, &p);
   unsetenv("MCCL_PROXY_CPUSET");
   mcclParamResetAll();
   EXPECT_OK(r);
@@ -387,7 +394,7 @@ static void cpusetPinning(void) {
   setenv("MCCL_PROXY_CPUSET", "0-x", 1);
   mcclParamResetAll();
   p = (mcclProxyState*)0x1;
-  r = mcclProxyCreate(0, 0, NULL, &p);
+  r = mcclProxyCreate(0, 0, NULL, testTransports, &p);
   unsetenv("MCCL_PROXY_CPUSET");
   mcclParamResetAll();
   EXPECT_RES(r, mcclInvalidArgument);
@@ -400,15 +407,15 @@ static void shmSendRecvInProcess(void) {
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) SKIP("no CUDA device");
   int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads();
   mcclProxyState* p = NULL;
-  EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
+  EXPECT_OK(mcclProxyCreate(0, 0, NULL, testTransports, &p));
   mcclPeerInfo me;
   EXPECT_OK(mcclFillPeerInfo(0, 0, &me));
   struct mcclTransportCtx ctx;
   EXPECT_OK(mcclTransportCtxInit(&ctx, 0, 1, 0));
   ctx.proxyState = p;
   struct mcclConnector s, r;
-  EXPECT_OK(mcclConnectorInit(&s, &mcclShmTransport, 1, 0));
-  EXPECT_OK(mcclConnectorInit(&r, &mcclShmTransport, 0, 0));
+  EXPECT_OK(mcclConnectorInit(&s, TRANSPORT_SHM, &mcclShmTransport, 1, 0));
+  EXPECT_OK(mcclConnectorInit(&r, TRANSPORT_SHM, &mcclShmTransport, 0, 0));
   EXPECT_OK(mcclProxyConnect(p, &s));
   EXPECT_OK(mcclProxyConnect(p, &r));
   struct mcclConnect si, ri;
@@ -455,15 +462,15 @@ static void freeConnectorWithOpInFlight(void) {
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) SKIP("no CUDA device");
   int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads();
   mcclProxyState* p = NULL;
-  EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
+  EXPECT_OK(mcclProxyCreate(0, 0, NULL, testTransports, &p));
   mcclPeerInfo me;
   EXPECT_OK(mcclFillPeerInfo(0, 0, &me));
   struct mcclTransportCtx ctx;
   EXPECT_OK(mcclTransportCtxInit(&ctx, 0, 1, 0));
   ctx.proxyState = p;
   struct mcclConnector s, r;
-  EXPECT_OK(mcclConnectorInit(&s, &mcclShmTransport, 1, 0));
-  EXPECT_OK(mcclConnectorInit(&r, &mcclShmTransport, 0, 0));
+  EXPECT_OK(mcclConnectorInit(&s, TRANSPORT_SHM, &mcclShmTransport, 1, 0));
+  EXPECT_OK(mcclConnectorInit(&r, TRANSPORT_SHM, &mcclShmTransport, 0, 0));
   EXPECT_OK(mcclProxyConnect(p, &s));
   EXPECT_OK(mcclProxyConnect(p, &r));
   struct mcclConnect si, ri;
@@ -519,9 +526,9 @@ static void goneRequesterDoesNotStall(void) {
   mcclParamResetAll();
   int fds0 = mcclTestCountFds();
   mcclProxyState* p = NULL;
-  EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
+  EXPECT_OK(mcclProxyCreate(0, 0, NULL, testTransports, &p));
   struct mcclConnector c;
-  EXPECT_OK(mcclConnectorInit(&c, inSlot(&fakeTransport), 1, 0));
+  EXPECT_OK(mcclConnectorInit(&c, TRANSPORT_P2P, inSlot(&fakeTransport), 1, 0));
   EXPECT_OK(mcclProxyConnect(p, &c));
   for (int i = 0; i < 2; i++) EXPECT_OK(getFdRequest(p, 0x1234 + (uint64_t)i, 0, NULL));
   sleepMs(20);  // the service has both requests and tries to answer them
@@ -575,9 +582,9 @@ static uint64_t clockAtDeadline(void) {
 
 static void responseAtDeadlineIsUsed(void) {
   mcclProxyState* p = NULL;
-  EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
+  EXPECT_OK(mcclProxyCreate(0, 0, NULL, testTransports, &p));
   struct mcclConnector c;
-  EXPECT_OK(mcclConnectorInit(&c, inSlot(&slowTransport), 1, 0));
+  EXPECT_OK(mcclConnectorInit(&c, TRANSPORT_P2P, inSlot(&slowTransport), 1, 0));
   EXPECT_OK(mcclProxyConnect(p, &c));
   int in = 7, out = 0;
   clockReadings = 0;
@@ -590,7 +597,7 @@ static void responseAtDeadlineIsUsed(void) {
   EXPECT_GE(clockReadings, 2);
   // A response that comes too late is still a timeout: 1 ms for a hook of 50 ms, on the real clock.
   struct mcclConnector d;
-  EXPECT_OK(mcclConnectorInit(&d, inSlot(&slowTransport), 1, 0));
+  EXPECT_OK(mcclConnectorInit(&d, TRANSPORT_P2P, inSlot(&slowTransport), 1, 0));
   EXPECT_OK(mcclProxyConnect(p, &d));
   setenv("MCCL_PROXY_TIMEOUT", "1", 1);
   mcclParamResetAll();
@@ -633,7 +640,7 @@ static void fdFloodBounded(void) {
   mcclParamResetAll();
   int fds0 = mcclTestCountFds();
   mcclProxyState* p = NULL;
-  EXPECT_OK(mcclProxyCreate(0, 0, NULL, &p));
+  EXPECT_OK(mcclProxyCreate(0, 0, NULL, testTransports, &p));
   mcclUniqueId id;
   mcclBootstrap* bs = NULL;
   EXPECT_OK(mcclGetUniqueId(&id));

@@ -23,10 +23,13 @@ static long nowMs(void) {
   return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+// The transports of lab 05's programs: SHM (lab 04's) only; P2P is lab 06's.
+static struct mcclTransport* const shmOnly[MCCL_NUM_TRANSPORTS] = {NULL, &mcclShmTransport, NULL};
+
 // Both sides: proxy, bootstrap, one SHM connection 0 -> 1 through the proxies.
 static mcclResult_t side(const mcclUniqueId* id, int rank, mcclProxyState** proxy, mcclBootstrap** bs,
                          struct mcclConnector* c) {
-  MCCLCHECK(mcclProxyCreate(rank, rank, NULL, proxy));
+  MCCLCHECK(mcclProxyCreate(rank, rank, NULL, shmOnly, proxy));
   MCCLCHECK(mcclBootstrapInit(id, rank, 2, rank, mcclProxyGetAddress(*proxy), NULL, bs));
   MCCLCHECK(mcclProxyInit(*proxy, *bs));
   mcclPeerInfo me, peer;
@@ -36,7 +39,7 @@ static mcclResult_t side(const mcclUniqueId* id, int rank, mcclProxyState** prox
   MCCLCHECK(mcclTransportCtxInit(&ctx, rank, 2, rank));
   ctx.bootstrap = *bs;
   ctx.proxyState = *proxy;
-  MCCLCHECK(mcclConnectorInit(c, &mcclShmTransport, rank == 0, rank));
+  MCCLCHECK(mcclConnectorInit(c, TRANSPORT_SHM, &mcclShmTransport, rank == 0, rank));
   MCCLCHECK(mcclProxyConnect(*proxy, c));
   struct mcclConnect mine, theirs;
   const struct mcclTransportComm* tc = rank == 0 ? &mcclShmTransport.send : &mcclShmTransport.recv;

@@ -684,7 +684,7 @@ static mcclResult_t run(int sim) {
   MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
   mcclProxyState* proxy = NULL;
   mcclBootstrap* bs = NULL;
-  MCCLCHECK(mcclProxyCreate(rank, dev, NULL, &proxy));
+  MCCLCHECK(mcclProxyCreate(rank, dev, NULL, mcclLocalTransports, &proxy));
   MCCLCHECK(mcclBootstrapInit(&id, rank, 2, dev, mcclProxyGetAddress(proxy), NULL, &bs));
   MCCLCHECK(mcclProxyInit(proxy, bs));
 

@@ -19,6 +19,15 @@ extern "C" {
  * @{ */
 
 /**
+ * @brief The transport table of a program whose highest transport lab is this one (NCCL's
+ * ncclTransports[] without NET): [TRANSPORT_P2P] &mcclP2pTransport, [TRANSPORT_SHM] &mcclShmTransport,
+ * [TRANSPORT_NET] NULL. Lab 06's pair helpers connect with it, and lab 06's and lab 07's programs pass it
+ * to their proxies (mcclProxyCreate) and communicators; lab 08's mcclTransports adds NET. A context
+ * selects from the table in struct mcclTransportCtx::transports.
+ */
+extern struct mcclTransport* const mcclLocalTransports[MCCL_NUM_TRANSPORTS];
+
+/**
  * @brief Give a context nChannels channels: per channel, a host array of nRanks mcclChannelPeer
  * (zeroed connectors) and a device array of nRanks mcclDevChannelPeer on ctx->cudaDev (zeroed), and
  * the connectSend/connectRecv masks (NCCL's initChannel and the comm's connect masks).
@@ -39,11 +48,11 @@ mcclResult_t mcclChannelsFree(struct mcclTransportCtx* ctx);
 
 /**
  * @brief Pick the transport for one connector and run its setup (NCCL's selectTransport): the
- * first transport of mcclTransports[] (P2P, then SHM; only ctx->onlyTransport when set) whose
- * canConnect accepts ctx->peerInfo[rank] and ctx->peerInfo[peer]; the connector is initialised for
- * it, bound to ctx->proxyState when there is one (lab 05's Init RPC carries the transport's index),
- * and set up with the current device.
- * @param[in]     ctx          with peerInfo, and the proxy when peers live in other processes.
+ * first transport of ctx->transports (P2P, then SHM, then NET where the table has it; only
+ * ctx->onlyTransport when set) whose canConnect accepts ctx->peerInfo[rank] and ctx->peerInfo[peer];
+ * the connector is initialised for it, bound to ctx->proxyState when there is one (lab 05's Init RPC
+ * carries the transport's index), and set up with the current device.
+ * @param[in]     ctx          with peerInfo and transports, and the proxy when peers live in other processes.
  * @param[in]     graph        the ring or graph (passed to the hooks; may be NULL).
  * @param[in]     peer         the other end's rank (!= ctx->rank, except in a loopback).
  * @param[in]     channelId    for the hooks' logs.
@@ -52,7 +61,7 @@ mcclResult_t mcclChannelsFree(struct mcclTransportCtx* ctx);
  * @param[in,out] connector    a zeroed or freed connector; initialised here.
  * @param[in]     initialStep  first step of the connection (both ends agree).
  * @param[out]    connectInfo  what the peer's connect needs.
- * @param[out]    transport    the index chosen (TRANSPORT_P2P or TRANSPORT_SHM), or NULL.
+ * @param[out]    transport    the index chosen (TRANSPORT_P2P, TRANSPORT_SHM, ...), or NULL.
  * @return mcclSuccess; mcclInvalidArgument; mcclInvalidUsage (no transport can connect the two);
  *         errors of the transport's setup.
  */
@@ -77,16 +86,17 @@ mcclResult_t mcclTransportP2pConnect(struct mcclTransportCtx* ctx, int channelId
                                      int nsend, const int* peerSend, int connIndex);
 
 /**
- * @brief Connect everything mcclTransportP2pConnect recorded (NCCL's ncclTransportP2pSetup): for
- * each distance i = 1 .. nRanks-1, with sendPeer = rank + i and recvPeer = rank - i, select and set up
- * a transport for every recorded channel (mcclTransportSetupConnector), swap the mcclConnect records
- * with both peers through ctx->bootstrap, connect, and copy each connector's conn into
- * ctx->channels[c].devPeers[peer].send/recv[connIndex]. Collective between the ranks it connects:
- * a send to p recorded here needs p's call with the receive from this rank recorded on the same
- * channels (ranks that record nothing need not call it). It ends with one empty message to and from
- * each peer connected (NCCL's closing exchange), so nobody frees what a peer is still importing. The
- * masks are cleared afterwards. Synchronous (the device copies are complete).
- * @param[in,out] ctx        with channels, peerInfo, bootstrap and proxyState.
+ * @brief Connect everything mcclTransportP2pConnect recorded (NCCL's ncclTransportP2pSetup): give
+ * every transport of ctx->transports its init, then for each distance i = 1 .. nRanks-1, with
+ * sendPeer = rank + i and recvPeer = rank - i, select and set up a transport for every recorded channel
+ * (mcclTransportSetupConnector), swap the mcclConnect records with both peers through ctx->bootstrap,
+ * connect, and copy each connector's conn into ctx->channels[c].devPeers[peer].send/recv[connIndex].
+ * Collective between the ranks it connects: a send to p recorded here needs p's call with the receive
+ * from this rank recorded on the same channels (ranks that record nothing need not call it). It ends
+ * with one empty message to and from each peer connected (NCCL's closing exchange), so nobody frees
+ * what a peer is still importing. The masks are cleared afterwards. Synchronous (the device copies are
+ * complete).
+ * @param[in,out] ctx        with channels, peerInfo, transports, bootstrap and proxyState.
  * @param[in]     graph      passed to the hooks (may be NULL).
  * @param[in]     connIndex  0 .. MCCL_MAX_CONNS-1.
  * @return mcclSuccess; mcclInvalidArgument; mcclInvalidUsage (no transport for a pair of ranks);

@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 #include "mccl_bootstrap.h"
+#include "mccl_channel.h"
 #include "mccl_proxy.h"
 #include "mccl_result.h"
 #include "mccl_transport.h"
@@ -168,7 +169,8 @@ mcclResult_t mcclDevPairLocalFree(struct mcclDevPair* pair);
  * with SEND and RECV swapped, the same nChannels and transport) at the same time. The transport
  * choice is checked with the peer: both must pick the same one.
  * @param[in]  bs         an initialised bootstrap whose records carry the proxies' addresses.
- * @param[in]  proxy      this rank's proxy (after mcclProxyInit); it must outlive the endpoint.
+ * @param[in]  proxy      this rank's proxy (after mcclProxyInit), created with a table that has the pair's
+ *                        transport (mcclLocalTransports); it must outlive the endpoint.
  * @param[in]  peer       the other rank, != this rank.
  * @param[in]  nChannels  1 .. 64.
  * @param[in]  dirs       MCCL_DEVPAIR_SEND (to peer), MCCL_DEVPAIR_RECV (from peer), or both.

@@ -127,15 +127,17 @@ mcclResult_t mcclDevSelectTransport(mcclDevTransport_t choice, const mcclPeerInf
   MCCL_ARGCHECK(choice == mcclDevTransportAuto || choice == mcclDevTransportP2p || choice == mcclDevTransportShm,
                 "transport %d (expected auto %d, P2P %d or SHM %d)", (int)choice, mcclDevTransportAuto,
                 mcclDevTransportP2p, mcclDevTransportShm);
-  // NCCL's transport order (p2p, shm, net, collnet): the first whose canConnect says yes wins.
-  struct mcclTransport* order[2] = {&mcclP2pTransport, &mcclShmTransport};
-  for (int i = 0; i < 2; i++) {
-    if (choice == mcclDevTransportP2p && i != 0) continue;
-    if (choice == mcclDevTransportShm && i != 1) continue;
+  // NCCL's transport order (p2p, shm, net, collnet), in this lab's table: the first whose canConnect says
+  // yes wins.
+  for (int t = 0; t < MCCL_NUM_TRANSPORTS; t++) {
+    struct mcclTransport* tp = mcclLocalTransports[t];
+    if (tp == NULL || (choice == mcclDevTransportP2p && t != TRANSPORT_P2P) ||
+        (choice == mcclDevTransportShm && t != TRANSPORT_SHM))
+      continue;
     int ok = 0;
-    MCCLCHECK(order[i]->canConnect(&ok, NULL, a, b));
+    MCCLCHECK(tp->canConnect(&ok, NULL, a, b));
     if (ok) {
-      *out = order[i];
+      *out = tp;
       return mcclSuccess;
     }
   }
@@ -208,7 +210,8 @@ static mcclResult_t endCtx(struct mcclTransportCtx* ctx, const struct mcclDevPai
                            const mcclPeerInfo* info) {
   MCCLCHECK(mcclTransportCtxInit(ctx, e->rank, nRanks, e->cudaDev));
   ctx->peerInfo = info;
-  ctx->onlyTransport = mcclTransportIndex(e->transport);
+  ctx->transports = mcclLocalTransports;
+  ctx->onlyTransport = mcclTransportIndex(mcclLocalTransports, e->transport);
   return mcclSuccess;
 }
 

@@ -370,10 +370,3 @@ struct mcclTransport mcclP2pTransport = {
     {p2pRecvSetup, p2pRecvConnect, p2pFree, p2pProxySetup, NULL, p2pProxyFree, p2pProxyProgress},
     NULL,
 };
-
-// Lab 04's registry (mcclTransports[]) cannot name a transport of a lab above it: this one fills its
-// own slot, TRANSPORT_P2P, before main runs, whenever this file is linked into a program (anything
-// that names mcclP2pTransport or lab 06's connection set-up links it).
-__attribute__((constructor)) static void p2pRegister(void) {
-  mcclTransports[TRANSPORT_P2P] = &mcclP2pTransport;
-}

@@ -1,6 +1,6 @@
-// Lab 06: channels and the connection machinery, as NCCL 2.28.9 src/transport.cc (selectTransport,
-// ncclTransportP2pConnect, ncclTransportP2pSetup) and src/channel.cc (initChannel): a transport per
-// connector chosen by canConnect in registry order, connect information swapped through the
+// Lab 06: channels and the connection machinery, as NCCL 2.28.9 src/transport.cc (ncclTransports[],
+// selectTransport, ncclTransportP2pConnect, ncclTransportP2pSetup) and src/channel.cc (initChannel): a
+// transport per connector chosen by canConnect in table order, connect information swapped through the
 // bootstrap, and each connection's mcclConnInfo copied into the channel's device-side peers.
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +10,17 @@
 #include "mccl_devconn.h"
 #include "mccl_p2p.h"
 #include "mccl_proxy.h"
+#include "mccl_shm.h"
+
+// The transport table (NCCL's ncclTransports[], one static array in transport.cc, beside the selection).
+// Here each lab links only itself and the labs below it and names no transport of a lab above it, so a
+// table of every transport would not link into lab 06's or lab 07's programs; and a transport that put
+// itself into a lower lab's table (a constructor) would be there only when something else pulled its
+// object into the link, which a layer above then had to force. So the table is a static array of the
+// lowest layer that sees every transport a program has, and selection takes it from the context its
+// creator filled: this one (P2P and SHM) up to lab 07, lab 08's mcclTransports (with NET) above.
+// Index order is preference: P2P, then SHM.
+struct mcclTransport* const mcclLocalTransports[MCCL_NUM_TRANSPORTS] = {&mcclP2pTransport, &mcclShmTransport, NULL};
 
 // Bootstrap tags of mcclTransportP2pSetup: (distance << 8) + connIndex, as NCCL's (i << 8) + graph id,
 // moved above the tags lab 06's pair helper and the tests use.
@@ -90,6 +101,7 @@ mcclResult_t mcclTransportSetupConnector(struct mcclTransportCtx* ctx, const voi
                                          int connIndex, int send, struct mcclConnector* connector, uint64_t initialStep,
                                          struct mcclConnect* connectInfo, int* transport) {
   MCCL_ARGCHECK(ctx != NULL && ctx->peerInfo != NULL, "ctx %p has no peerInfo", (void*)ctx);
+  MCCL_ARGCHECK(ctx->transports != NULL, "ctx->transports is NULL (a transport table, e.g. mcclLocalTransports)");
   MCCL_ARGCHECK(peer >= 0 && peer < ctx->nRanks, "peer %d (ranks 0 .. %d)", peer, ctx->nRanks - 1);
   MCCL_ARGCHECK(connIndex >= 0 && connIndex < MCCL_MAX_CONNS, "connIndex %d (0 .. %d)", connIndex, MCCL_MAX_CONNS - 1);
   MCCL_ARGCHECK(send == 0 || send == 1, "send %d (0 or 1)", send);
@@ -98,12 +110,12 @@ mcclResult_t mcclTransportSetupConnector(struct mcclTransportCtx* ctx, const voi
   const mcclPeerInfo* myInfo = &ctx->peerInfo[ctx->rank];
   const mcclPeerInfo* peerInfo = &ctx->peerInfo[peer];
   for (int t = 0; t < MCCL_NUM_TRANSPORTS; t++) {
-    struct mcclTransport* tp = mcclTransports[t];
+    struct mcclTransport* tp = ctx->transports[t];
     if (tp == NULL || (ctx->onlyTransport != TRANSPORT_UNDEFINED && ctx->onlyTransport != t)) continue;
     int ok = 0;
     MCCLCHECK(tp->canConnect(&ok, ctx, myInfo, peerInfo));
     if (!ok) continue;
-    MCCLCHECK(mcclConnectorInit(connector, tp, send, ctx->rank));
+    MCCLCHECK(mcclConnectorInit(connector, t, tp, send, ctx->rank));
     connector->initialStep = initialStep;
     if (ctx->proxyState) MCCLCHECK(mcclProxyConnect((mcclProxyState*)ctx->proxyState, connector));
     const struct mcclTransportComm* tc = send ? &tp->send : &tp->recv;
@@ -162,6 +174,7 @@ static mcclResult_t connectOne(struct mcclTransportCtx* ctx, struct mcclChannel*
 mcclResult_t mcclTransportP2pSetup(struct mcclTransportCtx* ctx, const void* graph, int connIndex) {
   MCCL_ARGCHECK(ctx != NULL && ctx->connectSend != NULL, "ctx %p has no channels (mcclChannelsInit)", (void*)ctx);
   MCCL_ARGCHECK(ctx->peerInfo != NULL, "ctx->peerInfo is NULL");
+  MCCL_ARGCHECK(ctx->transports != NULL, "ctx->transports is NULL (a transport table, e.g. mcclLocalTransports)");
   MCCL_ARGCHECK(ctx->bootstrap != NULL || ctx->nRanks == 1, "ctx->bootstrap is NULL with %d ranks", ctx->nRanks);
   MCCL_ARGCHECK(connIndex >= 0 && connIndex < MCCL_MAX_CONNS, "connIndex %d (0 .. %d)", connIndex, MCCL_MAX_CONNS - 1);
   const int n = ctx->nRanks, me = ctx->rank;
@@ -172,7 +185,7 @@ mcclResult_t mcclTransportP2pSetup(struct mcclTransportCtx* ctx, const void* gra
   // Every rank gives every transport its start (NCCL's ncclNetInit, run by each rank at init), even a
   // rank with no connection of that transport: its start may be collective (NET's plugin init).
   for (int t = 0; t < MCCL_NUM_TRANSPORTS; t++)
-    if (mcclTransports[t] != NULL && mcclTransports[t]->init != NULL) MCCLCHECK(mcclTransports[t]->init(ctx));
+    if (ctx->transports[t] != NULL && ctx->transports[t]->init != NULL) MCCLCHECK(ctx->transports[t]->init(ctx));
   CUDACHECK(cudaGetDevice(&saved));
   CUDACHECKGOTO(cudaSetDevice(ctx->cudaDev), res, out);
   CUDACHECKGOTO(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), res, out);

@@ -30,7 +30,7 @@ static void exchange(mcclDevTransport_t which, const char* name, uint64_t initia
   warmUp();
   int fds0 = mcclTestCountFds(), shm0 = mcclTestCountShm();
   world w;
-  mcclResult_t up = worldUp(&w);
+  mcclResult_t up = worldUp(&w, mcclLocalTransports);
   if (w.dev < 0) SKIP("no CUDA device");
   EXPECT_OK(up);
   int rank = mcclTestMpiRank(), n = mcclTestMpiSize();
@@ -77,7 +77,7 @@ static void p2pDisableSelectsShm(void) {
   warmUp();
   int fds0 = mcclTestCountFds();
   world w;
-  mcclResult_t up = worldUp(&w);
+  mcclResult_t up = worldUp(&w, mcclLocalTransports);
   if (w.dev < 0) SKIP("no CUDA device");
   EXPECT_OK(up);
   int rank = mcclTestMpiRank(), n = mcclTestMpiSize(), peer = rank ^ 1;

@@ -49,7 +49,7 @@ static void exchange(mcclDevTransport_t which) {
   ptShmSet shm = {0}, shmBase = {0};
   ptShmRecord(&shmBase);
   world w;
-  mcclResult_t up = worldUp(&w);
+  mcclResult_t up = worldUp(&w, mcclLocalTransports);
   if (w.dev < 0) SKIP("no CUDA device");
   EXPECT_OK(up);
   int rank = mcclTestMpiRank(), n = mcclTestMpiSize(), peer = rank ^ 1;

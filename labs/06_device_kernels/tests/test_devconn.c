@@ -111,6 +111,15 @@ static void selectTransport(void) {
   EXPECT_RES(mcclDevSelectTransport((mcclDevTransport_t)9, &a, &b, &t), mcclInvalidArgument);
   EXPECT_RES(mcclDevSelectTransport(mcclDevTransportAuto, NULL, &b, &t), mcclInvalidArgument);
   EXPECT_RES(mcclDevSelectTransport(mcclDevTransportAuto, &a, &b, NULL), mcclInvalidArgument);
+  // The connection machinery selects from the context's table: a context without one is refused.
+  mcclPeerInfo both[2] = {a, b};
+  struct mcclTransportCtx ctx;
+  struct mcclConnector c;
+  struct mcclConnect info;
+  EXPECT_OK(mcclTransportCtxInit(&ctx, 0, 2, 0));
+  ctx.peerInfo = both;
+  EXPECT_TRUE(ctx.transports == NULL);
+  EXPECT_RES(mcclTransportSetupConnector(&ctx, NULL, 1, 0, 0, 1, &c, 0, &info, NULL), mcclInvalidArgument);
 }
 
 // Every channel of every direction of a local pair: fresh state, sender -> receiver stores, head back.
@@ -221,7 +230,7 @@ static void devConnCopies(void) {
   EXPECT_OK(mcclDevConnFree(NULL));
   // Bad input.
   struct mcclConnector idle;
-  EXPECT_OK(mcclConnectorInit(&idle, &mcclP2pTransport, 1, 0));
+  EXPECT_OK(mcclConnectorInit(&idle, TRANSPORT_P2P, &mcclP2pTransport, 1, 0));
   d = NULL;
   EXPECT_RES(mcclDevConnCreate(&idle, 1, &d), mcclInvalidUsage);
   EXPECT_TRUE(d == NULL);
@@ -290,10 +299,10 @@ static void p2pHooksRefuseMisuse(void) {
   EXPECT_OK(mcclTransportCtxInit(&ctx, 0, 1, 0));
   struct mcclConnector s, r;
   struct mcclConnect si, ri;
-  EXPECT_TRUE(mcclTransports[TRANSPORT_P2P] == &mcclP2pTransport);  // lab 06 fills its registry slot
-  EXPECT_OK(mcclConnectorInit(&s, &mcclP2pTransport, 1, 0));
+  EXPECT_TRUE(mcclLocalTransports[TRANSPORT_P2P] == &mcclP2pTransport);  // at its NCCL index of lab 06's table
+  EXPECT_OK(mcclConnectorInit(&s, TRANSPORT_P2P, &mcclP2pTransport, 1, 0));
   EXPECT_EQ(s.transport, TRANSPORT_P2P);
-  EXPECT_OK(mcclConnectorInit(&r, &mcclP2pTransport, 0, 0));
+  EXPECT_OK(mcclConnectorInit(&r, TRANSPORT_P2P, &mcclP2pTransport, 0, 0));
   EXPECT_RES(mcclP2pTransport.send.connect(&ctx, &ri, 1, 0, &s), mcclInvalidUsage);  // not set up
   EXPECT_RES(mcclP2pTransport.recv.setup(&ctx, NULL, &me, &me, &ri, &s, 0, 0),
              mcclInvalidArgument);  // a send connector

@@ -40,7 +40,7 @@ static size_t halfBytes(int proto) {
 #define DEATH_SEED 0x5eedull
 
 static mcclResult_t side(const mcclUniqueId* id, int rank, mcclProxyState** proxy, mcclBootstrap** bs) {
-  MCCLCHECK(mcclProxyCreate(rank, rank, NULL, proxy));
+  MCCLCHECK(mcclProxyCreate(rank, rank, NULL, mcclLocalTransports, proxy));
   MCCLCHECK(mcclBootstrapInit(id, rank, 2, rank, mcclProxyGetAddress(*proxy), NULL, bs));
   return mcclProxyInit(*proxy, *bs);
 }

@@ -287,7 +287,7 @@ static mcclResult_t run(int argc, char** argv, long* wrong) {
   memset(&id, 0, sizeof(id));
   if (rank == 0) MCCLCHECK(mcclGetUniqueId(&id));
   MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
-  MCCLCHECK(mcclLabCommInit(&g.comm, nranks, &id, rank, dev, opt.nChannels));
+  MCCLCHECK(mcclLabCommInit(&g.comm, nranks, &id, rank, dev, opt.nChannels, mcclLocalTransports));
   cudaStream_t stream;
   CUDACHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   void *send = NULL, *recv = NULL;

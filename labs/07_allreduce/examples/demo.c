@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
   printf("lab 07 demo (%s backend): allreduce (sum of float32) over %d ranks, one per device\n", MCCL_BACKEND_NAME, n);
   mcclLabComm* comms[MAXN];
   printf("[1] mcclLabCommInitAll: %d ranks, 1 channel each (one block: the chunks below are its)\n", n);
-  MCCLCHECK(mcclLabCommInitAll(comms, n, NULL, 1));
+  MCCLCHECK(mcclLabCommInitAll(comms, n, NULL, 1, mcclLocalTransports));
   printSchedule(comms, n);
 
   size_t count = (size_t)n * CHUNK;

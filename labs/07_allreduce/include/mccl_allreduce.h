@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <cuda_runtime.h>
 #include "mccl_bootstrap.h"
+#include "mccl_channel.h"
 #include "mccl_dev_work.h"
 #include "mccl_enqueue.h"
 #include "mccl_prims.h"
@@ -33,7 +34,7 @@ extern "C" {
  * @code
  * mcclUniqueId id; if (rank == 0) mcclGetUniqueId(&id); MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
  * mcclLabComm* comm;
- * MCCLCHECK(mcclLabCommInit(&comm, nranks, &id, rank, dev, 0));   // ring, channels, signal area
+ * MCCLCHECK(mcclLabCommInit(&comm, nranks, &id, rank, dev, 0, mcclLocalTransports));  // ring, channels, signal area
  * void* buf; MCCLCHECK(mcclMemAlloc(&buf, bytes));
  * mcclLabWindow* win;
  * MCCLCHECK(mcclLabWindowRegister(comm, buf, bytes, &win));        // collective
@@ -81,7 +82,8 @@ typedef struct mcclLabComm {
   mcclBootstrap* bootstrap;          /**< lab common: peer records, tagged messages */
   mcclProxyState* proxy;             /**< lab 05: setup RPCs, fds of this rank's memory */
   mcclPeerInfo* peerInfo;            /**< [nRanks] every rank's record */
-  struct mcclTransportCtx ctx;       /**< the transports' view: buffSizes, channels (ctx.channels[c].peers/devPeers) */
+  struct mcclTransportCtx ctx;       /**< the transports' view: buffSizes, channels (ctx.channels[c].peers/devPeers),
+                                          the transport table (ctx.transports) */
   int nChannels;                     /**< ring channels (== ctx.nChannels) */
   struct mcclLabRing ring;           /**< the ring every channel follows */
   int transport[MCCL_MAX_CHANNELS];  /**< per channel: TRANSPORT_P2P, TRANSPORT_SHM or TRANSPORT_NET of the send
@@ -116,8 +118,9 @@ typedef struct mcclLabComm {
  * @brief Create this rank's communicator (one process per rank, e.g. under mpirun; NCCL's
  * ncclCommInitRank): proxy, bootstrap, peer records, the ring (ranks ordered by host, device, rank),
  * nChannels channels each connected send -> next and recv <- prev by lab 06's mcclTransportP2pSetup
- * (P2P, else SHM, else lab 08's NET when linked; MCCL_P2P_DISABLE=1 forces SHM), device arrays of the per-channel
- * connections, a host-mapped abort flag and a signal area mapped by every rank. Collective over the nranks ranks.
+ * (the first of the table's transports that can connect the pair: P2P, else SHM, else NET where the
+ * table has it; MCCL_P2P_DISABLE=1 forces SHM), device arrays of the per-channel connections, a
+ * host-mapped abort flag and a signal area mapped by every rank. Collective over the nranks ranks.
  * @param[out] comm       the communicator; written only on success.
  * @param[in]  nranks     1 .. MCCL_LAB_MAX_RANKS.
  * @param[in]  id         from mcclGetUniqueId on one rank, the same on all.
@@ -125,23 +128,29 @@ typedef struct mcclLabComm {
  * @param[in]  cudaDev    this rank's device.
  * @param[in]  nChannels  1 .. MCCL_SIGNAL_MAX_BLOCKS, or 0 for MCCL_NCHANNELS (unset: 64 on cuda, 2 on the
  *                        sim, MCCL_LAB_MULTIHOST_NCHANNELS when the ranks span several hosts).
+ * @param[in]  transports the transport table the communicator and its proxy connect with (mcclTransportIndex
+ *                        says what one is): lab 06's mcclLocalTransports (P2P, SHM) in a program that has no
+ *                        NET, lab 08's mcclTransports in one that does (final/). It must outlive the
+ *                        communicator. Every rank passes the same table.
  * @return mcclSuccess; mcclInvalidArgument (named); errors of the layers below. Nothing is left on failure.
  */
 mcclResult_t mcclLabCommInit(mcclLabComm** comm, int nranks, const mcclUniqueId* id, int rank, int cudaDev,
-                             int nChannels);
+                             int nChannels, struct mcclTransport* const* transports);
 
 /**
  * @brief The first half of mcclLabCommInit, which never waits (NCCL's commAlloc): the communicator's
  * memory, its abort flag and status word. A caller that must be able to abort an initialisation from
  * another thread (a non-blocking one, or one run at a group's end) allocates first, so that
  * mcclLabCommAbort has a flag to raise, then runs mcclLabCommInitRank.
- * @param[out] comm     the communicator; written only on success.
- * @param[in]  nranks   1 .. MCCL_LAB_MAX_RANKS.
- * @param[in]  rank     0 .. nranks-1.
- * @param[in]  cudaDev  this rank's device.
+ * @param[out] comm        the communicator; written only on success.
+ * @param[in]  nranks      1 .. MCCL_LAB_MAX_RANKS.
+ * @param[in]  rank        0 .. nranks-1.
+ * @param[in]  cudaDev     this rank's device.
+ * @param[in]  transports  as mcclLabCommInit.
  * @return mcclSuccess; mcclInvalidArgument (named); mcclSystemError; CUDA errors.
  */
-mcclResult_t mcclLabCommAlloc(mcclLabComm** comm, int nranks, int rank, int cudaDev);
+mcclResult_t mcclLabCommAlloc(mcclLabComm** comm, int nranks, int rank, int cudaDev,
+                              struct mcclTransport* const* transports);
 
 /**
  * @brief The second half of mcclLabCommInit (NCCL's initTransportsRank): proxy, bootstrap, ring, channels,
@@ -162,9 +171,11 @@ mcclResult_t mcclLabCommInitRank(mcclLabComm* comm, const mcclUniqueId* id, int 
  * @param[in]  ndev       1 .. MCCL_LAB_MAX_RANKS.
  * @param[in]  devlist    ndev device ordinals, or NULL for 0 .. ndev-1.
  * @param[in]  nChannels  as mcclLabCommInit.
+ * @param[in]  transports as mcclLabCommInit.
  * @return mcclSuccess; mcclInvalidArgument; the first error of an initialisation (all are undone).
  */
-mcclResult_t mcclLabCommInitAll(mcclLabComm** comms, int ndev, const int* devlist, int nChannels);
+mcclResult_t mcclLabCommInitAll(mcclLabComm** comms, int ndev, const int* devlist, int nChannels,
+                                struct mcclTransport* const* transports);
 
 /**
  * @brief Raise the abort flag: kernels polling it and waits in the proxy and bootstrap end with an

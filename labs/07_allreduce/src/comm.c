@@ -218,8 +218,10 @@ static mcclResult_t commFree(mcclLabComm* comm) {
   return res;
 }
 
-mcclResult_t mcclLabCommAlloc(mcclLabComm** out, int nranks, int rank, int cudaDev) {
+mcclResult_t mcclLabCommAlloc(mcclLabComm** out, int nranks, int rank, int cudaDev,
+                              struct mcclTransport* const* transports) {
   MCCL_ARGCHECK(out != NULL, "comm is NULL");
+  MCCL_ARGCHECK(transports != NULL, "transports is NULL (a transport table, e.g. mcclLocalTransports)");
   MCCL_ARGCHECK(nranks >= 1 && nranks <= MCCL_LAB_MAX_RANKS, "nranks %d (must be 1 .. %d)", nranks, MCCL_LAB_MAX_RANKS);
   MCCL_ARGCHECK(rank >= 0 && rank < nranks, "rank %d (must be 0 .. %d)", rank, nranks - 1);
   int ndev = 0;
@@ -238,6 +240,8 @@ mcclResult_t mcclLabCommAlloc(mcclLabComm** out, int nranks, int rank, int cudaD
   comm->cudaDev = cudaDev;
   CUDACHECKGOTO(cudaSetDevice(cudaDev), res, fail);
   MCCLCHECKGOTO(mcclTransportCtxInit(&comm->ctx, rank, nranks, cudaDev), res, fail);
+  // The table of the layer that knows every transport of this program: lab 07 names none itself.
+  comm->ctx.transports = transports;
   MCCLCHECKGOTO(mcclDevAbortFlagCreate(&comm->abortFlag, &comm->abortFlagDev), res, fail);
   // The status word is a host-mapped word like the flag (lab 06's allocator): kernels write it, the host reads it.
   MCCLCHECKGOTO(mcclDevAbortFlagCreate((volatile uint32_t**)&comm->status, &comm->statusDev), res, fail);
@@ -274,7 +278,7 @@ mcclResult_t mcclLabCommInitRank(mcclLabComm* comm, const mcclUniqueId* id, int 
   CUDACHECK(cudaGetDevice(&saved));
   mcclResult_t res = mcclSuccess;
   CUDACHECKGOTO(cudaSetDevice(cudaDev), res, fail);
-  MCCLCHECKGOTO(mcclProxyCreate(rank, cudaDev, comm->abortFlag, &comm->proxy), res, fail);
+  MCCLCHECKGOTO(mcclProxyCreate(rank, cudaDev, comm->abortFlag, comm->ctx.transports, &comm->proxy), res, fail);
   MCCLCHECKGOTO(
       mcclBootstrapInit(id, rank, nranks, cudaDev, mcclProxyGetAddress(comm->proxy), comm->abortFlag, &comm->bootstrap),
       res, fail);
@@ -328,10 +332,10 @@ fail:
 }
 
 mcclResult_t mcclLabCommInit(mcclLabComm** out, int nranks, const mcclUniqueId* id, int rank, int cudaDev,
-                             int nChannels) {
+                             int nChannels, struct mcclTransport* const* transports) {
   MCCL_ARGCHECK(out != NULL, "comm is NULL");
   mcclLabComm* comm = NULL;
-  MCCLCHECK(mcclLabCommAlloc(&comm, nranks, rank, cudaDev));
+  MCCLCHECK(mcclLabCommAlloc(&comm, nranks, rank, cudaDev, transports));
   mcclResult_t res = mcclLabCommInitRank(comm, id, nChannels);
   if (res != mcclSuccess) {
     commFree(comm);
@@ -345,18 +349,22 @@ struct initAllArg {
   mcclLabComm* comm;
   const mcclUniqueId* id;
   int ndev, rank, dev, nChannels;
+  struct mcclTransport* const* transports;
   mcclResult_t res;
 };
 
 static void* initAllThread(void* p) {
   struct initAllArg* a = (struct initAllArg*)p;
   a->res = cudaSetDevice(a->dev) == cudaSuccess ? mcclSuccess : mcclUnhandledCudaError;
-  if (a->res == mcclSuccess) a->res = mcclLabCommInit(&a->comm, a->ndev, a->id, a->rank, a->dev, a->nChannels);
+  if (a->res == mcclSuccess)
+    a->res = mcclLabCommInit(&a->comm, a->ndev, a->id, a->rank, a->dev, a->nChannels, a->transports);
   return NULL;
 }
 
-mcclResult_t mcclLabCommInitAll(mcclLabComm** comms, int ndev, const int* devlist, int nChannels) {
+mcclResult_t mcclLabCommInitAll(mcclLabComm** comms, int ndev, const int* devlist, int nChannels,
+                                struct mcclTransport* const* transports) {
   MCCL_ARGCHECK(comms != NULL, "comms is NULL");
+  MCCL_ARGCHECK(transports != NULL, "transports is NULL (a transport table, e.g. mcclLocalTransports)");
   MCCL_ARGCHECK(ndev >= 1 && ndev <= MCCL_LAB_MAX_RANKS, "ndev %d (must be 1 .. %d)", ndev, MCCL_LAB_MAX_RANKS);
   int visible = 0;
   CUDACHECK(cudaGetDeviceCount(&visible));
@@ -375,8 +383,8 @@ mcclResult_t mcclLabCommInitAll(mcclLabComm** comms, int ndev, const int* devlis
   memset(a, 0, sizeof(a));
   // One thread per rank: the ranks' initialisations wait on each other (bootstrap, connections).
   for (; started < ndev; started++) {
-    a[started] =
-        (struct initAllArg){NULL, &id, ndev, started, devlist ? devlist[started] : started, nChannels, mcclSuccess};
+    int dev = devlist ? devlist[started] : started;
+    a[started] = (struct initAllArg){NULL, &id, ndev, started, dev, nChannels, transports, mcclSuccess};
     if (pthread_create(&th[started], NULL, initAllThread, &a[started]) != 0) {
       WARN("pthread_create failed for rank %d of %d", started, ndev);
       res = mcclSystemError;

@@ -23,7 +23,9 @@ static inline int arMpiDevice(void) {
   return mcclTestMpiRank() % n;
 }
 
-static inline void arMpiSetUp(struct arMpi* m, int nChannels, size_t bytes) {
+// transports: the communicator's transport table (lab 07's tests: lab 06's mcclLocalTransports; lab 08's:
+// its mcclTransports, which adds NET).
+static inline void arMpiSetUp(struct arMpi* m, int nChannels, size_t bytes, struct mcclTransport* const* transports) {
   memset(m, 0, sizeof(*m));
   int dev = arMpiDevice();
   mcclUniqueId id;
@@ -31,7 +33,7 @@ static inline void arMpiSetUp(struct arMpi* m, int nChannels, size_t bytes) {
   if (mcclTestMpiRank() == 0) EXPECT_OK(mcclGetUniqueId(&id));
   MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
   EXPECT_CUDA_OK(cudaSetDevice(dev));
-  EXPECT_OK(mcclLabCommInit(&m->comm, mcclTestMpiSize(), &id, mcclTestMpiRank(), dev, nChannels));
+  EXPECT_OK(mcclLabCommInit(&m->comm, mcclTestMpiSize(), &id, mcclTestMpiRank(), dev, nChannels, transports));
   m->bytes = bytes;
   EXPECT_OK(mcclMemAlloc(&m->send, bytes));
   EXPECT_OK(mcclMemAlloc(&m->recv, bytes));

@@ -318,7 +318,7 @@ static inline void enqSetUp(struct enqSet* s, int n, int nChannels, size_t bytes
   memset(s, 0, sizeof(*s));
   s->n = n;
   s->bytes = bytes;
-  EXPECT_OK(mcclLabCommInitAll(s->comm, n, NULL, nChannels));
+  EXPECT_OK(mcclLabCommInitAll(s->comm, n, NULL, nChannels, mcclLocalTransports));
   for (int i = 0; i < n && s->comm[i]; i++) {
     EXPECT_CUDA_OK(cudaSetDevice(s->comm[i]->cudaDev));
     EXPECT_CUDA_OK(cudaMalloc(&s->send[i], bytes));

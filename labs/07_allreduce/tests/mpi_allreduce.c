@@ -7,7 +7,7 @@
 static void setUpOrSkip(struct arMpi* m, int nChannels, size_t bytes) {
   if (arMpiDevice() < 0) SKIP("no CUDA device");
   if (!mcclCuMemEnable()) SKIP("cuMem not supported: no windows");
-  arMpiSetUp(m, nChannels, bytes);
+  arMpiSetUp(m, nChannels, bytes, mcclLocalTransports);
 }
 
 static void everyPathAwkwardCounts(void) {

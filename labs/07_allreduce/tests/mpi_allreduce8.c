@@ -9,7 +9,7 @@ static void eightRanks(void) {
   if (!mcclCuMemEnable()) SKIP("cuMem not supported: no windows");
   if (mcclTestMpiSize() != 8) SKIP("runs on 8 ranks (mpirun -np 8), not %d", mcclTestMpiSize());
   struct arMpi m;
-  arMpiSetUp(&m, 2, 1001 * 4);
+  arMpiSetUp(&m, 2, 1001 * 4, mcclLocalTransports);
   uint64_t seed = mcclTestSeed();
   for (int p = 0; p < AR_NPATHS && !mcclTestMpiAnyStopped(); p++) {
     arMpiRun(&m, &arPaths[p], mcclFloat32, mcclSum, 1001, 0, seed + (uint64_t)p);

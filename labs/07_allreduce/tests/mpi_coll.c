@@ -13,7 +13,7 @@
 // stream.
 static void setUpOrSkip(struct arMpi* m, int nChannels, size_t bytes) {
   if (arMpiDevice() < 0) SKIP("no CUDA device");
-  arMpiSetUp(m, nChannels, bytes);
+  arMpiSetUp(m, nChannels, bytes, mcclLocalTransports);
 }
 
 static const char* const protos[2] = {"simple", "ll"};

@@ -37,7 +37,7 @@ static void ringAndWindow(int nChannels, const char* p2pDisable) {
   if (rank == 0) EXPECT_OK(mcclGetUniqueId(&id));
   MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
   mcclLabComm* comm = NULL;
-  EXPECT_OK(mcclLabCommInit(&comm, n, &id, rank, dev, nChannels));
+  EXPECT_OK(mcclLabCommInit(&comm, n, &id, rank, dev, nChannels, mcclLocalTransports));
   EXPECT_EQ(comm->nChannels, nChannels);
   EXPECT_EQ(ctRingLine(comm), 0);
   if (n > 1)

@@ -11,7 +11,7 @@
 
 static void setUpOrSkip(struct arMpi* m, int nChannels, size_t bytes) {
   if (arMpiDevice() < 0) SKIP("no CUDA device");
-  arMpiSetUp(m, nChannels, bytes);
+  arMpiSetUp(m, nChannels, bytes, mcclLocalTransports);
 }
 
 // One call on this rank (every rank makes the same one), checked here.

@@ -58,7 +58,7 @@ static double nowSec(void) {
 
 static void setUpOrSkip(struct arMpi* m, int nChannels, size_t bytes) {
   if (arMpiDevice() < 0) SKIP("no CUDA device");
-  arMpiSetUp(m, nChannels, bytes);
+  arMpiSetUp(m, nChannels, bytes, mcclLocalTransports);
 }
 
 // One all-to-all of `bytes` per pair: block p of send goes to rank p, block p of recv comes from rank

@@ -63,7 +63,7 @@ static void setUp(struct arSet* s, int n, int nChannels, size_t bytes) {
   s->n = n;
   s->bytes = bytes;
   mcclLabComm* comms[MAXDEV] = {NULL};
-  EXPECT_OK(mcclLabCommInitAll(comms, n, NULL, nChannels));
+  EXPECT_OK(mcclLabCommInitAll(comms, n, NULL, nChannels, mcclLocalTransports));
   for (int i = 0; i < n; i++) {
     struct arRank* r = &s->r[i];
     r->comm = comms[i];

@@ -62,7 +62,7 @@ static void ringsChannelsWindows(int nChannels, const char* p2pDisable) {
   long maps0 = mcclTestCountMaps("minccl-sim");
   int devs[NDEV] = {3, 1, 0, 2};  // rank i on devs[i]: the ring must follow device order, not rank order
   mcclLabComm* comms[NDEV] = {NULL};
-  EXPECT_OK(mcclLabCommInitAll(comms, NDEV, devs, nChannels));
+  EXPECT_OK(mcclLabCommInitAll(comms, NDEV, devs, nChannels, mcclLocalTransports));
   int line = 0;
   for (int r = 0; r < NDEV && !line; r++) {
     EXPECT_EQ(comms[r]->rank, r);
@@ -135,20 +135,22 @@ static void initArguments(void) {
   mcclLabComm* c = NULL;
   mcclUniqueId id;
   EXPECT_OK(mcclGetUniqueId(&id));
-  EXPECT_RES(mcclLabCommInit(NULL, 1, &id, 0, 0, 1), mcclInvalidArgument);
-  EXPECT_RES(mcclLabCommInit(&c, 1, NULL, 0, 0, 1), mcclInvalidArgument);
-  EXPECT_RES(mcclLabCommInit(&c, 0, &id, 0, 0, 1), mcclInvalidArgument);
-  EXPECT_RES(mcclLabCommInit(&c, MCCL_LAB_MAX_RANKS + 1, &id, 0, 0, 1), mcclInvalidArgument);
-  EXPECT_RES(mcclLabCommInit(&c, 2, &id, 2, 0, 1), mcclInvalidArgument);
-  EXPECT_RES(mcclLabCommInit(&c, 1, &id, 0, nDevices(), 1), mcclInvalidArgument);
-  EXPECT_RES(mcclLabCommInit(&c, 1, &id, 0, 0, MCCL_SIGNAL_MAX_BLOCKS + 1), mcclInvalidArgument);
-  EXPECT_RES(mcclLabCommInit(&c, 1, &id, 0, 0, -1), mcclInvalidArgument);
+  EXPECT_RES(mcclLabCommInit(NULL, 1, &id, 0, 0, 1, mcclLocalTransports), mcclInvalidArgument);
+  EXPECT_RES(mcclLabCommInit(&c, 1, NULL, 0, 0, 1, mcclLocalTransports), mcclInvalidArgument);
+  EXPECT_RES(mcclLabCommInit(&c, 0, &id, 0, 0, 1, mcclLocalTransports), mcclInvalidArgument);
+  EXPECT_RES(mcclLabCommInit(&c, MCCL_LAB_MAX_RANKS + 1, &id, 0, 0, 1, mcclLocalTransports), mcclInvalidArgument);
+  EXPECT_RES(mcclLabCommInit(&c, 2, &id, 2, 0, 1, mcclLocalTransports), mcclInvalidArgument);
+  EXPECT_RES(mcclLabCommInit(&c, 1, &id, 0, nDevices(), 1, mcclLocalTransports), mcclInvalidArgument);
+  EXPECT_RES(mcclLabCommInit(&c, 1, &id, 0, 0, MCCL_SIGNAL_MAX_BLOCKS + 1, mcclLocalTransports), mcclInvalidArgument);
+  EXPECT_RES(mcclLabCommInit(&c, 1, &id, 0, 0, -1, mcclLocalTransports), mcclInvalidArgument);
+  EXPECT_RES(mcclLabCommInit(&c, 1, &id, 0, 0, 1, NULL), mcclInvalidArgument);  // no transport table
   EXPECT_TRUE(c == NULL);
   int dup[2] = {0, 0};
   mcclLabComm* cs[2] = {NULL, NULL};
-  EXPECT_RES(mcclLabCommInitAll(cs, 2, dup, 1), mcclInvalidArgument);
-  EXPECT_RES(mcclLabCommInitAll(cs, 0, NULL, 1), mcclInvalidArgument);
-  EXPECT_RES(mcclLabCommInitAll(NULL, 1, NULL, 1), mcclInvalidArgument);
+  EXPECT_RES(mcclLabCommInitAll(cs, 2, dup, 1, mcclLocalTransports), mcclInvalidArgument);
+  EXPECT_RES(mcclLabCommInitAll(cs, 0, NULL, 1, mcclLocalTransports), mcclInvalidArgument);
+  EXPECT_RES(mcclLabCommInitAll(NULL, 1, NULL, 1, mcclLocalTransports), mcclInvalidArgument);
+  EXPECT_RES(mcclLabCommInitAll(cs, 1, NULL, 1, NULL), mcclInvalidArgument);
   EXPECT_TRUE(cs[0] == NULL && cs[1] == NULL);
   EXPECT_OK(mcclLabCommDestroy(NULL));
 }
@@ -159,7 +161,7 @@ static void allReduceArguments(void) {
   warmUp();
   int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads();
   mcclLabComm* cs[2] = {NULL, NULL};
-  EXPECT_OK(mcclLabCommInitAll(cs, 2, NULL, 1));
+  EXPECT_OK(mcclLabCommInitAll(cs, 2, NULL, 1, mcclLocalTransports));
   EXPECT_CUDA_OK(cudaSetDevice(0));
   void *a = NULL, *b = NULL;
   EXPECT_CUDA_OK(cudaMalloc(&a, 4096));
@@ -308,7 +310,7 @@ static void algorithmTable(void) {
 static void windowArguments(void) {
   if (nDevices() < 2) SKIP("needs 2 devices");
   mcclLabComm* cs[2] = {NULL, NULL};
-  EXPECT_OK(mcclLabCommInitAll(cs, 2, NULL, 1));
+  EXPECT_OK(mcclLabCommInitAll(cs, 2, NULL, 1, mcclLocalTransports));
   struct winArg wa[2];
   memset(wa, 0, sizeof(wa));
   for (int r = 0; r < 2; r++) {

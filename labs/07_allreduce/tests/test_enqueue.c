@@ -162,8 +162,8 @@ static void argumentChecks(void) {
 static void destroyInOpenGroup(void) {
   if (enqDevices() < 1) SKIP("no CUDA device");
   mcclLabComm *a = NULL, *b = NULL;
-  EXPECT_OK(mcclLabCommInitAll(&a, 1, NULL, 1));
-  EXPECT_OK(mcclLabCommInitAll(&b, 1, NULL, 1));
+  EXPECT_OK(mcclLabCommInitAll(&a, 1, NULL, 1, mcclLocalTransports));
+  EXPECT_OK(mcclLabCommInitAll(&b, 1, NULL, 1, mcclLocalTransports));
   CHECK_STOPPED();
   float *buf, host[64], back[64];
   EXPECT_CUDA_OK(cudaSetDevice(b->cudaDev));

@@ -32,7 +32,8 @@ int main(int argc, char** argv) {
   MPI_Bcast(&uid, sizeof(uid), MPI_BYTE, 0, MPI_COMM_WORLD);
   cudaSetDevice(rank % ndev);
   mcclLabComm* comm = NULL;  // step 2: the ring, NET between hosts (the plugin is loaded here)
-  if (mcclLabCommInit(&comm, nranks, &uid, rank, rank % ndev, 1) != mcclSuccess) MPI_Abort(MPI_COMM_WORLD, 1);
+  if (mcclLabCommInit(&comm, nranks, &uid, rank, rank % ndev, 1, mcclTransports) != mcclSuccess)  // with NET
+    MPI_Abort(MPI_COMM_WORLD, 1);
   int send = -1, recv = -1;
   if (nranks > 1) mcclNetRingTransports(comm, 0, &send, &recv);
   printf("rank %d (%s): ring prev %d via %s, next %d via %s\n", rank, id, comm->ring.prev, transportName(recv),

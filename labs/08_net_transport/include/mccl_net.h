@@ -93,8 +93,17 @@ typedef struct {
  */
 mcclResult_t mcclNetGet(const mcclNet_t** net);
 
-/** @brief The NET transport (NCCL's netTransport): lab 08 puts it in mcclTransports[TRANSPORT_NET]. */
+/** @brief The NET transport (NCCL's netTransport), at TRANSPORT_NET of mcclTransports. */
 extern struct mcclTransport mcclNetTransport;
+
+/**
+ * @brief The transport table of a program that has NET (NCCL's ncclTransports[]): [TRANSPORT_P2P]
+ * &mcclP2pTransport, [TRANSPORT_SHM] &mcclShmTransport, [TRANSPORT_NET] &mcclNetTransport. This lab is
+ * the lowest that sees every transport, so the table lives here; pass it to mcclLabCommInit (or
+ * mcclLabCommAlloc) as final/ does, and ranks on different hosts connect through NET. Lab 06's
+ * mcclLocalTransports is the same without NET.
+ */
+extern struct mcclTransport* const mcclTransports[MCCL_NUM_TRANSPORTS];
 
 /**
  * @brief The transports of one channel's ring edges at this rank: the send connection to ring.next

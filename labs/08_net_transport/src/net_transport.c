@@ -34,7 +34,9 @@
 #include "mccl_debug.h"
 #include "mccl_host_alloc.h"
 #include "mccl_net.h"
+#include "mccl_p2p.h"
 #include "mccl_proxy.h"
+#include "mccl_shm.h"
 
 // Everything one side of a NET connection owns. The user side allocates it; the proxy side (a
 // thread of the same process) uses the same object through connection->transportResources.
@@ -73,7 +75,7 @@ struct netResources {
   int userGone;    // set by netFree when the proxy half still holds it
 };
 
-// ---- canConnect: NET serves any pair; it is last in mcclTransports[], so only pairs P2P and SHM
+// ---- canConnect: NET serves any pair; it is last in the transport table, so only pairs P2P and SHM
 // refuse (ranks on different hosts) reach it (NCCL's netCanConnect answers 1 too). -------------
 static mcclResult_t netCanConnect(int* ret, const struct mcclTransportCtx* ctx, const mcclPeerInfo* info1,
                                   const mcclPeerInfo* info2) {
@@ -445,12 +447,14 @@ struct mcclTransport mcclNetTransport = {
     netInit,
 };
 
-// Lab 04's registry cannot name a transport of a lab above it: this one fills its slot (as lab 06's
-// P2P does) when lab 08 is linked in. mcclNetRingTransports is in this file so that a program that
-// asks for it links the transport too.
-__attribute__((constructor)) static void netRegister(void) {
-  mcclTransports[TRANSPORT_NET] = &mcclNetTransport;
-}
+// The transport table of every program that has NET (NCCL's ncclTransports[], one static array in
+// transport.cc): this lab is the lowest layer that sees all three transports, so the table lives here,
+// and the layers below take it as an argument (lab 07's communicator, lab 05's proxy, lab 06's selection
+// through the context) rather than have NET put itself into a table of theirs. Lab 06 keeps the table
+// of programs without NET (mcclLocalTransports), which lab 06's and lab 07's own programs use. NET is last:
+// it serves any pair, so only the pairs P2P and SHM refuse reach it.
+struct mcclTransport* const mcclTransports[MCCL_NUM_TRANSPORTS] = {&mcclP2pTransport, &mcclShmTransport,
+                                                                   &mcclNetTransport};
 
 mcclResult_t mcclNetRingTransports(const mcclLabComm* comm, int channel, int* send, int* recv) {
   MCCL_ARGCHECK(comm != NULL && send != NULL && recv != NULL, "mcclNetRingTransports: NULL argument");

@@ -7,7 +7,7 @@
 static void ringTransports(void) {
   NET_SKIP_UNLESS_READY();
   struct arMpi m;
-  arMpiSetUp(&m, 2, 4096);
+  arMpiSetUp(&m, 2, 4096, mcclTransports);
   if (!mcclTestStopped()) netCheckRing(m.comm);
   if (!mcclTestStopped()) netCheckBootstrapPaths(m.comm);
   int send = 0, recv = 0;
@@ -45,7 +45,7 @@ static void allreduce(void) {
     if (calls[k].small != open) {
       if (open >= 0) arMpiTearDown(&m);
       arSmallFifos(calls[k].small);
-      arMpiSetUp(&m, 2, 70001 * 8);
+      arMpiSetUp(&m, 2, 70001 * 8, mcclTransports);
       open = calls[k].small;
     }
     if (!mcclTestStopped() && mcclTestSampled((uint64_t)k, 2)) {  // not after a failed set-up (m.comm NULL)
@@ -71,7 +71,7 @@ static void collectives(void) {
   NET_SKIP_UNLESS_READY();
   arSmallFifos(1);
   struct arMpi m;
-  arMpiSetUp(&m, 2, 1021 * 8 * (size_t)mcclTestMpiSize());
+  arMpiSetUp(&m, 2, 1021 * 8 * (size_t)mcclTestMpiSize(), mcclTransports);
   int k = 0;
   for (int f = mcclFuncBroadcast; f <= mcclFuncReduceScatter && !mcclTestStopped(); f++)
     for (int ci = 0; ci < 2 && !mcclTestStopped(); ci++, k++) {
@@ -90,7 +90,7 @@ static void tableProtocol(void) {
   NET_SKIP_UNLESS_READY();
   static const struct arPath table = {"table", NULL, NULL, 0};
   struct arMpi m;
-  arMpiSetUp(&m, 2, 8192 * 4);
+  arMpiSetUp(&m, 2, 8192 * 4, mcclTransports);
   if (!mcclTestStopped()) EXPECT_EQ(m.comm->multiHost, 1);
   const size_t counts[] = {2, 4096, 4097, 8192};  // 8 B, 16 KiB: LL; 16 KiB + 4 B, 32 KiB: SIMPLE
   for (int k = 0; k < 4 && !mcclTestStopped(); k++) {
@@ -114,7 +114,7 @@ static void llDoesNotFit(void) {
   setenv("MCCL_LL_BUFFSIZE", "8192", 1);
   mcclParamResetAll();
   struct arMpi m;
-  arMpiSetUp(&m, 2, 4099 * 8);
+  arMpiSetUp(&m, 2, 4099 * 8, mcclTransports);
   if (!mcclTestStopped()) {
     EXPECT_EQ(m.comm->simpleOnly, 1);
     uint64_t before = netLlStepsSent(m.comm);
@@ -134,13 +134,13 @@ static void channelsAcrossHosts(void) {
   NET_SKIP_UNLESS_READY();
   if (getenv("MCCL_NCHANNELS")) SKIP("MCCL_NCHANNELS is set: the default is not in play");
   struct arMpi m;
-  arMpiSetUp(&m, 0, 4096);
+  arMpiSetUp(&m, 0, 4096, mcclTransports);
   if (!mcclTestStopped()) {
     EXPECT_EQ(m.comm->nChannels, MCCL_LAB_MULTIHOST_NCHANNELS);
     arMpiRun(&m, &arPaths[0], mcclFloat32, mcclSum, 1000, 0, mcclTestSeed());
   }
   arMpiTearDown(&m);
-  arMpiSetUp(&m, 3, 4096);
+  arMpiSetUp(&m, 3, 4096, mcclTransports);
   if (!mcclTestStopped()) {
     EXPECT_EQ(m.comm->nChannels, 3);
     arMpiRun(&m, &arPaths[0], mcclInt32, mcclMax, 1021, 1, mcclTestSeed() + 1);
@@ -157,7 +157,7 @@ static void channelsAcrossHosts(void) {
 static void windowAcrossHosts(void) {
   NET_SKIP_UNLESS_READY();
   struct arMpi m;
-  arMpiSetUp(&m, 2, 4096);
+  arMpiSetUp(&m, 2, 4096, mcclTransports);
   if (!mcclTestStopped() && m.sendWin == NULL) {
     arMpiTearDown(&m);
     SKIP("cuMem off: no windows");
@@ -203,7 +203,7 @@ static void noLeak(void) {
   int fds = mcclTestCountDir("/proc/self/fd"), shm = mcclTestCountShm();
   for (int i = 0; i < 2 && !mcclTestStopped(); i++) {
     struct arMpi m;
-    arMpiSetUp(&m, 2, 4096);
+    arMpiSetUp(&m, 2, 4096, mcclTransports);
     if (!mcclTestStopped()) arMpiRun(&m, &arPaths[0], mcclFloat32, mcclSum, 1000, 0, mcclTestSeed());
     arMpiTearDown(&m);
   }
