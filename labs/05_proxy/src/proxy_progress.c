@@ -55,6 +55,7 @@ void* mcclProxyProgress(void* arg) {
   int nActive = 0;
   if (active == NULL) res = mcclSystemError;
   uint64_t spinNs = (uint64_t)(mcclParamProxySpinUs() > 0 ? mcclParamProxySpinUs() : 0) * 1000;
+  const int64_t sleepNs = (mcclParamProxySleepMs() > 0 ? mcclParamProxySleepMs() : 1) * 1000000;
   uint64_t idleSince = 0;
   while (res == mcclSuccess && !atomic_load(&p->stopProgress)) {
     // Take what the user thread posted.
@@ -118,7 +119,7 @@ void* mcclProxyProgress(void* arg) {
       if (!moved) sched_yield();  // waiting on the peer or the copy engine: let others run
       continue;
     }
-    // Idle: spin, then yield, then sleep until a post signals us (or 100 ms, for the abort flag).
+    // Idle: spin, then yield, then sleep until a post signals us (or MCCL_PROXY_SLEEP_MS, for the abort flag).
     uint64_t now = nowNs();
     if (idleSince == 0) idleSince = now;
     if (now - idleSince < spinNs) continue;
@@ -131,7 +132,8 @@ void* mcclProxyProgress(void* arg) {
     if (atomic_load(&p->ringHead) == atomic_load(&p->ringTail) && !atomic_load(&p->stopProgress) && !aborted(p)) {
       struct timespec ts;
       clock_gettime(CLOCK_REALTIME, &ts);
-      ts.tv_nsec += 100 * 1000 * 1000;
+      ts.tv_sec += (time_t)(sleepNs / 1000000000);
+      ts.tv_nsec += (long)(sleepNs % 1000000000);
       if (ts.tv_nsec >= 1000000000L) {
         ts.tv_sec++;
         ts.tv_nsec -= 1000000000L;
