@@ -250,9 +250,10 @@ static void noRootTimesOut(void) {
   noRootCase(0);
 }
 
-// A rank with a forged secret is refused at once; rank 0 keeps waiting and times out.
+// A rank with a forged secret is refused at once (well within the timeout, however loaded the machine);
+// rank 0 keeps waiting and times out.
 static void wrongSecret(void) {
-  setTimeoutMs("600");
+  setTimeoutMs("3000");
   int fds0 = mcclTestCountFds();
   rankArgs a[2];
   memset(a, 0, sizeof(a));
@@ -262,7 +263,7 @@ static void wrongSecret(void) {
   for (int i = 0; i < 2; i++) { a[i].rank = i; a[i].nranks = 2; }
   runRanks(a, 2);
   EXPECT_RES(a[1].initRes, mcclInvalidUsage);
-  EXPECT_LT(a[1].ms, 500);
+  EXPECT_LT(a[1].ms, 1500);
   EXPECT_RES(a[0].initRes, mcclTimeout);
   EXPECT_EQ(mcclTestCountFds(), fds0);
   setTimeoutMs(NULL);
@@ -351,9 +352,10 @@ static void abortFlagEndsWait(void) {
 }
 
 // A forked peer joins and exits: sending to it fails at once, receiving from it times out. childHost:
-// the child poses as that host, so it joins over TCP and the send finds its TCP port closed.
+// the child poses as that host, so it joins over TCP and the send finds its TCP port closed. The timeout is
+// long enough that "at once" stays well below it on a loaded machine.
 static void deadPeerCase(const char* childHost) {
-  setTimeoutMs("500");
+  setTimeoutMs("3000");
   int fds0 = mcclTestCountFds();
   mcclUniqueId id;
   EXPECT_OK(mcclGetUniqueId(&id));
@@ -376,10 +378,10 @@ static void deadPeerCase(const char* childHost) {
   int x = 1;
   long t0 = nowMs();
   EXPECT_RES(mcclBootstrapSend(bs, 1, 0, &x, sizeof(x)), mcclRemoteError);
-  EXPECT_LT(nowMs() - t0, 400);
+  EXPECT_LT(nowMs() - t0, 1500);  // not the timeout's 3000
   t0 = nowMs();
   EXPECT_RES(mcclBootstrapRecv(bs, 1, 0, &x, sizeof(x)), mcclTimeout);
-  EXPECT_LT(nowMs() - t0, 2000);
+  EXPECT_LT(nowMs() - t0, 6000);
   EXPECT_OK(mcclBootstrapAbort(bs));
   EXPECT_EQ(mcclTestCountFds(), fds0);
   setTimeoutMs(NULL);
