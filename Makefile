@@ -180,7 +180,7 @@ bench:
 	@mk/deps.sh ensure bench && $(MAKE) --no-print-directory all && mk/runbench.sh $(BENCH_ENTRIES)
 
 demo:
-	@mk/deps.sh ensure demo && $(MAKE) --no-print-directory all
+	@mk/deps.sh ensure demo && mk/quietbuild.sh $(BUILD)/demo-build.log $(MAKE) --no-print-directory all
 	@set -e; for m in $(DEMO_MODULES); do \
 	  id=$${m#labs/}; \
 	  printf '\n======== %s (%s backend) ========\n' "$$id" "$(BACKEND)"; \
@@ -247,7 +247,7 @@ help:
 	@echo "minccl: make [target] [VAR=value]"
 	@echo "targets:"
 	@echo "  all      build every module (default)        test   build and run the tests (aggregate line last)"
-	@echo "  demo     run each lab's example in order        bench  run the benchmarks"
+	@echo "  demo     run each lab's example in order (V=1: build lines) bench  run the benchmarks"
 	@echo "  docs     Doxygen site in docs/html (warnings are errors)   linkcheck  its internal links resolve"
 	@echo "  gdb      LAB=NN: the lab's demo under gdb with its lab.gdb (cuda-gdb and lab.cuda-gdb where a lab has one, on cuda);"
 	@echo "           BATCH=1: unattended, each stop prints what lab.gdb prints and the walk continues"
