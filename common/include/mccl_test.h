@@ -300,6 +300,23 @@ static inline cudaError_t mcclTestMemset(void* dst, int value, size_t bytes) {
   cudaError_t e = cudaMemset(dst, value, bytes);
   return e != cudaSuccess ? e : cudaStreamSynchronize(NULL);
 }
+/** @brief Touch every device once (an allocation, a copy each way, a free) and make the current one current
+ *  again. The first use of a device creates its context and, on the sim, its stream worker (a thread: a
+ *  stack and its guard page in /proc/self/maps): a leak probe takes its baseline after this, so that what
+ *  lives as long as the process is not counted against the test, whether it runs alone or after others. */
+static inline void mcclTestWarmUp(void) {
+  int n = 0, cur = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || cudaGetDevice(&cur) != cudaSuccess) return;
+  for (int dev = 0; dev < n; dev++) {
+    void* p = NULL;
+    unsigned char b = 0;
+    if (cudaSetDevice(dev) != cudaSuccess || cudaMalloc(&p, 4096) != cudaSuccess) continue;
+    (void)mcclTestCopyToDevice(p, &b, 1);
+    (void)cudaMemcpy(&b, p, 1, cudaMemcpyDeviceToHost);
+    (void)cudaFree(p);
+  }
+  (void)cudaSetDevice(cur);
+}
 /** @brief After calling a helper that uses EXPECT_*, return if it failed or skipped. */
 #define CHECK_STOPPED() \
   do {                  \

@@ -100,6 +100,7 @@ static void setup(void) {
   if (deviceCount() < 1) SKIP("no CUDA device");
   EXPECT_CUDA_OK(cudaSetDevice(0));
   if (!mcclCuMemEnable()) SKIP("cuMem (VMM) not supported by this driver/device");
+  mcclTestWarmUp();  // before any leak baseline: a test run alone must see the same counts as one run after others
 }
 
 // ---- the gate ----------------------------------------------------------------------------------
@@ -492,6 +493,7 @@ static void fallbackCudaMalloc(void) {
   useDefaultGate();
   if (deviceCount() < 1) SKIP("no CUDA device");
   EXPECT_CUDA_OK(cudaSetDevice(0));
+  mcclTestWarmUp();
   void *p = NULL, *q = NULL;
   EXPECT_OK(mcclMemAlloc(&p, MiB));  // warm-up of the cudaMalloc path
   EXPECT_OK(mcclMemFree(p));

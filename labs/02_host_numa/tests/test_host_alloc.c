@@ -68,6 +68,7 @@ static void setup(void) {
   useDefaultGate();
   if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) SKIP("no CUDA device");
   EXPECT_CUDA_OK(cudaSetDevice(0));
+  mcclTestWarmUp();  // before any leak baseline: a test run alone must see the same counts as one run after others
 }
 
 static int hostNumaId(void) {
