@@ -50,10 +50,19 @@ const char* mcclGetErrorString(mcclResult_t res);
 mcclResult_t mcclExerciseStub(const char* name);
 
 /**
- * @brief In a probe tree (`mk/exercises.py gen --probe`, CI's checker): is exercise `name` the one that
- * MCCL_EXERCISE_PROBE names (or is `all`), so that its region runs as a stub?
+ * @brief How many times this process has reached an exercise stub (mcclExerciseStub), and the last one's name:
+ * the test harness reports a test that reached a stub and then skipped as a failure naming the stub, since a
+ * stub is work to do, never missing hardware.
+ * @param[out] last the name of the last stub reached, or NULL when none was; may be NULL.
+ * @return the number of stubs reached so far.
+ */
+unsigned mcclExerciseStubsReached(const char** last);
+
+/**
+ * @brief In a probe tree (`mk/exercises.py gen --probe`, CI's checker): is exercise `name` one that
+ * MCCL_EXERCISE_PROBE names (a comma-separated list of ids, or `all`), so that its region runs as a stub?
  * @param[in] name the exercise, e.g. "01.map".
- * @return 1 when MCCL_EXERCISE_PROBE is name or "all", else 0.
+ * @return 1 when MCCL_EXERCISE_PROBE lists name or is "all", else 0.
  */
 int mcclExerciseProbe(const char* name);
 

@@ -45,13 +45,32 @@ const char* mcclCuErrorString(CUresult err) {
 
 // The learner tree's stubs call this (mk/exercises.py). The line goes to stderr unconditionally: the
 // grader (mk/grade.py) and CI's checker read it to tell a stub from a bug, and a learner must see it.
+static unsigned stubsReached;
+static const char* lastStubReached;
+
 mcclResult_t mcclExerciseStub(const char* name) {
   fprintf(stderr, "MCCL EXERCISE %s not implemented: see the lab's README, section Exercises\n", name);
   WARN("exercise %s is not implemented yet", name);
+  __atomic_store_n(&lastStubReached, name, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&stubsReached, 1, __ATOMIC_RELEASE);
   return mcclNotImplemented;
+}
+
+unsigned mcclExerciseStubsReached(const char** last) {
+  unsigned n = __atomic_load_n(&stubsReached, __ATOMIC_ACQUIRE);
+  if (last) *last = n ? __atomic_load_n(&lastStubReached, __ATOMIC_RELAXED) : NULL;
+  return n;
 }
 
 int mcclExerciseProbe(const char* name) {
   const char* probe = getenv("MCCL_EXERCISE_PROBE");
-  return probe != NULL && (strcmp(probe, name) == 0 || strcmp(probe, "all") == 0);
+  if (probe == NULL) return 0;
+  size_t len = strlen(name);
+  // A comma-separated list: the grader's lists are derived with a lab's later exercises stubbed together.
+  for (const char* p = probe; *p != '\0'; p += strcspn(p, ",")) {
+    p += strspn(p, ",");
+    size_t n = strcspn(p, ",");
+    if ((n == len && strncmp(p, name, len) == 0) || (n == 3 && strncmp(p, "all", 3) == 0)) return 1;
+  }
+  return 0;
 }

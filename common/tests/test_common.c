@@ -97,20 +97,25 @@ static void harnessOutput(void) {
   FILE* p = popen(cmd, "r");
   EXPECT_TRUE(p != NULL);
   char line[1024];
-  int sawPass = 0, sawFail = 0, sawSkip = 0, sawTotal = 0, sawSeed = 0;
+  int sawPass = 0, sawFail = 0, sawSkip = 0, sawStub = 0, sawTotal = 0, sawSeed = 0;
   while (fgets(line, sizeof(line), p)) {
     if (strncmp(line, "PASS ", 5) == 0 && strstr(line, "selfcheckPass")) sawPass = 1;
     if (strncmp(line, "FAIL ", 5) == 0 && strstr(line, "test_common.c:") &&
         strstr(line, "expected 2 + 2 == 5 (5), got 4"))
       sawFail = 1;
     if (strncmp(line, "SKIP ", 5) == 0 && strstr(line, "(no hardware)")) sawSkip = 1;
-    if (strcmp(line, "1 passed, 1 failed, 1 skipped\n") == 0) sawTotal = 1;
+    // A skip after a stub is a failure that names the exercise, never missing hardware.
+    if (strncmp(line, "FAIL ", 5) == 0 && strstr(line, "selfcheckStubSkip") &&
+        strstr(line, "not implemented yet: exercise 00.selfcheck") && strstr(line, "refused here"))
+      sawStub = 1;
+    if (strcmp(line, "1 passed, 2 failed, 1 skipped\n") == 0) sawTotal = 1;
     if (strstr(line, "seed 42")) sawSeed = 1;
   }
   int rc = pclose(p);
   EXPECT_EQ(sawPass, 1);
   EXPECT_EQ(sawFail, 1);
   EXPECT_EQ(sawSkip, 1);
+  EXPECT_EQ(sawStub, 1);
   EXPECT_EQ(sawTotal, 1);
   EXPECT_EQ(sawSeed, 1);
   EXPECT_EQ(WEXITSTATUS(rc), 1);  // non-zero exit when a test failed
@@ -251,15 +256,43 @@ static void elementConversions(void) {
 static void selfcheckPass(void) { EXPECT_EQ(1 + 1, 2); }
 static void selfcheckFail(void) { EXPECT_EQ(2 + 2, 5); }
 static void selfcheckSkip(void) { SKIP("no hardware"); }
+static void selfcheckStubSkip(void) {
+  (void)mcclExerciseStub("00.selfcheck");
+  SKIP("feature refused here");
+}
+
+// MCCL_EXERCISE_PROBE (a probe tree's switch): one id, a comma-separated list of them, or all; and the count
+// of stubs reached, which the harness reads.
+static void exerciseProbeAndStubCount(void) {
+  unsetenv("MCCL_EXERCISE_PROBE");
+  EXPECT_EQ(mcclExerciseProbe("01.a"), 0);
+  setenv("MCCL_EXERCISE_PROBE", "01.a", 1);
+  EXPECT_EQ(mcclExerciseProbe("01.a"), 1);
+  EXPECT_EQ(mcclExerciseProbe("01.ab"), 0);
+  setenv("MCCL_EXERCISE_PROBE", "01.b,01.abc,", 1);
+  EXPECT_EQ(mcclExerciseProbe("01.a"), 0);
+  EXPECT_EQ(mcclExerciseProbe("01.ab"), 0);
+  EXPECT_EQ(mcclExerciseProbe("01.abc"), 1);
+  EXPECT_EQ(mcclExerciseProbe("01.b"), 1);
+  setenv("MCCL_EXERCISE_PROBE", "01.b,all", 1);
+  EXPECT_EQ(mcclExerciseProbe("02.x"), 1);
+  unsetenv("MCCL_EXERCISE_PROBE");
+  const char* last = NULL;
+  unsigned before = mcclExerciseStubsReached(NULL);
+  EXPECT_RES(mcclExerciseStub("00.count"), mcclNotImplemented);
+  EXPECT_EQ(mcclExerciseStubsReached(&last), before + 1);
+  EXPECT_TRUE(last != NULL && strcmp(last, "00.count") == 0);
+}
 
 int main(int argc, char** argv) {
   static const mcclTestCase selfcheck[] = {MCCL_TEST_CASE(selfcheckPass), MCCL_TEST_CASE(selfcheckFail),
-                                           MCCL_TEST_CASE(selfcheckSkip)};
-  static const mcclTestCase cases[] = {
-      MCCL_TEST_CASE(resultStrings),       MCCL_TEST_CASE(checkMacros),      MCCL_TEST_CASE(paramsReadOnce),
-      MCCL_TEST_CASE(paramsDocCurrent),    MCCL_TEST_CASE(errorStringHints), MCCL_TEST_CASE(harnessOutput),
-      MCCL_TEST_CASE(seededRandomRepeats), MCCL_TEST_CASE(threadCounts),     MCCL_TEST_CASE(elementConversions)};
-  if (getenv("MCCL_HARNESS_SELFCHECK")) return mcclTestMain(argc, argv, selfcheck, 3, NULL);
+                                           MCCL_TEST_CASE(selfcheckSkip), MCCL_TEST_CASE(selfcheckStubSkip)};
+  static const mcclTestCase cases[] = {MCCL_TEST_CASE(resultStrings),       MCCL_TEST_CASE(checkMacros),
+                                       MCCL_TEST_CASE(paramsReadOnce),      MCCL_TEST_CASE(paramsDocCurrent),
+                                       MCCL_TEST_CASE(errorStringHints),    MCCL_TEST_CASE(harnessOutput),
+                                       MCCL_TEST_CASE(seededRandomRepeats), MCCL_TEST_CASE(threadCounts),
+                                       MCCL_TEST_CASE(elementConversions),  MCCL_TEST_CASE(exerciseProbeAndStubCount)};
+  if (getenv("MCCL_HARNESS_SELFCHECK")) return mcclTestMain(argc, argv, selfcheck, 4, NULL);
   if (getenv("MCCL_TEST_PRINT_ERROR_STRINGS")) {  // errorStringHints' child
     for (int r = 0; r < mcclNumResults; r++) printf("%d|%s\n", r, mcclGetErrorString((mcclResult_t)r));
     return 0;

@@ -37,21 +37,27 @@ static mcclResult_t hostNumaProp(int* cudaDevp, CUmemAllocationProp* prop) {
 
 // ---- the gate and its self-test ---------------------------------------------------------------
 
-static pthread_once_t selfTestOnce = PTHREAD_ONCE_INIT;
+static pthread_mutex_t selfTestLock = PTHREAD_MUTEX_INITIALIZER;
+static int selfTestDone = 0;
 static int driverVersion = 0;
 static int selfTestPassed = 0;
 
 // The driver can advertise cuMem host memory and still refuse it: Docker, for one, blocks
 // get_mempolicy unless run with --cap-add SYS_NICE. One granule tells us before any real buffer
-// depends on it.
+// depends on it. Runs once per process, under selfTestLock, except that an exercise stub on its path
+// (mcclNotImplemented) is no verdict about the system: it is not kept, so every caller meets the stub
+// and reports it, rather than every caller after the first seeing memory that is "refused here".
 static void hostSelfTest(void) {
   int cudaDev = 0;
   size_t gran = 0;
   CUmemAllocationProp prop;
   CUmemGenericAllocationHandle handle;
+  selfTestDone = 1;
   if (cudaDriverGetVersion(&driverVersion) != cudaSuccess) driverVersion = 0;
   if (driverVersion < 12020) return;
-  if (hostNumaProp(&cudaDev, &prop) != mcclSuccess) return;
+  mcclResult_t res = hostNumaProp(&cudaDev, &prop);
+  if (res == mcclNotImplemented) selfTestDone = 0;
+  if (res != mcclSuccess) return;
   if (cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS) return;
   CUresult err = cuMemCreate(&handle, alignUp(1, gran), &prop, 0);
   if (err != CUDA_SUCCESS) {
@@ -70,10 +76,12 @@ static void hostSelfTest(void) {
 int mcclCuMemHostEnable(void) {
   int64_t param = mcclParamCumemHostEnable();
   if (param == 0) return 0;
-  pthread_once(&selfTestOnce, hostSelfTest);
+  pthread_mutex_lock(&selfTestLock);
+  if (!selfTestDone) hostSelfTest();
   // Explicit 1 needs 12.2, where cuMem host-NUMA appeared; auto waits for 12.6, as NCCL does.
-  if (driverVersion < (param == -1 ? 12060 : 12020)) return 0;
-  return selfTestPassed;
+  int enabled = driverVersion >= (param == -1 ? 12060 : 12020) && selfTestPassed;
+  pthread_mutex_unlock(&selfTestLock);
+  return enabled;
 }
 
 // ---- cuMem host-NUMA -------------------------------------------------------------------------

@@ -33,7 +33,14 @@ static __attribute__((unused)) mcclResult_t netMpiExerciseStub(const char* name)
 }
 static __attribute__((unused)) int netMpiExerciseProbe(const char* name) {
   const char* probe = getenv("MCCL_EXERCISE_PROBE");
-  return probe != NULL && (strcmp(probe, name) == 0 || strcmp(probe, "all") == 0);
+  if (probe == NULL) return 0;
+  size_t len = strlen(name);
+  for (const char* p = probe; *p != '\0'; p += strcspn(p, ",")) {  // as mcclExerciseProbe: a list, or all
+    p += strspn(p, ",");
+    size_t n = strcspn(p, ",");
+    if ((n == len && strncmp(p, name, len) == 0) || (n == 3 && strncmp(p, "all", 3) == 0)) return 1;
+  }
+  return 0;
 }
 
 static mcclNetLogger_t logFn;
