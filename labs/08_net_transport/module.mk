@@ -11,6 +11,8 @@ $(NET_MPI_PLUGIN): $(OBJ)/labs/08_net_transport/plugin/net_mpi.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -shared -Wl,-soname,libmccl-net-mpi.so -o $@ $^ $(MPI_LIBS)
 ALL_LIBS += $(NET_MPI_PLUGIN)
+# What `make test LAB=08` builds besides the lab's archive and binaries: the tests load the plugin.
+labs/08_net_transport_TARGETS := $(NET_MPI_PLUGIN)
 
 # The one-process demo starts MPI as a singleton (the plugin needs it): an MPI program not named mpi_*.
 MPI_SRCS += labs/08_net_transport/examples/demo.c
