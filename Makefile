@@ -182,8 +182,13 @@ TEST_BUILD = $(if $(and $(LAB),$(TEST_MODULES)),$(if $(filter-out $(LAB_DIRS) si
 .PHONY: all test bench demo docs linkcheck format-check compdb gdb deps clean help params-doc plot
 all: $(BACKEND_DEP) $(ALL_LIBS) $(ALL_BINS)
 
+# The phony step keeps make quiet about each listed file that is up to date.
+.PHONY: test-build
+test-build: $(TEST_BUILD)
+	@:
+
 test:
-	@mk/deps.sh ensure test && $(MAKE) --no-print-directory $(TEST_BUILD) && mk/runtests.sh $(TEST_ENTRIES)
+	@mk/deps.sh ensure test && $(MAKE) --no-print-directory test-build && mk/runtests.sh $(TEST_ENTRIES)
 
 bench:
 	@mk/deps.sh ensure bench && $(MAKE) --no-print-directory all && mk/runbench.sh $(BENCH_ENTRIES)
