@@ -209,9 +209,53 @@ static void mixedProtocols(void) {
 // The second work's role threads must see the step counters the first work's posters saved (the
 // kernel's block-wide meeting between works). SIMPLE (default threshold) and LL (1 MiB threshold),
 // small FIFOs so each message takes many steps. A rank without a partner posts nothing.
+// One round of connectionAcrossLayouts on m. It may return at a failed check: its caller tears m down on
+// every rank all the same, since a rank without a partner launches nothing and would otherwise go on alone.
+static void layoutsRound(struct arMpi* m, const char* threshold, uint64_t seed) {
+  const size_t sz[3] = {60000, 50000, 40000};  // even -> odd twice, odd -> even once; SIMPLE by default
+  const int rank = m->comm->rank, n = m->comm->nRanks;
+  const int partner = rank ^ 1, even = rank % 2 == 0;
+  unsigned char* h = (unsigned char*)m->host;
+  // Message k goes at offset k * 60000 of the sender's send buffer and the receiver's recv buffer.
+  for (int k = 0; k < 3; k++)
+    for (size_t i = 0; i < sz[k]; i++) h[k * 60000 + i] = srByte(seed + (uint64_t)k, rank, partner, i);
+  EXPECT_CUDA_OK(mcclTestCopyToDevice(m->send, h, 3 * 60000));
+  EXPECT_CUDA_OK(mcclTestMemset(m->recv, 0x5a, 3 * 60000));
+  char* s = (char*)m->send;
+  char* r = (char*)m->recv;
+  struct srTask tk[3];
+  int nt = 0;
+  if (partner < n) {
+    for (int k = 0; k < 3; k++) {
+      const int isSend = (k < 2) == even;
+      tk[nt].isSend = isSend;
+      tk[nt].peer = partner;
+      tk[nt].buff = (isSend ? s : r) + k * 60000;
+      tk[nt].bytes = sz[k];
+      nt++;
+    }
+  }
+  SR_EXPECT_OK(tk, nt, m->comm, m->stream);
+  EXPECT_CUDA_OK(cudaStreamSynchronize(m->stream));
+  EXPECT_CUDA_OK(cudaMemcpy(h, m->recv, 3 * 60000, cudaMemcpyDeviceToHost));
+  for (int k = 0; k < 3 && partner < n && !mcclTestStopped(); k++) {
+    const int received = (k < 2) != even;
+    for (size_t i = 0; i < 60000; i++) {
+      const unsigned char want = received && i < sz[k] ? srByte(seed + (uint64_t)k, partner, rank, i) : 0x5a;
+      if (h[k * 60000 + i] != want) {
+        mcclTestFailAt(__FILE__, __LINE__,
+                       "MCCL_P2P_LL_THRESHOLD=%s: rank %d: message %d (%zu bytes, %s rank %d): byte %zu: expected "
+                       "0x%02x, got 0x%02x",
+                       threshold ? threshold : "(default)", rank, k, sz[k], received ? "from" : "sent to", partner, i,
+                       want, h[k * 60000 + i]);
+        break;
+      }
+    }
+  }
+}
+
 static void connectionAcrossLayouts(void) {
   const char* thresholds[2] = {NULL, "1048576"};
-  const size_t sz[3] = {60000, 50000, 40000};  // even -> odd twice, odd -> even once; SIMPLE by default
   for (int t = 0; t < 2 && !mcclTestMpiAnyStopped(); t++) {
     if (thresholds[t])
       setenv("MCCL_P2P_LL_THRESHOLD", thresholds[t], 1);
@@ -220,46 +264,7 @@ static void connectionAcrossLayouts(void) {
     arSmallFifos(1);
     struct arMpi m;
     setUpOrSkip(&m, 2, 3 * 60000);
-    const int rank = m.comm->rank, n = m.comm->nRanks;
-    const int partner = rank ^ 1, even = rank % 2 == 0;
-    unsigned char* h = (unsigned char*)m.host;
-    const uint64_t seed = mcclTestSeed() + (uint64_t)t;
-    // Message k goes at offset k * 60000 of the sender's send buffer and the receiver's recv buffer.
-    for (int k = 0; k < 3; k++)
-      for (size_t i = 0; i < sz[k]; i++) h[k * 60000 + i] = srByte(seed + (uint64_t)k, rank, partner, i);
-    EXPECT_CUDA_OK(mcclTestCopyToDevice(m.send, h, 3 * 60000));
-    EXPECT_CUDA_OK(mcclTestMemset(m.recv, 0x5a, 3 * 60000));
-    char* s = (char*)m.send;
-    char* r = (char*)m.recv;
-    struct srTask tk[3];
-    int nt = 0;
-    if (partner < n) {
-      for (int k = 0; k < 3; k++) {
-        const int isSend = (k < 2) == even;
-        tk[nt].isSend = isSend;
-        tk[nt].peer = partner;
-        tk[nt].buff = (isSend ? s : r) + k * 60000;
-        tk[nt].bytes = sz[k];
-        nt++;
-      }
-    }
-    SR_EXPECT_OK(tk, nt, m.comm, m.stream);
-    EXPECT_CUDA_OK(cudaStreamSynchronize(m.stream));
-    EXPECT_CUDA_OK(cudaMemcpy(h, m.recv, 3 * 60000, cudaMemcpyDeviceToHost));
-    for (int k = 0; k < 3 && partner < n && !mcclTestStopped(); k++) {
-      const int received = (k < 2) != even;
-      for (size_t i = 0; i < 60000; i++) {
-        const unsigned char want = received && i < sz[k] ? srByte(seed + (uint64_t)k, partner, rank, i) : 0x5a;
-        if (h[k * 60000 + i] != want) {
-          mcclTestFailAt(__FILE__, __LINE__,
-                         "MCCL_P2P_LL_THRESHOLD=%s: rank %d: message %d (%zu bytes, %s rank %d): byte %zu: expected "
-                         "0x%02x, got 0x%02x",
-                         thresholds[t] ? thresholds[t] : "(default)", rank, k, sz[k], received ? "from" : "sent to",
-                         partner, i, want, h[k * 60000 + i]);
-          break;
-        }
-      }
-    }
+    layoutsRound(&m, thresholds[t], mcclTestSeed() + (uint64_t)t);
     arMpiTearDown(&m);
     arSmallFifos(0);
   }
