@@ -154,6 +154,48 @@ static void cuMemAllocRoundsToMinimum(void) {
   }
 }
 
+// mcclCuMemAlloc on its own, undone by hand in the driver's reverse order: what it hands back is one
+// mapping of one physical allocation, read/write for this device, whose handle is the only reference
+// besides the mapping's, so that unmap + release + address free leave nothing behind.
+static void cuMemAllocUndoneByHand(void) {
+  setup();
+  CHECK_STOPPED();
+  size_t gran = granularity(CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+  EXPECT_GT(gran, 0);
+  leakState before = leakProbe();
+  size_t sizes[] = {1, gran + 1, 1 + mcclTestRand() % (3 * gran)};
+  for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+    void* p = NULL;
+    CUmemGenericAllocationHandle h = 0;
+    EXPECT_OK(mcclCuMemAlloc(&p, &h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, sizes[i]));
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    EXPECT_CU_OK(cuMemGetAddressRange(&base, &size, (CUdeviceptr)p));
+    EXPECT_EQ(base, (CUdeviceptr)p);
+    EXPECT_EQ(size, alignUp(sizes[i], gran));
+    CUmemAllocationProp prop = {0};
+    EXPECT_CU_OK(cuMemGetAllocationPropertiesFromHandle(&prop, h));
+    EXPECT_EQ(prop.type, CU_MEM_ALLOCATION_TYPE_PINNED);
+    EXPECT_EQ(prop.location.type, CU_MEM_LOCATION_TYPE_DEVICE);
+    EXPECT_EQ(prop.location.id, 0);
+    EXPECT_EQ(prop.requestedHandleTypes, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    CUmemGenericAllocationHandle mapped = 0;  // the mapping is of that very allocation
+    EXPECT_CU_OK(cuMemRetainAllocationHandle(&mapped, p));
+    EXPECT_TRUE(mapped == h);
+    EXPECT_CU_OK(cuMemRelease(mapped));
+    unsigned long long flags = 0;
+    CUmemLocation dev0 = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0};
+    EXPECT_CU_OK(cuMemGetAccess(&flags, &dev0, (CUdeviceptr)p));
+    EXPECT_EQ(flags, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+    roundTrip(p, sizes[i], (unsigned)i + 40);
+    CHECK_STOPPED();
+    EXPECT_CU_OK(cuMemUnmap((CUdeviceptr)p, size));
+    EXPECT_CU_OK(cuMemRelease(h));
+    EXPECT_CU_OK(cuMemAddressFree((CUdeviceptr)p, size));
+  }
+  EXPECT_NO_LEAK(before);
+}
+
 // mcclMemAlloc: RECOMMENDED granularity; cuMemGetAddressRange reports the rounded size.
 static void memAllocRoundsToRecommended(void) {
   setup();
@@ -532,9 +574,9 @@ static void fallbackCudaMalloc(void) {
   useDefaultGate();
 }
 
-MCCL_TEST_MAIN(MCCL_TEST_CASE(gateFollowsParameter), MCCL_TEST_CASE(cuMemAllocRoundsToMinimum),
-               MCCL_TEST_CASE(memAllocRoundsToRecommended), MCCL_TEST_CASE(memAllocHandleTypes),
-               MCCL_TEST_CASE(fabricRetry), MCCL_TEST_CASE(accessFromEveryDevice),
+MCCL_TEST_MAIN(MCCL_TEST_CASE(gateFollowsParameter), MCCL_TEST_CASE(cuMemAllocUndoneByHand),
+               MCCL_TEST_CASE(cuMemAllocRoundsToMinimum), MCCL_TEST_CASE(memAllocRoundsToRecommended),
+               MCCL_TEST_CASE(memAllocHandleTypes), MCCL_TEST_CASE(fabricRetry), MCCL_TEST_CASE(accessFromEveryDevice),
                MCCL_TEST_CASE(mapAndSetAccessAtAddress), MCCL_TEST_CASE(freeInteriorPointer),
                MCCL_TEST_CASE(doubleFree), MCCL_TEST_CASE(zeroSizeAndNullArguments),
                MCCL_TEST_CASE(sizeLargerThanDevice), MCCL_TEST_CASE(thousandCyclesLeakNothing),

@@ -249,6 +249,52 @@ static void cuMemHostLocationAndAccess(void) {
   EXPECT_OK(mcclCuMemHostFree(p));
 }
 
+// mcclCuMemHostAlloc on its own, undone by hand in the driver's reverse order: one mapping of one host-NUMA
+// allocation, read/write for the device and for the host, seen both ways, whose handle is the only reference
+// besides the mapping's, so that unmap + release + address free leave nothing behind.
+static void cuMemHostAllocUndoneByHand(void) {
+  setup();
+  CHECK_STOPPED();
+  if (!mcclCuMemHostEnable()) SKIP("cuMem host-NUMA memory refused here");
+  int numa = hostNumaId();
+  CUmemAllocationProp want = {0};
+  want.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  want.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+  want.location.id = numa;
+  want.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  size_t gran = 0;
+  EXPECT_CU_OK(cuMemGetAllocationGranularity(&gran, &want, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  leakState before = leakProbe();
+  size_t sizes[] = {1, gran + 100};
+  for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+    hostBuf b = {KIND_CUMEM_HOST, NULL, NULL, sizes[i]};
+    CUmemGenericAllocationHandle h = 0;
+    EXPECT_OK(mcclCuMemHostAlloc(&b.host, &h, sizes[i]));
+    b.dev = b.host;
+    CUmemAllocationProp prop = {0};
+    EXPECT_CU_OK(cuMemGetAllocationPropertiesFromHandle(&prop, h));
+    EXPECT_EQ(prop.type, CU_MEM_ALLOCATION_TYPE_PINNED);
+    EXPECT_EQ(prop.location.type, CU_MEM_LOCATION_TYPE_HOST_NUMA);
+    EXPECT_EQ(prop.location.id, numa);
+    size_t range = 0;
+    EXPECT_CU_OK(cuMemGetAddressRange(NULL, &range, (CUdeviceptr)b.host));
+    EXPECT_EQ(range, alignUp(sizes[i], gran));
+    unsigned long long flags = 0;
+    CUmemLocation dev = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0};
+    EXPECT_CU_OK(cuMemGetAccess(&flags, &dev, (CUdeviceptr)b.host));
+    EXPECT_EQ(flags, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+    CUmemLocation host = {.type = CU_MEM_LOCATION_TYPE_HOST_NUMA, .id = numa};
+    EXPECT_CU_OK(cuMemGetAccess(&flags, &host, (CUdeviceptr)b.host));
+    EXPECT_EQ(flags, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+    crossCheck(&b, (unsigned)i + 20);
+    CHECK_STOPPED();
+    EXPECT_CU_OK(cuMemUnmap((CUdeviceptr)b.host, range));
+    EXPECT_CU_OK(cuMemRelease(h));
+    EXPECT_CU_OK(cuMemAddressFree((CUdeviceptr)b.host, range));
+  }
+  EXPECT_NO_LEAK(before);
+}
+
 // ---- calloc ------------------------------------------------------------------------------------
 
 static void callocZeroes(void) {
@@ -433,6 +479,6 @@ static void manyCyclesLeakNothing(void) {
 
 MCCL_TEST_MAIN(MCCL_TEST_CASE(gateFollowsParameter), MCCL_TEST_CASE(cuMemHostSeenBothWays),
                MCCL_TEST_CASE(cudaHostCallocSeenBothWays), MCCL_TEST_CASE(registeredSeenBothWays),
-               MCCL_TEST_CASE(cuMemHostLocationAndAccess), MCCL_TEST_CASE(callocZeroes),
-               MCCL_TEST_CASE(callocRestoresCaptureMode), MCCL_TEST_CASE(fallbackForcedOff),
-               MCCL_TEST_CASE(badArguments), MCCL_TEST_CASE(manyCyclesLeakNothing))
+               MCCL_TEST_CASE(cuMemHostLocationAndAccess), MCCL_TEST_CASE(cuMemHostAllocUndoneByHand),
+               MCCL_TEST_CASE(callocZeroes), MCCL_TEST_CASE(callocRestoresCaptureMode),
+               MCCL_TEST_CASE(fallbackForcedOff), MCCL_TEST_CASE(badArguments), MCCL_TEST_CASE(manyCyclesLeakNothing))

@@ -424,6 +424,122 @@ static void loopMessage(struct loop* l, void* dsrc, void* ddst, unsigned char* h
   if (bad != (size_t)-1) mcclTestFailAt(__FILE__, __LINE__, "message of %zu bytes differs at offset %zu", n, bad);
 }
 
+// Each side's setup on its own: a buffer for its own page through the connector's proxy (the sender's head;
+// the receiver's tail and connFifo, then its FIFOs, LL then SIMPLE), described for the peer in the connect
+// info, /dev/shm for a peer in this process. Connect then joins the two views of each buffer, and free
+// leaves no /dev/shm entry and no fd. For both connIndex rows of the context's sizes.
+static void setupAsksForItsSide(void) {
+  int files = mcclTestCountShm(), fds = mcclTestCountFds();
+  mcclPeerInfo me;
+  struct mcclTransportCtx ctx;
+  EXPECT_OK(mcclTransportCtxInit(&ctx, 0, 1, 0));
+  EXPECT_OK(mcclFillPeerInfo(0, 0, &me));
+  for (int connIndex = 0; connIndex < MCCL_MAX_CONNS; connIndex++) {
+    int sizes[MCCL_NUM_PROTOCOLS];
+    EXPECT_OK(mcclTransportBuffSizes(&ctx, connIndex, sizes));
+    struct mcclConnector s, r;
+    struct mcclConnect sc, rc;
+    EXPECT_OK(mcclConnectorInit(&s, &mcclShmTransport, 1, 0));
+    EXPECT_OK(mcclConnectorInit(&r, &mcclShmTransport, 0, 0));
+    EXPECT_OK(s.transportComm->setup(&ctx, NULL, &me, &me, &sc, &s, 0, connIndex));
+    EXPECT_OK(r.transportComm->setup(&ctx, NULL, &me, &me, &rc, &r, 0, connIndex));
+    CHECK_STOPPED();
+    struct mcclShmConnectInfo si, ri;
+    memcpy(&si, sc.data, sizeof(si));
+    memcpy(&ri, rc.data, sizeof(ri));
+    EXPECT_EQ(si.rank, me.rank);
+    EXPECT_EQ(ri.rank, me.rank);
+    EXPECT_EQ(si.desc.kind, MCCL_SHM_IPC_LEGACY);
+    EXPECT_EQ(ri.desc.kind, MCCL_SHM_IPC_LEGACY);
+    EXPECT_GE(si.desc.legacy.shmSize, sizeof(struct mcclSendMem));
+    EXPECT_GE(ri.desc.legacy.shmSize,
+              sizeof(struct mcclRecvMem) + (size_t)sizes[MCCL_PROTO_LL] + (size_t)sizes[MCCL_PROTO_SIMPLE]);
+    EXPECT_TRUE(si.buf.hptr != NULL && ri.buf.hptr != NULL);
+    EXPECT_TRUE(s.transportResources != NULL && r.transportResources != NULL);
+    EXPECT_OK(s.transportComm->connect(&ctx, &rc, 1, 0, &s));
+    EXPECT_OK(r.transportComm->connect(&ctx, &sc, 1, 0, &r));
+    CHECK_STOPPED();
+    EXPECT_EQ(s.conn.stepSize, sizes[MCCL_PROTO_SIMPLE] / MCCL_STEPS);
+    EXPECT_EQ(r.conn.llStepSize, sizes[MCCL_PROTO_LL] / MCCL_STEPS);
+    // The sender's view of each FIFO's last byte is the receiver's: the buffer holds both FIFOs, in order.
+    for (int proto = 0; proto < MCCL_NUM_PROTOCOLS; proto++) {
+      unsigned char b = (unsigned char)(0xA0 + proto + 2 * connIndex), back = 0;
+      size_t last = (size_t)sizes[proto] - 1;
+      EXPECT_CUDA_OK(mcclTestCopyToDevice(s.conn.buffs[proto] + last, &b, 1));
+      EXPECT_CUDA_OK(cudaMemcpy(&back, r.conn.buffs[proto] + last, 1, cudaMemcpyDeviceToHost));
+      EXPECT_EQ(back, b);
+    }
+    EXPECT_OK(mcclConnectorFree(&s));
+    EXPECT_OK(mcclConnectorFree(&r));
+  }
+  EXPECT_EQ(mcclTestCountShm(), files);
+  EXPECT_EQ(mcclTestCountFds(), fds);
+}
+
+// The sender's step loop against a receiver this test plays by hand, one poll of the sender at a time: each
+// slot's bytes and connFifo size arrive under the tail in step order, and the sender never gets more than
+// MCCL_STEPS slots ahead of the credit handed back in head, also where the counters wrap. The receiver
+// takes two slots every third poll, so the sender meets a full FIFO again and again.
+static void senderAgainstHandReceiver(void) {
+  setParam("MCCL_BUFFSIZE", "65536");  // 8 KiB slots
+  int files = mcclTestCountShm(), fds = mcclTestCountFds();
+  struct loop l;
+  const uint64_t start = UINT64_MAX - 5;  // the counters wrap during the message
+  loopOpen(&l, start);
+  setParam("MCCL_BUFFSIZE", NULL);
+  CHECK_STOPPED();
+  const size_t stepSize = (size_t)l.r.conn.stepSize;
+  EXPECT_EQ(stepSize, 8192);
+  const size_t n = 21 * stepSize + 123 + mcclTestRand() % 1000;  // 22 steps: nearly three laps of the slots
+  const uint64_t steps = (n + stepSize - 1) / stepSize;
+  void* dsrc = NULL;
+  EXPECT_CUDA_OK(cudaMalloc(&dsrc, n));
+  unsigned char* want = malloc(n);
+  unsigned char* got = calloc(1, n);
+  EXPECT_TRUE(want != NULL && got != NULL);
+  fillPattern(want, n, mcclTestSeed());
+  EXPECT_CUDA_OK(mcclTestCopyToDevice(dsrc, want, n));
+  EXPECT_CUDA_OK(cudaDeviceSynchronize());
+  struct mcclProxyOp op;
+  struct mcclProxyArgs args;
+  EXPECT_OK(mcclProxyOpInit(&op, &l.s, dsrc, n, NULL));
+  EXPECT_OK(mcclProxyOpToArgs(&op, &args));
+  uint64_t head = start;  // the receiver's next step, and the credit it has handed back
+  double t0 = nowSec();
+  for (int polls = 1; !mcclTestStopped() && (args.state != mcclProxyOpNone || head != start + steps); polls++) {
+    if (nowSec() - t0 > 30) {
+      mcclTestFailAt(__FILE__, __LINE__, "sender stuck: step %llu of %llu received after 30 s",
+                     (unsigned long long)(head - start), (unsigned long long)steps);
+      break;
+    }
+    if (args.state != mcclProxyOpNone) EXPECT_OK(args.progress(NULL, &args));
+    uint64_t tail = __atomic_load_n(l.r.conn.tail, __ATOMIC_ACQUIRE);
+    EXPECT_LE(tail - head, (uint64_t)MCCL_STEPS);  // unsigned: holds across the wrap
+    if (polls % 3 != 0) continue;
+    for (int k = 0; k < 2 && tail != head && !mcclTestStopped(); k++, head++) {
+      size_t off = (size_t)(head - start) * stepSize;
+      size_t size = n - off < stepSize ? n - off : stepSize;
+      int slot = (int)(head % MCCL_STEPS);
+      EXPECT_EQ(l.r.conn.connFifo[slot].size, (ssize_t)size);
+      EXPECT_CUDA_OK(cudaMemcpy(got + off, l.r.conn.buffs[MCCL_PROTO_SIMPLE] + (size_t)slot * stepSize, size,
+                                cudaMemcpyDeviceToHost));
+      __atomic_store_n(l.r.conn.head, head + 1, __ATOMIC_RELEASE);
+    }
+  }
+  EXPECT_EQ(args.state, mcclProxyOpNone);
+  EXPECT_EQ(args.subs[0].nsteps, steps);
+  EXPECT_TRUE(head == start + steps);
+  EXPECT_TRUE(__atomic_load_n(l.r.conn.tail, __ATOMIC_ACQUIRE) == start + steps);
+  size_t bad = checkPattern(got, n, mcclTestSeed());
+  if (bad != (size_t)-1) mcclTestFailAt(__FILE__, __LINE__, "message of %zu bytes differs at offset %zu", n, bad);
+  free(want);
+  free(got);
+  EXPECT_CUDA_OK(cudaFree(dsrc));
+  loopClose(&l);
+  EXPECT_EQ(mcclTestCountShm(), files);
+  EXPECT_EQ(mcclTestCountFds(), fds);
+}
+
 static void loopbackSizesAndWrap(void) {
   setParam("MCCL_BUFFSIZE", "65536");  // 8 KiB slots: many laps of the FIFO per message
   int files = mcclTestCountShm(), fds = mcclTestCountFds();
@@ -620,5 +736,6 @@ MCCL_TEST_MAIN(MCCL_TEST_CASE(layout), MCCL_TEST_CASE(shmOpenCreateAttach), MCCL
                MCCL_TEST_CASE(shmOpenRefusesExisting), MCCL_TEST_CASE(shmOpenBadArgs), MCCL_TEST_CASE(shmFullTmpfs),
                MCCL_TEST_CASE(shmFileSizeLimit), MCCL_TEST_CASE(shmDevicePointer), MCCL_TEST_CASE(ipcLegacyRoundTrip),
                MCCL_TEST_CASE(ipcCuMemRoundTrip), MCCL_TEST_CASE(ipcImportBadDesc), MCCL_TEST_CASE(canConnectRules),
-               MCCL_TEST_CASE(opsTable), MCCL_TEST_CASE(loopbackSizesAndWrap), MCCL_TEST_CASE(loopbackTimeoutAndAbort),
+               MCCL_TEST_CASE(opsTable), MCCL_TEST_CASE(setupAsksForItsSide), MCCL_TEST_CASE(senderAgainstHandReceiver),
+               MCCL_TEST_CASE(loopbackSizesAndWrap), MCCL_TEST_CASE(loopbackTimeoutAndAbort),
                MCCL_TEST_CASE(connectorMisuse), MCCL_TEST_CASE(setupKilledLeavesNothing))

@@ -140,6 +140,43 @@ static void createDestroyCounts(void) {
   EXPECT_OK(mcclProxyDestroy(NULL));
 }
 
+// mcclProxyCreate on its own: both threads running and pinned to MCCL_PROXY_CPUSET when it returns, in a
+// proxy with an address, and an abort ends them without a message to the service thread (so that this
+// needs no other exercise of the lab), leaving no thread and no fd behind.
+static void createStartsPinnedThreads(void) {
+  EXPECT_CUDA_OK(cudaFree(NULL));  // the CUDA driver's own threads start at its initialisation
+  cpu_set_t mine;
+  EXPECT_EQ(sched_getaffinity(0, sizeof(mine), &mine), 0);
+  int first = 0;
+  while (first < CPU_SETSIZE - 1 && !CPU_ISSET(first, &mine)) first++;
+  char list[16];
+  snprintf(list, sizeof(list), "%d", first);
+  int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads();
+  volatile uint32_t abortFlag = 0;
+  setenv("MCCL_PROXY_CPUSET", list, 1);
+  mcclParamResetAll();
+  mcclProxyState* p = NULL;
+  mcclResult_t r = mcclProxyCreate(0, 0, &abortFlag, &p);
+  unsetenv("MCCL_PROXY_CPUSET");
+  mcclParamResetAll();
+  EXPECT_OK(r);
+  EXPECT_EQ(mcclTestCountThreads(), th0 + 2);  // both started before the call returned
+  EXPECT_TRUE(strncmp(mcclProxyGetAddress(p), "mccl-proxy-", 11) == 0);
+  pthread_t t[2];
+  EXPECT_OK(mcclProxyGetThreads(p, &t[0], &t[1]));
+  EXPECT_TRUE(!pthread_equal(t[0], t[1]));
+  for (int i = 0; i < 2; i++) {
+    cpu_set_t got;
+    EXPECT_EQ(pthread_getaffinity_np(t[i], sizeof(got), &got), 0);
+    EXPECT_EQ(CPU_COUNT(&got), 1);
+    EXPECT_TRUE(CPU_ISSET(first, &got));
+  }
+  abortFlag = 1;
+  EXPECT_OK(mcclProxyDestroy(p));
+  EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
+  EXPECT_EQ(mcclTestCountFds(), fds0);
+}
+
 // The export registry: only registered handles are offered to peers (GetFd refuses the rest, see
 // mpi_proxy); registering needs a live proxy and a non-zero handle.
 static void exportRegistry(void) {
@@ -683,9 +720,9 @@ static void fdFloodBounded(void) {
   EXPECT_EQ(mcclTestCountFds(), fds0);
 }
 
-MCCL_TEST_MAIN(MCCL_TEST_CASE(createDestroyCounts), MCCL_TEST_CASE(exportRegistry), MCCL_TEST_CASE(setupRpcs),
-               MCCL_TEST_CASE(manyOpsInOrder), MCCL_TEST_CASE(badOpArguments), MCCL_TEST_CASE(abortInFlight),
-               MCCL_TEST_CASE(stopInFlight), MCCL_TEST_CASE(idleCpuAndWakeup), MCCL_TEST_CASE(cpusetPinning),
-               MCCL_TEST_CASE(shmSendRecvInProcess), MCCL_TEST_CASE(freeConnectorWithOpInFlight),
-               MCCL_TEST_CASE(goneRequesterDoesNotStall), MCCL_TEST_CASE(responseAtDeadlineIsUsed),
-               MCCL_TEST_CASE(fdFloodBounded))
+MCCL_TEST_MAIN(MCCL_TEST_CASE(createStartsPinnedThreads), MCCL_TEST_CASE(createDestroyCounts),
+               MCCL_TEST_CASE(exportRegistry), MCCL_TEST_CASE(setupRpcs), MCCL_TEST_CASE(manyOpsInOrder),
+               MCCL_TEST_CASE(badOpArguments), MCCL_TEST_CASE(abortInFlight), MCCL_TEST_CASE(stopInFlight),
+               MCCL_TEST_CASE(idleCpuAndWakeup), MCCL_TEST_CASE(cpusetPinning), MCCL_TEST_CASE(shmSendRecvInProcess),
+               MCCL_TEST_CASE(freeConnectorWithOpInFlight), MCCL_TEST_CASE(goneRequesterDoesNotStall),
+               MCCL_TEST_CASE(responseAtDeadlineIsUsed), MCCL_TEST_CASE(fdFloodBounded))

@@ -284,6 +284,74 @@ static void pairBadInput(void) {
   EXPECT_RES(mcclDevPairPeerCreate(NULL, NULL, 1, 1, 1, mcclDevTransportAuto, 0, &e), mcclInvalidArgument);
 }
 
+// Each side's P2P setup on its own, on every device (up to 2): the page (and, for the receiver, the LL and
+// SIMPLE FIFOs after it) in cuMem device memory of the current device, from the connector's proxy, its head
+// or tail at the connection's initial step and its LL FIFO zeroed, described for the peer in the connect
+// info (rank, process, host, device, the exportable handle); free leaves no fd and no mapping behind.
+static void p2pSetupOffersItsMemory(void) {
+  int n = nDevices();
+  if (n < 1) SKIP("no CUDA device");
+  if (!mcclCuMemEnable()) SKIP("cuMem not supported: no P2P");
+  mcclTestWarmUp();
+  void* w = NULL;  // the first cuMem allocation's own state, before the baseline
+  if (mcclCuMemAlloc(&w, NULL, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 1) == mcclSuccess) mcclCuMemFree(w);
+  int fds0 = mcclTestCountFds();
+  long maps0 = mcclTestCountMaps("minccl-sim");
+  struct mcclTransportCtx ctx;
+  EXPECT_OK(mcclTransportCtxInit(&ctx, 0, 1, 0));
+  int sizes[MCCL_NUM_PROTOCOLS];
+  EXPECT_OK(mcclTransportBuffSizes(&ctx, 0, sizes));
+  for (int dev = 0; dev < n && dev < 2; dev++) {
+    EXPECT_CUDA_OK(cudaSetDevice(dev));
+    mcclPeerInfo me;
+    EXPECT_OK(mcclFillPeerInfo(3, dev, &me));
+    struct mcclConnector c[2];
+    struct mcclConnect ci[2];
+    for (int send = 0; send < 2; send++) {
+      EXPECT_OK(mcclConnectorInit(&c[send], &mcclP2pTransport, send, 3));
+      c[send].initialStep = 41 + (uint64_t)send;
+      const struct mcclTransportComm* tc = send ? &mcclP2pTransport.send : &mcclP2pTransport.recv;
+      EXPECT_OK(tc->setup(&ctx, NULL, &me, &me, &ci[send], &c[send], 0, 0));
+      CHECK_STOPPED();
+      struct mcclP2pConnectInfo info;
+      memcpy(&info, ci[send].data, sizeof(info));
+      EXPECT_EQ(info.rank, 3);
+      EXPECT_EQ(info.pid, (int)getpid());
+      EXPECT_TRUE(info.hostHash == mcclGetHostHash());
+      EXPECT_EQ(info.cudaDev, dev);
+      size_t need = send ? sizeof(struct mcclSendMem)
+                         : sizeof(struct mcclRecvMem) + (size_t)sizes[MCCL_PROTO_LL] + (size_t)sizes[MCCL_PROTO_SIMPLE];
+      EXPECT_GE(info.buff.size, need);
+      CUmemAllocationProp prop = {0};
+      EXPECT_CU_OK(cuMemGetAllocationPropertiesFromHandle(&prop, info.buff.handle));
+      EXPECT_EQ(prop.location.type, CU_MEM_LOCATION_TYPE_DEVICE);
+      EXPECT_EQ(prop.location.id, dev);
+      EXPECT_TRUE((prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) != 0);
+      struct cudaPointerAttributes at;
+      EXPECT_CUDA_OK(cudaPointerGetAttributes(&at, info.buff.directPtr));
+      EXPECT_TRUE(at.type == cudaMemoryTypeDevice && at.device == dev);
+      uint64_t counter = 0;  // head starts the send page, tail the receive page: both at offset 0
+      EXPECT_CUDA_OK(cudaMemcpy(&counter, info.buff.directPtr, sizeof(counter), cudaMemcpyDeviceToHost));
+      EXPECT_TRUE(counter == 41 + (uint64_t)send);
+      if (!send) {
+        unsigned char* ll = malloc((size_t)sizes[MCCL_PROTO_LL]);
+        EXPECT_TRUE(ll != NULL);
+        EXPECT_CUDA_OK(cudaMemcpy(ll, (char*)info.buff.directPtr + sizeof(struct mcclRecvMem),
+                                  (size_t)sizes[MCCL_PROTO_LL], cudaMemcpyDeviceToHost));
+        size_t nonzero = 0;
+        for (int i = 0; i < sizes[MCCL_PROTO_LL]; i++) nonzero += ll[i] != 0;
+        EXPECT_EQ(nonzero, 0);
+        free(ll);
+      }
+    }
+    EXPECT_OK(mcclConnectorFree(&c[0]));
+    EXPECT_OK(mcclConnectorFree(&c[1]));
+  }
+  EXPECT_CUDA_OK(cudaSetDevice(0));
+  EXPECT_EQ(mcclTestCountFds(), fds0);
+  EXPECT_EQ(mcclTestCountMaps("minccl-sim"), maps0);
+}
+
 // The transport hooks refuse misuse: wrong side, connect before setup, setup twice, a peer buffer
 // too small for this side's MCCL_BUFFSIZE, and a proxy op (kernels drive P2P, not the proxy).
 static void p2pHooksRefuseMisuse(void) {
@@ -398,4 +466,5 @@ static void buffSizesFromParameters(void) {
 MCCL_TEST_MAIN(MCCL_TEST_CASE(p2pCanConnectRules), MCCL_TEST_CASE(selectTransport), MCCL_TEST_CASE(localPairsP2p),
                MCCL_TEST_CASE(localPairsShm), MCCL_TEST_CASE(p2pMemoryLivesOnTheOwnersDevice),
                MCCL_TEST_CASE(devConnCopies), MCCL_TEST_CASE(abortFlag), MCCL_TEST_CASE(pairBadInput),
-               MCCL_TEST_CASE(p2pHooksRefuseMisuse), MCCL_TEST_CASE(buffSizesFromParameters))
+               MCCL_TEST_CASE(p2pSetupOffersItsMemory), MCCL_TEST_CASE(p2pHooksRefuseMisuse),
+               MCCL_TEST_CASE(buffSizesFromParameters))
