@@ -138,6 +138,20 @@ mcclResult_t mcclLabCommInit(mcclLabComm** comm, int nranks, const mcclUniqueId*
                              int nChannels, struct mcclTransport* const* transports);
 
 /**
+ * @brief The ring every channel of a communicator follows (NCCL's rings.cc, without a topology search): the
+ * ranks ordered by host, then device, then rank, so that the ranks of one host are neighbours and one process
+ * driving several devices meets them in device order; this rank's position and neighbours in it.
+ * mcclLabCommInitRank builds its ring with it, from the peer records.
+ * @param[in]  peerInfo every rank's record, in rank order (hostHash, cudaDev and rank are read).
+ * @param[in]  nRanks   1 .. MCCL_LAB_MAX_RANKS.
+ * @param[in]  rank     this rank, 0 .. nRanks-1.
+ * @param[out] ring     prev, next, index and userRanks, an array of nRanks the caller frees; written only on
+ *                      success.
+ * @return mcclSuccess; mcclInvalidArgument (named); mcclSystemError.
+ */
+mcclResult_t mcclLabRingBuild(const mcclPeerInfo* peerInfo, int nRanks, int rank, struct mcclLabRing* ring);
+
+/**
  * @brief The first half of mcclLabCommInit, which never waits (NCCL's commAlloc): the communicator's
  * memory, its abort flag and status word. A caller that must be able to abort an initialisation from
  * another thread (a non-blocking one, or one run at a group's end) allocates first, so that

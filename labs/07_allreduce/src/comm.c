@@ -27,24 +27,34 @@ static int byDevice(const void* a, const void* b) {
   return x->rank < y->rank ? -1 : x->rank > y->rank;
 }
 
-static mcclResult_t buildRing(mcclLabComm* comm) {
+mcclResult_t mcclLabRingBuild(const mcclPeerInfo* peerInfo, int nRanks, int rank, struct mcclLabRing* ring) {
+  MCCL_ARGCHECK(peerInfo != NULL, "peerInfo is NULL");
+  MCCL_ARGCHECK(nRanks >= 1 && nRanks <= MCCL_LAB_MAX_RANKS, "nRanks %d (must be 1 .. %d)", nRanks, MCCL_LAB_MAX_RANKS);
+  MCCL_ARGCHECK(rank >= 0 && rank < nRanks, "rank %d (must be 0 .. %d)", rank, nRanks - 1);
+  MCCL_ARGCHECK(ring != NULL, "ring is NULL");
+  for (int r = 0; r < nRanks; r++)
+    MCCL_ARGCHECK(peerInfo[r].rank == r, "peerInfo[%d].rank is %d: the records must be in rank order", r,
+                  peerInfo[r].rank);
   // EXERCISE(07.ring)
-  int n = comm->nRanks;
-  comm->ring.userRanks = (int*)calloc((size_t)n, sizeof(int));
-  if (comm->ring.userRanks == NULL) {
+  int n = nRanks;
+  int* order = (int*)calloc((size_t)n, sizeof(int));
+  if (order == NULL) {
     WARN("Out of memory for a ring of %d ranks", n);
     return mcclSystemError;
   }
-  for (int r = 0; r < n; r++) comm->ring.userRanks[r] = r;
+  for (int r = 0; r < n; r++) order[r] = r;
   static pthread_mutex_t sortLock = PTHREAD_MUTEX_INITIALIZER;  // qsort has no context argument in C11
   pthread_mutex_lock(&sortLock);
-  sortInfo = comm->peerInfo;
-  qsort(comm->ring.userRanks, (size_t)n, sizeof(int), byDevice);
+  sortInfo = peerInfo;
+  qsort(order, (size_t)n, sizeof(int), byDevice);
   pthread_mutex_unlock(&sortLock);
+  int index = 0;
   for (int i = 0; i < n; i++)
-    if (comm->ring.userRanks[i] == comm->rank) comm->ring.index = i;
-  comm->ring.prev = comm->ring.userRanks[(comm->ring.index + n - 1) % n];
-  comm->ring.next = comm->ring.userRanks[(comm->ring.index + 1) % n];
+    if (order[i] == rank) index = i;
+  ring->userRanks = order;
+  ring->index = index;
+  ring->prev = order[(index + n - 1) % n];
+  ring->next = order[(index + 1) % n];
   return mcclSuccess;
   // END EXERCISE(07.ring)
 }
@@ -291,7 +301,7 @@ mcclResult_t mcclLabCommInitRank(mcclLabComm* comm, const mcclUniqueId* id, int 
   }
   for (int r = 0; r < nranks; r++)
     MCCLCHECKGOTO(mcclBootstrapGetPeerInfo(comm->bootstrap, r, &comm->peerInfo[r]), res, fail);
-  MCCLCHECKGOTO(buildRing(comm), res, fail);
+  MCCLCHECKGOTO(mcclLabRingBuild(comm->peerInfo, nranks, rank, &comm->ring), res, fail);
   // Ranks on several hosts: the ring's edges between them are lab 08's NET connections, each channel a
   // proxy op and network requests of its own, which one progress thread serves in turn; NCCL too runs
   // few channels per NIC: on the net path a few channels beat many both in latency and in bandwidth

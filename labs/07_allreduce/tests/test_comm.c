@@ -130,6 +130,92 @@ static void shmTwoChannels(void) {
   ringsChannelsWindows(2, "1");
 }
 
+// The ring from the peer records alone: host, then device, then rank; every rank's position and neighbours;
+// one rank is its own neighbour; bad input leaves the output alone.
+static void ringOrderFromPeerRecords(void) {
+  enum { N = 8 };
+  // Rank r on host hosts[r] (two hosts, 0xB listed first), device devs[r]; two ranks share device 1 of 0xA.
+  const uint64_t hosts[N] = {0xB, 0xA, 0xA, 0xB, 0xA, 0xB, 0xA, 0xB};
+  const int devs[N] = {1, 1, 0, 0, 1, 3, 2, 2};
+  const int want[N] = {2, 1, 4, 6, 3, 0, 7, 5};  // 0xA: dev 0 (2), dev 1 (1, 4), dev 2 (6); then 0xB: 3, 0, 7, 5
+  mcclPeerInfo info[N];
+  memset(info, 0, sizeof(info));
+  for (int r = 0; r < N; r++) {
+    info[r].rank = r;
+    info[r].hostHash = hosts[r];
+    info[r].cudaDev = devs[r];
+  }
+  for (int r = 0; r < N; r++) {
+    struct mcclLabRing ring = {-1, -1, -1, NULL};
+    EXPECT_OK(mcclLabRingBuild(info, N, r, &ring));
+    CHECK_STOPPED();
+    EXPECT_MEM_EQ(ring.userRanks, want, sizeof(want));
+    EXPECT_EQ(ring.userRanks[ring.index], r);
+    EXPECT_EQ(ring.next, want[(ring.index + 1) % N]);
+    EXPECT_EQ(ring.prev, want[(ring.index + N - 1) % N]);
+    free(ring.userRanks);
+  }
+  // Devices scrambled on one host, as test_comm's communicators: the ring follows the devices.
+  const int scrambled[4] = {3, 1, 0, 2};
+  for (int r = 0; r < 4; r++) {
+    info[r].hostHash = 0xA;
+    info[r].cudaDev = scrambled[r];
+  }
+  struct mcclLabRing ring = {-1, -1, -1, NULL};
+  EXPECT_OK(mcclLabRingBuild(info, 4, 0, &ring));
+  const int want4[4] = {2, 1, 3, 0};
+  if (ring.userRanks) EXPECT_MEM_EQ(ring.userRanks, want4, sizeof(want4));
+  EXPECT_EQ(ring.index, 3);
+  EXPECT_EQ(ring.next, 2);
+  EXPECT_EQ(ring.prev, 3);
+  free(ring.userRanks);
+  ring = (struct mcclLabRing){-1, -1, -1, NULL};
+  EXPECT_OK(mcclLabRingBuild(info, 1, 0, &ring));
+  EXPECT_TRUE(ring.userRanks != NULL && ring.userRanks[0] == 0);
+  EXPECT_EQ(ring.index, 0);
+  EXPECT_EQ(ring.prev, 0);
+  EXPECT_EQ(ring.next, 0);
+  free(ring.userRanks);
+  ring = (struct mcclLabRing){-1, -1, -1, NULL};
+  EXPECT_RES(mcclLabRingBuild(NULL, 4, 0, &ring), mcclInvalidArgument);
+  EXPECT_RES(mcclLabRingBuild(info, 0, 0, &ring), mcclInvalidArgument);
+  EXPECT_RES(mcclLabRingBuild(info, 4, 4, &ring), mcclInvalidArgument);
+  EXPECT_RES(mcclLabRingBuild(info, 4, 0, NULL), mcclInvalidArgument);
+  info[2].rank = 5;
+  EXPECT_RES(mcclLabRingBuild(info, 4, 0, &ring), mcclInvalidArgument);
+  EXPECT_TRUE(ring.userRanks == NULL && ring.index == -1);
+}
+
+// Communicators whose channels go over SHM (cuMem off: no P2P, and no signal area, so no window either):
+// each rank's device arrays of its ring connections are copies of its connectors, recv from prev and send
+// to next on every channel, and what a rank stores through its send view the next reads through its own.
+static void ringConnsWithoutCuMem(void) {
+  if (nDevices() < 3) SKIP("needs 3 devices");
+  warmUp();
+  setParam("MCCL_CUMEM_ENABLE", "0");
+  int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads(), shm0 = mcclTestCountShm();
+  int devs[3] = {2, 0, 1};
+  mcclLabComm* comms[3] = {NULL};
+  EXPECT_OK(mcclLabCommInitAll(comms, 3, devs, 2));
+  int line = 0;
+  for (int r = 0; r < 3 && comms[r] && !line; r++) {
+    line = ctRingLine(comms[r]);
+    EXPECT_TRUE(comms[r]->signalWin == NULL);
+    for (int c = 0; c < 2; c++) EXPECT_EQ(comms[r]->transport[c], TRANSPORT_SHM);
+  }
+  EXPECT_EQ(line, 0);
+  for (int r = 0; r < 3 && comms[r] && !line; r++) line = ctWriteSends(comms[r]);
+  EXPECT_EQ(line, 0);
+  for (int r = 0; r < 3 && comms[r] && !line; r++) line = ctReadRecvs(comms[r]);
+  EXPECT_EQ(line, 0);
+  for (int r = 0; r < 3; r++) EXPECT_OK(mcclLabCommDestroy(comms[r]));
+  setParam("MCCL_CUMEM_ENABLE", NULL);
+  EXPECT_CUDA_OK(cudaSetDevice(0));
+  EXPECT_EQ(mcclTestCountFds(), fds0);
+  EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
+  EXPECT_EQ(mcclTestCountShm(), shm0);
+}
+
 static void initArguments(void) {
   if (nDevices() < 1) SKIP("no CUDA device");
   mcclLabComm* c = NULL;
@@ -352,6 +438,7 @@ static void windowArguments(void) {
   for (int r = 0; r < 2; r++) EXPECT_OK(mcclLabCommDestroy(cs[r]));
 }
 
-MCCL_TEST_MAIN(MCCL_TEST_CASE(initArguments), MCCL_TEST_CASE(p2pOneChannel), MCCL_TEST_CASE(p2pFourChannels),
+MCCL_TEST_MAIN(MCCL_TEST_CASE(ringOrderFromPeerRecords), MCCL_TEST_CASE(ringConnsWithoutCuMem),
+               MCCL_TEST_CASE(initArguments), MCCL_TEST_CASE(p2pOneChannel), MCCL_TEST_CASE(p2pFourChannels),
                MCCL_TEST_CASE(shmTwoChannels), MCCL_TEST_CASE(algorithmTable), MCCL_TEST_CASE(allReduceArguments),
                MCCL_TEST_CASE(windowArguments))
