@@ -1,5 +1,7 @@
 # Lab 08: the mpirun tests run with 4 ranks (posing as 2 hosts x 2 ranks, and as 4 hosts x 1).
 labs/08_net_transport_MPI_NP := 4
+# mpi_net_plugin: one sender and one receiver, below the communicator.
+labs/08_net_transport_mpi_net_plugin_MPI_NP := 2
 
 # The network plugin over Open MPI: its own shared object next to the labs' libraries, loaded by
 # dlopen (MCCL_NET_PLUGIN), so that the labs' archives, final/ and the drop-in never link MPI.
