@@ -274,6 +274,7 @@ mcclResult_t mcclProxyClientGetFdBlocking(void* ctx, int peerRank, const void* h
   q.type = mcclProxyMsgGetFd;
   memcpy(&q.handle, handle, sizeof(q.handle));
   udsResp a;
+  memset(&a, 0, sizeof(a));  // udsCall fills it only when it succeeds
   int got = -1;
   MCCLCHECK(udsCall(p, peerRank, &q, -1, &a, &got));
   if (a.res != mcclSuccess || got < 0) {
@@ -297,6 +298,7 @@ mcclResult_t mcclProxyClientQueryFdBlocking(mcclProxyState* proxy, int peerRank,
   memset(&q, 0, sizeof(q));
   q.type = mcclProxyMsgQueryFd;
   udsResp a;
+  memset(&a, 0, sizeof(a));  // udsCall fills it only when it succeeds
   MCCLCHECK(udsCall(proxy, peerRank, &q, localFd, &a, NULL));
   if (a.res != mcclSuccess) {
     WARN("Proxy %d: rank %d's proxy refused to keep our fd: %s (at most MCCL_PROXY_MAX_KEPT_FDS=%d per rank)",
