@@ -30,6 +30,10 @@ ifeq ($(USE_REF),1)
     $(error USE_REF=1 needs LAB=NN: the labs below NN link the reference build)
   endif
   REF_BELOW := $(foreach m,$(LAB_DIRS),$(if $(shell [ $(call labnum,$(m)) -lt $(GRADE_LAB) ] && echo 1),$(m)))
+  # Their headers too: device code in a lower lab's header (lab 06's primitives) is compiled into the lab
+  # that includes it, so lab 07's kernels build on the reference's primitives while 06.waitPeer is a stub.
+  REF_INCLUDES := $(foreach m,$(REF_BELOW),-I$(m)/include)
+  CPPFLAGS := $(foreach f,$(CPPFLAGS),$(if $(filter $(REF_INCLUDES),$(f)),-I$(REF_TREE)/$(patsubst -I%,%,$(f)),$(f)))
   REF_LIBS := $(foreach m,$(REF_BELOW),$(REF_TREE)/build/$(REF_VARIANT)/lib/libmccl_$(call modid,$(m)).a)
   linklibs = $(foreach l,$(call reverse,$(LAYERS_UPTO_$(1))),$(if $(filter $(l),$(REF_BELOW)),$(REF_TREE)/build/$(REF_VARIANT)/lib/libmccl_$($(l)_ID).a,$($(l)_LIB)))
 $(REF_TREE)/build/$(REF_VARIANT)/lib/%.a:

@@ -27,6 +27,9 @@ labs/NN_name/exercises.txt: the one place that lists them.
                                              the objects that compile every file holding a region (CI)
   exercises.py readme                        rewrite each lab README's "## Exercises" section from exercises.txt
                                              (check fails while one is stale)
+  exercises.py solve TREE ID... [--ref=DIR]  copy the reference solution of those exercises into the learner
+                                             tree TREE (from DIR, default REF_TREE of this tree's
+                                             mk/learner.mk, else this tree), between the marker lines
 """
 import configparser
 import os
@@ -246,6 +249,106 @@ def gen(out, probe=False, force=False, src=ROOT, labs=None):
                  "# The reference tree: USE_REF=1 links its archives for the labs below LAB.\n"
                  "REF_TREE ?= %s\n" % ("probe" if probe else "1", src))
     print("exercises: wrote %s (%d regions %s)" % (out, nreg, "probed by MCCL_EXERCISE_PROBE" if probe else "stubbed"))
+    if not probe:
+        git_init(out)
+
+
+def git_init(out):
+    """Make a new learner tree a git repository with one commit of what gen wrote, so that a learner can see
+    (git diff) and undo (git checkout) their own work. The identity is given on the command line: the machine
+    may have no git user configured. A tree that is a repository already (EXERCISES_FORCE=1 over a learner's
+    tree) is left as it is: its history is the learner's."""
+    if os.path.exists(os.path.join(out, ".git")):
+        print("exercises: %s is a git repository already: its history is left alone (git diff shows what the "
+              "generator rewrote)" % out)
+        return
+    git = ["git", "-C", out, "-c", "init.defaultBranch=main", "-c", "user.name=minccl",
+           "-c", "user.email=minccl@localhost", "-c", "commit.gpgsign=false"]
+    try:
+        for args in (["init", "-q"], ["add", "-A"],
+                     ["commit", "-q", "--no-verify", "-m",
+                      "The labs with their exercises as stubs (make exercises): the starting point"]):
+            subprocess.run(git + args, check=True, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    except OSError as e:
+        sys.stderr.write("exercises: no git (%s): %s is not a repository; the tree is usable all the same\n" % (e, out))
+    except subprocess.CalledProcessError as e:
+        sys.stderr.write("exercises: git %s failed in %s: %s\n" % (e.cmd[len(git)], out, (e.stderr or "").strip()))
+    else:
+        print("exercises: %s is a git repository with one commit: git diff shows your work" % out)
+
+
+def ref_tree(tree):
+    """The reference tree of a tree: REF_TREE in its mk/learner.mk (a learner tree), else the tree itself."""
+    p = os.path.join(tree, "mk", "learner.mk")
+    if os.path.exists(p):
+        with open(p) as f:
+            for line in f:
+                m = re.match(r"^REF_TREE\s*\??=\s*(\S+)", line)
+                if m:
+                    return m.group(1)
+    return tree
+
+
+def solve(tree, ids, ref=None):
+    """Copy the reference solution of each exercise in ids into the tree (a learner tree), region by region:
+    the lines between the markers, which the learner's tree must still have. Returns the files rewritten."""
+    ref = os.path.abspath(ref or ref_tree(ROOT))
+    tree = os.path.abspath(tree)
+    if ref == tree:
+        die("%s is the reference tree: solve writes into a learner tree" % tree)
+    wanted, found, written = set(ids), set(), []
+    for f in tree_files(ref):
+        if not f.endswith(SOURCE_EXT):
+            continue
+        with open(os.path.join(ref, f)) as fh:
+            text = fh.read()
+        if "EXERCISE(" not in text:
+            continue
+        regs = [g for g in regions(f, text) if g[2] in wanted]
+        if not regs:
+            continue
+        ref_lines = text.split("\n")
+        path = os.path.join(tree, f)
+        with open(path) as fh:
+            mine = fh.read()
+        mine_regs = [g for g in regions(f, mine) if g[2] in wanted]
+        if [g[2] for g in mine_regs] != [g[2] for g in regs]:
+            die("%s: the markers of %s are not all there (a region's two marker lines must stay for solve)" %
+                (path, ", ".join(sorted({g[2] for g in regs}))))
+        lines = mine.split("\n")
+        # From the last region up, so that the line numbers of the ones above stay right.
+        for (b, e, ex, _), (rb, re_, _, _) in reversed(list(zip(mine_regs, regs))):
+            lines[b + 1:e] = ref_lines[rb + 1:re_]
+            found.add(ex)
+        with open(path, "w") as fh:
+            fh.write("\n".join(lines))
+        written.append(f)
+    missing = wanted - found
+    if missing:
+        die("no region of %s in %s" % (", ".join(sorted(missing)), ref))
+    return written
+
+
+def run_outcomes(probe_dir, lab, stubs, test=None):
+    """{test: set of PASS/FAIL/SKIP} and the output of `make test LAB=lab` in a built probe tree with the regions
+    of stubs (a list of ids) stubbed; test: run only that one."""
+    env = dict(os.environ, MCCL_EXERCISE_PROBE=",".join(stubs))
+    env.setdefault("MCCL_TEST_TIMEOUT", "300")  # a stub that leaves a test waiting costs minutes, not 15
+    cmd = ["make", "-C", probe_dir, "--no-print-directory", "BACKEND=sim", "test", "LAB=" + lab]
+    if test:
+        cmd.append("T=%s[%s]" % (test[:-1], test[-1]))  # a glob matches the whole name only
+    out = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                         errors="replace").stdout
+    outcomes = {}
+    for line in out.split("\n"):
+        m = re.match(r"^(PASS|FAIL|SKIP) (\S+)", line)
+        if m:
+            outcomes.setdefault(m.group(2), set()).add(m.group(1))
+    return outcomes, out
+
+
+def passed(outcomes):
+    return [t for t, o in outcomes.items() if o == {"PASS"}]
 
 
 def derive(probe_dir, lab=None, write=False, src=ROOT):
@@ -330,6 +433,14 @@ def main(argv):
         if not args:
             die("usage: exercises.py derive PROBE_DIR [LAB] [--write]")
         derive(os.path.abspath(args[0]), args[1] if len(args) > 1 else None, write="--write" in argv)
+        return 0
+    if cmd == "solve":
+        args = [a for a in argv[1:] if not a.startswith("--")]
+        refs = [a[6:] for a in argv[1:] if a.startswith("--ref=")]
+        if len(args) < 2:
+            die("usage: exercises.py solve TREE ID... [--ref=DIR]")
+        for f in solve(args[0], args[1:], refs[0] if refs else None):
+            print("solved: %s" % f)
         return 0
     if cmd == "gen":
         args = [a for a in argv[1:] if not a.startswith("--")]
