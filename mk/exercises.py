@@ -21,8 +21,10 @@ labs/NN_name/exercises.txt: the one place that lists them.
   exercises.py check                         regions and exercises.txt agree (ids, order, pairs)
   exercises.py list [LAB]                    id, lab, tests: one line per exercise
   exercises.py derive PROBE_DIR [LAB] [--write]
-                                             per exercise, the lab's tests that fail with only its stub on
-                                             in a built probe tree; --write puts them in exercises.txt
+                                             per exercise, in a built probe tree, the lab's tests it unlocks:
+                                             pass with it and the ones before it solved, the later ones
+                                             stubbed, and fail once it is stubbed too; --write puts them in
+                                             exercises.txt
   exercises.py objects [OBJDIR] [--labs=NN,..]
                                              the objects that compile every file holding a region (CI)
   exercises.py readme                        rewrite each lab README's "## Exercises" section from exercises.txt
@@ -152,7 +154,8 @@ def readme_section(d, exs, found):
            "the solutions below are stubs that fail with `mcclNotImplemented` and print their name. There,",
            "`make grade LAB=%s` runs this lab's tests and scores each exercise by the tests it unlocks;" % num,
            "`make grade LAB=%s USE_REF=1` links the reference build of the labs below, to start here." % num,
-           "Do them in order. This section is generated from this lab's `exercises.txt` (`mk/exercises.py",
+           "Do them in order: an exercise's tests need only it and the ones above it, so the score counts up",
+           "as you go. This section is generated from this lab's `exercises.txt` (`mk/exercises.py",
            "readme`); how it works: [docs/exercises.md](../../docs/exercises.md).",
            "",
            "| # | exercise | in | what it teaches | read in NCCL 2.28.9 |",
@@ -352,26 +355,51 @@ def passed(outcomes):
 
 
 def derive(probe_dir, lab=None, write=False, src=ROOT):
+    """Per exercise k of a lab (e1..eN in exercises.txt's order), the tests it unlocks: those that pass with
+    e1..ek solved and e(k+1)..eN stubbed, but not with ek stubbed as well. So the tests listed for an exercise
+    depend only on it and the ones before it: solving the first k exercises, in order, makes exactly k done."""
     for d, exs in load_exercises(src).items():
         if lab and not d.startswith(lab):
             continue
         p = os.path.join(src, "labs", d, "exercises.txt")
         with open(p) as f:
             text = f.read()
-        for ex, _ in exs:
-            env = dict(os.environ, MCCL_EXERCISE_PROBE=ex)
-            out = subprocess.run(["make", "-C", probe_dir, "--no-print-directory", "BACKEND=sim", "test", "LAB=" + d[:2]],
-                                 env=env, capture_output=True, text=True, errors="replace").stdout
-            failed = []
-            for line in out.split("\n"):
-                m = re.match(r"^FAIL (\S+)", line)
-                if m and m.group(1) not in failed:
-                    failed.append(m.group(1))
-            reached = ("MCCL EXERCISE %s not implemented" % ex) in out
-            print("%s\t%s\t%s" % (ex, "reached" if reached else "NOT REACHED", " ".join(failed)))
+        ids = [ex for ex, _ in exs]
+        listed = {ex: fields.get("tests", "").split() for ex, fields in exs}
+        runs = []
+        for k in range(len(ids) + 1):  # k solved, the rest stubbed; k = 0 is every stub on
+            outcomes, _ = run_outcomes(probe_dir, d[:2], ids[k:])
+            runs.append(outcomes)
+            sys.stderr.write("derive: %s, %d of %d solved: %d passed\n" % (d, k, len(ids), len(passed(outcomes))))
+        # A test that fails where fewer exercises were stubs than in a run it passed in (or with none) may be
+        # one that fails now and then: it runs once more, alone.
+        for k in range(1, len(ids) + 1):
+            earlier = set().union(*(passed(runs[j]) for j in range(k)))
+            for t, o in list(runs[k].items()):
+                if "FAIL" in o and (t in earlier or k == len(ids)):
+                    again, _ = run_outcomes(probe_dir, d[:2], ids[k:], t)
+                    if again.get(t) == {"PASS"}:
+                        sys.stderr.write("derive: %s failed with %d of %d solved, passed run again alone\n" %
+                                         (t, k, len(ids)))
+                        runs[k][t] = {"PASS"}
+        ref = passed(runs[-1])
+        kept = {}  # what a probe tree cannot run keeps the exercise exercises.txt lists it under
+        for t, o in runs[-1].items():
+            if "FAIL" in o:
+                owners = [ex for ex in ids if t in listed[ex]]
+                if owners:
+                    kept.setdefault(owners[-1], []).append(t)
+                sys.stderr.write("derive: %s fails in the probe tree with every exercise solved: %s\n" %
+                                 (t, "kept under " + owners[-1] if owners else "left out"))
+        for k, ex in enumerate(ids, 1):
+            before, now = set(passed(runs[k - 1])), set(passed(runs[k]))
+            for t in sorted(before - now):
+                sys.stderr.write("derive: %s passes with %s stubbed but not once it is solved: left out\n" % (t, ex))
+            unlocked = [t for t in ref if t in now and t not in before] + kept.get(ex, [])
+            print("%s\t%s" % (ex, " ".join(unlocked) or "NONE"))
             sys.stdout.flush()
             text = re.sub(r"(\[%s\]\n(?:(?!\[).*\n)*?)tests =.*\n(?:[ \t]+.*\n)*" % re.escape(ex),
-                          lambda m: m.group(1) + "tests =\n" + "".join("  %s\n" % t for t in failed or ["NONE"]),
+                          lambda m: m.group(1) + "tests =\n" + "".join("  %s\n" % t for t in unlocked or ["NONE"]),
                           text)
         if write:
             with open(p, "w") as f:
