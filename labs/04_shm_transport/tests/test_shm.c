@@ -439,8 +439,8 @@ static void setupAsksForItsSide(void) {
     EXPECT_OK(mcclTransportBuffSizes(&ctx, connIndex, sizes));
     struct mcclConnector s, r;
     struct mcclConnect sc, rc;
-    EXPECT_OK(mcclConnectorInit(&s, &mcclShmTransport, 1, 0));
-    EXPECT_OK(mcclConnectorInit(&r, &mcclShmTransport, 0, 0));
+    EXPECT_OK(mcclConnectorInit(&s, TRANSPORT_SHM, &mcclShmTransport, 1, 0));
+    EXPECT_OK(mcclConnectorInit(&r, TRANSPORT_SHM, &mcclShmTransport, 0, 0));
     EXPECT_OK(s.transportComm->setup(&ctx, NULL, &me, &me, &sc, &s, 0, connIndex));
     EXPECT_OK(r.transportComm->setup(&ctx, NULL, &me, &me, &rc, &r, 0, connIndex));
     CHECK_STOPPED();

@@ -156,7 +156,7 @@ static void createStartsPinnedThreads(void) {
   setenv("MCCL_PROXY_CPUSET", list, 1);
   mcclParamResetAll();
   mcclProxyState* p = NULL;
-  mcclResult_t r = mcclProxyCreate(0, 0, &abortFlag, &p);
+  mcclResult_t r = mcclProxyCreate(0, 0, &abortFlag, testTransports, &p);
   unsetenv("MCCL_PROXY_CPUSET");
   mcclParamResetAll();
   EXPECT_OK(r);

@@ -308,7 +308,7 @@ static void p2pSetupOffersItsMemory(void) {
     struct mcclConnector c[2];
     struct mcclConnect ci[2];
     for (int send = 0; send < 2; send++) {
-      EXPECT_OK(mcclConnectorInit(&c[send], &mcclP2pTransport, send, 3));
+      EXPECT_OK(mcclConnectorInit(&c[send], TRANSPORT_P2P, &mcclP2pTransport, send, 3));
       c[send].initialStep = 41 + (uint64_t)send;
       const struct mcclTransportComm* tc = send ? &mcclP2pTransport.send : &mcclP2pTransport.recv;
       EXPECT_OK(tc->setup(&ctx, NULL, &me, &me, &ci[send], &c[send], 0, 0));

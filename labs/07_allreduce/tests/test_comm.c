@@ -196,7 +196,7 @@ static void ringConnsWithoutCuMem(void) {
   int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads(), shm0 = mcclTestCountShm();
   int devs[3] = {2, 0, 1};
   mcclLabComm* comms[3] = {NULL};
-  EXPECT_OK(mcclLabCommInitAll(comms, 3, devs, 2));
+  EXPECT_OK(mcclLabCommInitAll(comms, 3, devs, 2, mcclLocalTransports));
   int line = 0;
   for (int r = 0; r < 3 && comms[r] && !line; r++) {
     line = ctRingLine(comms[r]);

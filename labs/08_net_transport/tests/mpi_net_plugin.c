@@ -209,14 +209,14 @@ static void senderProxyToHandReceiver(void) {
     mcclPeerInfo mine, peer;
     struct mcclTransportCtx ctx;
     struct mcclConnect ci;
-    EXPECT_OK(mcclProxyCreate(0, dev, NULL, &proxy));
+    EXPECT_OK(mcclProxyCreate(0, dev, NULL, mcclTransports, &proxy));
     EXPECT_OK(mcclTransportCtxInit(&ctx, 0, 2, dev));
     unsetenv("MCCL_BUFFSIZE");
     mcclParamResetAll();
     ctx.proxyState = proxy;
     EXPECT_OK(mcclFillPeerInfo(0, dev, &mine));
     EXPECT_OK(mcclFillPeerInfo(1, dev, &peer));
-    EXPECT_OK(mcclConnectorInit(&c, &mcclNetTransport, 1, 1));
+    EXPECT_OK(mcclConnectorInit(&c, TRANSPORT_NET, &mcclNetTransport, 1, 1));
     c.initialStep = UINT64_MAX - 4;
     if (proxy && !mcclTestStopped()) EXPECT_OK(mcclProxyConnect(proxy, &c));
     if (!mcclTestStopped()) EXPECT_OK(mcclNetTransport.send.setup(&ctx, NULL, &mine, &peer, &ci, &c, 0, 0));
