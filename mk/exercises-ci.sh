@@ -9,9 +9,13 @@
 #      an exercise lists the test); none crashes or hangs (MCCL_TEST_TIMEOUT short).
 #      With one stub on at a time, the first test its exercise lists fails and names it: every region
 #      is reached by a test, and the mapping in exercises.txt is not stale.
+#   4. The grade as a learner meets it, in the learner tree: with the reference solution of each lab's first
+#      exercise copied in (mk/exercises.py solve), `make grade LAB=NN USE_REF=1` scores that exercise done
+#      and every other one of the lab not done. The learner's builds (here and in step 2) print no warning.
 # Both trees start from a copy of build/sim (objects, timestamps kept), so only the marked files and what
-# includes or links them are rebuilt. EXERCISES_CI_DIR (default build-exercises) holds the trees.
-# LABS (e.g. LABS="07 08"; default every lab) narrows steps 2 and 3 to those labs' regions and tests.
+# includes or links them are rebuilt; step 4's build (build/sim-ref, USE_REF=1's) starts from the learner
+# tree's build/sim of step 2. EXERCISES_CI_DIR (default build-exercises) holds the trees.
+# LABS (e.g. LABS="07 08"; default every lab) narrows steps 2 to 4 to those labs' regions and tests.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 work=${EXERCISES_CI_DIR:-build-exercises}
@@ -38,6 +42,9 @@ if ! make -C "$work/learner" -j2 BACKEND=sim $objs >"$work/learner-build.log" 2>
   tail -n 40 "$work/learner-build.log"; bad "the learner tree's stubs do not compile on sim (log: $work/learner-build.log)"
   exit 1
 fi
+# A compiler's or the linker's warning (not, say, gdb's, whose output a test may show).
+warnings() { grep -nE '^[^ :]+:[0-9]+(:[0-9]+)?: warning:|ld: warning:' "$1"; }
+warnings "$work/learner-build.log" && bad "the learner tree's build prints warnings (above)"
 note "building the probe tree"
 if ! make -C "$work/probe" -j2 BACKEND=sim all >"$work/probe-build.log" 2>&1; then
   tail -n 40 "$work/probe-build.log"; bad "the probe tree does not build on sim (log: $work/probe-build.log)"
@@ -103,5 +110,55 @@ while IFS=$'\t' read -r ex lab tests; do
     bad "$ex: its test $first fails without reaching the stub (log: $log)"
   fi
 done < <(python3 mk/exercises.py list)
+
+# 4. Each lab's first exercise solved with the reference's code: its grade says that one is done, no other.
+firsts=$(python3 mk/exercises.py list | awk -F'\t' '!seen[$2]++ {print $1}')
+firsts=$(for ex in $firsts; do inLabs "$ex" && echo "$ex"; done)
+note "the learner tree with $(echo $firsts | wc -w) first exercises solved: grading each lab"
+if python3 mk/exercises.py solve "$work/learner" $firsts >"$work/solve.log" 2>&1; then
+  cp -a "$work/learner/build/sim" "$work/learner/build/sim-ref" || exit 1
+  # The dependency files name their objects under build/sim/: renamed, or make would not see which header an
+  # object of build/sim-ref depends on (a stubbed device header would leave the kernels compiled before it).
+  # An object of lab NN is built only by `make grade LAB=NN USE_REF=1`, which takes the lower labs' headers
+  # from the reference tree (mk/exercises.mk): its dependencies on them name those, which the objects copied
+  # from the reference build were compiled from. So lab 07's kernels are not compiled again for lab 06's
+  # stubbed primitives, which they do not include there.
+  python3 - "$work/learner/build/sim-ref/obj" "$PWD" <<'EOF' || exit 1
+import os, re, sys
+obj, ref = sys.argv[1], sys.argv[2]
+for d, _, names in os.walk(obj):
+    m = re.search(r"/labs/(\d\d)_[^/]+(/|$)", d[len(obj):] + "/")
+    for n in names:
+        if not n.endswith(".d"):
+            continue
+        p = os.path.join(d, n)
+        text = re.sub(r"^build/sim/obj/", "build/sim-ref/obj/", open(p).read(), flags=re.M)
+        if m:  # the lower labs' headers, as `make grade LAB=NN USE_REF=1` compiles this object
+            text = re.sub(r"(^|\s)(labs/(\d\d)_[^/\s]+/include/)",
+                          lambda h: h.group(1) + (ref + "/" if h.group(3) < m.group(1) else "") + h.group(2),
+                          text, flags=re.M)
+        open(p, "w").write(text)
+EOF
+  for ex in $firsts; do
+    lab=${ex%%.*}
+    log="$work/grade-$lab.log"
+    s=$SECONDS
+    make -C "$work/learner" --no-print-directory BACKEND=sim grade LAB="$lab" USE_REF=1 >"$log" 2>&1
+    warnings "$log" && bad "lab $lab: the learner tree's build prints warnings (above; log: $log)"
+    verdict=$(awk -v ex="$ex" '$2 ~ /^[0-9]+\/[0-9]+$/ && $3 == "tests" && $1 ~ /^[0-9][0-9]\./ {
+                n++; if (($1 == ex) != ($4 == "done")) wrong = wrong " " $1 ($4 == "done" ? " done" : " not done")
+              } END { if (n == 0) print "no score"; else if (wrong) print wrong }' "$log")
+    if [ -n "$verdict" ]; then
+      grep -E "^(FAIL|SKIP) |^  [0-9][0-9]\.|^score" "$log" | head -n 30
+      bad "lab $lab with only $ex solved:$verdict (log: $log)"
+    else
+      note "lab $lab: $ex done, the others not ($((SECONDS - s)) s)"
+    fi
+  done
+else
+  cat "$work/solve.log"; bad "mk/exercises.py solve could not copy the first exercises into the learner tree"
+fi
+
 note "done"
-[ "$fail" -eq 0 ] && echo "exercises: every stub builds, is reached, and fails its tests fast" || exit 1
+[ "$fail" -eq 0 ] && echo "exercises: every stub builds, is reached, and fails its tests fast; each lab's first" \
+  "exercise, solved alone, is scored done alone" || exit 1
