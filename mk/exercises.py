@@ -150,13 +150,11 @@ def all_regions(src=ROOT):
 def readme_section(d, exs, found):
     num = d[:2]
     out = ["## Exercises",
-           "Learn by doing: `make exercises` (at the top) writes a learner tree, a copy of this repository where",
-           "the solutions below are stubs that fail with `mcclNotImplemented` and print their name. There,",
-           "`make grade LAB=%s` runs this lab's tests and scores each exercise by the tests it unlocks;" % num,
-           "`make grade LAB=%s USE_REF=1` links the reference build of the labs below, to start here." % num,
-           "Do them in order: an exercise's tests need only it and the ones above it, so the score counts up",
-           "as you go. This section is generated from this lab's `exercises.txt` (`mk/exercises.py",
-           "readme`); how it works: [docs/exercises.md](../../docs/exercises.md).",
+           "Learn by doing: `make exercises` writes a learner tree where the solutions below are stubs that",
+           "fail with `mcclNotImplemented` and print their name. There `make grade LAB=%s` scores each" % num,
+           "exercise by the tests it unlocks, which need only it and those above it: do them in order.",
+           "`make grade LAB=%s USE_REF=1` starts here on the reference build of the labs below. Generated from" % num,
+           "`exercises.txt` (`mk/exercises.py readme`); how it works: [docs/exercises.md](../../docs/exercises.md).",
            "",
            "| # | exercise | in | what it teaches | read in NCCL 2.28.9 |",
            "| --- | --- | --- | --- | --- |"]
