@@ -127,6 +127,22 @@ static void gateFollowsParameter(void) {
 // ---- sizes and granularity ----------------------------------------------------------------------
 
 // mcclCuMemAlloc: MINIMUM granularity, the handle and handle types asked for, local access.
+// What mcclCuMemAlloc hands back for `want` bytes: one mapping starting at p, rounded to the granularity, of a
+// pinned allocation on device 0 whose handle h asks for POSIX-fd export.
+static void expectCuMemMapping(void* p, CUmemGenericAllocationHandle h, size_t want, size_t gran) {
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  EXPECT_CU_OK(cuMemGetAddressRange(&base, &size, (CUdeviceptr)p));
+  EXPECT_EQ(base, (CUdeviceptr)p);
+  EXPECT_EQ(size, alignUp(want, gran));
+  CUmemAllocationProp prop = {0};
+  EXPECT_CU_OK(cuMemGetAllocationPropertiesFromHandle(&prop, h));
+  EXPECT_EQ(prop.type, CU_MEM_ALLOCATION_TYPE_PINNED);
+  EXPECT_EQ(prop.location.type, CU_MEM_LOCATION_TYPE_DEVICE);
+  EXPECT_EQ(prop.location.id, 0);
+  EXPECT_EQ(prop.requestedHandleTypes, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+}
+
 static void cuMemAllocRoundsToMinimum(void) {
   setup();
   CHECK_STOPPED();
@@ -138,16 +154,8 @@ static void cuMemAllocRoundsToMinimum(void) {
     CUmemGenericAllocationHandle h = 0;
     EXPECT_OK(mcclCuMemAlloc(&p, &h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, sizes[i]));
     EXPECT_TRUE(p != NULL);
-    CUdeviceptr base = 0;
-    size_t size = 0;
-    EXPECT_CU_OK(cuMemGetAddressRange(&base, &size, (CUdeviceptr)p));
-    EXPECT_EQ(base, (CUdeviceptr)p);
-    EXPECT_EQ(size, alignUp(sizes[i], gran));
-    CUmemAllocationProp prop = {0};
-    EXPECT_CU_OK(cuMemGetAllocationPropertiesFromHandle(&prop, h));
-    EXPECT_EQ(prop.requestedHandleTypes, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
-    EXPECT_EQ(prop.location.type, CU_MEM_LOCATION_TYPE_DEVICE);
-    EXPECT_EQ(prop.location.id, 0);
+    expectCuMemMapping(p, h, sizes[i], gran);
+    CHECK_STOPPED();
     roundTrip(p, sizes[i], (unsigned)i);
     CHECK_STOPPED();
     EXPECT_OK(mcclCuMemFree(p));
@@ -168,17 +176,8 @@ static void cuMemAllocUndoneByHand(void) {
     void* p = NULL;
     CUmemGenericAllocationHandle h = 0;
     EXPECT_OK(mcclCuMemAlloc(&p, &h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, sizes[i]));
-    CUdeviceptr base = 0;
-    size_t size = 0;
-    EXPECT_CU_OK(cuMemGetAddressRange(&base, &size, (CUdeviceptr)p));
-    EXPECT_EQ(base, (CUdeviceptr)p);
-    EXPECT_EQ(size, alignUp(sizes[i], gran));
-    CUmemAllocationProp prop = {0};
-    EXPECT_CU_OK(cuMemGetAllocationPropertiesFromHandle(&prop, h));
-    EXPECT_EQ(prop.type, CU_MEM_ALLOCATION_TYPE_PINNED);
-    EXPECT_EQ(prop.location.type, CU_MEM_LOCATION_TYPE_DEVICE);
-    EXPECT_EQ(prop.location.id, 0);
-    EXPECT_EQ(prop.requestedHandleTypes, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    expectCuMemMapping(p, h, sizes[i], gran);
+    CHECK_STOPPED();
     CUmemGenericAllocationHandle mapped = 0;  // the mapping is of that very allocation
     EXPECT_CU_OK(cuMemRetainAllocationHandle(&mapped, p));
     EXPECT_TRUE(mapped == h);
@@ -189,6 +188,7 @@ static void cuMemAllocUndoneByHand(void) {
     EXPECT_EQ(flags, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
     roundTrip(p, sizes[i], (unsigned)i + 40);
     CHECK_STOPPED();
+    const size_t size = alignUp(sizes[i], gran);  // the mapping's, as expectCuMemMapping checked
     EXPECT_CU_OK(cuMemUnmap((CUdeviceptr)p, size));
     EXPECT_CU_OK(cuMemRelease(h));
     EXPECT_CU_OK(cuMemAddressFree((CUdeviceptr)p, size));
