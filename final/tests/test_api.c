@@ -83,6 +83,7 @@ static void nullAndBogusComm(void) {
     EXPECT_EQ(op, mcclSum);  // written only on success
     EXPECT_RES(mcclRedOpDestroy((mcclRedOp_t)mcclNumOps, c), mcclInvalidArgument);
     EXPECT_RES(mcclCommRevoke(c), mcclInvalidArgument);
+    EXPECT_RES(mcclCommFinalize(c), mcclInvalidArgument);
     mcclComm_t out = NULL;
     EXPECT_RES(mcclCommShrink(c, NULL, 0, &out, MCCL_SHRINK_DEFAULT), mcclInvalidArgument);
     EXPECT_TRUE(out == NULL);
