@@ -47,7 +47,9 @@ void mcclLabLaunchNumber(mcclLabComm* comm, cudaStream_t stream, struct mcclDevK
     cs = cudaStreamCaptureStatusActive;
   }
   if (cs != cudaStreamCaptureStatusNone) return;
-  a->launch = ++l->last;
+  // Atomic: the watchdog's thread reads it (mcclLabLaunchEnded); only this thread writes it.
+  a->launch = l->last + 1;
+  __atomic_store_n(&l->last, a->launch, __ATOMIC_RELAXED);
   a->launchDone = l->doneDev;
   a->launchBlocks = l->blocksDev;
 }
@@ -59,7 +61,8 @@ void mcclLabLaunchFailed(mcclLabComm* comm, const struct mcclDevKernelArgs* a) {
 int mcclLabLaunchEnded(const mcclLabComm* comm, uint64_t n) {
   const struct mcclLabLaunches* l = &comm->launches;
   if (n == 0 || l->done == NULL) return 1;
-  if (n + MCCL_LAUNCH_RING <= l->last) return 1;  // its slot went to a later launch: far in the past
+  if (n + MCCL_LAUNCH_RING <= __atomic_load_n(&l->last, __ATOMIC_RELAXED))
+    return 1;  // its slot went to a later launch: far in the past
   return __atomic_load_n(&l->done[n % MCCL_LAUNCH_RING], __ATOMIC_ACQUIRE) >= n;
 }
 
