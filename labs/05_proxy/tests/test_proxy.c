@@ -59,8 +59,8 @@ static mcclResult_t fakeSetup(struct mcclProxyConnection* c, struct mcclProxySta
   if (*done) *(int*)resp = *(const int*)req * 2;
   return mcclSuccess;
 }
-static mcclResult_t fakeConnect(struct mcclProxyConnection* c, struct mcclProxyState* ps, const void* req,
-                                int reqSize, void* resp, int respSize, int* done) {
+static mcclResult_t fakeConnect(struct mcclProxyConnection* c, struct mcclProxyState* ps, const void* req, int reqSize,
+                                void* resp, int respSize, int* done) {
   (void)c;
   (void)ps;
   (void)req;
@@ -81,7 +81,7 @@ static mcclResult_t fakeProgress(struct mcclProxyState* ps, struct mcclProxyArgs
   struct mcclProxySubArgs* sub = &args->subs[0];
   fakeMsg* m = sub->ceBuff;
   if (ps == NULL || args->nsubs != 1) atomic_fetch_add(&orderErrors, 1);  // the progress thread passes its proxy
-  if (m->calls < 0) return mcclSuccess;  // never finishes: for abort and stop
+  if (m->calls < 0) return mcclSuccess;                                   // never finishes: for abort and stop
   if (args->state == mcclProxyOpReady) {
     if (busy[m->conn]) atomic_fetch_add(&orderErrors, 1);
     busy[m->conn] = 1;
@@ -152,7 +152,7 @@ static void createStartsPinnedThreads(void) {
   char list[16];
   snprintf(list, sizeof(list), "%d", first);
   int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads();
-  volatile uint32_t abortFlag = 0;
+  uint32_t abortFlag = 0;  // atomic: the proxy's threads read it
   setenv("MCCL_PROXY_CPUSET", list, 1);
   mcclParamResetAll();
   mcclProxyState* p = NULL;
@@ -171,7 +171,7 @@ static void createStartsPinnedThreads(void) {
     EXPECT_EQ(CPU_COUNT(&got), 1);
     EXPECT_TRUE(CPU_ISSET(first, &got));
   }
-  abortFlag = 1;
+  __atomic_store_n(&abortFlag, 1, __ATOMIC_RELEASE);
   EXPECT_OK(mcclProxyDestroy(p));
   EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
   EXPECT_EQ(mcclTestCountFds(), fds0);
