@@ -16,7 +16,8 @@
  * - one per-block shared struct: `MCCL_SHMEM_DEFINE(Type, name);` at namespace scope, then `name.field`;
  * - system-scope memory operations named as NCCL 2.28.9 `src/device/op128.h`: `ld_volatile_global`,
  *   `ld_relaxed_sys_global`, `ld_acquire_sys_global`, `st_volatile_global`, `st_relaxed_sys_global` (64 and 32 bits),
- *   `st_release_sys_global`, `fence_acq_rel_sys`, `load128`, `store128`, plus `__threadfence()`,
+ *   `st_release_sys_global`, `fence_acq_rel_sys`, `load128`, `store128`, `atomicAdd_acq_rel_gpu`, plus
+ * `__threadfence()`,
  *   `__threadfence_system()`, `mcclSpinHint()` and `mcclGlobalTimerNs()`;
  * - programmatic dependent launch: `cudaGridDependencySynchronize()`, `cudaTriggerProgrammaticLaunchCompletion()`
  *   (CUDA's own on the GPU; no-ops on the sim, whose streams run one grid at a time);
@@ -143,6 +144,14 @@ __device__ __forceinline__ void st_release_sys_global(uint64_t* p, uint64_t v) {
 __device__ __forceinline__ void fence_acq_rel_sys() {
   asm volatile("fence.acq_rel.sys;" ::: "memory");
 }
+// An add that both publishes what this thread has seen (release) and takes what the earlier adders
+// published (acquire), at GPU scope: "the last block to arrive" counters, where the last one goes on to
+// use every other block's writes.
+__device__ __forceinline__ unsigned int atomicAdd_acq_rel_gpu(unsigned int* p, unsigned int v) {
+  unsigned int old;
+  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(mcclCvtaGlobal(p)), "r"(v) : "memory");
+  return old;
+}
 // 16-byte volatile vector accesses (one instruction; the LL protocol relies on each 8-byte half).
 __device__ __forceinline__ void load128(const uint64_t* p, uint64_t& v0, uint64_t& v1) {
   asm volatile("ld.volatile.global.v2.u64 {%0,%1}, [%2];" : "=l"(v0), "=l"(v1) : "l"(mcclCvtaGlobal(p)) : "memory");
@@ -267,6 +276,9 @@ inline void st_relaxed_sys_global(uint32_t* p, uint32_t v) {
 }
 inline void st_release_sys_global(uint64_t* p, uint64_t v) {
   __atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+inline unsigned int atomicAdd_acq_rel_gpu(unsigned int* p, unsigned int v) {
+  return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
 }
 #if defined(__SANITIZE_THREAD__)  // gcc warns that TSan does not model fences; it ignores them, as said above
 #pragma GCC diagnostic push

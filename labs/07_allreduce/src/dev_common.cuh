@@ -137,10 +137,11 @@ __device__ __forceinline__ void mcclLaunchEnded(const struct mcclDevKernelArgs& 
   __syncthreads();
   if (tid != 0) return;
   const unsigned slot = (unsigned)(a.launch % MCCL_LAUNCH_RING);
-  __threadfence();
-  if (atomicAdd(&a.launchBlocks[slot], 1u) == gridDim.x - 1) {
+  // Release and acquire in one add: the last block has seen every block's writes, and its release store
+  // passes them all on to the host that reads the number.
+  if (atomicAdd_acq_rel_gpu(&a.launchBlocks[slot], 1u) == gridDim.x - 1) {
     atomicSub(&a.launchBlocks[slot], (unsigned)gridDim.x);
-    st_relaxed_sys_global(&a.launchDone[slot], a.launch);
+    st_release_sys_global(&a.launchDone[slot], a.launch);
   }
 }
 
