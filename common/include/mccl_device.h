@@ -11,14 +11,15 @@
  *
  * - qualifiers `__global__ __device__ __host__ __forceinline__ __noinline__ __launch_bounds__(...)`;
  * - `threadIdx blockIdx blockDim gridDim` (per host thread), `WARP_SIZE`;
- * - `__syncthreads()`, `__syncthreads_or(int)`, `__syncthreads_count(int)`, `__syncwarp()`, and NCCL's named
- *   barriers `barrier_sync(name[, nThreads])`, `barrier_red_or(vote, name[, nThreads])` (names 0..15);
+ * - `__syncthreads()`, `__syncthreads_or(int)`, `__syncthreads_count(int)`, `__syncwarp()`, `__any_sync`, `__all_sync`,
+ *   and NCCL's named barriers `barrier_sync(name[, nThreads])`, `barrier_red_or(vote, name[, nThreads])` (names 0..15);
  * - one per-block shared struct: `MCCL_SHMEM_DEFINE(Type, name);` at namespace scope, then `name.field`;
  * - system-scope memory operations named as NCCL 2.28.9 `src/device/op128.h`: `ld_volatile_global`,
  *   `ld_relaxed_sys_global`, `ld_acquire_sys_global`, `st_volatile_global`, `st_relaxed_sys_global` (64 and 32 bits),
  *   `st_release_sys_global`, `fence_acq_rel_sys`, `load128`, `store128`, `atomicAdd_acq_rel_gpu`, plus
- * `__threadfence()`,
- *   `__threadfence_system()`, `mcclSpinHint()` and `mcclGlobalTimerNs()`;
+ *   `__threadfence()`, `__threadfence_system()`, `mcclSpinHint()` and `mcclGlobalTimerNs()`;
+ * - LL128's line store `storeLL128` (lab 06's prims_ll128.cuh), the one place the two backends differ in what
+ *   the hardware guarantees;
  * - programmatic dependent launch: `cudaGridDependencySynchronize()`, `cudaTriggerProgrammaticLaunchCompletion()`
  *   (CUDA's own on the GPU; no-ops on the sim, whose streams run one grid at a time);
  * - kernel registration for the sim's launcher: `MCCL_KERNEL_REGISTER(kernel);` after each kernel.
@@ -159,6 +160,12 @@ __device__ __forceinline__ void load128(const uint64_t* p, uint64_t& v0, uint64_
 __device__ __forceinline__ void store128(uint64_t* p, uint64_t v0, uint64_t v1) {
   asm volatile("st.volatile.global.v2.u64 [%2], {%0,%1};" ::"l"(v0), "l"(v1), "l"(mcclCvtaGlobal(p)) : "memory");
 }
+// LL128's store of one lane's 16 bytes of a 128-byte line whose last 8 bytes, on the flag lane, carry the
+// line's flag. Every lane of the warp calls it at once. NVLink delivers each 128-byte line of a warp's
+// store instruction whole, so a reader that sees the flag sees the line's data: one plain store per lane.
+__device__ __forceinline__ void storeLL128(uint64_t* p, uint64_t v0, uint64_t v1, bool /*flagLane*/) {
+  store128(p, v0, v1);
+}
 // A spinning GPU thread has nothing to give up: the warp scheduler interleaves others already.
 __device__ __forceinline__ void mcclSpinHint() {}
 // Nanoseconds of the GPU's global timer (%globaltimer), for bounded waits and timings.
@@ -208,6 +215,7 @@ int mcclSimRegisterKernel(const void* fn, const char* name, int nArgs, const siz
 void mcclSimBarrier(int name, int nThreads);
 int mcclSimBarrierRed(int name, int nThreads, int vote, int wantCount);
 void mcclSimSyncWarp(unsigned mask);
+int mcclSimSyncWarpRed(unsigned mask, int vote);
 void* mcclSimShmem(const void* key, size_t size, size_t align);
 }
 
@@ -235,6 +243,13 @@ inline int __syncthreads_and(int p) {
 }
 inline void __syncwarp(unsigned mask = 0xffffffffu) {
   mcclSimSyncWarp(mask);
+}
+// Warp votes: the lanes of the mask meet, as __syncwarp, and count.
+inline int __any_sync(unsigned mask, int p) {
+  return mcclSimSyncWarpRed(mask, p) != 0;
+}
+inline int __all_sync(unsigned mask, int p) {
+  return mcclSimSyncWarpRed(mask, p) == __builtin_popcount(mask);
 }
 inline void barrier_sync(int name) {
   mcclSimBarrier(name, (int)(blockDim.x * blockDim.y * blockDim.z));
@@ -308,6 +323,15 @@ inline void load128(const uint64_t* p, uint64_t& v0, uint64_t& v1) {
 inline void store128(uint64_t* p, uint64_t v0, uint64_t v1) {
   __atomic_store_n(p, v0, __ATOMIC_RELEASE);
   __atomic_store_n(p + 1, v1, __ATOMIC_RELEASE);
+}
+// LL128's line store (see the GPU's twin above). The sim's lanes are threads with no line-sized store, so
+// the flag is made to follow the data: every lane stores its data words, the warp meets, then the flag
+// lanes store their flags (release). Every lane of the warp calls it at once.
+inline void storeLL128(uint64_t* p, uint64_t v0, uint64_t v1, bool flagLane) {
+  __atomic_store_n(p, v0, __ATOMIC_RELEASE);
+  if (!flagLane) __atomic_store_n(p + 1, v1, __ATOMIC_RELEASE);
+  __syncwarp();
+  if (flagLane) __atomic_store_n(p + 1, v1, __ATOMIC_RELEASE);
 }
 // Many more spinning threads than cores: give the core to a thread that can make progress.
 inline void mcclSpinHint() {

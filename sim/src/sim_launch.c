@@ -225,6 +225,17 @@ void mcclSimSyncWarp(unsigned mask) {
   barArrive(&t->block->warp[warp], __builtin_popcount(mask & present), 0, "__syncwarp of warp", warp);
 }
 
+// __any_sync / __all_sync: the lanes in the mask meet at the warp's barrier and count their votes.
+int mcclSimSyncWarpRed(unsigned mask, int vote) {
+  simKThread* t = self("a warp vote");
+  int warp = t->tid / 32, lane = t->tid % 32;
+  int lanes = t->block->nThreads - warp * 32;
+  unsigned present = lanes >= 32 ? 0xffffffffu : (1u << lanes) - 1;
+  if (!(mask & (1u << lane)))
+    fatal("a warp vote with mask 0x%x called by lane %d, which is not in the mask", mask, lane);
+  return barArrive(&t->block->warp[warp], __builtin_popcount(mask & present), vote, "warp vote of warp", warp);
+}
+
 void* mcclSimShmem(const void* key, size_t size, size_t align) {
   simKThread* t = self("shared memory (MCCL_SHMEM_DEFINE)");
   simBlock* b = t->block;

@@ -60,12 +60,12 @@ struct mcclConnFifo {
 struct mcclSendMem {
   union {
     struct {
-      uint64_t head;                                        /**< steps the receiver has consumed */
-      char pad1[MCCL_CACHE_LINE_SIZE - sizeof(uint64_t)];   /**< head alone on its line */
-      void* ptrExchange;                                    /**< direct-pointer exchange (unused here) */
-      uint64_t redOpArgExchange[2];                         /**< reduction scalar exchange (unused here) */
+      uint64_t head;                                      /**< steps the receiver has consumed */
+      char pad1[MCCL_CACHE_LINE_SIZE - sizeof(uint64_t)]; /**< head alone on its line */
+      void* ptrExchange;                                  /**< direct-pointer exchange (unused here) */
+      uint64_t redOpArgExchange[2];                       /**< reduction scalar exchange (unused here) */
       char pad2[MCCL_CACHE_LINE_SIZE - sizeof(void*) - 2 * sizeof(uint64_t)]; /**< to the next line */
-      int offsFifo[MCCL_STEPS];                             /**< per-slot offsets (unused here) */
+      int offsFifo[MCCL_STEPS];                                               /**< per-slot offsets (unused here) */
     };
     char pad3[MCCL_MEM_ALIGN]; /**< one page */
   };
@@ -79,10 +79,10 @@ struct mcclSendMem {
 struct mcclRecvMem {
   union {
     struct {
-      uint64_t tail;                                       /**< steps the sender has published */
-      char pad1[MCCL_CACHE_LINE_SIZE - sizeof(uint64_t)];  /**< tail alone on its line */
-      struct mcclConnFifo connFifo[MCCL_STEPS];            /**< slot sizes, on their own line(s) */
-      int flush;                                           /**< GDRCopy flush word (unused here) */
+      uint64_t tail;                                      /**< steps the sender has published */
+      char pad1[MCCL_CACHE_LINE_SIZE - sizeof(uint64_t)]; /**< tail alone on its line */
+      struct mcclConnFifo connFifo[MCCL_STEPS];           /**< slot sizes, on their own line(s) */
+      int flush;                                          /**< GDRCopy flush word (unused here) */
     };
     char pad4[MCCL_MEM_ALIGN]; /**< one page */
   };
@@ -90,12 +90,26 @@ struct mcclRecvMem {
 
 /** @brief Index of the LL protocol's buffer in mcclConnInfo::buffs (NCCL_PROTO_LL). */
 #define MCCL_PROTO_LL 0
-/** @brief Index of the SIMPLE protocol's buffer in mcclConnInfo::buffs. NCCL numbers LL 0, LL128 1,
- *  SIMPLE 2; minccl has no LL128 (its 128-byte lines rely on NVLink store ordering the sim cannot
- *  show), so SIMPLE is 1 here. */
-#define MCCL_PROTO_SIMPLE 1
-/** @brief Protocols, so buffers, per connection (NCCL_NUM_PROTOCOLS is 3 with LL128). */
-#define MCCL_NUM_PROTOCOLS 2
+/** @brief Index of the LL128 protocol's buffer (NCCL_PROTO_LL128). Only P2P connections have one: its
+ *  128-byte lines rely on NVLink delivering each line of a warp's store whole, which host memory (SHM)
+ *  and a network (NET) do not promise, so those leave buffs[MCCL_PROTO_LL128] NULL. */
+#define MCCL_PROTO_LL128 1
+/** @brief Index of the SIMPLE protocol's buffer (NCCL_PROTO_SIMPLE). */
+#define MCCL_PROTO_SIMPLE 2
+/** @brief Protocols, so buffers, per connection (NCCL_NUM_PROTOCOLS). */
+#define MCCL_NUM_PROTOCOLS 3
+
+/** @brief Bytes of an LL128 line (NCCL_LL128_LINESIZE): 15 words of data and one flag word. */
+#define MCCL_LL128_LINESIZE 128
+/** @brief 8-byte words per LL128 line (NCCL_LL128_LINEELEMS). */
+#define MCCL_LL128_LINEELEMS (MCCL_LL128_LINESIZE / 8)
+/** @brief Data words per LL128 line (NCCL_LL128_DATAELEMS): all but the flag. */
+#define MCCL_LL128_DATAELEMS (MCCL_LL128_LINEELEMS - 1)
+/** @brief Words each thread carries per LL128 slice (NCCL_LL128_SHMEM_ELEMS_PER_THREAD): four 16-byte
+ *  stores, so a warp's slice is 16 lines (2 KiB). */
+#define MCCL_LL128_ELEMS_PER_SLICE_THREAD 8
+/** @brief Bytes of one warp's LL128 slice; an LL128 FIFO slot holds whole slices. */
+#define MCCL_LL128_SLICE_BYTES (32 * MCCL_LL128_ELEMS_PER_SLICE_THREAD * 8)
 
 /**
  * @brief One 16-byte line of the LL FIFO (NCCL's union ncclLLFifoLine): two 4-byte data words, each
@@ -133,6 +147,14 @@ static inline MCCL_CONN_HOST_DEVICE uint32_t mcclLLFlag(uint64_t step) {
   return 1u + (uint32_t)(step % 0xffffffffull);
 }
 
+/** @brief A protocol's name as NCCL's logs and MCCL_PROTO spell it ("LL", "LL128", "SIMPLE"; "?" otherwise). */
+static inline MCCL_CONN_HOST_DEVICE const char* mcclProtoName(int proto) {
+  return proto == MCCL_PROTO_LL       ? "LL"
+         : proto == MCCL_PROTO_LL128  ? "LL128"
+         : proto == MCCL_PROTO_SIMPLE ? "SIMPLE"
+                                      : "?";
+}
+
 /**
  * @brief What a kernel (lab 06) or a host progress loop needs to drive one direction of one
  * connection (NCCL's ncclConnInfo, the parts minccl uses). Every address is device-accessible: a
@@ -140,12 +162,16 @@ static inline MCCL_CONN_HOST_DEVICE uint32_t mcclLLFlag(uint64_t step) {
  */
 struct mcclConnInfo {
   char* buffs[MCCL_NUM_PROTOCOLS]; /**< FIFOs: [MCCL_PROTO_LL] MCCL_STEPS slots of llStepSize bytes of
-                                        mcclLLFifoLine, [MCCL_PROTO_SIMPLE] MCCL_STEPS slots of stepSize bytes */
+                                        mcclLLFifoLine, [MCCL_PROTO_LL128] MCCL_STEPS slots of ll128StepSize
+                                        bytes of 128-byte lines (P2P only, else NULL), [MCCL_PROTO_SIMPLE]
+                                        MCCL_STEPS slots of stepSize bytes */
   uint64_t* head;                  /**< mcclSendMem::head (own page for a sender, the peer's for a receiver) */
   uint64_t* tail;                  /**< mcclRecvMem::tail (the peer's page for a sender, own for a receiver) */
   struct mcclConnFifo* connFifo;   /**< mcclRecvMem::connFifo */
   int stepSize;                    /**< bytes per SIMPLE slot: MCCL_BUFFSIZE / MCCL_STEPS */
   int llStepSize;                  /**< bytes per LL slot: MCCL_LL_BUFFSIZE / MCCL_STEPS (a multiple of 16) */
+  int ll128StepSize;               /**< bytes per LL128 slot: MCCL_LL128_BUFFSIZE / MCCL_STEPS (whole
+                                        MCCL_LL128_SLICE_BYTES slices); 0 where buffs[MCCL_PROTO_LL128] is NULL */
   uint64_t step;                   /**< where this side is; a kernel writes it back when it ends */
 };
 
@@ -196,7 +222,9 @@ MCCL_STATIC_ASSERT(offsetof(struct mcclConnInfo, tail) == 8 * MCCL_NUM_PROTOCOLS
 MCCL_STATIC_ASSERT(offsetof(struct mcclConnInfo, connFifo) == 8 * MCCL_NUM_PROTOCOLS + 16, "connInfo.connFifo");
 MCCL_STATIC_ASSERT(offsetof(struct mcclConnInfo, stepSize) == 8 * MCCL_NUM_PROTOCOLS + 24, "connInfo.stepSize");
 MCCL_STATIC_ASSERT(offsetof(struct mcclConnInfo, llStepSize) == 8 * MCCL_NUM_PROTOCOLS + 28, "connInfo.llStepSize");
-MCCL_STATIC_ASSERT(offsetof(struct mcclConnInfo, step) == 8 * MCCL_NUM_PROTOCOLS + 32, "connInfo.step");
+MCCL_STATIC_ASSERT(offsetof(struct mcclConnInfo, ll128StepSize) == 8 * MCCL_NUM_PROTOCOLS + 32,
+                   "connInfo.ll128StepSize");
+MCCL_STATIC_ASSERT(offsetof(struct mcclConnInfo, step) == 8 * MCCL_NUM_PROTOCOLS + 40, "connInfo.step");
 /// @endcond
 
 #endif

@@ -71,10 +71,10 @@ struct mcclChannel {
  * communicator embeds one. Buffer sizes come from here, never from a parameter read inside a hook.
  */
 struct mcclTransportCtx {
-  int rank;                          /**< this rank */
-  int nRanks;                        /**< ranks in the communicator */
-  int cudaDev;                       /**< the device this rank drives */
-  const mcclPeerInfo* peerInfo;      /**< [nRanks] every rank's record (may be NULL for a lone pair) */
+  int rank;                     /**< this rank */
+  int nRanks;                   /**< ranks in the communicator */
+  int cudaDev;                  /**< the device this rank drives */
+  const mcclPeerInfo* peerInfo; /**< [nRanks] every rank's record (may be NULL for a lone pair) */
   /** FIFO bytes per connIndex and protocol (NCCL's comm->buffSizes, one row per connIndex here):
    *  [0] the rings' connections, [1] the point-to-point ones (lab 07's send/receive). */
   int buffSizes[MCCL_MAX_CONNS][MCCL_NUM_PROTOCOLS];
@@ -90,8 +90,8 @@ struct mcclTransportCtx {
    *  knows its transports (lab 06's mcclLocalTransports, lab 08's mcclTransports); NULL after
    *  mcclTransportCtxInit. */
   struct mcclTransport* const* transports;
-  int nChannels;                                /**< channels in use (lab 06's mcclChannelsInit) */
-  struct mcclDevChannelPeer* devPeersAll;       /**< one device allocation: channel c's devPeers at c * nRanks */
+  int nChannels;                                  /**< channels in use (lab 06's mcclChannelsInit) */
+  struct mcclDevChannelPeer* devPeersAll;         /**< one device allocation: channel c's devPeers at c * nRanks */
   struct mcclChannel channels[MCCL_MAX_CHANNELS]; /**< the channels (NCCL's comm->channels) */
   uint64_t* connectSend; /**< [nRanks] channel masks still to connect sending to each peer (NCCL's comm->connectSend) */
   uint64_t* connectRecv; /**< [nRanks] channel masks still to connect receiving from each peer */
@@ -105,11 +105,11 @@ struct mcclTransportCtx {
  * the mcclConnector and the hooks run on the calling thread; lab 05's proxy thread keeps its own.
  */
 struct mcclProxyConnection {
-  int send;                                     /**< 1: send side, 0: receive side */
-  int rank;                                     /**< this process's rank */
-  int transport;                                /**< the transport's table index (TRANSPORT_SHM, ...) */
-  const struct mcclTransportComm* tcomm;        /**< the hooks to call (send or recv half of the table) */
-  void* transportResources;                     /**< owned by the transport's proxy hooks */
+  int send;                              /**< 1: send side, 0: receive side */
+  int rank;                              /**< this process's rank */
+  int transport;                         /**< the transport's table index (TRANSPORT_SHM, ...) */
+  const struct mcclTransportComm* tcomm; /**< the hooks to call (send or recv half of the table) */
+  void* transportResources;              /**< owned by the transport's proxy hooks */
   /** cuMem handle of memory proxySetup allocated for a peer to import (0: none). The proxy (lab 05)
    *  exports an fd only for handles named here or registered with it; any other value a peer sends
    *  is refused before it reaches the driver, which does not validate handles. */
@@ -135,7 +135,7 @@ struct mcclProxyOp {
   int nsteps;     /**< FIFO steps; 0: the transport derives it from nbytes and its step size at start */
   int chunkSteps; /**< steps per chunk (NCCL's chunkSteps); 1 for one message per op */
   int sliceSteps; /**< steps per slice (NCCL's sliceSteps); 1 for one message per op */
-  int protocol;   /**< MCCL_PROTO_SIMPLE or MCCL_PROTO_LL */
+  int protocol;   /**< MCCL_PROTO_SIMPLE or MCCL_PROTO_LL (a proxy never drives LL128) */
   int channelId;  /**< the channel the connection serves (logs) */
   /** Copy-engine mode only: the device buffer the proxy copies from (send) or to (recv); NULL on the
    *  kernel-driven paths. */
@@ -220,18 +220,18 @@ typedef mcclResult_t (*mcclGetPeerFdFn)(void* ctx, int peerRank, const void* han
 
 /** @brief One direction of a connection on the user's side (NCCL's ncclConnector). */
 struct mcclConnector {
-  int connected;                           /**< set by connect */
-  int send;                                /**< 1: send side, 0: receive side */
-  int transport;                           /**< table index of the connector's transport (TRANSPORT_SHM, ...) */
+  int connected;                                 /**< set by connect */
+  int send;                                      /**< 1: send side, 0: receive side */
+  int transport;                                 /**< table index of the connector's transport (TRANSPORT_SHM, ...) */
   const struct mcclTransportComm* transportComm; /**< send or recv half of the transport's table */
-  void* transportResources;                /**< owned by setup/connect/free */
-  struct mcclConnInfo conn;                /**< filled by connect */
+  void* transportResources;                      /**< owned by setup/connect/free */
+  struct mcclConnInfo conn;                      /**< filled by connect */
   uint64_t initialStep; /**< first step of the connection (0; tests start near UINT64_MAX); both peers must agree */
-  struct mcclProxyConnection* proxyConn;   /**< the proxy half (points at proxyConnStorage by default) */
+  struct mcclProxyConnection* proxyConn;       /**< the proxy half (points at proxyConnStorage by default) */
   struct mcclProxyConnection proxyConnStorage; /**< in-process proxy half used by mcclProxyCallDirect */
-  mcclProxyCallFn proxyCall;               /**< default mcclProxyCallDirect */
-  mcclGetPeerFdFn getPeerFd;               /**< needed only to import cuMem buffers */
-  void* getPeerFdCtx;                      /**< passed to getPeerFd */
+  mcclProxyCallFn proxyCall;                   /**< default mcclProxyCallDirect */
+  mcclGetPeerFdFn getPeerFd;                   /**< needed only to import cuMem buffers */
+  void* getPeerFdCtx;                          /**< passed to getPeerFd */
 };
 
 /** @brief One peer of one channel on the host (NCCL's ncclChannelPeer): connectors per direction and connIndex. */
@@ -255,8 +255,8 @@ struct mcclTransportComm {
   /** Undo connect and setup's user-side part. */
   mcclResult_t (*free)(struct mcclConnector* connector);
   /** Proxy side of setup: allocate what the peer will import; respond with connect information. */
-  mcclResult_t (*proxySetup)(struct mcclProxyConnection* connection, struct mcclProxyState* proxyState,
-                             const void* req, int reqSize, void* resp, int respSize, int* done);
+  mcclResult_t (*proxySetup)(struct mcclProxyConnection* connection, struct mcclProxyState* proxyState, const void* req,
+                             int reqSize, void* resp, int respSize, int* done);
   /** Proxy side of connect: create what progress needs (stream, events); learn the mapped addresses. */
   mcclResult_t (*proxyConnect)(struct mcclProxyConnection* connection, struct mcclProxyState* proxyState,
                                const void* req, int reqSize, void* resp, int respSize, int* done);
@@ -268,7 +268,7 @@ struct mcclTransportComm {
 
 /** @brief A transport: a name, a rule for which peers it serves, and both sides' hooks (NCCL's ncclTransport). */
 struct mcclTransport {
-  const char name[8];  /**< e.g. "SHM" */
+  const char name[8]; /**< e.g. "SHM" */
   /** *ret = 1 when the two peers can use this transport (ctx: the communicator asking; may be NULL). */
   mcclResult_t (*canConnect)(int* ret, const struct mcclTransportCtx* ctx, const mcclPeerInfo* info1,
                              const mcclPeerInfo* info2);
@@ -322,11 +322,12 @@ mcclResult_t mcclFillPeerInfo(int rank, int cudaDev, mcclPeerInfo* info);
 
 /**
  * @brief Bytes of each protocol's FIFO in the connections of each connIndex (NCCL's comm->buffSizes,
- * from computeBuffSizes in init.cc): [c][MCCL_PROTO_LL] MCCL_LL_BUFFSIZE; [0][MCCL_PROTO_SIMPLE]
+ * from computeBuffSizes in init.cc): [c][MCCL_PROTO_LL] MCCL_LL_BUFFSIZE; [0][MCCL_PROTO_LL128]
+ * MCCL_LL128_BUFFSIZE, [1][MCCL_PROTO_LL128] 0 (only P2P transports allocate it); [0][MCCL_PROTO_SIMPLE]
  * MCCL_BUFFSIZE (mcclShmBuffSize), the rings'; [1][MCCL_PROTO_SIMPLE] MCCL_P2P_BUFFSIZE, the
  * point-to-point connections' (NCCL uses one size for both; a smaller point-to-point FIFO is faster
  * here, see MCCL_P2P_BUFFSIZE). Both peers must agree; connect checks the peer's buffer is large enough.
- * @param[out] buffSizes  MCCL_MAX_CONNS rows of MCCL_NUM_PROTOCOLS sizes, each a multiple of 4096 from 4096
+ * @param[out] buffSizes  MCCL_MAX_CONNS rows of MCCL_NUM_PROTOCOLS sizes, each a multiple of 4096 from 4096 (LL128: 0)
  *                        to 1 GiB.
  * @return mcclSuccess; mcclInvalidArgument naming the parameter and its value.
  */
@@ -372,8 +373,8 @@ mcclResult_t mcclConnectorInit(struct mcclConnector* connector, int transport, c
  * @param[in]     respSize   bytes of resp.
  * @return the hook's result; mcclInvalidArgument for an unknown msgType or NULL connector.
  */
-mcclResult_t mcclProxyCallDirect(struct mcclConnector* connector, int msgType, const void* req, int reqSize,
-                                 void* resp, int respSize);
+mcclResult_t mcclProxyCallDirect(struct mcclConnector* connector, int msgType, const void* req, int reqSize, void* resp,
+                                 int respSize);
 
 /**
  * @brief Tear a connector down: proxyFree through the connector's proxyCall, then the transport's

@@ -41,13 +41,23 @@ mcclResult_t mcclComputeBuffSizes(int buffSizes[MCCL_MAX_CONNS][MCCL_NUM_PROTOCO
   MCCLCHECK(mcclShmBuffSize(&simple));
   int64_t ll = mcclParamLlBuffsize();
   // A multiple of 4096 keeps every LL slot (ll / MCCL_STEPS) a whole number of 16-byte lines.
-  MCCL_ARGCHECK(ll >= 4096 && ll % 4096 == 0 && ll <= (1LL << 30), "MCCL_LL_BUFFSIZE %lld (must be a multiple of "
-                "4096 from 4096 to 1 GiB)", (long long)ll);
+  MCCL_ARGCHECK(ll >= 4096 && ll % 4096 == 0 && ll <= (1LL << 30),
+                "MCCL_LL_BUFFSIZE %lld (must be a multiple of "
+                "4096 from 4096 to 1 GiB)",
+                (long long)ll);
   int64_t p2p = mcclParamP2pBuffsize();
   MCCL_ARGCHECK(p2p >= 4096 && p2p % 4096 == 0 && p2p <= MCCL_SHM_MAX_BUFFSIZE,
                 "MCCL_P2P_BUFFSIZE %lld (must be a multiple of 4096 from 4096 to 1 GiB)", (long long)p2p);
+  int64_t ll128 = mcclParamLl128Buffsize();
+  // Whole 2 KiB warp slices in each of the MCCL_STEPS slots.
+  MCCL_ARGCHECK(ll128 >= MCCL_STEPS * MCCL_LL128_SLICE_BYTES && ll128 % (MCCL_STEPS * MCCL_LL128_SLICE_BYTES) == 0 &&
+                    ll128 <= (1LL << 30),
+                "MCCL_LL128_BUFFSIZE %lld (must be a multiple of %d from %d to 1 GiB)", (long long)ll128,
+                MCCL_STEPS * MCCL_LL128_SLICE_BYTES, MCCL_STEPS * MCCL_LL128_SLICE_BYTES);
   for (int c = 0; c < MCCL_MAX_CONNS; c++) {
     buffSizes[c][MCCL_PROTO_LL] = (int)ll;
+    // The rings' connections only: point-to-point sends run SIMPLE or LL, as NCCL's.
+    buffSizes[c][MCCL_PROTO_LL128] = c == MCCL_P2P_CONN_INDEX ? 0 : (int)ll128;
     buffSizes[c][MCCL_PROTO_SIMPLE] = c == MCCL_P2P_CONN_INDEX ? (int)p2p : simple;
   }
   return mcclSuccess;
@@ -58,10 +68,12 @@ mcclResult_t mcclTransportBuffSizes(const struct mcclTransportCtx* ctx, int conn
   MCCL_ARGCHECK(ctx != NULL && buffSizes != NULL, "ctx %p, buffSizes %p (both needed)", (const void*)ctx,
                 (void*)buffSizes);
   MCCL_ARGCHECK(connIndex >= 0 && connIndex < MCCL_MAX_CONNS, "connIndex %d (0 .. %d)", connIndex, MCCL_MAX_CONNS - 1);
-  for (int p = 0; p < MCCL_NUM_PROTOCOLS; p++)
-    MCCL_ARGCHECK(ctx->buffSizes[connIndex][p] >= 4096 && ctx->buffSizes[connIndex][p] % 4096 == 0,
-                  "ctx->buffSizes[%d][%d] %d (a multiple of 4096, from mcclTransportCtxInit)", connIndex, p,
-                  ctx->buffSizes[connIndex][p]);
+  for (int p = 0; p < MCCL_NUM_PROTOCOLS; p++) {
+    const int b = ctx->buffSizes[connIndex][p];
+    MCCL_ARGCHECK((b >= 4096 || (p == MCCL_PROTO_LL128 && b == 0)) && b % 4096 == 0,
+                  "ctx->buffSizes[%d][%d] %d (a multiple of 4096, 0 allowed for LL128; from mcclTransportCtxInit)",
+                  connIndex, p, b);
+  }
   memcpy(buffSizes, ctx->buffSizes[connIndex], sizeof(ctx->buffSizes[connIndex]));
   return mcclSuccess;
 }

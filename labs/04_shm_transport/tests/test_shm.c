@@ -39,8 +39,10 @@ static void layout(void) {
   EXPECT_RES(mcclShmBuffSize(&b), mcclInvalidArgument);
   EXPECT_EQ(b, -1);
   // The documented range, both ends: 4096 .. 1 GiB (mccl_shm.h, mccl_params.def).
-  const struct { const char* value; int ok; } range[] = {
-      {"4096", 1}, {"0", 0}, {"1073741824", 1}, {"1073745920", 0}, {"2147479552", 0}, {"-4096", 0}};
+  const struct {
+    const char* value;
+    int ok;
+  } range[] = {{"4096", 1}, {"0", 0}, {"1073741824", 1}, {"1073745920", 0}, {"2147479552", 0}, {"-4096", 0}};
   for (size_t i = 0; i < sizeof(range) / sizeof(range[0]); i++) {
     setParam("MCCL_BUFFSIZE", range[i].value);
     b = -1;
@@ -291,7 +293,7 @@ static void ipcImportBadDesc(void) {
   bad.kind = MCCL_SHM_IPC_CUMEM;
   bad.cumem.type = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
   bad.cumem.size = 1 << 21;
-  EXPECT_RES(mcclShmImportShareableBuffer(&bad, -1, &h, NULL, &out), mcclInvalidArgument);  // no fd
+  EXPECT_RES(mcclShmImportShareableBuffer(&bad, -1, &h, NULL, &out), mcclInvalidArgument);    // no fd
   EXPECT_RES(mcclShmImportShareableBuffer(&bad, 1000, &h, NULL, &out), mcclInvalidArgument);  // not open
   bad.cumem.type = CU_MEM_HANDLE_TYPE_FABRIC;
   EXPECT_RES(mcclShmImportShareableBuffer(&bad, 0, &h, NULL, &out), mcclInvalidArgument);
@@ -462,7 +464,11 @@ static void setupAsksForItsSide(void) {
     EXPECT_EQ(s.conn.stepSize, sizes[MCCL_PROTO_SIMPLE] / MCCL_STEPS);
     EXPECT_EQ(r.conn.llStepSize, sizes[MCCL_PROTO_LL] / MCCL_STEPS);
     // The sender's view of each FIFO's last byte is the receiver's: the buffer holds both FIFOs, in order.
+    // SHM has no LL128 FIFO (host memory promises no 128-byte line delivery).
+    EXPECT_TRUE(s.conn.buffs[MCCL_PROTO_LL128] == NULL && r.conn.buffs[MCCL_PROTO_LL128] == NULL);
+    EXPECT_EQ(s.conn.ll128StepSize, 0);
     for (int proto = 0; proto < MCCL_NUM_PROTOCOLS; proto++) {
+      if (proto == MCCL_PROTO_LL128) continue;
       unsigned char b = (unsigned char)(0xA0 + proto + 2 * connIndex), back = 0;
       size_t last = (size_t)sizes[proto] - 1;
       EXPECT_CUDA_OK(mcclTestCopyToDevice(s.conn.buffs[proto] + last, &b, 1));
@@ -554,8 +560,8 @@ static void loopbackSizesAndWrap(void) {
   EXPECT_CUDA_OK(cudaMalloc(&dsrc, maxN));
   EXPECT_CUDA_OK(cudaMalloc(&ddst, maxN));
   unsigned char* hbuf = (unsigned char*)malloc(maxN);
-  size_t sizes[] = {0, 1, 8191, 8192, 8193, 65536, 65537, 100000 + mcclTestRand() % 100000,
-                    1 + mcclTestRand() % maxN, maxN};
+  size_t sizes[] = {0,   1, 8191, 8192, 8193, 65536, 65537, 100000 + mcclTestRand() % 100000, 1 + mcclTestRand() % maxN,
+                    maxN};
   uint64_t total = 0;
   for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
     loopMessage(&l, dsrc, ddst, hbuf, sizes[i], mcclTestSeed() + i);
@@ -622,8 +628,8 @@ static void connectorMisuse(void) {
   EXPECT_OK(mcclTransportCtxInit(&ctx, 0, 1, 0));
   EXPECT_OK(mcclFillPeerInfo(0, 0, &me));
   EXPECT_OK(mcclConnectorInit(&c, TRANSPORT_SHM, &mcclShmTransport, 0, 0));
-  EXPECT_RES(mcclProxyOpInit(&op, &c, NULL, 0, NULL), mcclInvalidUsage);  // not connected
-  EXPECT_RES(c.transportComm->connect(&ctx, &ci, 1, 0, &c), mcclInvalidUsage);  // not set up
+  EXPECT_RES(mcclProxyOpInit(&op, &c, NULL, 0, NULL), mcclInvalidUsage);                              // not connected
+  EXPECT_RES(c.transportComm->connect(&ctx, &ci, 1, 0, &c), mcclInvalidUsage);                        // not set up
   EXPECT_RES(mcclShmTransport.send.setup(&ctx, NULL, &me, &me, &ci, &c, 0, 0), mcclInvalidArgument);  // recv connector
   EXPECT_RES(c.transportComm->setup(NULL, NULL, &me, &me, &ci, &c, 0, 0), mcclInvalidArgument);       // no context
   // The sizes come from the context (NCCL's comm->buffSizes), checked once where it is made ...
@@ -647,7 +653,7 @@ static void connectorMisuse(void) {
   EXPECT_RES(mcclTransportBuffSizes(&ctx, 0, NULL), mcclInvalidArgument);
   EXPECT_RES(mcclTransportBuffSizes(&ctx, -1, sizes), mcclInvalidArgument);
   EXPECT_RES(mcclTransportBuffSizes(&bad, 1, sizes), mcclInvalidArgument);  // bad's row 1 holds 1000
-  EXPECT_RES(mcclTransportCtxInit(&bad, 1, 1, 0), mcclInvalidArgument);  // rank out of range
+  EXPECT_RES(mcclTransportCtxInit(&bad, 1, 1, 0), mcclInvalidArgument);     // rank out of range
   EXPECT_RES(mcclTransportCtxInit(NULL, 0, 1, 0), mcclInvalidArgument);
   EXPECT_OK(c.transportComm->setup(&ctx, NULL, &me, &me, &ci, &c, 0, 0));
   EXPECT_RES(c.transportComm->setup(&ctx, NULL, &me, &me, &ci, &c, 0, 0), mcclInvalidUsage);  // twice

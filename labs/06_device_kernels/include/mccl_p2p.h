@@ -46,8 +46,9 @@ struct mcclP2pConnectInfo {
 
 /** @brief Request the setup hook sends to proxySetup (NCCL's ncclP2pRequest, plus what to initialise). */
 struct mcclP2pRequest {
-  size_t size;          /**< bytes to allocate: the page, plus the LL and SIMPLE FIFOs on the receive side */
-  int llBuffSize;       /**< LL FIFO bytes (zeroed by proxySetup, right after the page); 0 on the send side */
+  size_t size;          /**< bytes to allocate: the page, plus the LL, LL128 and SIMPLE FIFOs on the receive side */
+  int llBuffSize;       /**< bytes of the FIFOs whose lines carry flags, LL then LL128 (zeroed by proxySetup,
+                             right after the page); 0 on the send side */
   int pad_;             /**< keeps the layout the same on every compiler */
   uint64_t initialStep; /**< the starting head (sender page) or tail (receiver page) */
 };

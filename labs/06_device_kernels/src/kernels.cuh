@@ -100,8 +100,8 @@ __device__ __forceinline__ void mcclKernelMain(const struct mcclDevWork& work) {
   const int tid = threadIdx.x;
   const int nthreads = blockDim.x;
   mcclLoadWorkToShmem(&work, tid, nthreads);
-  bool aborted = mcclShmem.work.proto == MCCL_PROTO_LL ? mcclRunProto<T, ProtoLL>(tid, nthreads)
-                                                       : mcclRunProto<T, ProtoSimple>(tid, nthreads);
+  bool aborted =
+      mcclWithProto(mcclShmem.work.proto, [&](auto proto) { return mcclRunProto<T, decltype(proto)>(tid, nthreads); });
   // Every thread votes: one aborted thread marks the launch aborted for the host.
   if (__syncthreads_or(aborted) && tid == 0 && mcclShmem.work.status != NULL) {
     st_relaxed_sys_global((uint32_t*)mcclShmem.work.status, (uint32_t)mcclDevStatusAborted);

@@ -75,6 +75,22 @@ static mcclResult_t p2pCanConnect(int* ret, const struct mcclTransportCtx* ctx, 
 
 // ---- setup: each side asks its proxy for device memory ----------------------------------------
 
+// The receiver's FIFOs follow its page in protocol order, as NCCL lays out buffs[p]: LL, LL128, SIMPLE.
+static size_t p2pFifoBytes(const struct p2pResources* r) {
+  size_t n = 0;
+  for (int p = 0; p < MCCL_NUM_PROTOCOLS; p++) n += (size_t)r->buffSizes[p];
+  return n;
+}
+static void p2pSetFifos(struct mcclConnInfo* conn, const struct p2pResources* r, char* fifos) {
+  for (int p = 0; p < MCCL_NUM_PROTOCOLS; p++) {
+    conn->buffs[p] = r->buffSizes[p] > 0 ? fifos : NULL;
+    fifos += r->buffSizes[p];
+  }
+  conn->stepSize = r->buffSizes[MCCL_PROTO_SIMPLE] / MCCL_STEPS;
+  conn->llStepSize = r->buffSizes[MCCL_PROTO_LL] / MCCL_STEPS;
+  conn->ll128StepSize = r->buffSizes[MCCL_PROTO_LL128] / MCCL_STEPS;
+}
+
 static mcclResult_t p2pSetup(int send, struct mcclTransportCtx* ctx, const mcclPeerInfo* myInfo,
                              const mcclPeerInfo* peerInfo, struct mcclConnect* connectInfo, struct mcclConnector* c,
                              int channelId, int connIndex) {
@@ -106,10 +122,9 @@ static mcclResult_t p2pSetup(int send, struct mcclTransportCtx* ctx, const mcclP
   memset(&req, 0, sizeof(req));
   // Write mode, receiver-side FIFOs (NCCL's default without P2P read): the sender stores into the
   // receiver's memory over NVLink/PCIe, the receiver reads its own.
-  req.size =
-      send ? sizeof(struct mcclSendMem)
-           : sizeof(struct mcclRecvMem) + (size_t)r->buffSizes[MCCL_PROTO_LL] + (size_t)r->buffSizes[MCCL_PROTO_SIMPLE];
-  req.llBuffSize = send ? 0 : r->buffSizes[MCCL_PROTO_LL];
+  req.size = send ? sizeof(struct mcclSendMem) : sizeof(struct mcclRecvMem) + p2pFifoBytes(r);
+  // LL and LL128 lines carry their own flags, so both FIFOs start zeroed (no flag matches step 0's).
+  req.llBuffSize = send ? 0 : r->buffSizes[MCCL_PROTO_LL] + r->buffSizes[MCCL_PROTO_LL128];
   req.initialStep = c->initialStep;
   struct mcclP2pConnectInfo info;
   memset(&info, 0, sizeof(info));
@@ -215,19 +230,14 @@ static mcclResult_t p2pSendConnect(struct mcclTransportCtx* ctx, const struct mc
   MCCLCHECK(p2pConnectCheck(connectInfo, send, 1, &r));
   struct mcclP2pConnectInfo info;
   MCCLCHECK(mcclP2pConnectInfoDecode(connectInfo->data, sizeof(connectInfo->data), &info));
-  const size_t ll = (size_t)r->buffSizes[MCCL_PROTO_LL];
-  MCCLCHECK(
-      p2pImport(send, &info, sizeof(struct mcclRecvMem) + ll + (size_t)r->buffSizes[MCCL_PROTO_SIMPLE], &r->remDevMem));
+  MCCLCHECK(p2pImport(send, &info, sizeof(struct mcclRecvMem) + p2pFifoBytes(r), &r->remDevMem));
   struct mcclRecvMem* rem = (struct mcclRecvMem*)r->remDevMem;
   struct mcclSendMem* own = (struct mcclSendMem*)r->ownDevMem;
   // Write mode: the sender stores into the receiver's FIFOs, connFifo and tail, and polls its own head.
-  send->conn.buffs[MCCL_PROTO_LL] = (char*)(rem + 1);
-  send->conn.buffs[MCCL_PROTO_SIMPLE] = (char*)(rem + 1) + ll;
+  p2pSetFifos(&send->conn, r, (char*)(rem + 1));
   send->conn.tail = &rem->tail;
   send->conn.connFifo = rem->connFifo;
   send->conn.head = &own->head;
-  send->conn.stepSize = r->buffSizes[MCCL_PROTO_SIMPLE] / MCCL_STEPS;
-  send->conn.llStepSize = r->buffSizes[MCCL_PROTO_LL] / MCCL_STEPS;
   send->conn.step = send->initialStep;
   send->connected = 1;
   return mcclSuccess;
@@ -245,15 +255,11 @@ static mcclResult_t p2pRecvConnect(struct mcclTransportCtx* ctx, const struct mc
   MCCLCHECK(p2pImport(recv, &info, sizeof(struct mcclSendMem), &r->remDevMem));
   struct mcclSendMem* rem = (struct mcclSendMem*)r->remDevMem;
   struct mcclRecvMem* own = (struct mcclRecvMem*)r->ownDevMem;
-  const size_t ll = (size_t)r->buffSizes[MCCL_PROTO_LL];
   // The receiver reads its own FIFOs, connFifo and tail, and returns credit in the sender's head.
-  recv->conn.buffs[MCCL_PROTO_LL] = (char*)(own + 1);
-  recv->conn.buffs[MCCL_PROTO_SIMPLE] = (char*)(own + 1) + ll;
+  p2pSetFifos(&recv->conn, r, (char*)(own + 1));
   recv->conn.tail = &own->tail;
   recv->conn.connFifo = own->connFifo;
   recv->conn.head = &rem->head;
-  recv->conn.stepSize = r->buffSizes[MCCL_PROTO_SIMPLE] / MCCL_STEPS;
-  recv->conn.llStepSize = r->buffSizes[MCCL_PROTO_LL] / MCCL_STEPS;
   recv->conn.step = recv->initialStep;
   recv->connected = 1;
   return mcclSuccess;

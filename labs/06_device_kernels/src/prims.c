@@ -142,8 +142,9 @@ mcclResult_t mcclDevLaunch(const struct mcclDevWork* work, int nthreads, cudaStr
   MCCL_ARGCHECK(work != NULL, "work is NULL");
   struct mcclDevWork w = *work;
   MCCL_ARGCHECK(w.op >= 0 && w.op < mcclDevOpNum, "work->op %d is not an mcclDevOp", w.op);
-  MCCL_ARGCHECK(w.proto == MCCL_PROTO_SIMPLE || w.proto == MCCL_PROTO_LL,
-                "work->proto %d is neither SIMPLE (%d) nor LL (%d)", w.proto, MCCL_PROTO_SIMPLE, MCCL_PROTO_LL);
+  MCCL_ARGCHECK(w.proto == MCCL_PROTO_SIMPLE || w.proto == MCCL_PROTO_LL || w.proto == MCCL_PROTO_LL128,
+                "work->proto %d is none of SIMPLE (%d), LL (%d), LL128 (%d)", w.proto, MCCL_PROTO_SIMPLE, MCCL_PROTO_LL,
+                MCCL_PROTO_LL128);
   MCCL_ARGCHECK(w.dtype >= 0 && w.dtype < mcclNumTypes, "work->dtype %d is not an mcclDataType_t", w.dtype);
   MCCL_ARGCHECK(w.redop >= 0 && w.redop < mcclNumOps, "work->redop %d is not an mcclRedOp_t", w.redop);
   MCCL_ARGCHECK(w.nchannels >= 1 && w.nchannels <= MCCL_DEV_MAX_CHANNELS, "work->nchannels %d is not in 1..%d",
@@ -178,8 +179,7 @@ mcclResult_t mcclDevLaunch(const struct mcclDevWork* work, int nthreads, cudaStr
   CUCHECK(cuLaunchKernel((CUfunction)fn, (unsigned)w.nchannels, 1, 1, (unsigned)nthreads, 1, 1, 0, (CUstream)stream,
                          params, NULL));
   TRACE(MCCL_COLL, "launched %s %s %s/%s count %zu on %d channels x %d threads", mcclDevOpName(w.op),
-        w.proto == MCCL_PROTO_LL ? "LL" : "SIMPLE", mcclTypeName(w.dtype), mcclOpName(w.redop), w.count, w.nchannels,
-        nthreads);
+        mcclProtoName(w.proto), mcclTypeName(w.dtype), mcclOpName(w.redop), w.count, w.nchannels, nthreads);
   return mcclSuccess;
   // END EXERCISE(06.launch)
 }

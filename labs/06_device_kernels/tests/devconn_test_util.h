@@ -40,7 +40,15 @@ static inline int dcCheckFresh(const struct mcclConnector* s, int sDev, const st
   DC_CHECK(s->conn.llStepSize > 0 && s->conn.llStepSize == r->conn.llStepSize);
   DC_CHECK(s->conn.llStepSize % (int)sizeof(union mcclLLFifoLine) == 0);
   DC_CHECK(s->conn.step == initialStep && r->conn.step == initialStep);
-  for (int p = 0; p < MCCL_NUM_PROTOCOLS; p++) DC_CHECK(s->conn.buffs[p] != NULL && r->conn.buffs[p] != NULL);
+  // Every FIFO on both views, but LL128's only over P2P (SHM carries none: mccl_conn.h says why).
+  const int p2p = s->transport == TRANSPORT_P2P;
+  DC_CHECK(r->transport == s->transport);
+  for (int p = 0; p < MCCL_NUM_PROTOCOLS; p++)
+    DC_CHECK(p == MCCL_PROTO_LL128 && !p2p
+                 ? s->conn.buffs[p] == NULL && r->conn.buffs[p] == NULL && s->conn.ll128StepSize == 0
+                 : s->conn.buffs[p] != NULL && r->conn.buffs[p] != NULL);
+  DC_CHECK(!p2p || (s->conn.ll128StepSize > 0 && s->conn.ll128StepSize == r->conn.ll128StepSize &&
+                    s->conn.ll128StepSize % MCCL_LL128_SLICE_BYTES == 0));
   DC_CHECK(s->conn.head && s->conn.tail && s->conn.connFifo && r->conn.head && r->conn.tail && r->conn.connFifo);
   DC_CHECK(dcGet(rDev, &v, r->conn.tail, sizeof(v)) && v == initialStep);
   DC_CHECK(dcGet(sDev, &v, s->conn.head, sizeof(v)) && v == initialStep);
@@ -62,8 +70,10 @@ static inline int dcWriteSender(const struct mcclConnector* s, int sDev, unsigne
   DC_CHECK(dcPut(sDev, &s->conn.connFifo[3].size, &size, sizeof(size)));
   size_t bytes[MCCL_NUM_PROTOCOLS];
   bytes[MCCL_PROTO_LL] = (size_t)s->conn.llStepSize * MCCL_STEPS;
+  bytes[MCCL_PROTO_LL128] = (size_t)s->conn.ll128StepSize * MCCL_STEPS;
   bytes[MCCL_PROTO_SIMPLE] = (size_t)s->conn.stepSize * MCCL_STEPS;
   for (int p = 0; p < MCCL_NUM_PROTOCOLS; p++) {
+    if (bytes[p] == 0) continue;  // no LL128 FIFO on SHM
     dcPattern(pat, sizeof(pat), seed + (unsigned)p);
     DC_CHECK(dcPut(sDev, s->conn.buffs[p], pat, sizeof(pat)));
     dcPattern(pat, sizeof(pat), seed + 10u + (unsigned)p);
@@ -80,8 +90,10 @@ static inline int dcCheckReceiver(const struct mcclConnector* r, int rDev, unsig
   DC_CHECK(dcGet(rDev, &size, &r->conn.connFifo[3].size, sizeof(size)) && size == 1000 + (ssize_t)seed);
   size_t bytes[MCCL_NUM_PROTOCOLS];
   bytes[MCCL_PROTO_LL] = (size_t)r->conn.llStepSize * MCCL_STEPS;
+  bytes[MCCL_PROTO_LL128] = (size_t)r->conn.ll128StepSize * MCCL_STEPS;
   bytes[MCCL_PROTO_SIMPLE] = (size_t)r->conn.stepSize * MCCL_STEPS;
   for (int p = 0; p < MCCL_NUM_PROTOCOLS; p++) {
+    if (bytes[p] == 0) continue;  // no LL128 FIFO on SHM
     dcPattern(pat, sizeof(pat), seed + (unsigned)p);
     DC_CHECK(dcGet(rDev, got, r->conn.buffs[p], sizeof(got)) && memcmp(pat, got, sizeof(pat)) == 0);
     dcPattern(pat, sizeof(pat), seed + 10u + (unsigned)p);

@@ -164,6 +164,11 @@ static inline uint64_t ptStepAfter(uint64_t step, int proto, const struct mcclCo
     uint64_t chunk = (uint64_t)conn->llStepSize / 2;  // 8 data bytes per 16-byte line
     return step + (part + chunk - 1) / chunk;
   }
+  if (proto == MCCL_PROTO_LL128) {
+    // Whole 2 KiB warp slices per slot, 120 data bytes per 128-byte line.
+    uint64_t chunk = (uint64_t)conn->ll128StepSize / MCCL_LL128_SLICE_BYTES * (MCCL_LL128_SLICE_BYTES / 128 * 120);
+    return step + (part + chunk - 1) / chunk;
+  }
   uint64_t cs = (uint64_t)chunkSteps;
   uint64_t chunk = (uint64_t)conn->stepSize * cs;
   return ((step + cs - 1) & ~(cs - 1)) + cs * ((part + chunk - 1) / chunk);

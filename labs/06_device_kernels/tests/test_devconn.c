@@ -320,7 +320,8 @@ static void p2pSetupOffersItsMemory(void) {
       EXPECT_TRUE(info.hostHash == mcclGetHostHash());
       EXPECT_EQ(info.cudaDev, dev);
       size_t need = send ? sizeof(struct mcclSendMem)
-                         : sizeof(struct mcclRecvMem) + (size_t)sizes[MCCL_PROTO_LL] + (size_t)sizes[MCCL_PROTO_SIMPLE];
+                         : sizeof(struct mcclRecvMem) + (size_t)sizes[MCCL_PROTO_LL] + (size_t)sizes[MCCL_PROTO_LL128] +
+                               (size_t)sizes[MCCL_PROTO_SIMPLE];
       EXPECT_GE(info.buff.size, need);
       CUmemAllocationProp prop = {0};
       EXPECT_CU_OK(cuMemGetAllocationPropertiesFromHandle(&prop, info.buff.handle));
@@ -334,12 +335,14 @@ static void p2pSetupOffersItsMemory(void) {
       EXPECT_CUDA_OK(cudaMemcpy(&counter, info.buff.directPtr, sizeof(counter), cudaMemcpyDeviceToHost));
       EXPECT_TRUE(counter == 41 + (uint64_t)send);
       if (!send) {
-        unsigned char* ll = malloc((size_t)sizes[MCCL_PROTO_LL]);
+        // Both flag-carrying FIFOs, LL then LL128, start zeroed.
+        const size_t flagged = (size_t)sizes[MCCL_PROTO_LL] + (size_t)sizes[MCCL_PROTO_LL128];
+        unsigned char* ll = malloc(flagged);
         EXPECT_TRUE(ll != NULL);
-        EXPECT_CUDA_OK(cudaMemcpy(ll, (char*)info.buff.directPtr + sizeof(struct mcclRecvMem),
-                                  (size_t)sizes[MCCL_PROTO_LL], cudaMemcpyDeviceToHost));
+        EXPECT_CUDA_OK(
+            cudaMemcpy(ll, (char*)info.buff.directPtr + sizeof(struct mcclRecvMem), flagged, cudaMemcpyDeviceToHost));
         size_t nonzero = 0;
-        for (int i = 0; i < sizes[MCCL_PROTO_LL]; i++) nonzero += ll[i] != 0;
+        for (size_t i = 0; i < flagged; i++) nonzero += ll[i] != 0;
         EXPECT_EQ(nonzero, 0);
         free(ll);
       }
@@ -437,6 +440,15 @@ static void buffSizesFromParameters(void) {
     EXPECT_EQ(b[c][MCCL_PROTO_LL], 8 * 512 * MCCL_STEPS * 16);  // NCCL's DEFAULT_LL_BUFFSIZE
   EXPECT_EQ(b[0][MCCL_PROTO_SIMPLE], 1 << 20);
   EXPECT_EQ(b[1][MCCL_PROTO_SIMPLE], 512 << 10);
+  // LL128 for the rings only: 120 words per thread x 512 threads x MCCL_STEPS x 8 B; none point-to-point.
+  EXPECT_EQ(b[0][MCCL_PROTO_LL128], 120 * 512 * MCCL_STEPS * 8);
+  EXPECT_EQ(b[1][MCCL_PROTO_LL128], 0);
+  setParam("MCCL_LL128_BUFFSIZE", "20000");  // not whole 2 KiB slices per slot
+  EXPECT_RES(mcclComputeBuffSizes(b), mcclInvalidArgument);
+  setParam("MCCL_LL128_BUFFSIZE", "16384");
+  EXPECT_OK(mcclComputeBuffSizes(b));
+  EXPECT_EQ(b[0][MCCL_PROTO_LL128], 16384);
+  setParam("MCCL_LL128_BUFFSIZE", NULL);
   setParam("MCCL_LL_BUFFSIZE", "65536");
   setParam("MCCL_P2P_BUFFSIZE", "1048576");
   EXPECT_OK(mcclComputeBuffSizes(b));

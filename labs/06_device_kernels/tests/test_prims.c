@@ -130,17 +130,32 @@ static const size_t llSizes[] = {1,
                                  (64 << 20) - 5,
                                  (256 << 20) - 1,
                                  256 << 20};
+// LL128: a slot of the default MCCL_LL128_BUFFSIZE carries 450 KiB of data (240 slices of 1920 bytes); the
+// sizes end mid-line, mid-slice and mid-slot.
+static const size_t ll128Sizes[] = {1,
+                                    15,
+                                    121,
+                                    1919,
+                                    1921,
+                                    100003,
+                                    (450 << 10) - 1,
+                                    (450 << 10) + 1,
+                                    (1 << 20) + 7,
+                                    (2 << 20) + 3,
+                                    (64 << 20) - 5,
+                                    256 << 20};
 static size_t maxBytes(int proto) {
-  return PT_ON_SIM ? (proto == MCCL_PROTO_LL ? (3 << 20) : (17 << 20)) : (256 << 20);
+  return PT_ON_SIM ? (proto == MCCL_PROTO_SIMPLE ? (17 << 20) : (3 << 20)) : (256 << 20);
 }
 
 static void moveBytes(mcclDevTransport_t which, int proto) {
   int n = nDevices();
   if (n < 2) SKIP("needs 2 devices");
   if (which == mcclDevTransportP2p && !mcclCuMemEnable()) SKIP("cuMem not supported: no P2P");
-  const size_t* sizes = proto == MCCL_PROTO_LL ? llSizes : simpleSizes;
-  int nsizes = proto == MCCL_PROTO_LL ? (int)(sizeof(llSizes) / sizeof(llSizes[0]))
-                                      : (int)(sizeof(simpleSizes) / sizeof(simpleSizes[0]));
+  const size_t* sizes = proto == MCCL_PROTO_LL ? llSizes : proto == MCCL_PROTO_LL128 ? ll128Sizes : simpleSizes;
+  int nsizes = proto == MCCL_PROTO_LL      ? (int)(sizeof(llSizes) / sizeof(llSizes[0]))
+               : proto == MCCL_PROTO_LL128 ? (int)(sizeof(ll128Sizes) / sizeof(ll128Sizes[0]))
+                                           : (int)(sizeof(simpleSizes) / sizeof(simpleSizes[0]));
   const size_t cap = maxBytes(proto), guard = 64;
   const int nch = 2;
   ptLink l;
@@ -216,6 +231,91 @@ static void moveP2pSimple(void) {
 }
 static void moveP2pLL(void) {
   moveBytes(mcclDevTransportP2p, MCCL_PROTO_LL);
+}
+static void moveP2pLL128(void) {
+  moveBytes(mcclDevTransportP2p, MCCL_PROTO_LL128);
+}
+
+// LL128 lanes load and store the user's buffers 16 bytes at a time where they can: every source offset
+// 0..15 against a destination offset that differs from it, on a size that ends mid-line, and one that
+// fills whole slices.
+static void ll128Offsets(void) {
+  if (nDevices() < 2) SKIP("needs 2 devices");
+  if (!mcclCuMemEnable()) SKIP("cuMem not supported: no P2P");
+  const size_t sizes[] = {4099, 2 * 1920};
+  const size_t cap = 4099 + 32;
+  ptLink l;
+  EXPECT_OK(linkOpen(&l, 0, 1, 2, mcclDevTransportP2p, 0));
+  unsigned char *want = malloc(cap), *got = malloc(cap);
+  EXPECT_TRUE(want && got);
+  void *src = NULL, *dst = NULL;
+  EXPECT_CUDA_OK(cudaSetDevice(0));
+  EXPECT_CUDA_OK(cudaMalloc(&src, cap));
+  EXPECT_CUDA_OK(cudaSetDevice(1));
+  EXPECT_CUDA_OK(cudaMalloc(&dst, cap));
+  for (int so = 0; so < 16 && !mcclTestStopped(); so++) {
+    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]) && !mcclTestStopped(); k++) {
+      const size_t bytes = sizes[k];
+      const int dOff = (so * 7 + 3) % 16;
+      ptFill(want, bytes, mcclTestRand());
+      EXPECT_CUDA_OK(cudaSetDevice(0));
+      EXPECT_CUDA_OK(mcclTestCopyToDevice((char*)src + so, want, bytes));
+      EXPECT_CUDA_OK(cudaSetDevice(1));
+      EXPECT_CUDA_OK(mcclTestMemset(dst, PT_POISON, cap));
+      EXPECT_OK(linkMove(&l, MCCL_PROTO_LL128, mcclUint8, bytes, (char*)src + so, (char*)dst + dOff, NULL, 0));
+      EXPECT_EQ(*l.rcv.statusH, mcclDevStatusDone);
+      EXPECT_CUDA_OK(cudaSetDevice(1));
+      EXPECT_CUDA_OK(cudaMemcpy(got, dst, cap, cudaMemcpyDeviceToHost));
+      size_t nbad = 0;
+      int64_t bad = ptCompare(got + dOff, want, bytes, &nbad);
+      if (bad >= 0)
+        mcclTestFailAt(__FILE__, __LINE__, "src +%d, dst +%d, %zu bytes: %zu bytes differ, first at %lld", so, dOff,
+                       bytes, nbad, (long long)bad);
+      for (size_t i = 0; i < cap && bad < 0; i++)
+        if ((i < (size_t)dOff || i >= dOff + bytes) && got[i] != PT_POISON)
+          mcclTestFailAt(__FILE__, __LINE__, "src +%d, dst +%d, %zu bytes: byte %zu outside dst written", so, dOff,
+                         bytes, i);
+    }
+  }
+  cudaSetDevice(0);
+  cudaFree(src);
+  cudaSetDevice(1);
+  cudaFree(dst);
+  free(want);
+  free(got);
+  EXPECT_OK(linkClose(&l));
+}
+
+// SHM has no LL128 FIFO (host memory promises no 128-byte line delivery): an LL128 launch on it ends as
+// aborted on both sides at once, with nothing stored.
+static void ll128OnShmAborts(void) {
+  if (nDevices() < 2) SKIP("needs 2 devices");
+  ptLink l;
+  EXPECT_OK(linkOpen(&l, 0, 1, 1, mcclDevTransportShm, 0));
+  EXPECT_TRUE(l.pair->ends[0].send[0].conn.buffs[MCCL_PROTO_LL128] == NULL);
+  EXPECT_EQ(l.pair->ends[0].send[0].conn.ll128StepSize, 0);
+  const size_t bytes = 1000;
+  void *src = NULL, *dst = NULL;
+  unsigned char got[1000];
+  EXPECT_CUDA_OK(cudaSetDevice(0));
+  EXPECT_CUDA_OK(cudaMalloc(&src, bytes));
+  EXPECT_CUDA_OK(cudaSetDevice(1));
+  EXPECT_CUDA_OK(cudaMalloc(&dst, bytes));
+  EXPECT_CUDA_OK(mcclTestMemset(dst, PT_POISON, bytes));
+  mcclResult_t r = linkMove(&l, MCCL_PROTO_LL128, mcclUint8, bytes, src, dst, NULL, 0);
+  EXPECT_RES(r, mcclInternalError);
+  EXPECT_EQ(*l.rcv.statusH, mcclDevStatusAborted);
+  EXPECT_EQ(*l.snd.statusH, mcclDevStatusAborted);
+  EXPECT_CUDA_OK(cudaSetDevice(1));
+  EXPECT_CUDA_OK(cudaMemcpy(got, dst, bytes, cudaMemcpyDeviceToHost));
+  size_t touched = 0;
+  for (size_t i = 0; i < bytes; i++) touched += got[i] != PT_POISON;
+  EXPECT_EQ(touched, 0);
+  cudaSetDevice(0);
+  cudaFree(src);
+  cudaSetDevice(1);
+  cudaFree(dst);
+  EXPECT_OK(linkClose(&l));
 }
 
 // ---- 2. every public op: a chain of three endpoints --------------------------------------------
@@ -565,7 +665,7 @@ static void reduceTypes(int proto) {
   const size_t count = PT_ON_SIM ? 2053 : 70001;
   const size_t bytes = count * 8;
   ptLink l;
-  EXPECT_OK(linkOpen(&l, 0, 1, nch, mcclDevTransportAuto, 0));
+  EXPECT_OK(linkOpen(&l, 0, 1, nch, proto == MCCL_PROTO_LL128 ? mcclDevTransportP2p : mcclDevTransportAuto, 0));
   void *a = malloc(bytes), *b = malloc(bytes), *got = malloc(bytes), *want = malloc(bytes);
   EXPECT_TRUE(a && b && got && want);
   void *srcA = NULL, *srcB = NULL, *dst = NULL;
@@ -630,6 +730,10 @@ static void reduceTypesSimple(void) {
 }
 static void reduceTypesLL(void) {
   reduceTypes(MCCL_PROTO_LL);
+}
+static void reduceTypesLL128(void) {
+  if (!mcclCuMemEnable()) SKIP("cuMem not supported: no P2P");
+  reduceTypes(MCCL_PROTO_LL128);
 }
 
 // A self-check of the reference's conversions (so a wrong reference cannot hide a wrong kernel).
@@ -698,6 +802,10 @@ static void stepsWrap(mcclDevTransport_t which) {
               {MCCL_PROTO_SIMPLE, 17},      {MCCL_PROTO_SIMPLE, 5000011}, {MCCL_PROTO_LL, 70001},
               {MCCL_PROTO_SIMPLE, 1234567}, {MCCL_PROTO_LL, 33}};
   const int nmsgs = (int)(sizeof(msgs) / sizeof(msgs[0]));
+  // Over P2P, every other LL message goes as LL128 (SHM has no LL128 FIFO).
+  if (which == mcclDevTransportP2p)
+    for (int k = 1; k < nmsgs; k += 3)
+      if (msgs[k].proto == MCCL_PROTO_LL) msgs[k].proto = MCCL_PROTO_LL128;
   for (int lead = 0; lead < 2 && !mcclTestStopped(); lead++) {
     // lead 0: LL crosses the wrap first; lead 1: SIMPLE does (the list rotated to its SIMPLE messages).
     ptLink l;
@@ -727,8 +835,7 @@ static void stepsWrap(mcclDevTransport_t which) {
       int64_t bad = ptCompare(got, want, nb, &nbad);
       if (bad >= 0)
         mcclTestFailAt(__FILE__, __LINE__, "message %d (%s, %zu bytes) from step %llu: %zu bytes differ, first at %lld",
-                       m, proto == MCCL_PROTO_LL ? "LL" : "SIMPLE", nb, (unsigned long long)steps[0], nbad,
-                       (long long)bad);
+                       m, mcclProtoName(proto), nb, (unsigned long long)steps[0], nbad, (long long)bad);
       for (int c = 0; c < nch; c++) {
         uint64_t next =
             ptStepAfter(steps[c], proto, &l.pair->ends[0].send[c].conn, nb, nch, c, MCCL_DEV_DEFAULT_CHUNKSTEPS);
@@ -776,10 +883,10 @@ static void warmUp(void) {
 // every spin is a sched_yield on 2 shared cores: 2 s where one thread per block spins (SIMPLE: the
 // WaitRecv or WaitSend thread; an LL sender's WaitSend thread). An LL receiver has every thread spin
 // on its own line, each counting its own 10000 spins (2 blocks x 64 threads x 10000 yields): seconds
-// on a loaded machine, so 10 s there.
+// on a loaded machine, so 10 s there. An LL128 receiver's warps spin too, meeting at a warp vote each round.
 static int64_t abortBoundUs(int proto, int allThreadsSpin) {
   if (!PT_ON_SIM) return 10000;
-  return proto == MCCL_PROTO_LL && allThreadsSpin ? 10000000 : 2000000;
+  return proto != MCCL_PROTO_SIMPLE && allThreadsSpin ? 10000000 : 2000000;
 }
 
 // One kernel spins forever: a receiver with no sender, or a sender with more than the FIFO holds
@@ -794,12 +901,15 @@ static void abortSpinning(mcclDevTransport_t which) {
   long maps0 = mcclTestCountMaps("minccl-sim"), shmMaps0 = mcclTestCountMaps("/dev/shm");
   ptShmSet shm = {0};
   for (int proto = 0; proto < MCCL_NUM_PROTOCOLS; proto++) {
+    if (proto == MCCL_PROTO_LL128 && which != mcclDevTransportP2p) continue;  // ll128OnShmAborts
     for (int sender = 0; sender < 2; sender++) {
       ptLink l;
       EXPECT_OK(linkOpen(&l, 0, 1, 2, which, 0));
       ptShmRecord(&shm);
-      // More than MCCL_STEPS slots of either protocol: a sender blocks on the credit.
-      size_t bytes = 3 * (size_t)MCCL_STEPS * (size_t)l.pair->ends[0].send[0].conn.stepSize;
+      // More than MCCL_STEPS slots of any protocol (LL128's are the largest): a sender blocks on the credit.
+      const struct mcclConnInfo* c0 = &l.pair->ends[0].send[0].conn;
+      size_t bytes =
+          3 * (size_t)MCCL_STEPS * (size_t)(c0->ll128StepSize > c0->stepSize ? c0->ll128StepSize : c0->stepSize);
       ptLauncher* me = sender ? &l.snd : &l.rcv;
       void* buf = NULL;
       EXPECT_CUDA_OK(cudaSetDevice(me->dev));
@@ -823,7 +933,7 @@ static void abortSpinning(mcclDevTransport_t which) {
       EXPECT_CUDA(running, cudaErrorNotReady);  // it was still spinning when the flag went up
       EXPECT_EQ(statusBefore, mcclDevStatusRunning);
       printf("#   %s %s %s: aborted after %.3f ms\n", which == mcclDevTransportP2p ? "P2P" : "SHM",
-             proto == MCCL_PROTO_LL ? "LL" : "SIMPLE", sender ? "sender" : "receiver", us / 1000.0);
+             mcclProtoName(proto), sender ? "sender" : "receiver", us / 1000.0);
       EXPECT_RES(r, mcclInternalError);
       EXPECT_EQ(*me->statusH, mcclDevStatusAborted);
       EXPECT_LE(us, abortBoundUs(proto, !sender));
@@ -853,8 +963,9 @@ static void waitTimesOut(void) {
   int n = nDevices();
   if (n < 2) SKIP("needs 2 devices");
   for (int proto = 0; proto < MCCL_NUM_PROTOCOLS; proto++) {
+    if (proto == MCCL_PROTO_LL128 && !mcclCuMemEnable()) continue;  // LL128 needs P2P
     ptLink l;
-    EXPECT_OK(linkOpen(&l, 0, 1, 1, mcclDevTransportAuto, 0));
+    EXPECT_OK(linkOpen(&l, 0, 1, 1, proto == MCCL_PROTO_LL128 ? mcclDevTransportP2p : mcclDevTransportAuto, 0));
     void* buf = NULL;
     EXPECT_CUDA_OK(cudaSetDevice(1));
     EXPECT_CUDA_OK(cudaMalloc(&buf, 4096));
@@ -866,8 +977,8 @@ static void waitTimesOut(void) {
     int64_t t0 = ptNowUs();
     EXPECT_RES(ptWait(&l.rcv, l.abortH, timeoutMs), mcclTimeout);
     int64_t us = ptNowUs() - t0;
-    printf("#   %s: mcclDevWait gave up after %.1f ms (timeout %lld ms)\n", proto == MCCL_PROTO_LL ? "LL" : "SIMPLE",
-           us / 1000.0, (long long)timeoutMs);
+    printf("#   %s: mcclDevWait gave up after %.1f ms (timeout %lld ms)\n", mcclProtoName(proto), us / 1000.0,
+           (long long)timeoutMs);
     EXPECT_GE(us, timeoutMs * 1000);
     EXPECT_LE(us, timeoutMs * 1000 + abortBoundUs(proto, 1) + (PT_ON_SIM ? 0 : 5000));
     EXPECT_EQ(*l.abortH, 1u);  // the wait set the flag
@@ -924,7 +1035,7 @@ static void launchBadInput(void) {
   BAD("op -1", op, -1, T);
   BAD("op past the last", op, mcclDevOpNum, T);
   BAD("proto -1", proto, -1, T);
-  BAD("proto 2 (LL128, which lab 06 does not have)", proto, 2, T);
+  BAD("proto 3 (past LL128 and SIMPLE)", proto, MCCL_NUM_PROTOCOLS, T);
   BAD("dtype -1", dtype, -1, T);
   BAD("dtype past the last", dtype, mcclNumTypes, T);
   BAD("redop -1", redop, -1, T);
@@ -1044,7 +1155,9 @@ static void launchBadInput(void) {
 }
 
 MCCL_TEST_MAIN(MCCL_TEST_CASE(moveShmSimple), MCCL_TEST_CASE(moveShmLL), MCCL_TEST_CASE(moveP2pSimple),
-               MCCL_TEST_CASE(moveP2pLL), MCCL_TEST_CASE(chainSimple), MCCL_TEST_CASE(chainLL),
+               MCCL_TEST_CASE(moveP2pLL), MCCL_TEST_CASE(moveP2pLL128), MCCL_TEST_CASE(ll128Offsets),
+               MCCL_TEST_CASE(ll128OnShmAborts), MCCL_TEST_CASE(chainSimple), MCCL_TEST_CASE(chainLL),
                MCCL_TEST_CASE(referenceConversions), MCCL_TEST_CASE(reduceTypesSimple), MCCL_TEST_CASE(reduceTypesLL),
-               MCCL_TEST_CASE(stepsWrapShm), MCCL_TEST_CASE(stepsWrapP2p), MCCL_TEST_CASE(abortSpinningShm),
-               MCCL_TEST_CASE(abortSpinningP2p), MCCL_TEST_CASE(waitTimesOut), MCCL_TEST_CASE(launchBadInput))
+               MCCL_TEST_CASE(reduceTypesLL128), MCCL_TEST_CASE(stepsWrapShm), MCCL_TEST_CASE(stepsWrapP2p),
+               MCCL_TEST_CASE(abortSpinningShm), MCCL_TEST_CASE(abortSpinningP2p), MCCL_TEST_CASE(waitTimesOut),
+               MCCL_TEST_CASE(launchBadInput))

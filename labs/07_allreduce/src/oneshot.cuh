@@ -26,14 +26,6 @@ template <typename T>
 struct mcclOpUsesArg<FuncSumPostDiv<T>> {
   static constexpr bool value = true;
 };
-template <typename RedOp>
-struct mcclOpHasPre {
-  static constexpr bool value = false;
-};
-template <typename T>
-struct mcclOpHasPre<FuncPreMulSum<T>> {
-  static constexpr bool value = true;
-};
 
 // A work's operation, with its argument (a device scalar read now: a one-shot kernel has no barrier
 // to share it, and the load hits the cache after the first line).
@@ -73,72 +65,6 @@ __device__ __forceinline__ uint32_t mcclSymFlag(uint64_t seq) {
 __device__ __forceinline__ union mcclLLFifoLine* mcclOneShotLines(char* signals, int parity, int src) {
   char* base = signals + sizeof(struct mcclSymSignals);
   return (union mcclLLFifoLine*)base + ((size_t)parity * MCCL_SYM_MAX_RANKS + src) * MCCL_ONESHOT_LINES;
-}
-
-// An 8-byte word seen as elements of T: the operation's pre step, the reduction of two words, the post
-// step; a word's first n elements loaded and stored (a full, aligned word in one access).
-template <typename T, typename RedOp>
-__device__ __forceinline__ uint64_t mcclPreWord(const RedOp& op, uint64_t a) {
-  if constexpr (!mcclOpHasPre<RedOp>::value) {
-    return a;
-  } else {
-    uint64_t r;
-#pragma unroll
-    for (int i = 0; i < (int)(8 / sizeof(T)); i++) {
-      T x;
-      memcpy((void*)&x, (const char*)&a + i * sizeof(T), sizeof(T));
-      x = op.pre(x);
-      memcpy((char*)&r + i * sizeof(T), (const void*)&x, sizeof(T));
-    }
-    return r;
-  }
-}
-template <typename T, typename RedOp>
-__device__ __forceinline__ uint64_t mcclReduceWord(const RedOp& op, uint64_t a, uint64_t b) {
-  uint64_t r;
-#pragma unroll
-  for (int i = 0; i < (int)(8 / sizeof(T)); i++) {
-    T x, y;
-    memcpy((void*)&x, (const char*)&a + i * sizeof(T), sizeof(T));
-    memcpy((void*)&y, (const char*)&b + i * sizeof(T), sizeof(T));
-    x = op.apply(x, y);
-    memcpy((char*)&r + i * sizeof(T), (const void*)&x, sizeof(T));
-  }
-  return r;
-}
-template <typename T, typename RedOp>
-__device__ __forceinline__ uint64_t mcclPostWord(const RedOp& op, uint64_t a) {
-  uint64_t r;
-#pragma unroll
-  for (int i = 0; i < (int)(8 / sizeof(T)); i++) {
-    T x;
-    memcpy((void*)&x, (const char*)&a + i * sizeof(T), sizeof(T));
-    x = op.post(x);
-    memcpy((char*)&r + i * sizeof(T), (const void*)&x, sizeof(T));
-  }
-  return r;
-}
-template <typename T>
-__device__ __forceinline__ uint64_t mcclLoadWord(const T* p, int n) {
-  if (n == (int)(8 / sizeof(T)) && ((uintptr_t)p & 7) == 0) return *(const uint64_t*)p;
-  uint64_t w = 0;
-  for (int i = 0; i < n; i++) {
-    T x = mcclLoadElt(p + i);
-    memcpy((char*)&w + i * sizeof(T), (const void*)&x, sizeof(T));
-  }
-  return w;
-}
-template <typename T>
-__device__ __forceinline__ void mcclStoreWord(T* p, uint64_t w, int n) {
-  if (n == (int)(8 / sizeof(T)) && ((uintptr_t)p & 7) == 0) {
-    *(uint64_t*)p = w;
-    return;
-  }
-  for (int i = 0; i < n; i++) {
-    T x;
-    memcpy((void*)&x, (const char*)&w + i * sizeof(T), sizeof(T));
-    mcclStoreElt(p + i, x);
-  }
 }
 
 // Line g of the launch seen from its work w: the work's line index and how many elements it holds (a

@@ -94,60 +94,6 @@ class Primitives<T, RedOp, ProtoLL> {
     store128((uint64_t*)dst, (data & 0xffffffffull) | ((uint64_t)flag << 32), (data >> 32) | ((uint64_t)flag << 32));
   }
 
-  // Up to EltPerLine elements to and from an 8-byte word (the line's payload); a partial last line
-  // reads and writes only its elements.
-  __device__ __forceinline__ uint64_t loadData(const T* src, int n) {
-    uint64_t w = 0;
-    if (n == EltPerLine && ((uintptr_t)src & 7) == 0) return *(const uint64_t*)src;
-    for (int i = 0; i < n; i++) {
-      T x = mcclLoadElt(src + i);
-      memcpy((char*)&w + i * sizeof(T), &x, sizeof(T));
-    }
-    return w;
-  }
-  __device__ __forceinline__ void storeData(T* dst, uint64_t w, int n) {
-    if (n == EltPerLine && ((uintptr_t)dst & 7) == 0) {
-      *(uint64_t*)dst = w;
-      return;
-    }
-    for (int i = 0; i < n; i++) {
-      T x;
-      memcpy((void*)&x, (const char*)&w + i * sizeof(T), sizeof(T));
-      mcclStoreElt(dst + i, x);
-    }
-  }
-  __device__ __forceinline__ uint64_t applyReduce(uint64_t a, uint64_t b) {
-    uint64_t r;
-    for (int i = 0; i < EltPerLine; i++) {
-      T x, y;
-      memcpy((void*)&x, (const char*)&a + i * sizeof(T), sizeof(T));
-      memcpy((void*)&y, (const char*)&b + i * sizeof(T), sizeof(T));
-      x = redOp.apply(x, y);
-      memcpy((char*)&r + i * sizeof(T), &x, sizeof(T));
-    }
-    return r;
-  }
-  __device__ __forceinline__ uint64_t applyPreOp(uint64_t a) {
-    uint64_t r;
-    for (int i = 0; i < EltPerLine; i++) {
-      T x;
-      memcpy((void*)&x, (const char*)&a + i * sizeof(T), sizeof(T));
-      x = redOp.pre(x);
-      memcpy((char*)&r + i * sizeof(T), &x, sizeof(T));
-    }
-    return r;
-  }
-  __device__ __forceinline__ uint64_t applyPostOp(uint64_t a) {
-    uint64_t r;
-    for (int i = 0; i < EltPerLine; i++) {
-      T x;
-      memcpy((void*)&x, (const char*)&a + i * sizeof(T), sizeof(T));
-      x = redOp.post(x);
-      memcpy((char*)&r + i * sizeof(T), &x, sizeof(T));
-    }
-    return r;
-  }
-
   // One step: at most stepLines lines, i.e. stepLines * EltPerLine elements.
   template <int Recv, int Send, int SrcBuf, int DstBuf>
   __device__ void LLGenericOp(int64_t srcIx, int64_t dstIx, int nelem, bool postOp) {
@@ -168,16 +114,16 @@ class Primitives<T, RedOp, ProtoLL> {
       uint64_t data = 0, peerData = 0;
       if (Recv) peerData = readLL(offset);
       if (Src) {
-        data = applyPreOp(loadData(srcElts, eltInLine));  // the user's input: the operation's pre step
+        data = mcclPreWord<T>(redOp, mcclLoadWord(srcElts, eltInLine));  // the user's input: the operation's pre step
         srcElts += eltPerTrip;
-        if (Recv) data = applyReduce(data, peerData);
+        if (Recv) data = mcclReduceWord<T>(redOp, data, peerData);
       } else {
         data = peerData;
       }
-      if (postOp) data = applyPostOp(data);
+      if (postOp) data = mcclPostWord<T>(redOp, data);
       if (Send) storeLL(sendPtr() + offset, data, sendFlag);
       if (Dst) {
-        storeData(dstElts, data, eltInLine);
+        mcclStoreWord(dstElts, data, eltInLine);
         dstElts += eltPerTrip;
       }
       left -= eltPerTrip;

@@ -205,6 +205,82 @@ __device__ __forceinline__ void mcclStoreElt(T* p, T x) {
   *(volatile U*)p = u;
 }
 
+// Whether an operation has a pre step (PreMulSum's scalar): the others skip it without a loop.
+template <typename RedOp>
+struct mcclOpHasPre {
+  static constexpr bool value = false;
+};
+template <typename T>
+struct mcclOpHasPre<FuncPreMulSum<T>> {
+  static constexpr bool value = true;
+};
+
+// An 8-byte word seen as elements of T (an LL line's payload, an LL128 word): the operation's pre step, the reduction
+// of two words, the post step; a word's first n elements loaded and stored (a full, aligned word in one access).
+template <typename T, typename RedOp>
+__device__ __forceinline__ uint64_t mcclPreWord(const RedOp& op, uint64_t a) {
+  if constexpr (!mcclOpHasPre<RedOp>::value) {
+    return a;
+  } else {
+    uint64_t r;
+#pragma unroll
+    for (int i = 0; i < (int)(8 / sizeof(T)); i++) {
+      T x;
+      memcpy((void*)&x, (const char*)&a + i * sizeof(T), sizeof(T));
+      x = op.pre(x);
+      memcpy((char*)&r + i * sizeof(T), (const void*)&x, sizeof(T));
+    }
+    return r;
+  }
+}
+template <typename T, typename RedOp>
+__device__ __forceinline__ uint64_t mcclReduceWord(const RedOp& op, uint64_t a, uint64_t b) {
+  uint64_t r;
+#pragma unroll
+  for (int i = 0; i < (int)(8 / sizeof(T)); i++) {
+    T x, y;
+    memcpy((void*)&x, (const char*)&a + i * sizeof(T), sizeof(T));
+    memcpy((void*)&y, (const char*)&b + i * sizeof(T), sizeof(T));
+    x = op.apply(x, y);
+    memcpy((char*)&r + i * sizeof(T), (const void*)&x, sizeof(T));
+  }
+  return r;
+}
+template <typename T, typename RedOp>
+__device__ __forceinline__ uint64_t mcclPostWord(const RedOp& op, uint64_t a) {
+  uint64_t r;
+#pragma unroll
+  for (int i = 0; i < (int)(8 / sizeof(T)); i++) {
+    T x;
+    memcpy((void*)&x, (const char*)&a + i * sizeof(T), sizeof(T));
+    x = op.post(x);
+    memcpy((char*)&r + i * sizeof(T), (const void*)&x, sizeof(T));
+  }
+  return r;
+}
+template <typename T>
+__device__ __forceinline__ uint64_t mcclLoadWord(const T* p, int n) {
+  if (n == (int)(8 / sizeof(T)) && ((uintptr_t)p & 7) == 0) return *(const uint64_t*)p;
+  uint64_t w = 0;
+  for (int i = 0; i < n; i++) {
+    T x = mcclLoadElt(p + i);
+    memcpy((char*)&w + i * sizeof(T), (const void*)&x, sizeof(T));
+  }
+  return w;
+}
+template <typename T>
+__device__ __forceinline__ void mcclStoreWord(T* p, uint64_t w, int n) {
+  if (n == (int)(8 / sizeof(T)) && ((uintptr_t)p & 7) == 0) {
+    *(uint64_t*)p = w;
+    return;
+  }
+  for (int i = 0; i < n; i++) {
+    T x;
+    memcpy((void*)&x, (const char*)&w + i * sizeof(T), sizeof(T));
+    mcclStoreElt(p + i, x);
+  }
+}
+
 // A 16-byte pack seen as elements of T.
 template <typename T>
 struct mcclPack {
