@@ -190,7 +190,7 @@ static void rowLabel(void* ctx, const mcclArBenchTarget* t, size_t bytes, char* 
     snprintf(buf, len, "%s?", kVariant[t->id].name);
     return;
   }
-  const char* proto = p == MCCL_PROTO_LL ? "LL" : "SIMPLE";
+  const char* proto = mcclProtoName(p);
   const int showProto = a == MCCL_ALGO_RING || (a == MCCL_ALGO_ONESHOT && p == MCCL_PROTO_SIMPLE);
   snprintf(buf, len, "%s%s%s%s", t->id == kAuto ? "auto:" : "", algoName(a), showProto ? "/" : "",
            showProto ? proto : "");

@@ -68,10 +68,10 @@ struct mcclLabUserOp;
 /** @brief The communicator's own launches (src/launches.c): numbered, and a ring where each one's last block
  * stores its number when it ends. */
 struct mcclLabLaunches {
-  uint64_t last;        /**< the last number given (launches captured into a CUDA graph take none) */
-  uint64_t* done;       /**< host-mapped [MCCL_LAUNCH_RING]: the number of the launch that last ended in each slot */
-  uint64_t* doneDev;    /**< its device view */
-  uint32_t* blocksDev;  /**< device [MCCL_LAUNCH_RING]: blocks of the slot's launch that have ended */
+  uint64_t last;       /**< the last number given (launches captured into a CUDA graph take none) */
+  uint64_t* done;      /**< host-mapped [MCCL_LAUNCH_RING]: the number of the launch that last ended in each slot */
+  uint64_t* doneDev;   /**< its device view */
+  uint32_t* blocksDev; /**< device [MCCL_LAUNCH_RING]: blocks of the slot's launch that have ended */
 };
 
 /** @brief A communicator for the lab: what lab 07's kernels and host code need (NCCL's ncclComm, in small). */
@@ -92,6 +92,10 @@ typedef struct mcclLabComm {
                                         (its LL slot is larger than its SIMPLE slot): SIMPLE only */
   int multiHost;                     /**< 1: the ranks span several hosts (lab 08's NET edges): LL only up to
                                         MCCL_NET_LL_MAX bytes */
+  int ll128Ok;                       /**< 1 on every rank when every rank's ring connections carry an LL128 FIFO
+                                        (all P2P): the rings may run LL128 */
+  int noLl128Rank;                   /**< where ll128Ok is 0: the first rank with a ring edge that has none */
+  int noLl128Transport;              /**< and that edge's TRANSPORT_SHM or TRANSPORT_NET */
   struct mcclConnInfo* devRecvConns; /**< [nChannels] device: recv from ring.prev, channel c at [c] */
   struct mcclConnInfo* devSendConns; /**< [nChannels] device: send to ring.next, channel c at [c] */
   volatile uint32_t* abortFlag;      /**< host view of the host-mapped abort flag */

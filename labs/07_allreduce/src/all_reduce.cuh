@@ -190,8 +190,8 @@ __device__ bool mcclRunAllReduce(const struct mcclDevWorkColl& w, uint64_t redOp
   if (kShmem.comm.nRanks == 1) return mcclRunSelf<T, RedOp>(w, redOpArg, tid, blockDim.x);
   if (w.algorithm == MCCL_ALGO_TWOSHOT) return mcclRunTwoShot<T, RedOp>(w, redOpArg, tid, blockDim.x);
   if (tid >= nthreads) return false;
-  return w.protocol == MCCL_PROTO_LL ? mcclRunRing<T, RedOp, ProtoLL>(w, redOpArg, tid, nthreads)
-                                     : mcclRunRing<T, RedOp, ProtoSimple>(w, redOpArg, tid, nthreads);
+  return mcclWithProto(w.protocol,
+                       [&](auto proto) { return mcclRunRing<T, RedOp, decltype(proto)>(w, redOpArg, tid, nthreads); });
 }
 
 #endif

@@ -148,20 +148,16 @@ template <typename T, typename RedOp, bool Reducing>
 __device__ bool mcclRunCollRing(const struct mcclDevWorkColl& w, uint64_t redOpArg, int tid, int nthreads) {
   if (kShmem.comm.nRanks == 1) return mcclRunSelf<T, RedOp>(w, redOpArg, tid, blockDim.x);
   if (tid >= nthreads) return false;
-  const bool ll = w.protocol == MCCL_PROTO_LL;
-  if constexpr (Reducing) {
-    if (w.func == mcclFuncReduce)
-      return ll ? mcclRunReduceRing<T, RedOp, ProtoLL>(w, redOpArg, tid, nthreads)
-                : mcclRunReduceRing<T, RedOp, ProtoSimple>(w, redOpArg, tid, nthreads);
-    return ll ? mcclRunReduceScatterRing<T, RedOp, ProtoLL>(w, redOpArg, tid, nthreads)
-              : mcclRunReduceScatterRing<T, RedOp, ProtoSimple>(w, redOpArg, tid, nthreads);
-  } else {
-    if (w.func == mcclFuncBroadcast)
-      return ll ? mcclRunBroadcastRing<T, RedOp, ProtoLL>(w, redOpArg, tid, nthreads)
-                : mcclRunBroadcastRing<T, RedOp, ProtoSimple>(w, redOpArg, tid, nthreads);
-    return ll ? mcclRunAllGatherRing<T, RedOp, ProtoLL>(w, redOpArg, tid, nthreads)
-              : mcclRunAllGatherRing<T, RedOp, ProtoSimple>(w, redOpArg, tid, nthreads);
-  }
+  return mcclWithProto(w.protocol, [&](auto proto) {
+    typedef decltype(proto) Proto;
+    if constexpr (Reducing) {
+      if (w.func == mcclFuncReduce) return mcclRunReduceRing<T, RedOp, Proto>(w, redOpArg, tid, nthreads);
+      return mcclRunReduceScatterRing<T, RedOp, Proto>(w, redOpArg, tid, nthreads);
+    } else {
+      if (w.func == mcclFuncBroadcast) return mcclRunBroadcastRing<T, RedOp, Proto>(w, redOpArg, tid, nthreads);
+      return mcclRunAllGatherRing<T, RedOp, Proto>(w, redOpArg, tid, nthreads);
+    }
+  });
 }
 
 #endif

@@ -93,21 +93,45 @@ static mcclResult_t ringConns(mcclLabComm* comm) {
 // (lab 08), so an LL step must fit a SIMPLE slot. Where it does not (a small MCCL_BUFFSIZE), the
 // communicator stays on SIMPLE, and every rank must agree: a rank without a NET edge of its own (one
 // in the middle of a host) would otherwise pick LL while its neighbours send SIMPLE.
+// LL128 needs an LL128 FIFO on every ring connection of every rank (P2P only, mccl_conn.h says why): the
+// ranks agree on that too, and remember the first rank and transport that lacks one, to name it.
+#define AGREE_SIMPLE_ONLY 1
+#define AGREE_NO_LL128 2
 static mcclResult_t agreeProtocols(mcclLabComm* comm) {
-  int hasNet = 0;
+  int hasNet = 0, noLl128 = 0, noLl128Transport = TRANSPORT_P2P;
   for (int c = 0; c < comm->nChannels; c++) {
     const struct mcclChannelPeer* prev = &comm->ctx.channels[c].peers[comm->ring.prev];
     const struct mcclChannelPeer* next = &comm->ctx.channels[c].peers[comm->ring.next];
     hasNet |= next->send[0].transport == TRANSPORT_NET || prev->recv[0].transport == TRANSPORT_NET;
+    const struct mcclConnector* edges[2] = {&next->send[0], &prev->recv[0]};
+    for (int e = 0; e < 2 && comm->nRanks > 1; e++)
+      if (edges[e]->conn.buffs[MCCL_PROTO_LL128] == NULL && !noLl128) {
+        noLl128 = 1;
+        noLl128Transport = edges[e]->transport;
+      }
   }
-  int* all = (int*)calloc((size_t)comm->nRanks, sizeof(int));
+  int* all = (int*)calloc((size_t)comm->nRanks * 2, sizeof(int));
   if (all == NULL) {
     WARN("Out of memory agreeing on the protocols of %d ranks", comm->nRanks);
     return mcclSystemError;
   }
-  all[comm->rank] = hasNet && comm->ctx.buffSizes[0][MCCL_PROTO_LL] > comm->ctx.buffSizes[0][MCCL_PROTO_SIMPLE];
-  mcclResult_t res = mcclBootstrapAllGather(comm->bootstrap, all, sizeof(int));
-  for (int r = 0; res == mcclSuccess && r < comm->nRanks; r++) comm->simpleOnly |= all[r];
+  int* mine = all + 2 * comm->rank;
+  mine[0] =
+      (hasNet && comm->ctx.buffSizes[0][MCCL_PROTO_LL] > comm->ctx.buffSizes[0][MCCL_PROTO_SIMPLE] ? AGREE_SIMPLE_ONLY
+                                                                                                   : 0) |
+      (noLl128 ? AGREE_NO_LL128 : 0);
+  mine[1] = noLl128Transport;
+  mcclResult_t res = mcclBootstrapAllGather(comm->bootstrap, all, 2 * sizeof(int));
+  comm->ll128Ok = comm->nRanks > 1;
+  comm->noLl128Rank = -1;
+  for (int r = 0; res == mcclSuccess && r < comm->nRanks; r++) {
+    comm->simpleOnly |= (all[2 * r] & AGREE_SIMPLE_ONLY) != 0;
+    if ((all[2 * r] & AGREE_NO_LL128) && comm->noLl128Rank < 0) {
+      comm->ll128Ok = 0;
+      comm->noLl128Rank = r;
+      comm->noLl128Transport = all[2 * r + 1];
+    }
+  }
   free(all);
   if (res == mcclSuccess && comm->simpleOnly)
     INFO(MCCL_INIT, "rank %d: a NET edge's LL slot (%d B) is larger than its SIMPLE slot (%d B): SIMPLE only",

@@ -16,18 +16,16 @@ extern "C" {
 // LL up to here, every collective (the figures: src/tuning-basis.md).
 #define MCCL_NET_LL_MAX (16u << 10)
 
-// tuning.c: MCCL_PROTO read once per call in one place: MCCL_PROTO_SIMPLE, MCCL_PROTO_LL, or -1 unset;
+// tuning.c: MCCL_PROTO read once per call in one place: MCCL_PROTO_SIMPLE, MCCL_PROTO_LL, MCCL_PROTO_LL128,
+// or -1 unset;
 // mcclInvalidArgument (with a WARN) for any other value.
 mcclResult_t mcclLabParamProto(int* proto);
 
 // The communicator's last word on a ring's protocol, after the call's own choice (its table and
 // MCCL_PROTO): SIMPLE where a NET edge cannot carry LL (simpleOnly), and across hosts SIMPLE above
-// MCCL_NET_LL_MAX unless MCCL_PROTO names the protocol.
-static inline int mcclLabCommProto(const mcclLabComm* comm, size_t bytes, int proto) {
-  if (comm->simpleOnly) return MCCL_PROTO_SIMPLE;
-  if (comm->multiHost && mcclParamProto() == NULL && bytes > MCCL_NET_LL_MAX) return MCCL_PROTO_SIMPLE;
-  return proto;
-}
+// MCCL_NET_LL_MAX unless MCCL_PROTO names the protocol. LL128 where some ring edge has no LL128 FIFO:
+// refused by name when MCCL_PROTO asked for it (mcclInvalidUsage), else SIMPLE. Defined in plan.c.
+mcclResult_t mcclLabCommProto(const mcclLabComm* comm, size_t bytes, int proto, int* out);
 
 // An operation mcclLabRedOpCreatePreMulSum made: its number (from mcclNumOps up, unique in the process,
 // so another communicator's or a destroyed one's is never found), its type, and what a task copies.

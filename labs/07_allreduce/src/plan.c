@@ -20,6 +20,9 @@
 // are latency bound.
 #define MCCL_THREADS_SIMPLE 512
 #define MCCL_THREADS_LL 256
+// LL128 moves 2 KiB slices a warp each, bandwidth bound as SIMPLE (NCCL runs it with 640 threads; the
+// default MCCL_LL128_BUFFSIZE gives each of these warps 15 slices per step).
+#define MCCL_THREADS_LL128 512
 
 // The kernels, per type (kernel_<type>.cu), as C sees them: only their addresses are used.
 #define MCCL_KERNELS(suffix)                                                            \
@@ -168,6 +171,23 @@ static size_t planWorkBytes(const struct mcclLabPlan* plan) {
          (size_t)plan->args.args.nP2p * sizeof(struct mcclDevWorkP2p);
 }
 
+mcclResult_t mcclLabCommProto(const mcclLabComm* comm, size_t bytes, int proto, int* out) {
+  if (comm->simpleOnly) proto = MCCL_PROTO_SIMPLE;
+  if (comm->multiHost && mcclParamProto() == NULL && bytes > MCCL_NET_LL_MAX) proto = MCCL_PROTO_SIMPLE;
+  if (proto == MCCL_PROTO_LL128 && !comm->ll128Ok) {
+    if (mcclParamProto() != NULL) {
+      WARN(
+          "Invalid usage: MCCL_PROTO=ll128 on rank %d: rank %d's ring has a %s connection, which has no LL128 FIFO "
+          "(LL128 needs P2P, where NVLink delivers each 128-byte line whole)",
+          comm->rank, comm->noLl128Rank, comm->noLl128Transport == TRANSPORT_NET ? "NET" : "SHM");
+      return mcclInvalidUsage;
+    }
+    proto = MCCL_PROTO_SIMPLE;
+  }
+  *out = proto;
+  return mcclSuccess;
+}
+
 // ---- collectives (NCCL's algorithm choice and scheduleCollTasksToPlan) --------------------------------
 // A collective's work item, its kernel, and what it adds to its plan. Returns the work's estimated time
 // through *estUs when asked.
@@ -189,7 +209,7 @@ static mcclResult_t collWork(mcclLabComm* comm, const struct mcclLabTask* t, str
   int algo, proto;
   MCCLCHECK(
       mcclLabSelectAlgorithm(t->func, nRanks, t->func == mcclFuncAllReduce ? bytes : larger, symmetric, &algo, &proto));
-  if (algo == MCCL_ALGO_RING) proto = mcclLabCommProto(comm, larger, proto);
+  if (algo == MCCL_ALGO_RING && nRanks > 1) MCCLCHECK(mcclLabCommProto(comm, larger, proto, &proto));
   if (nRanks == 1) algo = MCCL_ALGO_RING;  // the ring's one-rank path: a copy
   if (estUs) *estUs += mcclLabEstimateTime(t->func, algo, proto, nRanks, larger);
   memset(w, 0, sizeof(*w));
@@ -203,8 +223,11 @@ static mcclResult_t collWork(mcclLabComm* comm, const struct mcclLabTask* t, str
   w->count = movesBytes(t->func) ? bytes : t->count;
   w->sendbuff = t->sendbuff;
   w->recvbuff = t->recvbuff;
-  const int ll = proto == MCCL_PROTO_LL && algo != MCCL_ALGO_TWOSHOT && nRanks > 1;
-  w->nWarps = (uint8_t)((ll ? MCCL_THREADS_LL : MCCL_THREADS_SIMPLE) / 32);
+  const int lines = algo != MCCL_ALGO_TWOSHOT && nRanks > 1;  // the protocol decides the ring's threads
+  w->nWarps = (uint8_t)((lines && proto == MCCL_PROTO_LL      ? MCCL_THREADS_LL
+                         : lines && proto == MCCL_PROTO_LL128 ? MCCL_THREADS_LL128
+                                                              : MCCL_THREADS_SIMPLE) /
+                        32);
   if (algo == MCCL_ALGO_TWOSHOT) {
     w->sendPeers = sw->devPeerPtrs;
     w->sendOffset = soff;

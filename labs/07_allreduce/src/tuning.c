@@ -49,6 +49,7 @@ static const struct {
 };
 
 int mcclLabOneShotFits(int nRanks, size_t bytes, int p) {
+  if (p == MCCL_PROTO_LL128) return 0;  // one-shot has an LL and a SIMPLE kernel only
   if (nRanks == 1) return 1;
   return p == MCCL_PROTO_LL ? bytes <= MCCL_ONESHOT_MAX_BYTES : nRanks == 2 && bytes <= MCCL_ONESHOT_SIMPLE_MAX_BYTES;
 }
@@ -61,8 +62,10 @@ mcclResult_t mcclLabParamProto(int* proto) {
     *proto = MCCL_PROTO_SIMPLE;
   } else if (strcasecmp(env, "ll") == 0) {
     *proto = MCCL_PROTO_LL;
+  } else if (strcasecmp(env, "ll128") == 0) {
+    *proto = MCCL_PROTO_LL128;
   } else {
-    WARN("Invalid argument: MCCL_PROTO '%s' (simple or ll)", env);
+    WARN("Invalid argument: MCCL_PROTO '%s' (simple, ll or ll128)", env);
     return mcclInvalidArgument;
   }
   return mcclSuccess;
@@ -140,6 +143,15 @@ mcclResult_t mcclLabSelectAlgorithm(int func, int nRanks, size_t bytes, int symm
     p = bytes <= tuneTable[i].oneShotMax || !mcclLabOneShotFits(nRanks, bytes, MCCL_PROTO_SIMPLE) ? MCCL_PROTO_LL
                                                                                                   : MCCL_PROTO_SIMPLE;
   if (envProto >= 0) p = envProto;
+  // LL128 runs in the ring only: refused with a forced one-shot or two-shot, else the ring takes it.
+  if (p == MCCL_PROTO_LL128 && a != MCCL_ALGO_RING && nRanks > 1) {
+    if (forced >= 0) {
+      WARN("Invalid argument: MCCL_PROTO=ll128 runs in the ring only (MCCL_ALGO=%s asked)",
+           a == MCCL_ALGO_ONESHOT ? "oneshot" : "twoshot");
+      return mcclInvalidArgument;
+    }
+    a = MCCL_ALGO_RING;
+  }
   // A protocol one-shot cannot run at this size: refused if one-shot was forced too, else the ring.
   if (a == MCCL_ALGO_ONESHOT && !mcclLabOneShotFits(nRanks, bytes, p)) {
     if (forced >= 0) {
@@ -163,6 +175,8 @@ double mcclLabEstimateTime(int func, int algo, int proto, int nRanks, size_t byt
     proto = MCCL_PROTO_SIMPLE;
   }
   if (algo == MCCL_ALGO_TWOSHOT) proto = MCCL_PROTO_SIMPLE;
+  // No LL128 row has been fitted: it is costed as the ring's SIMPLE, whose bandwidth it approaches.
+  if (proto == MCCL_PROTO_LL128) proto = MCCL_PROTO_SIMPLE;
   double busBytes = (double)bytes;
   if (func == mcclFuncAllReduce) busBytes *= 2.0 * (nRanks - 1) / nRanks;
   if (func == mcclFuncAllGather || func == mcclFuncReduceScatter) busBytes *= (double)(nRanks - 1) / nRanks;

@@ -68,8 +68,9 @@ static const struct arPath arPaths[] = {{"ring/simple", "ring", "simple", 0},
                                         {"ring/ll", "ring", "ll", 0},
                                         {"oneshot/ll", "oneshot", "ll", 0},
                                         {"twoshot", "twoshot", "simple", 0},
-                                        {"oneshot/simple", "oneshot", "simple", 2}};
-#define AR_NPATHS 5
+                                        {"oneshot/simple", "oneshot", "simple", 2},
+                                        {"ring/ll128", "ring", "ll128", 0}};  // P2P only: last, so SHM runs skip it
+#define AR_NPATHS 6
 
 // Whether `path` runs on nranks ranks (one-shot with SIMPLE: 2 ranks, or 1, which copies).
 static inline int arPathRuns(const struct arPath* path, int nranks) {

@@ -16,7 +16,8 @@ static void setUpOrSkip(struct arMpi* m, int nChannels, size_t bytes) {
   arMpiSetUp(m, nChannels, bytes, mcclLocalTransports);
 }
 
-static const char* const protos[2] = {"simple", "ll"};
+// LL128 last: the SHM runs take the first two (SHM has no LL128 FIFO).
+static const char* const protos[3] = {"simple", "ll", "ll128"};
 
 // One call on this rank (every rank makes the same one), checked here.
 static void runOne(struct arMpi* m, const struct enqCall* c) {
@@ -35,7 +36,7 @@ static void awkwardCounts(void) {
     for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]) && !mcclTestMpiAnyStopped(); ci++)
       for (int inPlace = 0; inPlace < 2 && !mcclTestMpiAnyStopped(); inPlace++, k++) {
         if (!mcclTestSampled((uint64_t)k, 2)) continue;
-        arForce(NULL, protos[(k >> 1) & 1]);
+        arForce(NULL, protos[(k >> 1) % 3]);
         struct enqCall c = {f,
                             types[k % 4],
                             k % 3 ? mcclSum : mcclAvg,
@@ -58,7 +59,7 @@ static void everyRoot(void) {
   int k = 0;
   for (int f = mcclFuncBroadcast; f <= mcclFuncReduce && !mcclTestMpiAnyStopped(); f++)
     for (int root = 0; root < mcclTestMpiSize() && !mcclTestMpiAnyStopped(); root++)
-      for (int p = 0; p < 2 && !mcclTestMpiAnyStopped(); p++, k++) {
+      for (int p = 0; p < 3 && !mcclTestMpiAnyStopped(); p++, k++) {
         arForce(NULL, protos[p]);
         struct enqCall c = {f,    mcclFloat32,  k & 1 ? mcclProd : mcclMin,  0, 777,
                             root, (k >> 1) & 1, mcclTestSeed() + (uint64_t)k};
@@ -79,7 +80,7 @@ static void everyTypeAndOp(void) {
     for (int t = 0; t < mcclNumTypes && !mcclTestMpiAnyStopped(); t++)
       for (int op = 0; op < mcclNumOps && !mcclTestMpiAnyStopped(); op++, k++) {
         if (!mcclTestSampled((uint64_t)k, 3)) continue;
-        arForce(NULL, protos[k & 1]);
+        arForce(NULL, protos[k % 3]);
         struct enqCall c = {f,   (mcclDataType_t)t,     (mcclRedOp_t)op, 0,
                             101, k % mcclTestMpiSize(), (k >> 1) & 1,    mcclTestSeed() + (uint64_t)k};
         runOne(&m, &c);

@@ -9,7 +9,8 @@
 #include "mccl_test.h"
 
 // The protocol of the calls that follow (NULL: the size decides).
-static const char* const protos[2] = {"simple", "ll"};
+// LL128 last: the SHM runs take the first two (SHM has no LL128 FIFO).
+static const char* const protos[3] = {"simple", "ll", "ll128"};
 
 // One call on every rank, made alone (launched on all before any wait), checked on every rank.
 static void runOne(struct enqSet* s, const struct enqCall* c) {
@@ -29,7 +30,7 @@ static void everyTypeAndOp(void) {
     for (int t = 0; t < mcclNumTypes && !mcclTestStopped(); t++)
       for (int op = 0; op < mcclNumOps && !mcclTestStopped(); op++, k++) {
         if (!mcclTestSampled((uint64_t)k, 3)) continue;
-        arForce(NULL, protos[k & 1]);
+        arForce(NULL, protos[k % 3]);
         struct enqCall c = {
             f, (mcclDataType_t)t, (mcclRedOp_t)op, 0, 203, k % n, (k >> 1) & 1, mcclTestSeed() + (uint64_t)k};
         runOne(&s, &c);
@@ -47,7 +48,7 @@ static void everyRoot(void) {
   int k = 0;
   for (int f = mcclFuncBroadcast; f <= mcclFuncReduce && !mcclTestStopped(); f++)
     for (int root = 0; root < n && !mcclTestStopped(); root++)
-      for (int p = 0; p < 2 && !mcclTestStopped(); p++, k++) {
+      for (int p = 0; p < 3 && !mcclTestStopped(); p++, k++) {
         arForce(NULL, protos[p]);
         struct enqCall c = {f,
                             f == mcclFuncBroadcast ? mcclFloat16 : mcclInt32,
@@ -78,7 +79,7 @@ static void awkwardCounts(void) {
   int k = 0;
   for (int f = mcclFuncBroadcast; f <= mcclFuncReduceScatter && !mcclTestStopped(); f++)
     for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]) && !mcclTestStopped(); ci++)
-      for (int p = 0; p < 2 && !mcclTestStopped(); p++, k++) {
+      for (int p = 0; p < 3 && !mcclTestStopped(); p++, k++) {
         if (!mcclTestSampled((uint64_t)k, 2)) continue;
         arForce(NULL, protos[p]);
         struct enqCall c = {f,     types[k % 5], k % 3 ? mcclSum : mcclAvg,   0, counts[ci],
@@ -124,6 +125,22 @@ static void shmRing(void) {
       struct enqCall c = {f, mcclInt32, mcclMax, 0, 3001, (f + p) % n, p, mcclTestSeed() + (uint64_t)f};
       runOne(&s, &c);
     }
+  // LL128 forced on SHM: refused before anything is launched, on every rank, by every collective; the
+  // communicator goes on working.
+  arForce(NULL, "ll128");
+  for (int r = 0; r < n && !mcclTestStopped(); r++) {
+    EXPECT_CUDA_OK(cudaSetDevice(s.comm[r]->cudaDev));
+    EXPECT_EQ(s.comm[r]->ll128Ok, 0);
+    EXPECT_RES(mcclLabAllReduce(s.send[r], s.recv[r], 64, mcclInt32, mcclSum, s.comm[r], s.stream[r]),
+               mcclInvalidUsage);
+    EXPECT_RES(mcclLabAllGather(s.send[r], s.recv[r], 64, mcclInt32, s.comm[r], s.stream[r]), mcclInvalidUsage);
+    EXPECT_RES(mcclLabBroadcast(s.send[r], s.recv[r], 64, mcclInt32, 0, s.comm[r], s.stream[r]), mcclInvalidUsage);
+  }
+  arForce(NULL, protos[0]);
+  if (!mcclTestStopped()) {
+    struct enqCall c = {mcclFuncAllReduce, mcclInt32, mcclSum, 0, 3001, 0, 0, mcclTestSeed() + 99};
+    runOne(&s, &c);
+  }
   arForce(NULL, NULL);
   unsetenv("MCCL_P2P_DISABLE");
   arSmallFifos(0);
@@ -189,7 +206,7 @@ static void argumentChecks(void) {
   EXPECT_RES(mcclLabAllGather((char*)out + 16, out, 4, mcclInt32, c, st), mcclInvalidArgument);  // rank 0's block: +0
   EXPECT_RES(mcclLabReduceScatter(in, (char*)in + 16, 4, mcclInt32, mcclSum, c, st), mcclInvalidArgument);
   // a bad MCCL_PROTO
-  arForce(NULL, "ll128");
+  arForce(NULL, "ll256");
   EXPECT_RES(mcclLabAllGather(in, out, 4, mcclInt32, c, st), mcclInvalidArgument);
   arForce(NULL, NULL);
   EXPECT_CUDA_OK(cudaStreamSynchronize(st));
