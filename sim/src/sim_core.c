@@ -69,6 +69,7 @@ static void loadConfig(void) {
       (int)envLL(simParamEnvSimMaxBlockThreads, simParamDefaultSimMaxBlockThreads, 32, 1024) / 32 * 32;
   simG.maxGridThreads = (int)envLL(simParamEnvSimMaxGridThreads, simParamDefaultSimMaxGridThreads, 32, 65536);
   simG.lateCopyUs = (int)envLL(simParamEnvSimLateCopyUs, simParamDefaultSimLateCopyUs, 0, 1000000);
+  simG.destroyedWaitMs = (int)envLL(simParamEnvSimDestroyedWaitMs, simParamDefaultSimDestroyedWaitMs, 0, 3600000);
   for (int d = 0; d < SIM_MAX_DEVICES; d++) {
     simG.dev[d].primaryCtx.magic = SIM_CTX_MAGIC;
     simG.dev[d].primaryCtx.device = d;
@@ -404,8 +405,13 @@ static int attrValue(int attrib, int dev, int* value) {
     case CU_DEVICE_ATTRIBUTE_HOST_MEMORY_POOLS_SUPPORTED:
       *value = 0;
       return 1;
+    // Stream memory operations (sim_stream.c): 64-bit values and the NOR condition, as on Hopper. The
+    // remote-write flush is a platform feature most hosts lack; the sim reports it absent and refuses it.
     case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS:
     case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR:
+      *value = 1;
+      return 1;
+    case CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES:
       *value = 0;
       return 1;
     case CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT:

@@ -39,6 +39,7 @@ typedef struct {
   int maxBlockThreads;      // MCCL_SIM_MAX_BLOCK_THREADS (a multiple of 32): larger blocks are reduced
   int maxGridThreads;       // MCCL_SIM_MAX_GRID_THREADS: host threads one grid may use
   int lateCopyUs;           // MCCL_SIM_LATE_COPY_US: delay of a NULL-stream copy/memset that returned first
+  int destroyedWaitMs;      // MCCL_SIM_DESTROYED_WAIT_MS: how long a memory wait outlives its stream
   simDevice dev[SIM_MAX_DEVICES];
 } simGlobal;
 
@@ -93,8 +94,9 @@ int simRangeUsable(uintptr_t p, size_t n, int hostOk);
 // Streams (sim_stream.c).
 void simDeviceDrain(int dev, int blockingOnly);
 // Queues fn(arg) on a stream's worker, never inline: on the NULL stream, on device dev's legacy-stream
-// worker behind the device's blocking streams. On error the caller still owns arg.
-CUresult simEnqueueWork(CUstream hStream, int dev, void (*fn)(void*), void* arg);
+// worker behind the device's blocking streams. When the stream drops the op instead of running it (a
+// memory wait before it gave up), drop(arg) frees arg. On error the caller still owns arg.
+CUresult simEnqueueWork(CUstream hStream, int dev, void (*fn)(void*), void (*drop)(void*), void* arg);
 
 #define SIM_CTX_MAGIC 0x5c7c7c01u
 #endif

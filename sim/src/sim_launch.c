@@ -286,6 +286,11 @@ static void freeLaunch(simLaunch* L) {
   free(L);
 }
 
+// A launch its stream dropped (a memory wait before it gave up): it never runs, its state is freed.
+static void dropLaunch(void* arg) {
+  freeLaunch(arg);
+}
+
 static void runLaunch(void* arg) {
   simLaunch* L = arg;
   pthread_attr_t attr;
@@ -426,7 +431,7 @@ static CUresult launch(struct CUfunc_st* k, dim3 grid, dim3 block, unsigned shar
       th->info.gridDim = grid;
     }
   }
-  r = simEnqueueWork(stream, dev, runLaunch, L);
+  r = simEnqueueWork(stream, dev, runLaunch, dropLaunch, L);
   if (r != CUDA_SUCCESS) freeLaunch(L);
   return r;
 }

@@ -10,6 +10,7 @@
 // hidden stream started on the first such launch), queued behind the work of the device's blocking
 // streams, and work queued later on a blocking stream waits for it (simEnqueueWork).
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,7 @@
 #define SIM_STREAM_MAGIC 0x5c7c7c02u
 #define SIM_EVENT_MAGIC 0x5c7c7c03u
 
-enum { OP_COPY, OP_SET8, OP_SET32, OP_RECORD, OP_WAIT, OP_HOSTFN, OP_EXIT };
+enum { OP_COPY, OP_SET8, OP_SET32, OP_RECORD, OP_WAIT, OP_HOSTFN, OP_WRITEVAL, OP_WAITVAL, OP_FENCE, OP_EXIT };
 
 typedef struct simOp {
   struct simOp* next;
@@ -32,7 +33,13 @@ typedef struct simOp {
   CUevent ev;
   unsigned long long seq;
   void (*fn)(void*);
+  void (*drop)(void*);  // OP_HOSTFN: frees arg instead of fn when the op is dropped (see abandonLocked)
   void* arg;
+  // Stream memory operations: OP_WRITEVAL / OP_WAITVAL on dst, n = 4 or 8 bytes; cond is the
+  // CU_STREAM_WAIT_VALUE_* condition; call names the API for the give-up warning.
+  unsigned long long val64;
+  unsigned int cond;
+  const char* call;
   // Legacy-stream ordering: run only after waitStream has completed waitSeq ops, and after each of the
   // nDeps pinned streams has completed its depSeq.
   struct CUstream_st* waitStream;
@@ -52,6 +59,7 @@ struct CUstream_st {
   int legacy;  // the hidden worker of a device's NULL stream (never destroyed)
   int running;  // legacy: its worker thread is alive (it exits after SIM_LEGACY_IDLE_MS without work)
   int detach;  // destroyed with work queued: the worker detaches itself when it exits
+  int abandoned;  // a memory wait gave up (see waitValue): every op after it is dropped, never run
   pthread_t thread;
   pid_t pid;  // the process that started the worker (a forked child has no such thread to join)
   simOp *head, *tail;
@@ -107,8 +115,116 @@ static void runOp(simOp* op) {
       for (size_t i = 0; i < op->n; i++) ((uint32_t*)op->dst)[i] = op->val;
       break;
     case OP_HOSTFN: op->fn(op->arg); break;
+    // A stream's write is ordered after everything before it in the stream (the driver's default memory
+    // barrier): the worker ran those ops to completion, and the release store publishes their bytes to
+    // whoever acquires the value (another stream's wait, a kernel, the host, another process).
+    case OP_WRITEVAL:
+      if (op->n == 8)
+        __atomic_store_n((uint64_t*)op->dst, (uint64_t)op->val64, __ATOMIC_RELEASE);
+      else
+        __atomic_store_n((uint32_t*)op->dst, (uint32_t)op->val64, __ATOMIC_RELEASE);
+      break;
+    case OP_FENCE:
+#if defined(__SANITIZE_THREAD__)  // gcc warns that TSan does not model fences: the value ops' atomics carry it
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wtsan"
+#endif
+      __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#if defined(__SANITIZE_THREAD__)
+#pragma GCC diagnostic pop
+#endif
+      break;
     default: break;
   }
+}
+
+// ---- stream memory waits -----------------------------------------------------------------------
+
+static const char* condName(unsigned int cond) {
+  switch (cond) {
+    case CU_STREAM_WAIT_VALUE_GEQ:
+      return ">=";
+    case CU_STREAM_WAIT_VALUE_EQ:
+      return "==";
+    case CU_STREAM_WAIT_VALUE_AND:
+      return "& (non-zero)";
+    default:
+      return "NOR (non-zero)";
+  }
+}
+
+// The condition as cuda.h defines it; GEQ is cyclic: (int32_t)(*addr - value) >= 0 (int64_t for 64 bits).
+static int waitValueMet(const simOp* op, unsigned long long* seen) {
+  unsigned long long v, want = op->val64, mask = op->n == 8 ? ~0ull : 0xffffffffull;
+  if (op->n == 8)
+    v = __atomic_load_n((uint64_t*)op->dst, __ATOMIC_ACQUIRE);
+  else
+    v = __atomic_load_n((uint32_t*)op->dst, __ATOMIC_ACQUIRE);
+  *seen = v;
+  switch (op->cond) {
+    case CU_STREAM_WAIT_VALUE_GEQ:
+      return op->n == 8 ? (int64_t)(v - want) >= 0 : (int32_t)(uint32_t)(v - want) >= 0;
+    case CU_STREAM_WAIT_VALUE_EQ:
+      return v == want;
+    case CU_STREAM_WAIT_VALUE_AND:
+      return (v & want) != 0;
+    default:
+      return (~(v | want) & mask) != 0;
+  }
+}
+
+static long long msSince(const struct timespec* t0) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (long long)(now.tv_sec - t0->tv_sec) * 1000 + (now.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+// Runs on the stream's worker without qLock: polls the value, yielding the core and then sleeping a
+// little longer each round, since the value usually comes from another process (a peer's write through
+// its mapping), which no condition variable of this process would hear. Returns 1 once the condition
+// holds. Returns 0 (after saying why) when it never can: the memory was unmapped or freed under the
+// wait (a GPU would fault), or the stream was destroyed and the value did not come within
+// MCCL_SIM_DESTROYED_WAIT_MS (a GPU would keep the stream blocked forever; the sim lets its worker end).
+static int waitValue(struct CUstream_st* s, simOp* op) {
+  unsigned long long seen = 0;
+  long sleepNs = 1000;
+  struct timespec deadAt = {0, 0};
+  int dead = 0;
+  for (unsigned spin = 0;; spin++) {
+    if (waitValueMet(op, &seen)) return 1;
+    if (spin < 64) {
+      sched_yield();
+      continue;
+    }
+    struct timespec ts = {0, sleepNs};
+    nanosleep(&ts, NULL);
+    if (sleepNs < 100000) sleepNs *= 2;
+    if (!simRangeUsable((uintptr_t)op->dst, op->n, 0)) {
+      fprintf(stderr,
+              "minccl-sim: %s: the memory at %p was unmapped or freed while the stream waited on it "
+              "(a GPU would fault); the stream's remaining work is dropped\n",
+              op->call, op->dst);
+      return 0;
+    }
+    if (!dead && __atomic_load_n(&s->dead, __ATOMIC_ACQUIRE)) {
+      dead = 1;
+      clock_gettime(CLOCK_MONOTONIC, &deadAt);
+    }
+    if (dead && msSince(&deadAt) >= simG.destroyedWaitMs) {
+      fprintf(stderr,
+              "minccl-sim: %s on a destroyed stream gave up after %d ms: waiting for *%p %s %#llx, it holds %#llx "
+              "(a GPU would wait forever); the stream's remaining work is dropped\n",
+              op->call, simG.destroyedWaitMs, op->dst, condName(op->cond), op->val64, seen);
+      return 0;
+    }
+  }
+}
+
+// After a wait gave up, the ops behind it never run, as on a GPU whose stream never gets past the
+// wait; the worker still frees what they own (a kernel launch's state, a staged copy source), so the
+// stream ends and its thread exits. Events recorded behind it are never reached. qLock held.
+static void dropOp(simOp* op) {
+  if (op->kind == OP_HOSTFN && op->drop) op->drop(op->arg);
 }
 
 // A NULL-stream copy or memset that returned before it ran: it waits the configured delay, then runs
@@ -165,7 +281,15 @@ static void* worker(void* arg) {
       if (--op->deps[i]->pins == 0 && op->deps[i]->exited) freeStreamLocked(op->deps[i]);
     }
     op->nDeps = 0;
-    if (op->kind == OP_WAIT) {
+    if (s->abandoned && op->kind != OP_EXIT) {
+      dropOp(op);
+      if (op->ownSrc) free((void*)op->src);
+    } else if (op->kind == OP_WAITVAL) {
+      pthread_mutex_unlock(&qLock);
+      int met = waitValue(s, op);
+      pthread_mutex_lock(&qLock);
+      if (!met) s->abandoned = 1;
+    } else if (op->kind == OP_WAIT) {
       while (op->ev->reached < op->seq) pthread_cond_wait(&qDone, &qLock);
     } else if (op->kind == OP_RECORD) {
       markReached(op->ev, op->seq);
@@ -359,12 +483,13 @@ static CUresult enqueueLegacyLocked(int dev, simOp* op) {
   return CUDA_SUCCESS;
 }
 
-CUresult simEnqueueWork(CUstream hStream, int dev, void (*fn)(void*), void* arg) {
+CUresult simEnqueueWork(CUstream hStream, int dev, void (*fn)(void*), void (*drop)(void*), void* arg) {
   if (hStream == CU_STREAM_PER_THREAD) return simNotImplemented("a kernel launch on cudaStreamPerThread");
   simOp* op = calloc(1, sizeof(*op));
   if (!op) return CUDA_ERROR_OUT_OF_MEMORY;
   op->kind = OP_HOSTFN;
   op->fn = fn;
+  op->drop = drop;
   op->arg = arg;
   pthread_mutex_lock(&qLock);
   CUresult r = CUDA_SUCCESS;
@@ -426,7 +551,7 @@ CUresult CUDAAPI cuStreamDestroy(CUstream hStream) {
   // exits on its own. An idle stream's worker has nothing left to run, so it is joined here: once
   // cuStreamDestroy returns, its thread is gone (a thread count taken next does not see it; ASan's
   // leak check at exit finds no thread still running).
-  hStream->dead = 1;
+  __atomic_store_n(&hStream->dead, 1, __ATOMIC_RELEASE);  // a memory wait on the worker reads it unlocked
   int join = hStream->completed == hStream->submitted && hStream->pid == getpid();
   pthread_t t = hStream->thread;
   if (!join) hStream->detach = 1;
@@ -932,4 +1057,160 @@ cudaError_t CUDARTAPI cudaMemset(void* devPtr, int value, size_t count) {
 cudaError_t CUDARTAPI cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t stream) {
   simRtInit();
   return simRtErr(rt(set(devPtr, (unsigned)value, count, 1, stream, 1)));
+}
+
+// ---- stream memory operations ------------------------------------------------------------------
+// cuStreamWriteValue32/64, cuStreamWaitValue32/64 and cuStreamBatchMemOp (cuda.h names their _v2 entry
+// points): ops on the stream's worker like copies, so a write lands after the stream's earlier work and
+// a wait holds back the stream's later work, never the calling thread. On the NULL stream they go to the
+// device's legacy-stream worker, as kernels do: run inline, a wait would block the host.
+
+// The value's address: memory the device reaches (a cuMem mapping the current device was granted access
+// to, cudaMalloc, pinned or registered host memory, a peer's imported mapping), aligned to the width.
+static CUresult memOpAddress(CUdeviceptr addr, size_t width, int write) {
+  if (!addr || addr % width || !simRangeUsable((uintptr_t)addr, width, 0)) return CUDA_ERROR_INVALID_VALUE;
+  if (!vmmAccessOk((const void*)(uintptr_t)addr,
+                   write ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE : CU_MEM_ACCESS_FLAGS_PROT_READ))
+    return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}
+
+static CUresult writeOp(simOp* op, const char* call, CUdeviceptr addr, size_t width, unsigned long long value,
+                        unsigned int flags) {
+  // The v2 API has no unordered write (cuda.h: "not supported in the v2 API").
+  if (flags & CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER)
+    return simNotImplemented(width == 8 ? "cuStreamWriteValue64 with CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER"
+                                        : "cuStreamWriteValue32 with CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER");
+  if (flags) return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = memOpAddress(addr, width, 1);
+  if (r != CUDA_SUCCESS) return r;
+  *op = (simOp){.kind = OP_WRITEVAL, .dst = (void*)(uintptr_t)addr, .n = width, .val64 = value, .call = call};
+  return CUDA_SUCCESS;
+}
+
+static CUresult waitOp(simOp* op, const char* call, CUdeviceptr addr, size_t width, unsigned long long value,
+                       unsigned int flags) {
+  // The flush needs CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES, which the sim reports absent.
+  if (flags & CU_STREAM_WAIT_VALUE_FLUSH)
+    return simNotImplemented(width == 8 ? "cuStreamWaitValue64 with CU_STREAM_WAIT_VALUE_FLUSH"
+                                        : "cuStreamWaitValue32 with CU_STREAM_WAIT_VALUE_FLUSH");
+  if (flags & ~(unsigned)CU_STREAM_WAIT_VALUE_NOR) return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = memOpAddress(addr, width, 0);
+  if (r != CUDA_SUCCESS) return r;
+  *op = (simOp){
+      .kind = OP_WAITVAL, .dst = (void*)(uintptr_t)addr, .n = width, .val64 = value, .cond = flags, .call = call};
+  return CUDA_SUCCESS;
+}
+
+// Queues n ops back to back (no other op of the stream between them). On a real stream all or none
+// are queued; on the NULL stream an allocation failure may leave the first ones queued.
+static CUresult enqueueOps(CUstream hStream, const simOp* tmpl, size_t n) {
+  simOp** ops = calloc(n, sizeof(*ops));
+  if (!ops) return CUDA_ERROR_OUT_OF_MEMORY;
+  CUresult r = CUDA_SUCCESS;
+  for (size_t i = 0; i < n && r == CUDA_SUCCESS; i++) {
+    if (!(ops[i] = malloc(sizeof(simOp))))
+      r = CUDA_ERROR_OUT_OF_MEMORY;
+    else
+      *ops[i] = tmpl[i];
+  }
+  size_t queued = 0;
+  int dev = nullStreamDevice();
+  pthread_mutex_lock(&qLock);
+  if (r == CUDA_SUCCESS && isNullStream(hStream)) {
+    for (; queued < n && r == CUDA_SUCCESS; queued++)
+      if ((r = enqueueLegacyLocked(dev, ops[queued])) != CUDA_SUCCESS) ops[queued] = NULL;  // freed there
+  } else if (r == CUDA_SUCCESS && !streamLive(hStream)) {
+    r = CUDA_ERROR_INVALID_HANDLE;
+  } else if (r == CUDA_SUCCESS) {
+    for (; queued < n; queued++) enqueueLocked(hStream, ops[queued]);
+  }
+  pthread_mutex_unlock(&qLock);
+  for (size_t i = queued; i < n; i++) free(ops[i]);
+  free(ops);
+  return r;
+}
+
+static CUresult enqueueMemOps(CUstream hStream, const simOp* ops, size_t n) {
+  // That stream runs its ops inline in the caller, where a wait would block the host.
+  if (hStream == CU_STREAM_PER_THREAD) return simNotImplemented("stream memory operations on cudaStreamPerThread");
+  return enqueueOps(hStream, ops, n);
+}
+
+CUresult CUDAAPI cuStreamWriteValue32(CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags) {
+  DRIVER_ENTRY();
+  simOp op;
+  CUresult r = writeOp(&op, "cuStreamWriteValue32", addr, 4, value, flags);
+  return r != CUDA_SUCCESS ? r : enqueueMemOps(stream, &op, 1);
+}
+
+CUresult CUDAAPI cuStreamWriteValue64(CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags) {
+  DRIVER_ENTRY();
+  simOp op;
+  CUresult r = writeOp(&op, "cuStreamWriteValue64", addr, 8, value, flags);
+  return r != CUDA_SUCCESS ? r : enqueueMemOps(stream, &op, 1);
+}
+
+CUresult CUDAAPI cuStreamWaitValue32(CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags) {
+  DRIVER_ENTRY();
+  simOp op;
+  CUresult r = waitOp(&op, "cuStreamWaitValue32", addr, 4, value, flags);
+  return r != CUDA_SUCCESS ? r : enqueueMemOps(stream, &op, 1);
+}
+
+CUresult CUDAAPI cuStreamWaitValue64(CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags) {
+  DRIVER_ENTRY();
+  simOp op;
+  CUresult r = waitOp(&op, "cuStreamWaitValue64", addr, 8, value, flags);
+  return r != CUDA_SUCCESS ? r : enqueueMemOps(stream, &op, 1);
+}
+
+// The batch is checked whole before anything is queued: a bad entry queues none of them.
+CUresult CUDAAPI cuStreamBatchMemOp(CUstream stream, unsigned int count, CUstreamBatchMemOpParams* paramArray,
+                                    unsigned int flags) {
+  DRIVER_ENTRY();
+  // cuda.h: count "must be less than 256", flags "must be 0".
+  if (flags || count >= 256 || (count && !paramArray)) return CUDA_ERROR_INVALID_VALUE;
+  if (count == 0) return checkStream(stream);
+  simOp* ops = calloc(count, sizeof(*ops));
+  if (!ops) return CUDA_ERROR_OUT_OF_MEMORY;
+  CUresult r = CUDA_SUCCESS;
+  for (unsigned int i = 0; i < count && r == CUDA_SUCCESS; i++) {
+    const CUstreamBatchMemOpParams* p = &paramArray[i];
+    switch (p->operation) {
+      case CU_STREAM_MEM_OP_WAIT_VALUE_32:
+        r = waitOp(&ops[i], "cuStreamBatchMemOp(CU_STREAM_MEM_OP_WAIT_VALUE_32)", p->waitValue.address, 4,
+                   p->waitValue.value, p->waitValue.flags);
+        break;
+      case CU_STREAM_MEM_OP_WAIT_VALUE_64:
+        r = waitOp(&ops[i], "cuStreamBatchMemOp(CU_STREAM_MEM_OP_WAIT_VALUE_64)", p->waitValue.address, 8,
+                   p->waitValue.value64, p->waitValue.flags);
+        break;
+      case CU_STREAM_MEM_OP_WRITE_VALUE_32:
+        r = writeOp(&ops[i], "cuStreamBatchMemOp(CU_STREAM_MEM_OP_WRITE_VALUE_32)", p->writeValue.address, 4,
+                    p->writeValue.value, p->writeValue.flags);
+        break;
+      case CU_STREAM_MEM_OP_WRITE_VALUE_64:
+        r = writeOp(&ops[i], "cuStreamBatchMemOp(CU_STREAM_MEM_OP_WRITE_VALUE_64)", p->writeValue.address, 8,
+                    p->writeValue.value64, p->writeValue.flags);
+        break;
+      case CU_STREAM_MEM_OP_BARRIER:
+        // The worker runs ops one after another, so a barrier orders nothing more; it stays a full fence.
+        if (p->memoryBarrier.flags != CU_STREAM_MEMORY_BARRIER_TYPE_SYS &&
+            p->memoryBarrier.flags != CU_STREAM_MEMORY_BARRIER_TYPE_GPU)
+          r = CUDA_ERROR_INVALID_VALUE;
+        else
+          ops[i] = (simOp){.kind = OP_FENCE};
+        break;
+      case CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES:
+        r = simNotImplemented("cuStreamBatchMemOp with CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES");
+        break;
+      default:
+        r = CUDA_ERROR_INVALID_VALUE;
+        break;
+    }
+  }
+  if (r == CUDA_SUCCESS) r = enqueueMemOps(stream, ops, count);
+  free(ops);
+  return r;
 }
