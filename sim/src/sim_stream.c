@@ -11,6 +11,7 @@
 // streams, and work queued later on a blocking stream waits for it (simEnqueueWork).
 #include <errno.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1213,4 +1214,89 @@ CUresult CUDAAPI cuStreamBatchMemOp(CUstream stream, unsigned int count, CUstrea
   if (r == CUDA_SUCCESS) r = enqueueMemOps(stream, ops, count);
   free(ops);
   return r;
+}
+
+// ---- batches of copies -------------------------------------------------------------------------
+// cudaMemcpyBatchAsync / cuMemcpyBatchAsync (CUDA 13: no failIdx). The batch runs in stream order as a
+// whole; its copies run one after another on the stream's worker (a GPU may spread them over its copy
+// engines in any order, so no copy of a batch may depend on another).
+
+_Static_assert(sizeof(struct cudaMemcpyAttributes) == sizeof(CUmemcpyAttributes) &&
+                   offsetof(struct cudaMemcpyAttributes, srcAccessOrder) ==
+                       offsetof(CUmemcpyAttributes, srcAccessOrder) &&
+                   offsetof(struct cudaMemcpyAttributes, flags) == offsetof(CUmemcpyAttributes, flags),
+               "the runtime's and the driver's copy attributes share one layout");
+_Static_assert(sizeof(CUdeviceptr) == sizeof(void*), "driver and runtime pointer arrays share one layout");
+
+static CUresult copyBatch(void* const* dsts, const void* const* srcs, const size_t* sizes, size_t count,
+                          const CUmemcpyAttributes* attrs, const size_t* attrsIdxs, size_t numAttrs, CUstream s) {
+  if (!dsts || !srcs || !sizes || count == 0 || !attrs || !attrsIdxs || numAttrs == 0 || numAttrs > count)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (s == NULL || s == CU_STREAM_LEGACY) return CUDA_ERROR_INVALID_VALUE;  // "must not be legacy NULL stream"
+  for (size_t k = 0; k < numAttrs; k++) {
+    // attrsIdxs: 0 first, strictly increasing, every entry a copy's index.
+    if (attrsIdxs[k] >= count || (k == 0 ? attrsIdxs[0] != 0 : attrsIdxs[k] <= attrsIdxs[k - 1]))
+      return CUDA_ERROR_INVALID_VALUE;
+    if (attrs[k].srcAccessOrder < CU_MEMCPY_SRC_ACCESS_ORDER_STREAM ||
+        attrs[k].srcAccessOrder > CU_MEMCPY_SRC_ACCESS_ORDER_ANY)
+      return CUDA_ERROR_INVALID_VALUE;
+    // The overlap flag is a hint: the sim's copies run on the stream's worker, beside any kernel.
+    if (attrs[k].flags & ~(unsigned)CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE) return CUDA_ERROR_INVALID_VALUE;
+  }
+  CUresult r = checkStream(s);
+  if (r != CUDA_SUCCESS) return r;
+  simOp* ops = calloc(count, sizeof(*ops));
+  if (!ops) return CUDA_ERROR_OUT_OF_MEMORY;
+  size_t n = 0, k = 0;
+  for (size_t i = 0; i < count && r == CUDA_SUCCESS; i++) {
+    while (k + 1 < numAttrs && attrsIdxs[k + 1] <= i) k++;
+    if (sizes[i] == 0) continue;
+    if (!dsts[i] || !srcs[i] || !simRangeUsable((uintptr_t)dsts[i], sizes[i], 1) ||
+        !simRangeUsable((uintptr_t)srcs[i], sizes[i], 1) || !vmmAccessOk(dsts[i], CU_MEM_ACCESS_FLAGS_PROT_READWRITE) ||
+        !vmmAccessOk(srcs[i], CU_MEM_ACCESS_FLAGS_PROT_READ)) {
+      r = CUDA_ERROR_INVALID_VALUE;
+      break;
+    }
+    simOp* op = &ops[n++];
+    *op = (simOp){.kind = OP_COPY, .dst = dsts[i], .src = srcs[i], .n = sizes[i]};
+    // Read before the call returns, so the caller may reuse the source at once (a stack variable).
+    // STREAM and ANY read it in stream order, which ANY allows.
+    if (attrs[k].srcAccessOrder == CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL) {
+      void* staged = malloc(sizes[i]);
+      if (!staged) {
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+        n--;
+        break;
+      }
+      memcpy(staged, srcs[i], sizes[i]);
+      op->src = staged;
+      op->ownSrc = 1;
+    }
+  }
+  if (r == CUDA_SUCCESS && n > 0) {
+    if (s == CU_STREAM_PER_THREAD) {
+      for (size_t i = 0; i < n; i++) runOp(&ops[i]);  // that stream runs inline (see submit)
+    } else {
+      r = enqueueOps(s, ops, n);
+      if (r == CUDA_SUCCESS) n = 0;  // the queued ops own their staged sources
+    }
+  }
+  for (size_t i = 0; i < n; i++)
+    if (ops[i].ownSrc) free((void*)ops[i].src);
+  free(ops);
+  return r;
+}
+
+cudaError_t CUDARTAPI cudaMemcpyBatchAsync(void* const* dsts, const void* const* srcs, const size_t* sizes,
+                                           size_t count, struct cudaMemcpyAttributes* attrs, size_t* attrsIdxs,
+                                           size_t numAttrs, cudaStream_t stream) {
+  simRtInit();
+  return simRtErr(
+      rt(copyBatch(dsts, srcs, sizes, count, (const CUmemcpyAttributes*)attrs, attrsIdxs, numAttrs, stream)));
+}
+
+CUresult CUDAAPI cuMemcpyBatchAsync(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
+                                    CUmemcpyAttributes* attrs, size_t* attrsIdxs, size_t numAttrs, CUstream hStream) {
+  DRIVER_ENTRY();
+  return copyBatch((void* const*)dsts, (const void* const*)srcs, sizes, count, attrs, attrsIdxs, numAttrs, hStream);
 }
