@@ -718,9 +718,38 @@ static void fp16bf16RoundTrip(void) {
   }
 }
 
+// A launch queued behind a stream memory wait that gives up (its stream destroyed, the value never
+// written) never runs; the sim frees its state (ASan's leak check sees it) and the stream's thread ends.
+static void launchDroppedBehindAbandonedWait(void) {
+  if (!MCCL_TEST_ON_SIM) SKIP("a GPU keeps such a stream blocked forever");
+  setup();
+  CHECK_STOPPED();
+  CUfunction f = func((const void*)indexKernel);
+  EXPECT_TRUE(f != NULL);
+  uint32_t *flag = NULL, *d = NULL, h[8];
+  EXPECT_CUDA_OK(cudaHostAlloc((void**)&flag, 64, cudaHostAllocDefault));
+  __atomic_store_n(flag, 0, __ATOMIC_RELEASE);
+  EXPECT_CUDA_OK(cudaMalloc((void**)&d, 64 * 8 * sizeof(uint32_t)));
+  EXPECT_CUDA_OK(mcclTestMemset(d, 0, 64 * 8 * sizeof(uint32_t)));
+  int th0 = mcclTestCountThreads();
+  cudaStream_t s;
+  EXPECT_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  EXPECT_CU_OK(cuStreamWaitValue32(s, (CUdeviceptr)(uintptr_t)flag, 1, CU_STREAM_WAIT_VALUE_EQ));
+  struct IndexArgs args = {d, 0x600d};
+  void* params[] = {&args};
+  EXPECT_CU_OK(cuLaunchKernel(f, 1, 1, 1, 64, 1, 1, 0, s, params, NULL));
+  EXPECT_CUDA_OK(cudaStreamDestroy(s));
+  EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
+  EXPECT_CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_CUDA_OK(cudaMemcpy(h, d, sizeof(h), cudaMemcpyDeviceToHost));
+  EXPECT_EQ(h[0], 0);
+  EXPECT_CUDA_OK(cudaFree(d));
+  EXPECT_CUDA_OK(cudaFreeHost(flag));
+}
+
 MCCL_TEST_MAIN(MCCL_TEST_CASE(indicesEveryThread), MCCL_TEST_CASE(syncthreadsVotes),
                MCCL_TEST_CASE(namedBarriersSubsets), MCCL_TEST_CASE(sharedStructPerBlock),
                MCCL_TEST_CASE(twoStreamsPingPong), MCCL_TEST_CASE(ringOfGrids), MCCL_TEST_CASE(legacyStreamIsAsync),
                MCCL_TEST_CASE(nullStreamCallsReturnEarly),
                MCCL_TEST_CASE(badLaunches), MCCL_TEST_CASE(dependentLaunchChain), MCCL_TEST_CASE(oversizedBlockReduced),
-               MCCL_TEST_CASE(fp16bf16RoundTrip))
+               MCCL_TEST_CASE(fp16bf16RoundTrip), MCCL_TEST_CASE(launchDroppedBehindAbandonedWait))
