@@ -104,7 +104,7 @@ typedef struct mcclLabComm {
                                           beyond MCCL_SYM_MAX_RANKS ranks or without cuMem (ring only) */
   uint64_t* seqCounters;             /**< [MCCL_SIGNAL_MAX_BLOCKS] device: symmetric calls so far (kernels keep them) */
   mcclLabWindow* windows;            /**< registered windows */
-  struct mcclDevComm* devComm;       /**< device: the kernels' view of the communicator (ranks, ring, channels) */
+  struct mcclKernelComm* devComm;    /**< device: the kernels' view of the communicator (ranks, ring, channels) */
   volatile uint32_t* status;         /**< host view of a host-mapped word where a kernel that aborted writes
                                           mcclDevStatusAborted (enum mcclDevStatus; 0 until then) */
   uint32_t* statusDev;               /**< device view of it, for kernels */

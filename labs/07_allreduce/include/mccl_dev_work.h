@@ -4,7 +4,7 @@
  * plan, collective (struct mcclDevWorkColl, NCCL's ncclDevWorkColl) and point-to-point (struct
  * mcclDevWorkP2p, NCCL's ncclDevWorkP2p), the launch's argument that holds them (struct
  * mcclDevKernelArgs, NCCL's ncclDevKernelArgs with its works in the argument space), the communicator's
- * device half (struct mcclDevComm, NCCL's ncclKernelComm and its channels), and the layout of the
+ * device half (struct mcclKernelComm, NCCL's ncclKernelComm with its channels), and the layout of the
  * symmetric kernels' signal area. A header that compiles as C11 (the planner fills it), C++ (the sim's
  * kernels) and CUDA (nvcc).
  * @ingroup lab07
@@ -159,7 +159,7 @@ struct mcclDevWorkP2p {
  * @brief The communicator's device half (NCCL's ncclKernelComm and its ncclDevChannel array), in device
  * memory, written once when the communicator is made. A kernel copies it into shared memory.
  */
-struct mcclDevComm {
+struct mcclKernelComm {
   int32_t rank;         /**< this rank */
   int32_t nRanks;       /**< ranks */
   int32_t nChannels;    /**< ring channels */
@@ -187,7 +187,7 @@ struct mcclDevComm {
  * the header, its works and the communicator's device half into shared memory.
  */
 struct mcclDevKernelArgs {
-  const struct mcclDevComm* comm;        /**< device: the communicator's device half */
+  const struct mcclKernelComm* comm;     /**< device: the communicator's device half */
   volatile uint32_t* abortFlag;          /**< device view of the communicator's host-mapped abort flag */
   uint32_t* status;                      /**< device view of the host-mapped status word (enum mcclDevStatus):
                                               a block that aborted writes mcclDevStatusAborted */

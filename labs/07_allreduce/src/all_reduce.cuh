@@ -13,7 +13,7 @@
 // step n-1 produces the final chunk ringIx (postOp: SumPostDiv divides), the rest pass it around.
 template <typename T, typename RedOp, typename Proto>
 __device__ bool mcclRunRing(const struct mcclDevWorkColl& w, uint64_t redOpArg, int tid, int nthreads) {
-  const struct mcclDevComm& comm = kShmem.comm;
+  const struct mcclKernelComm& comm = kShmem.comm;
   const int nranks = comm.nRanks;
   const int ringIx = comm.ringIndex;
   const int ch = blockIdx.x;

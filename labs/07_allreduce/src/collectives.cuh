@@ -31,7 +31,7 @@ __device__ __forceinline__ void mcclCollChannelPart(const struct mcclDevWorkColl
 // receives it, keeps a copy and passes it on, except the root's prev, which only receives.
 template <typename T, typename RedOp, typename Proto>
 __device__ bool mcclRunBroadcastRing(const struct mcclDevWorkColl& w, uint64_t redOpArg, int tid, int nthreads) {
-  const struct mcclDevComm& comm = kShmem.comm;
+  const struct mcclKernelComm& comm = kShmem.comm;
   const int rank = comm.ringRanks[0], nextRank = comm.ringRanks[1];
   const bool isRoot = rank == w.root, nextIsRoot = nextRank == w.root;
   const bool inPlace = w.sendbuff == (const void*)w.recvbuff;
@@ -61,7 +61,7 @@ __device__ bool mcclRunBroadcastRing(const struct mcclDevWorkColl& w, uint64_t r
 // partial result on; the root adds its input last and writes the result (postOp: SumPostDiv divides).
 template <typename T, typename RedOp, typename Proto>
 __device__ bool mcclRunReduceRing(const struct mcclDevWorkColl& w, uint64_t redOpArg, int tid, int nthreads) {
-  const struct mcclDevComm& comm = kShmem.comm;
+  const struct mcclKernelComm& comm = kShmem.comm;
   const int rank = comm.ringRanks[0], prevRank = comm.ringRanks[comm.nRanks - 1];
   const bool isRoot = rank == w.root, prevIsRoot = prevRank == w.root;
   int64_t lo, n;
@@ -87,7 +87,7 @@ __device__ bool mcclRunReduceRing(const struct mcclDevWorkColl& w, uint64_t redO
 // keeps it and passes it on, and last receives the block of its next (which went all the way round).
 template <typename T, typename RedOp, typename Proto>
 __device__ bool mcclRunAllGatherRing(const struct mcclDevWorkColl& w, uint64_t redOpArg, int tid, int nthreads) {
-  const struct mcclDevComm& comm = kShmem.comm;
+  const struct mcclKernelComm& comm = kShmem.comm;
   const int nranks = comm.nRanks;
   const int64_t count = (int64_t)w.count;
   const bool inPlace = (const T*)w.sendbuff == (const T*)w.recvbuff + comm.ringRanks[0] * count;
@@ -119,7 +119,7 @@ __device__ bool mcclRunAllGatherRing(const struct mcclDevWorkColl& w, uint64_t r
 // its input to its own block's result and writes it (postOp: SumPostDiv divides).
 template <typename T, typename RedOp, typename Proto>
 __device__ bool mcclRunReduceScatterRing(const struct mcclDevWorkColl& w, uint64_t redOpArg, int tid, int nthreads) {
-  const struct mcclDevComm& comm = kShmem.comm;
+  const struct mcclKernelComm& comm = kShmem.comm;
   const int nranks = comm.nRanks;
   const int64_t count = (int64_t)w.count;
   int64_t lo, n;

@@ -2,7 +2,7 @@
 // a proxy and a bootstrap (labs 05 and common), the peer records, one ring over all ranks
 // (src/graph/rings.cc: here ranks in device order), nChannels channels connected send -> next and
 // recv <- prev by lab 06's mcclTransportP2pConnect/P2pSetup (src/transport.cc), device arrays of the
-// per-channel connections and the kernels' view of the communicator (struct mcclDevComm), a host-mapped
+// per-channel connections and the kernels' view of the communicator (struct mcclKernelComm), a host-mapped
 // abort flag and status word, and a signal area every rank maps.
 #include <pthread.h>
 #include <stdlib.h>
@@ -151,7 +151,7 @@ static int p2pNChannels(int nChannels) {
 // The kernels' view of the communicator (NCCL's ncclKernelComm and its channels in device memory),
 // written once: every launch's argument points at it, and the generic kernel copies it into shared memory.
 static mcclResult_t devCommCreate(mcclLabComm* comm) {
-  struct mcclDevComm dc;
+  struct mcclKernelComm dc;
   memset(&dc, 0, sizeof(dc));
   dc.rank = comm->rank;
   dc.nRanks = comm->nRanks;

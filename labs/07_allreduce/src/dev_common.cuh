@@ -13,7 +13,7 @@
 // state. Lab 06's mcclShmem.work carries what its Primitives read: the abort flag and the trace switch.
 struct mcclKernelShmem {
   struct mcclDevKernelArgs args;
-  struct mcclDevComm comm;
+  struct mcclKernelComm comm;
   uint64_t works[(MCCL_DEV_ARGS_BYTES - sizeof(struct mcclDevKernelArgs)) / 8];
   uint64_t redOpArg;                   // the current work's operation argument (a device scalar, loaded)
   uint64_t seq;                        // the symmetric calls before this launch (this block's counter)
@@ -33,13 +33,13 @@ __device__ __forceinline__ const struct mcclDevWorkP2p* mcclP2pWorks() {
 // (lab 06's mcclCopyToShmem, every thread a word), then the fields lab 06's Primitives read.
 __device__ __forceinline__ void mcclLoadKernelArgs(const struct mcclDevKernelArgsStorage& p, int tid, int nthreads) {
   static_assert(sizeof(struct mcclDevKernelArgs) % 16 == 0 && sizeof(struct mcclDevWorkColl) % 8 == 0 &&
-                    sizeof(struct mcclDevWorkP2p) % 8 == 0 && sizeof(struct mcclDevComm) % 8 == 0,
+                    sizeof(struct mcclDevWorkP2p) % 8 == 0 && sizeof(struct mcclKernelComm) % 8 == 0,
                 "copied in 4-byte words, works 8-byte aligned");
   const int workBytes =
       p.args.nColl * (int)sizeof(struct mcclDevWorkColl) + p.args.nP2p * (int)sizeof(struct mcclDevWorkP2p);
   mcclCopyToShmem(&kShmem.args, &p.args, (int)sizeof(struct mcclDevKernelArgs), tid, nthreads);
   mcclCopyToShmem(kShmem.works, p.works, workBytes, tid, nthreads);
-  mcclCopyToShmem(&kShmem.comm, p.args.comm, (int)sizeof(struct mcclDevComm), tid, nthreads);
+  mcclCopyToShmem(&kShmem.comm, p.args.comm, (int)sizeof(struct mcclKernelComm), tid, nthreads);
   if (tid == 0) {
     mcclShmem.work.abortFlag = p.args.abortFlag;
     mcclShmem.work.trace = p.args.trace;
