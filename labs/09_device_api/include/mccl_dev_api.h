@@ -1,0 +1,429 @@
+/**
+ * @file mccl_dev_api.h
+ * @brief Lab 09: the device API's host half and the objects kernels read: the device communicator
+ * (mcclDevComm), teams, the LSA barrier's handle, device windows whose peers sit in one flat range at a
+ * stride of whole 4 GiB units, and the requirements a device communicator is created from.
+ * @ingroup lab09
+ */
+#ifndef MCCL_DEV_API_H_
+#define MCCL_DEV_API_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda_runtime.h>
+#include "mccl_allreduce.h"
+#include "mccl_result.h"
+#include "mccl_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * @defgroup lab09 Lab 09: the device API
+ * @brief Kernels that communicate by themselves (NCCL 2.28.9 src/include/nccl_device/, src/dev_runtime.cc,
+ * src/device/symmetric/): a device communicator made from requirements, teams and their rank conversions,
+ * cooperative groups, LSA barrier sessions, and pointers into peers' symmetric windows found by arithmetic
+ * on one flat base. The device half is in `device/dev_api.cuh` (for `.cu` files, on both backends).
+ *
+ * @code
+ * mcclLabWindow* w;                                               // lab 07: collective, every rank
+ * MCCLCHECK(mcclLabWindowRegister(comm, buf, bytes, &w));
+ * mcclWindow_t win;                                               // this rank's device view of it
+ * MCCLCHECK(mcclDevWindowCreate(comm, w, &win));
+ * mcclDevCommRequirements reqs = MCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+ * reqs.lsaBarrierCount = nBlocks;                                 // one barrier per block
+ * mcclDevComm dc;
+ * MCCLCHECK(mcclDevCommCreate(comm, &reqs, &dc));                 // collective
+ * MCCLCHECK(mcclDevAllReduceOneShot(&dc, win, 0, out, count, mcclFloat32, nBlocks, stream));
+ * cudaStreamSynchronize(stream);
+ * MCCLCHECK(mcclDevCommDestroy(comm, &dc));
+ * MCCLCHECK(mcclDevWindowDestroy(comm, win));
+ * MCCLCHECK(mcclLabWindowDeregister(comm, w));
+ * @endcode
+ * @{
+ */
+
+/** @brief Host and device inline functions: the teams' arithmetic runs on both sides. */
+#if defined(__CUDACC__)
+#define MCCL_HOST_DEVICE_INLINE __host__ __device__ __forceinline__
+#else
+#define MCCL_HOST_DEVICE_INLINE static inline
+#endif
+
+/** @brief Contexts a window names for GIN (NCCL_GIN_MAX_CONTEXTS): kept for the layout, always empty here. */
+#define MCCL_GIN_MAX_CONTEXTS 4
+/** @brief The unit of the resource window's handles: a handle is an offset in 128-byte lines. */
+#define MCCL_DEV_RESOURCE_LINE 128
+/** @brief The most bytes a device communicator's resource window holds (barriers and extra buffers). */
+#define MCCL_DEV_RESOURCE_MAX_BYTES ((size_t)256 << 20)
+
+/** @brief A set of ranks as (nRanks, this rank's index in it, the world distance between neighbours)
+ *  (NCCL's ncclTeam). */
+typedef struct mcclTeam {
+  int nRanks; /**< ranks in the team */
+  int rank;   /**< this rank's index in the team */
+  int stride; /**< world ranks between consecutive members */
+} mcclTeam;
+/** @brief NCCL's ncclTeam_t spelling. */
+typedef mcclTeam mcclTeam_t;
+
+/** @brief A handle to a buffer of the resource window: its offset in MCCL_DEV_RESOURCE_LINE lines. */
+typedef uint32_t mcclDevResourceHandle;
+
+/**
+ * @brief A window as kernels see it, in device memory (NCCL's ncclWindow_vidmem, same layout): rank r of
+ * the LSA team has its buffer at lsaFlatBase + r * (stride4G << 32); this rank's is at lsaRank.
+ */
+struct mcclWindow_vidmem {
+  void* winHost;                        /**< the host's record of this window (lab 09's, opaque) */
+  char* lsaFlatBase;                    /**< LSA rank 0's buffer; every LSA rank's follows at the stride */
+  int lsaRank;                          /**< this rank in the LSA team */
+  int worldRank;                        /**< this rank in the world */
+  uint32_t stride4G;                    /**< bytes between two ranks' buffers, in units of 4 GiB */
+  uint32_t mcOffset4K;                  /**< multicast offset: no multimem here, always 0 */
+  uint32_t ginOffset4K;                 /**< GIN offset: no GIN here, always 0 */
+  void* ginWins[MCCL_GIN_MAX_CONTEXTS]; /**< GIN windows: always NULL */
+};
+/** @brief A device window: a device pointer (NCCL's ncclWindow_t). */
+typedef struct mcclWindow_vidmem* mcclWindow_t;
+
+/** @brief A multicast object's base (NCCL's ncclMultimemHandle): never set, multimem is refused. */
+typedef struct mcclMultimemHandle {
+  void* mcBasePtr; /**< always NULL */
+} mcclMultimemHandle;
+
+/** @brief An LSA barrier's memory in the resource window and how many barriers it holds
+ *  (NCCL's ncclLsaBarrierHandle). */
+typedef struct mcclLsaBarrierHandle {
+  mcclDevResourceHandle bufHandle; /**< where its state starts */
+  int nBarriers;                   /**< independent barriers (a session names one by index) */
+} mcclLsaBarrierHandle;
+
+/** @brief A GIN barrier's handle (NCCL's ncclGinBarrierHandle): kept for the layout, always zero. */
+typedef struct mcclGinBarrierHandle {
+  uint32_t signal0;                /**< first GIN signal */
+  mcclDevResourceHandle bufHandle; /**< its memory */
+} mcclGinBarrierHandle;
+
+/**
+ * @brief The device communicator a kernel takes by value (NCCL's ncclDevComm, same layout): ranks, the LSA
+ * team, and the resource window that holds the LSA barriers and the buffers the requirements asked for.
+ */
+typedef struct mcclDevComm {
+  int rank;                                        /**< this rank in the world */
+  int nRanks;                                      /**< world size */
+  uint32_t nRanks_rcp32;                           /**< reciprocal of nRanks for division without a divide */
+  int lsaRank;                                     /**< this rank in the LSA team */
+  int lsaSize;                                     /**< ranks that reach each other's memory by load/store */
+  uint32_t lsaSize_rcp32;                          /**< reciprocal of lsaSize */
+  struct mcclDevCommWindowTable* windowTable;      /**< pointer-to-window lookup (not served: NULL) */
+  mcclWindow_t resourceWindow;                     /**< the resource window, device memory */
+  struct mcclWindow_vidmem resourceWindow_inlined; /**< a copy of it, so kernels skip one load */
+  mcclMultimemHandle lsaMultimem;                  /**< multicast of the LSA team: none */
+  mcclLsaBarrierHandle lsaBarrier;                 /**< the LSA barriers in the resource window */
+  mcclGinBarrierHandle railGinBarrier;             /**< the rail team's GIN barrier: none */
+  uint8_t ginContextCount;                         /**< GIN contexts: 0 */
+  uint8_t ginTypes[4];                             /**< unused */
+  void* ginHandles[4];                             /**< unused */
+  uint32_t ginSignalBase;                          /**< unused */
+  int ginSignalCount;                              /**< unused */
+  uint32_t ginCounterBase;                         /**< unused */
+  int ginCounterCount;                             /**< unused */
+  uint64_t* ginSignalShadows;                      /**< unused */
+} mcclDevComm;
+
+/** @brief One buffer a device communicator's resource window holds (NCCL's ncclDevResourceRequirements). */
+typedef struct mcclDevResourceRequirements {
+  struct mcclDevResourceRequirements* next; /**< the list */
+  size_t bufferSize;                        /**< bytes */
+  size_t bufferAlign;                       /**< alignment (at least MCCL_DEV_RESOURCE_LINE), a power of two or 0 */
+  mcclDevResourceHandle* outBufferHandle;   /**< if non-NULL, set to the buffer's handle by mcclDevCommCreate */
+  int ginSignalCount;                       /**< must be 0: no GIN */
+  int ginCounterCount;                      /**< must be 0: no GIN */
+  uint32_t* outGinSignalStart;              /**< ignored */
+  uint32_t* outGinCounterStart;             /**< ignored */
+} mcclDevResourceRequirements;
+
+/** @brief A team the device communicator should prepare (NCCL's ncclTeamRequirements): only multimem is asked
+ *  for this way, and multimem is refused. */
+typedef struct mcclTeamRequirements {
+  struct mcclTeamRequirements* next;     /**< the list */
+  mcclTeam team;                         /**< the team */
+  bool multimem;                         /**< must be false */
+  mcclMultimemHandle* outMultimemHandle; /**< ignored */
+} mcclTeamRequirements;
+
+/** @brief What a device communicator must hold (NCCL's ncclDevCommRequirements, same fields). */
+typedef struct mcclDevCommRequirements {
+  mcclDevResourceRequirements* resourceRequirementsList; /**< extra buffers in the resource window, or NULL */
+  mcclTeamRequirements* teamRequirementsList;            /**< teams with multimem: must hold none */
+  bool lsaMultimem;                                      /**< multicast on the LSA team: refused (mcclInvalidUsage) */
+  int barrierCount;        /**< barriers over the world (LSA part; a rail part would need GIN) */
+  int lsaBarrierCount;     /**< LSA barriers; the communicator gets max(barrierCount, lsaBarrierCount) */
+  int railGinBarrierCount; /**< must be 0: no GIN */
+  int lsaLLA2ABlockCount;  /**< must be 0: the LL all-to-all is not served */
+  int lsaLLA2ASlotCount;   /**< must be 0 */
+  bool ginForceEnable;     /**< must be false: no GIN */
+  int ginContextCount;     /**< a hint (as in NCCL): ignored, the communicator has 0 */
+  int ginSignalCount;      /**< must be 0 */
+  int ginCounterCount;     /**< must be 0 */
+} mcclDevCommRequirements;
+
+/** @brief Requirements that ask for nothing (NCCL's `= {}`): set the counts you need. */
+#define MCCL_DEV_COMM_REQUIREMENTS_INITIALIZER \
+  { NULL, NULL, false, 0, 0, 0, 0, 0, false, 0, 0, 0 }
+
+/**
+ * @brief The LSA team of a communicator: the ranks of this rank's host, when every host's ranks are
+ * consecutive in the world and every host has as many; otherwise this rank alone (NCCL's devr lsaSelf /
+ * lsaSize rule: an LSA team must be a contiguous range of world ranks, and all of them of one size).
+ * @param[in]  comm     the communicator.
+ * @param[out] lsaRank  this rank's index in it.
+ * @param[out] lsaSize  its size.
+ * @return mcclSuccess; mcclInvalidArgument (NULL).
+ */
+mcclResult_t mcclDevLsaTeamOf(const mcclLabComm* comm, int* lsaRank, int* lsaSize);
+
+/**
+ * @brief The requirement of `nBarriers` LSA barriers over `team` (NCCL's ncclLsaBarrierCreateRequirement):
+ * the resource buffer their state needs, (3 + team.nRanks) * nBarriers 32-bit words (an epoch per barrier for
+ * unicast and for multicast, a multicast inbox, and an inbox slot per peer), and the handle that will name it.
+ * Chain outReq into mcclDevCommRequirements::resourceRequirementsList; mcclDevCommCreate fills the handle.
+ * @param[in]  team       the team (nRanks >= 1).
+ * @param[in]  nBarriers  >= 0.
+ * @param[out] outHandle  the barrier's handle (bufHandle set by mcclDevCommCreate).
+ * @param[out] outReq     the requirement, zeroed then filled.
+ * @return mcclSuccess; mcclInvalidArgument (NULL, bad team, negative or overflowing count).
+ */
+mcclResult_t mcclLsaBarrierCreateRequirement(mcclTeam team, int nBarriers, mcclLsaBarrierHandle* outHandle,
+                                             mcclDevResourceRequirements* outReq);
+
+/**
+ * @brief Create a device communicator (NCCL's ncclDevCommCreate). Collective over the communicator: the
+ * resource window (LSA barriers, then the requirements' buffers, zeroed) is registered on every rank as a lab
+ * 07 window and mapped at NCCL's 4 GiB stride (mcclDevWindowCreate). A rank whose requirements are refused
+ * still takes part in that registration with a refusal, so every rank fails at once.
+ * @param[in]  comm     the communicator (not aborted).
+ * @param[in]  reqs     the requirements, the same on every rank.
+ * @param[out] devComm  the device communicator, to pass by value to kernels; written only on success.
+ * @return mcclSuccess; mcclInvalidArgument (NULL, negative counts, more barriers or buffer bytes than
+ *         MCCL_DEV_RESOURCE_MAX_BYTES hold); mcclInvalidUsage (an aborted communicator: nothing is allocated;
+ *         GIN, multimem or LL all-to-all requirements: not served); errors of the layers below.
+ */
+mcclResult_t mcclDevCommCreate(mcclLabComm* comm, const mcclDevCommRequirements* reqs, mcclDevComm* devComm);
+
+/**
+ * @brief Free a device communicator's resource window (NCCL's ncclDevCommDestroy). Not collective. Kernels
+ * that use it must have ended (synchronize their streams first).
+ * @param[in] comm     the communicator it was created on.
+ * @param[in] devComm  from mcclDevCommCreate on comm.
+ * @return mcclSuccess; mcclInvalidArgument (NULL, destroyed already, or created on another communicator).
+ */
+mcclResult_t mcclDevCommDestroy(mcclLabComm* comm, const mcclDevComm* devComm);
+
+/**
+ * @brief The device view of a lab 07 window (NCCL's window handle, ncclWindow_t): a new reservation of
+ * lsaSize * stride bytes, the stride the largest buffer rounded up to whole 4 GiB units, where each LSA
+ * peer's buffer, already mapped by the window, is mapped again at lsaRank * stride; and a struct
+ * mcclWindow_vidmem in device memory that describes it. Not collective.
+ * @param[in]  comm    the communicator (not aborted).
+ * @param[in]  win     a window of comm (mcclLabWindowRegister).
+ * @param[out] devWin  the device window; written only on success.
+ * @return mcclSuccess; mcclInvalidArgument (NULL); mcclInvalidUsage (aborted communicator; a window not
+ *         registered on comm; a window that is not symmetric: an LSA peer's buffer is not mapped);
+ *         errors of lab 01 and lab 03.
+ */
+mcclResult_t mcclDevWindowCreate(mcclLabComm* comm, mcclLabWindow* win, mcclWindow_t* devWin);
+
+/**
+ * @brief Unmap and free a device window. Not collective; kernels that use it must have ended.
+ * @param[in] comm    the communicator it was created on.
+ * @param[in] devWin  from mcclDevWindowCreate, or NULL (a no-op).
+ * @return mcclSuccess; mcclInvalidArgument (destroyed already, or created on another communicator).
+ */
+mcclResult_t mcclDevWindowDestroy(mcclLabComm* comm, mcclWindow_t devWin);
+
+/**
+ * @brief The host's copy of a device window (what kernels read through devWin).
+ * @param[in]  comm    the communicator.
+ * @param[in]  devWin  from mcclDevWindowCreate on comm.
+ * @param[out] out     the copy.
+ * @return mcclSuccess; mcclInvalidArgument (NULL, not a live device window of comm).
+ */
+mcclResult_t mcclDevWindowGetHost(const mcclLabComm* comm, mcclWindow_t devWin, struct mcclWindow_vidmem* out);
+
+/** @brief The world team of a communicator (NCCL's ncclTeamWorld(ncclComm_t)). @param[in] comm the communicator.
+ *  @return the team ({0, 0, 0} for NULL). */
+mcclTeam mcclTeamWorld(const mcclLabComm* comm);
+/** @brief The LSA team (NCCL's ncclTeamLsa(ncclComm_t)). @param[in] comm the communicator.
+ *  @return the team ({0, 0, 0} for NULL). */
+mcclTeam mcclTeamLsa(const mcclLabComm* comm);
+/** @brief The rail team: the ranks at this rank's LSA index on every host (NCCL's ncclTeamRail(ncclComm_t)).
+ *  @param[in] comm the communicator. @return the team ({0, 0, 0} for NULL). */
+mcclTeam mcclTeamRail(const mcclLabComm* comm);
+/** @brief World rank of `rank` of team (NCCL's ncclTeamRankToWorld(ncclComm_t, ...)).
+ *  @param[in] comm the communicator. @param[in] team a team of it. @param[in] rank an index in team.
+ *  @return the world rank (-1 for NULL). */
+int mcclTeamRankToWorld(const mcclLabComm* comm, mcclTeam team, int rank);
+/** @brief LSA rank of `rank` of team (NCCL's ncclTeamRankToLsa(ncclComm_t, ...)).
+ *  @param[in] comm the communicator. @param[in] team a team of it. @param[in] rank an index in team.
+ *  @return the LSA rank (-1 for NULL). */
+int mcclTeamRankToLsa(const mcclLabComm* comm, mcclTeam team, int rank);
+
+/** @brief Whether member `bRank` of team b is a member of team a (NCCL's ncclTeamRankIsMember).
+ *  @param[in] a a team. @param[in] b a team with this rank. @param[in] bRank an index in b.
+ *  @return true if it is. */
+MCCL_HOST_DEVICE_INLINE bool mcclTeamRankIsMember(mcclTeam a, mcclTeam b, int bRank) {
+  int wrank = (bRank - b.rank) * b.stride;
+  int arank = a.rank + wrank / a.stride;
+  return 0 <= arank && arank < a.nRanks && wrank % a.stride == 0;
+}
+/** @brief Index in team a of member `bRank` of team b (NCCL's ncclTeamRankToTeam).
+ *  @param[in] a a team. @param[in] b a team with this rank. @param[in] bRank an index in b.
+ *  @return the index in a. */
+MCCL_HOST_DEVICE_INLINE int mcclTeamRankToTeam(mcclTeam a, mcclTeam b, int bRank) {
+  return a.rank + (bRank - b.rank) * b.stride / a.stride;
+}
+/** @brief The inner factor of a team cut in groups of innerSize consecutive members (NCCL's ncclTeamInnerFactor).
+ *  @param[in] parent the team. @param[in] innerSize group size. @return the group with this rank. */
+MCCL_HOST_DEVICE_INLINE mcclTeam mcclTeamInnerFactor(mcclTeam parent, int innerSize) {
+  mcclTeam t = {innerSize, parent.rank % innerSize, parent.stride};
+  return t;
+}
+/** @brief The outer factor: this rank's index across the groups (NCCL's ncclTeamOuterFactor).
+ *  @param[in] parent the team. @param[in] innerSize group size. @return the team across groups. */
+MCCL_HOST_DEVICE_INLINE mcclTeam mcclTeamOuterFactor(mcclTeam parent, int innerSize) {
+  mcclTeam t = {parent.nRanks / innerSize, parent.rank / innerSize, parent.stride * innerSize};
+  return t;
+}
+/** @brief Offset of a resource buffer in the resource window (NCCL's ncclGetResourceBufferOffset).
+ *  @param[in] h the handle. @return bytes. */
+MCCL_HOST_DEVICE_INLINE size_t mcclGetResourceBufferOffset(mcclDevResourceHandle h) {
+  return (size_t)h * MCCL_DEV_RESOURCE_LINE;
+}
+
+/**
+ * @brief Launch the lab's one-shot allreduce (sum) written on the device API: after an LSA barrier, every
+ * rank reads every peer's input through the window and writes the sum to its own output, then a barrier
+ * lets the inputs be reused. One block per LSA barrier.
+ * @param[in] devComm     its LSA barriers: at least nBlocks.
+ * @param[in] sendWin     the input's window (mcclDevWindowCreate).
+ * @param[in] sendOffset  the input's offset in it.
+ * @param[out] recvbuff   this rank's output (device memory; may be the input itself).
+ * @param[in] count       elements.
+ * @param[in] type        mcclFloat32 or mcclBfloat16.
+ * @param[in] nBlocks     1 .. devComm->lsaBarrier.nBarriers.
+ * @param[in] stream      the stream.
+ * @return mcclSuccess; mcclInvalidArgument (NULL, type, nBlocks); mcclUnhandledCudaError.
+ */
+mcclResult_t mcclDevAllReduceOneShot(const mcclDevComm* devComm, mcclWindow_t sendWin, size_t sendOffset,
+                                     void* recvbuff, size_t count, mcclDataType_t type, int nBlocks,
+                                     cudaStream_t stream);
+
+/**
+ * @brief Launch the lab's two-shot allreduce (sum): each rank reduces its part of the input from every
+ * peer and stores it into every peer's output, then a barrier.
+ * @param[in] devComm     its LSA barriers: at least nBlocks.
+ * @param[in] sendWin     the input's window.
+ * @param[in] sendOffset  the input's offset in it.
+ * @param[in] recvWin     the output's window (may be sendWin, at another or the same offset).
+ * @param[in] recvOffset  the output's offset in it.
+ * @param[in] count       elements.
+ * @param[in] type        mcclFloat32 or mcclBfloat16.
+ * @param[in] nBlocks     1 .. devComm->lsaBarrier.nBarriers.
+ * @param[in] stream      the stream.
+ * @return as mcclDevAllReduceOneShot.
+ */
+mcclResult_t mcclDevAllReduceTwoShot(const mcclDevComm* devComm, mcclWindow_t sendWin, size_t sendOffset,
+                                     mcclWindow_t recvWin, size_t recvOffset, size_t count, mcclDataType_t type,
+                                     int nBlocks, cudaStream_t stream);
+
+/**
+ * @brief Launch the lab's allgather: every rank reads each peer's `bytes` through the window into
+ * recvbuff + peer * bytes.
+ * @param[in] devComm     its LSA barriers: at least nBlocks.
+ * @param[in] sendWin     the input's window.
+ * @param[in] sendOffset  the input's offset in it.
+ * @param[out] recvbuff   lsaSize * bytes of device memory.
+ * @param[in] bytes       bytes per rank.
+ * @param[in] nBlocks     1 .. devComm->lsaBarrier.nBarriers.
+ * @param[in] stream      the stream.
+ * @return as mcclDevAllReduceOneShot.
+ */
+mcclResult_t mcclDevAllGather(const mcclDevComm* devComm, mcclWindow_t sendWin, size_t sendOffset, void* recvbuff,
+                              size_t bytes, int nBlocks, cudaStream_t stream);
+
+/**
+ * @brief Launch the fused allreduce + RMSNorm: out[r][i] = s[r][i] * w[i] / sqrt(mean_i(s[r][i]^2) + eps),
+ * where s is the sum over ranks of each rank's x (rows x hidden), read from the peers in one kernel.
+ * @param[in] devComm  its LSA barriers: at least nBlocks.
+ * @param[in] xWin     the hidden state's window.
+ * @param[in] xOffset  its offset in it.
+ * @param[in] weight   hidden elements, device memory.
+ * @param[out] out     rows x hidden elements, device memory.
+ * @param[in] rows     >= 0.
+ * @param[in] hidden   >= 1.
+ * @param[in] eps      added to the mean square.
+ * @param[in] type     mcclFloat32 or mcclBfloat16 (of x, weight and out).
+ * @param[in] nBlocks  1 .. devComm->lsaBarrier.nBarriers.
+ * @param[in] stream   the stream.
+ * @return as mcclDevAllReduceOneShot.
+ */
+mcclResult_t mcclDevAllReduceRmsNorm(const mcclDevComm* devComm, mcclWindow_t xWin, size_t xOffset, const void* weight,
+                                     void* out, int rows, int hidden, float eps, mcclDataType_t type, int nBlocks,
+                                     cudaStream_t stream);
+
+/**
+ * @brief The second step of the unfused version: RMSNorm of rows x hidden elements, one block per row.
+ * @param[in] in      rows x hidden, device memory (an allreduce's output).
+ * @param[in] weight  hidden elements.
+ * @param[out] out    rows x hidden.
+ * @param[in] rows    >= 0.
+ * @param[in] hidden  >= 1.
+ * @param[in] eps     added to the mean square.
+ * @param[in] type    mcclFloat32 or mcclBfloat16.
+ * @param[in] stream  the stream.
+ * @return mcclSuccess; mcclInvalidArgument; mcclUnhandledCudaError.
+ */
+mcclResult_t mcclDevRmsNorm(const void* in, const void* weight, void* out, int rows, int hidden, float eps,
+                            mcclDataType_t type, cudaStream_t stream);
+
+/**
+ * @brief Launch the lab's barrier exercise kernel: `iters` LSA barrier sessions in a row on one block per
+ * barrier; before each, every rank stores the iteration into its slot of `win`, after it checks every peer's
+ * slot, counting mismatches into *errors (device memory). mode 0: sync(acq_rel); 1: arrive(release) then
+ * wait(acquire); 2: sync(seq_cst); 3: relaxed arrive and wait with fences around them.
+ * @param[in] devComm  its LSA barriers: at least nBlocks.
+ * @param[in] win      a window of at least 2 * lsaSize * nBlocks * 8 bytes.
+ * @param[in] iters    >= 0.
+ * @param[in] mode     0 .. 3.
+ * @param[in] nBlocks  1 .. devComm->lsaBarrier.nBarriers.
+ * @param[in] nThreads threads per block, 1 .. 1024 (the session's cooperative group is the CTA).
+ * @param[out] errors  device: mismatches seen, added to.
+ * @param[in] stream   the stream.
+ * @return mcclSuccess; mcclInvalidArgument; mcclUnhandledCudaError.
+ */
+mcclResult_t mcclDevBarrierTest(const mcclDevComm* devComm, mcclWindow_t win, int iters, int mode, int nBlocks,
+                                int nThreads, uint32_t* errors, cudaStream_t stream);
+
+/**
+ * @brief Launch the lab's pointer check: every rank stores (its rank, peer) into word `rank` of every peer's
+ * window through mcclGetPeerPointer, then after a barrier reads every peer's word through mcclGetLsaPointer
+ * and checks the local pointer; mismatches are added to *errors.
+ * @param[in] devComm  one LSA barrier at least.
+ * @param[in] win      a window of at least lsaSize * 8 bytes.
+ * @param[out] errors  device: mismatches seen, added to.
+ * @param[in] stream   the stream.
+ * @return mcclSuccess; mcclInvalidArgument; mcclUnhandledCudaError.
+ */
+mcclResult_t mcclDevPeerPointerTest(const mcclDevComm* devComm, mcclWindow_t win, uint32_t* errors,
+                                    cudaStream_t stream);
+
+/** @} */
+
+#ifdef __cplusplus
+}
+#endif
+#endif
