@@ -260,8 +260,8 @@ static void barrierLoop4(void) {
 static const size_t kCounts[] = {1, 7, 131, 1021, 4099, 65541};
 #define NCOUNTS (sizeof(kCounts) / sizeof(kCounts[0]))
 
-// One-shot out of place, two-shot out of place and in place, in float32 and bfloat16.
-static void allReduce(int n) {
+// One-shot out of place (algorithm 0), two-shot out of place (1) and in place (2), in float32 and bfloat16.
+static void allReduce(int n, int algoLo, int algoHi) {
   struct dtGroup g;
   setUp(&g, n);
   void* host = malloc(DT_BYTES);
@@ -270,7 +270,7 @@ static void allReduce(int n) {
     mcclDataType_t type = t ? mcclBfloat16 : mcclFloat32;
     size_t es = t ? 2 : 4;
     for (size_t c = 0; c < NCOUNTS && !mcclTestStopped(); c++)
-      for (int algo = 0; algo < 3 && !mcclTestStopped(); algo++) {
+      for (int algo = algoLo; algo <= algoHi && !mcclTestStopped(); algo++) {
         size_t count = kCounts[c];
         const size_t outOff = DT_BYTES / 2;  // two-shot out of place: the output further in the same window
         for (int i = 0; i < n; i++) {
@@ -305,14 +305,60 @@ static void allReduce(int n) {
   free(host);
   tearDown(&g);
 }
-static void allReduce2(void) {
-  allReduce(2);
+static void oneShot2(void) {
+  allReduce(2, 0, 0);
 }
-static void allReduce3(void) {
-  allReduce(3);
+static void oneShot3(void) {
+  allReduce(3, 0, 0);
 }
-static void allReduce4(void) {
-  allReduce(4);
+static void oneShot4(void) {
+  allReduce(4, 0, 0);
+}
+static void twoShot2(void) {
+  allReduce(2, 1, 2);
+}
+static void twoShot3(void) {
+  allReduce(3, 1, 2);
+}
+static void twoShot4(void) {
+  allReduce(4, 1, 2);
+}
+
+// Device windows alone (no device communicator): on 4 ranks, every LSA rank's buffer is found at
+// lsaFlatBase + l * stride4G * 4 GiB, the stride a whole number of 4 GiB above the buffer's size.
+static void windowFlatRange(void) {
+  const int n = 4;
+  struct dtGroup g;
+  memset(&g, 0, sizeof(g));
+  g.n = n;
+  if (nDevices() < n) SKIP("needs %d devices", n);
+  if (!mcclCuMemEnable()) SKIP("cuMem not supported: no windows");
+  EXPECT_OK(mcclLabCommInitAll(g.comms, n, NULL, 1, mcclLocalTransports));
+  for (int i = 0; i < n; i++) {
+    g.r[i].comm = g.comms[i];
+    dtAlloc(&g.r[i]);
+    uint64_t v = 0xf1a70000u + (uint64_t)i;
+    EXPECT_CUDA_OK(mcclTestCopyToDevice((char*)g.r[i].buf + DT_BYTES - 8, &v, 8));
+  }
+  mcclResult_t res[MAXN];
+  dtParallel(&g, registerWin, NULL, res);
+  for (int i = 0; i < n; i++) EXPECT_OK(res[i]);
+  for (int i = 0; i < n; i++) EXPECT_OK(mcclDevWindowCreate(g.comms[i], g.r[i].win, &g.r[i].devWin));
+  for (int i = 0; i < n && !mcclTestStopped(); i++) {
+    struct mcclWindow_vidmem h;
+    EXPECT_OK(mcclDevWindowGetHost(g.comms[i], g.r[i].devWin, &h));
+    EXPECT_EQ(h.lsaRank, i);
+    EXPECT_EQ(h.worldRank, i);
+    EXPECT_TRUE(h.stride4G >= 1 && ((size_t)h.stride4G << 32) >= DT_BYTES);
+    EXPECT_CUDA_OK(cudaSetDevice(g.comms[i]->cudaDev));
+    for (int l = 0; l < n; l++) {
+      uint64_t got = 0;
+      EXPECT_CUDA_OK(
+          cudaMemcpy(&got, h.lsaFlatBase + ((size_t)l * h.stride4G << 32) + DT_BYTES - 8, 8, cudaMemcpyDeviceToHost));
+      EXPECT_EQ(got, 0xf1a70000u + (uint64_t)l);
+    }
+  }
+  tearDown(&g);
 }
 
 static void allGather(int n) {
@@ -563,9 +609,10 @@ static void badInput(void) {
   EXPECT_EQ(mcclTestCountMaps("minccl-sim"), maps0);
 }
 
-MCCL_TEST_MAIN(MCCL_TEST_CASE(apiObjects2), MCCL_TEST_CASE(apiObjects3), MCCL_TEST_CASE(apiObjects4),
-               MCCL_TEST_CASE(barrierLoop2), MCCL_TEST_CASE(barrierLoop3), MCCL_TEST_CASE(barrierLoop4),
-               MCCL_TEST_CASE(allReduce2), MCCL_TEST_CASE(allReduce3), MCCL_TEST_CASE(allReduce4),
+MCCL_TEST_MAIN(MCCL_TEST_CASE(windowFlatRange), MCCL_TEST_CASE(apiObjects2), MCCL_TEST_CASE(apiObjects3),
+               MCCL_TEST_CASE(apiObjects4), MCCL_TEST_CASE(barrierLoop2), MCCL_TEST_CASE(barrierLoop3),
+               MCCL_TEST_CASE(barrierLoop4), MCCL_TEST_CASE(oneShot2), MCCL_TEST_CASE(oneShot3),
+               MCCL_TEST_CASE(oneShot4), MCCL_TEST_CASE(twoShot2), MCCL_TEST_CASE(twoShot3), MCCL_TEST_CASE(twoShot4),
                MCCL_TEST_CASE(allGather2), MCCL_TEST_CASE(allGather3), MCCL_TEST_CASE(allGather4),
                MCCL_TEST_CASE(fusedRmsNorm2), MCCL_TEST_CASE(fusedRmsNorm3), MCCL_TEST_CASE(fusedRmsNorm4),
                MCCL_TEST_CASE(badInput))

@@ -163,7 +163,7 @@ __noinline__ inline
 #endif
     void
     mcclLsaBarrierWaitSlot(uint32_t* slot, int peer, uint32_t want, cuda::memory_order order) {
-  (void)peer;
+  if (peer < 0) return;  // no peer, nothing to wait for (and the debugger keeps `peer` to print)
   while (mcclAtomicLoad(slot, order) - want > (0xffffffffu >> 1)) mcclSpinHint();
 }
 
