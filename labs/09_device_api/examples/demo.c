@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "mccl_alloc.h"
+#include "mccl_args.h"
 #include "mccl_checks.h"
 #include "mccl_dev_api.h"
 
@@ -38,7 +39,11 @@ static void* setUpThread(void* p) {
   return NULL;
 }
 
-int main(void) {
+int main(int argc, char** argv) {
+  mcclArgsCheck(argc, argv, 0, "",
+                "  A narrated tour of the device API on the devices of this process (2..4 of them): the device\n"
+                "  communicator and its teams, a window's peers at the 4 GiB stride, an LSA barrier, then the\n"
+                "  lab's kernels (one-shot, two-shot, allgather, fused allreduce + RMSNorm), each checked.");
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess || n < 2) {
     printf("lab 09 demo: needs 2 devices or more\n");
