@@ -274,7 +274,7 @@ static void allReduceArguments(void) {
   setParam("MCCL_ALGO", "tree");
   EXPECT_RES(mcclLabAllReduce(a, b, 16, mcclFloat32, mcclSum, c, NULL), mcclInvalidArgument);
   setParam("MCCL_ALGO", NULL);
-  setParam("MCCL_PROTO", "ll128");
+  setParam("MCCL_PROTO", "ll256");
   EXPECT_RES(mcclLabAllReduce(a, b, 16, mcclFloat32, mcclSum, c, NULL), mcclInvalidArgument);
   setParam("MCCL_PROTO", NULL);
   // An aborted communicator launches nothing.
