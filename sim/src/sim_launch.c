@@ -216,24 +216,22 @@ int mcclSimBarrierRed(int name, int nThreads, int vote, int wantCount) {
   return wantCount ? votes : votes != 0;
 }
 
-void mcclSimSyncWarp(unsigned mask) {
-  simKThread* t = self("__syncwarp");
+// __syncwarp, and the votes (__any_sync / __all_sync) that count while the lanes in the mask meet.
+static int warpArrive(unsigned mask, int vote, const char* what) {
+  simKThread* t = self(what);
   int warp = t->tid / 32, lane = t->tid % 32;
   int lanes = t->block->nThreads - warp * 32;
   unsigned present = lanes >= 32 ? 0xffffffffu : (1u << lanes) - 1;
-  if (!(mask & (1u << lane))) fatal("__syncwarp(0x%x) called by lane %d, which is not in the mask", mask, lane);
-  barArrive(&t->block->warp[warp], __builtin_popcount(mask & present), 0, "__syncwarp of warp", warp);
+  if (!(mask & (1u << lane))) fatal("%s with mask 0x%x called by lane %d, which is not in the mask", what, mask, lane);
+  return barArrive(&t->block->warp[warp], __builtin_popcount(mask & present), vote, what, warp);
 }
 
-// __any_sync / __all_sync: the lanes in the mask meet at the warp's barrier and count their votes.
+void mcclSimSyncWarp(unsigned mask) {
+  warpArrive(mask, 0, "__syncwarp");
+}
+
 int mcclSimSyncWarpRed(unsigned mask, int vote) {
-  simKThread* t = self("a warp vote");
-  int warp = t->tid / 32, lane = t->tid % 32;
-  int lanes = t->block->nThreads - warp * 32;
-  unsigned present = lanes >= 32 ? 0xffffffffu : (1u << lanes) - 1;
-  if (!(mask & (1u << lane)))
-    fatal("a warp vote with mask 0x%x called by lane %d, which is not in the mask", mask, lane);
-  return barArrive(&t->block->warp[warp], __builtin_popcount(mask & present), vote, "warp vote of warp", warp);
+  return warpArrive(mask, vote, "a warp vote");
 }
 
 void* mcclSimShmem(const void* key, size_t size, size_t align) {

@@ -104,32 +104,24 @@ class Primitives<T, RedOp, ProtoLL128> {
   }
   __device__ __forceinline__ bool holdsUnit(int g) const { return !flagLane || (g & 1) == 0; }
 
-  // One 16-byte piece of the user's buffer: two vector words when whole and aligned, else element by
-  // element (a partial last piece, or a buffer not on a 16-byte boundary).
+  // One 16-byte piece of the user's buffer: one vector access when whole and 16-byte aligned, else a word
+  // at a time (a partial last piece, or a buffer off a 16-byte boundary), as LL moves its words.
+  static __device__ __forceinline__ int wordElts(int n) { return n < EltPerWord ? (n > 0 ? n : 0) : EltPerWord; }
   __device__ __forceinline__ void loadUnit(const T* src, int n, uint64_t& w0, uint64_t& w1) {
     if (n >= EltPer16B && ((uintptr_t)src & 15) == 0) {
       load128((const uint64_t*)src, w0, w1);
       return;
     }
-    uint64_t w[2] = {0, 0};
-    for (int i = 0; i < n && i < EltPer16B; i++) {
-      T x = mcclLoadElt(src + i);
-      memcpy((char*)w + i * sizeof(T), &x, sizeof(T));
-    }
-    w0 = w[0];
-    w1 = w[1];
+    w0 = mcclLoadWord(src, wordElts(n));
+    w1 = n > EltPerWord ? mcclLoadWord(src + EltPerWord, wordElts(n - EltPerWord)) : 0;
   }
   __device__ __forceinline__ void storeUnit(T* dst, int n, uint64_t w0, uint64_t w1) {
     if (n >= EltPer16B && ((uintptr_t)dst & 15) == 0) {
       store128((uint64_t*)dst, w0, w1);
       return;
     }
-    const uint64_t w[2] = {w0, w1};
-    for (int i = 0; i < n && i < EltPer16B; i++) {
-      T x;
-      memcpy((void*)&x, (const char*)w + i * sizeof(T), sizeof(T));
-      mcclStoreElt(dst + i, x);
-    }
+    mcclStoreWord(dst, w0, wordElts(n));
+    if (n > EltPerWord) mcclStoreWord(dst + EltPerWord, w1, wordElts(n - EltPerWord));
   }
 
   // The slice's data into this lane's registers, laid out as the lines want them: regs[2g], regs[2g+1]
