@@ -24,7 +24,7 @@ mcclResult_t mcclLabParamProto(int* proto);
 // The communicator's last word on a ring's protocol, after the call's own choice (its table and
 // MCCL_PROTO): SIMPLE where a NET edge cannot carry LL (simpleOnly), and across hosts SIMPLE above
 // MCCL_NET_LL_MAX unless MCCL_PROTO names the protocol. LL128 where some ring edge has no LL128 FIFO:
-// refused by name when MCCL_PROTO asked for it (mcclInvalidUsage), else SIMPLE. Defined in plan.c.
+// refused by name (mcclInvalidUsage). Defined in plan.c.
 mcclResult_t mcclLabCommProto(const mcclLabComm* comm, size_t bytes, int proto, int* out);
 
 // An operation mcclLabRedOpCreatePreMulSum made: its number (from mcclNumOps up, unique in the process,

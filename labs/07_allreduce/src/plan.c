@@ -20,9 +20,8 @@
 // are latency bound.
 #define MCCL_THREADS_SIMPLE 512
 #define MCCL_THREADS_LL 256
-// LL128 moves 2 KiB slices a warp each, bandwidth bound as SIMPLE (NCCL runs it with 640 threads; the
-// default MCCL_LL128_BUFFSIZE gives each of these warps 15 slices per step).
-#define MCCL_THREADS_LL128 512
+// LL128 is bandwidth bound as SIMPLE and runs with SIMPLE's threads (NCCL: 640); the default
+// MCCL_LL128_BUFFSIZE gives each of those 16 warps 15 slices per step.
 
 // The kernels, per type (kernel_<type>.cu), as C sees them: only their addresses are used.
 #define MCCL_KERNELS(suffix)                                                            \
@@ -172,18 +171,16 @@ static size_t planWorkBytes(const struct mcclLabPlan* plan) {
 }
 
 mcclResult_t mcclLabCommProto(const mcclLabComm* comm, size_t bytes, int proto, int* out) {
+  // Only MCCL_PROTO asks for LL128 (the table does not pick it), so a ring that cannot carry it refuses.
+  if (proto == MCCL_PROTO_LL128 && !comm->ll128Ok) {
+    WARN(
+        "Invalid usage: MCCL_PROTO=ll128 on rank %d: rank %d's ring has a %s connection, which has no LL128 FIFO "
+        "(LL128 needs P2P, where NVLink delivers each 128-byte line whole)",
+        comm->rank, comm->noLl128Rank, comm->noLl128Transport == TRANSPORT_NET ? "NET" : "SHM");
+    return mcclInvalidUsage;
+  }
   if (comm->simpleOnly) proto = MCCL_PROTO_SIMPLE;
   if (comm->multiHost && mcclParamProto() == NULL && bytes > MCCL_NET_LL_MAX) proto = MCCL_PROTO_SIMPLE;
-  if (proto == MCCL_PROTO_LL128 && !comm->ll128Ok) {
-    if (mcclParamProto() != NULL) {
-      WARN(
-          "Invalid usage: MCCL_PROTO=ll128 on rank %d: rank %d's ring has a %s connection, which has no LL128 FIFO "
-          "(LL128 needs P2P, where NVLink delivers each 128-byte line whole)",
-          comm->rank, comm->noLl128Rank, comm->noLl128Transport == TRANSPORT_NET ? "NET" : "SHM");
-      return mcclInvalidUsage;
-    }
-    proto = MCCL_PROTO_SIMPLE;
-  }
   *out = proto;
   return mcclSuccess;
 }
@@ -223,11 +220,8 @@ static mcclResult_t collWork(mcclLabComm* comm, const struct mcclLabTask* t, str
   w->count = movesBytes(t->func) ? bytes : t->count;
   w->sendbuff = t->sendbuff;
   w->recvbuff = t->recvbuff;
-  const int lines = algo != MCCL_ALGO_TWOSHOT && nRanks > 1;  // the protocol decides the ring's threads
-  w->nWarps = (uint8_t)((lines && proto == MCCL_PROTO_LL      ? MCCL_THREADS_LL
-                         : lines && proto == MCCL_PROTO_LL128 ? MCCL_THREADS_LL128
-                                                              : MCCL_THREADS_SIMPLE) /
-                        32);
+  const int ll = proto == MCCL_PROTO_LL && algo != MCCL_ALGO_TWOSHOT && nRanks > 1;
+  w->nWarps = (uint8_t)((ll ? MCCL_THREADS_LL : MCCL_THREADS_SIMPLE) / 32);
   if (algo == MCCL_ALGO_TWOSHOT) {
     w->sendPeers = sw->devPeerPtrs;
     w->sendOffset = soff;
