@@ -20,14 +20,23 @@ static mcclResult_t launch(void (*kernel)(struct mcclDevApiArgs), int nBlocks, i
   return mcclSuccess;
 }
 
-// The host's view of a device window, from its record: a copy from device memory would wait for the
-// device's other work, which may be a kernel waiting at a barrier for a peer this thread has yet to launch.
-static mcclResult_t windowView(mcclWindow_t win, const char* name, struct mcclWindow_vidmem* host) {
+// A window is checked against its host record: a copy from device memory would wait for the device's
+// other work, which may be a kernel waiting at a barrier for a peer this thread has yet to launch.
+static mcclResult_t checkWindow(mcclWindow_t win, const char* name) {
+  struct mcclWindow_vidmem host;
   void* userBuf;
   MCCL_ARGCHECK(win != NULL, "%s is NULL", name);
-  MCCL_ARGCHECK(mcclDevWindowHostOf(win, host, &userBuf) == mcclSuccess, "%s %p is not a live device window", name,
+  MCCL_ARGCHECK(mcclDevWindowHostOf(win, &host, &userBuf) == mcclSuccess, "%s %p is not a live device window", name,
                 (void*)win);
   return mcclSuccess;
+}
+
+// A kernel's arguments: zero but for the device communicator it runs on (NULL: a kernel without one).
+static struct mcclDevApiArgs argsFor(const mcclDevComm* devComm) {
+  struct mcclDevApiArgs a;
+  memset(&a, 0, sizeof(a));
+  if (devComm != NULL) a.comm = *devComm;
+  return a;
 }
 
 static mcclResult_t checkCommon(const mcclDevComm* devComm, int nBlocks) {
@@ -62,18 +71,15 @@ mcclResult_t mcclDevAllReduceOneShot(const mcclDevComm* devComm, mcclWindow_t se
                                      void* recvbuff, size_t count, mcclDataType_t type, int nBlocks,
                                      cudaStream_t stream) {
   size_t es;
-  struct mcclWindow_vidmem w;
   MCCLCHECK(checkCommon(devComm, nBlocks));
   MCCLCHECK(elemSize(type, &es));
-  MCCLCHECK(windowView(sendWin, "sendWin", &w));
+  MCCLCHECK(checkWindow(sendWin, "sendWin"));
   MCCL_ARGCHECK(recvbuff != NULL || count == 0, "recvbuff is NULL");
   // A peer may still read this rank's input while this rank writes its output: they must not overlap.
   MCCL_ARGCHECK(!overlapsLocal(sendWin, sendOffset, count * es, recvbuff, count * es),
                 "recvbuff %p overlaps the input in sendWin %p (the one-shot allreduce is out of place)", recvbuff,
                 (void*)sendWin);
-  struct mcclDevApiArgs a;
-  memset(&a, 0, sizeof(a));
-  a.comm = *devComm;
+  struct mcclDevApiArgs a = argsFor(devComm);
   a.sendWin = sendWin;
   a.sendOffset = sendOffset;
   a.recv = recvbuff;
@@ -86,14 +92,11 @@ mcclResult_t mcclDevAllReduceTwoShot(const mcclDevComm* devComm, mcclWindow_t se
                                      mcclWindow_t recvWin, size_t recvOffset, size_t count, mcclDataType_t type,
                                      int nBlocks, cudaStream_t stream) {
   size_t es;
-  struct mcclWindow_vidmem w;
   MCCLCHECK(checkCommon(devComm, nBlocks));
   MCCLCHECK(elemSize(type, &es));
-  MCCLCHECK(windowView(sendWin, "sendWin", &w));
-  MCCLCHECK(windowView(recvWin, "recvWin", &w));
-  struct mcclDevApiArgs a;
-  memset(&a, 0, sizeof(a));
-  a.comm = *devComm;
+  MCCLCHECK(checkWindow(sendWin, "sendWin"));
+  MCCLCHECK(checkWindow(recvWin, "recvWin"));
+  struct mcclDevApiArgs a = argsFor(devComm);
   a.sendWin = sendWin;
   a.sendOffset = sendOffset;
   a.recvWin = recvWin;
@@ -105,16 +108,13 @@ mcclResult_t mcclDevAllReduceTwoShot(const mcclDevComm* devComm, mcclWindow_t se
 
 mcclResult_t mcclDevAllGather(const mcclDevComm* devComm, mcclWindow_t sendWin, size_t sendOffset, void* recvbuff,
                               size_t bytes, int nBlocks, cudaStream_t stream) {
-  struct mcclWindow_vidmem w;
   MCCLCHECK(checkCommon(devComm, nBlocks));
-  MCCLCHECK(windowView(sendWin, "sendWin", &w));
+  MCCLCHECK(checkWindow(sendWin, "sendWin"));
   MCCL_ARGCHECK(recvbuff != NULL || bytes == 0, "recvbuff is NULL");
   MCCL_ARGCHECK(!overlapsLocal(sendWin, sendOffset, bytes, recvbuff, bytes * (size_t)devComm->lsaSize),
                 "recvbuff %p overlaps the input in sendWin %p (the allgather is out of place)", recvbuff,
                 (void*)sendWin);
-  struct mcclDevApiArgs a;
-  memset(&a, 0, sizeof(a));
-  a.comm = *devComm;
+  struct mcclDevApiArgs a = argsFor(devComm);
   a.sendWin = sendWin;
   a.sendOffset = sendOffset;
   a.recv = recvbuff;
@@ -134,17 +134,14 @@ mcclResult_t mcclDevAllReduceRmsNorm(const mcclDevComm* devComm, mcclWindow_t xW
                                      void* out, int rows, int hidden, float eps, mcclDataType_t type, int nBlocks,
                                      cudaStream_t stream) {
   size_t es;
-  struct mcclWindow_vidmem w;
   MCCLCHECK(checkCommon(devComm, nBlocks));
   MCCLCHECK(checkRmsNorm(weight, out, rows, hidden, type));
   MCCLCHECK(elemSize(type, &es));
-  MCCLCHECK(windowView(xWin, "xWin", &w));
+  MCCLCHECK(checkWindow(xWin, "xWin"));
   MCCL_ARGCHECK(
       !overlapsLocal(xWin, xOffset, (size_t)rows * (size_t)hidden * es, out, (size_t)rows * (size_t)hidden * es),
       "out %p overlaps the hidden state in xWin %p (the fused kernel is out of place)", out, (void*)xWin);
-  struct mcclDevApiArgs a;
-  memset(&a, 0, sizeof(a));
-  a.comm = *devComm;
+  struct mcclDevApiArgs a = argsFor(devComm);
   a.sendWin = xWin;
   a.sendOffset = xOffset;
   a.weight = weight;
@@ -161,8 +158,7 @@ mcclResult_t mcclDevRmsNorm(const void* in, const void* weight, void* out, int r
   MCCLCHECK(checkRmsNorm(weight, out, rows, hidden, type));
   MCCL_ARGCHECK(rows == 0 || in != NULL, "in is NULL");
   if (rows == 0) return mcclSuccess;
-  struct mcclDevApiArgs a;
-  memset(&a, 0, sizeof(a));
+  struct mcclDevApiArgs a = argsFor(NULL);
   a.in = in;
   a.weight = weight;
   a.recv = out;
@@ -176,16 +172,13 @@ mcclResult_t mcclDevRmsNorm(const void* in, const void* weight, void* out, int r
 
 mcclResult_t mcclDevBarrierTest(const mcclDevComm* devComm, mcclWindow_t win, int iters, int mode, int nBlocks,
                                 int nThreads, uint32_t* errors, cudaStream_t stream) {
-  struct mcclWindow_vidmem w;
   MCCLCHECK(checkCommon(devComm, nBlocks));
-  MCCLCHECK(windowView(win, "win", &w));
+  MCCLCHECK(checkWindow(win, "win"));
   MCCL_ARGCHECK(iters >= 0 && mode >= 0 && mode <= 3, "iters %d (>= 0) or mode %d (0..3)", iters, mode);
   MCCL_ARGCHECK(nThreads >= 1 && nThreads <= MCCL_DEV_API_MAX_THREADS, "nThreads %d is not in 1..%d", nThreads,
                 MCCL_DEV_API_MAX_THREADS);
   MCCL_ARGCHECK(errors != NULL, "errors is NULL");
-  struct mcclDevApiArgs a;
-  memset(&a, 0, sizeof(a));
-  a.comm = *devComm;
+  struct mcclDevApiArgs a = argsFor(devComm);
   a.recvWin = win;
   a.iters = iters;
   a.mode = mode;
@@ -195,13 +188,10 @@ mcclResult_t mcclDevBarrierTest(const mcclDevComm* devComm, mcclWindow_t win, in
 
 mcclResult_t mcclDevPeerPointerTest(const mcclDevComm* devComm, mcclWindow_t win, uint32_t* errors,
                                     cudaStream_t stream) {
-  struct mcclWindow_vidmem w;
   MCCLCHECK(checkCommon(devComm, 1));
-  MCCLCHECK(windowView(win, "win", &w));
+  MCCLCHECK(checkWindow(win, "win"));
   MCCL_ARGCHECK(errors != NULL, "errors is NULL");
-  struct mcclDevApiArgs a;
-  memset(&a, 0, sizeof(a));
-  a.comm = *devComm;
+  struct mcclDevApiArgs a = argsFor(devComm);
   a.recvWin = win;
   a.errors = errors;
   return launch(mcclDevPeerPointerTestKernel, 1, 64, stream, &a);
