@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include "mccl_test.h"
 #include "mccl_fork.h"
+#include "sim_test_fd.h"
 
 static void setup(void) {
   EXPECT_CU_OK(cuInit(0));
@@ -557,31 +558,6 @@ static void destroyedStreamGivesUp(void) {
 // forked child of a CUDA process may not use CUDA), holds both ranks' flags and chunk slots. Each rank
 // writes its flags through its own mapping and waits on the peer's, as NCCL's ready/complete handshake.
 enum { xRounds = 24, xChunk = 5003, xSlots = 4096 };
-
-static int sendFd(int sock, int fd, uint64_t size) {
-  char cbuf[CMSG_SPACE(sizeof(int))];
-  memset(cbuf, 0, sizeof(cbuf));
-  struct iovec iov = {&size, sizeof(size)};
-  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
-  struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  memcpy(CMSG_DATA(c), &fd, sizeof(int));
-  return sendmsg(sock, &msg, 0) == (ssize_t)sizeof(size) ? 0 : -1;
-}
-
-static int recvFd(int sock, uint64_t* size) {
-  char cbuf[CMSG_SPACE(sizeof(int))];
-  struct iovec iov = {size, sizeof(*size)};
-  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
-  if (recvmsg(sock, &msg, 0) != (ssize_t)sizeof(*size)) return -1;
-  struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  if (!c || c->cmsg_type != SCM_RIGHTS) return -1;
-  int fd;
-  memcpy(&fd, CMSG_DATA(c), sizeof(int));
-  return fd;
-}
 
 // One rank's side: queues every round, then waits (bounded) and checks the peer's chunks. Returns 0 when
 // all arrived intact; a positive step number otherwise. The stream is destroyed either way, so a rank

@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include "mccl_test.h"
 #include "mccl_fork.h"
-
+#include "sim_test_fd.h"
 
 static size_t gran;
 
@@ -46,8 +46,9 @@ static int patternRoundTrip(CUdeviceptr va, size_t size, uint32_t seed) {
   uint32_t* out = calloc(1, size);
   int bad = !in || !out;
   for (size_t i = 0; !bad && i < n; i++) in[i] = seed * 2654435761u + (uint32_t)i;
-  if (!bad) bad = cuMemcpyHtoD(va, in, size) != CUDA_SUCCESS || cuMemcpyDtoH(out, va, size) != CUDA_SUCCESS ||
-                  memcmp(in, out, size) != 0;
+  if (!bad)
+    bad = cuMemcpyHtoD(va, in, size) != CUDA_SUCCESS || cuMemcpyDtoH(out, va, size) != CUDA_SUCCESS ||
+          memcmp(in, out, size) != 0;
   free(in);
   free(out);
   return bad;
@@ -190,8 +191,10 @@ static void vmmFaultsBeforeSetAccess(void) {
     }
     int st = 0;
     EXPECT_EQ(waitpid(pid, &st, 0), pid);
-    if (granted) EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    else EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV);
+    if (granted)
+      EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    else
+      EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV);
   }
   EXPECT_CU_OK(cuMemUnmap(va, gran));
   EXPECT_CU_OK(cuMemRelease(h));
@@ -215,9 +218,9 @@ static void vmmMisuse(void) {
   EXPECT_CU(cuMemAddressReserve(&va, gran + 4096, 0, 0, 0), CUDA_ERROR_INVALID_VALUE);
   EXPECT_CU_OK(cuMemCreate(&h, gran, &prop, 0));
   EXPECT_CU_OK(cuMemAddressReserve(&va, 2 * gran, 0, 0, 0));
-  EXPECT_CU(cuMemMap(va, gran, gran, h, 0), CUDA_ERROR_NOT_SUPPORTED);     // offset "currently must be zero"
-  EXPECT_CU(cuMemMap(va, 2 * gran, 0, h, 0), CUDA_ERROR_NOT_SUPPORTED);    // beyond the allocation
-  EXPECT_CU_OK(cuMemUnmap(va, gran));  // nothing mapped there: a no-op, as the driver
+  EXPECT_CU(cuMemMap(va, gran, gran, h, 0), CUDA_ERROR_NOT_SUPPORTED);   // offset "currently must be zero"
+  EXPECT_CU(cuMemMap(va, 2 * gran, 0, h, 0), CUDA_ERROR_NOT_SUPPORTED);  // beyond the allocation
+  EXPECT_CU_OK(cuMemUnmap(va, gran));                                    // nothing mapped there: a no-op, as the driver
   CUmemAccessDesc desc = {{CU_MEM_LOCATION_TYPE_DEVICE, 0}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
   EXPECT_CU(cuMemSetAccess(va, gran, &desc, 1), CUDA_ERROR_INVALID_VALUE);  // unmapped range
   EXPECT_CU_OK(cuMemMap(va, gran, 0, h, 0));
@@ -225,8 +228,8 @@ static void vmmMisuse(void) {
   EXPECT_CU(cuMemAddressFree(va, 2 * gran), CUDA_ERROR_INVALID_VALUE);  // still has a mapping
   EXPECT_CU_OK(cuMemUnmap(va, gran));
   EXPECT_CU_OK(cuMemRelease(h));
-  EXPECT_CU(cuMemRelease(h), CUDA_ERROR_INVALID_VALUE);  // double release
-  EXPECT_CU(cuMemAddressFree(va, gran), CUDA_ERROR_INVALID_VALUE);      // not the reserved size
+  EXPECT_CU(cuMemRelease(h), CUDA_ERROR_INVALID_VALUE);             // double release
+  EXPECT_CU(cuMemAddressFree(va, gran), CUDA_ERROR_INVALID_VALUE);  // not the reserved size
   EXPECT_CU_OK(cuMemAddressFree(va, 2 * gran));
   void* p = NULL;
   EXPECT_CUDA_OK(cudaMalloc(&p, gran));
@@ -255,7 +258,7 @@ static void oomAndAccounting(void) {
   void* p;
   EXPECT_CUDA(cudaMalloc(&p, tooBig), cudaErrorMemoryAllocation);
   EXPECT_EQ(cudaGetLastError(), cudaErrorMemoryAllocation);
-  if (!MCCL_TEST_ON_SIM) return;  // exact accounting is the sim's (other processes share a real GPU)
+  if (!MCCL_TEST_ON_SIM) return;      // exact accounting is the sim's (other processes share a real GPU)
   EXPECT_EQ(total, (size_t)4 << 30);  // MCCL_SIM_DEVICE_MEM default
   EXPECT_CU_OK(cuMemCreate(&h, 4 * gran, &prop, 0));
   EXPECT_CU_OK(cuMemGetInfo(&free2, &total2));
@@ -358,32 +361,7 @@ static void exportNeedsRequestedType(void) {
 
 // ---- export/import across processes: the child is this binary re-executed (a forked child of an
 // initialized CUDA process may not use CUDA), with the socket's fd number in the environment.
-static int sendFd(int sock, int fd, uint64_t size) {
-  char cbuf[CMSG_SPACE(sizeof(int))];
-  memset(cbuf, 0, sizeof(cbuf));
-  struct iovec iov = {&size, sizeof(size)};
-  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
-  struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  memcpy(CMSG_DATA(c), &fd, sizeof(int));
-  return sendmsg(sock, &msg, 0) == (ssize_t)sizeof(size) ? 0 : -1;
-}
-
-static int recvFd(int sock, uint64_t* size) {
-  char cbuf[CMSG_SPACE(sizeof(int))];
-  struct iovec iov = {size, sizeof(*size)};
-  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
-  if (recvmsg(sock, &msg, 0) != (ssize_t)sizeof(*size)) return -1;
-  struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  if (!c || c->cmsg_type != SCM_RIGHTS) return -1;
-  int fd;
-  memcpy(&fd, CMSG_DATA(c), sizeof(int));
-  return fd;
-}
-
-#define PATTERN(i) (0xC0DE0000u ^ (uint32_t)(i) * 2654435761u)
+#define PATTERN(i) (0xC0DE0000u ^ (uint32_t)(i)*2654435761u)
 
 // Child role: import the fd, map it, write the pattern through the device API, report, wait.
 static int importChild(int sock) {
@@ -396,8 +374,7 @@ static int importChild(int sock) {
   if (cuMemImportFromShareableHandle(&h, (void*)(uintptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) != 0)
     return 12;
   close(fd);  // the importer still owns its fd; the imported handle does not depend on it
-  if (cuMemAddressReserve(&va, size, 0, 0, 0) != CUDA_SUCCESS || cuMemMap(va, size, 0, h, 0) != CUDA_SUCCESS)
-    return 13;
+  if (cuMemAddressReserve(&va, size, 0, 0, 0) != CUDA_SUCCESS || cuMemMap(va, size, 0, h, 0) != CUDA_SUCCESS) return 13;
   CUmemAccessDesc desc = {{CU_MEM_LOCATION_TYPE_DEVICE, 0}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
   if (cuMemSetAccess(va, size, &desc, 1) != CUDA_SUCCESS) return 14;
   uint32_t* buf = malloc(size);
@@ -471,11 +448,16 @@ static void importRejectsForeignFd(void) {
 }
 
 static const mcclTestCase cases[] = {
-    MCCL_TEST_CASE(vmmRoundTrip),           MCCL_TEST_CASE(vmmReferenceSemantics),
-    MCCL_TEST_CASE(vmmFaultsBeforeSetAccess), MCCL_TEST_CASE(vmmMisuse),
-    MCCL_TEST_CASE(oomAndAccounting),       MCCL_TEST_CASE(hostNumaAlloc),
-    MCCL_TEST_CASE(fabricNotSupported),     MCCL_TEST_CASE(exportNeedsRequestedType),
-    MCCL_TEST_CASE(exportImportTwoProcesses), MCCL_TEST_CASE(importRejectsForeignFd),
+    MCCL_TEST_CASE(vmmRoundTrip),
+    MCCL_TEST_CASE(vmmReferenceSemantics),
+    MCCL_TEST_CASE(vmmFaultsBeforeSetAccess),
+    MCCL_TEST_CASE(vmmMisuse),
+    MCCL_TEST_CASE(oomAndAccounting),
+    MCCL_TEST_CASE(hostNumaAlloc),
+    MCCL_TEST_CASE(fabricNotSupported),
+    MCCL_TEST_CASE(exportNeedsRequestedType),
+    MCCL_TEST_CASE(exportImportTwoProcesses),
+    MCCL_TEST_CASE(importRejectsForeignFd),
     MCCL_TEST_CASE(copyNeedsAccessForCurrentDevice),
 };
 
