@@ -25,11 +25,11 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 #include "mccl_bootstrap.h"
 #include "mccl_checks.h"
 #include "mccl_param.h"
+#include "mccl_utils.h"
 #include "bootstrap_wire.h"
 
 typedef struct unexpected {
@@ -94,18 +94,8 @@ struct mcclBootstrap {
 
 static _Thread_local char threadHostId[256];  // mcclSetThreadHostId; "" when unset
 
-static uint64_t nowMs(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static uint64_t bootDeadline(const mcclBootstrap* st) {
-  return st->timeoutMs > 0 ? nowMs() + (uint64_t)st->timeoutMs : UINT64_MAX;
-}
-
-static int isAborted(volatile uint32_t* abortFlag) {
-  return abortFlag != NULL && __atomic_load_n(abortFlag, __ATOMIC_ACQUIRE) != 0;
+  return st->timeoutMs > 0 ? mcclClockMs() + (uint64_t)st->timeoutMs : UINT64_MAX;
 }
 
 static socklen_t abstractAddr(const char* name, struct sockaddr_un* addr) {
@@ -134,11 +124,11 @@ static mcclResult_t randomBytes(void* buf, size_t n) {
 static mcclResult_t waitFds(struct pollfd* p, int n, uint64_t deadline, volatile uint32_t* abortFlag,
                             const char* what) {
   for (;;) {
-    if (isAborted(abortFlag)) {
+    if (mcclIsAborted(abortFlag)) {
       WARN("Bootstrap: aborted while waiting to %s", what);
       return mcclInternalError;  // as NCCL and labs 03/04 report an abort
     }
-    uint64_t now = nowMs();
+    uint64_t now = mcclClockMs();
     if (now >= deadline) {
       WARN("Bootstrap: timed out waiting to %s (MCCL_BOOTSTRAP_TIMEOUT=%lld ms)", what,
            (long long)mcclParamBootstrapTimeout());
@@ -420,17 +410,16 @@ static mcclResult_t connectTo(bootDest dest, int retryRefused, uint64_t deadline
       WARN("Bootstrap: connect(%s) failed (%s): %s", desc, what, strerror(err));
       return mcclSystemError;
     }
-    if (isAborted(abortFlag)) {
+    if (mcclIsAborted(abortFlag)) {
       WARN("Bootstrap: aborted while trying to %s", what);
       return mcclInternalError;
     }
-    if (nowMs() >= deadline) {
+    if (mcclClockMs() >= deadline) {
       WARN("Bootstrap: timed out trying to %s: nobody accepted on %s (MCCL_BOOTSTRAP_TIMEOUT=%lld ms)", what, desc,
            (long long)mcclParamBootstrapTimeout());
       return mcclTimeout;
     }
-    struct timespec ts = {0, 5 * 1000 * 1000};
-    nanosleep(&ts, NULL);
+    mcclSleepMs(5);
   }
 }
 
@@ -541,11 +530,11 @@ static mcclResult_t acceptFirst(mcclBootstrap* st, bootPending* pend, const int 
       pendingRemove(pend, i, &st->stats, NULL);
       return mcclSuccess;
     }
-    if (isAborted(st->abortFlag)) {
+    if (mcclIsAborted(st->abortFlag)) {
       WARN("Bootstrap: aborted while waiting to %s", what);
       return mcclInternalError;  // as NCCL and labs 03/04 report an abort
     }
-    uint64_t now = nowMs();
+    uint64_t now = mcclClockMs();
     int listenersFull = 0;  // out of fds with nothing to close: leave the backlog for the next round
     MCCLCHECK(pendingAccept(st, pend, fds, size, now + (uint64_t)connMs, what, &listenersFull));
     // Past its deadline a connection gets one last read, then goes.
@@ -780,7 +769,7 @@ static mcclResult_t rootGather(mcclBootstrap* st, const bootId* id, uint64_t dea
         WARN("Bootstrap: rank(s) %s of %d never arrived at @%s or %s", missing, st->nranks, id->name,
              sockAddrStr(&bound, str, sizeof(str)));
       }
-      rootReplyAll(conns, st->nranks, res, nowMs() + 100);
+      rootReplyAll(conns, st->nranks, res, mcclClockMs() + 100);
       goto free_conns;
     }
     int32_t status = mcclSuccess;
@@ -804,9 +793,9 @@ static mcclResult_t rootGather(mcclBootstrap* st, const bootId* id, uint64_t dea
     if (res != mcclSuccess) {
       // A configuration error: fail everyone who came so far instead of letting them wait.
       status = res;
-      (void)sendAll(fd, &status, sizeof(status), nowMs() + 100, NULL, "reject a bad rank");
+      (void)sendAll(fd, &status, sizeof(status), mcclClockMs() + 100, NULL, "reject a bad rank");
       close(fd);
-      rootReplyAll(conns, st->nranks, res, nowMs() + 100);
+      rootReplyAll(conns, st->nranks, res, mcclClockMs() + 100);
       goto free_conns;
     }
     conns[h.rank] = fd;
@@ -1093,7 +1082,8 @@ static mcclResult_t sendMsg(mcclBootstrap* st, int peer, int kind, int tag, cons
   int full = 0;
   int64_t connMs = mcclParamBootstrapAcceptTimeout();
   if (connMs <= 0) connMs = 1000;
-  MCCLCHECK(pendingAccept(st, &st->pend, st->listenFd, sizeof(msgHeader), nowMs() + (uint64_t)connMs, what, &full));
+  MCCLCHECK(
+      pendingAccept(st, &st->pend, st->listenFd, sizeof(msgHeader), mcclClockMs() + (uint64_t)connMs, what, &full));
   // Same host: its Unix name; another host: its TCP address (NCCL's bootstrap always uses TCP).
   const bootPeer* to = &st->peers[peer];
   int tcp = to->info.hostHash != st->peers[st->rank].info.hostHash;

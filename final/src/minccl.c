@@ -13,6 +13,7 @@
 #include "mccl_debug.h"
 #include "mccl_collectives.h"
 #include "mccl_net.h"
+#include "mccl_utils.h"
 #include "minccl_internal.h"
 
 static pthread_mutex_t liveLock = PTHREAD_MUTEX_INITIALIZER;
@@ -429,7 +430,7 @@ mcclResult_t mcclCommGetAsyncError(mcclComm_t comm, mcclResult_t* asyncError) {
   if (r == mcclSuccess && comm->lab) {
     const mcclLabComm* lab = comm->lab;
     mcclResult_t watchdog = mcclSuccess;
-    if (__atomic_load_n(lab->abortFlag, __ATOMIC_ACQUIRE)) {
+    if (mcclIsAborted(lab->abortFlag)) {
       r = mcclInternalError;  // as NCCL reports its own abort
     } else if ((watchdog = mcclLabWatchdogResult(lab, NULL)) != mcclSuccess) {
       r = watchdog;  // a collective stuck past MCCL_WATCHDOG_TIMEOUT: the watchdog's WARN named why

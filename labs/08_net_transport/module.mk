@@ -4,12 +4,14 @@ labs/08_net_transport_MPI_NP := 4
 labs/08_net_transport_mpi_net_plugin_MPI_NP := 2
 
 # The network plugin over Open MPI: its own shared object next to the labs' libraries, loaded by
-# dlopen (MCCL_NET_PLUGIN), so that the labs' archives, final/ and the drop-in never link MPI.
+# dlopen (MCCL_NET_PLUGIN), so that the labs' archives, final/ and the drop-in never link MPI. Of
+# minccl it links only common's mccl_utils.h helpers (their one object), not an archive.
 NET_MPI_PLUGIN := $(LIB)/libmccl-net-mpi.so
+NET_MPI_PLUGIN_OBJS := $(OBJ)/labs/08_net_transport/plugin/net_mpi.o $(OBJ)/common/src/utils.o
 $(OBJ)/labs/08_net_transport/plugin/net_mpi.o: labs/08_net_transport/plugin/net_mpi.c | $(BACKEND_DEP)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(MPI_CFLAGS) $(CFLAGS) -c $< -o $@
-$(NET_MPI_PLUGIN): $(OBJ)/labs/08_net_transport/plugin/net_mpi.o
+$(NET_MPI_PLUGIN): $(NET_MPI_PLUGIN_OBJS)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -shared -Wl,-soname,libmccl-net-mpi.so -o $@ $^ $(MPI_LIBS)
 ALL_LIBS += $(NET_MPI_PLUGIN)

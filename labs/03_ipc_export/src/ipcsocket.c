@@ -22,19 +22,10 @@
 #include "mccl_checks.h"
 #include "mccl_debug.h"
 #include "mccl_param.h"
+#include "mccl_utils.h"
 #include "ipcsocket_wire.h"
 
 #define MCCL_IPC_SOCKNAME_FMT "mccl-socket-%d-%" PRIx64
-
-static int64_t nowMs(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int aborted(const mcclIpcSocket* handle) {
-  return handle->abortFlag != NULL && __atomic_load_n(handle->abortFlag, __ATOMIC_ACQUIRE) != 0;
-}
 
 // Address of (rank, hash). An abstract name is sun_path[0] == '\0' followed by the name, and its
 // length is exactly what we pass as addrlen (no trailing NULs), so both sides must compute it the
@@ -127,7 +118,7 @@ mcclResult_t mcclIpcSocketGetFd(mcclIpcSocket* handle, int* fd) {
 // Deadline in ms on the monotonic clock, or -1 for none.
 static int64_t ipcDeadline(void) {
   int64_t timeout = mcclParamIpcTimeout();
-  return timeout > 0 ? nowMs() + timeout : -1;
+  return timeout > 0 ? (int64_t)mcclClockMs() + timeout : -1;
 }
 
 mcclResult_t mcclIpcSocketSendMsg(mcclIpcSocket* handle, const void* hdr, int hdrLen, int sendFd, int rank,
@@ -194,8 +185,8 @@ mcclResult_t mcclIpcSocketSendMsg(mcclIpcSocket* handle, const void* hdr, int hd
            err == ETOOMANYREFS ? " (too many fds in flight for this user: RLIMIT_NOFILE)" : "");
       return mcclSystemError;
     }
-    if (aborted(handle)) return mcclInternalError;
-    if (deadline >= 0 && nowMs() >= deadline) {
+    if (mcclIsAborted(handle->abortFlag)) return mcclInternalError;
+    if (deadline >= 0 && (int64_t)mcclClockMs() >= deadline) {
       WARN("UDS: sending to %s timed out after %" PRId64 " ms (last error: %s); is the peer alive? (MCCL_IPC_TIMEOUT)",
            name, mcclParamIpcTimeout(), strerror(err));
       return mcclTimeout;
@@ -246,8 +237,8 @@ static mcclResult_t ipcRecv(mcclIpcSocket* handle, void* hdr, int hdrLen, int* r
       WARN("UDS: receiving on %s failed: %s (%d)", handle->socketName, strerror(err), err);
       return mcclSystemError;
     }
-    if (aborted(handle)) return mcclInternalError;
-    int64_t left = deadline < 0 ? 10 : deadline - nowMs();
+    if (mcclIsAborted(handle->abortFlag)) return mcclInternalError;
+    int64_t left = deadline < 0 ? 10 : deadline - (int64_t)mcclClockMs();
     if (left <= 0) {
       WARN("UDS: nothing received on %s for %" PRId64 " ms: peer dead or never sent (MCCL_IPC_TIMEOUT)",
            handle->socketName, mcclParamIpcTimeout());

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include "mccl_alloc.h"
 #include "mccl_checks.h"
@@ -17,6 +16,7 @@
 #include "mccl_host_alloc.h"
 #include "mccl_param.h"
 #include "mccl_shm.h"
+#include "mccl_utils.h"
 #include "shm_wire.h"
 
 // ---- shareable host buffers ------------------------------------------------------------------
@@ -613,12 +613,6 @@ static mcclResult_t shmProxyFree(struct mcclProxyConnection* connection, struct 
 
 // ---- progress: the FIFO state machines ---------------------------------------------------------
 
-static uint64_t nowNs(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);  // vDSO: no system call
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 // The copy-engine mode's hooks progress one sub (MCCL_PROXY_MAX_SUBS is 1): fix its steps when it
 // starts, from the connection's step, as NCCL's shm progress does from its resources' step.
 static mcclResult_t opStart(struct mcclProxyArgs* args, struct mcclProxySubArgs** subp, struct shmProxyInfo** pip) {
@@ -647,7 +641,7 @@ static mcclResult_t opStart(struct mcclProxyArgs* args, struct mcclProxySubArgs*
     }
     sub->base = pi->step;
     sub->transmitted = sub->done = 0;
-    sub->lastProgressNs = nowNs();
+    sub->lastProgressNs = mcclClockNano();
     args->state = mcclProxyOpProgress;
   }
   *subp = sub;
@@ -664,11 +658,11 @@ static size_t stepBytes(const struct mcclProxySubArgs* sub, const struct shmProx
 // Called when a poll moved nothing: has the peer gone quiet for too long, or did someone abort?
 static mcclResult_t opStalled(const struct mcclProxyArgs* args, const struct mcclProxySubArgs* sub, const char* side,
                               uint64_t head, uint64_t tail) {
-  if (args->abortFlag && __atomic_load_n(args->abortFlag, __ATOMIC_RELAXED)) {
+  if (mcclIsAborted(args->abortFlag)) {
     WARN("SHM %s aborted at step %llu of %llu", side, (unsigned long long)sub->done, (unsigned long long)sub->nsteps);
     return mcclInternalError;
   }
-  if (args->timeoutMs > 0 && nowNs() - sub->lastProgressNs > (uint64_t)args->timeoutMs * 1000000ull) {
+  if (args->timeoutMs > 0 && mcclClockNano() - sub->lastProgressNs > (uint64_t)args->timeoutMs * 1000000ull) {
     WARN(
         "SHM %s: no progress from the peer for %lld ms (MCCL_SHM_TIMEOUT) at step %llu of %llu, head %llu tail "
         "%llu: the peer died or stopped",
@@ -750,7 +744,7 @@ static mcclResult_t shmSendProxyProgress(struct mcclProxyState* proxyState, stru
   opFinish(args, sub, pi);
   args->idle = !moved;
   if (moved) {
-    sub->lastProgressNs = nowNs();
+    sub->lastProgressNs = mcclClockNano();
   } else if (args->state != mcclProxyOpNone) {
     MCCLCHECK(opStalled(args, sub, "send", __atomic_load_n(&pi->sendMem->head, __ATOMIC_RELAXED),
                         __atomic_load_n(&pi->recvMem->tail, __ATOMIC_RELAXED)));
@@ -806,7 +800,7 @@ static mcclResult_t shmRecvProxyProgress(struct mcclProxyState* proxyState, stru
   opFinish(args, sub, pi);
   args->idle = !moved;
   if (moved) {
-    sub->lastProgressNs = nowNs();
+    sub->lastProgressNs = mcclClockNano();
   } else if (args->state != mcclProxyOpNone) {
     MCCLCHECK(opStalled(args, sub, "recv", __atomic_load_n(&pi->sendMem->head, __ATOMIC_RELAXED),
                         __atomic_load_n(&pi->recvMem->tail, __ATOMIC_RELAXED)));

@@ -321,9 +321,10 @@ mcclResult_t mcclProxyStop(mcclProxyState* proxy) {
     // A Stop message, as NCCL's ncclProxyStop sends; when the service is unreachable (aborted,
     // wedged) the flag and the eventfd end it anyway.
     char opId;
-    if (!aborted(proxy) && proxyCallAsync(proxy, 0, mcclProxyMsgStop, NULL, 0, 0, &opId) == mcclSuccess) {
-      uint64_t deadline = nowNs() + 1000000000ULL;
-      while (proxyPollResponse(proxy, NULL, &opId) == mcclInProgress && nowNs() < deadline) {
+    if (!mcclIsAborted(proxy->abortFlag) &&
+        proxyCallAsync(proxy, 0, mcclProxyMsgStop, NULL, 0, 0, &opId) == mcclSuccess) {
+      uint64_t deadline = mcclClockNano() + 1000000000ULL;
+      while (proxyPollResponse(proxy, NULL, &opId) == mcclInProgress && mcclClockNano() < deadline) {
         struct pollfd pf = {.fd = proxy->clientFd, .events = POLLIN, .revents = 0};
         poll(&pf, 1, 10);
       }

@@ -9,7 +9,6 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 #include <cuda.h>
 #include "mccl_checks.h"
@@ -117,7 +116,7 @@ out:
 
 // The clock callBlocking measures its deadline with. A variable only so that a test can make a
 // response arrive exactly at the deadline (proxy_internal.h); nothing else changes it.
-uint64_t (*proxyClientClock)(void) = nowNs;
+uint64_t (*proxyClientClock)(void) = mcclClockNano;
 
 static mcclResult_t callBlocking(mcclProxyState* p, uint64_t conn, int type, const void* req, int reqSize, void* resp,
                                  int respSize) {
@@ -131,7 +130,7 @@ static mcclResult_t callBlocking(mcclProxyState* p, uint64_t conn, int type, con
     int late = proxyClientClock() > deadline;
     mcclResult_t r = proxyPollResponse(p, resp, &opIdByte);
     if (r != mcclInProgress) return r;
-    if (aborted(p)) {
+    if (mcclIsAborted(p->abortFlag)) {
       WARN("Proxy %d: aborted while waiting for request type %d", p->rank, type);
       goto drop;
     }
@@ -157,7 +156,7 @@ timeout:
       break;
     }
   pthread_mutex_unlock(&p->clientLock);
-  return aborted(p) ? mcclInternalError : mcclTimeout;
+  return mcclIsAborted(p->abortFlag) ? mcclInternalError : mcclTimeout;
 }
 
 mcclResult_t mcclProxyConnect(mcclProxyState* proxy, struct mcclConnector* connector) {
@@ -231,8 +230,7 @@ static mcclResult_t udsCall(mcclProxyState* p, int peerRank, udsReq* q, int send
   // datagram that is not the answer to this request is dropped, its fd closed at once, and the wait
   // goes on, within the one MCCL_IPC_TIMEOUT of the whole call.
   const int64_t timeout = mcclParamIpcTimeout();
-  struct timespec t0, t1;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
+  const uint64_t t0 = mcclClockMs();
   for (;;) {
     fd = -1;
     res = mcclIpcSocketRecvMsg(&cli, raw, sizeof(raw), recvFd ? &fd : NULL);
@@ -240,8 +238,7 @@ static mcclResult_t udsCall(mcclProxyState* p, int peerRank, udsReq* q, int send
     if (fd >= 0) close(fd);
     if (res == mcclTimeout || res == mcclInternalError || res == mcclInvalidArgument || res == mcclSystemError)
       goto out;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    const int64_t ms = (int64_t)(t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+    const int64_t ms = (int64_t)(mcclClockMs() - t0);
     if (timeout > 0 && ms >= timeout) {
       WARN("Proxy %d: no answer from the fd service of rank %d within MCCL_IPC_TIMEOUT=%lld ms", p->rank, peerRank,
            (long long)timeout);

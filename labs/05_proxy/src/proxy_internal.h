@@ -9,9 +9,9 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <time.h>
 #include "mccl_ipcsocket.h"
 #include "mccl_proxy.h"
+#include "mccl_utils.h"
 #include "proxy_wire.h"  // rpcHeader, rpcRespHeader, proxyInitReq, udsReq, udsResp and their decoders
 
 #define PROXY_ADDR_PREFIX "mccl-proxy-"
@@ -110,16 +110,6 @@ struct mcclProxyState {
   int serviceStarted, progressStarted, stopped;
   mcclResult_t serviceResult, progressResult;
 };
-
-static inline uint64_t nowNs(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-static inline int aborted(const mcclProxyState* p) {
-  return p->abortFlag != NULL && __atomic_load_n(p->abortFlag, __ATOMIC_ACQUIRE) != 0;
-}
 
 static inline socklen_t abstractAddr(const char* name, struct sockaddr_un* addr) {
   memset(addr, 0, sizeof(*addr));

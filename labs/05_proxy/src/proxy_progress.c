@@ -33,8 +33,8 @@ static int isClosing(const opSlot* s) {
 // MCCL_PROXY_DRAIN_MS pass, or the abort flag rises. Returns 1 while it keeps draining.
 static int drainStep(mcclProxyState* p, opSlot* s) {
   struct mcclProxyArgs* a = &s->args;
-  if (!a->drainOnClose || aborted(p) || mcclParamProxyDrainMs() <= 0) return 0;
-  const uint64_t now = nowNs();
+  if (!a->drainOnClose || mcclIsAborted(p->abortFlag) || mcclParamProxyDrainMs() <= 0) return 0;
+  const uint64_t now = mcclClockNano();
   if (s->drainUntilNs == 0) s->drainUntilNs = now + (uint64_t)mcclParamProxyDrainMs() * 1000000ull;
   if (now > s->drainUntilNs) {
     WARN("Proxy %d: a freed connector's last %llu step(s) did not reach the peer within MCCL_PROXY_DRAIN_MS=%lld",
@@ -64,7 +64,7 @@ void* mcclProxyProgress(void* arg) {
     for (; tail != head; tail++) active[nActive++] = p->ring[tail % MCCL_PROXY_MAX_OPS];
     atomic_store_explicit(&p->ringTail, tail, memory_order_release);
 
-    if (aborted(p)) {
+    if (mcclIsAborted(p->abortFlag)) {
       for (int i = 0; i < nActive; i++) finishOp(&p->slots[active[i]], mcclInternalError);
       nActive = 0;
     }
@@ -120,7 +120,7 @@ void* mcclProxyProgress(void* arg) {
       continue;
     }
     // Idle: spin, then yield, then sleep until a post signals us (or MCCL_PROXY_SLEEP_MS, for the abort flag).
-    uint64_t now = nowNs();
+    uint64_t now = mcclClockNano();
     if (idleSince == 0) idleSince = now;
     if (now - idleSince < spinNs) continue;
     if (now - idleSince < spinNs + 1000000) {
@@ -129,7 +129,8 @@ void* mcclProxyProgress(void* arg) {
     }
     pthread_mutex_lock(&p->sleepLock);
     atomic_store(&p->sleeping, 1);
-    if (atomic_load(&p->ringHead) == atomic_load(&p->ringTail) && !atomic_load(&p->stopProgress) && !aborted(p)) {
+    if (atomic_load(&p->ringHead) == atomic_load(&p->ringTail) && !atomic_load(&p->stopProgress) &&
+        !mcclIsAborted(p->abortFlag)) {
       struct timespec ts;
       clock_gettime(CLOCK_REALTIME, &ts);
       ts.tv_sec += (time_t)(sleepNs / 1000000000);

@@ -357,7 +357,7 @@ void* mcclProxyService(void* arg) {
   mcclResult_t res = setProxyThreadContext(p, "mccl-proxy-svc");
   int udsFd = p->uds.fd;
   while (res == mcclSuccess && !atomic_load(&p->stopService)) {
-    if (aborted(p)) {
+    if (mcclIsAborted(p->abortFlag)) {
       INFO(MCCL_PROXY, "Proxy %d: service sees the abort flag", p->rank);
       break;
     }

@@ -4,12 +4,12 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <cuda.h>
 #include "mccl_checks.h"
 #include "mccl_debug.h"
 #include "mccl_prims.h"
+#include "mccl_utils.h"
 
 // The kernels' host-side symbols (kernel_*.cu: extern "C" __global__). C sees them as functions;
 // only their addresses are used, to find the device functions. Index: 0 for the copy kernel, then
@@ -210,14 +210,8 @@ mcclResult_t mcclDevLaunchDependent(cudaFunction_t fn, int nblocks, int nthreads
   return mcclSuccess;
 }
 
-static int64_t nowMs(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 mcclResult_t mcclDevWait(cudaStream_t stream, volatile uint32_t* abortFlag, volatile int* status, int64_t timeoutMs) {
-  int64_t start = nowMs();
+  const uint64_t start = mcclClockMs();
   int timedOut = 0;
   for (;;) {
     cudaError_t err = cudaStreamQuery(stream);
@@ -226,7 +220,7 @@ mcclResult_t mcclDevWait(cudaStream_t stream, volatile uint32_t* abortFlag, vola
       WARN("kernel failed: %s (%s)", cudaGetErrorName(err), cudaGetErrorString(err));
       return mcclUnhandledCudaError;
     }
-    if (!timedOut && timeoutMs > 0 && nowMs() - start > timeoutMs) {
+    if (!timedOut && timeoutMs > 0 && (int64_t)(mcclClockMs() - start) > timeoutMs) {
       if (abortFlag == NULL) {
         WARN("kernel still running after %lld ms and there is no abort flag to stop it", (long long)timeoutMs);
         CUDACHECK(cudaStreamSynchronize(stream));

@@ -14,6 +14,7 @@
 #include "mccl_debug.h"
 #include "mccl_devconn.h"
 #include "mccl_param.h"
+#include "mccl_utils.h"
 
 // Ring order (NCCL's rings.cc builds it from the topology): by host, then device, then rank, so
 // that the ranks of one host are neighbours and only two edges of the ring cross hosts (those take
@@ -204,7 +205,7 @@ static mcclResult_t commFree(mcclLabComm* comm) {
   int saved = -1;
   if (cudaGetDevice(&saved) != cudaSuccess) saved = -1;
   cudaSetDevice(comm->cudaDev);
-  int aborted = comm->abortFlag && __atomic_load_n(comm->abortFlag, __ATOMIC_ACQUIRE);
+  int aborted = mcclIsAborted(comm->abortFlag);
 #define KEEP_FIRST(call)                                 \
   do {                                                   \
     r = (call);                                          \

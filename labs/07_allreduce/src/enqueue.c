@@ -10,6 +10,7 @@
 #include "mccl_checks.h"
 #include "mccl_debug.h"
 #include "mccl_elt.h"
+#include "mccl_utils.h"
 
 // A call as NCCL's struct ncclInfo carries it.
 struct enqueueInfo {
@@ -162,7 +163,7 @@ static mcclResult_t argsCheck(const struct enqueueInfo* info) {
   MCCL_ARGCHECK(info->count <= (size_t)INT64_MAX / esize / blocks,
                 "%s: count %zu (x %zu-byte %s x %zu is past the 2^63 bytes the kernels index)", name, info->count,
                 esize, mcclTypeName(info->dtype), blocks);
-  if (__atomic_load_n(comm->abortFlag, __ATOMIC_ACQUIRE)) {
+  if (mcclIsAborted(comm->abortFlag)) {
     WARN("Invalid usage: %s: rank %d's communicator was aborted", name, rank);
     return mcclInvalidUsage;
   }

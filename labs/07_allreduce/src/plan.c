@@ -14,6 +14,7 @@
 #include "mccl_checks.h"
 #include "mccl_debug.h"
 #include "mccl_param.h"
+#include "mccl_utils.h"
 
 // Threads per block of each kind of work: SIMPLE's copies (the ring's, two-shot's, one-shot's SIMPLE,
 // point-to-point) want many threads per channel (NCCL runs 512-640); LL lines move a line per thread and
@@ -506,7 +507,7 @@ void mcclLabTasksFree(mcclLabComm* comm) {
 
 mcclResult_t mcclLabRunTasks(mcclLabComm* comm, float* estimateUs) {
   if (comm->planner.nTasks == 0) return mcclSuccess;
-  if (__atomic_load_n(comm->abortFlag, __ATOMIC_ACQUIRE)) {
+  if (mcclIsAborted(comm->abortFlag)) {
     WARN("Invalid usage: rank %d's communicator was aborted with %d task(s) in its group", comm->rank,
          comm->planner.nTasks);
     mcclLabTasksDrop(comm);

@@ -24,6 +24,7 @@
 #include "mccl_debug.h"
 #include "mccl_param.h"
 #include "mccl_shmutils.h"
+#include "mccl_utils.h"
 
 // Records a rank keeps: the most calls of one communicator a peer can be behind and still be named.
 #define WD_RECORDS 1024
@@ -71,12 +72,6 @@ struct mcclLabWatchdog {
   int stop;
   char report[1024];  // the line logged, written before watchdogResult is set
 };
-
-static int64_t nowMs(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int funcReduces(int func) {
   return func == mcclFuncAllReduce || func == mcclFuncReduce || func == mcclFuncReduceScatter;
@@ -298,14 +293,14 @@ static void* watchdogThread(void* arg) {
     ts.tv_nsec %= 1000000000L;
     pthread_cond_timedwait(&wd->cond, &wd->lock, &ts);
     if (wd->stop) break;
-    if (__atomic_load_n(comm->abortFlag, __ATOMIC_ACQUIRE)) continue;
+    if (mcclIsAborted(comm->abortFlag)) continue;
     // The oldest op not completed.
     const uint64_t published = __atomic_load_n(&wd->page->published, __ATOMIC_ACQUIRE);
     uint64_t next = __atomic_load_n(&wd->page->completed, __ATOMIC_RELAXED) + 1;
     if (published >= WD_RECORDS && next <= published - WD_RECORDS) next = published - WD_RECORDS + 1;
     while (next <= published && opDone(wd, next)) next++;
     __atomic_store_n(&wd->page->completed, next - 1, __ATOMIC_RELEASE);
-    const int64_t now = nowMs();
+    const int64_t now = (int64_t)mcclClockMs();
     uint64_t stuck = 0;
     if (next <= published) {
       if (next != pending) {

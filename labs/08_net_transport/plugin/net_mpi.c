@@ -13,9 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include "mccl_net.h"
+#include "mccl_utils.h"
 
 #define LOG_WARN 2  // mcclDebugLogLevel's WARN and INFO
 #define LOG_INFO 3
@@ -316,19 +316,13 @@ static mcclResult_t mpiTest(void* request, int* done, int* sizes) {
 // abort completes well within the wait.)
 #define CLOSE_WAIT_MS 1000  // for all of one comm's requests together
 
-static uint64_t closeNowMs(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 static mcclResult_t closeComm(struct mpiComm* c) {
   if (c == NULL) return mcclInvalidArgument;
   mcclResult_t res = mcclSuccess;
   for (int i = 0; i < MAX_REQUESTS; i++)
     if (c->reqs[i].used) MPI_Cancel(&c->reqs[i].req);
   const int gone = peerGone != NULL && __atomic_load_n(&peerGone[c->peer], __ATOMIC_RELAXED);
-  const uint64_t deadline = closeNowMs() + (gone ? 0 : CLOSE_WAIT_MS);
+  const uint64_t deadline = mcclClockMs() + (gone ? 0 : CLOSE_WAIT_MS);
   for (int i = 0; i < MAX_REQUESTS; i++) {
     if (!c->reqs[i].used) continue;
     int done = 0;
@@ -337,7 +331,7 @@ static mcclResult_t closeComm(struct mpiComm* c) {
         res = mcclSystemError;
         break;
       }
-      if (done || closeNowMs() >= deadline) break;
+      if (done || mcclClockMs() >= deadline) break;
       sched_yield();
     }
     if (!done && c->reqs[i].req != MPI_REQUEST_NULL) {
