@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "mccl_test.h"
+#include "mccl_utils.h"
 
 enum { ST_PASS = 0, ST_SKIP = 1, ST_FAIL = 2 };
 
@@ -135,23 +136,13 @@ int mcclTestCountThreads(void) {
 }
 
 int mcclTestWaitThreads(int expected, int timeoutMs) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  long long deadline = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + timeoutMs;
+  const uint64_t deadline = mcclClockMs() + (uint64_t)(timeoutMs > 0 ? timeoutMs : 0);
   for (;;) {
     int n = mcclTestCountThreads();
     if (n == expected || n < 0) return n;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    if ((long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 >= deadline) return n;
-    struct timespec pause = {0, 1000000};
-    nanosleep(&pause, NULL);
+    if (mcclClockMs() >= deadline) return n;
+    mcclSleepMs(1);
   }
-}
-
-static double nowMs(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 // Suite name: the directory the binary lives in (the module, e.g. 01_vmm_alloc) and its name.
@@ -239,9 +230,9 @@ int mcclTestMain(int argc, char** argv, const mcclTestCase* cases, int nCases, c
     curName = cases[i].name;
     rngState = seed ^ (0x9E3779B97F4A7C15ULL * (uint64_t)(i + 1));
     unsigned stubs0 = mcclExerciseStubsReached ? mcclExerciseStubsReached(NULL) : 0;
-    double t0 = nowMs();
+    double t0 = mcclClockSec();
     cases[i].fn();
-    double ms = nowMs() - t0;
+    double ms = 1e3 * (mcclClockSec() - t0);
     stubSkipFails(stubs0);
     int st = curStatus;
     if (hooks->combine) st = hooks->combine(st, curMsg, sizeof(curMsg));

@@ -22,12 +22,7 @@
 #include "mccl_test.h"
 #include "mccl_fork.h"
 #include "../src/bootstrap_wire.h"  // the id's TCP address, to check which interface it names
-
-static long nowMs(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#include "mccl_utils.h"
 
 static void setEnv(const char* name, const char* value) {
   if (value)
@@ -63,10 +58,10 @@ static void* rankMain(void* p) {
   char addr[MCCL_SOCKET_NAME_LEN];
   snprintf(addr, sizeof(addr), "proxy-of-rank-%d", a->rank);
   if (a->hostId) mcclSetThreadHostId(a->hostId);
-  long t0 = nowMs();
+  long t0 = mcclClockMs();
   mcclBootstrap* bs = NULL;
   a->initRes = mcclBootstrapInit(&a->id, a->rank, a->nranks, a->rank, addr, a->abortFlag, &bs);
-  a->ms = nowMs() - t0;
+  a->ms = mcclClockMs() - t0;
   a->bodyOk = 1;
   if (a->initRes == mcclSuccess) {
     if (a->body) a->bodyOk = a->body(bs, a->rank, a->nranks, a->err, sizeof(a->err));
@@ -376,12 +371,12 @@ static void deadPeerCase(const char* childHost) {
   EXPECT_RES(r, mcclSuccess);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   int x = 1;
-  long t0 = nowMs();
+  long t0 = mcclClockMs();
   EXPECT_RES(mcclBootstrapSend(bs, 1, 0, &x, sizeof(x)), mcclRemoteError);
-  EXPECT_LT(nowMs() - t0, 1500);  // not the timeout's 3000
-  t0 = nowMs();
+  EXPECT_LT(mcclClockMs() - t0, 1500);  // not the timeout's 3000
+  t0 = mcclClockMs();
   EXPECT_RES(mcclBootstrapRecv(bs, 1, 0, &x, sizeof(x)), mcclTimeout);
-  EXPECT_LT(nowMs() - t0, 6000);
+  EXPECT_LT(mcclClockMs() - t0, 6000);
   EXPECT_OK(mcclBootstrapAbort(bs));
   EXPECT_EQ(mcclTestCountFds(), fds0);
   setTimeoutMs(NULL);
@@ -539,12 +534,12 @@ static void watchCase(int childCloses, const char* childHost) {
   int status = 0;
   waitpid(child, &status, 0);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  const long t0 = nowMs();
+  const long t0 = mcclClockMs();
   do {
     EXPECT_OK(mcclBootstrapPeerGone(bs, &gone));
     if (gone >= 0) break;
     usleep(2000);
-  } while (nowMs() - t0 < 1000);
+  } while (mcclClockMs() - t0 < 1000);
   EXPECT_EQ(gone, childCloses ? -1 : 1);
   EXPECT_OK(mcclBootstrapPeerGone(bs, &gone));  // a death is kept, a goodbye is not one
   EXPECT_EQ(gone, childCloses ? -1 : 1);
@@ -743,14 +738,14 @@ static void strangerMain(int cmdFd, int reportFd) {
       garbage = cmd.garbage;
       waitAll = cmd.waitAll;
       toReport = 1;
-      since = nowMs();
+      since = mcclClockMs();
     }
     open = 0;
     for (int i = 0; i < n; i++) {
       strangerStep(&c[i], garbage);
       open += c[i].state < 3;
     }
-    if (toReport && (!waitAll || open == 0 || nowMs() - since > 10000)) {
+    if (toReport && (!waitAll || open == 0 || mcclClockMs() - since > 10000)) {
       char b = open == 0;
       if (write(reportFd, &b, 1) != 1) _exit(4);
       toReport = 0;
@@ -879,15 +874,15 @@ static void* strangerRankMain(void* p) {
   if (a->hostId) mcclSetThreadHostId(a->hostId);
   mcclBootstrap* bs = NULL;
   a->initRes = mcclBootstrapInit(&a->id, a->rank, a->nranks, a->rank, NULL, NULL, &bs);
-  a->initDone = nowMs();
+  a->initDone = mcclClockMs();
   atomic_fetch_add(&strangerInited, 1);
   if (a->initRes != mcclSuccess) return NULL;
   while (!atomic_load(&strangerGo)) usleep(1000);
   int all[MAXR * 16];
   for (int i = 0; i < 16; i++) all[a->rank * 16 + i] = a->rank * 1000 + i;
-  long t0 = nowMs();
+  long t0 = mcclClockMs();
   a->agRes = mcclBootstrapAllGather(bs, all, 16 * sizeof(int));
-  a->agMs = nowMs() - t0;
+  a->agMs = mcclClockMs() - t0;
   a->agOk = a->agRes == mcclSuccess;
   for (int r = 0; a->agOk && r < a->nranks; r++)
     for (int i = 0; i < 16; i++) a->agOk &= all[r * 16 + i] == r * 1000 + i;
@@ -932,7 +927,7 @@ static void strangerJob(stranger* s, int n, int k, int garbage, int posed, long*
     snprintf(cmd.t[0].name, sizeof(cmd.t[0].name), "%s", bid.name);
     EXPECT_EQ(strangerSend(s, &cmd), 1);
   }
-  long t0 = nowMs();
+  long t0 = mcclClockMs();
   for (int i = 1; i < n; i++) pthread_create(&th[i], NULL, strangerRankMain, &a[i]);
   while (atomic_load(&strangerInited) < n) usleep(500);
   long last = 0;
@@ -1066,10 +1061,10 @@ static void acceptDeadlineCase(const char* accept, long expectMs) {
     }
   }
   EXPECT_GE(fd, 0);
-  long t0 = nowMs(), closedMs = -1;
+  long t0 = mcclClockMs(), closedMs = -1;
   char b;
   struct pollfd pf = {.fd = fd, .events = POLLIN};
-  if (fd >= 0 && poll(&pf, 1, 5000) == 1 && recv(fd, &b, 1, 0) == 0) closedMs = nowMs() - t0;
+  if (fd >= 0 && poll(&pf, 1, 5000) == 1 && recv(fd, &b, 1, 0) == 0) closedMs = mcclClockMs() - t0;
   if (fd >= 0) close(fd);
   for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
   printf("# MCCL_BOOTSTRAP_ACCEPT_TIMEOUT=%s: a silent connection was closed after %ld ms\n",
@@ -1114,12 +1109,12 @@ static void zombiePeerIsGone(void) {
   EXPECT_EQ(mcclProcessGone(zombie), 0);  // still waiting on the pipe
   EXPECT_EQ(mcclProcessGone(live), 0);
   EXPECT_EQ(mcclProcessGone(0), 0);
-  long t0 = nowMs();
+  long t0 = mcclClockMs();
   close(go[1]);  // the child reads end of file and exits; nobody reaps it yet
   long seen = -1;
-  while (seen < 0 && nowMs() - t0 < 2000) {
+  while (seen < 0 && mcclClockMs() - t0 < 2000) {
     if (mcclProcessGone(zombie))
-      seen = nowMs() - t0;
+      seen = mcclClockMs() - t0;
     else
       usleep(1000);
   }

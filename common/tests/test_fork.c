@@ -11,17 +11,7 @@
 #include <unistd.h>
 #include "mccl_fork.h"
 #include "mccl_test.h"
-
-static long long nowMs(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1000LL + t.tv_nsec / 1000000;
-}
-
-static void sleepMs(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
+#include "mccl_utils.h"
 
 // Gone, or a zombie nobody has reaped yet (it no longer runs): both count as dead.
 static int isDead(pid_t pid) {
@@ -62,12 +52,12 @@ static void childDiesWithParent(void) {
     EXPECT_FALSE(isDead(child));
     EXPECT_EQ(kill(parent, SIGKILL), 0);
     EXPECT_EQ(waitpid(parent, NULL, 0), parent);
-    long long t0 = nowMs();
-    while (!isDead(child) && nowMs() - t0 < 5000) sleepMs(10);
+    long long t0 = mcclClockMs();
+    while (!isDead(child) && mcclClockMs() - t0 < 5000) mcclSleepMs(10);
     int dead = isDead(child);
     if (!dead) kill(child, SIGKILL);
     EXPECT_TRUE(dead);
-    EXPECT_LT(nowMs() - t0, 1000);
+    EXPECT_LT(mcclClockMs() - t0, 1000);
   }
 }
 
@@ -79,10 +69,10 @@ static void failedChildAborts(void) {
   if (c == 0) _exit(3);
   mcclChildWatch* w = NULL;
   EXPECT_OK(mcclChildWatchStart(c, &abortFlag, &w));
-  long long t0 = nowMs();
-  while (!__atomic_load_n(&abortFlag, __ATOMIC_ACQUIRE) && nowMs() - t0 < 5000) sleepMs(5);
+  long long t0 = mcclClockMs();
+  while (!__atomic_load_n(&abortFlag, __ATOMIC_ACQUIRE) && mcclClockMs() - t0 < 5000) mcclSleepMs(5);
   EXPECT_EQ(abortFlag, 1u);
-  EXPECT_LT(nowMs() - t0, 1000);
+  EXPECT_LT(mcclClockMs() - t0, 1000);
   int st = 0;
   EXPECT_OK(mcclChildWatchEnd(w, 0, &st));
   EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 3);
@@ -93,8 +83,8 @@ static void failedChildAborts(void) {
   if (c == 0) for (;;) pause();
   EXPECT_OK(mcclChildWatchStart(c, &abortFlag, &w));
   kill(c, SIGTERM);
-  t0 = nowMs();
-  while (!__atomic_load_n(&abortFlag, __ATOMIC_ACQUIRE) && nowMs() - t0 < 5000) sleepMs(5);
+  t0 = mcclClockMs();
+  while (!__atomic_load_n(&abortFlag, __ATOMIC_ACQUIRE) && mcclClockMs() - t0 < 5000) mcclSleepMs(5);
   EXPECT_EQ(abortFlag, 1u);
   EXPECT_OK(mcclChildWatchEnd(w, 0, &st));
   EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
@@ -107,7 +97,7 @@ static void successfulChildQuiet(void) {
   if (c == 0) _exit(0);
   mcclChildWatch* w = NULL;
   EXPECT_OK(mcclChildWatchStart(c, &abortFlag, &w));
-  sleepMs(100);  // the watcher has seen the exit by now
+  mcclSleepMs(100);  // the watcher has seen the exit by now
   int st = -1;
   EXPECT_OK(mcclChildWatchEnd(w, 0, &st));
   EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
@@ -121,10 +111,10 @@ static void failedParentKillsChild(void) {
   if (c == 0) for (;;) pause();
   mcclChildWatch* w = NULL;
   EXPECT_OK(mcclChildWatchStart(c, &abortFlag, &w));
-  long long t0 = nowMs();
+  long long t0 = mcclClockMs();
   int st = 0;
   EXPECT_OK(mcclChildWatchEnd(w, 1, &st));
-  EXPECT_LT(nowMs() - t0, 1000);
+  EXPECT_LT(mcclClockMs() - t0, 1000);
   EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
   EXPECT_EQ(abortFlag, 0u);  // we killed it: nobody else's failure to report
 }

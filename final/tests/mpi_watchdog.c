@@ -14,15 +14,10 @@
 #include "mccl_param.h"
 #include "mccl_test.h"
 #include "mccl_test_mpi.h"
+#include "mccl_utils.h"
 
 // Short enough for a test, long enough that a sanitizer build's correct collectives complete well within it.
 #define TIMEOUT_MS 1000
-
-static int64_t nowMs(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void watchdogOn(int ms) {
   char v[32];
@@ -33,11 +28,6 @@ static void watchdogOn(int ms) {
 static void watchdogDefault(void) {
   unsetenv("MCCL_WATCHDOG_TIMEOUT");
   mcclParamResetAll();
-}
-
-static void sleepMs(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
 }
 
 enum mismatch { COUNT_DIFFERS, FUNCTION_DIFFERS, NEVER_CALLED };
@@ -54,7 +44,7 @@ static void mismatch(enum mismatch kind, mcclResult_t want, const char* const* p
   EXPECT_OK(mcclAllReduce(w.send, w.recv, 256, mcclFloat32, mcclSum, w.comm, w.stream));
   EXPECT_CUDA_OK(cudaStreamSynchronize(w.stream));
   MPI_Barrier(MPI_COMM_WORLD);
-  const int64_t t0 = nowMs();
+  const int64_t t0 = mcclClockMs();
   if (kind == COUNT_DIFFERS)
     EXPECT_OK(mcclAllReduce(w.send, w.recv, w.rank == 0 ? 1024 : 2048, mcclFloat32, mcclSum, w.comm, w.stream));
   else if (kind == FUNCTION_DIFFERS && w.rank == 1)
@@ -62,11 +52,11 @@ static void mismatch(enum mismatch kind, mcclResult_t want, const char* const* p
   else if (w.rank == 0)
     EXPECT_OK(mcclAllReduce(w.send, w.recv, 1024, mcclFloat32, mcclSum, w.comm, w.stream));
   mcclResult_t got = mcclSuccess;
-  while (got == mcclSuccess && nowMs() - t0 < TIMEOUT_MS + 10000) {
+  while (got == mcclSuccess && mcclClockMs() - t0 < TIMEOUT_MS + 10000) {
     EXPECT_OK(mcclCommGetAsyncError(w.comm, &got));
-    if (got == mcclSuccess) sleepMs(5);
+    if (got == mcclSuccess) mcclSleepMs(5);
   }
-  const int64_t detected = nowMs() - t0;
+  const int64_t detected = mcclClockMs() - t0;
   char line[1024];
   snprintf(line, sizeof(line), "%s", mcclGetLastError(w.comm));
   EXPECT_EQ((int)got, (int)want);
@@ -84,11 +74,11 @@ static void mismatch(enum mismatch kind, mcclResult_t want, const char* const* p
       printf("  rank %d: %s after %lld ms (timeout %d ms): %s\n", r, mcclGetErrorString(want), (long long)times[r],
              TIMEOUT_MS, all[r]);
   fflush(stdout);
-  const int64_t a0 = nowMs();
+  const int64_t a0 = mcclClockMs();
   EXPECT_OK(mcclCommAbort(w.comm));
   w.comm = NULL;
   EXPECT_CUDA_OK(cudaStreamSynchronize(w.stream));
-  if (w.rank == 0) printf("  rank 0: abort and the stream's end took %lld ms\n", (long long)(nowMs() - a0));
+  if (w.rank == 0) printf("  rank 0: abort and the stream's end took %lld ms\n", (long long)(mcclClockMs() - a0));
   fmpiTearDown(&w);
 }
 
@@ -118,24 +108,24 @@ static void noFalseReport(void) {
   fmpiSetUp(&w, 1 << 20);
   watchdogDefault();
   CHECK_STOPPED();
-  const int64_t t0 = nowMs();
+  const int64_t t0 = mcclClockMs();
   int calls = 0;
   for (int burst = 0; burst < 2; burst++) {
     for (int i = 0; i < 8; i++, calls++) {
-      if (w.rank == 1) sleepMs(TIMEOUT_MS / 2 * (i % 2));
+      if (w.rank == 1) mcclSleepMs(TIMEOUT_MS / 2 * (i % 2));
       const size_t count = (size_t)1 << (4 + (i * 5) % 14);
       EXPECT_OK(mcclAllReduce(w.send, w.recv, count, mcclFloat32, mcclSum, w.comm, w.stream));
       EXPECT_OK(mcclBroadcast(w.send, w.recv, count, mcclFloat32, 0, w.comm, w.stream));
     }
     EXPECT_CUDA_OK(cudaStreamSynchronize(w.stream));
-    sleepMs(2 * TIMEOUT_MS);
+    mcclSleepMs(2 * TIMEOUT_MS);
   }
   mcclResult_t got = mcclSuccess;
   EXPECT_OK(mcclCommGetAsyncError(w.comm, &got));
   EXPECT_EQ((int)got, (int)mcclSuccess);
   if (w.rank == 0)
-    printf("  %d calls over %lld ms with MCCL_WATCHDOG_TIMEOUT=%d: no report\n", 2 * calls, (long long)(nowMs() - t0),
-           TIMEOUT_MS);
+    printf("  %d calls over %lld ms with MCCL_WATCHDOG_TIMEOUT=%d: no report\n", 2 * calls,
+           (long long)(mcclClockMs() - t0), TIMEOUT_MS);
   fmpiTearDown(&w);
 }
 

@@ -17,18 +17,13 @@
 #include "fcoll_test_util.h"
 #include "mccl_test.h"
 #include "minccl.h"
+#include "mccl_utils.h"
 
 #define NDEV 4
 
 static int nDevices(void) {
   int n = 0;
   return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
-}
-
-static double nowSec(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
 // The sim's and the driver's own fds and threads appear on first use: count from after.
@@ -1020,9 +1015,9 @@ static void abortWhileWaiting(void) {
   struct timespec ts = {0, 100 * 1000 * 1000};
   nanosleep(&ts, NULL);
   EXPECT_CUDA(cudaStreamQuery(s), cudaErrorNotReady);  // still waiting for rank 1
-  double t0 = nowSec();
+  double t0 = mcclClockSec();
   EXPECT_OK(mcclCommAbort(comms[0]));
-  double took = nowSec() - t0;
+  double took = mcclClockSec() - t0;
   EXPECT_LT(took, 5.0);
   mcclResult_t ae = mcclSuccess;
   EXPECT_OK(mcclCommGetAsyncError(comms[1], &ae));
@@ -1153,9 +1148,9 @@ static void abortFromAnotherThread(void) {
     struct owner o;
     pthread_t th;
     ownerStart(&o, (enum ownerJob)job, comms[0], &th);
-    const double t0 = nowSec();
+    const double t0 = mcclClockSec();
     EXPECT_OK(mcclCommAbort(comms[0]));
-    const double took = nowSec() - t0;
+    const double took = mcclClockSec() - t0;
     printf("# %s: mcclCommAbort from another thread took %.1f ms\n",
            job == JOB_WINDOW ? "window registration" : "group end's connection", took * 1e3);
     EXPECT_TRUE(took < 1.0);
@@ -1209,9 +1204,9 @@ static void asyncInitAborted(void) {
   EXPECT_RES(mcclAllReduce(buf, buf, 4, mcclFloat32, mcclSum, c, NULL), mcclInvalidUsage);
   struct timespec settle = {0, 50 * 1000 * 1000};
   nanosleep(&settle, NULL);
-  const double t0 = nowSec();
+  const double t0 = mcclClockSec();
   EXPECT_OK(mcclCommAbort(c));
-  const double took = nowSec() - t0;
+  const double took = mcclClockSec() - t0;
   printf("# mcclCommAbort of a non-blocking init in progress took %.1f ms\n", took * 1e3);
   EXPECT_TRUE(took < 0.5);
   EXPECT_OK(mcclMemFree(buf));
@@ -1229,8 +1224,8 @@ static void asyncInitAborted(void) {
 static int unrelatedReleased;  // atomic
 static void CUDART_CB blockUntilReleased(void* arg) {
   (void)arg;
-  const double t0 = nowSec();
-  while (!__atomic_load_n(&unrelatedReleased, __ATOMIC_ACQUIRE) && nowSec() - t0 < BLOCK_LIMIT_S) {
+  const double t0 = mcclClockSec();
+  while (!__atomic_load_n(&unrelatedReleased, __ATOMIC_ACQUIRE) && mcclClockSec() - t0 < BLOCK_LIMIT_S) {
     struct timespec ts = {0, 1000 * 1000};
     nanosleep(&ts, NULL);
   }
@@ -1284,7 +1279,7 @@ static void teardownWaitsOnlyForItsKernels(void) {
     for (int r = 0; r < TD_NDEV; r++)
       EXPECT_OK(mcclAllReduce(b[r].send, b[r].recv, count, mcclFloat32, mcclSum, comms[r], b[r].stream));
     EXPECT_OK(mcclGroupEnd());
-    const double t0 = nowSec();
+    const double t0 = mcclClockSec();
     for (int r = 0; r < TD_NDEV; r++) {
       if (step == 0) {
         EXPECT_OK(mcclCommWindowDeregister(comms[r], b[r].sendWin));
@@ -1293,7 +1288,7 @@ static void teardownWaitsOnlyForItsKernels(void) {
         EXPECT_OK(mcclCommFinalize(comms[r]));
       }
     }
-    took[step] = nowSec() - t0;
+    took[step] = mcclClockSec() - t0;
     for (int r = 0; r < TD_NDEV; r++) {
       EXPECT_CUDA_OK(copyOwnStream(r, host, b[r].recv, count * sizeof(float), cudaMemcpyDeviceToHost));
       size_t wrong = 0;

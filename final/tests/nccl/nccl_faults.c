@@ -30,6 +30,8 @@
 static int rank, nranks;
 static const char* lib;  // "minccl" or "NCCL", from the library the loader picked
 
+// Its own clock, not common's mcclClockNano: this program includes nccl.h alone and may run on NCCL's
+// library, so it links nothing of minccl.
 static int64_t nowNs(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);  // one clock for every process of the machine

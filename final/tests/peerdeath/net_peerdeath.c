@@ -19,17 +19,12 @@
 #include "../fmpi_test_util.h"
 #include "mccl_test.h"
 #include "mccl_test_mpi.h"
+#include "mccl_utils.h"
 
 #define SMALL_COUNT 4099
 #define BIG_COUNT (4 << 20)  // float32: 16 MiB, many FIFO steps through three proxies on each hop
 #define PEERDEATH_LIMIT_S 20.0
 #define ABORT_LIMIT_S 5.0
-
-static double nowSec(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void peerKilledMidAllReduce(void) {
   MCCL_TEST_MPI_REQUIRE_THREAD_MULTIPLE();
@@ -74,10 +69,10 @@ static void peerKilledMidAllReduce(void) {
     if (detectOnly) (void)cudaStreamSynchronize(w.stream);
     kill(getpid(), SIGKILL);
   }
-  const double t0 = nowSec();
+  const double t0 = mcclClockSec();
   mcclResult_t ae = mcclSuccess;
   cudaError_t q = cudaErrorNotReady;
-  while (nowSec() - t0 < PEERDEATH_LIMIT_S) {
+  while (mcclClockSec() - t0 < PEERDEATH_LIMIT_S) {
     q = cudaStreamQuery(w.stream);
     if (q != cudaErrorNotReady && !detectOnly) break;  // done (it cannot be, without the victim) or failed
     EXPECT_OK(mcclCommGetAsyncError(w.comm, &ae));
@@ -85,7 +80,7 @@ static void peerKilledMidAllReduce(void) {
     struct timespec ts = {0, 10 * 1000 * 1000};
     nanosleep(&ts, NULL);
   }
-  const double seen = nowSec() - t0;
+  const double seen = mcclClockSec() - t0;
   if (detectOnly) {
     // After a peer's death Open MPI's TCP path may spin for ever inside an MPI call (its own warning
     // says the process "may even hang"; seen here in MPI_Test on the proxy thread, about 1 run in 10),
@@ -99,10 +94,10 @@ static void peerKilledMidAllReduce(void) {
   EXPECT_EQ(q, cudaErrorNotReady);
   EXPECT_EQ(ae, mcclRemoteError);
   EXPECT_LT(seen, PEERDEATH_LIMIT_S);
-  const double t1 = nowSec();
+  const double t1 = mcclClockSec();
   EXPECT_OK(mcclCommAbort(w.comm));
   w.comm = NULL;
-  const double aborted = nowSec() - t1;
+  const double aborted = mcclClockSec() - t1;
   EXPECT_LT(aborted, ABORT_LIMIT_S);
   EXPECT_CUDA_OK(cudaStreamSynchronize(w.stream));  // the abort ended the kernel
   fmpiTearDown(&w);

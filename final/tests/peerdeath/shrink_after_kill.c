@@ -15,17 +15,12 @@
 #include "../fmpi_test_util.h"
 #include "mccl_test.h"
 #include "mccl_test_mpi.h"
+#include "mccl_utils.h"
 
 #define COUNT (1 << 20)  // float32: 4 MiB, a ring of many steps, so the victim's share cannot have left yet
 #define LOOP 8
 #define KILL_AT 3
 #define DEATH_LIMIT_S 20.0
-
-static double nowSec(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 // One checked allreduce on comm (nranks ranks, this one `rank`); a wrong result fails the test.
 static void checkedAllReduce(struct fmpiWorld* w, mcclComm_t comm, int rank, int nranks, uint64_t seed) {
@@ -54,27 +49,27 @@ static void shrinkAfterKill(void) {
   EXPECT_CUDA_OK(mcclTestCopyToDevice(w.send, w.host, (size_t)COUNT * sizeof(float)));
   EXPECT_OK(mcclAllReduce(w.send, w.recv, COUNT, mcclFloat32, mcclSum, w.comm, w.stream));
   if (w.rank == victim) kill(getpid(), SIGKILL);  // its kernel and proxy die with it, mid-ring
-  const double t0 = nowSec();
+  const double t0 = mcclClockSec();
   mcclResult_t ae = mcclSuccess;
   cudaError_t q = cudaErrorNotReady;
   // The in-flight allreduce may still complete: on a GPU the victim's kernel can finish its part of the ring
   // before the dying process's context is torn down. The death must be seen either way.
-  while (nowSec() - t0 < DEATH_LIMIT_S) {
+  while (mcclClockSec() - t0 < DEATH_LIMIT_S) {
     if (q == cudaErrorNotReady) q = cudaStreamQuery(w.stream);
     EXPECT_OK(mcclCommGetAsyncError(w.comm, &ae));
     if (ae != mcclSuccess) break;
     struct timespec ts = {0, 1000 * 1000};
     nanosleep(&ts, NULL);
   }
-  const double seen = nowSec() - t0;
+  const double seen = mcclClockSec() - t0;
   EXPECT_EQ(ae, mcclRemoteError);
   CHECK_STOPPED();
   // Recover: stop the parent, make the survivors' communicator, finish the loop on it.
-  const double t1 = nowSec();
+  const double t1 = mcclClockSec();
   EXPECT_OK(mcclCommRevoke(w.comm));
   mcclComm_t sub = NULL;
   EXPECT_OK(mcclCommShrink(w.comm, &victim, 1, &sub, MCCL_SHRINK_ABORT));
-  const double shrunk = nowSec() - t1;
+  const double shrunk = mcclClockSec() - t1;
   int subRank = -1, subSize = -1;
   if (sub) {
     EXPECT_OK(mcclCommUserRank(sub, &subRank));

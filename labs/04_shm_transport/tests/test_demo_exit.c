@@ -13,12 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "mccl_test.h"
-
-static long long nowMs(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1000LL + t.tv_nsec / 1000000;
-}
+#include "mccl_utils.h"
 
 // The demo built beside this test (build/<backend>/bin/04_shm_transport/demo).
 static int demoPath(char* out, size_t n) {
@@ -49,23 +44,17 @@ static int runDemo(const char* path, const char* extraEnv, int limitMs, int* gro
     _exit(127);
   }
   setpgid(pid, pid);
-  long long t0 = nowMs();
+  uint64_t t0 = mcclClockMs();
   int st = 0;
   pid_t r = 0;
-  while ((r = waitpid(pid, &st, WNOHANG)) == 0 && nowMs() - t0 < limitMs) {
-    struct timespec ts = {0, 10 * 1000 * 1000};
-    nanosleep(&ts, NULL);
-  }
+  while ((r = waitpid(pid, &st, WNOHANG)) == 0 && mcclClockMs() - t0 < (uint64_t)limitMs) mcclSleepMs(10);
   if (r != pid) {
     kill(-pid, SIGKILL);
     waitpid(pid, &st, 0);
     st = -1;
   }
-  t0 = nowMs();
-  while (kill(-pid, 0) == 0 && nowMs() - t0 < 1000) {
-    struct timespec ts = {0, 10 * 1000 * 1000};
-    nanosleep(&ts, NULL);
-  }
+  t0 = mcclClockMs();
+  while (kill(-pid, 0) == 0 && mcclClockMs() - t0 < 1000) mcclSleepMs(10);
   *groupLeft = kill(-pid, 0) == 0;
   if (*groupLeft) kill(-pid, SIGKILL);
   return st;
@@ -75,11 +64,11 @@ static void bufferTooSmallEndsBoth(void) {
   char path[PATH_MAX];
   if (demoPath(path, sizeof(path)) != 0) SKIP("no demo binary beside this test (make all)");
   int left = 0;
-  long long t0 = nowMs();
+  long long t0 = mcclClockMs();
   int st = runDemo(path, "MCCL_BUFFSIZE=1000", 15000, &left);
   EXPECT_NE(st, -1);  // -1: still running after 15 s
   EXPECT_TRUE(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) != 0);
-  EXPECT_LT(nowMs() - t0, 10000);
+  EXPECT_LT(mcclClockMs() - t0, 10000);
   EXPECT_EQ(left, 0);
 }
 

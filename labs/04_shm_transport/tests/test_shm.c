@@ -14,12 +14,7 @@
 #include "mccl_alloc.h"
 #include "shm_test_util.h"
 #include "mccl_fork.h"
-
-static double nowSec(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+#include "mccl_utils.h"
 
 static void layout(void) {
   EXPECT_EQ(MCCL_STEPS, 8);
@@ -511,9 +506,9 @@ static void senderAgainstHandReceiver(void) {
   EXPECT_OK(mcclProxyOpInit(&op, &l.s, dsrc, n, NULL));
   EXPECT_OK(mcclProxyOpToArgs(&op, &args));
   uint64_t head = start;  // the receiver's next step, and the credit it has handed back
-  double t0 = nowSec();
+  double t0 = mcclClockSec();
   for (int polls = 1; !mcclTestStopped() && (args.state != mcclProxyOpNone || head != start + steps); polls++) {
-    if (nowSec() - t0 > 30) {
+    if (mcclClockSec() - t0 > 30) {
       mcclTestFailAt(__FILE__, __LINE__, "sender stuck: step %llu of %llu received after 30 s",
                      (unsigned long long)(head - start), (unsigned long long)steps);
       break;
@@ -591,9 +586,9 @@ static void loopbackTimeoutAndAbort(void) {
   struct mcclProxyOp op;
   struct mcclProxyArgs args;
   EXPECT_OK(mcclProxyOpInit(&op, &l.s, dbuf, 16 * 8192, NULL));
-  double t0 = nowSec();
+  double t0 = mcclClockSec();
   EXPECT_RES(mcclProxyOpsWait(&op, 1, &args), mcclTimeout);
-  double dt = nowSec() - t0;
+  double dt = mcclClockSec() - t0;
   EXPECT_EQ(args.subs[0].transmitted, MCCL_STEPS);  // exactly the credit it had
   EXPECT_GE(dt * 1000, 290);
   EXPECT_LT(dt, 10);

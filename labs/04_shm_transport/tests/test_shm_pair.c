@@ -11,6 +11,7 @@
 #include "mccl_shm_pair.h"
 #include "shm_test_util.h"
 #include "mccl_fork.h"
+#include "mccl_utils.h"
 
 #define MAX_MSGS 8
 
@@ -41,17 +42,11 @@ static void sendReport(const struct report* r) {
   (void)w;
 }
 
-static double nowSec(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-#define CHILD_FAIL(...)                                          \
-  do {                                                           \
-    snprintf(rep.msg, sizeof(rep.msg), __VA_ARGS__);             \
-    rep.status = 1;                                              \
-    goto out;                                                    \
+#define CHILD_FAIL(...)                              \
+  do {                                               \
+    snprintf(rep.msg, sizeof(rep.msg), __VA_ARGS__); \
+    rep.status = 1;                                  \
+    goto out;                                        \
   } while (0)
 
 static int childMain(const struct pairCfg* cfg, int rank, uint64_t hash, uint64_t seed) {
@@ -129,9 +124,9 @@ static int childMain(const struct pairCfg* cfg, int rank, uint64_t hash, uint64_
     r = mcclProxyOpsWait(ops, nops, args);
     if (r != mcclSuccess) {
       rep.res = r;
-      rep.seconds = nowSec() - (double)args[0].subs[0].lastProgressNs * 1e-9;
+      rep.seconds = mcclClockSec() - (double)args[0].subs[0].lastProgressNs * 1e-9;
       for (int k = 1; k < nops; k++) {
-        double s = nowSec() - (double)args[k].subs[0].lastProgressNs * 1e-9;
+        double s = mcclClockSec() - (double)args[k].subs[0].lastProgressNs * 1e-9;
         if (s < rep.seconds) rep.seconds = s;
       }
       snprintf(rep.msg, sizeof(rep.msg), "message %d (%zu bytes): %s", i, n, mcclGetErrorString(r));
@@ -183,11 +178,11 @@ static void runPair(const struct pairCfg* cfg, struct pairResult* out) {
     }
   }
   close(fds[1]);
-  double deadline = nowSec() + 120;
+  double deadline = mcclClockSec() + 120;
   struct report r;
   for (;;) {
     struct pollfd p = {fds[0], POLLIN, 0};
-    int left = (int)((deadline - nowSec()) * 1000);
+    int left = (int)((deadline - mcclClockSec()) * 1000);
     if (left <= 0 || poll(&p, 1, left) <= 0) break;
     ssize_t n = read(fds[0], &r, sizeof(r));
     if (n != (ssize_t)sizeof(r)) break;

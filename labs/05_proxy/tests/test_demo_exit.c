@@ -12,17 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "mccl_test.h"
-
-static long long nowMs(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1000LL + t.tv_nsec / 1000000;
-}
-
-static void sleepMs(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
+#include "mccl_utils.h"
 
 // The demo built beside this test (build/<backend>/bin/05_proxy/demo).
 static int demoPath(char* out, size_t n) {
@@ -79,8 +69,8 @@ static void killedDemoTakesItsChild(void) {
     }
     EXPECT_GT(demo, 0);
     pid_t child = -1;
-    long long t0 = nowMs();
-    while ((child = firstChild(demo)) <= 0 && nowMs() - t0 < 10000 && waitpid(demo, NULL, WNOHANG) == 0) {
+    long long t0 = mcclClockMs();
+    while ((child = firstChild(demo)) <= 0 && mcclClockMs() - t0 < 10000 && waitpid(demo, NULL, WNOHANG) == 0) {
     }
     if (child <= 0) {  // it finished before we saw its child: try again
       waitpid(demo, NULL, 0);
@@ -88,12 +78,12 @@ static void killedDemoTakesItsChild(void) {
     }
     EXPECT_EQ(kill(demo, SIGKILL), 0);  // what gdb does on quit
     EXPECT_EQ(waitpid(demo, NULL, 0), demo);
-    t0 = nowMs();
-    while (!isDead(child) && nowMs() - t0 < 5000) sleepMs(10);
+    t0 = mcclClockMs();
+    while (!isDead(child) && mcclClockMs() - t0 < 5000) mcclSleepMs(10);
     int dead = isDead(child);
     if (!dead) kill(child, SIGKILL);
     EXPECT_TRUE(dead);
-    EXPECT_LT(nowMs() - t0, 1000);
+    EXPECT_LT(mcclClockMs() - t0, 1000);
     return;
   }
   SKIP("the demo finished five times before its child could be seen");

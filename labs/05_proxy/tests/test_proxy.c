@@ -20,16 +20,8 @@
 #include "mccl_shm.h"
 #include "mccl_test.h"
 #include "../src/proxy_internal.h"  // the fd service's wire format, for a hand-made requester
+#include "mccl_utils.h"
 
-static long nowUs(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-static void sleepMs(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-  nanosleep(&ts, NULL);
-}
 static long threadCpuUs(pthread_t t) {
   clockid_t c;
   struct timespec ts;
@@ -325,14 +317,14 @@ static void abortInFlight(void) {
     m[i] = (fakeMsg){i % 2, i / 2, -1};
     EXPECT_OK(mcclProxyPostOp(p, &c[i % 2], &m[i], 1, &r[i]));
   }
-  sleepMs(20);
+  mcclSleepMs(20);
   int done = 1;
   EXPECT_OK(mcclProxyTest(p, r[0], &done));
   EXPECT_EQ(done, 0);
-  long t0 = nowUs();
+  long t0 = mcclClockUs();
   __atomic_store_n(&abortFlag, 1, __ATOMIC_RELEASE);
   for (int i = 0; i < 16; i++) EXPECT_RES(mcclProxyWait(p, r[i]), mcclInternalError);
-  EXPECT_LT(nowUs() - t0, 1000000);
+  EXPECT_LT(mcclClockUs() - t0, 1000000);
   EXPECT_OK(mcclProxyDestroy(p));
   EXPECT_EQ(atomic_load(&freeCalls), 2);
   EXPECT_EQ(mcclTestWaitThreads(th0, MCCL_TEST_THREADS_SETTLE_MS), th0);
@@ -374,10 +366,10 @@ static void idleCpuAndWakeup(void) {
   EXPECT_OK(mcclProxyCreate(0, 0, NULL, testTransports, &p));
   pthread_t svc, prog;
   EXPECT_OK(mcclProxyGetThreads(p, &svc, &prog));
-  sleepMs(50);  // past the spin and yield phases
-  long c0 = threadCpuUs(svc) + threadCpuUs(prog), t0 = nowUs();
-  sleepMs(1000);
-  long cpu = threadCpuUs(svc) + threadCpuUs(prog) - c0, wall = nowUs() - t0;
+  mcclSleepMs(50);  // past the spin and yield phases
+  long c0 = threadCpuUs(svc) + threadCpuUs(prog), t0 = mcclClockUs();
+  mcclSleepMs(1000);
+  long cpu = threadCpuUs(svc) + threadCpuUs(prog) - c0, wall = mcclClockUs() - t0;
   printf("# idle proxy: %ld us CPU in %ld us (%.2f%% of one core)\n", cpu, wall, 100.0 * (double)cpu / (double)wall);
   EXPECT_LT(cpu * 100, wall * 5);
   struct mcclConnector c;
@@ -386,13 +378,13 @@ static void idleCpuAndWakeup(void) {
   c.connected = 1;
   long worst = 0;
   for (int i = 0; i < 5; i++) {
-    sleepMs(30);  // asleep on the condition variable again
+    mcclSleepMs(30);  // asleep on the condition variable again
     fakeMsg m = {0, i, 1};
     mcclProxyRequest r;
-    long s = nowUs();
+    long s = mcclClockUs();
     EXPECT_OK(mcclProxyPostOp(p, &c, &m, 1, &r));
     EXPECT_OK(mcclProxyWait(p, r));
-    long lat = nowUs() - s;
+    long lat = mcclClockUs() - s;
     if (lat > worst) worst = lat;
   }
   printf("# wake-up after idle: worst %ld us over 5 posts (sleeps of up to %d ms)\n", worst, WAKE_SLEEP_MS);
@@ -528,13 +520,13 @@ static void freeConnectorWithOpInFlight(void) {
   EXPECT_CUDA_OK(cudaDeviceSynchronize());
   mcclProxyRequest rs;
   EXPECT_OK(mcclProxyPostOp(p, &s, src, n, &rs));
-  sleepMs(50);  // the progress thread has filled the FIFO and polls head for credit
+  mcclSleepMs(50);  // the progress thread has filled the FIFO and polls head for credit
   int done = 1;
   EXPECT_OK(mcclProxyTest(p, rs, &done));
   EXPECT_EQ(done, 0);
   EXPECT_OK(mcclConnectorFree(&s));
   EXPECT_RES(mcclProxyWait(p, rs), mcclInvalidUsage);
-  sleepMs(20);  // a progress thread still touching the freed connection would crash here
+  mcclSleepMs(20);  // a progress thread still touching the freed connection would crash here
   EXPECT_OK(mcclConnectorFree(&r));
   EXPECT_OK(mcclProxyDestroy(p));
   EXPECT_CUDA_OK(cudaFree(src));
@@ -574,15 +566,15 @@ static void goneRequesterDoesNotStall(void) {
   EXPECT_OK(mcclConnectorInit(&c, TRANSPORT_P2P, inSlot(&fakeTransport), 1, 0));
   EXPECT_OK(mcclProxyConnect(p, &c));
   for (int i = 0; i < 2; i++) EXPECT_OK(getFdRequest(p, 0x1234 + (uint64_t)i, 0, NULL));
-  sleepMs(20);  // the service has both requests and tries to answer them
-  long t0 = nowUs();
+  mcclSleepMs(20);  // the service has both requests and tries to answer them
+  long t0 = mcclClockUs();
   EXPECT_RES(c.proxyCall(&c, mcclProxyMsgConnect, NULL, 0, NULL, 0), mcclRemoteError);  // the hook's answer
-  long rpcUs = nowUs() - t0;
+  long rpcUs = mcclClockUs() - t0;
   udsResp a;
   memset(&a, 0, sizeof(a));
-  t0 = nowUs();
+  t0 = mcclClockUs();
   EXPECT_OK(getFdRequest(p, 0x4321, 1, &a));  // a live requester: answered (refused: never registered)
-  long fdUs = nowUs() - t0;
+  long fdUs = mcclClockUs() - t0;
   EXPECT_EQ(a.res, mcclInvalidArgument);
   printf("# after 2 gone requesters: Connect RPC %ld us, next GetFd %ld us (MCCL_IPC_TIMEOUT=3000 ms)\n", rpcUs, fdUs);
   EXPECT_LT(rpcUs, 500000);
@@ -603,7 +595,7 @@ static mcclResult_t slowSetup(struct mcclProxyConnection* c, struct mcclProxySta
   (void)c;
   (void)ps;
   if (reqSize != sizeof(int) || respSize != sizeof(int)) return mcclInvalidArgument;
-  sleepMs(50);
+  mcclSleepMs(50);
   *(int*)resp = *(const int*)req * 3;
   *done = 1;
   return mcclSuccess;
@@ -615,11 +607,9 @@ static struct mcclTransport slowTransport = {"SLOW",
                                              NULL};
 static int clockReadings;
 static uint64_t clockAtDeadline(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  uint64_t now = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+  const uint64_t now = mcclClockNano();
   if (clockReadings++ == 0) return now;  // the deadline is set from this one
-  sleepMs(200);
+  mcclSleepMs(200);
   return now + 3600ULL * 1000000000ULL;  // an hour later: past any MCCL_PROXY_TIMEOUT
 }
 
@@ -699,12 +689,12 @@ static void fdFloodBounded(void) {
   while (waitpid(child, &status, WNOHANG) == 0) {
     int n = mcclTestCountFds();
     most = n > most ? n : most;
-    sleepMs(1);
+    mcclSleepMs(1);
   }
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   // The last datagrams may still sit in the socket: wait for the service to drain them.
   int n = 0;
-  for (int i = 0; i < 200 && (n = mcclTestCountFds()) != fds1 + MCCL_PROXY_MAX_KEPT_FDS; i++) sleepMs(10);
+  for (int i = 0; i < 200 && (n = mcclTestCountFds()) != fds1 + MCCL_PROXY_MAX_KEPT_FDS; i++) mcclSleepMs(10);
   most = n > most ? n : most;
   printf("# %d datagrams with an fd each: fds %d before, %d at most during the flood, %d after\n", FLOOD_MSGS, fds1,
          most, n);

@@ -16,12 +16,7 @@
 #include "mccl_shm.h"
 #include "mccl_test.h"
 #include "mccl_fork.h"
-
-static long nowMs(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#include "mccl_utils.h"
 
 // The transports of lab 05's programs: SHM (lab 04's) only; P2P is lab 06's.
 static struct mcclTransport* const shmOnly[MCCL_NUM_TRANSPORTS] = {NULL, &mcclShmTransport, NULL};
@@ -89,18 +84,18 @@ static void killedPeerTimesOut(void) {
   void* src = NULL;
   EXPECT_CUDA_OK(cudaMalloc(&src, n));
   mcclProxyRequest req;
-  long t0 = nowMs();
+  long t0 = mcclClockMs();
   EXPECT_OK(mcclProxyPostOp(p, &c, src, n, &req));
   EXPECT_RES(mcclProxyWait(p, req), mcclTimeout);
-  long took = nowMs() - t0;
+  long took = mcclClockMs() - t0;
   printf("# send to a killed peer failed after %ld ms (MCCL_SHM_TIMEOUT=1000)\n", took);
   EXPECT_GE(took, 900);
   EXPECT_LT(took, 5000);
   CUmemGenericAllocationHandle h = 1;
   int fd = -1;
-  t0 = nowMs();
+  t0 = mcclClockMs();
   EXPECT_RES(mcclProxyClientGetFdBlocking(p, 1, &h, sizeof(h), &fd), mcclTimeout);
-  EXPECT_LT(nowMs() - t0, 3000);
+  EXPECT_LT(mcclClockMs() - t0, 3000);
   EXPECT_EQ(fd, -1);
   EXPECT_OK(mcclConnectorFree(&c));
   EXPECT_OK(mcclBootstrapAbort(bs));

@@ -12,6 +12,7 @@
 #include "mccl_devconn.h"
 #include "mccl_prims.h"
 #include "mccl_test.h"
+#include "mccl_utils.h"
 
 // The sim runs at most MCCL_SIM_MAX_BLOCK_THREADS (64) host threads per block: ask for that there
 // (a larger request is reduced and reported); the GPU gets the library's default.
@@ -22,12 +23,6 @@ static inline int ptThreads(void) {
 
 // What the destination holds before a kernel writes it; ptFill never produces this byte.
 #define PT_POISON 0xA5
-
-static inline int64_t ptNowUs(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 // One kernel's launch context: its device, a non-blocking stream (a cudaMemcpy on the legacy
 // stream elsewhere must not wait for a spinning kernel) and a status word in mapped pinned host

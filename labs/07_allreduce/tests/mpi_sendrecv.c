@@ -11,6 +11,7 @@
 #include "ar_mpi_util.h"
 #include "mccl_test.h"
 #include "mccl_test_mpi.h"
+#include "mccl_utils.h"
 
 // One send or receive of a group: `bytes` of buff to or from peer.
 struct srTask {
@@ -48,12 +49,6 @@ static unsigned char srByte(uint64_t seed, int from, int to, size_t i) {
   uint64_t x =
       seed * 0x9e3779b97f4a7c15ull + (uint64_t)(from * 64 + to) * 0xbf58476d1ce4e5b9ull + i * 0x94d049bb133111ebull;
   return (unsigned char)((x >> 29) ^ (x >> 41));
-}
-
-static double nowSec(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static void setUpOrSkip(struct arMpi* m, int nChannels, size_t bytes) {
@@ -382,7 +377,7 @@ static void unmatchedSend(void) {
     CHECK_STOPPED();
     if (m.comm->rank == 0) {
       const size_t bytes = 1 << 18;  // 64 FIFOs' worth
-      double t0 = nowSec();
+      double t0 = mcclClockSec();
       if (!connected) {
         pthread_t th;
         EXPECT_EQ(pthread_create(&th, NULL, abortLater, m.comm), 0);
@@ -398,7 +393,7 @@ static void unmatchedSend(void) {
         EXPECT_CUDA_OK(cudaStreamSynchronize(m.stream));
         EXPECT_EQ(*m.comm->status, mcclDevStatusAborted);  // the kernel left through the abort, and said so
       }
-      EXPECT_LT(nowSec() - t0, 10.0);
+      EXPECT_LT(mcclClockSec() - t0, 10.0);
     }
     // Every rank leaves through the abort path: its peers' states no longer match.
     MPI_Barrier(MPI_COMM_WORLD);

@@ -10,6 +10,7 @@
 #include <time.h>
 #include "enq_test_util.h"
 #include "mccl_test.h"
+#include "mccl_utils.h"
 
 // A group of eight 8 KiB allreduces (one type, one operation) is one launch on every communicator
 // (one-shot's batch), also with the ring forced (the generic kernel's works, which may differ in
@@ -277,15 +278,13 @@ static void watchdogNamesType(void) {
                                s.stream[r]));
   EXPECT_OK(mcclLabGroupEnd());
   arForce(NULL, NULL);
-  struct timespec t0, t1, pause = {0, 5 * 1000 * 1000};
-  clock_gettime(CLOCK_MONOTONIC, &t0);
+  const double t0 = mcclClockSec();
   double ms = 0;
   mcclResult_t got[2] = {mcclSuccess, mcclSuccess};
   while ((got[0] == mcclSuccess || got[1] == mcclSuccess) && ms < WATCHDOG_MS + 10000) {
     for (int r = 0; r < 2; r++) got[r] = mcclLabWatchdogResult(s.comm[r], NULL);
-    nanosleep(&pause, NULL);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    mcclSleepMs(5);
+    ms = 1e3 * (mcclClockSec() - t0);
   }
   EXPECT_LE(ms, WATCHDOG_MS + 1000.0);
   const char* lines[2] = {NULL, NULL};

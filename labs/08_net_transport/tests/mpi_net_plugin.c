@@ -13,16 +13,11 @@
 #include "mccl_proxy.h"
 #include "mccl_test.h"
 #include "mccl_test_mpi.h"
+#include "mccl_utils.h"
 
 #define STEP 8192  // bytes of a SIMPLE slot with MCCL_BUFFSIZE=65536
 #define WAIT_S 60  // a wait on the peer that takes longer fails the case
 #define MAX_MESSAGE 100000
-
-static double nowSec(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int device(void) {
   int n = 0;
@@ -78,8 +73,8 @@ static void handConnect(const mcclNet_t* net, void** listenComm, void** comm) {
   if (mcclTestMpiRank() == 1) EXPECT_OK(net->listen(0, handle, listenComm));
   MPI_Bcast(handle, sizeof(handle), MPI_BYTE, 1, MPI_COMM_WORLD);
   if (!bothOk()) return;
-  double t0 = nowSec();
-  while (*comm == NULL && !mcclTestStopped() && nowSec() - t0 < WAIT_S) {
+  double t0 = mcclClockSec();
+  while (*comm == NULL && !mcclTestStopped() && mcclClockSec() - t0 < WAIT_S) {
     if (mcclTestMpiRank() == 0)
       EXPECT_OK(net->connect(0, handle, comm));
     else
@@ -91,8 +86,8 @@ static void handConnect(const mcclNet_t* net, void** listenComm, void** comm) {
 // Wait for a request; its completion reports the bytes moved in *size (left alone until then).
 static void waitRequest(const mcclNet_t* net, void* req, int* size) {
   int done = 0;
-  double t0 = nowSec();
-  while (!done && !mcclTestStopped() && nowSec() - t0 < WAIT_S) EXPECT_OK(net->test(req, &done, size));
+  double t0 = mcclClockSec();
+  while (!done && !mcclTestStopped() && mcclClockSec() - t0 < WAIT_S) EXPECT_OK(net->test(req, &done, size));
   if (!done && !mcclTestStopped()) mcclTestFailAt(__FILE__, __LINE__, "a request did not complete in %d s", WAIT_S);
 }
 
@@ -116,16 +111,16 @@ static void pluginMovesMessages(void) {
     int got = -1;
     if (mcclTestMpiRank() == 0) {
       for (size_t i = 0; i < sizes[m]; i++) buf[i] = patternByte(m, i);
-      double t0 = nowSec();
-      while (req == NULL && !mcclTestStopped() && nowSec() - t0 < WAIT_S)
+      double t0 = mcclClockSec();
+      while (req == NULL && !mcclTestStopped() && mcclClockSec() - t0 < WAIT_S)
         EXPECT_OK(net->isend(comm, buf, sizes[m], 0, mh, &req));
     } else {
       memset(buf, 0xEE, MAX_MESSAGE);
       size_t cap = MAX_MESSAGE;
       int tag = 0;
       void* data = buf;
-      double t0 = nowSec();
-      while (req == NULL && !mcclTestStopped() && nowSec() - t0 < WAIT_S)
+      double t0 = mcclClockSec();
+      while (req == NULL && !mcclTestStopped() && mcclClockSec() - t0 < WAIT_S)
         EXPECT_OK(net->irecv(comm, 1, &data, &cap, &tag, &mh, &req));
     }
     if (req == NULL) continue;
@@ -161,8 +156,8 @@ static void pluginMovesMessages(void) {
       int tag = 0;
       void* data = buf;
       void* req = NULL;
-      double t0 = nowSec();
-      while (req == NULL && !mcclTestStopped() && nowSec() - t0 < WAIT_S)
+      double t0 = mcclClockSec();
+      while (req == NULL && !mcclTestStopped() && mcclClockSec() - t0 < WAIT_S)
         EXPECT_OK(net->irecv(comm, 1, &data, &cap, &tag, &mh, &req));
       if (req) waitRequest(net, req, &got);
       EXPECT_EQ(got, 8);
@@ -231,8 +226,9 @@ static void senderProxyToHandReceiver(void) {
   if (me == 1) {
     MPI_Bcast(handle, sizeof(handle), MPI_BYTE, 1, MPI_COMM_WORLD);
     if (bothOk()) {
-      double t0 = nowSec();
-      while (comm == NULL && !mcclTestStopped() && nowSec() - t0 < WAIT_S) EXPECT_OK(net->accept(listenComm, &comm));
+      double t0 = mcclClockSec();
+      while (comm == NULL && !mcclTestStopped() && mcclClockSec() - t0 < WAIT_S)
+        EXPECT_OK(net->accept(listenComm, &comm));
       if (comm == NULL && !mcclTestStopped()) mcclTestFailAt(__FILE__, __LINE__, "no connection after %d s", WAIT_S);
       if (comm && slot) EXPECT_OK(net->regMr(comm, slot, STEP, MCCL_PTR_HOST, &mh));
     }
@@ -243,9 +239,9 @@ static void senderProxyToHandReceiver(void) {
     for (int s = 0; s < nSlices && !mcclTestStopped(); s++) {
       size_t steps = slices[s] == 0 ? 1 : (slices[s] + STEP - 1) / STEP;
       for (size_t k = 0; k < steps && !mcclTestStopped(); k++, step++) {
-        double t0 = nowSec();
+        double t0 = mcclClockSec();
         uint64_t head = __atomic_load_n(c.conn.head, __ATOMIC_ACQUIRE);
-        while (step - head >= MCCL_STEPS && nowSec() - t0 < WAIT_S)
+        while (step - head >= MCCL_STEPS && mcclClockSec() - t0 < WAIT_S)
           head = __atomic_load_n(c.conn.head, __ATOMIC_ACQUIRE);
         if (step - head >= MCCL_STEPS) {
           mcclTestFailAt(__FILE__, __LINE__, "no credit for step %zu of slice %d after %d s", k, s, WAIT_S);
@@ -262,8 +258,8 @@ static void senderProxyToHandReceiver(void) {
       }
     }
     // Every slot comes back once its send completed.
-    double t0 = nowSec();
-    while (__atomic_load_n(c.conn.head, __ATOMIC_ACQUIRE) != step && nowSec() - t0 < WAIT_S) sched_yield();
+    double t0 = mcclClockSec();
+    while (__atomic_load_n(c.conn.head, __ATOMIC_ACQUIRE) != step && mcclClockSec() - t0 < WAIT_S) sched_yield();
     EXPECT_TRUE(__atomic_load_n(c.conn.head, __ATOMIC_ACQUIRE) == step);
   } else if (me == 1 && !mcclTestStopped()) {
     for (int s = 0; s < nSlices && !mcclTestStopped(); s++) {
@@ -273,8 +269,8 @@ static void senderProxyToHandReceiver(void) {
         size_t cap = STEP;
         int tag = 0, got = -1;
         void *data = slot, *req = NULL;
-        double t0 = nowSec();
-        while (req == NULL && !mcclTestStopped() && nowSec() - t0 < WAIT_S)
+        double t0 = mcclClockSec();
+        while (req == NULL && !mcclTestStopped() && mcclClockSec() - t0 < WAIT_S)
           EXPECT_OK(net->irecv(comm, 1, &data, &cap, &tag, &mh, &req));
         if (req == NULL) break;
         waitRequest(net, req, &got);
