@@ -110,6 +110,15 @@ mcclResult_t mcclBenchMetaAdd(mcclBenchMeta* meta, const char* key, const char* 
 void mcclBenchRecordRates(mcclBenchRecord* r, int nranks);
 
 /**
+ * @brief The median of @p n samples, the figure every benchmark reports after warm-up: the middle
+ * one, or the mean of the middle two when @p n is even. Sorts @p v in place.
+ * @param[in,out] v  the samples; sorted on return.
+ * @param[in]     n  how many.
+ * @return the median; 0 when @p n is less than 1.
+ */
+double mcclBenchMedian(double* v, int n);
+
+/**
  * @brief Create the output files and write the metadata (and the CSV header).
  * @param[in]  csvPath   CSV file to create (replaced if it exists), or NULL for none.
  * @param[in]  jsonPath  JSON file to create (replaced if it exists), or NULL for none.

@@ -119,6 +119,17 @@ void mcclBenchRecordRates(mcclBenchRecord* r, int nranks) {
 
 // ---- escaping ------------------------------------------------------------------------------------
 
+static int cmpDouble(const void* a, const void* b) {
+  const double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
+double mcclBenchMedian(double* v, int n) {
+  if (n < 1) return 0;
+  qsort(v, (size_t)n, sizeof(double), cmpDouble);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 static void jsonString(FILE* f, const char* s) {
   fputc('"', f);
   for (const unsigned char* p = (const unsigned char*)s; *p; p++) {

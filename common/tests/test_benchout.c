@@ -158,5 +158,17 @@ static void metaFill(void) {
   EXPECT_EQ(m.nExtra, 0);
 }
 
+// mcclBenchMedian: the middle sample of an odd count, the mean of the middle two of an even one.
+static void median(void) {
+  double odd[] = {5, 1, 4, 2, 3};
+  EXPECT_TRUE(mcclBenchMedian(odd, 5) == 3);
+  EXPECT_TRUE(odd[0] == 1 && odd[4] == 5);  // sorted in place
+  double even[] = {8, 2, 6, 4};
+  EXPECT_TRUE(mcclBenchMedian(even, 4) == 5);
+  double one = 7;
+  EXPECT_TRUE(mcclBenchMedian(&one, 1) == 7);
+  EXPECT_TRUE(mcclBenchMedian(NULL, 0) == 0);
+}
+
 MCCL_TEST_MAIN(MCCL_TEST_CASE(recordsAsWritten), MCCL_TEST_CASE(emptyAndNowhere), MCCL_TEST_CASE(refusals),
-               MCCL_TEST_CASE(metaFill))
+               MCCL_TEST_CASE(metaFill), MCCL_TEST_CASE(median))

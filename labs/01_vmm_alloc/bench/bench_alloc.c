@@ -9,37 +9,25 @@
 #include "mccl_alloc.h"
 #include "mccl_checks.h"
 #include "mccl_param.h"
+#include "mccl_benchout.h"
+#include "mccl_utils.h"
 
 #define MiB (1024UL * 1024UL)
-
-static double nowUs(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-static int cmpDouble(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
-}
-static double median(double* v, int n) {
-  qsort(v, (size_t)n, sizeof(double), cmpDouble);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 enum { T_ALLOC, T_FREE, T_MALLOC, T_CUFREE, T_CREATE, T_RESERVE, T_MAP, T_ACCESS, T_UNMAP, T_RELEASE, T_ADDRFREE, NT };
 
 // One round of each thing we time, for one size.
 static mcclResult_t round1(size_t size, int nAccess, const CUmemAccessDesc* descs, double* t) {
   void* p = NULL;
-  double t0 = nowUs();
+  double t0 = 1e6 * mcclClockSec();
   MCCLCHECK(mcclMemAlloc(&p, size));
-  double t1 = nowUs();
+  double t1 = 1e6 * mcclClockSec();
   MCCLCHECK(mcclMemFree(p));
-  double t2 = nowUs();
+  double t2 = 1e6 * mcclClockSec();
   CUDACHECK(cudaMalloc(&p, size));
-  double t3 = nowUs();
+  double t3 = 1e6 * mcclClockSec();
   CUDACHECK(cudaFree(p));
-  double t4 = nowUs();
+  double t4 = 1e6 * mcclClockSec();
   t[T_ALLOC] = t1 - t0;
   t[T_FREE] = t2 - t1;
   t[T_MALLOC] = t3 - t2;
@@ -56,21 +44,21 @@ static mcclResult_t round1(size_t size, int nAccess, const CUmemAccessDesc* desc
   prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
   CUCHECK(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
   size = (size + gran - 1) / gran * gran;
-  double s0 = nowUs();
+  double s0 = 1e6 * mcclClockSec();
   CUCHECK(cuMemCreate(&h, size, &prop, 0));
-  double s1 = nowUs();
+  double s1 = 1e6 * mcclClockSec();
   CUCHECK(cuMemAddressReserve(&va, size, gran, 0, 0));
-  double s2 = nowUs();
+  double s2 = 1e6 * mcclClockSec();
   CUCHECK(cuMemMap(va, size, 0, h, 0));
-  double s3 = nowUs();
+  double s3 = 1e6 * mcclClockSec();
   CUCHECK(cuMemSetAccess(va, size, descs, nAccess));
-  double s4 = nowUs();
+  double s4 = 1e6 * mcclClockSec();
   CUCHECK(cuMemUnmap(va, size));
-  double s5 = nowUs();
+  double s5 = 1e6 * mcclClockSec();
   CUCHECK(cuMemRelease(h));
-  double s6 = nowUs();
+  double s6 = 1e6 * mcclClockSec();
   CUCHECK(cuMemAddressFree(va, size));
-  double s7 = nowUs();
+  double s7 = 1e6 * mcclClockSec();
   t[T_CREATE] = s1 - s0;
   t[T_RESERVE] = s2 - s1;
   t[T_MAP] = s3 - s2;
@@ -135,7 +123,7 @@ int main(int argc, char** argv) {
       if (round1(sizes[s], nAccess, descs, t) != mcclSuccess) return 1;
       for (int k = 0; k < NT; k++) samples[k * repeats + r] = t[k];
     }
-    for (int k = 0; k < NT; k++) med[s][k] = median(samples + k * repeats, repeats);
+    for (int k = 0; k < NT; k++) med[s][k] = mcclBenchMedian(samples + k * repeats, repeats);
   }
   free(samples);
 

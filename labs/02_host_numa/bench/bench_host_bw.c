@@ -9,6 +9,7 @@
 #include "mccl_args.h"
 #include "mccl_checks.h"
 #include "mccl_host_alloc.h"
+#include "mccl_utils.h"
 
 #define MiB (1024UL * 1024UL)
 
@@ -16,12 +17,6 @@ static int cmpFloat(const void* a, const void* b) {
   float x = *(const float*)a, y = *(const float*)b;
   return (x > y) - (x < y);
 }
-static double nowS(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 enum { PAGEABLE, CUDA_HOST, CUMEM_HOST, NKIND };
 static const char* kindName[NKIND] = {"pageable", "cudaHostAlloc", "cuMemHostNuma"};
 
@@ -78,7 +73,7 @@ int main(int argc, char** argv) {
   printf("\n");
   // Buffers are allocated per size, so a small run never holds the largest buffers.
   for (size_t bytes = MiB; bytes <= maxBytes; bytes *= 2) {
-    double start = nowS();
+    double start = mcclClockSec();
     double bw[2][NKIND];
     void* host[NKIND] = {NULL, NULL, NULL};
     void* dev = NULL;
@@ -111,8 +106,9 @@ int main(int argc, char** argv) {
           printf(" %15.2f", bw[dir][k]);
     printf("\n");
     fflush(stdout);
-    if (nowS() - start > 3.0 && bytes * 2 <= maxBytes) {
-      printf("# stopped after %zu bytes: that size took %.1f s (pass maxMiB to choose)\n", bytes, nowS() - start);
+    if (mcclClockSec() - start > 3.0 && bytes * 2 <= maxBytes) {
+      printf("# stopped after %zu bytes: that size took %.1f s (pass maxMiB to choose)\n", bytes,
+             mcclClockSec() - start);
       break;
     }
   }

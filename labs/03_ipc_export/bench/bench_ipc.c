@@ -17,6 +17,8 @@
 #include "mccl_ipc.h"
 #include "mccl_ipcsocket.h"
 #include "mccl_fork.h"
+#include "mccl_benchout.h"
+#include "mccl_utils.h"
 
 #define LAT_REPS 51
 #define BW_WARMUP 2
@@ -27,21 +29,6 @@ typedef struct {
   mcclIpcDesc desc;
   double exportUs;
 } exportReport;
-
-static double nowUs(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static int cmpDouble(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return x < y ? -1 : x > y;
-}
-static double median(double* v, int n) {
-  qsort(v, (size_t)n, sizeof(double), cmpDouble);
-  return v[n / 2];
-}
 
 static mcclResult_t exporter(uint64_t hash, size_t size) {
   mcclResult_t res = mcclSuccess;
@@ -56,12 +43,12 @@ static mcclResult_t exporter(uint64_t hash, size_t size) {
   CUDACHECKGOTO(cudaMemset(buf, 0x5a, size), res, free_buf);
   CUDACHECKGOTO(cudaDeviceSynchronize(), res, free_buf);
   for (int i = 0; i < LAT_REPS; i++) {
-    double t0 = nowUs();
+    double t0 = 1e6 * mcclClockSec();
     MCCLCHECKGOTO(mcclIpcExport(buf, &rep.desc, &fd), res, free_buf);
     close(fd);
-    t[i] = nowUs() - t0;
+    t[i] = 1e6 * mcclClockSec() - t0;
   }
-  rep.exportUs = median(t, LAT_REPS);
+  rep.exportUs = mcclBenchMedian(t, LAT_REPS);
   MCCLCHECKGOTO(mcclIpcExport(buf, &rep.desc, &fd), res, free_buf);
   MCCLCHECKGOTO(mcclIpcSocketSendMsg(&sock, &rep, sizeof(rep), fd, 0, hash), res, close_fd);
   // Keep the buffer until the importer is done timing.
@@ -88,18 +75,19 @@ static mcclResult_t importer(uint64_t hash, int nDev, size_t size) {
   MCCLCHECK(mcclIpcSocketInit(&sock, 0, hash, NULL));
   MCCLCHECKGOTO(mcclIpcSocketRecvMsg(&sock, &rep, sizeof(rep), &fd), res, close_sock);
   for (int i = 0; i < LAT_REPS; i++) {
-    double t0 = nowUs();
+    double t0 = 1e6 * mcclClockSec();
     MCCLCHECKGOTO(mcclIpcImport(&rep.desc, fd, dev, &mapped), res, close_fd);
-    double t1 = nowUs();
+    double t1 = 1e6 * mcclClockSec();
     MCCLCHECKGOTO(mcclIpcUnmap(mapped), res, close_fd);
     mapped = NULL;
     tImport[i] = t1 - t0;
-    tUnmap[i] = nowUs() - t1;
+    tUnmap[i] = 1e6 * mcclClockSec() - t1;
   }
   printf("# %-34s %12s %12s %6s\n", "operation", "bytes", "median us", "reps");
   printf("  %-34s %12zu %12.1f %6d\n", "export (mcclIpcExport + close)", size, rep.exportUs, LAT_REPS);
-  printf("  %-34s %12zu %12.1f %6d\n", "import+map (mcclIpcImport)", size, median(tImport, LAT_REPS), LAT_REPS);
-  printf("  %-34s %12zu %12.1f %6d\n", "unmap (mcclIpcUnmap)", size, median(tUnmap, LAT_REPS), LAT_REPS);
+  printf("  %-34s %12zu %12.1f %6d\n", "import+map (mcclIpcImport)", size, mcclBenchMedian(tImport, LAT_REPS),
+         LAT_REPS);
+  printf("  %-34s %12zu %12.1f %6d\n", "unmap (mcclIpcUnmap)", size, mcclBenchMedian(tUnmap, LAT_REPS), LAT_REPS);
 
   if (nDev < 2) {
     printf("# peer read: skipped, needs 2 devices (found %d)\n", nDev);
@@ -120,7 +108,7 @@ static mcclResult_t importer(uint64_t hash, int nDev, size_t size) {
     if (i >= BW_WARMUP) bw[i - BW_WARMUP] = ms;
   }
   {
-    double ms = median(bw, BW_REPS);
+    double ms = mcclBenchMedian(bw, BW_REPS);
     unsigned char probe[4] = {0};
     CUDACHECKGOTO(cudaMemcpy(probe, (char*)local + size - 4, 4, cudaMemcpyDeviceToHost), res, destroy_stop);
     printf(
@@ -179,7 +167,7 @@ int main(int argc, char** argv) {
   size_t size = nDev > 1 ? BW_SIZE : (32UL << 20);
   printf("# lab 03 IPC export bench, %s backend, %d device(s)%s\n", MCCL_BACKEND_NAME, nDev,
          strcmp(MCCL_BACKEND_NAME, "sim") == 0 ? ": sim figures time the CPU implementation" : "");
-  uint64_t hash = ((uint64_t)getpid() << 32) ^ (uint64_t)nowUs();
+  uint64_t hash = ((uint64_t)getpid() << 32) ^ mcclClockUs();
   pid_t pid = mcclForkChild();  // dies with this process
   if (pid < 0) return 1;
   if (pid == 0) _exit(exporter(hash, size) == mcclSuccess ? 0 : 1);

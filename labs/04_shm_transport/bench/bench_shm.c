@@ -12,17 +12,8 @@
 #include "mccl_args.h"
 #include "mccl_shm_pair.h"
 #include "mccl_fork.h"
-
-static double nowSec(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmpDouble(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return x < y ? -1 : x > y;
-}
+#include "mccl_benchout.h"
+#include "mccl_utils.h"
 
 static mcclResult_t barrier(struct mcclShmPairEnd* e) {
   char b = 0;
@@ -40,13 +31,12 @@ static mcclResult_t timeTransfer(struct mcclShmPairEnd* e, void* src, void* dst,
     if (both || e->rank == 0) MCCLCHECK(mcclProxyOpInit(&ops[nops++], &e->conns[1], src, n, NULL));
     if (both || e->rank == 1) MCCLCHECK(mcclProxyOpInit(&ops[nops++], &e->conns[0], dst, n, NULL));
     MCCLCHECK(barrier(e));
-    double t0 = nowSec();
+    double t0 = mcclClockSec();
     MCCLCHECK(mcclProxyOpsWait(ops, nops, NULL));
-    if (i >= 0) t[i] = nowSec() - t0;
+    if (i >= 0) t[i] = mcclClockSec() - t0;
   }
   MCCLCHECK(barrier(e));
-  qsort(t, iters, sizeof(double), cmpDouble);
-  *median = t[iters / 2];
+  *median = mcclBenchMedian(t, iters);
   return mcclSuccess;
 }
 

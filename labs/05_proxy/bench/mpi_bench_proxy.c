@@ -19,6 +19,8 @@
 #include "mccl_param.h"
 #include "mccl_proxy.h"
 #include "mccl_shm.h"
+#include "mccl_benchout.h"
+#include "mccl_utils.h"
 
 #define MiB (1024UL * 1024UL)
 
@@ -30,19 +32,6 @@ typedef struct {
 
 static int rank, nranks;
 
-static double nowSec(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-static int cmpDouble(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
-}
-static double median(double* v, int n) {
-  qsort(v, (size_t)n, sizeof(double), cmpDouble);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 static double maxOverRanks(double t) {
   MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   return t;
@@ -52,26 +41,26 @@ static double maxOverRanks(double t) {
 static mcclResult_t timeOurs(mcclProxyState* p, struct mcclConnector* s, struct mcclConnector* r, void* src, void* dst,
                              size_t n, int mode, double* sec) {
   MPI_Barrier(MPI_COMM_WORLD);
-  double t0 = nowSec();
+  double t0 = mcclClockSec();
   mcclProxyRequest rs = -1, rr = -1;
   if (mode == 1 || rank == 1) MCCLCHECK(mcclProxyPostOp(p, r, dst, n, &rr));
   if (mode == 1 || rank == 0) MCCLCHECK(mcclProxyPostOp(p, s, src, n, &rs));
   if (rs >= 0) MCCLCHECK(mcclProxyWait(p, rs));
   if (rr >= 0) MCCLCHECK(mcclProxyWait(p, rr));
-  *sec = maxOverRanks(nowSec() - t0);
+  *sec = maxOverRanks(mcclClockSec() - t0);
   return mcclSuccess;
 }
 
 static int timeNccl(ncclApi* a, void* src, void* dst, size_t n, int mode, double* sec) {
   int peer = 1 - rank, e = 0;
   MPI_Barrier(MPI_COMM_WORLD);
-  double t0 = nowSec();
+  double t0 = mcclClockSec();
   e |= a->api.groupStart();
   if (mode == 1 || rank == 0) e |= a->api.send(src, n / 4, mcclNcclFloat32, peer, a->comm, a->stream);
   if (mode == 1 || rank == 1) e |= a->api.recv(dst, n / 4, mcclNcclFloat32, peer, a->comm, a->stream);
   e |= a->api.groupEnd();
   if (cudaStreamSynchronize(a->stream) != cudaSuccess) e |= 1;
-  *sec = maxOverRanks(nowSec() - t0);
+  *sec = maxOverRanks(mcclClockSec() - t0);
   return e;
 }
 
@@ -176,14 +165,14 @@ static mcclResult_t run(void) {
         MCCLCHECK(timeOurs(p, &s, &r, src, dst, n, mode, &sec));
         if (i >= warm) t[i - warm] = sec;
       }
-      double ours = median(t, iters), theirs = 0;
+      double ours = mcclBenchMedian(t, iters), theirs = 0;
       if (haveNccl) {
         for (int i = 0; i < warm + iters; i++) {
           double sec;
           if (timeNccl(&nccl, src, dst, n, mode, &sec) != 0) { haveNccl = 0; break; }
           if (i >= warm) tn[i - warm] = sec;
         }
-        if (haveNccl) theirs = median(tn, iters);
+        if (haveNccl) theirs = mcclBenchMedian(tn, iters);
       }
       if (rank == 0) {
         double bw = (double)n / ours / 1e9;  // per direction; busbw = algbw for point-to-point
@@ -205,9 +194,9 @@ static mcclResult_t run(void) {
   struct timespec half = {0, 200 * 1000 * 1000};
   nanosleep(&half, NULL);
   long c0 = threadCpuUs(svc) + threadCpuUs(prog);
-  double w0 = nowSec();
+  double w0 = mcclClockSec();
   sleep(1);
-  double pct = 100.0 * (double)(threadCpuUs(svc) + threadCpuUs(prog) - c0) / ((nowSec() - w0) * 1e6);
+  double pct = 100.0 * (double)(threadCpuUs(svc) + threadCpuUs(prog) - c0) / ((mcclClockSec() - w0) * 1e6);
   if (rank == 0) printf("# idle proxy (both threads) after the run: %.2f%% of one core\n", pct);
   MPI_Barrier(MPI_COMM_WORLD);
   if (nccl.comm) nccl.api.commDestroy(nccl.comm);

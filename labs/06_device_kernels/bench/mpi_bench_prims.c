@@ -39,6 +39,8 @@
 #include "mccl_prims.h"
 #include "mccl_proxy.h"
 #include "mccl_shm.h"
+#include "mccl_benchout.h"
+#include "mccl_utils.h"
 
 #define KiB (1024UL)
 #define MiB (1024UL * 1024UL)
@@ -220,19 +222,6 @@ typedef struct {
 
 static int rank = 0, nranks = 0, inHelper = 0;
 
-static double nowSec(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-static int cmpDouble(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
-}
-static double median(double* v, int n) {
-  qsort(v, (size_t)n, sizeof(double), cmpDouble);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 static int sends(int mode) {
   return mode == kBothWays || rank == 0;
 }
@@ -314,7 +303,7 @@ static mcclResult_t measure(target* t, const struct spec* s, double* samples) {
     double sec = 0;
     MCCLCHECK(barrier(t));
     if (s->method == kMethodHost) {
-      double t0 = nowSec();
+      double t0 = mcclClockSec();
       if (t->kind == kOursCe) {
         MCCLCHECK(transferCe(t, s));
       } else {
@@ -322,7 +311,7 @@ static mcclResult_t measure(target* t, const struct spec* s, double* samples) {
         MCCLCHECK(waitStream(t, t->sendStream));
         MCCLCHECK(waitStream(t, t->recvStream));
       }
-      sec = nowSec() - t0;
+      sec = mcclClockSec() - t0;
     } else {
       int n = s->method == kMethodEager ? s->batch : 1;
       CUDACHECK(cudaEventRecord(t->start, t->sendStream));
@@ -465,7 +454,7 @@ static void helperStop(int kill_) {
 // The median over samples of the max over ranks.
 static double reduceMedian(double* samples, int n) {
   MPI_Allreduce(MPI_IN_PLACE, samples, n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  return median(samples, n);
+  return mcclBenchMedian(samples, n);
 }
 
 static int allOk(int ok) {

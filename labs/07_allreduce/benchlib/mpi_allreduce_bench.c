@@ -27,6 +27,7 @@
 #include "mccl_nccl.h"
 #include "mccl_param.h"
 #include "mccl_prims.h"
+#include "mccl_utils.h"
 
 // CUDA graphs: the sim implements no graph calls, so they are weak references, NULL there.
 #pragma weak cudaStreamBeginCapture
@@ -188,12 +189,6 @@ static int allOk(int ok) {
   return ok;
 }
 
-static double nowSec(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 // ---- the pattern and its reduction ---------------------------------------------------------------
 //
 // Element i of rank r depends on key(i) (a hash of i, 0..7) and r only, so the expected result of
@@ -342,13 +337,13 @@ static long checkResult(const void* host, size_t count, const struct expected* x
 // Wait for every local stream, at most WAIT_TIMEOUT_SEC: a kernel waiting on a peer that never
 // comes is reported (and the run ended) rather than waited on forever.
 static mcclResult_t waitStreams(void) {
-  double t0 = nowSec();
+  double t0 = mcclClockSec();
   for (int l = 0; l < B.nLocal; l++) {
     for (;;) {
       cudaError_t e = cudaStreamQuery(B.s->streams[l]);
       if (e == cudaSuccess) break;
       if (e != cudaErrorNotReady) CUDACHECK(e);
-      if (nowSec() - t0 > WAIT_TIMEOUT_SEC) {
+      if (mcclClockSec() - t0 > WAIT_TIMEOUT_SEC) {
         fprintf(stderr, "rank %d: an allreduce did not finish in %.0f s (a peer stuck or gone?)\n", globalRank(l),
                 WAIT_TIMEOUT_SEC);
         if (B.s->ops.abort) B.s->ops.abort(B.s->ops.ctx);
@@ -641,7 +636,7 @@ static mcclResult_t sweep(const target* ours, int nOurs, const target* nccl, int
       char what[96], sz[32];
       snprintf(what, sizeof(what), "%s %s %s done", mcclArBenchFmtSize(bytes, sz, sizeof(sz)), mcclTypeName(B.dtype),
                mcclOpName(B.op));
-      mcclBenchProgress(B.progressDone, B.progressTotal, what, nowSec() - B.t0);
+      mcclBenchProgress(B.progressDone, B.progressTotal, what, mcclClockSec() - B.t0);
     }
   }
   return mcclSuccess;
@@ -834,7 +829,7 @@ static mcclResult_t runAll(const target* ours, int nOurs, const target* nccl, in
   MPI_Allreduce(MPI_IN_PLACE, &openFailed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   if (openFailed) return openRes != mcclSuccess ? openRes : mcclSystemError;
   B.progressOn = mcclBenchProgressOn(B.o->progress);
-  B.t0 = nowSec();
+  B.t0 = mcclClockSec();
   for (int ti = 0; ti < B.o->nTypes; ti++) {
     B.dtype = B.o->types[ti];
     size_t sizes[MCCL_ARB_MAX_SIZES];
