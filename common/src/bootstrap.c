@@ -29,6 +29,7 @@
 #include "mccl_bootstrap.h"
 #include "mccl_checks.h"
 #include "mccl_param.h"
+#include "mccl_socket.h"
 #include "mccl_utils.h"
 #include "bootstrap_wire.h"
 
@@ -96,14 +97,6 @@ static _Thread_local char threadHostId[256];  // mcclSetThreadHostId; "" when un
 
 static uint64_t bootDeadline(const mcclBootstrap* st) {
   return st->timeoutMs > 0 ? mcclClockMs() + (uint64_t)st->timeoutMs : UINT64_MAX;
-}
-
-static socklen_t abstractAddr(const char* name, struct sockaddr_un* addr) {
-  memset(addr, 0, sizeof(*addr));
-  addr->sun_family = AF_UNIX;
-  size_t len = strnlen(name, sizeof(addr->sun_path) - 2);
-  memcpy(addr->sun_path + 1, name, len);  // sun_path[0] == '\0': the abstract namespace
-  return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len);
 }
 
 static mcclResult_t randomBytes(void* buf, size_t n) {
@@ -330,7 +323,7 @@ static mcclResult_t listenTcp(const bootSockAddr* addr, int reuse, bootSockAddr*
 
 static mcclResult_t listenUnix(const char* name, int* outFd) {
   struct sockaddr_un addr;
-  socklen_t len = abstractAddr(name, &addr);
+  socklen_t len = mcclSocketAbstractAddr(name, &addr);
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     WARN("Bootstrap: socket() failed: %s", strerror(errno));
@@ -375,7 +368,7 @@ static mcclResult_t connectTo(bootDest dest, int retryRefused, uint64_t deadline
     len = sockAddrLen(dest.tcp);
     sockAddrStr(dest.tcp, desc, sizeof(desc));
   } else {
-    len = abstractAddr(dest.name, &un);
+    len = mcclSocketAbstractAddr(dest.name, &un);
     snprintf(desc, sizeof(desc), "@%s", dest.name);
   }
   for (;;) {

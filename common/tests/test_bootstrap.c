@@ -22,6 +22,7 @@
 #include "mccl_test.h"
 #include "mccl_fork.h"
 #include "../src/bootstrap_wire.h"  // the id's TCP address, to check which interface it names
+#include "mccl_socket.h"
 #include "mccl_utils.h"
 
 static void setEnv(const char* name, const char* value) {
@@ -682,11 +683,7 @@ static void strangerStep(strangerConn* c, int garbage) {
       r = connect(fd, &c->t.addr.sa, len);
     } else {
       struct sockaddr_un a;
-      memset(&a, 0, sizeof(a));
-      a.sun_family = AF_UNIX;
-      size_t len = strnlen(c->t.name, sizeof(a.sun_path) - 2);
-      memcpy(a.sun_path + 1, c->t.name, len);
-      r = connect(fd, (struct sockaddr*)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len));
+      r = connect(fd, (struct sockaddr*)&a, mcclSocketAbstractAddr(c->t.name, &a));
     }
     if (r == 0 || errno == EINPROGRESS) {
       c->fd = fd;
@@ -1050,12 +1047,9 @@ static void acceptDeadlineCase(const char* accept, long expectMs) {
   for (int i = 0; i < n && fd < 0; i++) {
     if (strstr(t[i].name, ".1.") == NULL) continue;
     struct sockaddr_un sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sun_family = AF_UNIX;
-    size_t len = strnlen(t[i].name, sizeof(sa.sun_path) - 2);
-    memcpy(sa.sun_path + 1, t[i].name, len);
+    const socklen_t len = mcclSocketAbstractAddr(t[i].name, &sa);
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (connect(fd, (struct sockaddr*)&sa, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len)) != 0) {
+    if (connect(fd, (struct sockaddr*)&sa, len) != 0) {
       close(fd);
       fd = -1;
     }

@@ -22,6 +22,7 @@
 #include "mccl_checks.h"
 #include "mccl_debug.h"
 #include "mccl_param.h"
+#include "mccl_socket.h"
 #include "mccl_utils.h"
 #include "ipcsocket_wire.h"
 
@@ -46,13 +47,12 @@ static mcclResult_t ipcAddress(int rank, uint64_t hash, struct sockaddr_un* addr
     name[0] = '\0';
     return mcclInvalidArgument;
   }
-  memset(addr, 0, sizeof(*addr));
-  addr->sun_family = AF_UNIX;
-  memcpy(addr->sun_path, name, (size_t)len);
   if (abstract) {
-    addr->sun_path[0] = '\0';
-    *addrLen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + (size_t)len);
+    *addrLen = mcclSocketAbstractAddr(name + 1, addr);  // name is "@..."; the '@' becomes the leading NUL
   } else {
+    memset(addr, 0, sizeof(*addr));
+    addr->sun_family = AF_UNIX;
+    memcpy(addr->sun_path, name, (size_t)len);
     *addrLen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + (size_t)len + 1);
   }
   *isAbstract = abstract;

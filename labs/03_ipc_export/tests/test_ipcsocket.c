@@ -21,6 +21,7 @@
 #include "mccl_param.h"
 #include "mccl_test.h"
 #include "mccl_fork.h"
+#include "mccl_socket.h"
 #include "mccl_utils.h"
 #include "../src/ipcsocket_wire.h"  // the control-part decoder, tested on hand-made bytes
 
@@ -257,11 +258,7 @@ static void twoFdsRejected(void) {
   int raw = socket(AF_UNIX, SOCK_DGRAM, 0);
   EXPECT_GE(raw, 0);
   struct sockaddr_un addr;
-  memset(&addr, 0, sizeof(addr));
-  addr.sun_family = AF_UNIX;
-  size_t len = strlen(b.socketName);  // "@name": '@' becomes the leading NUL
-  memcpy(addr.sun_path, b.socketName, len);
-  addr.sun_path[0] = '\0';
+  const socklen_t addrLen = mcclSocketAbstractAddr(b.socketName + 1, &addr);  // past the '@' of "@name"
   int fds[2] = {patternFd(1, 8), patternFd(2, 8)};
   union {
     struct cmsghdr align;
@@ -273,7 +270,7 @@ static void twoFdsRejected(void) {
   struct msghdr msg;
   memset(&msg, 0, sizeof(msg));
   msg.msg_name = &addr;
-  msg.msg_namelen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len);
+  msg.msg_namelen = addrLen;
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
   msg.msg_control = control.buf;

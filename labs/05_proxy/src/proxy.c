@@ -221,7 +221,7 @@ mcclResult_t mcclProxyCreate(int rank, int cudaDev, volatile uint32_t* abortFlag
   }
   snprintf(p->address, sizeof(p->address), PROXY_ADDR_PREFIX "%016llx", (unsigned long long)p->udsHash);
   struct sockaddr_un addr;
-  socklen_t alen = abstractAddr(p->address, &addr);
+  socklen_t alen = mcclSocketAbstractAddr(p->address, &addr);
   SYSCHECKGOTO(p->listenFd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), res, fail);
   SYSCHECKGOTO(bind(p->listenFd, (struct sockaddr*)&addr, alen), res, fail);
   SYSCHECKGOTO(listen(p->listenFd, 64), res, fail);

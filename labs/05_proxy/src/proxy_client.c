@@ -22,7 +22,7 @@ static mcclResult_t clientConnect(mcclProxyState* p) {
     return mcclInvalidUsage;
   }
   struct sockaddr_un addr;
-  socklen_t alen = abstractAddr(p->address, &addr);
+  socklen_t alen = mcclSocketAbstractAddr(p->address, &addr);
   int fd;
   SYSCHECK(fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (connect(fd, (struct sockaddr*)&addr, alen) != 0) {

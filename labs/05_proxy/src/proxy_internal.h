@@ -11,6 +11,7 @@
 #include <sys/un.h>
 #include "mccl_ipcsocket.h"
 #include "mccl_proxy.h"
+#include "mccl_socket.h"
 #include "mccl_utils.h"
 #include "proxy_wire.h"  // rpcHeader, rpcRespHeader, proxyInitReq, udsReq, udsResp and their decoders
 
@@ -110,14 +111,6 @@ struct mcclProxyState {
   int serviceStarted, progressStarted, stopped;
   mcclResult_t serviceResult, progressResult;
 };
-
-static inline socklen_t abstractAddr(const char* name, struct sockaddr_un* addr) {
-  memset(addr, 0, sizeof(*addr));
-  addr->sun_family = AF_UNIX;
-  size_t len = strnlen(name, sizeof(addr->sun_path) - 2);
-  memcpy(addr->sun_path + 1, name, len);
-  return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len);
-}
 
 // The proxy an Init RPC bound this connector to, or NULL.
 static inline mcclProxyState* proxyOf(struct mcclConnector* c) {
