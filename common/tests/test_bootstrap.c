@@ -265,9 +265,10 @@ static void wrongSecret(void) {
   setTimeoutMs(NULL);
 }
 
-// Two threads claim rank 1 of 3: rank 0 fails the whole rendezvous with mcclInvalidUsage.
+// Two threads claim rank 1 of 3: rank 0 fails the whole rendezvous with mcclInvalidUsage, at once: the
+// timeout is long enough that "at once" stays well below it on a loaded machine.
 static void duplicateRank(void) {
-  setTimeoutMs("2000");
+  setTimeoutMs("10000");
   int fds0 = mcclTestCountFds();
   rankArgs a[3];
   memset(a, 0, sizeof(a));
@@ -280,7 +281,9 @@ static void duplicateRank(void) {
     EXPECT_RES(a[i].initRes, mcclInvalidUsage);
     EXPECT_LT(a[i].ms, 1500);
   }
-  // Two threads claim rank 0 of 2: the second cannot bind the rendezvous; the other pair meets.
+  // Two threads claim rank 0 of 2: the second cannot bind the rendezvous; the other pair meets. A claim
+  // that loses late waits the whole timeout, so a short one here.
+  setTimeoutMs("2000");
   memset(a, 0, sizeof(a));
   EXPECT_OK(mcclGetUniqueId(&a[0].id));
   a[1].id = a[2].id = a[0].id;
@@ -302,8 +305,9 @@ static void duplicateRank(void) {
   setTimeoutMs(NULL);
 }
 
+// Ranks that disagree on the count fail at once, well below the timeout however loaded the machine.
 static void countMismatch(void) {
-  setTimeoutMs("2000");
+  setTimeoutMs("10000");
   int fds0 = mcclTestCountFds();
   rankArgs a[2];
   memset(a, 0, sizeof(a));
