@@ -118,7 +118,7 @@ mcclResult_t proxyReadFull(int fd, void* buf, size_t n, int timeoutMs, volatile 
       WARN("Proxy: recv failed: %s", strerror(errno));
       return mcclRemoteError;
     }
-    if (abortFlag && __atomic_load_n(abortFlag, __ATOMIC_ACQUIRE)) return mcclInternalError;
+    if (mcclIsAborted(abortFlag)) return mcclInternalError;
     struct pollfd pf = {.fd = fd, .events = POLLIN, .revents = 0};
     int pr = poll(&pf, 1, timeoutMs < 100 ? timeoutMs : 100);
     if (pr == 0 && (timeoutMs -= 100) <= 0) {
