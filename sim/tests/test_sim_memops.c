@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include "mccl_test.h"
 #include "mccl_fork.h"
+#include "mccl_utils.h"
 #include "sim_test_fd.h"
 
 static void setup(void) {
@@ -25,23 +26,12 @@ static CUdeviceptr dptr(const void* p) {
   return (CUdeviceptr)(uintptr_t)p;
 }
 
-static void sleepMs(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
-
-static long long nowMs(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 // Waits for a stream without hanging the test when it never finishes: cudaSuccess, or cudaErrorNotReady
 // after timeoutMs.
 static cudaError_t syncWithin(cudaStream_t s, int timeoutMs) {
-  long long until = nowMs() + timeoutMs;
+  long long until = (long long)mcclClockMs() + timeoutMs;
   cudaError_t e;
-  while ((e = cudaStreamQuery(s)) == cudaErrorNotReady && nowMs() < until) sleepMs(1);
+  while ((e = cudaStreamQuery(s)) == cudaErrorNotReady && (long long)mcclClockMs() < until) mcclSleepMs(1);
   return e;
 }
 
@@ -80,8 +70,9 @@ static void writeAfterCopyIsOrdered(void) {
   EXPECT_CUDA_OK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, s));
   EXPECT_CU_OK(cuStreamWriteValue32(s, dptr(&flags[0]), 1, CU_STREAM_WRITE_VALUE_DEFAULT));
   EXPECT_CU_OK(cuStreamWriteValue64(s, dptr(&flags[1]), 0x123456789abcdef0ull, 0));
-  long long until = nowMs() + 10000;
-  while (__atomic_load_n((uint32_t*)&flags[0], __ATOMIC_ACQUIRE) != 1 && nowMs() < until) sched_yield();
+  long long until = (long long)mcclClockMs() + 10000;
+  while (__atomic_load_n((uint32_t*)&flags[0], __ATOMIC_ACQUIRE) != 1 && (long long)mcclClockMs() < until)
+    sched_yield();
   EXPECT_EQ(__atomic_load_n((uint32_t*)&flags[0], __ATOMIC_ACQUIRE), 1);
   EXPECT_MEM_EQ(dst, ref, n);
   EXPECT_CUDA_OK(cudaStreamSynchronize(s));
@@ -110,14 +101,14 @@ static void waitHoldsStreamNotHost(void) {
   memset(out, 0, n);
   __atomic_store_n(flag, 0, __ATOMIC_RELEASE);
   EXPECT_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  long long t0 = nowMs();
+  long long t0 = (long long)mcclClockMs();
   EXPECT_CU_OK(cuStreamWaitValue32(s, dptr(flag), 5, CU_STREAM_WAIT_VALUE_GEQ));
   EXPECT_CUDA_OK(cudaMemcpyAsync(out, src, n, cudaMemcpyDeviceToHost, s));
-  EXPECT_LT(nowMs() - t0, 1000);
-  sleepMs(20);
+  EXPECT_LT((long long)mcclClockMs() - t0, 1000);
+  mcclSleepMs(20);
   EXPECT_CUDA(cudaStreamQuery(s), cudaErrorNotReady);
   __atomic_store_n(flag, 4, __ATOMIC_RELEASE);
-  sleepMs(20);
+  mcclSleepMs(20);
   EXPECT_CUDA(cudaStreamQuery(s), cudaErrorNotReady);
   EXPECT_EQ(out[0], 0);
   __atomic_store_n(flag, 5, __ATOMIC_RELEASE);
@@ -150,7 +141,7 @@ static void runWaitCase(const waitCase* c, uint64_t* word, uint32_t* done, cudaS
     EXPECT_CU_OK(cuStreamWaitValue32(s, dptr(word), (uint32_t)c->want, c->cond));
   EXPECT_CU_OK(cuStreamWriteValue32(s, dptr(done), 1, 0));
   if (!c->metAtStart) {
-    sleepMs(10);
+    mcclSleepMs(10);
     EXPECT_CUDA(cudaStreamQuery(s), cudaErrorNotReady);
     EXPECT_EQ(__atomic_load_n(done, __ATOMIC_ACQUIRE), 0);
     if (c->width == 8)
@@ -205,11 +196,11 @@ static void nullStreamWait(void) {
   __atomic_store_n(flag, 0, __ATOMIC_RELEASE);
   __atomic_store_n(done, 0, __ATOMIC_RELEASE);
   EXPECT_CUDA_OK(cudaStreamCreate(&blocking));
-  long long t0 = nowMs();
+  long long t0 = (long long)mcclClockMs();
   EXPECT_CU_OK(cuStreamWaitValue32(NULL, dptr(flag), 1, CU_STREAM_WAIT_VALUE_EQ));
   EXPECT_CU_OK(cuStreamWriteValue32(blocking, dptr(done), 1, 0));
-  EXPECT_LT(nowMs() - t0, 1000);
-  sleepMs(20);
+  EXPECT_LT((long long)mcclClockMs() - t0, 1000);
+  mcclSleepMs(20);
   EXPECT_EQ(__atomic_load_n(done, __ATOMIC_ACQUIRE), 0);
   EXPECT_CUDA(cudaStreamQuery(blocking), cudaErrorNotReady);
   __atomic_store_n(flag, 1, __ATOMIC_RELEASE);
@@ -269,7 +260,7 @@ static void memcpyBatchOrderAndAttributes(void) {
   during.srcAccessOrder = cudaMemcpySrcAccessOrderDuringApiCall;
   EXPECT_CUDA_OK(cudaMemcpyBatchAsync(stackDst, stackSrcs, stackSize, 1, &during, attrsIdx0, 1, s));
   memset(stackSrc, 0x55, sizeof(stackSrc));
-  sleepMs(20);
+  mcclSleepMs(20);
   EXPECT_CUDA(cudaStreamQuery(s), cudaErrorNotReady);
   EXPECT_EQ(pinned[5 * chunk], 0);  // the stream has not run the batch
   __atomic_store_n(flag, 1, __ATOMIC_RELEASE);

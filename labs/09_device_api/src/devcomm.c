@@ -16,6 +16,7 @@
 #include "mccl_dev_api.h"
 #include "mccl_devconn.h"
 #include "mccl_ipc.h"
+#include "mccl_utils.h"
 
 #define STRIDE_UNIT ((size_t)1 << 32)
 
@@ -96,10 +97,6 @@ int mcclTeamRankToLsa(const mcclLabComm* comm, mcclTeam team, int rank) {
   return lsaRank + (rank - team.rank) * team.stride;
 }
 
-static int commAborted(const mcclLabComm* comm) {
-  return comm->abortFlag != NULL && __atomic_load_n(comm->abortFlag, __ATOMIC_ACQUIRE) != 0;
-}
-
 static int isWindowOf(const mcclLabComm* comm, const mcclLabWindow* win) {
   for (const mcclLabWindow* w = comm->windows; w; w = w->next)
     if (w == win) return 1;
@@ -173,7 +170,7 @@ fail:
 mcclResult_t mcclDevWindowCreate(mcclLabComm* comm, mcclLabWindow* win, mcclWindow_t* devWin) {
   MCCL_ARGCHECK(comm != NULL && win != NULL && devWin != NULL, "comm %p, win %p or devWin %p is NULL", (void*)comm,
                 (void*)win, (void*)devWin);
-  if (commAborted(comm)) {
+  if (mcclIsAborted(comm->abortFlag)) {
     WARN("Invalid usage: rank %d's communicator is aborted: no device window for window %p", comm->rank, (void*)win);
     return mcclInvalidUsage;
   }
@@ -367,7 +364,7 @@ static void setHandles(const mcclDevResourceRequirements* barReq, const mcclDevC
 
 mcclResult_t mcclDevCommCreate(mcclLabComm* comm, const mcclDevCommRequirements* reqs, mcclDevComm* devComm) {
   MCCL_ARGCHECK(comm != NULL, "comm is NULL");
-  if (commAborted(comm)) {
+  if (mcclIsAborted(comm->abortFlag)) {
     WARN("Invalid usage: rank %d's communicator is aborted: no device communicator", comm->rank);
     return mcclInvalidUsage;
   }
