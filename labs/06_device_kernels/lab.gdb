@@ -1,5 +1,6 @@
 # Lab 06 under gdb: `make gdb LAB=06`. One process: the demo connects device 0 to device 1 over P2P,
-# then over SHM, and on each connection runs a sender kernel and a receiver kernel (SIMPLE, then LL).
+# then over SHM, and on each connection runs a sender kernel and a receiver kernel (SIMPLE, then LL,
+# then LL128 over P2P).
 # On the sim every GPU thread is a host thread (named b<block>.t<thread>; `info threads` lists
 # them), so gdb breaks inside the kernels like in any function, and threadIdx / blockIdx / blockDim
 # are variables it prints. Each stop prints what matters there; type `continue` (or `c`) to go on.
@@ -49,7 +50,7 @@ end
 # The copy of mcclConnInfo a kernel loads: print the host side it is made from.
 break mcclDevConnCreate
 commands
-  printf "device copy of %d conns: SIMPLE FIFO %p, LL FIFO %p, step %lu\n", n, connectors[0].conn.buffs[1], connectors[0].conn.buffs[0], connectors[0].conn.step
+  printf "device copy of %d conns: SIMPLE FIFO %p, LL FIFO %p, LL128 FIFO %p (P2P only), step %lu\n", n, connectors[0].conn.buffs[2], connectors[0].conn.buffs[0], connectors[0].conn.buffs[1], connectors[0].conn.step
   if $mccl_autorun
     continue
   end
@@ -61,7 +62,7 @@ break mcclDevLaunch
 set $mccl_bp_launch = $bpnum
 set $mccl_launches = 0
 commands
-  printf "launch: op %d (0 send, 1 recv), proto %d (0 LL, 1 SIMPLE), %lu bytes, %d threads, recvConns %p, sendConns %p\n", work->op, work->proto, work->count, nthreads, work->recvConns, work->sendConns
+  printf "launch: op %d (0 send, 1 recv), proto %d (0 LL, 1 LL128, 2 SIMPLE), %lu bytes, %d threads, recvConns %p, sendConns %p\n", work->op, work->proto, work->count, nthreads, work->recvConns, work->sendConns
   set $mccl_launches = $mccl_launches + 1
   if $mccl_launches >= 4
     printf "(lab.gdb: breakpoint %d disabled after 4 launches; `enable %d` brings it back)\n", $mccl_bp_launch, $mccl_bp_launch
@@ -127,8 +128,8 @@ end
 
 # LL has no tail: the flags in the lines are the signal. One thread per block waits for send
 # credit (WaitSend: thread nthreads - WARP_SIZE, the first of the last warp). Every thread calls
-# waitSend; the condition keeps that one.
-break waitSend if threadIdx.x == blockDim.x - 32
+# waitSend; the condition keeps that one (and leaves LL128's waitSend, below, to its own stop).
+break waitSend if threadIdx.x == blockDim.x - 32 && !$_caller_matches(".*ProtoLL128")
 set $mccl_bp_llwait = $bpnum
 set $mccl_llwaits = 0
 commands
@@ -137,6 +138,27 @@ commands
   if $mccl_llwaits >= $mccl_kstops
     printf "(lab.gdb: breakpoint %d disabled after %d stops; `enable %d` brings it back)\n", $mccl_bp_llwait, $mccl_kstops, $mccl_bp_llwait
     disable $mccl_bp_llwait
+  end
+  if $mccl_autorun
+    continue
+  end
+end
+
+# ---- inside the kernels (LL128, P2P only) ---------------------------------------------------------
+
+# LL128's WaitSend is thread 0, named with its template arguments (the demo's byte-moving kernel) so
+# that only LL128's stops here. The slot it waits for holds 128-byte lines: 15 data words and, last,
+# the flag word of the step that wrote it. `x/16gx sendBuff` shows the first line of slot 0 as the
+# receiver's memory holds it (after the first step: the data, then the flag in the 16th word).
+break Primitives<unsigned char, FuncSum<unsigned char>, ProtoLL128>::waitSend if threadIdx.x == 0
+set $mccl_bp_ll128wait = $bpnum
+set $mccl_ll128waits = 0
+commands
+  printf "[kernel] LL128 WaitSend, block %d thread %d: step %lu, the receiver's head is %lu, %d words per slot\n", blockIdx.x, threadIdx.x, sendConnHead, *sendConnHeadPtr, stepWords
+  set $mccl_ll128waits = $mccl_ll128waits + 1
+  if $mccl_ll128waits >= $mccl_kstops
+    printf "(lab.gdb: breakpoint %d disabled after %d stops; `enable %d` brings it back)\n", $mccl_bp_ll128wait, $mccl_kstops, $mccl_bp_ll128wait
+    disable $mccl_bp_ll128wait
   end
   if $mccl_autorun
     continue

@@ -49,10 +49,14 @@ commands
     output (enum mcclFunc)$mccl_w[$mccl_i].func
     printf " "
     output (enum mcclAlgo)$mccl_w[$mccl_i].algorithm
-    if $mccl_w[$mccl_i].protocol == 1
+    if $mccl_w[$mccl_i].protocol == 2
       printf " SIMPLE"
     else
-      printf " LL"
+      if $mccl_w[$mccl_i].protocol == 1
+        printf " LL128"
+      else
+        printf " LL"
+      end
     end
     printf ", count %lu, channelLo %d nChannels %d\n", $mccl_w[$mccl_i].count, $mccl_w[$mccl_i].channelLo, $mccl_w[$mccl_i].nChannels
     set $mccl_i = $mccl_i + 1

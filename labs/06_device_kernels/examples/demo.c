@@ -3,12 +3,13 @@
 // One process connects device 0 to device 1 (or device 0 to itself when there is one device) with one
 // channel, over P2P and then over SHM. On each connection it launches a receiver kernel (mcclDevOpRecv)
 // on the receiving device and a sender kernel (mcclDevOpSend) on the sending one, first with the SIMPLE
-// protocol, then with LL, with mcclDevWork::trace = 1: the threads that hold a role (WaitRecv,
-// WaitSend, PostRecv, PostSend) print, with device printf, what they waited for and what they
-// published. The message is ten FIFO steps (more than the MCCL_STEPS = 8 slots, so the sender must wait
-// for the receiver to return a slot); the demo checks every byte and says so.
+// protocol, then with LL, then (P2P only) with LL128, with mcclDevWork::trace = 1: the threads that hold a role
+// (WaitRecv, WaitSend, PostRecv, PostSend) print, with device printf, what they waited for and what they published. The
+// message is ten FIFO steps (more than the MCCL_STEPS = 8 slots, so the sender must wait for the receiver to return a
+// slot); the demo checks every byte and says so.
 //
-// Small FIFOs (MCCL_BUFFSIZE=65536: 8 KiB slots; MCCL_LL_BUFFSIZE=8192: 1 KiB slots of 64 lines) keep
+// Small FIFOs (MCCL_BUFFSIZE=65536: 8 KiB slots; MCCL_LL_BUFFSIZE=8192: 1 KiB slots of 64 lines;
+// MCCL_LL128_BUFFSIZE=16384: 2 KiB slots, one warp's slice of 1920 data bytes) keep
 // the message small. Blocks are 64 threads on both backends (the sim's cap), one block per kernel.
 // Only the first transport is narrated; the second runs the same kernels quietly.
 #include <stdio.h>
@@ -64,9 +65,11 @@ struct demoEnv {
 static mcclResult_t runProto(const struct demoEnv* env, struct mcclDevPair* p, struct mcclConnInfo* dSend,
                              struct mcclConnInfo* dRecv, int proto, int trace, int* ok) {
   struct mcclConnector *s = &p->ends[0].send[0], *r = &p->ends[1].recv[0];
-  const int isLL = proto == MCCL_PROTO_LL;
-  // Data bytes one step carries: a SIMPLE slot, or 8 bytes per 16-byte LL line.
-  const size_t stepBytes = isLL ? (size_t)s->conn.llStepSize / 2 : (size_t)s->conn.stepSize;
+  const int isLL = proto == MCCL_PROTO_LL, isLL128 = proto == MCCL_PROTO_LL128;
+  // Data bytes one step carries: a SIMPLE slot, 8 bytes per 16-byte LL line, or 120 per 128-byte LL128 line.
+  const size_t stepBytes = isLL      ? (size_t)s->conn.llStepSize / 2
+                           : isLL128 ? (size_t)s->conn.ll128StepSize / 128 * 120
+                                     : (size_t)s->conn.stepSize;
   const size_t nbytes = (NSTEPS - 1) * stepBytes + 3;
   mcclResult_t res = mcclSuccess;
   unsigned char *src = NULL, *dst = NULL, *host = NULL;
@@ -92,8 +95,8 @@ static mcclResult_t runProto(const struct demoEnv* env, struct mcclDevPair* p, s
 
   uint64_t step0 = s->conn.step;
   printf("\n[host] %s: %zu bytes from device 0 to device %d, %zu bytes per step -> %d steps, from step %llu\n",
-         isLL ? "LL" : "SIMPLE", nbytes, env->devB, stepBytes, NSTEPS, (unsigned long long)step0);
-  if (trace && !isLL) {
+         mcclProtoName(proto), nbytes, env->devB, stepBytes, NSTEPS, (unsigned long long)step0);
+  if (trace && proto == MCCL_PROTO_SIMPLE) {
     printf(
         "[host] What to look for (one slot per step: chunkSteps 2, sliceSteps 1):\n"
         "[host]   sender   thread 0  WaitSend: waits until the receiver's head leaves a free slot\n"
@@ -102,6 +105,13 @@ static mcclResult_t runProto(const struct demoEnv* env, struct mcclDevPair* p, s
         "[host]   receiver thread 0  WaitRecv: waits until the sender's tail >= step + 1\n"
         "[host]   receiver thread %d PostRecv: after the workers copied the slot out, head = step + 1\n",
         MCCL_STEPS, MCCL_STEPS, NTHREADS - 1, NTHREADS - 1);
+  } else if (trace && isLL128) {
+    printf(
+        "[host] What to look for: no tail either. Each 128-byte line carries 120 data bytes and one flag word,\n"
+        "[host]   stored by eight lanes of a warp at once (NVLink delivers the line whole); a receiving warp\n"
+        "[host]   votes until its flag lanes see the step. Thread 0 waits for a free slot (WaitSend), the first\n"
+        "[host]   thread of the last warp (%d) returns it (PostRecv) once every warp has read it.\n",
+        NTHREADS - 32);
   } else if (trace) {
     printf(
         "[host] What to look for: no tail. Each 16-byte line carries 8 data bytes and the step's flag twice;\n"
@@ -159,10 +169,11 @@ static mcclResult_t runProto(const struct demoEnv* env, struct mcclDevPair* p, s
   // Through the sender's view, with its device current (P2P maps the peer's memory for that device only).
   uint64_t head = 0, tail = 0;
   CUDACHECKGOTO(cudaMemcpy(&head, s->conn.head, sizeof(head), cudaMemcpyDefault), res, out);
-  if (!isLL) CUDACHECKGOTO(cudaMemcpy(&tail, s->conn.tail, sizeof(tail), cudaMemcpyDefault), res, out);
+  const int hasTail = proto == MCCL_PROTO_SIMPLE;
+  if (hasTail) CUDACHECKGOTO(cudaMemcpy(&tail, s->conn.tail, sizeof(tail), cudaMemcpyDefault), res, out);
   printf("[host] Both kernels ended. Steps written back: sender %llu, receiver %llu; head %llu",
          (unsigned long long)s->conn.step, (unsigned long long)r->conn.step, (unsigned long long)head);
-  if (!isLL) printf(", tail %llu", (unsigned long long)tail);
+  if (hasTail) printf(", tail %llu", (unsigned long long)tail);
   printf(" (the next launch starts there)\n");
 
   memset(host, 0, nbytes);
@@ -207,8 +218,8 @@ static mcclResult_t runTransport(const struct demoEnv* env, mcclDevTransport_t w
          s->transportComm == &mcclP2pTransport.send ? "P2P" : "SHM", env->devB);
   printf("[host] The receiver's FIFOs and tail are in %s", where(r->conn.buffs[MCCL_PROTO_SIMPLE]));
   printf("; the sender's head in %s.\n", where(s->conn.head));
-  printf("[host] %d slots per FIFO: SIMPLE %d bytes each, LL %d bytes each (%d lines of 16 B).\n", MCCL_STEPS,
-         s->conn.stepSize, s->conn.llStepSize, s->conn.llStepSize / 16);
+  printf("[host] %d slots per FIFO: SIMPLE %d bytes each, LL %d bytes each (%d lines of 16 B), LL128 %d bytes each.\n",
+         MCCL_STEPS, s->conn.stepSize, s->conn.llStepSize, s->conn.llStepSize / 16, s->conn.ll128StepSize);
   if (!trace) printf("[host] The same kernels as above, without the narration.\n");
   // The copies of mcclConnInfo the kernels load, each on its kernel's device; they write `step` back.
   CUDACHECKGOTO(cudaSetDevice(0), res, out);
@@ -217,6 +228,11 @@ static mcclResult_t runTransport(const struct demoEnv* env, mcclDevTransport_t w
   MCCLCHECKGOTO(mcclDevConnCreate(r, 1, &dRecv), res, out);
   MCCLCHECKGOTO(runProto(env, p, dSend, dRecv, MCCL_PROTO_SIMPLE, trace, ok), res, out);
   MCCLCHECKGOTO(runProto(env, p, dSend, dRecv, MCCL_PROTO_LL, trace, ok), res, out);
+  // LL128 where the connection has its FIFO: P2P only (SHM's host memory makes no 128-byte promise).
+  if (s->conn.buffs[MCCL_PROTO_LL128] != NULL)
+    MCCLCHECKGOTO(runProto(env, p, dSend, dRecv, MCCL_PROTO_LL128, trace, ok), res, out);
+  else
+    printf("[host] No LL128 over SHM: its FIFOs are in host memory, which promises no 128-byte line delivery.\n");
 out:
   if (dRecv) mcclDevConnFree(dRecv);
   if (dSend) mcclDevConnFree(dSend);
@@ -225,15 +241,17 @@ out:
 }
 
 int main(int argc, char** argv) {
-  mcclArgsCheck(argc, argv, 0, "",
-                "Lab 06's narrated example: a sender kernel on device 0 and a receiver kernel on device 1 (device 0\n"
-                "again when there is one) move a ten-step message over P2P, then SHM, with SIMPLE and LL; the\n"
-                "threads that wait and publish print what they saw. Checks every byte.\n"
-                "Settings come from MCCL_* environment variables (docs/parameters.md).");
+  mcclArgsCheck(
+      argc, argv, 0, "",
+      "Lab 06's narrated example: a sender kernel on device 0 and a receiver kernel on device 1 (device 0\n"
+      "again when there is one) move a ten-step message over P2P, then SHM, with SIMPLE and LL (and LL128 on\n"
+      "P2P); the threads that wait and publish print what they saw. Checks every byte.\n"
+      "Settings come from MCCL_* environment variables (docs/parameters.md).");
   setvbuf(stdout, NULL, _IOLBF, 0);
   // Small FIFOs so that a small message takes several steps (unless the caller chose others).
   setenv("MCCL_BUFFSIZE", "65536", 0);
   setenv("MCCL_LL_BUFFSIZE", "8192", 0);
+  setenv("MCCL_LL128_BUFFSIZE", "16384", 0);
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) {
     printf("no CUDA device\n");

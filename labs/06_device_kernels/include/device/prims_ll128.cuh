@@ -149,40 +149,38 @@ class Primitives<T, RedOp, ProtoLL128> {
     }
   }
 
-  // Wait until the warp's lines of this slice carry the step's flag, then read them (NCCL's "wait first
-  // recv"). The warp votes each round, so its lanes leave together; the lines are read once more after
-  // the vote, so no lane keeps a load issued before its flag lane saw the flag.
-  __device__ __forceinline__ void readLines(const uint64_t* ptr, uint64_t (&vr)[WordPerThread]) {
-    const uint64_t flag = mcclLLFlag(recvStep);
-    struct mcclSpin spins;
-    bool waiting;
-    do {
-      waiting = false;
-#pragma unroll
-      for (int u = 0; u < WordPerThread; u += 2) {
-        load128(ptr + u * WARP_SIZE, vr[u], vr[u + 1]);
-        waiting |= flagLane && vr[u + 1] != flag;
-      }
-      if (waiting && mcclCheckAbort(flags, Aborted, spins)) waiting = false;
-    } while (__any_sync(FullWarp, waiting));
-    if (__any_sync(FullWarp, flags & Aborted)) flags |= Aborted;
-#pragma unroll
-    for (int u = 0; u < WordPerThread; u += 2) load128(ptr + u * WARP_SIZE, vr[u], vr[u + 1]);
-  }
-
   // One slice of one warp: receive and reduce into regs (whose source words are loaded already), apply
-  // the post step, send (NCCL's recvReduceSendCopy). A flag lane's second word of each store is not
-  // data: it is reduced like the rest and then replaced by the flag.
+  // the post step, send (NCCL's recvReduceSendCopy). Receiving, the warp loads its lines and its flag
+  // lanes compare their flags with the step's; the warp votes each round, so its lanes leave together,
+  // and reads the lines once more after the vote, so no lane keeps a load issued before its flag lane saw
+  // the flag. A flag lane's second word of each store is not data: it is reduced like the rest and then
+  // replaced by the flag.
   template <int Recv, int Send, int Src>
   __device__ __forceinline__ void recvReduceSendCopy(uint64_t (&v)[WordPerThread], int wireOffset, bool postOp) {
+    // EXERCISE(06.ll128_slice) STUB: MCCL_EXERCISE_DEVICE_STUB("06.ll128_slice", flags, Aborted); return;
     __syncwarp();
     if (Src) {
 #pragma unroll
       for (int u = 0; u < WordPerThread; u++) v[u] = mcclPreWord<T>(redOp, v[u]);
     }
     if (Recv) {
+      const uint64_t* ptr = recvPtr() + wireOffset;
+      const uint64_t flag = mcclLLFlag(recvStep);
       uint64_t vr[WordPerThread];
-      readLines(recvPtr() + wireOffset, vr);
+      struct mcclSpin spins;
+      bool waiting;
+      do {
+        waiting = false;
+#pragma unroll
+        for (int u = 0; u < WordPerThread; u += 2) {
+          load128(ptr + u * WARP_SIZE, vr[u], vr[u + 1]);
+          waiting |= flagLane && vr[u + 1] != flag;
+        }
+        if (waiting && mcclCheckAbort(flags, Aborted, spins)) waiting = false;
+      } while (__any_sync(FullWarp, waiting));
+      if (__any_sync(FullWarp, flags & Aborted)) flags |= Aborted;
+#pragma unroll
+      for (int u = 0; u < WordPerThread; u += 2) load128(ptr + u * WARP_SIZE, vr[u], vr[u + 1]);
 #pragma unroll
       for (int u = 0; u < WordPerThread; u++) v[u] = Src ? mcclReduceWord<T>(redOp, vr[u], v[u]) : vr[u];
     }
@@ -197,6 +195,7 @@ class Primitives<T, RedOp, ProtoLL128> {
       for (int u = 0; u < WordPerThread; u += 2)
         storeLL128(ptr + u * WARP_SIZE, v[u], flagLane ? flag : v[u + 1], flagLane);
     }
+    // END EXERCISE(06.ll128_slice)
   }
 
   // One step: at most chunkElems() elements, cut into slices that the warps take in turn.
