@@ -1,11 +1,17 @@
-// The sim's two-process tests: an fd and a size over a Unix socket (SCM_RIGHTS), as an exported POSIX-fd
-// handle crosses processes. The sim is below the labs, so lab 03's ipcsocket is not at hand here.
+// The sim's two-process tests: the peer is this binary re-executed (a forked child of an initialized CUDA
+// process may not use CUDA) in the role MCCL_SIM_TEST_ROLE names, with its end of a socket pair in
+// MCCL_SIM_TEST_SOCK; an fd and a size cross that socket (SCM_RIGHTS) as an exported POSIX-fd handle
+// crosses processes. The sim is below the labs, so lab 03's ipcsocket is not at hand here.
 #ifndef SIM_TEST_FD_H_
 #define SIM_TEST_FD_H_
 #include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <sys/uio.h>
+#include <unistd.h>
+#include "mccl_fork.h"
 
 static inline int sendFd(int sock, int fd, uint64_t size) {
   char cbuf[CMSG_SPACE(sizeof(int))];
@@ -30,6 +36,25 @@ static inline int recvFd(int sock, uint64_t* size) {
   int fd;
   memcpy(&fd, CMSG_DATA(c), sizeof(int));
   return fd;
+}
+
+// Starts the peer in `role`; returns its pid (-1 on failure) and, in *sock, this process's end of the pair.
+static inline pid_t simTestSpawnPeer(const char* role, const char* self, int* sock) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return -1;
+  pid_t pid = mcclForkChild();  // dies with this process
+  if (pid == 0) {
+    close(sv[0]);
+    char num[16];
+    snprintf(num, sizeof(num), "%d", sv[1]);
+    setenv("MCCL_SIM_TEST_ROLE", role, 1);
+    setenv("MCCL_SIM_TEST_SOCK", num, 1);
+    execl("/proc/self/exe", self, (char*)NULL);
+    _exit(99);
+  }
+  close(sv[1]);
+  *sock = sv[0];
+  return pid;
 }
 
 #endif

@@ -640,7 +640,7 @@ static void flagsAcrossProcesses(void) {
   EXPECT_CU_OK(cuMemGetAllocationGranularity(&size, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
   CUmemGenericAllocationHandle h;
   CUdeviceptr va;
-  int fd = -1, sv[2];
+  int fd = -1;
   EXPECT_CU_OK(cuMemCreate(&h, size, &prop, 0));
   EXPECT_CU_OK(cuMemAddressReserve(&va, size, 0, 0, 0));
   EXPECT_CU_OK(cuMemMap(va, size, 0, h, 0));
@@ -648,24 +648,15 @@ static void flagsAcrossProcesses(void) {
   EXPECT_CU_OK(cuMemSetAccess(va, size, &desc, 1));
   EXPECT_CUDA_OK(mcclTestMemset((void*)(uintptr_t)va, 0, size));
   EXPECT_CU_OK(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
-  EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-  pid_t pid = mcclForkChild();  // dies with this process
-  if (pid == 0) {
-    close(sv[0]);
-    char num[16];
-    snprintf(num, sizeof(num), "%d", sv[1]);
-    setenv("MCCL_SIM_TEST_ROLE", "peer", 1);
-    setenv("MCCL_SIM_TEST_SOCK", num, 1);
-    execl("/proc/self/exe", "test_sim_memops", (char*)NULL);
-    _exit(99);
-  }
-  close(sv[1]);
-  int sent = sendFd(sv[0], fd, size);
+  int sock = -1;
+  pid_t pid = simTestSpawnPeer("peer", "test_sim_memops", &sock);
+  EXPECT_TRUE(pid > 0);
+  int sent = sendFd(sock, fd, size);
   close(fd);
   int rc = sent == 0 ? runRank(0, va) : 40;
   char b = 0;
-  ssize_t got = read(sv[0], &b, 1);
-  close(sv[0]);
+  ssize_t got = read(sock, &b, 1);
+  close(sock);
   int st = 0;
   waitpid(pid, &st, 0);
   EXPECT_CU_OK(cuMemUnmap(va, size));

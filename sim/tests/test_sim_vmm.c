@@ -394,25 +394,16 @@ static void exportImportTwoProcesses(void) {
   CUmemAllocationProp prop = devProp(0, 1);
   CUmemGenericAllocationHandle h;
   CUdeviceptr va;
-  int fd = -1, sv[2];
+  int fd = -1;
   EXPECT_CU_OK(cuMemCreate(&h, size, &prop, 0));
   EXPECT_CU_OK(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
-  EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-  pid_t pid = mcclForkChild();  // dies with this process
-  if (pid == 0) {
-    close(sv[0]);
-    char num[16];
-    snprintf(num, sizeof(num), "%d", sv[1]);
-    setenv("MCCL_SIM_TEST_ROLE", "import", 1);
-    setenv("MCCL_SIM_TEST_SOCK", num, 1);
-    execl("/proc/self/exe", "test_sim_vmm", (char*)NULL);
-    _exit(99);
-  }
-  close(sv[1]);
-  EXPECT_EQ(sendFd(sv[0], fd, size), 0);
+  int sock = -1;
+  pid_t pid = simTestSpawnPeer("import", "test_sim_vmm", &sock);
+  EXPECT_TRUE(pid > 0);
+  EXPECT_EQ(sendFd(sock, fd, size), 0);
   close(fd);  // our copy; the child got its own through SCM_RIGHTS
   char b = 0;
-  ssize_t got = read(sv[0], &b, 1);
+  ssize_t got = read(sock, &b, 1);
   EXPECT_CU_OK(cuMemAddressReserve(&va, size, 0, 0, 0));
   EXPECT_CU_OK(cuMemMap(va, size, 0, h, 0));
   grantRW(va, size, 0);
@@ -424,8 +415,8 @@ static void exportImportTwoProcesses(void) {
   }
   free(out);
   b = 'd';
-  if (write(sv[0], &b, 1) != 1) mismatches = -2;
-  close(sv[0]);
+  if (write(sock, &b, 1) != 1) mismatches = -2;
+  close(sock);
   int st = 0;
   waitpid(pid, &st, 0);
   EXPECT_CU_OK(cuMemUnmap(va, size));
