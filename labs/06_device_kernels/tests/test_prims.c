@@ -900,16 +900,22 @@ static void abortSpinning(mcclDevTransport_t which) {
   int fds0 = mcclTestCountFds();
   long maps0 = mcclTestCountMaps("minccl-sim"), shmMaps0 = mcclTestCountMaps("/dev/shm");
   ptShmSet shm = {0};
+  // Small LL128 slots (one warp slice each), so a sender reaches its credit wait after a few stores, not
+  // after filling eight default slots (seconds of warp barriers on a loaded sim under TSan).
+  setenv("MCCL_LL128_BUFFSIZE", "16384", 1);
+  mcclParamResetAll();
   for (int proto = 0; proto < MCCL_NUM_PROTOCOLS; proto++) {
     if (proto == MCCL_PROTO_LL128 && which != mcclDevTransportP2p) continue;  // ll128OnShmAborts
     for (int sender = 0; sender < 2; sender++) {
       ptLink l;
       EXPECT_OK(linkOpen(&l, 0, 1, 2, which, 0));
       ptShmRecord(&shm);
-      // More than MCCL_STEPS slots of any protocol (LL128's are the largest): a sender blocks on the credit.
+      // More than MCCL_STEPS slots of the protocol: a sender blocks on the credit.
       const struct mcclConnInfo* c0 = &l.pair->ends[0].send[0].conn;
-      size_t bytes =
-          3 * (size_t)MCCL_STEPS * (size_t)(c0->ll128StepSize > c0->stepSize ? c0->ll128StepSize : c0->stepSize);
+      const int slot = proto == MCCL_PROTO_LL      ? c0->llStepSize
+                       : proto == MCCL_PROTO_LL128 ? c0->ll128StepSize
+                                                   : c0->stepSize;
+      size_t bytes = 3 * (size_t)MCCL_STEPS * (size_t)slot;
       ptLauncher* me = sender ? &l.snd : &l.rcv;
       void* buf = NULL;
       EXPECT_CUDA_OK(cudaSetDevice(me->dev));
@@ -941,6 +947,8 @@ static void abortSpinning(mcclDevTransport_t which) {
       EXPECT_OK(linkClose(&l));
     }
   }
+  unsetenv("MCCL_LL128_BUFFSIZE");
+  mcclParamResetAll();
   EXPECT_EQ(mcclTestCountFds(), fds0);
   const char* left = NULL;
   if (ptShmLeft(&shm, NULL, &left) != 0) mcclTestFailAt(__FILE__, __LINE__, "%s is still in /dev/shm", left);
