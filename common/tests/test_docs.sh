@@ -86,6 +86,9 @@ run_command() {
   fi
   rc=$?
   if [ "$rc" -ne 0 ]; then
+    # The WARN lines that say why come before Open MPI's and make's closing words: into the log (stderr),
+    # beside the one-line reason the caller keeps.
+    grep -v '^make\[' "$out" | tail -n 25 | sed "s|^|#   $cmd: |" >&2
     echo "'$cmd' exited $rc: $(grep -v '^make\[' "$out" | tail -n 3 | tr '\n' ' ')"
     rm -f "$out"
     return 1
