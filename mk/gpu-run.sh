@@ -74,7 +74,8 @@ nt_rows() {
 }
 # nccl-tests for the A/B and sweep below: nt_run LIBDIR TEST LOG [VAR=value] runs build/cuda/nccl-tests/TEST
 # (built once here if the drop-in step did not build it) on the libnccl.so.2 in LIBDIR, MCCL_NP ranks,
-# -b MCCL_AB_NT_MIN (default 1M) -e MCCL_AB_NT_MAX (512M) -f 4 -g 1 -c 1, VAR=value in its environment.
+# -b MCCL_AB_NT_MIN (default 1M) -e MCCL_AB_NT_MAX (512M) -f 4 -g 1 -c 1 and MCCL_AB_NT_ARGS (e.g. "-u 1":
+# buffers offset by one element), VAR=value in its environment.
 nt_run() {
   local lib=$1 t=$2 log=$3 set=${4:-}
   [ -x build/cuda/nccl-tests/all_reduce_perf ] || mk/nccl-tests.sh NCCL_TESTS_SRC="${NCCL_TESTS_SRC:-third_party/nccl-tests}" \
@@ -82,7 +83,7 @@ nt_run() {
   # shellcheck disable=SC2046 # the optional words are lists
   env ${set:+"$set"} LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" mpirun --bind-to none -x NCCL_NVLS_ENABLE \
     -x LD_LIBRARY_PATH ${set:+-x "${set%%=*}"} $asroot -np "$np" \
-    "build/cuda/nccl-tests/$t" -b "${MCCL_AB_NT_MIN:-1M}" -e "${MCCL_AB_NT_MAX:-512M}" -f 4 -g 1 -c 1 > "$log" 2>&1
+    "build/cuda/nccl-tests/$t" -b "${MCCL_AB_NT_MIN:-1M}" -e "${MCCL_AB_NT_MAX:-512M}" -f 4 -g 1 -c 1 ${MCCL_AB_NT_ARGS:-} > "$log" 2>&1
 }
 step build
 # -k: one file a newer compiler rejects must not hide every other result; its errors are shown.
@@ -344,7 +345,8 @@ fi
 # MCCL_NT_SWEEP="VAR=v1,v2,...[;VAR2=...]": nccl-tests (MCCL_NT_TESTS, default "broadcast_perf sendrecv_perf")
 # on this tree's drop-in once per value of each variable, MCCL_AB_ROUNDS rounds (default 3, the values in
 # turn within a round), -b MCCL_AB_NT_MIN -e MCCL_AB_NT_MAX -f 4 as the A/B above; the summary lists each
-# run's sizes (busbw out-of-place / in-place, #wrong). Logs: $OUT/nt-sweep/.
+# run's sizes (busbw out-of-place / in-place, #wrong); MCCL_NT_NCCL=1 adds NCCL's run of each test in each
+# round. Logs: $OUT/nt-sweep/.
 if [ -n "${MCCL_NT_SWEEP:-}" ] && [ "$ngpu" -ge 2 ]; then
   step "sweep through nccl-tests: $MCCL_NT_SWEEP"
   mkdir -p "$OUT/nt-sweep"
@@ -359,6 +361,11 @@ if [ -n "${MCCL_NT_SWEEP:-}" ] && [ "$ngpu" -ge 2 ]; then
           nt_run "$PWD/build/cuda/lib" "$t" "$log" "$var=$val"
           echo "round $r $var=$val $t (exit $?): $(nt_rows "$log")"
         done
+        if [ "${MCCL_NT_NCCL:-0}" = 1 ] && [ -n "${MCCL_NCCL_LIB:-}" ]; then
+          log="$OUT/nt-sweep/nccl_${t}_$r.log"
+          nt_run "$(dirname "$MCCL_NCCL_LIB")" "$t" "$log"
+          echo "round $r nccl $t (exit $?): $(nt_rows "$log")"
+        fi
       done
     done
   done
