@@ -65,6 +65,7 @@ static mcclResult_t createDevCommInto(struct dtRank* r, void* arg) {
   return mcclDevCommCreate(r->comm, &a->reqs, &a->dc[r->comm->rank]);
 }
 
+// SKIP and a failed EXPECT return from here only: every caller checks CHECK_STOPPED() next.
 static void setUp(struct dtGroup* g, int n) {
   memset(g, 0, sizeof(*g));
   g->n = n;
@@ -110,6 +111,7 @@ static uint32_t readErrors(struct dtRank* r) {
 static void apiObjects(int n) {
   struct dtGroup g;
   setUp(&g, n);
+  CHECK_STOPPED();
   for (int i = 0; i < n && !mcclTestStopped(); i++) {
     mcclLabComm* c = g.comms[i];
     mcclTeam w = mcclTeamWorld(c), l = mcclTeamLsa(c), rail = mcclTeamRail(c);
@@ -217,6 +219,7 @@ static void apiObjects4(void) {
 static void barrierLoop(int n) {
   struct dtGroup g;
   setUp(&g, n);
+  CHECK_STOPPED();
   const int iters[4] = {1000, 250, 250, 250};
   int total = 0;
   for (int m = 0; m < 4 && !mcclTestStopped(); m++) {
@@ -264,6 +267,7 @@ static const size_t kCounts[] = {1, 7, 131, 1021, 4099, 65541};
 static void allReduce(int n, int algoLo, int algoHi) {
   struct dtGroup g;
   setUp(&g, n);
+  CHECK_STOPPED();
   void* host = malloc(DT_BYTES);
   uint64_t seed = mcclTestSeed();
   for (int t = 0; t < 2 && !mcclTestStopped(); t++) {
@@ -365,6 +369,7 @@ static void allGather(int n) {
   static const size_t sizes[] = {1, 7, 131, 4099, 100003};
   struct dtGroup g;
   setUp(&g, n);
+  CHECK_STOPPED();
   unsigned char* host = (unsigned char*)malloc(DT_BYTES * 4);
   for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]) && !mcclTestStopped(); s++) {
     size_t bytes = sizes[s];
@@ -410,6 +415,7 @@ static void fusedRmsNorm(int n) {
   const float eps = 1e-6f;
   struct dtGroup g;
   setUp(&g, n);
+  CHECK_STOPPED();
   void* host = malloc(DT_BYTES * 2);
   void* w = malloc(4 * 4096);
   void* wDev[MAXN] = {NULL};
@@ -507,6 +513,7 @@ static void badInput(void) {
   long maps0 = mcclTestCountMaps("minccl-sim");
   struct dtGroup g;
   setUp(&g, 2);
+  CHECK_STOPPED();
   mcclDevCommRequirements reqs = dtReqs();
   // More barriers than the resource window holds; negative counts.
   reqs.lsaBarrierCount = 1 << 26;
