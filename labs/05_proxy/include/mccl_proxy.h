@@ -169,7 +169,8 @@ mcclResult_t mcclProxyCallBlocking(struct mcclConnector* connector, int msgType,
  * handles.
  * @param[in] proxy this process's proxy.
  * @param[in] handle a live handle of this process (non-zero).
- * @return mcclSuccess (also if already registered), mcclInvalidArgument, mcclSystemError.
+ * Registrations are counted: a handle registered twice stays offered until deregistered twice.
+ * @return mcclSuccess, mcclInvalidArgument, mcclSystemError.
  */
 mcclResult_t mcclProxyRegisterExport(mcclProxyState* proxy, CUmemGenericAllocationHandle handle);
 

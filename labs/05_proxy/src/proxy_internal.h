@@ -90,9 +90,20 @@ struct mcclProxyState {
   int nKept, capKept;
 
   // Handles a peer may ask GetFd for: registered by the owner or by a Setup hook (exportHandle).
+  // Counted: one allocation may be offered twice at once (two windows on one buffer), and stays
+  // offered until both have let go.
   pthread_mutex_t exportLock;
-  uint64_t* exports;
+  struct proxyExport {
+    uint64_t handle;
+    int refs;
+  } * exports;
   int nExports, capExports;
+  // The last handles withdrawn, and when: a refused GetFd then says whether its handle was offered and
+  // withdrawn (a peer asked too late) or never offered here at all (a wrong handle or rank).
+  struct {
+    uint64_t handle, ms;
+  } withdrawn[8];
+  int nWithdrawn;
 
   // Progress: a single-producer/single-consumer ring of slot indices, and the slots.
   opSlot* slots;

@@ -14,6 +14,7 @@
 #include <cuda.h>
 #include "mccl_checks.h"
 #include "mccl_param.h"
+#include "mccl_utils.h"
 #include "proxy_internal.h"
 
 static mcclResult_t respond(mcclProxyState* p, int client, uint64_t opId, mcclResult_t res, const void* resp,
@@ -29,7 +30,7 @@ static mcclResult_t respond(mcclProxyState* p, int client, uint64_t opId, mcclRe
 
 static int exportIndex(mcclProxyState* p, uint64_t handle) {
   for (int i = 0; i < p->nExports; i++)
-    if (p->exports[i] == handle) return i;
+    if (p->exports[i].handle == handle) return i;
   return -1;
 }
 
@@ -37,20 +38,23 @@ mcclResult_t mcclProxyRegisterExport(mcclProxyState* proxy, CUmemGenericAllocati
   MCCL_ARGCHECK(proxy != NULL && handle != 0, "proxy %p, handle 0x%llx", (void*)proxy, (unsigned long long)handle);
   mcclResult_t res = mcclSuccess;
   pthread_mutex_lock(&proxy->exportLock);
-  if (exportIndex(proxy, (uint64_t)handle) < 0) {
-    if (proxy->nExports == proxy->capExports) {
-      int cap = proxy->capExports ? 2 * proxy->capExports : 16;
-      uint64_t* e = realloc(proxy->exports, sizeof(uint64_t) * (size_t)cap);
-      if (e == NULL) {
-        WARN("Proxy %d: out of memory registering handle 0x%llx", proxy->rank, (unsigned long long)handle);
-        res = mcclSystemError;
-        goto unlock;
-      }
-      proxy->exports = e;
-      proxy->capExports = cap;
-    }
-    proxy->exports[proxy->nExports++] = (uint64_t)handle;
+  int i = exportIndex(proxy, (uint64_t)handle);
+  if (i >= 0) {
+    proxy->exports[i].refs++;
+    goto unlock;
   }
+  if (proxy->nExports == proxy->capExports) {
+    int cap = proxy->capExports ? 2 * proxy->capExports : 16;
+    struct proxyExport* e = realloc(proxy->exports, sizeof(*e) * (size_t)cap);
+    if (e == NULL) {
+      WARN("Proxy %d: out of memory registering handle 0x%llx", proxy->rank, (unsigned long long)handle);
+      res = mcclSystemError;
+      goto unlock;
+    }
+    proxy->exports = e;
+    proxy->capExports = cap;
+  }
+  proxy->exports[proxy->nExports++] = (struct proxyExport){.handle = (uint64_t)handle, .refs = 1};
 unlock:
   pthread_mutex_unlock(&proxy->exportLock);
   return res;
@@ -60,7 +64,12 @@ mcclResult_t mcclProxyDeregisterExport(mcclProxyState* proxy, CUmemGenericAlloca
   MCCL_ARGCHECK(proxy != NULL, "proxy NULL");
   pthread_mutex_lock(&proxy->exportLock);
   int i = exportIndex(proxy, (uint64_t)handle);
-  if (i >= 0) proxy->exports[i] = proxy->exports[--proxy->nExports];
+  if (i >= 0 && --proxy->exports[i].refs == 0) {
+    proxy->exports[i] = proxy->exports[--proxy->nExports];
+    int k = proxy->nWithdrawn++ % (int)(sizeof(proxy->withdrawn) / sizeof(proxy->withdrawn[0]));
+    proxy->withdrawn[k].handle = (uint64_t)handle;
+    proxy->withdrawn[k].ms = mcclClockMs();
+  }
   pthread_mutex_unlock(&proxy->exportLock);
   if (i < 0) {
     WARN("Proxy %d: handle 0x%llx was not registered for export", proxy->rank, (unsigned long long)handle);
@@ -69,9 +78,14 @@ mcclResult_t mcclProxyDeregisterExport(mcclProxyState* proxy, CUmemGenericAlloca
   return mcclSuccess;
 }
 
-static int isExported(mcclProxyState* p, uint64_t handle) {
+// Whether `handle` is offered now; if not, *agoMs is how long ago it was withdrawn (-1: not lately).
+static int isExported(mcclProxyState* p, uint64_t handle, int64_t* agoMs) {
   pthread_mutex_lock(&p->exportLock);
   int found = handle != 0 && exportIndex(p, handle) >= 0;
+  *agoMs = -1;
+  const int nw = (int)(sizeof(p->withdrawn) / sizeof(p->withdrawn[0]));
+  for (int k = 0; !found && k < nw && k < p->nWithdrawn; k++)
+    if (p->withdrawn[k].handle == handle) *agoMs = (int64_t)(mcclClockMs() - p->withdrawn[k].ms);
   pthread_mutex_unlock(&p->exportLock);
   return found;
 }
@@ -282,11 +296,18 @@ __attribute__((noinline)) static void serviceUds(mcclProxyState* p) {
     close(fd);
     fd = -1;
   }
-  if (q.type == mcclProxyMsgGetFd && !isExported(p, q.handle)) {
+  int64_t withdrawnMs = -1;
+  if (q.type == mcclProxyMsgGetFd && !isExported(p, q.handle, &withdrawnMs)) {
     // The driver does not validate handles (a bogus one crashes it), and a peer should only reach
     // memory its owner offered: NCCL trusts its peers here, minccl checks.
-    WARN("Proxy %d: GetFd from rank %d for handle 0x%llx, which this process never registered for export", p->rank,
-         from, (unsigned long long)q.handle);
+    if (withdrawnMs >= 0)
+      WARN(
+          "Proxy %d: GetFd from rank %d for handle 0x%llx, which this process withdrew from export %lld ms ago "
+          "(the request came after its owner stopped offering it)",
+          p->rank, from, (unsigned long long)q.handle, (long long)withdrawnMs);
+    else
+      WARN("Proxy %d: GetFd from rank %d for handle 0x%llx, which this process never registered for export", p->rank,
+           from, (unsigned long long)q.handle);
     a.res = mcclInvalidArgument;
   } else if (q.type == mcclProxyMsgGetFd) {
     // Lazy export, as NCCL's proxyGetFd: only now does the owner turn the handle into an fd.

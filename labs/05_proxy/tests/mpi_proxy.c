@@ -79,10 +79,16 @@ static void getFdRoundTrips(void) {
   EXPECT_EQ(fd, -1);
   EXPECT_RES(mcclProxyClientGetFdBlocking(w.proxy, n, &bogus, sizeof(bogus), &fd), mcclInvalidArgument);
   EXPECT_RES(mcclProxyClientGetFdBlocking(w.proxy, peer, &bogus, 4, &fd), mcclInvalidArgument);
-  free(all);
   EXPECT_OK(mcclBootstrapBarrier(w.bs));  // nobody frees before every peer has read
   EXPECT_OK(mcclProxyDeregisterExport(w.proxy, handle));
   EXPECT_RES(mcclProxyDeregisterExport(w.proxy, handle), mcclInvalidArgument);
+  // Withdrawn: a peer that asks now is refused too (its owner's WARN says how long ago it was withdrawn).
+  EXPECT_OK(mcclBootstrapBarrier(w.bs));
+  CUmemGenericAllocationHandle late = (CUmemGenericAllocationHandle)all[2 * peer];
+  if (n > 1) EXPECT_RES(mcclProxyClientGetFdBlocking(w.proxy, peer, &late, sizeof(late), &fd), mcclInvalidArgument);
+  EXPECT_EQ(fd, -1);
+  EXPECT_OK(mcclBootstrapBarrier(w.bs));  // every proxy serves until the last late request is answered
+  free(all);
   EXPECT_OK(mcclCuMemFree(buf));
   worldDown(&w);
   EXPECT_EQ(mcclTestCountFds(), fds0);

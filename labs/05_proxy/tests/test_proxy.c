@@ -170,7 +170,8 @@ static void createStartsPinnedThreads(void) {
 }
 
 // The export registry: only registered handles are offered to peers (GetFd refuses the rest, see
-// mpi_proxy); registering needs a live proxy and a non-zero handle.
+// mpi_proxy); registering needs a live proxy and a non-zero handle, and is counted (two windows on one
+// buffer: the first one's deregistration must not withdraw the second's).
 static void exportRegistry(void) {
   EXPECT_CUDA_OK(cudaFree(NULL));
   int fds0 = mcclTestCountFds();
@@ -181,8 +182,9 @@ static void exportRegistry(void) {
   EXPECT_RES(mcclProxyRegisterExport(p, 0), mcclInvalidArgument);
   EXPECT_RES(mcclProxyDeregisterExport(p, h), mcclInvalidArgument);
   for (int i = 0; i < 40; i++) EXPECT_OK(mcclProxyRegisterExport(p, h + (CUmemGenericAllocationHandle)i));  // grows
-  EXPECT_OK(mcclProxyRegisterExport(p, h));  // again: still one entry
+  EXPECT_OK(mcclProxyRegisterExport(p, h));  // again: counted
   EXPECT_OK(mcclProxyDeregisterExport(p, h));
+  EXPECT_OK(mcclProxyDeregisterExport(p, h));  // the second registration's
   EXPECT_RES(mcclProxyDeregisterExport(p, h), mcclInvalidArgument);
   for (int i = 1; i < 40; i++) EXPECT_OK(mcclProxyDeregisterExport(p, h + (CUmemGenericAllocationHandle)i));
   EXPECT_RES(mcclProxyDeregisterExport(NULL, h), mcclInvalidArgument);

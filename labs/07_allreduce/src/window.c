@@ -75,7 +75,7 @@ mcclResult_t labWindowMap(mcclLabComm* comm, void* buff, size_t size, mcclLabWin
   CUmemGenericAllocationHandle handle = 0;
   void* base = NULL;
   size_t allocSize = 0;
-  int registered = 0;
+  int registered = 0, importing = 0;
   struct winInfo* all = NULL;
   mcclLabWindow* w = NULL;
   struct winPriv* wp = NULL;
@@ -144,6 +144,7 @@ mcclResult_t labWindowMap(mcclLabComm* comm, void* buff, size_t size, mcclLabWin
     if (all[p].allocSize > stride) stride = (size_t)all[p].allocSize;
   MCCLCHECKGOTO(mcclIpcSymmetricInit(comm->nRanks, stride, comm->cudaDev, &wp->sym), res, fail);
   int nMapped = 0;
+  importing = 1;
   for (int p = 0; p < comm->nRanks; p++) {
     if (p == comm->rank) {
       void* alias = NULL;
@@ -179,7 +180,15 @@ mcclResult_t labWindowMap(mcclLabComm* comm, void* buff, size_t size, mcclLabWin
   cudaSetDevice(saved);
   return mcclSuccess;
 fail:
-  if (registered) mcclProxyDeregisterExport(comm->proxy, handle);
+  if (registered) {
+    // Peers still importing are refused from now on: name the rank where such a cascade starts.
+    if (importing)
+      WARN(
+          "rank %d: window %p registration failed (%s) after offering handle 0x%llx; peers asking for it now are "
+          "refused",
+          comm->rank, buff, mcclGetErrorString(res), (unsigned long long)handle);
+    mcclProxyDeregisterExport(comm->proxy, handle);
+  }
   labWindowUnmap(comm, w);
   free(all);
   cudaSetDevice(saved);
