@@ -1222,11 +1222,11 @@ static void asyncInitAborted(void) {
 }
 
 // Teardown waits for the communicator's own kernels and for nothing else: a host function blocks another
-// stream of the same device (an application's unrelated work) while window deregistration and finalize run;
+// stream of the same device (an application's unrelated work) while window deregistration, finalize and destroy run;
 // they return at once, and the allreduce launched just before each has ended by then. The host function is
 // released afterwards (or after BLOCK_LIMIT_S, so a teardown that waits for the device shows as a slow one,
-// not a hang). Destroy runs after the release: it still frees the abort flag, status word and launch ring
-// with cudaFreeHost, which waits for the whole device.
+// not a hang). Destroy runs before the release too: the abort flag, status word and launch ring are cuMem
+// host memory (lab 06's mcclDevHostCalloc), freed without waiting for the device (cudaFreeHost would).
 #define BLOCK_LIMIT_S 10.0
 static int unrelatedReleased;  // atomic
 static void CUDART_CB blockUntilReleased(void* arg) {
@@ -1315,12 +1315,19 @@ static void teardownWaitsOnlyForItsKernels(void) {
   int n = 0;
   EXPECT_OK(mcclCommCount(comms[0], &n));
   EXPECT_EQ(n, TD_NDEV);
+  // Destroy too, with the unrelated streams still blocked.
+  const double t0 = mcclClockSec();
+  for (int r = 0; r < TD_NDEV; r++) {
+    b[r].recvWin = NULL;  // destroy frees it
+    EXPECT_OK(mcclCommDestroy(comms[r]));
+  }
+  const double destroyS = mcclClockSec() - t0;
+  printf("# destroy %.1f ms\n", destroyS * 1e3);
+  EXPECT_TRUE(destroyS < BLOCK_LIMIT_S / 4);
   __atomic_store_n(&unrelatedReleased, 1, __ATOMIC_RELEASE);
   for (int r = 0; r < TD_NDEV; r++) {
     EXPECT_CUDA_OK(cudaStreamSynchronize(unrelated[r]));
     EXPECT_CUDA_OK(cudaStreamDestroy(unrelated[r]));
-    b[r].recvWin = NULL;  // destroy frees it
-    EXPECT_OK(mcclCommDestroy(comms[r]));
     EXPECT_CUDA_OK(cudaStreamDestroy(b[r].stream));
     EXPECT_OK(mcclMemFree(b[r].send));
     EXPECT_OK(mcclMemFree(b[r].recv));

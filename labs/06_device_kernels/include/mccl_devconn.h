@@ -94,8 +94,27 @@ mcclResult_t mcclDevConnReadStep(struct mcclConnector* connectors, int n, const 
 mcclResult_t mcclDevConnFree(struct mcclConnInfo* devConns);
 
 /**
- * @brief A zeroed abort flag in mapped pinned host memory (cudaHostAlloc mapped, portable) that a
- * kernel polls and the host sets (NCCL's comm->abortFlag / abortFlagDev).
+ * @brief Zeroed pinned host memory that kernels on every device of the process read and write, and that
+ * mcclDevHostFree releases without waiting for the device: lab 02's cuMem host memory (mcclHostAlloc) with
+ * access granted to every device. Where lab 02's gate is off it is cudaHostAlloc memory, whose free waits
+ * for the whole device (as NCCL's fallback does).
+ * @param[out] hostPtr  the host address.
+ * @param[out] devPtr   the address kernels use (the same under unified addressing).
+ * @param[in]  bytes    > 0.
+ * @return mcclSuccess; mcclInvalidArgument; mcclUnhandledCudaError. Outputs written only on success.
+ */
+mcclResult_t mcclDevHostCalloc(void** hostPtr, void** devPtr, size_t bytes);
+
+/**
+ * @brief Free memory from mcclDevHostCalloc (after the kernels that use it have ended).
+ * @param[in] hostPtr  its host address, or NULL (a no-op).
+ * @return mcclSuccess; mcclUnhandledCudaError.
+ */
+mcclResult_t mcclDevHostFree(void* hostPtr);
+
+/**
+ * @brief A zeroed abort flag in mcclDevHostCalloc memory that a kernel polls and the host sets (NCCL's
+ * comm->abortFlag / abortFlagDev).
  * @param[out] hostPtr  the host address: store a non-zero value to abort.
  * @param[out] devPtr   the device address to pass to kernels (valid on every device).
  * @return mcclSuccess; mcclInvalidArgument (NULL); mcclUnhandledCudaError. Outputs written only on success.

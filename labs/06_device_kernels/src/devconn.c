@@ -9,6 +9,7 @@
 #include "mccl_checks.h"
 #include "mccl_debug.h"
 #include "mccl_devconn.h"
+#include "mccl_host_alloc.h"
 #include "mccl_p2p.h"
 #include "mccl_shm.h"
 
@@ -94,28 +95,62 @@ mcclResult_t mcclDevConnFree(struct mcclConnInfo* devConns) {
   return mcclDevFree(devConns);
 }
 
+mcclResult_t mcclDevHostCalloc(void** hostPtr, void** devPtr, size_t bytes) {
+  MCCL_ARGCHECK(hostPtr != NULL && devPtr != NULL && bytes > 0, "hostPtr %p, devPtr %p, bytes %zu", (void*)hostPtr,
+                (void*)devPtr, bytes);
+  void *h = NULL, *d = NULL;
+  // Lab 02's pick: cuMem host memory, or cudaHostAlloc where the gate is off (whose cudaFreeHost waits for
+  // the whole device, as NCCL's fallback does too). Both have one address for the host and every device.
+  MCCLCHECK(mcclHostAlloc(&h, bytes));
+  mcclResult_t res = mcclSuccess;
+  if (!mcclCuMemHostEnable()) {
+    CUDACHECKGOTO(cudaHostGetDevicePointer(&d, h, 0), res, fail);
+  } else {
+    // Mapped for the current device and the host: the other devices of the process get access too, so
+    // kernels on both ends of a local pair can poll one flag.
+    CUmemGenericAllocationHandle handle = 0;
+    void* base = NULL;
+    size_t size = 0;
+    int n = 0, cur = 0;
+    MCCLCHECKGOTO(mcclCuMemRetainHandle(h, &handle, NULL, &base, &size), res, fail);
+    cuMemRelease(handle);
+    CUDACHECKGOTO(cudaGetDeviceCount(&n), res, fail);
+    CUDACHECKGOTO(cudaGetDevice(&cur), res, fail);
+    for (int dev = 0; dev < n; dev++) {
+      if (dev == cur) continue;
+      CUmemAccessDesc a;
+      memset(&a, 0, sizeof(a));
+      a.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+      a.location.id = dev;
+      a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+      CUCHECKGOTO(cuMemSetAccess((CUdeviceptr)base, size, &a, 1), res, fail);
+    }
+    d = h;
+  }
+  *hostPtr = h;
+  *devPtr = d;
+  return mcclSuccess;
+fail:
+  mcclHostFree(h);
+  return res;
+}
+
+mcclResult_t mcclDevHostFree(void* hostPtr) {
+  return mcclHostFree(hostPtr);
+}
+
 mcclResult_t mcclDevAbortFlagCreate(volatile uint32_t** hostPtr, uint32_t** devPtr) {
   MCCL_ARGCHECK(hostPtr != NULL, "hostPtr is NULL");
   MCCL_ARGCHECK(devPtr != NULL, "devPtr is NULL");
-  uint32_t* h = NULL;
-  void* d = NULL;
-  // Portable: pinned for every device, so kernels of both ends of a local pair can poll one flag.
-  CUDACHECK(cudaHostAlloc((void**)&h, sizeof(*h), cudaHostAllocMapped | cudaHostAllocPortable));
-  *h = 0;
-  if (cudaHostGetDevicePointer(&d, h, 0) != cudaSuccess) {
-    WARN("Cuda failure in cudaHostGetDevicePointer(%p) for the abort flag", (void*)h);
-    cudaFreeHost(h);
-    return mcclUnhandledCudaError;
-  }
-  *hostPtr = h;
+  void *h = NULL, *d = NULL;
+  MCCLCHECK(mcclDevHostCalloc(&h, &d, sizeof(uint32_t)));
+  *hostPtr = (volatile uint32_t*)h;
   *devPtr = (uint32_t*)d;
   return mcclSuccess;
 }
 
 mcclResult_t mcclDevAbortFlagFree(volatile uint32_t* hostPtr) {
-  if (hostPtr == NULL) return mcclSuccess;
-  CUDACHECK(cudaFreeHost((void*)hostPtr));
-  return mcclSuccess;
+  return mcclDevHostFree((void*)hostPtr);
 }
 
 // ---- transport selection ------------------------------------------------------------------------

@@ -16,11 +16,10 @@
 
 mcclResult_t mcclLabLaunchesInit(mcclLabComm* comm) {
   struct mcclLabLaunches* l = &comm->launches;
-  void* d = NULL;
-  CUDACHECK(cudaHostAlloc((void**)&l->done, sizeof(uint64_t) * MCCL_LAUNCH_RING,
-                          cudaHostAllocMapped | cudaHostAllocPortable));
-  memset(l->done, 0, sizeof(uint64_t) * MCCL_LAUNCH_RING);
-  CUDACHECK(cudaHostGetDevicePointer(&d, l->done, 0));
+  void *h = NULL, *d = NULL;
+  // Lab 06's host memory: teardown frees it without waiting for the device's other streams.
+  MCCLCHECK(mcclDevHostCalloc(&h, &d, sizeof(uint64_t) * MCCL_LAUNCH_RING));
+  l->done = (uint64_t*)h;
   l->doneDev = (uint64_t*)d;
   // Lab 06's allocator: freed at teardown without waiting for the device's other streams.
   MCCLCHECK(mcclDevCalloc((void**)&l->blocksDev, sizeof(uint32_t) * MCCL_LAUNCH_RING));
@@ -29,7 +28,7 @@ mcclResult_t mcclLabLaunchesInit(mcclLabComm* comm) {
 
 void mcclLabLaunchesFree(mcclLabComm* comm) {
   struct mcclLabLaunches* l = &comm->launches;
-  if (l->done) cudaFreeHost(l->done);
+  mcclDevHostFree(l->done);
   mcclDevFree(l->blocksDev);
   memset(l, 0, sizeof(*l));
 }
