@@ -87,7 +87,7 @@ nt_run() {
 }
 step build
 # -k: one file a newer compiler rejects must not hide every other result; its errors are shown.
-make -k -j16 BACKEND=cuda all > "$OUT/build.log" 2>&1 || { echo "BUILD FAILED (continuing with what built):"; grep -E 'error' "$OUT/build.log" | head -20; }
+make -k -j"$(nproc)" BACKEND=cuda all > "$OUT/build.log" 2>&1 || { echo "BUILD FAILED (continuing with what built):"; grep -E 'error' "$OUT/build.log" | head -20; }
 # MCCL_BENCH_SUITE=0 leaves out make bench (the other bench steps keep their own knobs).
 # MCCL_TEST=0 / MCCL_BENCH=0 leave out the tests (and demo, sanitizers) / the benchmarks, to split a
 # run over two calls of the lease's 10-minute limit.
