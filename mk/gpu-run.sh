@@ -10,6 +10,7 @@
 # allreduces with the watchdog on and off.
 # MCCL_FAULTS=1 adds the faults of nccl_faults on minccl and NCCL (see the step).
 # MCCL_NET=1 adds the net path beside NCCL's (allreduce_perf --hosts 2; see the step).
+# MCCL_CE=1 adds lab 10's copy-engine benchmark beside NCCL's copy engines (see the step).
 # MCCL_PROFILE=1 adds kernel durations under Nsight Compute (one-pass metric, --clock-control none) of
 # minccl's and NCCL's allreduce kernels at MCCL_PROFILE_SIZES (default 8 8K 2M), see mk/gpu-profile.sh.
 # At exit (also on a timeout's TERM) everything under $OUT is packed into $OUT/gpu-run.tgz: the
@@ -369,6 +370,19 @@ if [ -n "${MCCL_NT_SWEEP:-}" ] && [ "$ngpu" -ge 2 ]; then
       done
     done
   done
+fi
+# MCCL_CE=1: lab 10's benchmark on MCCL_NP GPUs: AllGather and AlltoAll on the kernels, on minccl's copy engines
+# and on NCCL's (CTAPolicy ZERO) from 1 MiB to 512 MiB per rank, then --overlap (an FMA kernel on every SM beside
+# a 256 MiB AllGather, each path). MCCL_CE_ARGS adds arguments to the sweep.
+bce=build/cuda/bin/10_copy_engines/mpi_bench_ce
+if [ "${MCCL_CE:-0}" = 1 ] && [ -x "$bce" ] && [ "$ngpu" -ge 2 ]; then
+  step "copy engines: mpi_bench_ce sweep and --overlap, $np ranks"
+  # shellcheck disable=SC2086 # mr and MCCL_CE_ARGS are lists
+  timeout 240 $mr -x NCCL_NVLS_ENABLE -x MCCL_NCCL_LIB "$bce" ${MCCL_CE_ARGS:-} > "$OUT/ce_sweep.log" 2>&1
+  echo "sweep exit $?"; grep -vE 'MCCL INFO|NCCL INFO' "$OUT/ce_sweep.log" | tail -30
+  # shellcheck disable=SC2086
+  timeout 180 $mr -x NCCL_NVLS_ENABLE -x MCCL_NCCL_LIB "$bce" --overlap > "$OUT/ce_overlap.log" 2>&1
+  echo "overlap exit $?"; grep -vE 'MCCL INFO|NCCL INFO' "$OUT/ce_overlap.log" | tail -16
 fi
 if [ "${MCCL_PROFILE:-0}" = 1 ] && [ "$ngpu" -ge 2 ] && command -v ncu >/dev/null; then
   step "profile: kernel durations under ncu (minccl and NCCL, $np ranks, ${MCCL_PROFILE_SIZES:-8 8K 2M})"
