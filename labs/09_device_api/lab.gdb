@@ -7,7 +7,7 @@
 source labs/lab-common.gdb
 
 # The device communicator: requirements become a layout of the resource window (barriers first).
-break mcclDevCommCreate if comm->rank == 0
+break mcclLabDevCommCreate if comm->rank == 0
 commands
   printf "rank %d creates a device communicator: lsaBarrierCount %d, barrierCount %d\n", comm->rank, reqs->lsaBarrierCount, reqs->barrierCount
   if $mccl_autorun

@@ -34,7 +34,7 @@ static void* setUpThread(void* p) {
   mcclDevCommRequirements reqs = MCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
   reqs.lsaBarrierCount = 2;  // one per block of the kernels below
   r->res = mcclLabWindowRegister(r->comm, r->buf, COUNT * sizeof(float) * 4, &r->win);
-  if (r->res == mcclSuccess) r->res = mcclDevCommCreate(r->comm, &reqs, &r->dc);
+  if (r->res == mcclSuccess) r->res = mcclLabDevCommCreate(r->comm, &reqs, &r->dc);
   if (r->res == mcclSuccess) r->res = mcclDevWindowCreate(r->comm, r->win, &r->devWin);
   return NULL;
 }
@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
 
   printf("[1] %d ranks, one host: the LSA team (ranks that load and store each other's memory) is the world\n", n);
   for (int i = 0; i < n; i++) {
-    mcclTeam lsa = mcclTeamLsa(comms[i]);
+    mcclTeam lsa = mcclLabTeamLsa(comms[i]);
     printf("    rank %d: devComm rank %d of %d, LSA rank %d of %d, %d LSA barriers at resource line %u\n", i,
            R[i].dc.rank, R[i].dc.nRanks, lsa.rank, lsa.nRanks, R[i].dc.lsaBarrier.nBarriers,
            R[i].dc.lsaBarrier.bufHandle);
@@ -146,7 +146,7 @@ int main(int argc, char** argv) {
     CUDACHECK(cudaSetDevice(i));
     CUDACHECK(cudaStreamDestroy(R[i].stream));
     MCCLCHECK(mcclDevWindowDestroy(comms[i], R[i].devWin));
-    MCCLCHECK(mcclDevCommDestroy(comms[i], &R[i].dc));
+    MCCLCHECK(mcclLabDevCommDestroy(comms[i], &R[i].dc));
     MCCLCHECK(mcclLabWindowDeregister(comms[i], R[i].win));
     MCCLCHECK(mcclMemFree(R[i].buf));
     MCCLCHECK(mcclMemFree(R[i].out));

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <cuda_runtime.h>
 #include "mccl_allreduce.h"
+#include "mccl_dev_comm.h"
 #include "mccl_result.h"
 #include "mccl_types.h"
 
@@ -35,145 +36,15 @@ extern "C" {
  * mcclDevCommRequirements reqs = MCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
  * reqs.lsaBarrierCount = nBlocks;                                 // one barrier per block
  * mcclDevComm dc;
- * MCCLCHECK(mcclDevCommCreate(comm, &reqs, &dc));                 // collective
+ * MCCLCHECK(mcclLabDevCommCreate(comm, &reqs, &dc));                 // collective
  * MCCLCHECK(mcclDevAllReduceOneShot(&dc, win, 0, out, count, mcclFloat32, nBlocks, stream));
  * cudaStreamSynchronize(stream);
- * MCCLCHECK(mcclDevCommDestroy(comm, &dc));
+ * MCCLCHECK(mcclLabDevCommDestroy(comm, &dc));
  * MCCLCHECK(mcclDevWindowDestroy(comm, win));
  * MCCLCHECK(mcclLabWindowDeregister(comm, w));
  * @endcode
  * @{
  */
-
-/** @brief Host and device inline functions: the teams' arithmetic runs on both sides. */
-#if defined(__CUDACC__)
-#define MCCL_HOST_DEVICE_INLINE __host__ __device__ __forceinline__
-#else
-#define MCCL_HOST_DEVICE_INLINE static inline
-#endif
-
-/** @brief Contexts a window names for GIN (NCCL_GIN_MAX_CONTEXTS): kept for the layout, always empty here. */
-#define MCCL_GIN_MAX_CONTEXTS 4
-/** @brief The unit of the resource window's handles: a handle is an offset in 128-byte lines. */
-#define MCCL_DEV_RESOURCE_LINE 128
-/** @brief The most bytes a device communicator's resource window holds (barriers and extra buffers). */
-#define MCCL_DEV_RESOURCE_MAX_BYTES ((size_t)256 << 20)
-
-/** @brief A set of ranks as (nRanks, this rank's index in it, the world distance between neighbours)
- *  (NCCL's ncclTeam). */
-typedef struct mcclTeam {
-  int nRanks; /**< ranks in the team */
-  int rank;   /**< this rank's index in the team */
-  int stride; /**< world ranks between consecutive members */
-} mcclTeam;
-/** @brief NCCL's ncclTeam_t spelling. */
-typedef mcclTeam mcclTeam_t;
-
-/** @brief A handle to a buffer of the resource window: its offset in MCCL_DEV_RESOURCE_LINE lines. */
-typedef uint32_t mcclDevResourceHandle;
-
-/**
- * @brief A window as kernels see it, in device memory (NCCL's ncclWindow_vidmem, same layout): rank r of
- * the LSA team has its buffer at lsaFlatBase + r * (stride4G << 32); this rank's is at lsaRank.
- */
-struct mcclWindow_vidmem {
-  void* winHost;                        /**< the host's record of this window (lab 09's, opaque) */
-  char* lsaFlatBase;                    /**< LSA rank 0's buffer; every LSA rank's follows at the stride */
-  int lsaRank;                          /**< this rank in the LSA team */
-  int worldRank;                        /**< this rank in the world */
-  uint32_t stride4G;                    /**< bytes between two ranks' buffers, in units of 4 GiB */
-  uint32_t mcOffset4K;                  /**< multicast offset: no multimem here, always 0 */
-  uint32_t ginOffset4K;                 /**< GIN offset: no GIN here, always 0 */
-  void* ginWins[MCCL_GIN_MAX_CONTEXTS]; /**< GIN windows: always NULL */
-};
-/** @brief A device window: a device pointer (NCCL's ncclWindow_t). */
-typedef struct mcclWindow_vidmem* mcclWindow_t;
-
-/** @brief A multicast object's base (NCCL's ncclMultimemHandle): never set, multimem is refused. */
-typedef struct mcclMultimemHandle {
-  void* mcBasePtr; /**< always NULL */
-} mcclMultimemHandle;
-
-/** @brief An LSA barrier's memory in the resource window and how many barriers it holds
- *  (NCCL's ncclLsaBarrierHandle). */
-typedef struct mcclLsaBarrierHandle {
-  mcclDevResourceHandle bufHandle; /**< where its state starts */
-  int nBarriers;                   /**< independent barriers (a session names one by index) */
-} mcclLsaBarrierHandle;
-
-/** @brief A GIN barrier's handle (NCCL's ncclGinBarrierHandle): kept for the layout, always zero. */
-typedef struct mcclGinBarrierHandle {
-  uint32_t signal0;                /**< first GIN signal */
-  mcclDevResourceHandle bufHandle; /**< its memory */
-} mcclGinBarrierHandle;
-
-/**
- * @brief The device communicator a kernel takes by value (NCCL's ncclDevComm, same layout): ranks, the LSA
- * team, and the resource window that holds the LSA barriers and the buffers the requirements asked for.
- */
-typedef struct mcclDevComm {
-  int rank;                                        /**< this rank in the world */
-  int nRanks;                                      /**< world size */
-  uint32_t nRanks_rcp32;                           /**< reciprocal of nRanks for division without a divide */
-  int lsaRank;                                     /**< this rank in the LSA team */
-  int lsaSize;                                     /**< ranks that reach each other's memory by load/store */
-  uint32_t lsaSize_rcp32;                          /**< reciprocal of lsaSize */
-  struct mcclDevCommWindowTable* windowTable;      /**< pointer-to-window lookup (not served: NULL) */
-  mcclWindow_t resourceWindow;                     /**< the resource window, device memory */
-  struct mcclWindow_vidmem resourceWindow_inlined; /**< a copy of it, so kernels skip one load */
-  mcclMultimemHandle lsaMultimem;                  /**< multicast of the LSA team: none */
-  mcclLsaBarrierHandle lsaBarrier;                 /**< the LSA barriers in the resource window */
-  mcclGinBarrierHandle railGinBarrier;             /**< the rail team's GIN barrier: none */
-  uint8_t ginContextCount;                         /**< GIN contexts: 0 */
-  uint8_t ginTypes[4];                             /**< unused */
-  void* ginHandles[4];                             /**< unused */
-  uint32_t ginSignalBase;                          /**< unused */
-  int ginSignalCount;                              /**< unused */
-  uint32_t ginCounterBase;                         /**< unused */
-  int ginCounterCount;                             /**< unused */
-  uint64_t* ginSignalShadows;                      /**< unused */
-} mcclDevComm;
-
-/** @brief One buffer a device communicator's resource window holds (NCCL's ncclDevResourceRequirements). */
-typedef struct mcclDevResourceRequirements {
-  struct mcclDevResourceRequirements* next; /**< the list */
-  size_t bufferSize;                        /**< bytes */
-  size_t bufferAlign;                       /**< alignment (at least MCCL_DEV_RESOURCE_LINE), a power of two or 0 */
-  mcclDevResourceHandle* outBufferHandle;   /**< if non-NULL, set to the buffer's handle by mcclDevCommCreate */
-  int ginSignalCount;                       /**< must be 0: no GIN */
-  int ginCounterCount;                      /**< must be 0: no GIN */
-  uint32_t* outGinSignalStart;              /**< ignored */
-  uint32_t* outGinCounterStart;             /**< ignored */
-} mcclDevResourceRequirements;
-
-/** @brief A team the device communicator should prepare (NCCL's ncclTeamRequirements): only multimem is asked
- *  for this way, and multimem is refused. */
-typedef struct mcclTeamRequirements {
-  struct mcclTeamRequirements* next;     /**< the list */
-  mcclTeam team;                         /**< the team */
-  bool multimem;                         /**< must be false */
-  mcclMultimemHandle* outMultimemHandle; /**< ignored */
-} mcclTeamRequirements;
-
-/** @brief What a device communicator must hold (NCCL's ncclDevCommRequirements, same fields). */
-typedef struct mcclDevCommRequirements {
-  mcclDevResourceRequirements* resourceRequirementsList; /**< extra buffers in the resource window, or NULL */
-  mcclTeamRequirements* teamRequirementsList;            /**< teams with multimem: must hold none */
-  bool lsaMultimem;                                      /**< multicast on the LSA team: refused (mcclInvalidUsage) */
-  int barrierCount;        /**< barriers over the world (LSA part; a rail part would need GIN) */
-  int lsaBarrierCount;     /**< LSA barriers; the communicator gets max(barrierCount, lsaBarrierCount) */
-  int railGinBarrierCount; /**< must be 0: no GIN */
-  int lsaLLA2ABlockCount;  /**< must be 0: the LL all-to-all is not served */
-  int lsaLLA2ASlotCount;   /**< must be 0 */
-  bool ginForceEnable;     /**< must be false: no GIN */
-  int ginContextCount;     /**< a hint (as in NCCL): ignored, the communicator has 0 */
-  int ginSignalCount;      /**< must be 0 */
-  int ginCounterCount;     /**< must be 0 */
-} mcclDevCommRequirements;
-
-/** @brief Requirements that ask for nothing (NCCL's `= {}`): set the counts you need. */
-#define MCCL_DEV_COMM_REQUIREMENTS_INITIALIZER \
-  { NULL, NULL, false, 0, 0, 0, 0, 0, false, 0, 0, 0 }
 
 /**
  * @brief The LSA team of a communicator: the ranks of this rank's host, when every host's ranks are
@@ -187,24 +58,11 @@ typedef struct mcclDevCommRequirements {
 mcclResult_t mcclDevLsaTeamOf(const mcclLabComm* comm, int* lsaRank, int* lsaSize);
 
 /**
- * @brief The requirement of `nBarriers` LSA barriers over `team` (NCCL's ncclLsaBarrierCreateRequirement):
- * the resource buffer their state needs, (3 + team.nRanks) * nBarriers 32-bit words (an epoch per barrier for
- * unicast and for multicast, a multicast inbox, and an inbox slot per peer), and the handle that will name it.
- * Chain outReq into mcclDevCommRequirements::resourceRequirementsList; mcclDevCommCreate fills the handle.
- * @param[in]  team       the team (nRanks >= 1).
- * @param[in]  nBarriers  >= 0.
- * @param[out] outHandle  the barrier's handle (bufHandle set by mcclDevCommCreate).
- * @param[out] outReq     the requirement, zeroed then filled.
- * @return mcclSuccess; mcclInvalidArgument (NULL, bad team, negative or overflowing count).
- */
-mcclResult_t mcclLsaBarrierCreateRequirement(mcclTeam team, int nBarriers, mcclLsaBarrierHandle* outHandle,
-                                             mcclDevResourceRequirements* outReq);
-
-/**
  * @brief Create a device communicator (NCCL's ncclDevCommCreate). Collective over the communicator: the
  * resource window (LSA barriers, then the requirements' buffers, zeroed) is registered on every rank as a lab
  * 07 window and mapped at NCCL's 4 GiB stride (mcclDevWindowCreate). A rank whose requirements are refused
- * still takes part in that registration with a refusal, so every rank fails at once.
+ * still takes part in that registration with a refusal, so every rank fails at once. `windowTable` points at
+ * the communicator's table of device windows, which lists every device window made on it, before or after.
  * @param[in]  comm     the communicator (not aborted).
  * @param[in]  reqs     the requirements, the same on every rank.
  * @param[out] devComm  the device communicator, to pass by value to kernels; written only on success.
@@ -212,22 +70,22 @@ mcclResult_t mcclLsaBarrierCreateRequirement(mcclTeam team, int nBarriers, mcclL
  *         MCCL_DEV_RESOURCE_MAX_BYTES hold); mcclInvalidUsage (an aborted communicator: nothing is allocated;
  *         GIN, multimem or LL all-to-all requirements: not served); errors of the layers below.
  */
-mcclResult_t mcclDevCommCreate(mcclLabComm* comm, const mcclDevCommRequirements* reqs, mcclDevComm* devComm);
+mcclResult_t mcclLabDevCommCreate(mcclLabComm* comm, const mcclDevCommRequirements* reqs, mcclDevComm* devComm);
 
 /**
  * @brief Free a device communicator's resource window (NCCL's ncclDevCommDestroy). Not collective. Kernels
  * that use it must have ended (synchronize their streams first).
  * @param[in] comm     the communicator it was created on.
- * @param[in] devComm  from mcclDevCommCreate on comm.
+ * @param[in] devComm  from mcclLabDevCommCreate on comm.
  * @return mcclSuccess; mcclInvalidArgument (NULL, destroyed already, or created on another communicator).
  */
-mcclResult_t mcclDevCommDestroy(mcclLabComm* comm, const mcclDevComm* devComm);
+mcclResult_t mcclLabDevCommDestroy(mcclLabComm* comm, const mcclDevComm* devComm);
 
 /**
  * @brief The device view of a lab 07 window (NCCL's window handle, ncclWindow_t): a new reservation of
  * lsaSize * stride bytes, the stride the largest buffer rounded up to whole 4 GiB units, where each LSA
  * peer's buffer, already mapped by the window, is mapped again at lsaRank * stride; and a struct
- * mcclWindow_vidmem in device memory that describes it. Not collective.
+ * mcclWindow_vidmem in device memory that describes it, entered in the communicator's window table. Not collective.
  * @param[in]  comm    the communicator (not aborted).
  * @param[in]  win     a window of comm (mcclLabWindowRegister).
  * @param[out] devWin  the device window; written only on success.
@@ -254,55 +112,40 @@ mcclResult_t mcclDevWindowDestroy(mcclLabComm* comm, mcclWindow_t devWin);
  */
 mcclResult_t mcclDevWindowGetHost(const mcclLabComm* comm, mcclWindow_t devWin, struct mcclWindow_vidmem* out);
 
+/**
+ * @brief The lab 07 window a device window is the device view of.
+ * @param[in]  comm    the communicator.
+ * @param[in]  devWin  from mcclDevWindowCreate on comm.
+ * @param[out] labWin  the window.
+ * @return mcclSuccess; mcclInvalidArgument (NULL, not a live device window of comm).
+ */
+mcclResult_t mcclDevWindowLabWindow(const mcclLabComm* comm, mcclWindow_t devWin, mcclLabWindow** labWin);
+
+/**
+ * @brief Destroy every device communicator and device window still made on comm, before comm itself goes
+ * (final/'s communicator destroy and abort). Not collective; kernels that use them must have ended.
+ * @param[in] comm  the communicator.
+ * @return mcclSuccess; mcclInvalidArgument (NULL); the first error met (every object is freed all the same).
+ */
+mcclResult_t mcclLabDevRelease(mcclLabComm* comm);
+
 /** @brief The world team of a communicator (NCCL's ncclTeamWorld(ncclComm_t)). @param[in] comm the communicator.
  *  @return the team ({0, 0, 0} for NULL). */
-mcclTeam mcclTeamWorld(const mcclLabComm* comm);
+mcclTeam mcclLabTeamWorld(const mcclLabComm* comm);
 /** @brief The LSA team (NCCL's ncclTeamLsa(ncclComm_t)). @param[in] comm the communicator.
  *  @return the team ({0, 0, 0} for NULL). */
-mcclTeam mcclTeamLsa(const mcclLabComm* comm);
+mcclTeam mcclLabTeamLsa(const mcclLabComm* comm);
 /** @brief The rail team: the ranks at this rank's LSA index on every host (NCCL's ncclTeamRail(ncclComm_t)).
  *  @param[in] comm the communicator. @return the team ({0, 0, 0} for NULL). */
-mcclTeam mcclTeamRail(const mcclLabComm* comm);
+mcclTeam mcclLabTeamRail(const mcclLabComm* comm);
 /** @brief World rank of `rank` of team (NCCL's ncclTeamRankToWorld(ncclComm_t, ...)).
  *  @param[in] comm the communicator. @param[in] team a team of it. @param[in] rank an index in team.
  *  @return the world rank (-1 for NULL). */
-int mcclTeamRankToWorld(const mcclLabComm* comm, mcclTeam team, int rank);
+int mcclLabTeamRankToWorld(const mcclLabComm* comm, mcclTeam team, int rank);
 /** @brief LSA rank of `rank` of team (NCCL's ncclTeamRankToLsa(ncclComm_t, ...)).
  *  @param[in] comm the communicator. @param[in] team a team of it. @param[in] rank an index in team.
  *  @return the LSA rank (-1 for NULL). */
-int mcclTeamRankToLsa(const mcclLabComm* comm, mcclTeam team, int rank);
-
-/** @brief Whether member `bRank` of team b is a member of team a (NCCL's ncclTeamRankIsMember).
- *  @param[in] a a team. @param[in] b a team with this rank. @param[in] bRank an index in b.
- *  @return true if it is. */
-MCCL_HOST_DEVICE_INLINE bool mcclTeamRankIsMember(mcclTeam a, mcclTeam b, int bRank) {
-  int wrank = (bRank - b.rank) * b.stride;
-  int arank = a.rank + wrank / a.stride;
-  return 0 <= arank && arank < a.nRanks && wrank % a.stride == 0;
-}
-/** @brief Index in team a of member `bRank` of team b (NCCL's ncclTeamRankToTeam).
- *  @param[in] a a team. @param[in] b a team with this rank. @param[in] bRank an index in b.
- *  @return the index in a. */
-MCCL_HOST_DEVICE_INLINE int mcclTeamRankToTeam(mcclTeam a, mcclTeam b, int bRank) {
-  return a.rank + (bRank - b.rank) * b.stride / a.stride;
-}
-/** @brief The inner factor of a team cut in groups of innerSize consecutive members (NCCL's ncclTeamInnerFactor).
- *  @param[in] parent the team. @param[in] innerSize group size. @return the group with this rank. */
-MCCL_HOST_DEVICE_INLINE mcclTeam mcclTeamInnerFactor(mcclTeam parent, int innerSize) {
-  mcclTeam t = {innerSize, parent.rank % innerSize, parent.stride};
-  return t;
-}
-/** @brief The outer factor: this rank's index across the groups (NCCL's ncclTeamOuterFactor).
- *  @param[in] parent the team. @param[in] innerSize group size. @return the team across groups. */
-MCCL_HOST_DEVICE_INLINE mcclTeam mcclTeamOuterFactor(mcclTeam parent, int innerSize) {
-  mcclTeam t = {parent.nRanks / innerSize, parent.rank / innerSize, parent.stride * innerSize};
-  return t;
-}
-/** @brief Offset of a resource buffer in the resource window (NCCL's ncclGetResourceBufferOffset).
- *  @param[in] h the handle. @return bytes. */
-MCCL_HOST_DEVICE_INLINE size_t mcclGetResourceBufferOffset(mcclDevResourceHandle h) {
-  return (size_t)h * MCCL_DEV_RESOURCE_LINE;
-}
+int mcclLabTeamRankToLsa(const mcclLabComm* comm, mcclTeam team, int rank);
 
 /**
  * @brief Launch the lab's one-shot allreduce (sum) written on the device API: after an LSA barrier, every

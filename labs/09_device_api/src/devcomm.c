@@ -24,6 +24,7 @@
 struct devWindow {
   struct devWindow* next;
   const mcclLabComm* comm;
+  mcclLabWindow* labWin;              // the lab 07 window it is the device view of
   void* userBuf;                      // this rank's buffer at the address the application registered
   mcclWindow_t dev;                   // device memory: the struct kernels read
   struct mcclWindow_vidmem host;      // the same, on the host
@@ -31,7 +32,7 @@ struct devWindow {
   size_t mapped[MCCL_LAB_MAX_RANKS];  // bytes mapped at LSA rank r's slot
 };
 
-// The host's record of a device communicator: what mcclDevCommDestroy frees.
+// The host's record of a device communicator: what mcclLabDevCommDestroy frees.
 struct devCommRec {
   struct devCommRec* next;
   const mcclLabComm* comm;
@@ -44,6 +45,142 @@ struct devCommRec {
 static pthread_mutex_t recLock = PTHREAD_MUTEX_INITIALIZER;
 static struct devWindow* windows;
 static struct devCommRec* devComms;
+
+// A communicator's window table (NCCL's devr->windowTable, which ncclFindWindow searches): blocks of entries in
+// device memory, each with its host copy, made with the communicator's first device window and freed with its
+// last. Every device communicator points at the first block, so a window made after it is found too, as in
+// NCCL. Under tableLock, which is held across the copies to the device so that entries never race.
+struct tableBlock {
+  struct mcclDevCommWindowTable* dev;
+  struct mcclDevCommWindowTable host;
+};
+struct windowTable {
+  struct windowTable* next;
+  const mcclLabComm* comm;
+  int users;  // live device windows of comm
+  int nBlocks;
+  struct tableBlock* blocks;
+};
+static pthread_mutex_t tableLock = PTHREAD_MUTEX_INITIALIZER;
+static struct windowTable* tables;
+
+static struct windowTable* tableOf(const mcclLabComm* comm) {
+  struct windowTable* t = tables;
+  while (t && t->comm != comm) t = t->next;
+  return t;
+}
+
+static void tableFree(struct windowTable* t) {
+  for (int b = 0; b < t->nBlocks; b++) mcclDevFree(t->blocks[b].dev);
+  free(t->blocks);
+  free(t);
+}
+
+// A new zeroed block at the end of t's chain; the last block's `next` points at it, on the device too.
+static mcclResult_t tableGrow(struct windowTable* t) {
+  struct tableBlock* blocks = (struct tableBlock*)realloc(t->blocks, (size_t)(t->nBlocks + 1) * sizeof(*blocks));
+  if (blocks == NULL) {
+    WARN("Out of memory for a window table of rank %d", t->comm->rank);
+    return mcclSystemError;
+  }
+  t->blocks = blocks;
+  struct tableBlock* nb = &blocks[t->nBlocks];
+  memset(nb, 0, sizeof(*nb));
+  MCCLCHECK(mcclDevCalloc((void**)&nb->dev, sizeof(*nb->dev)));
+  if (t->nBlocks > 0) {
+    struct tableBlock* last = &blocks[t->nBlocks - 1];
+    last->host.next = nb->dev;
+    cudaError_t e = cudaMemcpy(&last->dev->next, &nb->dev, sizeof(nb->dev), cudaMemcpyHostToDevice);
+    if (e != cudaSuccess) {
+      WARN("cudaMemcpy of a window table's link failed: %s", cudaGetErrorString(e));
+      last->host.next = NULL;
+      mcclDevFree(nb->dev);
+      return mcclUnhandledCudaError;
+    }
+  }
+  t->nBlocks++;
+  return mcclSuccess;
+}
+
+// Write entry e of block b, on the host and the device.
+static mcclResult_t tableWrite(struct tableBlock* b, int e, const struct mcclDevCommWindowTableEntry* v) {
+  b->host.entries[e] = *v;
+  CUDACHECK(cudaMemcpy(&b->dev->entries[e], v, sizeof(*v), cudaMemcpyHostToDevice));
+  // Landed before a kernel on a non-blocking stream searches the table.
+  CUDACHECK(cudaStreamSynchronize(cudaStreamLegacy));
+  return mcclSuccess;
+}
+
+// Enter a device window in its communicator's table (made now if this is the first).
+static mcclResult_t tableAdd(const mcclLabComm* comm, const struct devWindow* dw, size_t size) {
+  mcclResult_t res = mcclSuccess;
+  pthread_mutex_lock(&tableLock);
+  struct windowTable* t = tableOf(comm);
+  int made = 0;
+  if (t == NULL) {
+    t = (struct windowTable*)calloc(1, sizeof(*t));
+    if (t == NULL) {
+      WARN("Out of memory for a window table of rank %d", comm->rank);
+      res = mcclSystemError;
+      goto out;
+    }
+    t->comm = comm;
+    made = 1;
+    if ((res = tableGrow(t)) != mcclSuccess) goto out;
+  }
+  int b = 0, e = 0;
+  for (b = 0; b < t->nBlocks; b++) {
+    for (e = 0; e < MCCL_DEV_WINDOW_TABLE_ENTRIES && t->blocks[b].host.entries[e].window != NULL; e++) {
+    }
+    if (e < MCCL_DEV_WINDOW_TABLE_ENTRIES) break;
+  }
+  if (b == t->nBlocks) {
+    if ((res = tableGrow(t)) != mcclSuccess) goto out;
+    e = 0;
+  }
+  struct mcclDevCommWindowTableEntry v = {(uintptr_t)dw->userBuf, (uintptr_t)size, dw->dev};
+  if ((res = tableWrite(&t->blocks[b], e, &v)) != mcclSuccess) goto out;
+  t->users++;
+  if (made) {
+    t->next = tables;
+    tables = t;
+    made = 0;
+  }
+out:
+  if (made) tableFree(t);
+  pthread_mutex_unlock(&tableLock);
+  return res;
+}
+
+// The first block of comm's table, or NULL when comm has no device window.
+static struct mcclDevCommWindowTable* tableFirst(const mcclLabComm* comm) {
+  pthread_mutex_lock(&tableLock);
+  const struct windowTable* t = tableOf(comm);
+  struct mcclDevCommWindowTable* first = t ? t->blocks[0].dev : NULL;
+  pthread_mutex_unlock(&tableLock);
+  return first;
+}
+
+// Take a device window out of its communicator's table; the table goes with the last one.
+static void tableRemove(const mcclLabComm* comm, mcclWindow_t devWin) {
+  pthread_mutex_lock(&tableLock);
+  struct windowTable** pp = &tables;
+  while (*pp && (*pp)->comm != comm) pp = &(*pp)->next;
+  struct windowTable* t = *pp;
+  for (int b = 0; t && b < t->nBlocks; b++)
+    for (int e = 0; e < MCCL_DEV_WINDOW_TABLE_ENTRIES; e++)
+      if (t->blocks[b].host.entries[e].window == devWin) {
+        const struct mcclDevCommWindowTableEntry zero = {0, 0, NULL};
+        (void)tableWrite(&t->blocks[b], e, &zero);
+        if (--t->users == 0) {
+          *pp = t->next;
+          tableFree(t);
+        }
+        goto out;
+      }
+out:
+  pthread_mutex_unlock(&tableLock);
+}
 
 mcclResult_t mcclDevLsaTeamOf(const mcclLabComm* comm, int* lsaRank, int* lsaSize) {
   MCCL_ARGCHECK(comm != NULL && lsaRank != NULL && lsaSize != NULL, "comm %p, lsaRank %p or lsaSize %p is NULL",
@@ -61,7 +198,7 @@ mcclResult_t mcclDevLsaTeamOf(const mcclLabComm* comm, int* lsaRank, int* lsaSiz
   return mcclSuccess;
 }
 
-mcclTeam mcclTeamWorld(const mcclLabComm* comm) {
+mcclTeam mcclLabTeamWorld(const mcclLabComm* comm) {
   mcclTeam t = {0, 0, 0};
   if (comm == NULL) return t;
   t.nRanks = comm->nRanks;
@@ -70,14 +207,14 @@ mcclTeam mcclTeamWorld(const mcclLabComm* comm) {
   return t;
 }
 
-mcclTeam mcclTeamLsa(const mcclLabComm* comm) {
+mcclTeam mcclLabTeamLsa(const mcclLabComm* comm) {
   mcclTeam t = {0, 0, 0};
   if (comm == NULL || mcclDevLsaTeamOf(comm, &t.rank, &t.nRanks) != mcclSuccess) return t;
   t.stride = 1;
   return t;
 }
 
-mcclTeam mcclTeamRail(const mcclLabComm* comm) {
+mcclTeam mcclLabTeamRail(const mcclLabComm* comm) {
   mcclTeam t = {0, 0, 0};
   int lsaRank, lsaSize;
   if (comm == NULL || mcclDevLsaTeamOf(comm, &lsaRank, &lsaSize) != mcclSuccess) return t;
@@ -87,11 +224,11 @@ mcclTeam mcclTeamRail(const mcclLabComm* comm) {
   return t;
 }
 
-int mcclTeamRankToWorld(const mcclLabComm* comm, mcclTeam team, int rank) {
+int mcclLabTeamRankToWorld(const mcclLabComm* comm, mcclTeam team, int rank) {
   return comm == NULL ? -1 : comm->rank + (rank - team.rank) * team.stride;
 }
 
-int mcclTeamRankToLsa(const mcclLabComm* comm, mcclTeam team, int rank) {
+int mcclLabTeamRankToLsa(const mcclLabComm* comm, mcclTeam team, int rank) {
   int lsaRank, lsaSize;
   if (comm == NULL || mcclDevLsaTeamOf(comm, &lsaRank, &lsaSize) != mcclSuccess) return -1;
   return lsaRank + (rank - team.rank) * team.stride;
@@ -192,6 +329,10 @@ mcclResult_t mcclDevWindowCreate(mcclLabComm* comm, mcclLabWindow* win, mcclWind
   CUDACHECK(cudaSetDevice(comm->cudaDev));
   struct devWindow* dw = NULL;
   mcclResult_t res = windowMap(comm, win, lsaRank, lsaSize, &dw);
+  if (res == mcclSuccess) {
+    dw->labWin = win;
+    if ((res = tableAdd(comm, dw, win->size)) != mcclSuccess) windowUnmap(dw, lsaSize);
+  }
   cudaSetDevice(saved);
   if (res != mcclSuccess) return res;
   pthread_mutex_lock(&recLock);
@@ -234,6 +375,14 @@ mcclResult_t mcclDevWindowGetHost(const mcclLabComm* comm, mcclWindow_t devWin, 
   return mcclSuccess;
 }
 
+mcclResult_t mcclDevWindowLabWindow(const mcclLabComm* comm, mcclWindow_t devWin, mcclLabWindow** labWin) {
+  MCCL_ARGCHECK(comm != NULL && labWin != NULL, "comm %p or labWin %p is NULL", (const void*)comm, (void*)labWin);
+  struct devWindow* dw;
+  MCCLCHECK(windowTake(comm, devWin, 0, &dw));
+  *labWin = dw->labWin;
+  return mcclSuccess;
+}
+
 mcclResult_t mcclDevWindowHostOf(mcclWindow_t devWin, struct mcclWindow_vidmem* host, void** userBuf) {
   mcclResult_t res = mcclInvalidArgument;
   pthread_mutex_lock(&recLock);
@@ -256,6 +405,7 @@ mcclResult_t mcclDevWindowDestroy(mcclLabComm* comm, mcclWindow_t devWin) {
   int saved = -1;
   CUDACHECK(cudaGetDevice(&saved));
   cudaSetDevice(comm->cudaDev);
+  tableRemove(comm, devWin);
   mcclResult_t res = windowUnmap(dw, dw->sym.nRanks);
   cudaSetDevice(saved);
   return res;
@@ -362,7 +512,7 @@ static void setHandles(const mcclDevResourceRequirements* barReq, const mcclDevC
   }
 }
 
-mcclResult_t mcclDevCommCreate(mcclLabComm* comm, const mcclDevCommRequirements* reqs, mcclDevComm* devComm) {
+mcclResult_t mcclLabDevCommCreate(mcclLabComm* comm, const mcclDevCommRequirements* reqs, mcclDevComm* devComm) {
   MCCL_ARGCHECK(comm != NULL, "comm is NULL");
   if (mcclIsAborted(comm->abortFlag)) {
     WARN("Invalid usage: rank %d's communicator is aborted: no device communicator", comm->rank);
@@ -423,6 +573,7 @@ mcclResult_t mcclDevCommCreate(mcclLabComm* comm, const mcclDevCommRequirements*
     devComm->lsaSize_rcp32 = (uint32_t)(0xffffffffu / (uint32_t)lsaSize + ((lsaSize & (lsaSize - 1)) == 0));
     devComm->resourceWindow = resWin;
     MCCLCHECKGOTO(mcclDevWindowGetHost(comm, resWin, &devComm->resourceWindow_inlined), res, fail);
+    devComm->windowTable = tableFirst(comm);  // the resource window made it, if no window had
     devComm->lsaBarrier = bar;
     // END EXERCISE(09.devcomm)
   } else {
@@ -452,7 +603,7 @@ fail:
   return res;
 }
 
-mcclResult_t mcclDevCommDestroy(mcclLabComm* comm, const mcclDevComm* devComm) {
+mcclResult_t mcclLabDevCommDestroy(mcclLabComm* comm, const mcclDevComm* devComm) {
   MCCL_ARGCHECK(comm != NULL && devComm != NULL, "comm %p or devComm %p is NULL", (void*)comm, (const void*)devComm);
   pthread_mutex_lock(&recLock);
   struct devCommRec** pp = &devComms;
@@ -482,5 +633,30 @@ mcclResult_t mcclDevCommDestroy(mcclLabComm* comm, const mcclDevComm* devComm) {
   if (r != mcclSuccess && res == mcclSuccess) res = r;
   if (saved >= 0) cudaSetDevice(saved);
   free(rec);
+  return res;
+}
+
+mcclResult_t mcclLabDevRelease(mcclLabComm* comm) {
+  MCCL_ARGCHECK(comm != NULL, "comm is NULL");
+  mcclResult_t res = mcclSuccess, r;
+  for (;;) {  // device communicators first: each destroys its resource window, a device window
+    pthread_mutex_lock(&recLock);
+    struct devCommRec* rec = devComms;
+    while (rec && rec->comm != comm) rec = rec->next;
+    mcclDevComm dc;
+    if (rec) dc.resourceWindow = rec->resourceWindow;
+    pthread_mutex_unlock(&recLock);
+    if (rec == NULL) break;
+    if ((r = mcclLabDevCommDestroy(comm, &dc)) != mcclSuccess && res == mcclSuccess) res = r;
+  }
+  for (;;) {
+    pthread_mutex_lock(&recLock);
+    struct devWindow* dw = windows;
+    while (dw && dw->comm != comm) dw = dw->next;
+    mcclWindow_t devWin = dw ? dw->dev : NULL;
+    pthread_mutex_unlock(&recLock);
+    if (devWin == NULL) break;
+    if ((r = mcclDevWindowDestroy(comm, devWin)) != mcclSuccess && res == mcclSuccess) res = r;
+  }
   return res;
 }

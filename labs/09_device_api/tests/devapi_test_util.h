@@ -50,7 +50,7 @@ static inline void dtCollectiveSetUp(struct dtRank* r) {
   EXPECT_CUDA_OK(cudaSetDevice(r->comm->cudaDev));
   EXPECT_OK(mcclLabWindowRegister(r->comm, r->buf, DT_BYTES, &r->win));
   mcclDevCommRequirements reqs = dtReqs();
-  EXPECT_OK(mcclDevCommCreate(r->comm, &reqs, &r->dc));
+  EXPECT_OK(mcclLabDevCommCreate(r->comm, &reqs, &r->dc));
   r->hasDc = 1;
   EXPECT_OK(mcclDevWindowCreate(r->comm, r->win, &r->devWin));
 }
@@ -60,7 +60,7 @@ static inline void dtTearDown(struct dtRank* r) {
   EXPECT_CUDA_OK(cudaSetDevice(r->comm->cudaDev));
   if (r->stream) EXPECT_CUDA_OK(cudaStreamDestroy(r->stream));
   if (r->devWin) EXPECT_OK(mcclDevWindowDestroy(r->comm, r->devWin));
-  if (r->hasDc) EXPECT_OK(mcclDevCommDestroy(r->comm, &r->dc));
+  if (r->hasDc) EXPECT_OK(mcclLabDevCommDestroy(r->comm, &r->dc));
   if (r->win) EXPECT_OK(mcclLabWindowDeregister(r->comm, r->win));
   EXPECT_OK(mcclMemFree(r->buf));
   EXPECT_OK(mcclMemFree(r->out));

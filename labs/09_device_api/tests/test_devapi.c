@@ -52,7 +52,7 @@ static mcclResult_t registerWin(struct dtRank* r, void* arg) {
 }
 static mcclResult_t createDevComm(struct dtRank* r, void* arg) {
   mcclDevCommRequirements* reqs = (mcclDevCommRequirements*)arg;
-  mcclResult_t res = mcclDevCommCreate(r->comm, reqs, &r->dc);
+  mcclResult_t res = mcclLabDevCommCreate(r->comm, reqs, &r->dc);
   if (res == mcclSuccess) r->hasDc = 1;
   return res;
 }
@@ -62,7 +62,7 @@ static mcclResult_t createDevCommInto(struct dtRank* r, void* arg) {
     mcclDevCommRequirements reqs;
     mcclDevComm dc[MAXN];
   }* a = arg;
-  return mcclDevCommCreate(r->comm, &a->reqs, &a->dc[r->comm->rank]);
+  return mcclLabDevCommCreate(r->comm, &a->reqs, &a->dc[r->comm->rank]);
 }
 
 // SKIP and a failed EXPECT return from here only: every caller checks CHECK_STOPPED() next.
@@ -114,7 +114,7 @@ static void apiObjects(int n) {
   CHECK_STOPPED();
   for (int i = 0; i < n && !mcclTestStopped(); i++) {
     mcclLabComm* c = g.comms[i];
-    mcclTeam w = mcclTeamWorld(c), l = mcclTeamLsa(c), rail = mcclTeamRail(c);
+    mcclTeam w = mcclLabTeamWorld(c), l = mcclLabTeamLsa(c), rail = mcclLabTeamRail(c);
     EXPECT_EQ(w.nRanks, n);
     EXPECT_EQ(w.rank, i);
     EXPECT_EQ(l.nRanks, n);  // one host: the LSA team is the world
@@ -122,8 +122,8 @@ static void apiObjects(int n) {
     EXPECT_EQ(rail.nRanks, 1);
     EXPECT_EQ(rail.stride, n);
     for (int p = 0; p < n; p++) {
-      EXPECT_EQ(mcclTeamRankToWorld(c, l, p), p);
-      EXPECT_EQ(mcclTeamRankToLsa(c, w, p), p);
+      EXPECT_EQ(mcclLabTeamRankToWorld(c, l, p), p);
+      EXPECT_EQ(mcclLabTeamRankToLsa(c, w, p), p);
       EXPECT_TRUE(mcclTeamRankIsMember(l, w, p));
       EXPECT_EQ(mcclTeamRankToTeam(l, w, p), p);
     }
@@ -163,6 +163,26 @@ static void apiObjects(int n) {
       EXPECT_EQ(got, 0x5eed0000u + (uint64_t)l);
     }
   }
+  // The communicator's window table lists the window (by its buffer) and the resource window, and nothing else.
+  for (int i = 0; i < n && !mcclTestStopped(); i++) {
+    struct mcclDevCommWindowTable t;
+    EXPECT_TRUE(g.r[i].dc.windowTable != NULL);
+    EXPECT_CUDA_OK(cudaSetDevice(g.comms[i]->cudaDev));
+    EXPECT_CUDA_OK(cudaMemcpy(&t, g.r[i].dc.windowTable, sizeof(t), cudaMemcpyDeviceToHost));
+    int found = 0, used = 0;
+    for (int e = 0; e < MCCL_DEV_WINDOW_TABLE_ENTRIES; e++) {
+      used += t.entries[e].window != NULL;
+      if (t.entries[e].window == g.r[i].devWin) {
+        found++;
+        EXPECT_EQ(t.entries[e].base, (uintptr_t)g.r[i].buf);
+        EXPECT_EQ(t.entries[e].size, (uintptr_t)DT_BYTES);
+      }
+      if (t.entries[e].window == g.r[i].dc.resourceWindow) found++;
+    }
+    EXPECT_EQ(found, 2);
+    EXPECT_EQ(used, 2);
+    EXPECT_TRUE(t.next == NULL);
+  }
   // Every pointer of the API, from a kernel on every rank.
   for (int i = 0; i < n && !mcclTestStopped(); i++) {
     EXPECT_CUDA_OK(cudaSetDevice(g.comms[i]->cudaDev));
@@ -198,7 +218,7 @@ static void apiObjects(int n) {
     EXPECT_CUDA_OK(cudaMemcpy(z, rw->lsaFlatBase + ((size_t)i * rw->stride4G << 32) + mcclGetResourceBufferOffset(h),
                               sizeof(z), cudaMemcpyDeviceToHost));
     for (size_t k = 0; k < sizeof(z); k++) EXPECT_EQ(z[k], 0);
-    EXPECT_OK(mcclDevCommDestroy(g.comms[i], &a.dc[i]));
+    EXPECT_OK(mcclLabDevCommDestroy(g.comms[i], &a.dc[i]));
   }
   tearDown(&g);
 }
@@ -210,6 +230,41 @@ static void apiObjects3(void) {
 }
 static void apiObjects4(void) {
   apiObjects(4);
+}
+
+// More device windows than one block of the window table holds: a second block is chained to the first, every
+// window is listed once, and a window destroyed leaves its entry free for the next one.
+static void windowTableGrows(void) {
+  struct dtGroup g;
+  setUp(&g, 2);
+  enum { NWIN = MCCL_DEV_WINDOW_TABLE_ENTRIES + 8 };
+  mcclWindow_t extra[NWIN];
+  struct dtRank* r = &g.r[0];
+  for (int k = 0; k < NWIN; k++) EXPECT_OK(mcclDevWindowCreate(r->comm, r->win, &extra[k]));
+  struct mcclDevCommWindowTable t0, t1;
+  EXPECT_CUDA_OK(cudaSetDevice(r->comm->cudaDev));
+  EXPECT_CUDA_OK(cudaMemcpy(&t0, r->dc.windowTable, sizeof(t0), cudaMemcpyDeviceToHost));
+  EXPECT_TRUE(t0.next != NULL);
+  if (t0.next) EXPECT_CUDA_OK(cudaMemcpy(&t1, t0.next, sizeof(t1), cudaMemcpyDeviceToHost));
+  int listed = 0;
+  for (int k = 0; k < NWIN && t0.next; k++) {
+    int seen = 0;
+    for (int e = 0; e < MCCL_DEV_WINDOW_TABLE_ENTRIES; e++)
+      seen += (t0.entries[e].window == extra[k]) + (t1.entries[e].window == extra[k]);
+    listed += seen == 1;
+  }
+  EXPECT_EQ(listed, NWIN);
+  EXPECT_OK(mcclDevWindowDestroy(r->comm, extra[3]));
+  mcclWindow_t again = NULL;
+  EXPECT_OK(mcclDevWindowCreate(r->comm, r->win, &again));
+  EXPECT_CUDA_OK(cudaMemcpy(&t0, r->dc.windowTable, sizeof(t0), cudaMemcpyDeviceToHost));
+  int inFirst = 0;
+  for (int e = 0; e < MCCL_DEV_WINDOW_TABLE_ENTRIES; e++) inFirst += t0.entries[e].window == again;
+  EXPECT_EQ(inFirst, 1);  // the freed entry of the first block, not a new one
+  EXPECT_OK(mcclDevWindowDestroy(r->comm, again));
+  for (int k = 0; k < NWIN; k++)
+    if (k != 3) EXPECT_OK(mcclDevWindowDestroy(r->comm, extra[k]));
+  tearDown(&g);
 }
 
 // 1000 sessions on every barrier a kernel uses (2 blocks), in sync(acq_rel), then 250 more in each other way
@@ -490,7 +545,7 @@ static void expectRefused(struct dtGroup* g, const mcclDevCommRequirements* reqs
   dtParallel(g, createDevComm, &r, res);
   for (int i = 0; i < g->n; i++) {
     if (res[i] != want) mcclTestFailAt(__FILE__, line, "rank %d: expected %d, got %d", i, (int)want, (int)res[i]);
-    if (g->r[i].hasDc) EXPECT_OK(mcclDevCommDestroy(g->comms[i], &g->r[i].dc));
+    if (g->r[i].hasDc) EXPECT_OK(mcclLabDevCommDestroy(g->comms[i], &g->r[i].dc));
   }
   memcpy(g->r, saved, sizeof(saved));
   for (int i = 0; i < g->n; i++) g->r[i].hasDc = 1;
@@ -542,7 +597,7 @@ static void badInput(void) {
   expectRefused(&g, &reqs, mcclInvalidUsage, __LINE__);
   mcclTeamRequirements tr;
   memset(&tr, 0, sizeof(tr));
-  tr.team = mcclTeamLsa(g.comms[0]);
+  tr.team = mcclLabTeamLsa(g.comms[0]);
   tr.multimem = true;
   reqs = dtReqs();
   reqs.teamRequirementsList = &tr;
@@ -558,13 +613,13 @@ static void badInput(void) {
   mcclDevResourceRequirements rr;
   mcclTeam none = {0, 0, 1};
   EXPECT_RES(mcclLsaBarrierCreateRequirement(none, 1, &bh, &rr), mcclInvalidArgument);
-  EXPECT_RES(mcclLsaBarrierCreateRequirement(mcclTeamLsa(g.comms[0]), -1, &bh, &rr), mcclInvalidArgument);
-  EXPECT_RES(mcclLsaBarrierCreateRequirement(mcclTeamLsa(g.comms[0]), 1, NULL, &rr), mcclInvalidArgument);
-  EXPECT_OK(mcclLsaBarrierCreateRequirement(mcclTeamLsa(g.comms[0]), 5, &bh, &rr));
+  EXPECT_RES(mcclLsaBarrierCreateRequirement(mcclLabTeamLsa(g.comms[0]), -1, &bh, &rr), mcclInvalidArgument);
+  EXPECT_RES(mcclLsaBarrierCreateRequirement(mcclLabTeamLsa(g.comms[0]), 1, NULL, &rr), mcclInvalidArgument);
+  EXPECT_OK(mcclLsaBarrierCreateRequirement(mcclLabTeamLsa(g.comms[0]), 5, &bh, &rr));
   EXPECT_EQ(rr.bufferSize, (size_t)5 * (3 + 2) * 4);
   EXPECT_EQ(bh.nBarriers, 5);
-  EXPECT_RES(mcclDevCommCreate(NULL, &reqs, &g.r[0].dc), mcclInvalidArgument);
-  EXPECT_RES(mcclDevCommDestroy(g.comms[0], NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclLabDevCommCreate(NULL, &reqs, &g.r[0].dc), mcclInvalidArgument);
+  EXPECT_RES(mcclLabDevCommDestroy(g.comms[0], NULL), mcclInvalidArgument);
   EXPECT_RES(mcclDevWindowCreate(g.comms[0], g.r[0].win, NULL), mcclInvalidArgument);
   // A window of another communicator; one that is not symmetric (a peer's buffer not mapped here).
   mcclWindow_t dw = NULL;
@@ -575,12 +630,12 @@ static void badInput(void) {
   g.r[0].win->peerPtrs[1] = keep;
   EXPECT_TRUE(dw == NULL);
   // Objects of another communicator, or destroyed already.
-  EXPECT_RES(mcclDevCommDestroy(g.comms[0], &g.r[1].dc), mcclInvalidArgument);
+  EXPECT_RES(mcclLabDevCommDestroy(g.comms[0], &g.r[1].dc), mcclInvalidArgument);
   EXPECT_RES(mcclDevWindowDestroy(g.comms[0], g.r[1].devWin), mcclInvalidArgument);
   mcclDevComm copy = g.r[1].dc;
-  EXPECT_OK(mcclDevCommDestroy(g.comms[1], &g.r[1].dc));
+  EXPECT_OK(mcclLabDevCommDestroy(g.comms[1], &g.r[1].dc));
   g.r[1].hasDc = 0;
-  EXPECT_RES(mcclDevCommDestroy(g.comms[1], &copy), mcclInvalidArgument);
+  EXPECT_RES(mcclLabDevCommDestroy(g.comms[1], &copy), mcclInvalidArgument);
   mcclWindow_t w1 = g.r[1].devWin;
   EXPECT_OK(mcclDevWindowDestroy(g.comms[1], w1));
   g.r[1].devWin = NULL;
@@ -605,7 +660,7 @@ static void badInput(void) {
   EXPECT_OK(mcclLabCommAbort(g.comms[0]));
   mcclDevComm dead;
   reqs = dtReqs();
-  EXPECT_RES(mcclDevCommCreate(g.comms[0], &reqs, &dead), mcclInvalidUsage);
+  EXPECT_RES(mcclLabDevCommCreate(g.comms[0], &reqs, &dead), mcclInvalidUsage);
   EXPECT_RES(mcclDevWindowCreate(g.comms[0], g.r[0].win, &dw), mcclInvalidUsage);
   EXPECT_EQ(mcclTestCountMaps("minccl-sim"), maps1);
   EXPECT_EQ(mcclTestCountFds(), fds1);
@@ -617,9 +672,9 @@ static void badInput(void) {
 }
 
 MCCL_TEST_MAIN(MCCL_TEST_CASE(windowFlatRange), MCCL_TEST_CASE(apiObjects2), MCCL_TEST_CASE(apiObjects3),
-               MCCL_TEST_CASE(apiObjects4), MCCL_TEST_CASE(barrierLoop2), MCCL_TEST_CASE(barrierLoop3),
-               MCCL_TEST_CASE(barrierLoop4), MCCL_TEST_CASE(oneShot2), MCCL_TEST_CASE(oneShot3),
-               MCCL_TEST_CASE(oneShot4), MCCL_TEST_CASE(twoShot2), MCCL_TEST_CASE(twoShot3), MCCL_TEST_CASE(twoShot4),
-               MCCL_TEST_CASE(allGather2), MCCL_TEST_CASE(allGather3), MCCL_TEST_CASE(allGather4),
-               MCCL_TEST_CASE(fusedRmsNorm2), MCCL_TEST_CASE(fusedRmsNorm3), MCCL_TEST_CASE(fusedRmsNorm4),
-               MCCL_TEST_CASE(badInput))
+               MCCL_TEST_CASE(apiObjects4), MCCL_TEST_CASE(windowTableGrows), MCCL_TEST_CASE(barrierLoop2),
+               MCCL_TEST_CASE(barrierLoop3), MCCL_TEST_CASE(barrierLoop4), MCCL_TEST_CASE(oneShot2),
+               MCCL_TEST_CASE(oneShot3), MCCL_TEST_CASE(oneShot4), MCCL_TEST_CASE(twoShot2), MCCL_TEST_CASE(twoShot3),
+               MCCL_TEST_CASE(twoShot4), MCCL_TEST_CASE(allGather2), MCCL_TEST_CASE(allGather3),
+               MCCL_TEST_CASE(allGather4), MCCL_TEST_CASE(fusedRmsNorm2), MCCL_TEST_CASE(fusedRmsNorm3),
+               MCCL_TEST_CASE(fusedRmsNorm4), MCCL_TEST_CASE(badInput))
