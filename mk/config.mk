@@ -64,8 +64,9 @@ ifeq ($(BACKEND),cuda)
     -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
     -Xcompiler -fPIC,-pthread,-Wall,-Wextra,-Werror $(CPPFLAGS) $(CU_PREINCLUDE)
 else
-  # -Wno-unknown-pragmas: device code says `#pragma unroll` (nvcc's), which g++ does not know.
-  CU_COMPILE = $(CXX) -std=c++17 -Wall -Wextra -Werror -Wno-unknown-pragmas $(OPTFLAGS) -fPIC -pthread $(SANFLAGS) $(CPPFLAGS) -x c++ $(CU_PREINCLUDE)
+  # -Wno-unknown-pragmas: device code says `#pragma unroll` (nvcc's), which g++ does not know. sim/include holds
+  # the sim's own <cuda/atomic> and <nccl_device.h> (docs/device-contract.md), found before the toolkit's.
+  CU_COMPILE = $(CXX) -std=c++17 -Wall -Wextra -Werror -Wno-unknown-pragmas $(OPTFLAGS) -fPIC -pthread $(SANFLAGS) -Isim/include $(CPPFLAGS) -x c++ $(CU_PREINCLUDE)
 endif
 
 ifeq ($(BACKEND),sim)

@@ -12,6 +12,7 @@
  * - qualifiers `__global__ __device__ __host__ __forceinline__ __noinline__ __launch_bounds__(...)`;
  * - `threadIdx blockIdx blockDim gridDim` (per host thread), `WARP_SIZE`;
  * - `__syncthreads()`, `__syncthreads_or(int)`, `__syncthreads_count(int)`, `__syncwarp()`, `__any_sync`, `__all_sync`,
+ *   `__activemask()`, `__barrier_sync_count(id, n)`, `__popc`, `__popcll`, `__ffs`, `__ffsll`, `__fns`, `__ldg`,
  *   and NCCL's named barriers `barrier_sync(name[, nThreads])`, `barrier_red_or(vote, name[, nThreads])` (names 0..15);
  * - one per-block shared struct: `MCCL_SHMEM_DEFINE(Type, name);` at namespace scope, then `name.field`;
  * - system-scope memory operations named as NCCL 2.28.9 `src/device/op128.h`: `ld_volatile_global`,
@@ -251,6 +252,17 @@ inline int __any_sync(unsigned mask, int p) {
 inline int __all_sync(unsigned mask, int p) {
   return mcclSimSyncWarpRed(mask, p) == __builtin_popcount(mask);
 }
+// The lanes of this thread's warp that exist (a last warp may be partial); the sim's lanes are not in lockstep,
+// so "active" means present, as on a converged GPU warp.
+inline unsigned __activemask() {
+  unsigned n = blockDim.x * blockDim.y * blockDim.z, first = threadIdx.x / WARP_SIZE * WARP_SIZE;
+  unsigned lanes = n - first < WARP_SIZE ? n - first : WARP_SIZE;
+  return lanes >= 32 ? 0xffffffffu : (1u << lanes) - 1u;
+}
+// Named barrier `id` over `n` threads (CUDA's spelling of bar.sync id, n; NCCL's ncclCoopWarpSpan).
+inline void __barrier_sync_count(unsigned id, unsigned n) {
+  mcclSimBarrier((int)id, (int)n);
+}
 inline void barrier_sync(int name) {
   mcclSimBarrier(name, (int)(blockDim.x * blockDim.y * blockDim.z));
 }
@@ -342,6 +354,35 @@ inline void mcclSpinHint() {
 // wait has nothing to wait for and the trigger nothing to start early.
 inline void cudaGridDependencySynchronize() {}
 inline void cudaTriggerProgrammaticLaunchCompletion() {}
+
+// Bit and load intrinsics of CUDA's device library.
+inline int __popc(unsigned x) {
+  return __builtin_popcount(x);
+}
+inline int __popcll(unsigned long long x) {
+  return __builtin_popcountll(x);
+}
+inline int __ffs(int x) {
+  return __builtin_ffs(x);
+}
+inline int __ffsll(long long x) {
+  return __builtin_ffsll(x);
+}
+// The position of the offset-th set bit of mask counted from bit `base`, toward the top for a positive offset and
+// toward bit 0 for a negative one; offset 0 is `base` itself if set; 0xffffffff if there is none (PTX fns.b32).
+inline unsigned __fns(unsigned mask, unsigned base, int offset) {
+  if (base > 31) return 0xffffffffu;
+  if (offset == 0) return (mask >> base) & 1u ? base : 0xffffffffu;
+  int step = offset > 0 ? 1 : -1, left = offset > 0 ? offset : -offset;
+  for (int b = (int)base; b >= 0 && b < 32; b += step)
+    if (((mask >> b) & 1u) && --left == 0) return (unsigned)b;
+  return 0xffffffffu;
+}
+// A load through the read-only cache: plain memory on the sim.
+template <typename T>
+inline T __ldg(const T* p) {
+  return *p;
+}
 
 inline uint64_t mcclGlobalTimerNs() {
   struct timespec t;

@@ -8,23 +8,13 @@
 #include <stdint.h>
 #include "mccl_dev_api.h"
 
-#if defined(__CUDACC__)
+// libcu++'s memory orders and atomic_ref: the toolkit's on the GPU, the sim's own (sim/include/cuda/atomic) on
+// the sim, whose orders are GCC's __ATOMIC_* values, so a session's order reaches the host's atomics unchanged.
 #include <cuda/atomic>
+#if defined(__CUDACC__)
 #define MCCL_DEVICE_INLINE __device__ __forceinline__
 #else
 #define MCCL_DEVICE_INLINE inline
-// The memory orders of libcu++'s cuda::memory_order, which the sim's g++ does not see: the same names, with
-// the values of GCC's __atomic builtins, so a session's order reaches the host's atomics unchanged.
-namespace cuda {
-enum memory_order {
-  memory_order_relaxed = __ATOMIC_RELAXED,
-  memory_order_consume = __ATOMIC_CONSUME,
-  memory_order_acquire = __ATOMIC_ACQUIRE,
-  memory_order_release = __ATOMIC_RELEASE,
-  memory_order_acq_rel = __ATOMIC_ACQ_REL,
-  memory_order_seq_cst = __ATOMIC_SEQ_CST
-};
-}  // namespace cuda
 #endif
 
 // ---- memory orders -------------------------------------------------------------------------------
