@@ -13,8 +13,9 @@ MINCCL_A := $(LIB)/libminccl.a
 MINCCL_MAP := final/minccl.map
 # The API names, from the version script (for the static library's symbol table).
 MINCCL_API = $(shell sed -nE 's/^ +(mccl[A-Za-z]+);$$/\1/p' $(MINCCL_MAP))
-# Installed headers: minccl.h and what it includes.
-MINCCL_HEADERS := final/include/minccl.h common/include/mccl_result.h common/include/mccl_types.h
+# Installed headers: minccl.h, minccl_device.h and what they include.
+MINCCL_HEADERS := final/include/minccl.h final/include/minccl_device.h labs/09_device_api/include/mccl_dev_comm.h \
+  common/include/mccl_result.h common/include/mccl_types.h
 # What a program linking libminccl also needs: the device runtime (the sim's, or CUDA's).
 ifeq ($(BACKEND),sim)
   MINCCL_SO_LIBS := -L$(LIB) -lsimcuda -Wl,-rpath,'$$ORIGIN'

@@ -1,8 +1,9 @@
 // final/: groups (NCCL's src/group.cc, in small). The collectives and point-to-point calls of a group
 // are lab 07's tasks, kept by lab 07's group (mcclLabGroupStart / End), which mcclGroupStart and
 // mcclGroupEnd open and close. What lab 07 does not know is kept here: the blocking, collective calls
-// of a group (communicator creation, window registration), run at the outermost mcclGroupEnd one thread
-// per communicator, since the ranks wait for each other, before lab 07's group end runs the tasks.
+// of a group (communicator creation, window registration, device communicator creation), run at the
+// outermost mcclGroupEnd one thread per communicator, since the ranks wait for each other, before lab 07's
+// group end runs the tasks.
 // A call outside a group is a group of one, as in NCCL.
 #include <pthread.h>
 #include <stdlib.h>
@@ -11,7 +12,7 @@
 #include "mccl_debug.h"
 #include "minccl_internal.h"
 
-enum groupOpKind { GROUP_INIT, GROUP_WINDOW, GROUP_USE };
+enum groupOpKind { GROUP_INIT, GROUP_WINDOW, GROUP_DEVCOMM, GROUP_USE };
 
 struct groupOp {
   enum groupOpKind kind;
@@ -23,6 +24,9 @@ struct groupOp {
   void* buff;
   size_t size;
   mcclWindow_t* win;
+  // GROUP_DEVCOMM
+  mcclDevCommRequirements* reqs;  // the group's copy
+  mcclDevComm* devComm;
   mcclResult_t res;
   struct groupOp* next;
 };
@@ -66,6 +70,14 @@ mcclResult_t mcclGroupRecordWindow(struct mcclComm* comm, void* buff, size_t siz
   return record(&op);
 }
 
+mcclResult_t mcclGroupRecordDevComm(struct mcclComm* comm, mcclDevCommRequirements* reqs, mcclDevComm* devComm) {
+  struct groupOp op = {
+      .kind = GROUP_DEVCOMM, .comm = comm, .uid = comm->uid, .rank = comm->rank, .reqs = reqs, .devComm = devComm};
+  mcclResult_t res = record(&op);
+  if (res != mcclSuccess) mcclDevReqsFree(reqs);
+  return res;
+}
+
 mcclResult_t mcclGroupRecordUse(struct mcclComm* comm) {
   for (struct groupOp* o = groupHead; o; o = o->next)
     if (o->comm == comm && o->uid == comm->uid) return mcclSuccess;  // once per communicator is enough
@@ -93,8 +105,10 @@ static void* runComm(void* p) {
     if (o->kind != cr->kind || o->comm != cr->comm || !o->entered) continue;
     if (o->kind == GROUP_INIT)
       o->res = mcclCommInitDeferred(o->comm);
-    else
+    else if (o->kind == GROUP_WINDOW)
       o->res = mcclWindowRegisterNow(o->comm, o->buff, o->size, o->win);
+    else
+      o->res = mcclDevCommCreateNow(o->comm, o->reqs, o->devComm);
   }
   return NULL;
 }
@@ -164,9 +178,10 @@ static mcclResult_t groupEnd(mcclSimInfo_t* simInfo) {
       if (!first->entered) o->res = mcclInvalidUsage;
     } else if (mcclCommEnter(o->comm, o->uid, "mcclGroupEnd") != mcclSuccess) {
       WARN("Invalid usage: rank %d's communicator was destroyed or aborted while this group held its %s", o->rank,
-           o->kind == GROUP_INIT     ? "creation"
-           : o->kind == GROUP_WINDOW ? "window registration"
-                                     : "calls");
+           o->kind == GROUP_INIT      ? "creation"
+           : o->kind == GROUP_WINDOW  ? "window registration"
+           : o->kind == GROUP_DEVCOMM ? "device communicator creation"
+                                      : "calls");
       o->res = mcclInvalidUsage;
     } else {
       o->entered = 1;
@@ -174,6 +189,7 @@ static mcclResult_t groupEnd(mcclSimInfo_t* simInfo) {
   }
   runTogether(ops, GROUP_INIT);
   runTogether(ops, GROUP_WINDOW);
+  runTogether(ops, GROUP_DEVCOMM);
   float estimate = 0;
   mcclResult_t tasks = simInfo ? mcclLabGroupSimulateEnd(&estimate) : mcclLabGroupEnd();
   if (simInfo && tasks == mcclSuccess) simInfo->estimatedTime = estimate;
@@ -183,6 +199,7 @@ static mcclResult_t groupEnd(mcclSimInfo_t* simInfo) {
     struct groupOp* o = ops;
     ops = o->next;
     if (o->res != mcclSuccess && res == mcclSuccess) res = o->res;
+    mcclDevReqsFree(o->reqs);
     free(o);
   }
   return res != mcclSuccess ? res : tasks;

@@ -12,6 +12,7 @@
 #include "mccl_checks.h"
 #include "mccl_debug.h"
 #include "mccl_collectives.h"
+#include "mccl_dev_api.h"
 #include "mccl_net.h"
 #include "mccl_utils.h"
 #include "minccl_internal.h"
@@ -156,7 +157,11 @@ static mcclResult_t commClose(struct mcclComm* comm, const char* call, int abort
 static mcclResult_t commFree(struct mcclComm* comm, int abort) {
   mcclResult_t res = mcclSuccess;
   mcclLabComm* lab = comm->labInit ? comm->labInit : comm->lab;  // one object once initialised
-  if (lab) res = mcclLabCommDestroy(lab);
+  if (lab) {
+    mcclResult_t r = mcclLabDevRelease(lab);  // device communicators and windows, before what they map goes
+    res = mcclLabCommDestroy(lab);
+    if (res == mcclSuccess) res = r;
+  }
   cliquePut(comm->clique);
   free(comm);
   return abort ? mcclSuccess : res;
@@ -470,7 +475,7 @@ mcclResult_t mcclCommGetAsyncError(mcclComm_t comm, mcclResult_t* asyncError) {
 }
 
 // A communicator whose grouped initialisation is pending or failed cannot run anything.
-static mcclResult_t commReady(const struct mcclComm* comm, const char* call) {
+mcclResult_t mcclCommReady(const struct mcclComm* comm, const char* call) {
   if (__atomic_load_n(&comm->revoked, __ATOMIC_ACQUIRE)) {
     WARN("Invalid usage: %s: rank %d's communicator was revoked (mcclCommRevoke): only destroy or abort it", call,
          comm->rank);
@@ -492,7 +497,7 @@ static mcclResult_t commReady(const struct mcclComm* comm, const char* call) {
 
 mcclResult_t mcclCommFinalize(mcclComm_t comm) {
   MCCLCHECK(mcclCommEnter(comm, 0, "mcclCommFinalize"));
-  mcclResult_t res = commReady(comm, "mcclCommFinalize");
+  mcclResult_t res = mcclCommReady(comm, "mcclCommFinalize");
   if (res == mcclSuccess) res = mcclLabCommWaitLaunches(comm->lab);
   if (res == mcclSuccess) __atomic_store_n(&comm->finalized, 1, __ATOMIC_RELEASE);
   mcclCommLeave(comm);
@@ -502,14 +507,18 @@ mcclResult_t mcclCommFinalize(mcclComm_t comm) {
 // ---- windows -------------------------------------------------------------------------------------
 
 mcclResult_t mcclWindowRegisterNow(struct mcclComm* comm, void* buff, size_t size, mcclWindow_t* win) {
-  MCCLCHECK(commReady(comm, "mcclCommWindowRegister"));
+  MCCLCHECK(mcclCommReady(comm, "mcclCommWindowRegister"));
   int saved = 0;
   CUDACHECK(cudaGetDevice(&saved));
   CUDACHECK(cudaSetDevice(comm->cudaDev));
   mcclLabWindow* w = NULL;
+  mcclWindow_t dev = NULL;
   mcclResult_t res = mcclLabWindowRegister(comm->lab, buff, size, &w);
+  // The handle is the window's device view (lab 09): a kernel dereferences it as NCCL's ncclWindow_t.
+  if (res == mcclSuccess && (res = mcclDevWindowCreate(comm->lab, w, &dev)) != mcclSuccess)
+    (void)mcclLabWindowDeregister(comm->lab, w);
   cudaSetDevice(saved);
-  if (res == mcclSuccess && win) *win = (mcclWindow_t)w;
+  if (res == mcclSuccess && win) *win = dev;
   return res;
 }
 
@@ -538,11 +547,15 @@ mcclResult_t mcclCommWindowDeregister(mcclComm_t comm, mcclWindow_t win) {
   MCCL_ARGCHECK(win != NULL, "mcclCommWindowDeregister: win is NULL");
   MCCLCHECK(mcclCommEnter(comm, 0, "mcclCommWindowDeregister"));
   int saved = -1;
-  mcclResult_t res = commReady(comm, "mcclCommWindowDeregister");
+  mcclResult_t res = mcclCommReady(comm, "mcclCommWindowDeregister");
   if (res != mcclSuccess) goto out;
   CUDACHECKGOTO(cudaGetDevice(&saved), res, out);
   CUDACHECKGOTO(cudaSetDevice(comm->cudaDev), res, out);
-  res = mcclLabWindowDeregister(comm->lab, (mcclLabWindow*)win);  // waits for the communicator's kernels
+  mcclLabWindow* w = NULL;
+  if ((res = mcclDevWindowLabWindow(comm->lab, win, &w)) != mcclSuccess) goto out;  // not a window of comm
+  res = mcclLabWindowDeregister(comm->lab, w);  // waits for the communicator's kernels
+  mcclResult_t r = mcclDevWindowDestroy(comm->lab, win);
+  if (res == mcclSuccess) res = r;
 out:
   if (saved >= 0) cudaSetDevice(saved);
   mcclCommLeave(comm);
@@ -556,7 +569,7 @@ out:
 static mcclResult_t callComm(struct mcclComm* comm, const char* call, mcclLabComm** lab) {
   mcclResult_t res = mcclCommEnter(comm, 0, call);
   if (res == mcclSuccess) {
-    res = commReady(comm, call);
+    res = mcclCommReady(comm, call);
     if (res == mcclSuccess && mcclGroupActive()) res = mcclGroupRecordUse(comm);
     if (res != mcclSuccess) mcclCommLeave(comm);
   }
@@ -647,7 +660,7 @@ mcclResult_t mcclScatter(const void* sendbuff, void* recvbuff, size_t count, mcc
 mcclResult_t mcclRedOpCreatePreMulSum(mcclRedOp_t* op, void* scalar, mcclDataType_t datatype,
                                       mcclScalarResidence_t residence, mcclComm_t comm) {
   MCCLCHECK(mcclCommEnter(comm, 0, "mcclRedOpCreatePreMulSum"));
-  mcclResult_t res = commReady(comm, "mcclRedOpCreatePreMulSum");
+  mcclResult_t res = mcclCommReady(comm, "mcclRedOpCreatePreMulSum");
   if (res == mcclSuccess) res = mcclLabRedOpCreatePreMulSum(op, scalar, datatype, residence, comm->lab);
   mcclCommLeave(comm);
   return res;
@@ -655,7 +668,7 @@ mcclResult_t mcclRedOpCreatePreMulSum(mcclRedOp_t* op, void* scalar, mcclDataTyp
 
 mcclResult_t mcclRedOpDestroy(mcclRedOp_t op, mcclComm_t comm) {
   MCCLCHECK(mcclCommEnter(comm, 0, "mcclRedOpDestroy"));
-  mcclResult_t res = commReady(comm, "mcclRedOpDestroy");
+  mcclResult_t res = mcclCommReady(comm, "mcclRedOpDestroy");
   if (res == mcclSuccess) res = mcclLabRedOpDestroy(op, comm->lab);
   mcclCommLeave(comm);
   return res;

@@ -4,6 +4,7 @@
 
 #include "mccl_allreduce.h"
 #include "minccl.h"
+#include "minccl_device.h"
 
 // Communicators of one process that belong to one clique (same unique id, or one mcclCommInitAll):
 // an abort of one is a remote error for the others (mcclCommGetAsyncError).
@@ -48,8 +49,16 @@ void mcclCommLeave(struct mcclComm* comm);
 // A deferred initialisation (grouped, or non-blocking), run on a thread that entered the communicator:
 // fills comm->lab or asyncResult.
 mcclResult_t mcclCommInitDeferred(struct mcclComm* comm);
-// Register a window now (arguments already checked).
+// Register a window now (arguments already checked): a lab 07 window and its lab 09 device window, whose
+// device pointer is the handle.
 mcclResult_t mcclWindowRegisterNow(struct mcclComm* comm, void* buff, size_t size, mcclWindow_t* win);
+// mcclSuccess when comm can run calls; else mcclInvalidUsage, named after `call` (revoked, finalized, an
+// initialisation pending or failed). comm must have been entered.
+mcclResult_t mcclCommReady(const struct mcclComm* comm, const char* call);
+// Create a device communicator now (devapi.c), and the requirements' copy a grouped creation keeps until then.
+mcclResult_t mcclDevCommCreateNow(struct mcclComm* comm, const mcclDevCommRequirements* reqs, mcclDevComm* devComm);
+mcclResult_t mcclDevReqsCopy(const mcclDevCommRequirements* reqs, mcclDevCommRequirements** out);
+void mcclDevReqsFree(mcclDevCommRequirements* reqs);
 
 // Group: non-zero inside mcclGroupStart/End on this thread; record a communicator's creation or a
 // window's registration (run at mcclGroupEnd; the collectives and point-to-point calls are lab 07's
@@ -58,6 +67,8 @@ mcclResult_t mcclWindowRegisterNow(struct mcclComm* comm, void* buff, size_t siz
 int mcclGroupActive(void);
 mcclResult_t mcclGroupRecordInit(struct mcclComm* comm);
 mcclResult_t mcclGroupRecordWindow(struct mcclComm* comm, void* buff, size_t size, mcclWindow_t* win);
+// Record a device communicator's creation (the group owns reqs, a copy, from now on, and frees it).
+mcclResult_t mcclGroupRecordDevComm(struct mcclComm* comm, mcclDevCommRequirements* reqs, mcclDevComm* devComm);
 // A communicator whose collective or point-to-point calls this thread's open group holds (its end enters
 // every one still live before lab 07's group end runs their tasks).
 mcclResult_t mcclGroupRecordUse(struct mcclComm* comm);

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# libminccl exports exactly the calls final/include/minccl.h declares: `nm -D` of the shared library
+# libminccl exports exactly the calls final/include/minccl.h and minccl_device.h declare: `nm -D` of the shared library
 # and the global symbols of the static one, against the declarations and the version script.
 # Run by make test (MCCL_BIN_DIR from make: the library is beside it, in ../lib).
 . "$(dirname "$0")/../../common/tests/shtest_lib.sh"
 
 lib=${MCCL_BIN_DIR:-build/sim/bin}/../lib
-declared() { sed -nE 's/^(mcclResult_t|const char\*) (mccl[A-Za-z]+)\(.*/\2/p' final/include/minccl.h | sort; }
+# minccl_device.h's calls, and the one of lab 09's mccl_dev_comm.h that it exports (the rest there is inline).
+declared() {
+  sed -nE 's/^(mcclResult_t|const char\*|mcclTeam|int) (mccl[A-Za-z]+)\(.*/\2/p' final/include/minccl.h \
+    final/include/minccl_device.h labs/09_device_api/include/mccl_dev_comm.h | sort
+}
 
 sharedExportsOnlyTheApi() {
   [ -f "$lib/libminccl.so" ] || shtest_fail "$lib/libminccl.so not built"

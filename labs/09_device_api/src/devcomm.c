@@ -424,61 +424,85 @@ mcclResult_t mcclLsaBarrierCreateRequirement(mcclTeam team, int nBarriers, mcclL
   // Two epochs, the multicast inbox, and an inbox slot per rank, for each barrier (the layout in
   // device/dev_api.cuh, which is NCCL's).
   outReq->bufferSize = (size_t)nBarriers * (size_t)(3 + team.nRanks) * sizeof(uint32_t);
-  outReq->bufferAlign = MCCL_DEV_RESOURCE_LINE;
+  outReq->bufferAlign = sizeof(uint32_t);  // its words', as NCCL's: the layout starts every buffer on a line anyway
   outReq->outBufferHandle = &outHandle->bufHandle;
   outHandle->nBarriers = nBarriers;
   outHandle->bufHandle = 0;
   return mcclSuccess;
 }
 
-// Requirements minccl does not serve, or that cannot fit: the reason, or NULL.
-static mcclResult_t checkRequirements(const mcclLabComm* comm, const mcclDevCommRequirements* reqs) {
+// Requirements minccl does not serve, or that cannot fit: refused with a warning that names the rank.
+static mcclResult_t checkRequirements(const mcclLabComm* comm, const mcclDevCommRequirements* reqs, int lsaSize) {
+  const int me = comm->rank;
   if (reqs->lsaMultimem) {
-    WARN("Invalid usage: reqs->lsaMultimem: multimem (NVLink multicast) is not served by minccl");
+    WARN(
+        "Invalid usage: rank %d's device communicator: reqs->lsaMultimem: multimem (NVLink multicast) is not "
+        "served by minccl",
+        me);
     return mcclInvalidUsage;
   }
   for (const mcclTeamRequirements* t = reqs->teamRequirementsList; t; t = t->next)
     if (t->multimem) {
-      WARN("Invalid usage: a team requirement asks for multimem (NVLink multicast), which minccl does not serve");
+      WARN(
+          "Invalid usage: rank %d's device communicator: a team requirement asks for multimem (NVLink multicast), "
+          "which minccl does not serve",
+          me);
       return mcclInvalidUsage;
     }
   if (reqs->ginForceEnable || reqs->ginSignalCount || reqs->ginCounterCount || reqs->railGinBarrierCount) {
     WARN(
-        "Invalid usage: GIN (the device API's network half) is not served by minccl: ginForceEnable %d, "
-        "ginSignalCount %d, ginCounterCount %d, railGinBarrierCount %d (all must be 0)",
-        (int)reqs->ginForceEnable, reqs->ginSignalCount, reqs->ginCounterCount, reqs->railGinBarrierCount);
+        "Invalid usage: rank %d's device communicator: GIN (the device API's network half) is not served by minccl: "
+        "ginForceEnable %d, ginSignalCount %d, ginCounterCount %d, railGinBarrierCount %d (all must be 0)",
+        me, (int)reqs->ginForceEnable, reqs->ginSignalCount, reqs->ginCounterCount, reqs->railGinBarrierCount);
     return mcclInvalidUsage;
   }
   if (reqs->lsaLLA2ABlockCount || reqs->lsaLLA2ASlotCount) {
-    WARN("Invalid usage: lsaLLA2ABlockCount %d, lsaLLA2ASlotCount %d: the LL all-to-all is not served by minccl",
-         reqs->lsaLLA2ABlockCount, reqs->lsaLLA2ASlotCount);
+    WARN(
+        "Invalid usage: rank %d's device communicator: lsaLLA2ABlockCount %d, lsaLLA2ASlotCount %d: the LL "
+        "all-to-all is not served by minccl",
+        me, reqs->lsaLLA2ABlockCount, reqs->lsaLLA2ASlotCount);
     return mcclInvalidUsage;
   }
   if (reqs->barrierCount < 0 || reqs->lsaBarrierCount < 0) {
-    WARN("Invalid argument: reqs->barrierCount %d, reqs->lsaBarrierCount %d (must be >= 0)", reqs->barrierCount,
-         reqs->lsaBarrierCount);
+    WARN(
+        "Invalid argument: rank %d's device communicator: reqs->barrierCount %d, reqs->lsaBarrierCount %d (must be "
+        ">= 0)",
+        me, reqs->barrierCount, reqs->lsaBarrierCount);
+    return mcclInvalidArgument;
+  }
+  const size_t nBarriers =
+      (size_t)(reqs->barrierCount > reqs->lsaBarrierCount ? reqs->barrierCount : reqs->lsaBarrierCount);
+  if (nBarriers * (size_t)(3 + lsaSize) * sizeof(uint32_t) > MCCL_DEV_RESOURCE_MAX_BYTES) {
+    WARN(
+        "Invalid argument: rank %d's device communicator: %zu LSA barriers over %d ranks need %zu bytes, more than "
+        "the resource window's %zu",
+        me, nBarriers, lsaSize, nBarriers * (size_t)(3 + lsaSize) * sizeof(uint32_t), MCCL_DEV_RESOURCE_MAX_BYTES);
     return mcclInvalidArgument;
   }
   int n = 0;
   for (const mcclDevResourceRequirements* r = reqs->resourceRequirementsList; r; r = r->next, n++) {
     if (r->ginSignalCount || r->ginCounterCount) {
-      WARN("Invalid usage: resource requirement %d asks for %d GIN signals and %d counters: GIN is not served", n,
-           r->ginSignalCount, r->ginCounterCount);
+      WARN(
+          "Invalid usage: rank %d's device communicator: resource requirement %d asks for %d GIN signals and %d "
+          "counters: GIN is not served by minccl",
+          me, n, r->ginSignalCount, r->ginCounterCount);
       return mcclInvalidUsage;
     }
     if (r->bufferAlign & (r->bufferAlign - 1)) {
-      WARN("Invalid argument: resource requirement %d: bufferAlign %zu is not a power of two", n, r->bufferAlign);
+      WARN(
+          "Invalid argument: rank %d's device communicator: resource requirement %d: bufferAlign %zu is not a power "
+          "of two",
+          me, n, r->bufferAlign);
       return mcclInvalidArgument;
     }
     if (r->bufferSize > MCCL_DEV_RESOURCE_MAX_BYTES || r->bufferAlign > MCCL_DEV_RESOURCE_MAX_BYTES || n > 4096) {
       WARN(
-          "Invalid argument: resource requirement %d: bufferSize %zu, bufferAlign %zu do not fit the resource "
-          "window (%zu bytes)",
-          n, r->bufferSize, r->bufferAlign, MCCL_DEV_RESOURCE_MAX_BYTES);
+          "Invalid argument: rank %d's device communicator: resource requirement %d: bufferSize %zu, bufferAlign %zu "
+          "do not fit the resource window (%zu bytes)",
+          me, n, r->bufferSize, r->bufferAlign, MCCL_DEV_RESOURCE_MAX_BYTES);
       return mcclInvalidArgument;
     }
   }
-  (void)comm;
   return mcclSuccess;
 }
 
@@ -529,7 +553,7 @@ mcclResult_t mcclLabDevCommCreate(mcclLabComm* comm, const mcclDevCommRequiremen
   if (reqs == NULL || devComm == NULL) {
     WARN("Invalid argument: rank %d: reqs %p or devComm %p is NULL", comm->rank, (const void*)reqs, (void*)devComm);
     localRes = mcclInvalidArgument;
-  } else if ((localRes = checkRequirements(comm, reqs)) == mcclSuccess) {
+  } else if ((localRes = checkRequirements(comm, reqs, lsaSize)) == mcclSuccess) {
     int nBarriers = reqs->barrierCount > reqs->lsaBarrierCount ? reqs->barrierCount : reqs->lsaBarrierCount;
     mcclTeam lsa = {lsaSize, lsaRank, 1};
     localRes = mcclLsaBarrierCreateRequirement(lsa, nBarriers, &bar, &barReq);
