@@ -55,10 +55,13 @@ unsigned long long mcclDropinCalls(void) {
   return atomic_load(&servedCalls);
 }
 #define SERVED() atomic_fetch_add_explicit(&servedCalls, 1, memory_order_relaxed)
+void mcclDropinServed(void) {
+  SERVED();
+}
 
 // mcclTimeout has no NCCL twin: a peer that does not answer is, for NCCL's callers, a remote error.
 // mcclNotImplemented (an exercise stub of a learner tree) is what NCCL says of a call it does not serve.
-static ncclResult_t toNccl(mcclResult_t r) {
+ncclResult_t mcclDropinResult(mcclResult_t r) {
   if (r == mcclTimeout) return ncclRemoteError;
   if (r == mcclNotImplemented) return ncclInvalidUsage;
   if ((int)r < 0 || (int)r >= ncclNumResults) return ncclInternalError;
@@ -72,21 +75,32 @@ static struct warned {
   struct warned* next;
 } * warnedList;
 
-ncclResult_t mcclDropinUnimplemented(const char* call) {
+// Whether this is the first warning about `call` in this process (one node per call name, kept for good).
+static int firstWarning(const char* call) {
   pthread_mutex_lock(&warnedLock);
   struct warned* w = warnedList;
   while (w && strcmp(w->name, call) != 0) w = w->next;
   int first = w == NULL;
   if (first) {
     w = malloc(sizeof(*w));
-    if (w) {  // the list lives as long as the process (one node per call name)
+    if (w) {
       w->name = call;
       w->next = warnedList;
       warnedList = w;
     }
   }
   pthread_mutex_unlock(&warnedLock);
-  if (first) WARN("%s is not implemented by minccl (the NCCL drop-in): it returns ncclInvalidUsage", call);
+  return first;
+}
+
+ncclResult_t mcclDropinUnimplemented(const char* call) {
+  if (firstWarning(call)) WARN("%s is not implemented by minccl (the NCCL drop-in): it returns ncclInvalidUsage", call);
+  return ncclInvalidUsage;
+}
+
+ncclResult_t mcclDropinRefused(const char* call, const char* what) {
+  if (firstWarning(call))
+    WARN("%s: %s is not served by minccl (the NCCL drop-in): it returns ncclInvalidUsage", call, what);
   return ncclInvalidUsage;
 }
 
@@ -159,9 +173,9 @@ static void commFree(struct ncclComm* c) {
   free(c);
 }
 
-// Find comm in the live list and hold it for one call (commPut when done); the minccl communicator
+// Find comm in the live list and hold it for one call (mcclDropinCommPut when done); the minccl communicator
 // behind it, or an NCCL error named in a WARN. Whether the communicator is ready is minccl's to say.
-static ncclResult_t commGet(ncclComm_t comm, const char* call, mcclComm_t* out) {
+ncclResult_t mcclDropinCommGet(ncclComm_t comm, const char* call, mcclComm_t* out) {
   if (comm == NULL) {
     WARN("%s: comm is NULL", call);
     return ncclInvalidArgument;
@@ -180,8 +194,8 @@ static ncclResult_t commGet(ncclComm_t comm, const char* call, mcclComm_t* out) 
   return ncclSuccess;
 }
 
-// The end of a call that commGet held comm for; returns res.
-static ncclResult_t commPut(ncclComm_t comm, ncclResult_t res) {
+// The end of a call that mcclDropinCommGet held comm for; returns res.
+ncclResult_t mcclDropinCommPut(ncclComm_t comm, ncclResult_t res) {
   pthread_mutex_lock(&liveLock);
   if (--comm->refs == 0) pthread_cond_broadcast(&liveIdle);
   pthread_mutex_unlock(&liveLock);
@@ -208,7 +222,7 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
   mcclResult_t r = mcclGetUniqueId(&id);
   if (r == mcclSuccess) memcpy(uniqueId, &id, sizeof(id));
   SERVED();
-  return toNccl(r);
+  return mcclDropinResult(r);
 }
 PNCCL_ALIAS(ncclGetUniqueId);
 
@@ -219,7 +233,7 @@ static ncclResult_t initComm(ncclComm_t* comm, int nranks, const mcclUniqueId* i
       blocking ? mcclCommInitRank(&c->mc, nranks, *id, rank) : mcclCommInitRankAsync(&c->mc, nranks, *id, rank);
   if (r != mcclSuccess) {
     commFree(c);
-    return toNccl(r);
+    return mcclDropinResult(r);
   }
   commPublish(c);
   *comm = c;
@@ -302,7 +316,7 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist) {
       res = ncclSystemError;
       goto free_wrappers;
     }
-  res = toNccl(mcclCommInitAll(mcs, ndev, devlist));
+  res = mcclDropinResult(mcclCommInitAll(mcs, ndev, devlist));
   if (res != ncclSuccess) goto free_wrappers;
   for (int i = 0; i < ndev; i++) {
     w[i]->mc = mcs[i];
@@ -325,10 +339,10 @@ PNCCL_ALIAS(ncclCommInitAll);
 // not the device's other work), and refuses later calls but destroy and abort.
 ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   mcclComm_t mc;
-  ncclResult_t res = commGet(comm, "ncclCommFinalize", &mc);
+  ncclResult_t res = mcclDropinCommGet(comm, "ncclCommFinalize", &mc);
   if (res != ncclSuccess) return res;
   SERVED();
-  return commPut(comm, toNccl(mcclCommFinalize(mc)));
+  return mcclDropinCommPut(comm, mcclDropinResult(mcclCommFinalize(mc)));
 }
 PNCCL_ALIAS(ncclCommFinalize);
 
@@ -354,7 +368,7 @@ static ncclResult_t commEnd(ncclComm_t comm, const char* call, int abort) {
   mcclResult_t r = abort ? mcclCommAbort(comm->mc) : mcclCommDestroy(comm->mc);
   commFree(comm);
   SERVED();
-  return toNccl(r);
+  return mcclDropinResult(r);
 }
 
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
@@ -371,14 +385,14 @@ PNCCL_ALIAS(ncclCommAbort);
 // Calls inside on other threads and the kernels end with an error; the handle stays for destroy/abort.
 ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
   mcclComm_t mc;
-  ncclResult_t res = commGet(comm, "ncclCommRevoke", &mc);
+  ncclResult_t res = mcclDropinCommGet(comm, "ncclCommRevoke", &mc);
   if (res != ncclSuccess) return res;
   if (revokeFlags != NCCL_REVOKE_DEFAULT) {
     WARN("ncclCommRevoke: revokeFlags 0x%x (must be NCCL_REVOKE_DEFAULT, 0)", revokeFlags);
-    return commPut(comm, ncclInvalidArgument);
+    return mcclDropinCommPut(comm, ncclInvalidArgument);
   }
   SERVED();
-  return commPut(comm, toNccl(mcclCommRevoke(mc)));
+  return mcclDropinCommPut(comm, mcclDropinResult(mcclCommRevoke(mc)));
 }
 PNCCL_ALIAS(ncclCommRevoke);
 
@@ -388,33 +402,33 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
     return ncclInvalidArgument;
   }
   mcclComm_t mc;
-  ncclResult_t res = commGet(comm, "ncclCommGetAsyncError", &mc);
+  ncclResult_t res = mcclDropinCommGet(comm, "ncclCommGetAsyncError", &mc);
   if (res != ncclSuccess) return res;
   mcclResult_t a;
   mcclResult_t r = mcclCommGetAsyncError(mc, &a);
-  if (r == mcclSuccess) *asyncError = toNccl(a);
-  return commPut(comm, toNccl(r));
+  if (r == mcclSuccess) *asyncError = mcclDropinResult(a);
+  return mcclDropinCommPut(comm, mcclDropinResult(r));
 }
 PNCCL_ALIAS(ncclCommGetAsyncError);
 
 ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
   mcclComm_t mc;
-  ncclResult_t res = commGet(comm, "ncclCommCount", &mc);
-  return res != ncclSuccess ? res : commPut(comm, toNccl(mcclCommCount(mc, count)));
+  ncclResult_t res = mcclDropinCommGet(comm, "ncclCommCount", &mc);
+  return res != ncclSuccess ? res : mcclDropinCommPut(comm, mcclDropinResult(mcclCommCount(mc, count)));
 }
 PNCCL_ALIAS(ncclCommCount);
 
 ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
   mcclComm_t mc;
-  ncclResult_t res = commGet(comm, "ncclCommCuDevice", &mc);
-  return res != ncclSuccess ? res : commPut(comm, toNccl(mcclCommCuDevice(mc, device)));
+  ncclResult_t res = mcclDropinCommGet(comm, "ncclCommCuDevice", &mc);
+  return res != ncclSuccess ? res : mcclDropinCommPut(comm, mcclDropinResult(mcclCommCuDevice(mc, device)));
 }
 PNCCL_ALIAS(ncclCommCuDevice);
 
 ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
   mcclComm_t mc;
-  ncclResult_t res = commGet(comm, "ncclCommUserRank", &mc);
-  return res != ncclSuccess ? res : commPut(comm, toNccl(mcclCommUserRank(mc, rank)));
+  ncclResult_t res = mcclDropinCommGet(comm, "ncclCommUserRank", &mc);
+  return res != ncclSuccess ? res : mcclDropinCommPut(comm, mcclDropinResult(mcclCommUserRank(mc, rank)));
 }
 PNCCL_ALIAS(ncclCommUserRank);
 
@@ -453,8 +467,8 @@ static ncclResult_t commSplit(mcclComm_t mc, int color, int key, ncclComm_t* new
     return ncclInvalidUsage;
   }
   int nranks, rank, dev;
-  if ((res = toNccl(mcclCommCount(mc, &nranks))) != ncclSuccess || (res = toNccl(mcclCommUserRank(mc, &rank))) ||
-      (res = toNccl(mcclCommCuDevice(mc, &dev))))
+  if ((res = mcclDropinResult(mcclCommCount(mc, &nranks))) != ncclSuccess ||
+      (res = mcclDropinResult(mcclCommUserRank(mc, &rank))) || (res = mcclDropinResult(mcclCommCuDevice(mc, &dev))))
     return res;
   size_t words = (size_t)nranks * SPLIT_SLOT_WORDS;
   int64_t* table = calloc(words, sizeof(int64_t));
@@ -465,7 +479,7 @@ static ncclResult_t commSplit(mcclComm_t mc, int color, int key, ncclComm_t* new
     WARN("ncclCommSplit: out of memory");
     return ncclSystemError;
   }
-  if ((res = toNccl(mcclGetUniqueId(&myId))) != ncclSuccess) goto free_table;
+  if ((res = mcclDropinResult(mcclGetUniqueId(&myId))) != ncclSuccess) goto free_table;
   int64_t* mine = table + (size_t)rank * SPLIT_SLOT_WORDS;
   mine[0] = color;
   mine[1] = key;
@@ -482,7 +496,7 @@ static ncclResult_t commSplit(mcclComm_t mc, int color, int key, ncclComm_t* new
     res = ncclUnhandledCudaError;
     goto free_dev;
   }
-  if ((res = toNccl(mcclAllReduce(dtable, dtable, words, mcclInt64, mcclSum, mc, stream))) != ncclSuccess) {
+  if ((res = mcclDropinResult(mcclAllReduce(dtable, dtable, words, mcclInt64, mcclSum, mc, stream))) != ncclSuccess) {
     WARN("ncclCommSplit: exchanging the colors failed (%s)", ncclGetErrorString(res));
     goto free_dev;
   }
@@ -524,46 +538,46 @@ _Static_assert(NCCL_SHRINK_DEFAULT == MCCL_SHRINK_DEFAULT && NCCL_SHRINK_ABORT =
 ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,
                             ncclConfig_t* config, int shrinkFlags) {
   mcclComm_t mc;
-  ncclResult_t res = commGet(comm, "ncclCommShrink", &mc);
+  ncclResult_t res = mcclDropinCommGet(comm, "ncclCommShrink", &mc);
   if (res != ncclSuccess) return res;
   if (newcomm == NULL || (config != NULL && config->magic != NCCL_CONFIG_MAGIC)) {
     WARN("ncclCommShrink: newcomm %p, config %p (newcomm non-NULL; config from NCCL_CONFIG_INITIALIZER or NULL)",
          (void*)newcomm, (void*)config);
-    return commPut(comm, ncclInvalidArgument);
+    return mcclDropinCommPut(comm, ncclInvalidArgument);
   }
   struct ncclComm* c = commNew();
-  if (!c) return commPut(comm, ncclSystemError);
-  res = toNccl(mcclCommShrink(mc, excludeRanksList, excludeRanksCount, &c->mc, shrinkFlags));
+  if (!c) return mcclDropinCommPut(comm, ncclSystemError);
+  res = mcclDropinResult(mcclCommShrink(mc, excludeRanksList, excludeRanksCount, &c->mc, shrinkFlags));
   if (res != ncclSuccess) {
     commFree(c);
-    return commPut(comm, res);
+    return mcclDropinCommPut(comm, res);
   }
   commPublish(c);
   *newcomm = c;
   SERVED();
-  return commPut(comm, ncclSuccess);
+  return mcclDropinCommPut(comm, ncclSuccess);
 }
 PNCCL_ALIAS(ncclCommShrink);
 
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
   mcclComm_t mc;
-  ncclResult_t res = commGet(comm, "ncclCommSplit", &mc);
+  ncclResult_t res = mcclDropinCommGet(comm, "ncclCommSplit", &mc);
   if (res != ncclSuccess) return res;
   res = commSplit(mc, color, key, newcomm, config);  // a finalized parent's allreduce is refused, as NCCL refuses it
-  return commPut(comm, res);
+  return mcclDropinCommPut(comm, res);
 }
 PNCCL_ALIAS(ncclCommSplit);
 
 // ---- memory and registration ---------------------------------------------------------------------
 ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
   SERVED();
-  return toNccl(mcclMemAlloc(ptr, size));
+  return mcclDropinResult(mcclMemAlloc(ptr, size));
 }
 PNCCL_ALIAS(ncclMemAlloc);
 
 ncclResult_t ncclMemFree(void* ptr) {
   SERVED();
-  return toNccl(mcclMemFree(ptr));
+  return mcclDropinResult(mcclMemFree(ptr));
 }
 PNCCL_ALIAS(ncclMemFree);
 
@@ -593,8 +607,8 @@ static ncclResult_t commRegister(ncclComm_t comm, void* buff, size_t size, void*
 
 ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
   mcclComm_t mc;
-  ncclResult_t res = commGet(comm, "ncclCommRegister", &mc);
-  return res != ncclSuccess ? res : commPut(comm, commRegister(comm, buff, size, handle));
+  ncclResult_t res = mcclDropinCommGet(comm, "ncclCommRegister", &mc);
+  return res != ncclSuccess ? res : mcclDropinCommPut(comm, commRegister(comm, buff, size, handle));
 }
 PNCCL_ALIAS(ncclCommRegister);
 
@@ -617,14 +631,14 @@ static ncclResult_t commDeregister(ncclComm_t comm, void* handle) {
 
 ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
   mcclComm_t mc;
-  ncclResult_t res = commGet(comm, "ncclCommDeregister", &mc);
-  return res != ncclSuccess ? res : commPut(comm, commDeregister(comm, handle));
+  ncclResult_t res = mcclDropinCommGet(comm, "ncclCommDeregister", &mc);
+  return res != ncclSuccess ? res : mcclDropinCommPut(comm, commDeregister(comm, handle));
 }
 PNCCL_ALIAS(ncclCommDeregister);
 
 ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags) {
   mcclComm_t mc;
-  ncclResult_t res = commGet(comm, "ncclCommWindowRegister", &mc);
+  ncclResult_t res = mcclDropinCommGet(comm, "ncclCommWindowRegister", &mc);
   if (res != ncclSuccess) return res;
   // A NULL win, as any refused argument, is minccl's to refuse: the registration still takes part in the
   // exchange, so the peers' fail alike instead of waiting.
@@ -632,18 +646,18 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, nc
   // pointer goes down (a local here would be written after this frame is gone: nccl-tests -R 2 lost
   // its stack to that). Both handle types are opaque pointers.
   _Static_assert(sizeof(ncclWindow_t) == sizeof(mcclWindow_t), "window handles are pointers");
-  res = toNccl(mcclCommWindowRegister(mc, buff, size, (mcclWindow_t*)(void*)win, winFlags));
+  res = mcclDropinResult(mcclCommWindowRegister(mc, buff, size, (mcclWindow_t*)(void*)win, winFlags));
   if (res == ncclSuccess) SERVED();
-  return commPut(comm, res);
+  return mcclDropinCommPut(comm, res);
 }
 PNCCL_ALIAS(ncclCommWindowRegister);
 
 ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
   mcclComm_t mc;
-  ncclResult_t res = commGet(comm, "ncclCommWindowDeregister", &mc);
+  ncclResult_t res = mcclDropinCommGet(comm, "ncclCommWindowDeregister", &mc);
   if (res != ncclSuccess) return res;
   SERVED();
-  return commPut(comm, toNccl(mcclCommWindowDeregister(mc, (mcclWindow_t)win)));
+  return mcclDropinCommPut(comm, mcclDropinResult(mcclCommWindowDeregister(mc, (mcclWindow_t)win)));
 }
 PNCCL_ALIAS(ncclCommWindowDeregister);
 
@@ -651,20 +665,21 @@ PNCCL_ALIAS(ncclCommWindowDeregister);
 ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
                                       ncclScalarResidence_t residence, ncclComm_t comm) {
   mcclComm_t mc;
-  ncclResult_t res = commGet(comm, "ncclRedOpCreatePreMulSum", &mc);
+  ncclResult_t res = mcclDropinCommGet(comm, "ncclRedOpCreatePreMulSum", &mc);
   if (res != ncclSuccess) return res;
   SERVED();
-  return commPut(comm, toNccl(mcclRedOpCreatePreMulSum((mcclRedOp_t*)op, scalar, (mcclDataType_t)datatype,
-                                                       (mcclScalarResidence_t)residence, mc)));
+  return mcclDropinCommPut(comm,
+                           mcclDropinResult(mcclRedOpCreatePreMulSum((mcclRedOp_t*)op, scalar, (mcclDataType_t)datatype,
+                                                                     (mcclScalarResidence_t)residence, mc)));
 }
 PNCCL_ALIAS(ncclRedOpCreatePreMulSum);
 
 ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
   mcclComm_t mc;
-  ncclResult_t res = commGet(comm, "ncclRedOpDestroy", &mc);
+  ncclResult_t res = mcclDropinCommGet(comm, "ncclRedOpDestroy", &mc);
   if (res != ncclSuccess) return res;
   SERVED();
-  return commPut(comm, toNccl(mcclRedOpDestroy((mcclRedOp_t)op, mc)));
+  return mcclDropinCommPut(comm, mcclDropinResult(mcclRedOpDestroy((mcclRedOp_t)op, mc)));
 }
 PNCCL_ALIAS(ncclRedOpDestroy);
 
@@ -672,18 +687,18 @@ PNCCL_ALIAS(ncclRedOpDestroy);
 // The handle here (held for the call); the rest of NCCL's ArgsCheck (type, operation, root, counts,
 // buffers) and whether the communicator is ready (not revoked, not finalized) in minccl.
 static ncclResult_t collCheck(const char* call, ncclComm_t comm, mcclComm_t* mc) {
-  ncclResult_t res = commGet(comm, call, mc);
+  ncclResult_t res = mcclDropinCommGet(comm, call, mc);
   if (res != ncclSuccess) return res;
   SERVED();
   return ncclSuccess;
 }
 
-#define DROPIN_CALL(name, mcclCall)                 \
-  do {                                              \
-    mcclComm_t mc;                                  \
-    ncclResult_t res = collCheck(#name, comm, &mc); \
-    if (res != ncclSuccess) return res;             \
-    return commPut(comm, toNccl(mcclCall));         \
+#define DROPIN_CALL(name, mcclCall)                             \
+  do {                                                          \
+    mcclComm_t mc;                                              \
+    ncclResult_t res = collCheck(#name, comm, &mc);             \
+    if (res != ncclSuccess) return res;                         \
+    return mcclDropinCommPut(comm, mcclDropinResult(mcclCall)); \
   } while (0)
 
 ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
@@ -757,7 +772,7 @@ ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncc
 PNCCL_ALIAS(ncclScatter);
 
 ncclResult_t ncclGroupStart(void) {
-  ncclResult_t res = toNccl(mcclGroupStart());
+  ncclResult_t res = mcclDropinResult(mcclGroupStart());
   if (res == ncclSuccess) groupDepth++;
   SERVED();
   return res;
@@ -767,13 +782,13 @@ PNCCL_ALIAS(ncclGroupStart);
 ncclResult_t ncclGroupEnd(void) {
   if (groupDepth > 0) groupDepth--;
   SERVED();
-  return toNccl(mcclGroupEnd());
+  return mcclDropinResult(mcclGroupEnd());
 }
 PNCCL_ALIAS(ncclGroupEnd);
 
 ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
   if (groupDepth > 0) groupDepth--;
   SERVED();
-  return toNccl(mcclGroupSimulateEnd((mcclSimInfo_t*)simInfo));
+  return mcclDropinResult(mcclGroupSimulateEnd((mcclSimInfo_t*)simInfo));
 }
 PNCCL_ALIAS(ncclGroupSimulateEnd);

@@ -1,61 +1,14 @@
 // A program written only against NCCL's nccl.h and linked with -lnccl, as any NCCL client is; the
 // build links it to minccl's libnccl.so.2 (final/nccl.mk). Run under mpirun, one device per rank.
-// It reports in the repository's test format (PASS/FAIL/SKIP lines, then the counts) without
-// linking any of minccl's code: a test fails if it fails on any rank; rank 0 prints.
+// It reports in the repository's test format without linking any of minccl's code (nccl_test_harness.h).
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <fnmatch.h>
 #include <math.h>
-#include <mpi.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <time.h>
-#include <cuda_runtime.h>
-#include <nccl.h>
+#include "nccl_test_harness.h"
 
-static int rank, nranks;
 static ncclComm_t comm;  // the world communicator, made by test_init
-// Non-blocking: it does not wait for the NULL stream, so buffers are filled with copies queued on it
-// (a NULL-stream cudaMemcpy from pageable memory may land after a kernel queued here).
-static cudaStream_t stream;
-static char msg[512];  // the current test's failure or skip message
-static int status;     // 0 pass, 1 fail, 2 skip
-
-#define FAILF(...)                                                                        \
-  do {                                                                                    \
-    if (status != 1) snprintf(msg, sizeof(msg), "%s:%d: ", __FILE__, __LINE__);           \
-    if (status != 1) snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg), __VA_ARGS__); \
-    status = 1;                                                                           \
-  } while (0)
-#define EXPECT_NCCL(call, want)                                                                                  \
-  do {                                                                                                           \
-    ncclResult_t r_ = (call);                                                                                    \
-    if (r_ != (want)) FAILF("%s: expected %s, got %s", #call, ncclGetErrorString(want), ncclGetErrorString(r_)); \
-  } while (0)
-#define CHECK_NCCL(call)                                                           \
-  do {                                                                             \
-    ncclResult_t r_ = (call);                                                      \
-    if (r_ != ncclSuccess) {                                                       \
-      FAILF("%s: %s (%s)", #call, ncclGetErrorString(r_), ncclGetLastError(NULL)); \
-      return;                                                                      \
-    }                                                                              \
-  } while (0)
-#define CHECK_CUDA(call)                              \
-  do {                                                \
-    cudaError_t e_ = (call);                          \
-    if (e_ != cudaSuccess) {                          \
-      FAILF("%s: %s", #call, cudaGetErrorString(e_)); \
-      return;                                         \
-    }                                                 \
-  } while (0)
-#define SKIPF(...)                           \
-  do {                                       \
-    snprintf(msg, sizeof(msg), __VA_ARGS__); \
-    status = 2;                              \
-    return;                                  \
-  } while (0)
 
 // ---- element conversions (values are small integers, exact in every type) -----------------------
 // fp8 (OCP E4M3: bias 7, no infinities; E5M2: bias 15): exact values only, so no rounding is needed.
@@ -875,11 +828,7 @@ static void test_finalize_destroy(void) {
   CHECK_NCCL(ncclCommAbort(c));
 }
 
-// ---- the harness (the repository's output format, without linking its library) ------------------
-struct testCase {
-  const char* name;
-  void (*fn)(void);
-};
+// ---- the cases -----------------------------------------------------------------------------------
 static const struct testCase cases[] = {
     {"version", test_version},
     {"served_by_minccl", test_served_by_minccl},
@@ -902,72 +851,10 @@ static const struct testCase cases[] = {
     {"finalize_destroy", test_finalize_destroy},
 };
 
-static int selected(const char* pattern, const char* full) {
-  if (!pattern || !*pattern) return 1;
-  char glob[512];
-  snprintf(glob, sizeof(glob), strpbrk(pattern, "*?[") ? "%s" : "*%s*", pattern);
-  return fnmatch(glob, full, 0) == 0;
+static void cleanup(void) {
+  if (comm) ncclCommDestroy(comm);
 }
 
 int main(int argc, char** argv) {
-  int ncases = (int)(sizeof(cases) / sizeof(cases[0]));
-  int list = argc > 1 && strcmp(argv[1], "--list") == 0;
-  const char* pattern = argc > 1 && !list ? argv[1] : getenv("MCCL_TEST_FILTER");
-  char suite[128];
-  if (list) {
-    snprintf(suite, sizeof(suite), "final/mpi_nccl_dropin@np%d", argc > 2 ? atoi(argv[2]) : 1);
-    for (int i = 0; i < ncases; i++) {
-      char full[256];
-      snprintf(full, sizeof(full), "%s.%s", suite, cases[i].name);
-      if (selected(pattern, full)) printf("%s\n", full);
-    }
-    return 0;
-  }
-  MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-  setvbuf(stdout, NULL, _IOLBF, 0);
-  snprintf(suite, sizeof(suite), "final/mpi_nccl_dropin@np%d", nranks);
-  int ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) {
-    if (rank == 0) printf("SKIP %s (no device)\n0 passed, 0 failed, 1 skipped\n", suite);
-    MPI_Finalize();
-    return 0;
-  }
-  cudaSetDevice(rank % ndev);
-  cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
-  int counts[3] = {0, 0, 0};
-  for (int i = 0; i < ncases; i++) {
-    char full[256];
-    snprintf(full, sizeof(full), "%s.%s", suite, cases[i].name);
-    if (!selected(pattern, full)) continue;
-    status = 0;
-    msg[0] = '\0';
-    double t0 = MPI_Wtime();
-    cases[i].fn();
-    double ms = (MPI_Wtime() - t0) * 1e3;
-    int worst = status == 1 ? 2 : status == 2 ? 1 : 0;  // fail beats skip beats pass
-    MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    int mine = status == 1 ? 2 : status == 2 ? 1 : 0;
-    int who = worst && mine == worst ? rank : nranks;
-    MPI_Allreduce(MPI_IN_PLACE, &who, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    char text[600] = "";
-    if (worst) {
-      if (rank == who) snprintf(text, sizeof(text), "rank %d of %d: %s", who, nranks, msg);
-      MPI_Bcast(text, sizeof(text), MPI_CHAR, who, MPI_COMM_WORLD);
-    }
-    int st = worst == 2 ? 1 : worst == 1 ? 2 : 0;
-    counts[st]++;
-    if (rank == 0) {
-      if (st == 0)
-        printf("PASS %s (%.0f ms)\n", full, ms);
-      else
-        printf("%s %s (%s)\n", st == 1 ? "FAIL" : "SKIP", full, text);
-    }
-  }
-  if (comm) ncclCommDestroy(comm);
-  cudaStreamDestroy(stream);
-  if (rank == 0) printf("%d passed, %d failed, %d skipped\n", counts[0], counts[1], counts[2]);
-  MPI_Finalize();
-  return counts[1] ? 1 : 0;
+  return ncclTestMain(argc, argv, "final/mpi_nccl_dropin", cases, (int)(sizeof(cases) / sizeof(cases[0])), cleanup);
 }

@@ -1,0 +1,853 @@
+// A CUDA program written only against NCCL 2.28's nccl.h and nccl_device.h (the device API) and linked with
+// -lnccl: the same binary runs on minccl's drop-in (libnccl.so.2) and on NCCL's library, whichever the loader
+// finds (its run path names the drop-in; LD_LIBRARY_PATH picks NCCL's). Under mpirun, one device per rank.
+//
+//   mpi_nccl_devapi [PATTERN]       the tests: teams, requirements, device communicators, every peer's pointer,
+//                                   LSA barrier sessions in a loop checked by data in every memory order, an
+//                                   allreduce kernel in the style of NCCL's docs/examples/06_device_api at
+//                                   awkward sizes, and (on minccl) the bad inputs
+//   mpi_nccl_devapi --bench [allreduce|rmsnorm] [--eager|--graph] [--iters N] [--max BYTES]
+//                                   time per call of that allreduce kernel from 8 B to 64 MiB (eager launches
+//                                   and a CUDA graph of them), and of an allreduce fused with an RMSNorm in
+//                                   bf16 against ncclAllReduce followed by the same RMSNorm kernel (hidden
+//                                   4096..16384, 1..16 rows, in a CUDA graph); rank 0 prints one row a size
+//
+// It is NCCL's API all through. Two lines serve minccl's CPU backend (BACKEND=sim), which compiles .cu files as
+// host C++ and runs each block on host threads: a kernel is registered with MCCL_KERNEL_REGISTER, and per-block
+// shared memory is MCCL_SHMEM_DEFINE; both are defined only there (common/include/mccl_device.h, force-included
+// on the sim). nvcc sees plain CUDA.
+#include <dlfcn.h>
+#include <math.h>
+#include <stdint.h>
+#include <cuda_bf16.h>
+#include <nccl.h>
+#include <nccl_device.h>
+#include "nccl_test_harness.h"
+
+#ifndef MCCL_KERNEL_REGISTER
+#define MCCL_KERNEL_REGISTER(k) static_assert(sizeof(&k) != 0, #k)
+#endif
+
+// CUDA graphs: the sim has none, so the calls are weak here and a run without them times eager launches only.
+#pragma weak cudaStreamBeginCapture
+#pragma weak cudaStreamEndCapture
+#pragma weak cudaGraphInstantiateWithFlags
+#pragma weak cudaGraphLaunch
+#pragma weak cudaGraphExecDestroy
+#pragma weak cudaGraphDestroy
+
+#define NB 8                  // LSA barriers of the tests' device communicator, one per block
+#define THREADS 256           // threads per block of the tests' kernels
+#define WIN_BYTES (1u << 20)  // the tests' windows
+#define BENCH_BLOCKS 32       // the allreduce benchmark's most blocks (and its barriers)
+#define BENCH_THREADS 512     // its threads per block, as NCCL's device API example
+#define RMS_THREADS 1024      // threads per row of the RMSNorm
+#define ITERS 1000            // barrier sessions of the acq_rel loop
+
+static ncclComm_t comm;
+static ncclDevComm devComm;  // made by test_devcomm, with the tests' resource requirements
+static int haveDevComm;
+static ncclLsaBarrierHandle userBar;  // LSA barriers of a requirement of ours in devComm's resource window
+static ncclDevResourceHandle extraBuf;
+static void *buf, *out;  // the tests' window buffers (ncclMemAlloc)
+static ncclWindow_t win, outWin;
+static unsigned* errors;  // device: the check kernels' mismatches
+
+// Whether minccl's drop-in serves this process (it exports mcclDropinCalls; NCCL does not).
+static int onMinccl(void) {
+  return dlsym(RTLD_DEFAULT, "mcclDropinCalls") != NULL;
+}
+
+template <typename T>
+struct Same {
+  typedef T type;
+};
+// <<<...>>> is nvcc's alone: cudaLaunchKernel works with both compilers.
+template <typename... A>
+static cudaError_t launch(void (*k)(A...), int blocks, int threads, cudaStream_t s, typename Same<A>::type... args) {
+  void* p[] = {(void*)&args..., NULL};
+  return cudaLaunchKernel((const void*)k, dim3(blocks), dim3(threads), p, 0, s);
+}
+
+// ---- kernels ----------------------------------------------------------------------------------------------
+// Every pointer of the API, from every block: block b stores (rank, peer) into word [b][lsaRank] of every peer's
+// window through ncclGetPeerPointer, then, after a barrier, finds each peer's word in its own window; pointers
+// that should agree are compared, and the resource buffers too.
+__global__ void peerPointersKernel(ncclDevComm dc, ncclWindow_t w, ncclDevResourceHandle h, unsigned* errs) {
+  ncclCoopCta cta;
+  ncclLsaBarrierSession<ncclCoopCta> bar(cta, dc, ncclTeamTagLsa(), blockIdx.x);
+  const ncclTeam lsa = ncclTeamLsa(dc), world = ncclTeamWorld(dc);
+  const size_t off = (size_t)blockIdx.x * lsa.nRanks * sizeof(uint64_t);
+  unsigned bad = 0;
+  for (int p = threadIdx.x; p < lsa.nRanks; p += blockDim.x) {
+    int wr = ncclTeamRankToWorld(dc, lsa, p);
+    uint64_t* dst = (uint64_t*)ncclGetPeerPointer(w, off, wr);
+    bad += dst != (uint64_t*)ncclGetPeerPointer(w, off, lsa, p);
+    bad += dst != (uint64_t*)ncclGetLsaPointer(w, off, p);
+    bad += ncclTeamRankToLsa(dc, world, wr) != p;
+    bad += ncclGetResourceBufferPeerPointer(dc, h, lsa, p) != ncclGetResourceBufferLsaPointer(dc, h, p);
+    dst[dc.lsaRank] = ((uint64_t)dc.rank << 32) | (uint64_t)wr;
+  }
+  bar.sync(cta, cuda::memory_order_acq_rel);
+  const uint64_t* local = (const uint64_t*)ncclGetLocalPointer(w, off);
+  if (threadIdx.x == 0) {
+    bad += local != (const uint64_t*)ncclGetLsaPointer(w, off, dc.lsaRank);
+    bad += ncclGetResourceBufferLocalPointer(dc, h) != ncclGetResourceBufferLsaPointer(dc, h, dc.lsaRank);
+  }
+  for (int p = threadIdx.x; p < lsa.nRanks; p += blockDim.x)
+    bad += local[p] != (((uint64_t)ncclTeamRankToWorld(dc, lsa, p) << 32) | (uint64_t)dc.rank);
+  bar.sync(cta, cuda::memory_order_acq_rel);  // no block leaves while a peer may still store into it
+  if (bad) atomicAdd(errs, bad);
+}
+MCCL_KERNEL_REGISTER(peerPointersKernel);
+
+// The extra resource buffer: zeroed on every rank, and the same bytes through every rank's pointer.
+__global__ void resourceBufferKernel(ncclDevComm dc, ncclDevResourceHandle h, int bytes, unsigned* errs) {
+  unsigned bad = 0;
+  for (int p = 0; p < dc.lsaSize; p++) {
+    const unsigned char* b = (const unsigned char*)ncclGetResourceBufferLsaPointer(dc, h, p);
+    for (int i = threadIdx.x; i < bytes; i += blockDim.x) bad += b[i] != 0;
+  }
+  if (bad) atomicAdd(errs, bad);
+}
+MCCL_KERNEL_REGISTER(resourceBufferKernel);
+
+// Barrier sessions checked by data: in round k every thread stores k into its word of this rank's area of parity
+// k % 2, the block syncs with its peers, then checks its word of every peer's area. Two parities are enough: a
+// peer rewrites this parity only in round k + 2, after round k + 1's barrier, which needs this rank's arrival,
+// after its checks. A barrier whose arrive does not release the stores, or whose wait does not acquire them,
+// shows as a stale word. mode 0: sync(acq_rel); 1: arrive(release) + wait(acquire); 2: sync(seq_cst);
+// 3: relaxed arrive and wait between fences; 4: sync(acq_rel) on barriers of a requirement of our own.
+__global__ void barrierKernel(ncclDevComm dc, ncclWindow_t w, ncclLsaBarrierHandle own, int iters, int mode,
+                              unsigned* errs) {
+  ncclCoopCta cta;
+  ncclLsaBarrierSession<ncclCoopCta> bar(cta, dc, ncclTeamLsa(dc), mode == 4 ? own : dc.lsaBarrier, blockIdx.x);
+  const int n = dc.lsaSize, t = threadIdx.x, nt = blockDim.x;
+  unsigned bad = 0;
+  for (int k = 1; k <= iters; k++) {
+    const size_t base = ((size_t)(k & 1) * gridDim.x + blockIdx.x) * (size_t)n;
+    uint64_t* mine = (uint64_t*)ncclGetLocalPointer(w, 0) + (base + dc.lsaRank) * nt;
+    mine[t] = ((uint64_t)k << 16) | (uint64_t)dc.lsaRank;
+    if (mode == 1) {
+      bar.arrive(cta, cuda::memory_order_release);
+      bar.wait(cta, cuda::memory_order_acquire);
+    } else if (mode == 2) {
+      bar.sync(cta, cuda::memory_order_seq_cst);
+    } else if (mode == 3) {
+      __threadfence_system();
+      bar.arrive(cta, cuda::memory_order_relaxed);
+      bar.wait(cta, cuda::memory_order_relaxed);
+      __threadfence_system();
+    } else {
+      bar.sync(cta, cuda::memory_order_acq_rel);
+    }
+    for (int p = 0; p < n; p++) {
+      const volatile uint64_t* theirs = (const volatile uint64_t*)ncclGetLsaPointer(w, 0, p) + (base + p) * nt;
+      bad += theirs[t] != (((uint64_t)k << 16) | (uint64_t)p);
+    }
+  }
+  if (bad) atomicAdd(errs, bad);
+}
+MCCL_KERNEL_REGISTER(barrierKernel);
+
+// An allreduce (sum) in the style of NCCL's device API example: the ranks' threads share the elements, each
+// element is summed once, from every LSA peer's input, and stored into every peer's output; 16 bytes at a time
+// where the offsets allow. The first sync makes the peers' inputs visible (acquire), the last one makes this
+// rank's stores visible to them (release) before any rank's next kernel.
+__global__ void allReduceKernel(ncclWindow_t sendwin, size_t sendoff, ncclWindow_t recvwin, size_t recvoff,
+                                size_t count, ncclDevComm dc) {
+  ncclCoopCta cta;
+  ncclLsaBarrierSession<ncclCoopCta> bar(cta, dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x);
+  bar.sync(cta, cuda::memory_order_acquire);
+  const int n = dc.lsaSize;
+  const size_t tid = threadIdx.x + (size_t)blockDim.x * (dc.lsaRank + (size_t)blockIdx.x * n);
+  const size_t nth = (size_t)blockDim.x * gridDim.x * n;
+  size_t done = 0;
+  if ((sendoff | recvoff) % 16 == 0) {
+    const size_t nv = count / 4;
+    for (size_t i = tid; i < nv; i += nth) {
+      float4 acc = make_float4(0, 0, 0, 0);
+      for (int p = 0; p < n; p++) {
+        float4 v = ((const float4*)ncclGetLsaPointer(sendwin, sendoff, p))[i];
+        acc.x += v.x, acc.y += v.y, acc.z += v.z, acc.w += v.w;
+      }
+      for (int p = 0; p < n; p++) ((float4*)ncclGetLsaPointer(recvwin, recvoff, p))[i] = acc;
+    }
+    done = nv * 4;
+  }
+  for (size_t i = done + tid; i < count; i += nth) {
+    float acc = 0;
+    for (int p = 0; p < n; p++) acc += ((const float*)ncclGetLsaPointer(sendwin, sendoff, p))[i];
+    for (int p = 0; p < n; p++) ((float*)ncclGetLsaPointer(recvwin, recvoff, p))[i] = acc;
+  }
+  bar.sync(cta, cuda::memory_order_release);
+}
+MCCL_KERNEL_REGISTER(allReduceKernel);
+
+// RMSNorm of a row, one block a row: y holds the row's values; out[i] = y[i] * w[i] / sqrt(mean(y^2) + eps).
+struct RmsShmem {
+  float red[RMS_THREADS];
+};
+#ifdef MCCL_SHMEM_DEFINE
+MCCL_SHMEM_DEFINE(struct RmsShmem, rmsShmem);
+#else
+static __shared__ struct RmsShmem rmsShmem;
+#endif
+
+__device__ float blockSum(float v) {
+  float* red = rmsShmem.red;
+  red[threadIdx.x] = v;
+  __syncthreads();
+  for (unsigned half = 1; half < blockDim.x; half *= 2) {
+    unsigned i = threadIdx.x * 2 * half;
+    if (i + half < blockDim.x) red[i] += red[i + half];
+    __syncthreads();
+  }
+  float s = red[0];
+  __syncthreads();  // red is reused by the next call
+  return s;
+}
+
+// The normalization both versions run, on a row already in `out` (bf16): the fused kernel's sums, or the
+// allreduce's output copied there by the unfused kernel.
+__device__ void rmsNormRow(__nv_bfloat16* y, const __nv_bfloat16* w, int hidden, float eps) {
+  float ss = 0;
+  for (int i = threadIdx.x; i < hidden; i += blockDim.x) {
+    float v = __bfloat162float(y[i]);
+    ss += v * v;
+  }
+  const float rstd = 1.0f / sqrtf(blockSum(ss) / (float)hidden + eps);
+  for (int i = threadIdx.x; i < hidden; i += blockDim.x)
+    y[i] = __float2bfloat16(__bfloat162float(y[i]) * rstd * __bfloat162float(w[i]));
+}
+
+// Fused: each block sums its rows from every LSA peer's x (window) into out, then normalizes them, in one launch.
+__global__ void allReduceRmsNormKernel(ncclWindow_t xwin, size_t xoff, const __nv_bfloat16* w, __nv_bfloat16* out,
+                                       int rows, int hidden, float eps, ncclDevComm dc) {
+  ncclCoopCta cta;
+  ncclLsaBarrierSession<ncclCoopCta> bar(cta, dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x);
+  bar.sync(cta, cuda::memory_order_acquire);
+  for (int r = blockIdx.x; r < rows; r += gridDim.x) {
+    __nv_bfloat16* y = out + (size_t)r * hidden;
+    const size_t rowOff = xoff + (size_t)r * hidden * sizeof(__nv_bfloat16);
+    for (int i = threadIdx.x; i < hidden; i += blockDim.x) {
+      float acc = 0;
+      for (int p = 0; p < dc.lsaSize; p++)
+        acc += __bfloat162float(((const __nv_bfloat16*)ncclGetLsaPointer(xwin, rowOff, p))[i]);
+      y[i] = __float2bfloat16(acc);
+    }
+    __syncthreads();
+    rmsNormRow(y, w, hidden, eps);
+  }
+  bar.sync(cta, cuda::memory_order_release);  // the peers may change x only once every rank has read it
+}
+MCCL_KERNEL_REGISTER(allReduceRmsNormKernel);
+
+// Unfused, second step: the allreduce's output row, normalized into out.
+__global__ void rmsNormKernel(const __nv_bfloat16* in, const __nv_bfloat16* w, __nv_bfloat16* out, int rows, int hidden,
+                              float eps) {
+  for (int r = blockIdx.x; r < rows; r += gridDim.x) {
+    __nv_bfloat16* y = out + (size_t)r * hidden;
+    for (int i = threadIdx.x; i < hidden; i += blockDim.x) y[i] = in[(size_t)r * hidden + i];
+    __syncthreads();
+    rmsNormRow(y, w, hidden, eps);
+  }
+}
+MCCL_KERNEL_REGISTER(rmsNormKernel);
+
+// ---- host helpers -----------------------------------------------------------------------------------------
+static unsigned readErrors(void) {
+  unsigned e = ~0u;
+  if (cudaStreamSynchronize(stream) != cudaSuccess || cudaMemcpy(&e, errors, 4, cudaMemcpyDeviceToHost) != cudaSuccess)
+    return ~0u;
+  return e;
+}
+
+// Allreduce inputs: small integers, so every sum is exact in float and the check is equality.
+static float arValue(int r, size_t i, int seed) {
+  return (float)((int)((i * 7 + (size_t)r * 13 + (size_t)seed) % 17) - 8);
+}
+
+static uint16_t toBf16(float f) {  // round to nearest even, as __float2bfloat16
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+static float fromBf16(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+// ---- tests ------------------------------------------------------------------------------------------------
+static void test_library(void) {
+  int v = 0;
+  CHECK_NCCL(ncclGetVersion(&v));
+  if (rank == 0) printf("# library: %s, NCCL version code %d\n", onMinccl() ? "minccl's drop-in" : "NCCL", v);
+  if (v < NCCL_VERSION(2, 28, 0)) FAILF("NCCL %d has no device API (2.28 or later)", v);
+}
+
+static void test_init(void) {
+  ncclUniqueId id;
+  if (rank == 0) CHECK_NCCL(ncclGetUniqueId(&id));
+  MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
+  CHECK_NCCL(ncclCommInitRank(&comm, nranks, id, rank));
+  CHECK_NCCL(ncclMemAlloc(&buf, WIN_BYTES));
+  CHECK_NCCL(ncclMemAlloc(&out, WIN_BYTES));
+  CHECK_NCCL(ncclCommWindowRegister(comm, buf, WIN_BYTES, &win, NCCL_WIN_COLL_SYMMETRIC));
+  CHECK_NCCL(ncclCommWindowRegister(comm, out, WIN_BYTES, &outWin, NCCL_WIN_COLL_SYMMETRIC));
+  CHECK_CUDA(cudaMalloc((void**)&errors, sizeof(unsigned)));
+}
+
+#define NEED_COMM() \
+  if (!comm || !win) SKIPF("no communicator or window (test_init failed)")
+#define NEED_DEVCOMM() \
+  if (!haveDevComm) SKIPF("no device communicator (test_devcomm failed)")
+
+// The host's teams. The ranks of one host form the LSA team (every rank here shares one machine).
+static void test_teams(void) {
+  NEED_COMM();
+  ncclTeam w = ncclTeamWorld(comm), l = ncclTeamLsa(comm), r = ncclTeamRail(comm);
+  if (w.nRanks != nranks || w.rank != rank || w.stride != 1)
+    FAILF("ncclTeamWorld {%d, %d, %d}, expected {%d, %d, 1}", w.nRanks, w.rank, w.stride, nranks, rank);
+  if (l.nRanks != nranks || l.rank != rank || l.stride != 1)
+    FAILF("ncclTeamLsa {%d, %d, %d}, expected {%d, %d, 1}", l.nRanks, l.rank, l.stride, nranks, rank);
+  if (r.nRanks != 1 || r.rank != 0 || r.stride != nranks)
+    FAILF("ncclTeamRail {%d, %d, %d}, expected {1, 0, %d}", r.nRanks, r.rank, r.stride, nranks);
+  for (int p = 0; p < nranks; p++) {
+    if (ncclTeamRankToWorld(comm, l, p) != p) FAILF("ncclTeamRankToWorld(lsa, %d) is not %d", p, p);
+    if (ncclTeamRankToLsa(comm, w, p) != p) FAILF("ncclTeamRankToLsa(world, %d) is not %d", p, p);
+    if (!ncclTeamRankIsMember(l, w, p) || ncclTeamRankToTeam(l, w, p) != p) FAILF("world rank %d is not in lsa", p);
+  }
+  ncclTeam inner = ncclTeamInnerFactor(w, 1), outer = ncclTeamOuterFactor(w, 1);
+  if (inner.nRanks != 1 || outer.nRanks != nranks || outer.rank != rank) FAILF("the factors of the world team");
+}
+
+// ncclLsaBarrierCreateRequirement's requirement, and a device communicator made of the tests' barriers, a barrier
+// requirement of our own and an extra buffer aligned to 4 KiB.
+static void test_devcomm(void) {
+  NEED_COMM();
+  ncclDevResourceRequirements barReq, extraReq;
+  memset(&extraReq, 0, sizeof(extraReq));
+  CHECK_NCCL(ncclLsaBarrierCreateRequirement(ncclTeamLsa(comm), NB, &userBar, &barReq));
+  if (userBar.nBarriers != NB) FAILF("the handle holds %d barriers, expected %d", userBar.nBarriers, NB);
+  if (barReq.bufferSize != (size_t)(3 * NB + NB * nranks) * sizeof(uint32_t))
+    FAILF("the barriers' buffer is %zu bytes, expected %zu", barReq.bufferSize,
+          (size_t)(3 * NB + NB * nranks) * sizeof(uint32_t));
+  if (barReq.outBufferHandle != &userBar.bufHandle) FAILF("the requirement does not fill the handle's bufHandle");
+  extraReq.bufferSize = 1000;
+  extraReq.bufferAlign = 4096;
+  extraReq.outBufferHandle = &extraBuf;
+  barReq.next = &extraReq;
+  ncclDevCommRequirements reqs;
+  memset(&reqs, 0, sizeof(reqs));
+  reqs.lsaBarrierCount = NB;
+  reqs.resourceRequirementsList = &barReq;
+  CHECK_NCCL(ncclDevCommCreate(comm, &reqs, &devComm));
+  haveDevComm = 1;
+  if (devComm.rank != rank || devComm.nRanks != nranks || devComm.lsaRank != rank || devComm.lsaSize != nranks)
+    FAILF("devComm rank %d of %d, LSA %d of %d", devComm.rank, devComm.nRanks, devComm.lsaRank, devComm.lsaSize);
+  if (devComm.lsaBarrier.nBarriers < NB)
+    FAILF("devComm holds %d LSA barriers, asked %d", devComm.lsaBarrier.nBarriers, NB);
+  if (devComm.resourceWindow == NULL) FAILF("devComm has no resource window");
+  if (ncclGetResourceBufferOffset(extraBuf) % 4096 != 0)
+    FAILF("the extra buffer is at %zu, not 4 KiB aligned", ncclGetResourceBufferOffset(extraBuf));
+  if (devComm.resourceWindow_inlined.lsaRank != rank || devComm.resourceWindow_inlined.worldRank != rank)
+    FAILF("the inlined resource window says LSA rank %d, world rank %d", devComm.resourceWindow_inlined.lsaRank,
+          devComm.resourceWindow_inlined.worldRank);
+  // The window a kernel reads through the handle: this rank's buffer at lsaFlatBase + lsaRank * stride.
+  struct ncclWindow_vidmem wv;
+  CHECK_CUDA(cudaMemcpy(&wv, win, sizeof(wv), cudaMemcpyDeviceToHost));
+  if (wv.lsaRank != rank || wv.worldRank != rank || wv.stride4G == 0)
+    FAILF("window: lsaRank %d, worldRank %d, stride4G %u", wv.lsaRank, wv.worldRank, wv.stride4G);
+  uint32_t probe = 0x5eed0000u + (uint32_t)rank, got = 0;
+  CHECK_CUDA(cudaMemcpy(buf, &probe, 4, cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(&got, wv.lsaFlatBase + ((size_t)wv.lsaRank * wv.stride4G << 32), 4, cudaMemcpyDeviceToHost));
+  if (got != probe) FAILF("the flat range's slot %d holds 0x%x, not this rank's 0x%x", wv.lsaRank, got, probe);
+}
+
+static void test_peer_pointers(void) {
+  NEED_DEVCOMM();
+  CHECK_CUDA(cudaMemsetAsync(errors, 0, 4, stream));
+  CHECK_CUDA(launch(peerPointersKernel, NB, THREADS, stream, devComm, win, extraBuf, errors));
+  CHECK_CUDA(launch(resourceBufferKernel, 1, THREADS, stream, devComm, extraBuf, 1000, errors));
+  unsigned e = readErrors();
+  if (e) FAILF("%u mismatches between the API's pointers, or in what the peers stored", e);
+}
+
+static void barrierLoop(int mode, int iters) {
+  NEED_DEVCOMM();
+  CHECK_CUDA(cudaMemsetAsync(errors, 0, 4, stream));
+  // Two blocks: two barriers of the set side by side (the sim runs every thread of every rank on its cores).
+  CHECK_CUDA(launch(barrierKernel, 2, THREADS, stream, devComm, win, userBar, iters, mode, errors));
+  unsigned e = readErrors();
+  if (e) FAILF("mode %d: %u stale words in %d barrier sessions", mode, e, iters);
+}
+static void test_barrier_acq_rel(void) {
+  barrierLoop(0, ITERS);
+}
+static void test_barrier_release_acquire(void) {
+  barrierLoop(1, ITERS / 4);
+}
+static void test_barrier_seq_cst(void) {
+  barrierLoop(2, ITERS / 4);
+}
+static void test_barrier_relaxed_fenced(void) {
+  barrierLoop(3, ITERS / 4);
+}
+static void test_barrier_own_handle(void) {
+  barrierLoop(4, ITERS / 4);
+}
+
+// The allreduce kernel at awkward sizes and offsets, in and out of place, against exact sums; then
+// ncclAllReduce on the same window buffers (a window serves the host API too).
+static void test_allreduce(void) {
+  NEED_DEVCOMM();
+  static const size_t counts[] = {1, 3, 4, 1031, 4096 + 5, 70001};
+  static const size_t offs[] = {0, 4, 16, 0, 12, 256};
+  float* h = (float*)malloc(WIN_BYTES);
+  for (int c = 0; c < 6 && status != 1; c++)
+    for (int inPlace = 0; inPlace < 2 && status != 1; inPlace++) {
+      const size_t count = counts[c], off = offs[c];
+      if (off + count * 4 > WIN_BYTES) continue;
+      for (size_t i = 0; i < count; i++) h[i] = arValue(rank, i, c);
+      CHECK_CUDA(cudaMemcpyAsync((char*)buf + off, h, count * 4, cudaMemcpyHostToDevice, stream));
+      int blocks = count > 4096 ? NB : 2;
+      CHECK_CUDA(
+          launch(allReduceKernel, blocks, THREADS, stream, win, off, inPlace ? win : outWin, off, count, devComm));
+      CHECK_CUDA(cudaStreamSynchronize(stream));
+      CHECK_CUDA(cudaMemcpy(h, (char*)(inPlace ? buf : out) + off, count * 4, cudaMemcpyDeviceToHost));
+      for (size_t i = 0; i < count; i++) {
+        float want = 0;
+        for (int p = 0; p < nranks; p++) want += arValue(p, i, c);
+        if (h[i] != want) {
+          FAILF("count %zu at offset %zu %s: element %zu is %g, expected %g", count, off,
+                inPlace ? "in place" : "out of place", i, h[i], want);
+          break;
+        }
+      }
+      MPI_Barrier(MPI_COMM_WORLD);  // no rank refills its input while a peer's kernel may still read it
+    }
+  const size_t count = 5000;
+  for (size_t i = 0; i < count; i++) h[i] = arValue(rank, i, 9);
+  CHECK_CUDA(cudaMemcpyAsync(buf, h, count * 4, cudaMemcpyHostToDevice, stream));
+  CHECK_NCCL(ncclAllReduce(buf, out, count, ncclFloat32, ncclSum, comm, stream));
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  CHECK_CUDA(cudaMemcpy(h, out, count * 4, cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < count && status != 1; i++) {
+    float want = 0;
+    for (int p = 0; p < nranks; p++) want += arValue(p, i, 9);
+    if (h[i] != want) FAILF("ncclAllReduce on the windows: element %zu is %g, expected %g", i, h[i], want);
+  }
+  free(h);
+}
+
+// Rank r's hidden state: multiples of 1/8 in [-11/8, 11/8], exact in bf16, so their sums are too.
+static float xValue(int r, size_t i) {
+  return (float)((int)((i * 5 + (size_t)r * 3) % 23) - 11) / 8.0f;
+}
+
+// The fused kernel and ncclAllReduce + the RMSNorm kernel, each against the host's RMSNorm of the exact sums.
+static void test_fused_rmsnorm(void) {
+  NEED_DEVCOMM();
+  const int rows = 3, hidden = 517;
+  const size_t n = (size_t)rows * hidden;
+  const float eps = 1e-6f;
+  uint16_t *x = (uint16_t*)malloc(n * 2), *w = (uint16_t*)malloc(hidden * 2), *got = (uint16_t*)malloc(n * 2);
+  float* want = (float*)malloc(n * sizeof(float));
+  for (size_t i = 0; i < n; i++) x[i] = toBf16(xValue(rank, i));
+  for (int i = 0; i < hidden; i++) w[i] = toBf16(0.5f + (float)(i % 13) / 13.0f);
+  for (int r = 0; r < rows; r++) {
+    double ss = 0;
+    for (int i = 0; i < hidden; i++) {
+      float s = 0;
+      for (int p = 0; p < nranks; p++) s += xValue(p, (size_t)r * hidden + i);
+      want[(size_t)r * hidden + i] = s;
+      ss += (double)s * s;
+    }
+    const double rstd = 1.0 / sqrt(ss / hidden + eps);
+    for (int i = 0; i < hidden; i++) want[(size_t)r * hidden + i] *= (float)rstd * fromBf16(w[i]);
+  }
+  __nv_bfloat16 *dw = NULL, *dres[2] = {NULL, NULL};
+  CHECK_CUDA(cudaMalloc((void**)&dw, hidden * 2));
+  CHECK_CUDA(cudaMalloc((void**)&dres[0], n * 2));
+  CHECK_CUDA(cudaMalloc((void**)&dres[1], n * 2));
+  CHECK_CUDA(cudaMemcpyAsync(buf, x, n * 2, cudaMemcpyHostToDevice, stream));
+  CHECK_CUDA(cudaMemcpyAsync(dw, w, hidden * 2, cudaMemcpyHostToDevice, stream));
+  CHECK_CUDA(launch(allReduceRmsNormKernel, 2, THREADS, stream, win, 0, dw, dres[0], rows, hidden, eps, devComm));
+  CHECK_NCCL(ncclAllReduce(buf, out, n, ncclBfloat16, ncclSum, comm, stream));
+  CHECK_CUDA(launch(rmsNormKernel, rows, THREADS, stream, (const __nv_bfloat16*)out, dw, dres[1], rows, hidden, eps));
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  for (int v = 0; v < 2 && status != 1; v++) {
+    CHECK_CUDA(cudaMemcpy(got, dres[v], n * 2, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < n && status != 1; i++)
+      if (fabsf(fromBf16(got[i]) - want[i]) > 2e-2f * (1.0f + fabsf(want[i])))
+        FAILF("%s: row %zu element %zu is %g, expected %g", v == 0 ? "fused" : "allreduce + RMSNorm", i / hidden,
+              i % hidden, fromBf16(got[i]), want[i]);
+  }
+  cudaFree(dw);
+  cudaFree(dres[0]);
+  cudaFree(dres[1]);
+  free(x);
+  free(w);
+  free(got);
+  free(want);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+// What minccl refuses, by name (NCCL does not check these: skipped there).
+static void test_bad_input(void) {
+  NEED_DEVCOMM();
+  if (!onMinccl()) SKIPF("NCCL's library: its answers to bad input are its own");
+  ncclGinBarrierHandle gh;
+  ncclDevResourceRequirements rr;
+  EXPECT_NCCL(ncclGinBarrierCreateRequirement(comm, ncclTeamRail(comm), 1, &gh, &rr), ncclInvalidUsage);
+  ncclLLA2AHandle ah;
+  EXPECT_NCCL(ncclLLA2ACreateRequirement(1, 1, &ah, &rr), ncclInvalidUsage);
+  ncclDevCommRequirements reqs;
+  ncclDevComm dc;
+  memset(&reqs, 0, sizeof(reqs));
+  reqs.lsaBarrierCount = 1 << 28;  // more than the resource window holds
+  EXPECT_NCCL(ncclDevCommCreate(comm, &reqs, &dc), ncclInvalidArgument);
+  memset(&reqs, 0, sizeof(reqs));
+  reqs.ginSignalCount = 4;
+  EXPECT_NCCL(ncclDevCommCreate(comm, &reqs, &dc), ncclInvalidUsage);
+  memset(&reqs, 0, sizeof(reqs));
+  reqs.lsaMultimem = true;
+  EXPECT_NCCL(ncclDevCommCreate(comm, &reqs, &dc), ncclInvalidUsage);
+  EXPECT_NCCL(ncclDevCommCreate(NULL, &reqs, &dc), ncclInvalidArgument);
+  // A device communicator of another communicator, destroyed on this one; then twice; a window likewise.
+  ncclComm_t sub = NULL;
+  CHECK_NCCL(ncclCommSplit(comm, 0, rank, &sub, NULL));
+  memset(&reqs, 0, sizeof(reqs));
+  reqs.lsaBarrierCount = 1;
+  ncclWindow_t subWin = NULL;
+  CHECK_NCCL(ncclCommWindowRegister(sub, out, WIN_BYTES, &subWin, NCCL_WIN_COLL_SYMMETRIC));
+  CHECK_NCCL(ncclDevCommCreate(sub, &reqs, &dc));
+  EXPECT_NCCL(ncclDevCommDestroy(comm, &dc), ncclInvalidArgument);
+  EXPECT_NCCL(ncclCommWindowDeregister(comm, subWin), ncclInvalidArgument);
+  CHECK_NCCL(ncclDevCommDestroy(sub, &dc));
+  EXPECT_NCCL(ncclDevCommDestroy(sub, &dc), ncclInvalidArgument);
+  // Finalized: refused, nothing made.
+  CHECK_NCCL(ncclCommWindowDeregister(sub, subWin));
+  CHECK_NCCL(ncclCommFinalize(sub));
+  EXPECT_NCCL(ncclDevCommCreate(sub, &reqs, &dc), ncclInvalidUsage);
+  CHECK_NCCL(ncclCommDestroy(sub));
+  ncclTeam none = ncclTeamWorld(NULL);
+  if (none.nRanks != 0) FAILF("ncclTeamWorld(NULL) is a team of %d", none.nRanks);
+}
+
+// ---- timing (--bench) ------------------------------------------------------------------------------------
+struct benchRun {
+  const char* what;  // allreduce, rmsnorm, or NULL: both
+  int eager, graph;  // the modes to time
+  int iters;         // calls per timing
+  size_t maxBytes;   // the allreduce's largest size
+  int maxRows;       // the RMSNorm's most rows (16)
+  int maxHidden;     // and largest hidden size (16384)
+  ncclDevComm dc;    // BENCH_BLOCKS barriers
+};
+
+static int haveGraphs(void) {
+  return &cudaStreamBeginCapture != NULL && &cudaGraphLaunch != NULL;
+}
+
+// Microseconds per call of `call` (iters calls, after warm-up), the slowest rank's; graph: the calls captured in
+// one CUDA graph, launched once. -1 when a call or the capture fails.
+template <typename F>
+static double timeCalls(F call, int iters, int graph) {
+  cudaEvent_t t0, t1;
+  cudaEventCreate(&t0);
+  cudaEventCreate(&t1);
+  int ok = 1;
+  for (int i = 0; i < 3 && ok; i++) ok = call();
+  cudaGraph_t g = NULL;
+  cudaGraphExec_t ge = NULL;
+  if (ok && graph) {
+    ok = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess;
+    for (int i = 0; i < iters && ok; i++) ok = call();
+    ok = cudaStreamEndCapture(stream, &g) == cudaSuccess && ok;
+    ok = ok && cudaGraphInstantiateWithFlags(&ge, g, 0) == cudaSuccess;
+    ok = ok && cudaGraphLaunch(ge, stream) == cudaSuccess;  // warm-up
+  }
+  ok = cudaStreamSynchronize(stream) == cudaSuccess && ok;
+  MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  float ms = 0;
+  if (ok) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    cudaEventRecord(t0, stream);
+    if (graph)
+      ok = cudaGraphLaunch(ge, stream) == cudaSuccess;
+    else
+      for (int i = 0; i < iters && ok; i++) ok = call();
+    cudaEventRecord(t1, stream);
+    ok = cudaEventSynchronize(t1) == cudaSuccess && ok;
+    cudaEventElapsedTime(&ms, t0, t1);
+  }
+  if (ge) cudaGraphExecDestroy(ge);
+  if (g) cudaGraphDestroy(g);
+  cudaEventDestroy(t0);
+  cudaEventDestroy(t1);
+  double us = ok ? (double)ms * 1e3 / iters : -1;
+  MPI_Allreduce(MPI_IN_PLACE, &us, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  int allOk = ok;
+  MPI_Allreduce(MPI_IN_PLACE, &allOk, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return allOk ? us : -1;
+}
+
+static void printUs(double us) {
+  if (us < 0)
+    printf(" %11s", "-");
+  else
+    printf(" %11.2f", us);
+}
+
+// The allreduce kernel from 8 B to maxBytes, out of place, float sums, checked after timing.
+static int benchAllReduce(const struct benchRun* b) {
+  void *sb = NULL, *rb = NULL;
+  ncclWindow_t sw = NULL, rw = NULL;
+  if (ncclMemAlloc(&sb, b->maxBytes) != ncclSuccess || ncclMemAlloc(&rb, b->maxBytes) != ncclSuccess ||
+      ncclCommWindowRegister(comm, sb, b->maxBytes, &sw, NCCL_WIN_COLL_SYMMETRIC) != ncclSuccess ||
+      ncclCommWindowRegister(comm, rb, b->maxBytes, &rw, NCCL_WIN_COLL_SYMMETRIC) != ncclSuccess) {
+    fprintf(stderr, "rank %d: allreduce benchmark: buffers or windows of %zu bytes: %s\n", rank, b->maxBytes,
+            ncclGetLastError(comm));
+    return 1;
+  }
+  const size_t maxCount = b->maxBytes / 4;
+  float* h = (float*)malloc(b->maxBytes);
+  for (size_t i = 0; i < maxCount; i++) h[i] = arValue(rank, i, 1);
+  cudaMemcpy(sb, h, b->maxBytes, cudaMemcpyHostToDevice);
+  if (rank == 0) {
+    printf("# allreduce kernel (float sum, out of place) on %s, %d ranks, up to %d blocks of %d threads, %d calls\n",
+           onMinccl() ? "minccl's drop-in" : "NCCL", nranks, BENCH_BLOCKS, BENCH_THREADS, b->iters);
+    printf("#%11s %11s %11s %11s %11s %7s\n", "size(B)", "count", "eager(us)", "graph(us)", "algbw(GB/s)", "#wrong");
+  }
+  int wrongAll = 0;
+  for (size_t bytes = 8; bytes <= b->maxBytes; bytes *= 2) {
+    const size_t count = bytes / 4;
+    size_t blocks = count / ((size_t)BENCH_THREADS * 16);
+    blocks = blocks < 1 ? 1 : blocks > BENCH_BLOCKS ? BENCH_BLOCKS : blocks;
+    const ncclDevComm dc = b->dc;
+    auto call = [&]() {
+      return launch(allReduceKernel, (int)blocks, BENCH_THREADS, stream, sw, (size_t)0, rw, (size_t)0, count, dc) ==
+             cudaSuccess;
+    };
+    cudaMemsetAsync(rb, 0, bytes, stream);
+    double eager = b->eager ? timeCalls(call, b->iters, 0) : -1;
+    double graph = b->graph && haveGraphs() ? timeCalls(call, b->iters, 1) : -1;
+    cudaStreamSynchronize(stream);
+    cudaMemcpy(h, rb, bytes, cudaMemcpyDeviceToHost);
+    long wrong = 0;
+    for (size_t i = 0; i < count; i++) {
+      float want = 0;
+      for (int p = 0; p < nranks; p++) want += arValue(p, i, 1);
+      wrong += h[i] != want;
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    wrongAll += wrong != 0;
+    if (rank == 0) {
+      double best = graph > 0 ? graph : eager;
+      printf(" %11zu %11zu", bytes, count);
+      printUs(eager);
+      printUs(graph);
+      printf(" %11.2f %7ld\n", best > 0 ? (double)bytes / best / 1e3 : 0.0, wrong);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  ncclCommWindowDeregister(comm, sw);
+  ncclCommWindowDeregister(comm, rw);
+  ncclMemFree(sb);
+  ncclMemFree(rb);
+  free(h);
+  return wrongAll;
+}
+
+// The fused allreduce + RMSNorm (bf16) against ncclAllReduce followed by the same RMSNorm kernel, both in a CUDA
+// graph (eager where there are none), hidden 4096..16384, 1..16 rows; the two results compared after timing.
+static int benchRmsNorm(const struct benchRun* b) {
+  const int maxRows = b->maxRows, maxHidden = b->maxHidden;
+  const size_t maxBytes = (size_t)maxRows * maxHidden * 2;
+  void *x = NULL, *y = NULL;
+  ncclWindow_t xw = NULL, yw = NULL;
+  __nv_bfloat16 *w = NULL, *fused = NULL, *unfused = NULL;
+  if (ncclMemAlloc(&x, maxBytes) != ncclSuccess || ncclMemAlloc(&y, maxBytes) != ncclSuccess ||
+      ncclCommWindowRegister(comm, x, maxBytes, &xw, NCCL_WIN_COLL_SYMMETRIC) != ncclSuccess ||
+      ncclCommWindowRegister(comm, y, maxBytes, &yw, NCCL_WIN_COLL_SYMMETRIC) != ncclSuccess ||
+      cudaMalloc((void**)&w, maxHidden * 2) != cudaSuccess || cudaMalloc((void**)&fused, maxBytes) != cudaSuccess ||
+      cudaMalloc((void**)&unfused, maxBytes) != cudaSuccess) {
+    fprintf(stderr, "rank %d: RMSNorm benchmark: buffers or windows: %s\n", rank, ncclGetLastError(comm));
+    return 1;
+  }
+  uint16_t* h = (uint16_t*)malloc(maxBytes);
+  uint16_t* h2 = (uint16_t*)malloc(maxBytes);
+  for (size_t i = 0; i < maxBytes / 2; i++) h[i] = toBf16(xValue(rank, i));
+  cudaMemcpy(x, h, maxBytes, cudaMemcpyHostToDevice);
+  for (int i = 0; i < maxHidden; i++) h[i] = toBf16(0.5f + (float)(i % 13) / 13.0f);
+  cudaMemcpy(w, h, maxHidden * 2, cudaMemcpyHostToDevice);
+  const int graph = b->graph && haveGraphs();
+  if (rank == 0) {
+    printf(
+        "# allreduce + RMSNorm, bf16, on %s, %d ranks, %s, %d calls: fused (one kernel on the device API) against "
+        "ncclAllReduce + the RMSNorm kernel\n",
+        onMinccl() ? "minccl's drop-in" : "NCCL", nranks, graph ? "CUDA graph" : "eager launches", b->iters);
+    printf("#%5s %7s %11s %11s %8s %7s\n", "rows", "hidden", "fused(us)", "unfused(us)", "speedup", "#wrong");
+  }
+  int wrongAll = 0;
+  const float eps = 1e-6f;
+  for (int hidden = 4096; hidden <= maxHidden; hidden *= 2)
+    for (int rows = 1; rows <= maxRows; rows *= 2) {
+      const ncclDevComm dc = b->dc;
+      const size_t n = (size_t)rows * hidden;
+      auto fusedCall = [&]() {
+        return launch(allReduceRmsNormKernel, rows, RMS_THREADS, stream, xw, (size_t)0, (const __nv_bfloat16*)w, fused,
+                      rows, hidden, eps, dc) == cudaSuccess;
+      };
+      auto unfusedCall = [&]() {
+        return ncclAllReduce(x, y, n, ncclBfloat16, ncclSum, comm, stream) == ncclSuccess &&
+               launch(rmsNormKernel, rows, RMS_THREADS, stream, (const __nv_bfloat16*)y, (const __nv_bfloat16*)w,
+                      unfused, rows, hidden, eps) == cudaSuccess;
+      };
+      double tf = timeCalls(fusedCall, b->iters, graph), tu = timeCalls(unfusedCall, b->iters, graph);
+      cudaStreamSynchronize(stream);
+      cudaMemcpy(h, fused, n * 2, cudaMemcpyDeviceToHost);
+      cudaMemcpy(h2, unfused, n * 2, cudaMemcpyDeviceToHost);
+      long wrong = 0;
+      for (size_t i = 0; i < n; i++) {
+        float a = fromBf16(h[i]), c = fromBf16(h2[i]);
+        wrong += fabsf(a - c) > 2e-2f * (1.0f + fabsf(c));
+      }
+      MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+      wrongAll += wrong != 0 || tf < 0 || tu < 0;
+      if (rank == 0) {
+        printf(" %5d %7d", rows, hidden);
+        printUs(tf);
+        printUs(tu);
+        printf(" %8.2f %7ld\n", tf > 0 && tu > 0 ? tu / tf : 0.0, wrong);
+      }
+      MPI_Barrier(MPI_COMM_WORLD);
+    }
+  ncclCommWindowDeregister(comm, xw);
+  ncclCommWindowDeregister(comm, yw);
+  ncclMemFree(x);
+  ncclMemFree(y);
+  cudaFree(w);
+  cudaFree(fused);
+  cudaFree(unfused);
+  free(h);
+  free(h2);
+  return wrongAll;
+}
+
+// The timing code itself, small (the sim's timings mean nothing): every size and shape it prints is checked.
+static void test_bench_smoke(void) {
+  NEED_DEVCOMM();
+  struct benchRun b;
+  memset(&b, 0, sizeof(b));
+  b.eager = b.graph = 1;
+  b.iters = 2;
+  b.maxBytes = 64 << 10;
+  b.maxRows = 2;
+  b.maxHidden = 4096;
+  ncclDevCommRequirements reqs;
+  memset(&reqs, 0, sizeof(reqs));
+  reqs.lsaBarrierCount = BENCH_BLOCKS;
+  CHECK_NCCL(ncclDevCommCreate(comm, &reqs, &b.dc));
+  if (benchAllReduce(&b)) FAILF("the allreduce benchmark's results are wrong, or a call failed");
+  if (benchRmsNorm(&b)) FAILF("the RMSNorm benchmark's results differ, or a call failed");
+  CHECK_NCCL(ncclDevCommDestroy(comm, &b.dc));
+}
+
+static const struct testCase cases[] = {
+    {"library", test_library},
+    {"init", test_init},
+    {"teams", test_teams},
+    {"devcomm", test_devcomm},
+    {"peer_pointers", test_peer_pointers},
+    {"barrier_acq_rel", test_barrier_acq_rel},
+    {"barrier_release_acquire", test_barrier_release_acquire},
+    {"barrier_seq_cst", test_barrier_seq_cst},
+    {"barrier_relaxed_fenced", test_barrier_relaxed_fenced},
+    {"barrier_own_handle", test_barrier_own_handle},
+    {"allreduce", test_allreduce},
+    {"fused_rmsnorm", test_fused_rmsnorm},
+    {"bench_smoke", test_bench_smoke},
+    {"bad_input", test_bad_input},
+};
+
+static void cleanup(void) {
+  if (haveDevComm) ncclDevCommDestroy(comm, &devComm);
+  if (win) ncclCommWindowDeregister(comm, win);
+  if (outWin) ncclCommWindowDeregister(comm, outWin);
+  if (buf) ncclMemFree(buf);
+  if (out) ncclMemFree(out);
+  if (errors) cudaFree(errors);
+  if (comm) ncclCommDestroy(comm);
+}
+
+static int benchMain(int argc, char** argv) {
+  struct benchRun b;
+  memset(&b, 0, sizeof(b));
+  b.eager = b.graph = 1;
+  b.iters = 20;
+  b.maxBytes = (size_t)64 << 20;
+  b.maxRows = 16;
+  b.maxHidden = 16384;
+  for (int i = 2; i < argc; i++) {
+    if (strcmp(argv[i], "allreduce") == 0 || strcmp(argv[i], "rmsnorm") == 0)
+      b.what = argv[i];
+    else if (strcmp(argv[i], "--eager") == 0)
+      b.graph = 0;
+    else if (strcmp(argv[i], "--graph") == 0)
+      b.eager = 0;
+    else if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc)
+      b.iters = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--max") == 0 && i + 1 < argc)
+      b.maxBytes = strtoull(argv[++i], NULL, 0);
+    else {
+      fprintf(stderr, "usage: %s --bench [allreduce|rmsnorm] [--eager|--graph] [--iters N] [--max BYTES]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (b.iters < 1 || b.maxBytes < 8) {
+    fprintf(stderr, "--iters must be >= 1 and --max >= 8\n");
+    return 2;
+  }
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  int ndev = 0, res = 1;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) {
+    fprintf(stderr, "rank %d: no device\n", rank);
+    MPI_Finalize();
+    return 1;
+  }
+  cudaSetDevice(rank % ndev);
+  cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  ncclUniqueId id;
+  if (rank == 0) ncclGetUniqueId(&id);
+  MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
+  ncclDevCommRequirements reqs;
+  memset(&reqs, 0, sizeof(reqs));
+  reqs.lsaBarrierCount = BENCH_BLOCKS;
+  if (ncclCommInitRank(&comm, nranks, id, rank) != ncclSuccess ||
+      ncclDevCommCreate(comm, &reqs, &b.dc) != ncclSuccess) {
+    fprintf(stderr, "rank %d: communicator or device communicator: %s\n", rank, ncclGetLastError(comm));
+  } else {
+    res = 0;
+    if (b.what == NULL || strcmp(b.what, "allreduce") == 0) res |= benchAllReduce(&b);
+    if (b.what == NULL || strcmp(b.what, "rmsnorm") == 0) res |= benchRmsNorm(&b);
+    ncclDevCommDestroy(comm, &b.dc);
+  }
+  if (comm) ncclCommDestroy(comm);
+  cudaStreamDestroy(stream);
+  MPI_Finalize();
+  return res;
+}
+
+int main(int argc, char** argv) {
+  if (argc > 1 && strcmp(argv[1], "--bench") == 0) return benchMain(argc, argv);
+  return ncclTestMain(argc, argv, "final/mpi_nccl_devapi", cases, (int)(sizeof(cases) / sizeof(cases[0])), cleanup);
+}
