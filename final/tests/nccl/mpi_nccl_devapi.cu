@@ -19,7 +19,6 @@
 #include <dlfcn.h>
 #include <math.h>
 #include <stdint.h>
-#include <cuda_bf16.h>
 #include <nccl.h>
 #include <nccl_device.h>
 #include "nccl_test_harness.h"
@@ -167,9 +166,11 @@ __global__ void allReduceKernel(ncclWindow_t sendwin, size_t sendoff, ncclWindow
     const size_t nv = count / 4;
     for (size_t i = tid; i < nv; i += nth) {
       float4 acc = make_float4(0, 0, 0, 0);
-      for (int p = 0; p < n; p++) {
-        float4 v = ((const float4*)ncclGetLsaPointer(sendwin, sendoff, p))[i];
-        acc.x += v.x, acc.y += v.y, acc.z += v.z, acc.w += v.w;
+      for (int p0 = 0; p0 < n; p0 += 8) {  // every peer's piece loaded before any is added, 8 peers at a time
+        float4 q[8];
+        const int np = n - p0 < 8 ? n - p0 : 8;
+        for (int k = 0; k < np; k++) q[k] = ((const float4*)ncclGetLsaPointer(sendwin, sendoff, p0 + k))[i];
+        for (int k = 0; k < np; k++) acc.x += q[k].x, acc.y += q[k].y, acc.z += q[k].z, acc.w += q[k].w;
       }
       for (int p = 0; p < n; p++) ((float4*)ncclGetLsaPointer(recvwin, recvoff, p))[i] = acc;
     }
@@ -184,7 +185,36 @@ __global__ void allReduceKernel(ncclWindow_t sendwin, size_t sendoff, ncclWindow
 }
 MCCL_KERNEL_REGISTER(allReduceKernel);
 
-// RMSNorm of a row, one block a row: y holds the row's values; out[i] = y[i] * w[i] / sqrt(mean(y^2) + eps).
+// bf16 as its 16 bits (uint16_t), converted here alike on both compilers: round to nearest even, as
+// __float2bfloat16 for finite values. 8 of them make a 16-byte access (uint4).
+__device__ __forceinline__ float bf16ToFloat(uint32_t bits) {
+  union {
+    uint32_t u;
+    float f;
+  } c;
+  c.u = bits << 16;
+  return c.f;
+}
+__device__ __forceinline__ uint32_t floatToBf16(float f) {
+  union {
+    uint32_t u;
+    float f;
+  } c;
+  c.f = f;
+  c.u += 0x7fffu + ((c.u >> 16) & 1u);
+  return c.u >> 16;
+}
+__device__ __forceinline__ void unpack8(uint4 q, float* f) {
+  const uint32_t w[4] = {q.x, q.y, q.z, q.w};
+  for (int j = 0; j < 4; j++) f[2 * j] = bf16ToFloat(w[j] & 0xffffu), f[2 * j + 1] = bf16ToFloat(w[j] >> 16);
+}
+__device__ __forceinline__ uint4 pack8(const float* f) {
+  uint32_t w[4];
+  for (int j = 0; j < 4; j++) w[j] = floatToBf16(f[2 * j]) | (floatToBf16(f[2 * j + 1]) << 16);
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+// RMSNorm's block sum: one block a row.
 struct RmsShmem {
   float red[RMS_THREADS];
 };
@@ -208,50 +238,79 @@ __device__ float blockSum(float v) {
   return s;
 }
 
-// The normalization both versions run, on a row already in `out` (bf16): the fused kernel's sums, or the
-// allreduce's output copied there by the unfused kernel.
-__device__ void rmsNormRow(__nv_bfloat16* y, const __nv_bfloat16* w, int hidden, float eps) {
+// The RMSNorm both versions run, one block a row: y[i] = x[i] * w[i] / sqrt(mean(x^2) + eps), x and y bf16
+// (y may be x). 16 bytes at a time when the row allows.
+__device__ void rmsNormRow(const uint16_t* x, const uint16_t* w, uint16_t* y, int hidden, float eps) {
+  const bool vec = hidden % 8 == 0 && ((uintptr_t)x | (uintptr_t)y | (uintptr_t)w) % 16 == 0;
   float ss = 0;
-  for (int i = threadIdx.x; i < hidden; i += blockDim.x) {
-    float v = __bfloat162float(y[i]);
-    ss += v * v;
+  if (vec) {
+    for (int v = threadIdx.x; v < hidden / 8; v += blockDim.x) {
+      float f[8];
+      unpack8(((const uint4*)x)[v], f);
+      for (int j = 0; j < 8; j++) ss += f[j] * f[j];
+    }
+  } else {
+    for (int i = threadIdx.x; i < hidden; i += blockDim.x) ss += bf16ToFloat(x[i]) * bf16ToFloat(x[i]);
   }
   const float rstd = 1.0f / sqrtf(blockSum(ss) / (float)hidden + eps);
-  for (int i = threadIdx.x; i < hidden; i += blockDim.x)
-    y[i] = __float2bfloat16(__bfloat162float(y[i]) * rstd * __bfloat162float(w[i]));
+  if (vec) {
+    for (int v = threadIdx.x; v < hidden / 8; v += blockDim.x) {
+      float f[8], g[8];
+      unpack8(((const uint4*)x)[v], f);
+      unpack8(((const uint4*)w)[v], g);
+      for (int j = 0; j < 8; j++) f[j] = f[j] * rstd * g[j];
+      ((uint4*)y)[v] = pack8(f);
+    }
+  } else {
+    for (int i = threadIdx.x; i < hidden; i += blockDim.x)
+      y[i] = (uint16_t)floatToBf16(bf16ToFloat(x[i]) * rstd * bf16ToFloat(w[i]));
+  }
 }
 
-// Fused: each block sums its rows from every LSA peer's x (window) into out, then normalizes them, in one launch.
-__global__ void allReduceRmsNormKernel(ncclWindow_t xwin, size_t xoff, const __nv_bfloat16* w, __nv_bfloat16* out,
-                                       int rows, int hidden, float eps, ncclDevComm dc) {
+// Fused: each block sums its rows from every LSA peer's x (window) into out, then normalizes them in place, in
+// one launch. The peers' 16-byte pieces are all loaded before they are added (at most 8 peers at a time).
+__global__ void allReduceRmsNormKernel(ncclWindow_t xwin, size_t xoff, const uint16_t* w, uint16_t* out, int rows,
+                                       int hidden, float eps, ncclDevComm dc) {
   ncclCoopCta cta;
   ncclLsaBarrierSession<ncclCoopCta> bar(cta, dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x);
   bar.sync(cta, cuda::memory_order_acquire);
+  const int n = dc.lsaSize;
   for (int r = blockIdx.x; r < rows; r += gridDim.x) {
-    __nv_bfloat16* y = out + (size_t)r * hidden;
-    const size_t rowOff = xoff + (size_t)r * hidden * sizeof(__nv_bfloat16);
-    for (int i = threadIdx.x; i < hidden; i += blockDim.x) {
-      float acc = 0;
-      for (int p = 0; p < dc.lsaSize; p++)
-        acc += __bfloat162float(((const __nv_bfloat16*)ncclGetLsaPointer(xwin, rowOff, p))[i]);
-      y[i] = __float2bfloat16(acc);
+    uint16_t* y = out + (size_t)r * hidden;
+    const size_t rowOff = xoff + (size_t)r * hidden * sizeof(uint16_t);
+    if (hidden % 8 == 0 && (rowOff | (uintptr_t)y) % 16 == 0) {
+      for (int v = threadIdx.x; v < hidden / 8; v += blockDim.x) {
+        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (int p0 = 0; p0 < n; p0 += 8) {
+          uint4 q[8];
+          const int np = n - p0 < 8 ? n - p0 : 8;
+          for (int k = 0; k < np; k++) q[k] = ((const uint4*)ncclGetLsaPointer(xwin, rowOff, p0 + k))[v];
+          for (int k = 0; k < np; k++) {
+            float f[8];
+            unpack8(q[k], f);
+            for (int j = 0; j < 8; j++) acc[j] += f[j];
+          }
+        }
+        ((uint4*)y)[v] = pack8(acc);
+      }
+    } else {
+      for (int i = threadIdx.x; i < hidden; i += blockDim.x) {
+        float acc = 0;
+        for (int p = 0; p < n; p++) acc += bf16ToFloat(((const uint16_t*)ncclGetLsaPointer(xwin, rowOff, p))[i]);
+        y[i] = (uint16_t)floatToBf16(acc);
+      }
     }
     __syncthreads();
-    rmsNormRow(y, w, hidden, eps);
+    rmsNormRow(y, w, y, hidden, eps);
   }
   bar.sync(cta, cuda::memory_order_release);  // the peers may change x only once every rank has read it
 }
 MCCL_KERNEL_REGISTER(allReduceRmsNormKernel);
 
-// Unfused, second step: the allreduce's output row, normalized into out.
-__global__ void rmsNormKernel(const __nv_bfloat16* in, const __nv_bfloat16* w, __nv_bfloat16* out, int rows, int hidden,
-                              float eps) {
-  for (int r = blockIdx.x; r < rows; r += gridDim.x) {
-    __nv_bfloat16* y = out + (size_t)r * hidden;
-    for (int i = threadIdx.x; i < hidden; i += blockDim.x) y[i] = in[(size_t)r * hidden + i];
-    __syncthreads();
-    rmsNormRow(y, w, hidden, eps);
-  }
+// Unfused, second step: each row of the allreduce's output, normalized into out.
+__global__ void rmsNormKernel(const uint16_t* in, const uint16_t* w, uint16_t* out, int rows, int hidden, float eps) {
+  for (int r = blockIdx.x; r < rows; r += gridDim.x)
+    rmsNormRow(in + (size_t)r * hidden, w, out + (size_t)r * hidden, hidden, eps);
 }
 MCCL_KERNEL_REGISTER(rmsNormKernel);
 
@@ -450,9 +509,7 @@ static float xValue(int r, size_t i) {
 }
 
 // The fused kernel and ncclAllReduce + the RMSNorm kernel, each against the host's RMSNorm of the exact sums.
-static void test_fused_rmsnorm(void) {
-  NEED_DEVCOMM();
-  const int rows = 3, hidden = 517;
+static void fusedRmsNorm(int rows, int hidden) {
   const size_t n = (size_t)rows * hidden;
   const float eps = 1e-6f;
   uint16_t *x = (uint16_t*)malloc(n * 2), *w = (uint16_t*)malloc(hidden * 2), *got = (uint16_t*)malloc(n * 2);
@@ -470,7 +527,7 @@ static void test_fused_rmsnorm(void) {
     const double rstd = 1.0 / sqrt(ss / hidden + eps);
     for (int i = 0; i < hidden; i++) want[(size_t)r * hidden + i] *= (float)rstd * fromBf16(w[i]);
   }
-  __nv_bfloat16 *dw = NULL, *dres[2] = {NULL, NULL};
+  uint16_t *dw = NULL, *dres[2] = {NULL, NULL};
   CHECK_CUDA(cudaMalloc((void**)&dw, hidden * 2));
   CHECK_CUDA(cudaMalloc((void**)&dres[0], n * 2));
   CHECK_CUDA(cudaMalloc((void**)&dres[1], n * 2));
@@ -478,7 +535,7 @@ static void test_fused_rmsnorm(void) {
   CHECK_CUDA(cudaMemcpyAsync(dw, w, hidden * 2, cudaMemcpyHostToDevice, stream));
   CHECK_CUDA(launch(allReduceRmsNormKernel, 2, THREADS, stream, win, 0, dw, dres[0], rows, hidden, eps, devComm));
   CHECK_NCCL(ncclAllReduce(buf, out, n, ncclBfloat16, ncclSum, comm, stream));
-  CHECK_CUDA(launch(rmsNormKernel, rows, THREADS, stream, (const __nv_bfloat16*)out, dw, dres[1], rows, hidden, eps));
+  CHECK_CUDA(launch(rmsNormKernel, rows, THREADS, stream, (const uint16_t*)out, dw, dres[1], rows, hidden, eps));
   CHECK_CUDA(cudaStreamSynchronize(stream));
   for (int v = 0; v < 2 && status != 1; v++) {
     CHECK_CUDA(cudaMemcpy(got, dres[v], n * 2, cudaMemcpyDeviceToHost));
@@ -495,6 +552,12 @@ static void test_fused_rmsnorm(void) {
   free(got);
   free(want);
   MPI_Barrier(MPI_COMM_WORLD);
+}
+// Odd rows (one element at a time), then rows of whole 16-byte pieces.
+static void test_fused_rmsnorm(void) {
+  NEED_DEVCOMM();
+  fusedRmsNorm(3, 517);
+  if (status != 1) fusedRmsNorm(2, 1024);
 }
 
 // What minccl refuses, by name (NCCL does not check these: skipped there).
@@ -671,7 +734,7 @@ static int benchRmsNorm(const struct benchRun* b) {
   const size_t maxBytes = (size_t)maxRows * maxHidden * 2;
   void *x = NULL, *y = NULL;
   ncclWindow_t xw = NULL, yw = NULL;
-  __nv_bfloat16 *w = NULL, *fused = NULL, *unfused = NULL;
+  uint16_t *w = NULL, *fused = NULL, *unfused = NULL;
   if (ncclMemAlloc(&x, maxBytes) != ncclSuccess || ncclMemAlloc(&y, maxBytes) != ncclSuccess ||
       ncclCommWindowRegister(comm, x, maxBytes, &xw, NCCL_WIN_COLL_SYMMETRIC) != ncclSuccess ||
       ncclCommWindowRegister(comm, y, maxBytes, &yw, NCCL_WIN_COLL_SYMMETRIC) != ncclSuccess ||
@@ -701,13 +764,13 @@ static int benchRmsNorm(const struct benchRun* b) {
       const ncclDevComm dc = b->dc;
       const size_t n = (size_t)rows * hidden;
       auto fusedCall = [&]() {
-        return launch(allReduceRmsNormKernel, rows, RMS_THREADS, stream, xw, (size_t)0, (const __nv_bfloat16*)w, fused,
-                      rows, hidden, eps, dc) == cudaSuccess;
+        return launch(allReduceRmsNormKernel, rows, RMS_THREADS, stream, xw, (size_t)0, (const uint16_t*)w, fused, rows,
+                      hidden, eps, dc) == cudaSuccess;
       };
       auto unfusedCall = [&]() {
         return ncclAllReduce(x, y, n, ncclBfloat16, ncclSum, comm, stream) == ncclSuccess &&
-               launch(rmsNormKernel, rows, RMS_THREADS, stream, (const __nv_bfloat16*)y, (const __nv_bfloat16*)w,
-                      unfused, rows, hidden, eps) == cudaSuccess;
+               launch(rmsNormKernel, rows, RMS_THREADS, stream, (const uint16_t*)y, (const uint16_t*)w, unfused, rows,
+                      hidden, eps) == cudaSuccess;
       };
       double tf = timeCalls(fusedCall, b->iters, graph), tu = timeCalls(unfusedCall, b->iters, graph);
       cudaStreamSynchronize(stream);
