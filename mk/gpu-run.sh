@@ -9,6 +9,7 @@
 # MCCL_TESTS="LAB:T ..." runs only those tests (see the test step). MCCL_WATCHDOG_AB=1 times small
 # allreduces with the watchdog on and off.
 # MCCL_FAULTS=1 adds the faults of nccl_faults on minccl and NCCL (see the step).
+# MCCL_DEVAPI=1 adds NCCL's device API: mpi_nccl_devapi's tests and timings on minccl and NCCL (see the step).
 # MCCL_NET=1 adds the net path beside NCCL's (allreduce_perf --hosts 2; see the step).
 # MCCL_CE=1 adds lab 10's copy-engine benchmark beside NCCL's copy engines (see the step).
 # MCCL_PROFILE=1 adds kernel durations under Nsight Compute (one-pass metric, --clock-control none) of
@@ -229,6 +230,34 @@ if [ "${MCCL_FAULTS:-0}" = 1 ] && [ -x "$nf" ] && [ "$ngpu" -ge 2 ]; then
       echo "$c on $l: exit $?"; grep '^# rank' "$OUT/faults_${c}_$l.log" | cut -c1-300
     done
   done
+fi
+# MCCL_DEVAPI=1: final/tests/nccl/mpi_nccl_devapi, a program built against NCCL's nccl.h and nccl_device.h alone,
+# on minccl's drop-in and on NCCL's library (LD_LIBRARY_PATH picks it), MCCL_NP ranks: its tests, then its
+# timings (--bench: the device-API allreduce kernel from 8 B to 64 MiB, eager and in a CUDA graph; the fused
+# allreduce + RMSNorm against ncclAllReduce + the same RMSNorm, bf16, in a graph), then both side by side.
+# MCCL_DEVAPI_BENCH="..." passes other --bench arguments (e.g. "allreduce --graph --iters 50").
+nd=build/cuda/bin/final/mpi_nccl_devapi
+if [ "${MCCL_DEVAPI:-0}" = 1 ] && [ -x "$nd" ] && [ "$ngpu" -ge 2 ]; then
+  step "device API: mpi_nccl_devapi's tests and timings on minccl and NCCL, $np ranks"
+  for l in minccl NCCL; do
+    case $l in minccl) ld=$PWD/build/cuda/lib ;; NCCL) ld=$(dirname "${MCCL_NCCL_LIB:-/nonexistent/x}") ;; esac
+    # shellcheck disable=SC2086 # mr and MCCL_DEVAPI_BENCH are lists
+    LD_LIBRARY_PATH="$ld${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" timeout 240 $mr -x LD_LIBRARY_PATH -x NCCL_NVLS_ENABLE \
+      "$nd" > "$OUT/devapi_test_$l.log" 2>&1
+    echo "tests on $l: exit $?"; grep -E '^(FAIL|SKIP)|passed,|^# library' "$OUT/devapi_test_$l.log"
+    # shellcheck disable=SC2086
+    LD_LIBRARY_PATH="$ld${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" timeout 240 $mr -x LD_LIBRARY_PATH -x NCCL_NVLS_ENABLE \
+      "$nd" --bench ${MCCL_DEVAPI_BENCH:-} > "$OUT/devapi_bench_$l.log" 2>&1
+    echo "timings on $l: exit $?"
+  done
+  # The allreduce rows (size, eager, graph) and the RMSNorm rows (rows, hidden, fused, unfused) of both runs.
+  awk 'FNR == 1 { f++ } $1 ~ /^[0-9]+$/ && NF == 6 && $2 * 4 == $1 { k = "ar " $1; e[f, k] = $3; g[f, k] = $4; if (f == 1) o[++n] = k }
+       $1 ~ /^[0-9]+$/ && NF == 6 && $2 * 4 != $1 { k = "rms " $1 " " $2; fu[f, k] = $3; un[f, k] = $4; if (f == 1) o[++n] = k }
+       END { print "#  what              minccl eager/graph (us)   NCCL eager/graph (us)   graph NCCL/minccl"
+             for (i = 1; i <= n; i++) { k = o[i]
+               if (k ~ /^ar/) printf "%-18s %11s %11s %11s %11s %8.3f\n", k, e[1, k], g[1, k], e[2, k], g[2, k], (g[1, k] > 0 ? g[2, k] / g[1, k] : 0)
+               else printf "%-18s fused %s unfused %s (minccl)   fused %s unfused %s (NCCL): %.2fx on NCCL\n", k, fu[1, k], un[1, k], fu[2, k], un[2, k], (fu[2, k] > 0 ? un[2, k] / fu[2, k] : 0) } }' \
+    "$OUT/devapi_bench_minccl.log" "$OUT/devapi_bench_NCCL.log" | tee "$OUT/devapi_compare.txt"
 fi
 if [ "${MCCL_DROPIN:-0}" = 1 ] && [ "$ngpu" -ge 2 ]; then
   step "drop-in: nccl-tests on minccl and on NCCL"

@@ -63,6 +63,11 @@ served_are_strong() {
       grep -qE " T $s(@|$)" <<<"$syms" || weak+="$s "
     done
   done
+  # The device API's host calls (no pncclX twins: NCCL's headers declare none).
+  for n in ncclDevCommCreate ncclDevCommDestroy ncclTeamWorld ncclTeamLsa ncclTeamRail ncclTeamRankToWorld \
+           ncclTeamRankToLsa ncclLsaBarrierCreateRequirement; do
+    grep -qE " T $n(@|$)" <<<"$syms" || weak+="$n "
+  done
   [ -z "$weak" ] || shtest_fail "served calls that are not strong definitions: $weak"
 }
 
