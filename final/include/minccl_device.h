@@ -41,7 +41,8 @@ extern "C" {
  * max(barrierCount, lsaBarrierCount) LSA barriers and the requirements' buffers, zeroed, mapped by every LSA
  * peer at the window stride; lab 09's mcclLabDevCommCreate. Collective; inside mcclGroupStart / mcclGroupEnd
  * it runs at the group's end (one thread per communicator, after the group's window registrations) and
- * *devComm is written then.
+ * *devComm is written then. A rank that refuses its arguments still takes part, as a refusal, so that every
+ * rank fails at once.
  * @param[in]  comm     a ready communicator (not revoked or finalized).
  * @param[in]  reqs     the requirements, the same on every rank (copied: a grouped call does not keep it).
  * @param[out] devComm  the device communicator; written only on success.

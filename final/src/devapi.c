@@ -65,18 +65,22 @@ mcclResult_t mcclDevCommCreateNow(struct mcclComm* comm, const mcclDevCommRequir
   return res;
 }
 
+// Creation is collective: a rank whose arguments are refused still takes part, as a refusal (lab 09 registers
+// no buffer for it), now or at its group's end, so that every rank fails at once instead of the peers waiting.
 mcclResult_t mcclDevCommCreate(mcclComm_t comm, const mcclDevCommRequirements* reqs, mcclDevComm* devComm) {
   MCCLCHECK(mcclCommEnter(comm, 0, "mcclDevCommCreate"));
   mcclResult_t res = mcclCommReady(comm, "mcclDevCommCreate");
   if (res == mcclSuccess && mcclGroupActive()) {
+    mcclDevCommRequirements* copy = NULL;
     if (reqs == NULL || devComm == NULL) {
-      WARN("Invalid argument: mcclDevCommCreate on rank %d: reqs %p or devComm %p is NULL", comm->rank,
-           (const void*)reqs, (void*)devComm);
-      res = mcclInvalidArgument;
-    } else {
-      mcclDevCommRequirements* copy = NULL;
-      res = mcclDevReqsCopy(reqs, &copy);
-      if (res == mcclSuccess) res = mcclGroupRecordDevComm(comm, copy, devComm);
+      WARN(
+          "Invalid argument: mcclDevCommCreate on rank %d: reqs %p or devComm %p is NULL; it takes part in the "
+          "creation as a refusal",
+          comm->rank, (const void*)reqs, (void*)devComm);
+      res = mcclGroupRecordDevComm(comm, NULL, NULL);
+      if (res == mcclSuccess) res = mcclInvalidArgument;
+    } else if ((res = mcclDevReqsCopy(reqs, &copy)) == mcclSuccess) {
+      res = mcclGroupRecordDevComm(comm, copy, devComm);
     }
   } else if (res == mcclSuccess) {
     res = mcclDevCommCreateNow(comm, reqs, devComm);
@@ -108,7 +112,7 @@ mcclResult_t mcclDevCommDestroy(mcclComm_t comm, const mcclDevComm* devComm) {
 }
 
 // The team calls answer from the communicator's lab 07 half; one that cannot answer warns and gives the
-// empty team (NCCL returns whatever its communicator holds; here nothing is read from a dead one).
+// empty team, or -1 (NCCL returns whatever its communicator holds; here nothing is read from a dead one).
 static mcclLabComm* teamComm(struct mcclComm* comm, const char* call) {
   if (mcclCommEnter(comm, 0, call) != mcclSuccess) return NULL;
   mcclLabComm* lab = __atomic_load_n(&comm->lab, __ATOMIC_ACQUIRE);
@@ -119,45 +123,40 @@ static mcclLabComm* teamComm(struct mcclComm* comm, const char* call) {
   return lab;
 }
 
-mcclTeam mcclTeamWorld(mcclComm_t comm) {
+static mcclTeam teamOf(struct mcclComm* comm, const char* call, mcclTeam (*of)(const mcclLabComm*)) {
   mcclTeam t = {0, 0, 0};
-  mcclLabComm* lab = teamComm(comm, "mcclTeamWorld");
+  mcclLabComm* lab = teamComm(comm, call);
   if (lab == NULL) return t;
-  t = mcclLabTeamWorld(lab);
+  t = of(lab);
   mcclCommLeave(comm);
   return t;
+}
+
+static int rankIn(struct mcclComm* comm, const char* call, int (*to)(const mcclLabComm*, mcclTeam, int), mcclTeam team,
+                  int rank) {
+  mcclLabComm* lab = teamComm(comm, call);
+  if (lab == NULL) return -1;
+  int r = to(lab, team, rank);
+  mcclCommLeave(comm);
+  return r;
+}
+
+mcclTeam mcclTeamWorld(mcclComm_t comm) {
+  return teamOf(comm, "mcclTeamWorld", mcclLabTeamWorld);
 }
 
 mcclTeam mcclTeamLsa(mcclComm_t comm) {
-  mcclTeam t = {0, 0, 0};
-  mcclLabComm* lab = teamComm(comm, "mcclTeamLsa");
-  if (lab == NULL) return t;
-  t = mcclLabTeamLsa(lab);
-  mcclCommLeave(comm);
-  return t;
+  return teamOf(comm, "mcclTeamLsa", mcclLabTeamLsa);
 }
 
 mcclTeam mcclTeamRail(mcclComm_t comm) {
-  mcclTeam t = {0, 0, 0};
-  mcclLabComm* lab = teamComm(comm, "mcclTeamRail");
-  if (lab == NULL) return t;
-  t = mcclLabTeamRail(lab);
-  mcclCommLeave(comm);
-  return t;
+  return teamOf(comm, "mcclTeamRail", mcclLabTeamRail);
 }
 
 int mcclTeamRankToWorld(mcclComm_t comm, mcclTeam team, int rank) {
-  mcclLabComm* lab = teamComm(comm, "mcclTeamRankToWorld");
-  if (lab == NULL) return -1;
-  int r = mcclLabTeamRankToWorld(lab, team, rank);
-  mcclCommLeave(comm);
-  return r;
+  return rankIn(comm, "mcclTeamRankToWorld", mcclLabTeamRankToWorld, team, rank);
 }
 
 int mcclTeamRankToLsa(mcclComm_t comm, mcclTeam team, int rank) {
-  mcclLabComm* lab = teamComm(comm, "mcclTeamRankToLsa");
-  if (lab == NULL) return -1;
-  int r = mcclLabTeamRankToLsa(lab, team, rank);
-  mcclCommLeave(comm);
-  return r;
+  return rankIn(comm, "mcclTeamRankToLsa", mcclLabTeamRankToLsa, team, rank);
 }

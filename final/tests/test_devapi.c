@@ -246,10 +246,18 @@ static void badInput(void) {
   }
   q = (mcclDevCommRequirements)MCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
   q.lsaBarrierCount = 1;
+  // A NULL argument on one rank, in a group: that rank takes part as a refusal, so both fail at the group's end.
+  memset(&r[1].dc, 0xab, sizeof(r[1].dc));
   EXPECT_OK(mcclGroupStart());
   EXPECT_RES(mcclDevCommCreate(comms[0], NULL, &r[0].dc), mcclInvalidArgument);
-  EXPECT_RES(mcclDevCommCreate(comms[0], &q, NULL), mcclInvalidArgument);
-  EXPECT_OK(mcclGroupEnd());
+  EXPECT_OK(mcclDevCommCreate(comms[1], &q, &r[1].dc));
+  EXPECT_RES(mcclGroupEnd(), mcclInvalidArgument);
+  EXPECT_EQ(((unsigned char*)&r[1].dc)[0], 0xab);
+  EXPECT_OK(mcclGroupStart());
+  EXPECT_OK(mcclDevCommCreate(comms[0], &q, &r[0].dc));
+  EXPECT_RES(mcclDevCommCreate(comms[1], &q, NULL), mcclInvalidArgument);
+  EXPECT_RES(mcclGroupEnd(), mcclInvalidArgument);
+  EXPECT_EQ(mcclTestCountMaps("minccl-sim"), maps1);
   EXPECT_RES(mcclDevCommCreate(NULL, &q, &r[0].dc), mcclInvalidArgument);
   EXPECT_RES(mcclDevCommDestroy(NULL, &r[0].dc), mcclInvalidArgument);
   mcclTeam none = mcclTeamWorld(NULL);

@@ -349,10 +349,7 @@ static void test_library(void) {
 }
 
 static void test_init(void) {
-  ncclUniqueId id;
-  if (rank == 0) CHECK_NCCL(ncclGetUniqueId(&id));
-  MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
-  CHECK_NCCL(ncclCommInitRank(&comm, nranks, id, rank));
+  CHECK_NCCL(ncclTestCommInit(&comm));
   CHECK_NCCL(ncclMemAlloc(&buf, WIN_BYTES));
   CHECK_NCCL(ncclMemAlloc(&out, WIN_BYTES));
   CHECK_NCCL(ncclCommWindowRegister(comm, buf, WIN_BYTES, &win, NCCL_WIN_COLL_SYMMETRIC));
@@ -889,14 +886,10 @@ static int benchMain(int argc, char** argv) {
   }
   cudaSetDevice(rank % ndev);
   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
-  ncclUniqueId id;
-  if (rank == 0) ncclGetUniqueId(&id);
-  MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
   ncclDevCommRequirements reqs;
   memset(&reqs, 0, sizeof(reqs));
   reqs.lsaBarrierCount = BENCH_BLOCKS;
-  if (ncclCommInitRank(&comm, nranks, id, rank) != ncclSuccess ||
-      ncclDevCommCreate(comm, &reqs, &b.dc) != ncclSuccess) {
+  if (ncclTestCommInit(&comm) != ncclSuccess || ncclDevCommCreate(comm, &reqs, &b.dc) != ncclSuccess) {
     fprintf(stderr, "rank %d: communicator or device communicator: %s\n", rank, ncclGetLastError(comm));
   } else {
     res = 0;

@@ -239,10 +239,7 @@ static void test_served_by_minccl(void) {
 }
 
 static void test_init(void) {
-  ncclUniqueId id;
-  if (rank == 0) CHECK_NCCL(ncclGetUniqueId(&id));
-  MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
-  CHECK_NCCL(ncclCommInitRank(&comm, nranks, id, rank));
+  CHECK_NCCL(ncclTestCommInit(&comm));
   int n = -1, r = -1, d = -1, cur = -2;
   CHECK_NCCL(ncclCommCount(comm, &n));
   CHECK_NCCL(ncclCommUserRank(comm, &r));
@@ -820,11 +817,8 @@ static void test_finalize_destroy(void) {
   comm = NULL;
   EXPECT_NCCL(ncclCommDestroy(NULL), ncclSuccess);
   // A second communicator, ended by ncclCommAbort.
-  ncclUniqueId id;
-  if (rank == 0) CHECK_NCCL(ncclGetUniqueId(&id));
-  MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
   ncclComm_t c;
-  CHECK_NCCL(ncclCommInitRank(&c, nranks, id, rank));
+  CHECK_NCCL(ncclTestCommInit(&c));
   CHECK_NCCL(ncclCommAbort(c));
 }
 

@@ -57,6 +57,15 @@ static int status;     // 0 pass, 1 fail, 2 skip
     return;                                  \
   } while (0)
 
+// A communicator of every rank: rank 0's unique id, broadcast over MPI (as any NCCL program under mpirun).
+static ncclResult_t ncclTestCommInit(ncclComm_t* c) {
+  ncclUniqueId id;
+  memset(&id, 0, sizeof(id));
+  ncclResult_t r = rank == 0 ? ncclGetUniqueId(&id) : ncclSuccess;
+  MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
+  return r != ncclSuccess ? r : ncclCommInitRank(c, nranks, id, rank);
+}
+
 struct testCase {
   const char* name;
   void (*fn)(void);
