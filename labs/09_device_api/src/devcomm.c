@@ -597,7 +597,6 @@ mcclResult_t mcclLabDevCommCreate(mcclLabComm* comm, const mcclDevCommRequiremen
     devComm->lsaSize_rcp32 = (uint32_t)(0xffffffffu / (uint32_t)lsaSize + ((lsaSize & (lsaSize - 1)) == 0));
     devComm->resourceWindow = resWin;
     MCCLCHECKGOTO(mcclDevWindowGetHost(comm, resWin, &devComm->resourceWindow_inlined), res, fail);
-    devComm->windowTable = tableFirst(comm);  // the resource window made it, if no window had
     devComm->lsaBarrier = bar;
     // END EXERCISE(09.devcomm)
   } else {
@@ -606,6 +605,7 @@ mcclResult_t mcclLabDevCommCreate(mcclLabComm* comm, const mcclDevCommRequiremen
     goto fail;
   }
   setHandles(&barReq, reqs);
+  devComm->windowTable = tableFirst(comm);  // the resource window made the table, if no window had
   rec->comm = comm;
   rec->resourceWindow = resWin;
   rec->labWin = labWin;
