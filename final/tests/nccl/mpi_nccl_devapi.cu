@@ -327,19 +327,6 @@ static float arValue(int r, size_t i, int seed) {
   return (float)((int)((i * 7 + (size_t)r * 13 + (size_t)seed) % 17) - 8);
 }
 
-static uint16_t toBf16(float f) {  // round to nearest even, as __float2bfloat16
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
-}
-static float fromBf16(uint16_t h) {
-  uint32_t u = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-
 // ---- tests ------------------------------------------------------------------------------------------------
 static void test_library(void) {
   int v = 0;
@@ -511,8 +498,8 @@ static void fusedRmsNorm(int rows, int hidden) {
   const float eps = 1e-6f;
   uint16_t *x = (uint16_t*)malloc(n * 2), *w = (uint16_t*)malloc(hidden * 2), *got = (uint16_t*)malloc(n * 2);
   float* want = (float*)malloc(n * sizeof(float));
-  for (size_t i = 0; i < n; i++) x[i] = toBf16(xValue(rank, i));
-  for (int i = 0; i < hidden; i++) w[i] = toBf16(0.5f + (float)(i % 13) / 13.0f);
+  for (size_t i = 0; i < n; i++) x[i] = ncclTestToBf16(xValue(rank, i));
+  for (int i = 0; i < hidden; i++) w[i] = ncclTestToBf16(0.5f + (float)(i % 13) / 13.0f);
   for (int r = 0; r < rows; r++) {
     double ss = 0;
     for (int i = 0; i < hidden; i++) {
@@ -522,7 +509,7 @@ static void fusedRmsNorm(int rows, int hidden) {
       ss += (double)s * s;
     }
     const double rstd = 1.0 / sqrt(ss / hidden + eps);
-    for (int i = 0; i < hidden; i++) want[(size_t)r * hidden + i] *= (float)rstd * fromBf16(w[i]);
+    for (int i = 0; i < hidden; i++) want[(size_t)r * hidden + i] *= (float)rstd * ncclTestFromBf16(w[i]);
   }
   uint16_t *dw = NULL, *dres[2] = {NULL, NULL};
   CHECK_CUDA(cudaMalloc((void**)&dw, hidden * 2));
@@ -537,9 +524,9 @@ static void fusedRmsNorm(int rows, int hidden) {
   for (int v = 0; v < 2 && status != 1; v++) {
     CHECK_CUDA(cudaMemcpy(got, dres[v], n * 2, cudaMemcpyDeviceToHost));
     for (size_t i = 0; i < n && status != 1; i++)
-      if (fabsf(fromBf16(got[i]) - want[i]) > 2e-2f * (1.0f + fabsf(want[i])))
+      if (fabsf(ncclTestFromBf16(got[i]) - want[i]) > 2e-2f * (1.0f + fabsf(want[i])))
         FAILF("%s: row %zu element %zu is %g, expected %g", v == 0 ? "fused" : "allreduce + RMSNorm", i / hidden,
-              i % hidden, fromBf16(got[i]), want[i]);
+              i % hidden, ncclTestFromBf16(got[i]), want[i]);
   }
   cudaFree(dw);
   cudaFree(dres[0]);
@@ -742,9 +729,9 @@ static int benchRmsNorm(const struct benchRun* b) {
   }
   uint16_t* h = (uint16_t*)malloc(maxBytes);
   uint16_t* h2 = (uint16_t*)malloc(maxBytes);
-  for (size_t i = 0; i < maxBytes / 2; i++) h[i] = toBf16(xValue(rank, i));
+  for (size_t i = 0; i < maxBytes / 2; i++) h[i] = ncclTestToBf16(xValue(rank, i));
   cudaMemcpy(x, h, maxBytes, cudaMemcpyHostToDevice);
-  for (int i = 0; i < maxHidden; i++) h[i] = toBf16(0.5f + (float)(i % 13) / 13.0f);
+  for (int i = 0; i < maxHidden; i++) h[i] = ncclTestToBf16(0.5f + (float)(i % 13) / 13.0f);
   cudaMemcpy(w, h, maxHidden * 2, cudaMemcpyHostToDevice);
   const int graph = b->graph && haveGraphs();
   if (rank == 0) {
@@ -775,7 +762,7 @@ static int benchRmsNorm(const struct benchRun* b) {
       cudaMemcpy(h2, unfused, n * 2, cudaMemcpyDeviceToHost);
       long wrong = 0;
       for (size_t i = 0; i < n; i++) {
-        float a = fromBf16(h[i]), c = fromBf16(h2[i]);
+        float a = ncclTestFromBf16(h[i]), c = ncclTestFromBf16(h2[i]);
         wrong += fabsf(a - c) > 2e-2f * (1.0f + fabsf(c));
       }
       MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);

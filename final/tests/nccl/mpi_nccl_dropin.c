@@ -38,18 +38,6 @@ static double fromHalf(uint16_t h) {
   if (e == 0) return ldexp(h & 0x3ff, -24);
   return ldexp(1.0 + (h & 0x3ff) / 1024.0, e - 15);
 }
-static uint16_t toBf16(double v) {
-  float f = (float)v;
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  return (uint16_t)(u >> 16);
-}
-static double fromBf16(uint16_t b) {
-  uint32_t u = (uint32_t)b << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
 static size_t typeSize(ncclDataType_t t) {
   switch (t) {
     case ncclInt8:
@@ -98,7 +86,7 @@ static void put(void* buf, ncclDataType_t t, size_t i, double v) {
       ((double*)buf)[i] = v;
       break;
     case ncclBfloat16:
-      ((uint16_t*)buf)[i] = toBf16(v);
+      ((uint16_t*)buf)[i] = ncclTestToBf16((float)v);
       break;
     case ncclFloat8e4m3:
       ((uint8_t*)buf)[i] = toFp8(v, 3, 7);
@@ -131,7 +119,7 @@ static double get(const void* buf, ncclDataType_t t, size_t i) {
     case ncclFloat64:
       return ((const double*)buf)[i];
     case ncclBfloat16:
-      return fromBf16(((const uint16_t*)buf)[i]);
+      return ncclTestFromBf16(((const uint16_t*)buf)[i]);
     case ncclFloat8e4m3:
       return fromFp8(((const uint8_t*)buf)[i], 3, 7);
     case ncclFloat8e5m2:

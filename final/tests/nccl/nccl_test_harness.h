@@ -6,6 +6,7 @@
 #define NCCL_TEST_HARNESS_H_
 
 #include <fnmatch.h>
+#include <stdint.h>
 // MPI's C API in C++ too (Open MPI's and MPICH's C++ bindings are deprecated, and warn).
 #define OMPI_SKIP_MPICXX 1
 #define MPICH_SKIP_MPICXX 1
@@ -64,6 +65,20 @@ static ncclResult_t ncclTestCommInit(ncclComm_t* c) {
   ncclResult_t r = rank == 0 ? ncclGetUniqueId(&id) : ncclSuccess;
   MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
   return r != ncclSuccess ? r : ncclCommInitRank(c, nranks, id, rank);
+}
+
+// bfloat16 on the host, as its 16 bits: rounded to nearest even (as __float2bfloat16), and back.
+static uint16_t ncclTestToBf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+static float ncclTestFromBf16(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
 }
 
 struct testCase {
