@@ -26,8 +26,9 @@ static int nDevices(void) {
   return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
 }
 
-// The requirements live only in this function: a grouped creation must have copied them.
-static void createGrouped(mcclComm_t* comms, struct fdRank* r, int n, int barriers, mcclDevResourceHandle* extra) {
+// Record a grouped creation on every rank. The requirements live only in this function's frame, gone by the
+// group's end (the caller's), which runs on the group's copy of them.
+static void recordCreate(mcclComm_t* comms, struct fdRank* r, int n, int barriers, mcclDevResourceHandle* extra) {
   mcclDevResourceRequirements rr;
   memset(&rr, 0, sizeof(rr));
   rr.bufferSize = 300;
@@ -36,9 +37,13 @@ static void createGrouped(mcclComm_t* comms, struct fdRank* r, int n, int barrie
   mcclDevCommRequirements reqs = MCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
   reqs.lsaBarrierCount = barriers;
   reqs.resourceRequirementsList = extra ? &rr : NULL;
-  EXPECT_OK(mcclGroupStart());
   for (int i = 0; i < n; i++) EXPECT_OK(mcclDevCommCreate(comms[i], &reqs, &r[i].dc));
-  EXPECT_OK(mcclGroupEnd());  // (the caller's frame is gone before the group's end in the deferred case below)
+}
+
+static void createGrouped(mcclComm_t* comms, struct fdRank* r, int n, int barriers, mcclDevResourceHandle* extra) {
+  EXPECT_OK(mcclGroupStart());
+  recordCreate(comms, r, n, barriers, extra);
+  EXPECT_OK(mcclGroupEnd());
 }
 
 static void setUp(mcclComm_t* comms, struct fdRank* r, int n) {
