@@ -80,6 +80,7 @@ static void objects(int n) {
   mcclComm_t comms[MAXN];
   struct fdRank r[MAXN];
   setUp(comms, r, n);
+  CHECK_STOPPED();
   mcclDevResourceHandle extra = 0;
   createGrouped(comms, r, n, 3, &extra);
   EXPECT_EQ(mcclGetResourceBufferOffset(extra) % 1024, 0);
@@ -235,6 +236,7 @@ static void badInput(void) {
   mcclComm_t comms[MAXN];
   struct fdRank r[MAXN];
   setUp(comms, r, n);
+  CHECK_STOPPED();
   const long maps1 = mcclTestCountMaps("minccl-sim");
   mcclDevCommRequirements q;
   mcclTeamRequirements team;

@@ -237,6 +237,7 @@ static void apiObjects4(void) {
 static void windowTableGrows(void) {
   struct dtGroup g;
   setUp(&g, 2);
+  CHECK_STOPPED();
   enum { NWIN = MCCL_DEV_WINDOW_TABLE_ENTRIES + 8 };
   mcclWindow_t extra[NWIN];
   struct dtRank* r = &g.r[0];
