@@ -268,7 +268,9 @@ __device__ void rmsNormRow(const uint16_t* x, const uint16_t* w, uint16_t* y, in
 }
 
 // Fused: each block sums its rows from every LSA peer's x (window) into out, then normalizes them in place, in
-// one launch. The peers' 16-byte pieces are all loaded before they are added (at most 8 peers at a time).
+// one launch. The peers' 16-byte pieces are all loaded before they are added (at most 8 peers at a time). The
+// closing barrier is split: the block arrives as soon as it has read the peers' x (all that barrier protects),
+// normalizes while the peers arrive, and waits only at the end, so its round trip hides behind the RMSNorm.
 __global__ void allReduceRmsNormKernel(ncclWindow_t xwin, size_t xoff, const uint16_t* w, uint16_t* out, int rows,
                                        int hidden, float eps, ncclDevComm dc) {
   ncclCoopCta cta;
@@ -300,10 +302,11 @@ __global__ void allReduceRmsNormKernel(ncclWindow_t xwin, size_t xoff, const uin
         y[i] = (uint16_t)floatToBf16(acc);
       }
     }
-    __syncthreads();
-    rmsNormRow(y, w, y, hidden, eps);
   }
-  bar.sync(cta, cuda::memory_order_release);  // the peers may change x only once every rank has read it
+  bar.arrive(cta, cuda::memory_order_release);  // this block is done with the peers' x (arrive syncs the block)
+  for (int r = blockIdx.x; r < rows; r += gridDim.x)
+    rmsNormRow(out + (size_t)r * hidden, w, out + (size_t)r * hidden, hidden, eps);
+  bar.wait(cta, cuda::memory_order_relaxed);  // the peers may change x only once every rank has read it
 }
 MCCL_KERNEL_REGISTER(allReduceRmsNormKernel);
 
@@ -747,13 +750,15 @@ static int benchRmsNorm(const struct benchRun* b) {
     for (int rows = 1; rows <= maxRows; rows *= 2) {
       const ncclDevComm dc = b->dc;
       const size_t n = (size_t)rows * hidden;
+      // One thread per 16-byte piece of a row, whole warps, at most RMS_THREADS: both kernels alike.
+      const int threads = hidden / 8 < RMS_THREADS ? (hidden / 8 + 31) / 32 * 32 : RMS_THREADS;
       auto fusedCall = [&]() {
-        return launch(allReduceRmsNormKernel, rows, RMS_THREADS, stream, xw, (size_t)0, (const uint16_t*)w, fused, rows,
+        return launch(allReduceRmsNormKernel, rows, threads, stream, xw, (size_t)0, (const uint16_t*)w, fused, rows,
                       hidden, eps, dc) == cudaSuccess;
       };
       auto unfusedCall = [&]() {
         return ncclAllReduce(x, y, n, ncclBfloat16, ncclSum, comm, stream) == ncclSuccess &&
-               launch(rmsNormKernel, rows, RMS_THREADS, stream, (const uint16_t*)y, (const uint16_t*)w, unfused, rows,
+               launch(rmsNormKernel, rows, threads, stream, (const uint16_t*)y, (const uint16_t*)w, unfused, rows,
                       hidden, eps) == cudaSuccess;
       };
       double tf = timeCalls(fusedCall, b->iters, graph), tu = timeCalls(unfusedCall, b->iters, graph);
