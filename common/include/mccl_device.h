@@ -19,6 +19,8 @@
  *   `ld_relaxed_sys_global`, `ld_acquire_sys_global`, `st_volatile_global`, `st_relaxed_sys_global` (64 and 32 bits),
  *   `st_release_sys_global`, `fence_acq_rel_sys`, `load128`, `store128`, `atomicAdd_acq_rel_gpu`, plus
  *   `__threadfence()`, `__threadfence_system()`, `mcclSpinHint()` and `mcclGlobalTimerNs()`;
+ * - `mcclCheckAligned(p, bytes)` before a vector access: the GPU faults on a misaligned one by itself, the sim
+ *   (and its `load128` / `store128`) stops with a message instead of doing it silently;
  * - LL128's line store `storeLL128` (lab 06's prims_ll128.cuh), the one place the two backends differ in what
  *   the hardware guarantees;
  * - programmatic dependent launch: `cudaGridDependencySynchronize()`, `cudaTriggerProgrammaticLaunchCompletion()`
@@ -161,6 +163,8 @@ __device__ __forceinline__ void load128(const uint64_t* p, uint64_t& v0, uint64_
 __device__ __forceinline__ void store128(uint64_t* p, uint64_t v0, uint64_t v1) {
   asm volatile("st.volatile.global.v2.u64 [%2], {%0,%1};" ::"l"(v0), "l"(v1), "l"(mcclCvtaGlobal(p)) : "memory");
 }
+// A vector access off its size's boundary faults on the GPU by itself (misaligned address): nothing to add.
+__device__ __forceinline__ void mcclCheckAligned(const void* /*p*/, int /*bytes*/) {}
 // LL128's store of one lane's 16 bytes of a 128-byte line whose last 8 bytes, on the flag lane, carry the
 // line's flag. Every lane of the warp calls it at once. NVLink delivers each 128-byte line of a warp's
 // store instruction whole, so a reader that sees the flag sees the line's data: one plain store per lane.
@@ -326,13 +330,24 @@ inline void __threadfence_system() {
 #if defined(__SANITIZE_THREAD__)
 #pragma GCC diagnostic pop
 #endif
+// A GPU faults on a vector access off its size's boundary (cudaErrorMisalignedAddress: the context is lost);
+// x86 would do it silently, so the sim stops there, naming the access, as the GPU would stop the kernel.
+inline void mcclCheckAligned(const void* p, int bytes) {
+  if (((uintptr_t)p & (uintptr_t)(bytes - 1)) == 0) return;
+  fprintf(stderr,
+          "minccl-sim: a %d-byte access at %p in block %u thread %u is off a %d-byte boundary: a GPU faults here\n",
+          bytes, p, blockIdx.x, threadIdx.x, bytes);
+  abort();
+}
 // Two 8-byte atomic accesses: the GPU's 16-byte access is not atomic as a whole either, and LL carries a
 // flag in each 8-byte half.
 inline void load128(const uint64_t* p, uint64_t& v0, uint64_t& v1) {
+  mcclCheckAligned(p, 16);
   v0 = __atomic_load_n(p, __ATOMIC_ACQUIRE);
   v1 = __atomic_load_n(p + 1, __ATOMIC_ACQUIRE);
 }
 inline void store128(uint64_t* p, uint64_t v0, uint64_t v1) {
+  mcclCheckAligned(p, 16);
   __atomic_store_n(p, v0, __ATOMIC_RELEASE);
   __atomic_store_n(p + 1, v1, __ATOMIC_RELEASE);
 }

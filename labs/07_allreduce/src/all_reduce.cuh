@@ -158,25 +158,33 @@ __device__ bool mcclRunTwoShot(const struct mcclDevWorkColl& w, uint64_t redOpAr
   bool aborted = mcclSymBarrier<true>(seq, tid);
   if (!aborted) {
     const int64_t n = hi - lo;
-    uintptr_t misaligned = 0;
-    for (int p = 0; p < nranks; p++) misaligned |= (uintptr_t)kShmem.peerSend[p] | (uintptr_t)kShmem.peerRecv[p];
-    int64_t done = 0;
-    // lo is a multiple of 16 bytes, so the peers' base addresses decide.
-    if ((misaligned & 15) == 0) {
-      const int64_t npacks = n / q;
+    // Head, body, tail (lab 06's copy loop): the buffers usually sit at the same offsets of every rank's
+    // windows, so where all of them agree modulo 16 the elements before the first aligned pack go one by
+    // one and the rest in 16-byte packs (lo is a multiple of 16 bytes, so the peers' addresses decide).
+    // Where they disagree, or are not even element-aligned, every element goes alone.
+    const uintptr_t base = (uintptr_t)kShmem.peerSend[0];
+    uintptr_t differ = base & (sizeof(T) - 1);
+    for (int p = 0; p < nranks; p++)
+      differ |= ((uintptr_t)kShmem.peerSend[p] ^ base) | ((uintptr_t)kShmem.peerRecv[p] ^ base);
+    int64_t head = n, npacks = 0;
+    if ((differ & 15) == 0) {
+      const int64_t headElts = (int64_t)((16 - ((base + (uintptr_t)lo * sizeof(T)) & 15)) & 15) / (int64_t)sizeof(T);
+      head = headElts < n ? headElts : n;
+      npacks = (n - head) / q;
       // Four packs in flight per thread: two ranks' two each, or four ranks' one each (the 640-thread
       // bound leaves 96 registers a thread).
       if (nranks <= 2)
-        mcclTwoShotPacks<T, RedOp, 2, 2>(op, lo, npacks, tid, nthreads);
+        mcclTwoShotPacks<T, RedOp, 2, 2>(op, lo + head, npacks, tid, nthreads);
       else
-        mcclTwoShotPacks<T, RedOp, 4, 1>(op, lo, npacks, tid, nthreads);
-      done = npacks * q;
+        mcclTwoShotPacks<T, RedOp, 4, 1>(op, lo + head, npacks, tid, nthreads);
     }
-    for (int64_t i = done + tid; i < n; i += nthreads) {
-      T acc = op.pre(mcclLoadElt((const T*)kShmem.peerSend[0] + lo + i));
-      for (int p = 1; p < nranks; p++) acc = op.apply(acc, op.pre(mcclLoadElt((const T*)kShmem.peerSend[p] + lo + i)));
+    const int64_t tailFrom = head + npacks * q;
+    for (int64_t k = tid; k < head + (n - tailFrom); k += nthreads) {
+      const int64_t i = lo + (k < head ? k : tailFrom + (k - head));
+      T acc = op.pre(mcclLoadElt((const T*)kShmem.peerSend[0] + i));
+      for (int p = 1; p < nranks; p++) acc = op.apply(acc, op.pre(mcclLoadElt((const T*)kShmem.peerSend[p] + i)));
       acc = op.post(acc);
-      for (int p = 0; p < nranks; p++) mcclStoreElt((T*)kShmem.peerRecv[p] + lo + i, acc);
+      for (int p = 0; p < nranks; p++) mcclStoreElt((T*)kShmem.peerRecv[p] + i, acc);
     }
     aborted = mcclSymBarrier<false>(seq, tid);
   }

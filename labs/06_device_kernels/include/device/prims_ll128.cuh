@@ -4,8 +4,9 @@
 // word in every 128-byte line: 15 words of data, then the flag (120 of 128 bytes carry data). That is
 // only safe because of a hardware promise: when a warp stores 16 bytes per lane, NVLink delivers each
 // 128-byte line of that store whole, so a reader that sees a line's flag also sees the other 120 bytes
-// of the same store. Host memory over PCIe (SHM) and a network (NET) make no such promise; only P2P
-// connections carry an LL128 FIFO (mccl_conn.h), and lab 07 never picks LL128 on another path.
+// of the same store. PCIe (a P2P pair without NVLink, and SHM's host memory) and a network (NET) make no
+// such promise; only P2P connections over NVLink carry an LL128 FIFO (mccl_conn.h, p2p.c), and lab 07
+// never picks LL128 on another path.
 //
 // Work is done by warps. A slice is one warp's 16 lines (MCCL_LL128_SLICE_BYTES = 2 KiB of FIFO, 1920
 // bytes of data): each lane stores four 16-byte pieces, lanes 8k..8k+7 fill one line, and lane 8k+7,
@@ -104,24 +105,35 @@ class Primitives<T, RedOp, ProtoLL128> {
   }
   __device__ __forceinline__ bool holdsUnit(int g) const { return !flagLane || (g & 1) == 0; }
 
-  // One 16-byte piece of the user's buffer: one vector access when whole and 16-byte aligned, else a word
-  // at a time (a partial last piece, or a buffer off a 16-byte boundary), as LL moves its words.
-  static __device__ __forceinline__ int wordElts(int n) { return n < EltPerWord ? (n > 0 ? n : 0) : EltPerWord; }
-  __device__ __forceinline__ void loadUnit(const T* src, int n, uint64_t& w0, uint64_t& w1) {
-    if (n >= EltPer16B && ((uintptr_t)src & 15) == 0) {
+  // One 16-byte piece of the user's buffer (the n elements left from src to the slice's end, of which the
+  // piece takes at most 16 bytes). Whole and aligned: one vector access. Off a 16-byte boundary by m, a
+  // piece spans two aligned packs: where both lie inside the slice's data, two aligned vector loads and a
+  // shift give it (NCCL stages the aligned packs in shared memory for the same shift); a piece at the
+  // slice's edges, a partial last piece and every misaligned store go as the naturally aligned pieces of
+  // mcclLoadBytes / mcclStoreBytes (NCCL stores a misaligned slice element by element). Never a byte
+  // outside the slice: the neighbouring bytes are another warp's, or another buffer's.
+  static __device__ __forceinline__ int unitBytes(int n) { return (n < EltPer16B ? n : EltPer16B) * (int)sizeof(T); }
+  __device__ __forceinline__ void loadUnit(const T* src, int n, const T* sliceBegin, uint64_t& w0, uint64_t& w1) {
+    const uintptr_t a = (uintptr_t)src;
+    if (n >= EltPer16B && (a & 15) == 0) {
       load128((const uint64_t*)src, w0, w1);
       return;
     }
-    w0 = mcclLoadWord(src, wordElts(n));
-    w1 = n > EltPerWord ? mcclLoadWord(src + EltPerWord, wordElts(n - EltPerWord)) : 0;
+    const uintptr_t aligned = a & ~(uintptr_t)15;
+    if (n >= EltPer16B && aligned >= (uintptr_t)sliceBegin && aligned + 32 <= a + (uintptr_t)n * sizeof(T)) {
+      mcclLoadShifted128(src, w0, w1);
+      return;
+    }
+    const mcclU128 v = mcclLoadBytes(src, unitBytes(n));
+    w0 = (uint64_t)v;
+    w1 = (uint64_t)(v >> 64);
   }
   __device__ __forceinline__ void storeUnit(T* dst, int n, uint64_t w0, uint64_t w1) {
     if (n >= EltPer16B && ((uintptr_t)dst & 15) == 0) {
       store128((uint64_t*)dst, w0, w1);
       return;
     }
-    mcclStoreWord(dst, w0, wordElts(n));
-    if (n > EltPerWord) mcclStoreWord(dst + EltPerWord, w1, wordElts(n - EltPerWord));
+    mcclStoreBytes(dst, ((mcclU128)w1 << 64) | w0, unitBytes(n));
   }
 
   // The slice's data into this lane's registers, laid out as the lines want them: regs[2g], regs[2g+1]
@@ -131,7 +143,7 @@ class Primitives<T, RedOp, ProtoLL128> {
 #pragma unroll
     for (int g = 0; g < WordPerThread / 2; g++) {
       const int first = dataUnit(g, wid) * EltPer16B;
-      if (holdsUnit(g) && first < eltN) loadUnit(src + first, eltN - first, regs[2 * g], regs[2 * g + 1]);
+      if (holdsUnit(g) && first < eltN) loadUnit(src + first, eltN - first, src, regs[2 * g], regs[2 * g + 1]);
     }
 #pragma unroll
     for (int g = 1; g < WordPerThread / 2; g += 2)
@@ -266,7 +278,7 @@ class Primitives<T, RedOp, ProtoLL128> {
         sendConnFifo = sendConn->connFifo;
       }
     }
-    // A connection without an LL128 FIFO (SHM, NET) has nothing to carry the lines: the launch ends as
+    // A connection without an LL128 FIFO (SHM, NET, P2P over PCIe) has nothing to carry the lines: the launch ends as
     // aborted rather than storing through NULL. Lab 07 never plans LL128 on such a path.
     if ((recvConn && recvBuff == NULL) || (sendConn && sendBuff == NULL) || stepWords < WireWordPerSlice) {
       flags |= Aborted;

@@ -258,15 +258,77 @@ __device__ __forceinline__ uint64_t mcclPostWord(const RedOp& op, uint64_t a) {
   }
   return r;
 }
+// ---- any-alignment accesses of up to 16 bytes ---------------------------------------------------
+// A user buffer may start anywhere (a PyTorch view of a tensor is a pointer into it), so the pieces at
+// its edges cannot always use one vector access. These move n bytes (1..16) at any address with the
+// fewest naturally aligned accesses (an address off by 1 takes 1 + 2 + 4 + 8 + 1 bytes), the bytes in
+// order in a 128-bit value (both backends are little-endian: the first byte is the lowest). Never a
+// byte outside [p, p + n): the bytes around a buffer may be another buffer's, being written.
+typedef unsigned __int128 mcclU128;
+__device__ inline mcclU128 mcclLoadBytes(const void* p, int n) {
+  const char* c = (const char*)p;
+  mcclU128 v = 0;
+  for (int off = 0; off < n;) {
+    const uintptr_t a = (uintptr_t)(c + off);
+    const int left = n - off;
+    if ((a & 7) == 0 && left >= 8) {
+      v |= (mcclU128)(*(const volatile uint64_t*)(c + off)) << (8 * off);
+      off += 8;
+    } else if ((a & 3) == 0 && left >= 4) {
+      v |= (mcclU128)(*(const volatile uint32_t*)(c + off)) << (8 * off);
+      off += 4;
+    } else if ((a & 1) == 0 && left >= 2) {
+      v |= (mcclU128)(*(const volatile uint16_t*)(c + off)) << (8 * off);
+      off += 2;
+    } else {
+      v |= (mcclU128)(*(const volatile uint8_t*)(c + off)) << (8 * off);
+      off += 1;
+    }
+  }
+  return v;
+}
+__device__ inline void mcclStoreBytes(void* p, mcclU128 v, int n) {
+  char* c = (char*)p;
+  for (int off = 0; off < n;) {
+    const uintptr_t a = (uintptr_t)(c + off);
+    const int left = n - off;
+    const mcclU128 x = v >> (8 * off);
+    if ((a & 7) == 0 && left >= 8) {
+      *(volatile uint64_t*)(c + off) = (uint64_t)x;
+      off += 8;
+    } else if ((a & 3) == 0 && left >= 4) {
+      *(volatile uint32_t*)(c + off) = (uint32_t)x;
+      off += 4;
+    } else if ((a & 1) == 0 && left >= 2) {
+      *(volatile uint16_t*)(c + off) = (uint16_t)x;
+      off += 2;
+    } else {
+      *(volatile uint8_t*)(c + off) = (uint8_t)x;
+      off += 1;
+    }
+  }
+}
+// The 16 bytes at p, p off a 16-byte boundary by m = 1..15 bytes, with two aligned vector loads (the
+// packs at p - m and p - m + 16) and a shift: NCCL's LL128 loads the aligned packs around a misaligned
+// buffer the same way (through shared memory). The caller makes sure both packs are its own data.
+__device__ __forceinline__ void mcclLoadShifted128(const void* p, uint64_t& w0, uint64_t& w1) {
+  const int m = (int)((uintptr_t)p & 15);
+  const uint64_t* a = (const uint64_t*)((uintptr_t)p - (uintptr_t)m);
+  uint64_t a0, a1, b0, b1;
+  load128(a, a0, a1);
+  load128(a + 2, b0, b1);
+  const mcclU128 lo = ((mcclU128)a1 << 64) | a0, hi = ((mcclU128)b1 << 64) | b0;
+  const mcclU128 r = (lo >> (8 * m)) | (hi << (128 - 8 * m));
+  w0 = (uint64_t)r;
+  w1 = (uint64_t)(r >> 64);
+}
+
+// A word's first n elements (an LL line's payload): one access when whole and 8-byte aligned, else the
+// aligned pieces above.
 template <typename T>
 __device__ __forceinline__ uint64_t mcclLoadWord(const T* p, int n) {
   if (n == (int)(8 / sizeof(T)) && ((uintptr_t)p & 7) == 0) return *(const uint64_t*)p;
-  uint64_t w = 0;
-  for (int i = 0; i < n; i++) {
-    T x = mcclLoadElt(p + i);
-    memcpy((char*)&w + i * sizeof(T), (const void*)&x, sizeof(T));
-  }
-  return w;
+  return (uint64_t)mcclLoadBytes(p, n * (int)sizeof(T));
 }
 template <typename T>
 __device__ __forceinline__ void mcclStoreWord(T* p, uint64_t w, int n) {
@@ -274,45 +336,66 @@ __device__ __forceinline__ void mcclStoreWord(T* p, uint64_t w, int n) {
     *(uint64_t*)p = w;
     return;
   }
-  for (int i = 0; i < n; i++) {
-    T x;
-    memcpy((void*)&x, (const char*)&w + i * sizeof(T), sizeof(T));
-    mcclStoreElt(p + i, x);
-  }
+  mcclStoreBytes(p, (mcclU128)w, n * (int)sizeof(T));
 }
 
-// A 16-byte pack seen as elements of T.
-template <typename T>
+// A pack of Bytes bytes (16, or a smaller power of two down to one element) seen as elements of T, with
+// the one volatile access that moves it.
+template <int Bytes>
+struct mcclPackWord {
+  typedef typename mcclUint<(Bytes < 4 ? 4 : Bytes > 8 ? 8 : Bytes)>::Type Type;
+};
+template <typename T, int Bytes = 16>
 struct mcclPack {
-  static constexpr int N = 16 / sizeof(T);
-  uint64_t u[2];
+  static_assert(Bytes >= (int)sizeof(T) && Bytes <= 16 && (Bytes & (Bytes - 1)) == 0, "a pack is whole elements");
+  static constexpr int N = Bytes / sizeof(T);
+  typename mcclPackWord<Bytes>::Type u[Bytes > 8 ? 2 : 1];
   __device__ __forceinline__ T get(int i) const {
     T x;
     memcpy((void*)&x, (const char*)u + i * sizeof(T), sizeof(T));
     return x;
   }
   __device__ __forceinline__ void set(int i, T x) { memcpy((char*)u + i * sizeof(T), &x, sizeof(T)); }
+  __device__ __forceinline__ void load(const T* p) {
+    mcclCheckAligned(p, Bytes);
+    if constexpr (Bytes == 16) {
+      load128((const uint64_t*)p, u[0], u[1]);
+    } else {
+      typedef typename mcclUint<Bytes>::Type U;
+      u[0] = *(const volatile U*)p;  // the low bytes of the word: the first ones (little-endian)
+    }
+  }
+  __device__ __forceinline__ void store(T* p) const {
+    mcclCheckAligned(p, Bytes);
+    if constexpr (Bytes == 16) {
+      store128((uint64_t*)p, u[0], u[1]);
+    } else {
+      typedef typename mcclUint<Bytes>::Type U;
+      *(volatile U*)p = (U)u[0];
+    }
+  }
 };
 
-template <typename T, typename RedOp>
-__device__ __forceinline__ mcclPack<T> mcclApplyPack(const RedOp& op, const mcclPack<T>& a, const mcclPack<T>& b) {
-  mcclPack<T> r;
+template <typename T, typename RedOp, int Bytes>
+__device__ __forceinline__ mcclPack<T, Bytes> mcclApplyPack(const RedOp& op, const mcclPack<T, Bytes>& a,
+                                                            const mcclPack<T, Bytes>& b) {
+  mcclPack<T, Bytes> r;
 #pragma unroll
-  for (int i = 0; i < mcclPack<T>::N; i++) r.set(i, op.apply(a.get(i), b.get(i)));
+  for (int i = 0; i < mcclPack<T, Bytes>::N; i++) r.set(i, op.apply(a.get(i), b.get(i)));
   return r;
 }
-template <typename T, typename RedOp>
-__device__ __forceinline__ mcclPack<T> mcclPrePack(const RedOp& op, const mcclPack<T>& a) {
-  mcclPack<T> r;
+template <typename T, typename RedOp, int Bytes>
+__device__ __forceinline__ mcclPack<T, Bytes> mcclPrePack(const RedOp& op, const mcclPack<T, Bytes>& a) {
+  mcclPack<T, Bytes> r;
 #pragma unroll
-  for (int i = 0; i < mcclPack<T>::N; i++) r.set(i, op.pre(a.get(i)));
+  for (int i = 0; i < mcclPack<T, Bytes>::N; i++) r.set(i, op.pre(a.get(i)));
   return r;
 }
-template <typename T, typename RedOp>
-__device__ __forceinline__ mcclPack<T> mcclPostPack(const RedOp& op, const mcclPack<T>& a) {
-  mcclPack<T> r;
+template <typename T, typename RedOp, int Bytes>
+__device__ __forceinline__ mcclPack<T, Bytes> mcclPostPack(const RedOp& op, const mcclPack<T, Bytes>& a) {
+  mcclPack<T, Bytes> r;
 #pragma unroll
-  for (int i = 0; i < mcclPack<T>::N; i++) r.set(i, op.post(a.get(i)));
+  for (int i = 0; i < mcclPack<T, Bytes>::N; i++) r.set(i, op.post(a.get(i)));
   return r;
 }
 
@@ -320,9 +403,114 @@ __device__ __forceinline__ mcclPack<T> mcclPostPack(const RedOp& op, const mcclP
 // dsts[d][i] = post?(pre?(srcs[0][i]) op pre?(srcs[1][i]) ...) for i < nelem, by threads tid of
 // nworkers, where pre applies to the sources whose bit is set in PreOpMask: the calling rank's own input,
 // which it scales with its own PreMulSum scalar (NCCL's PreOpSrcs counts them from the first source;
-// a mask also serves a kernel that reduces in rank order, its own input not always first). With every
-// pointer 16-byte aligned, each thread moves Unroll packs per trip, all loads issued before the first
-// store, the warp's accesses contiguous; the rest goes element by element.
+// a mask also serves a kernel that reduces in rank order, its own input not always first).
+//
+// Head, body, tail. The body moves packs: each thread Unroll packs per trip, all loads issued before the
+// first store, the warp's accesses contiguous. A pack must be aligned in every buffer at once, so the
+// pack size is the widest power of two (16 bytes at most) modulo which all the pointers agree: 16 when
+// they are all aligned or all off by the same amount (a buffer and its in-place twin, two views at the
+// same offset). The head, the elements before the first aligned pack, and the tail, those after the last
+// whole pack, go element by element. Where the pointers disagree modulo 16 (a user buffer off by 4 bytes
+// against a FIFO slot, which is always aligned) no split aligns them all: the body runs on the narrower
+// packs they do share, a word (8 bytes for 8-byte types) or else one element, more of them per trip. NCCL
+// falls back to packs of one element at once; a word-aligned byte buffer moves 4 bytes at a time here.
+
+// One element: every source, the reduction, every destination.
+template <typename T, typename RedOp, int NSrcs, int NDsts, int PreOpMask>
+__device__ __forceinline__ void mcclReduceCopyElt(const RedOp& op, bool postOp, const T* const* srcs, T* const* dsts,
+                                                  int64_t i) {
+  T x = mcclLoadElt(srcs[0] + i);
+  if (PreOpMask & 1) x = op.pre(x);
+#pragma unroll
+  for (int s = 1; s < NSrcs; s++) {
+    T y = mcclLoadElt(srcs[s] + i);
+    x = op.apply(x, (PreOpMask >> s & 1) ? op.pre(y) : y);
+  }
+  if (postOp) x = op.post(x);
+#pragma unroll
+  for (int d = 0; d < NDsts; d++) mcclStoreElt(dsts[d] + i, x);
+}
+
+// The body: npacks packs of Bytes bytes from element `from` on, every pointer aligned to Bytes there.
+template <int Unroll, int Bytes, typename T, typename RedOp, int NSrcs, int NDsts, int PreOpMask>
+__device__ __forceinline__ void mcclReduceCopyPacks(int tid, int nworkers, const RedOp& op, bool postOp,
+                                                    const T* const* srcs, T* const* dsts, int64_t from,
+                                                    int64_t npacks) {
+  typedef mcclPack<T, Bytes> Pack;
+  constexpr int EltPerPack = Pack::N;
+  const int64_t perTrip = (int64_t)nworkers * Unroll;
+  for (int64_t base = 0; base < npacks; base += perTrip) {
+    Pack acc[Unroll];
+#pragma unroll
+    for (int u = 0; u < Unroll; u++) {
+      int64_t p = base + (int64_t)u * nworkers + tid;
+      if (p < npacks) acc[u].load(srcs[0] + from + p * EltPerPack);
+    }
+    if (PreOpMask & 1) {
+#pragma unroll
+      for (int u = 0; u < Unroll; u++) acc[u] = mcclPrePack<T>(op, acc[u]);
+    }
+#pragma unroll
+    for (int s = 1; s < NSrcs; s++) {
+#pragma unroll
+      for (int u = 0; u < Unroll; u++) {
+        int64_t p = base + (int64_t)u * nworkers + tid;
+        if (p < npacks) {
+          Pack x;
+          x.load(srcs[s] + from + p * EltPerPack);
+          if (PreOpMask >> s & 1) x = mcclPrePack<T>(op, x);
+          acc[u] = mcclApplyPack<T>(op, acc[u], x);
+        }
+      }
+    }
+    if (postOp) {
+#pragma unroll
+      for (int u = 0; u < Unroll; u++) acc[u] = mcclPostPack<T>(op, acc[u]);
+    }
+#pragma unroll
+    for (int d = 0; d < NDsts; d++) {
+#pragma unroll
+      for (int u = 0; u < Unroll; u++) {
+        int64_t p = base + (int64_t)u * nworkers + tid;
+        if (p < npacks) acc[u].store(dsts[d] + from + p * EltPerPack);
+      }
+    }
+  }
+}
+
+// The pack sizes tried, widest first: 16 bytes, a word (4 bytes, or the element when wider), then one
+// element. packBytes is the widest all the pointers agree on. A narrower pack takes a proportionally
+// larger unroll, Unroll * 8 / Bytes (NCCL's Unroll * (16 / sizeof(T)) / 2 for its one-element packs), so a
+// thread keeps half the 16-byte body's bytes in flight. Only these widths: each one more is compiled into
+// every kernel, for offsets that are rarely met.
+template <int BaseUnroll, int Bytes, typename T, typename RedOp, int NSrcs, int NDsts, int PreOpMask>
+__device__ __forceinline__ void mcclReduceCopyTier(int tid, int nworkers, const RedOp& op, bool postOp,
+                                                   const T* const* srcs, T* const* dsts, int64_t nelem, int packBytes) {
+  if constexpr (Bytes > (int)sizeof(T)) {
+    if (packBytes < Bytes) {
+      constexpr int Next = Bytes == 16 && sizeof(T) < 4 ? 4 : (int)sizeof(T);
+      mcclReduceCopyTier<BaseUnroll, Next, T, RedOp, NSrcs, NDsts, PreOpMask>(tid, nworkers, op, postOp, srcs, dsts,
+                                                                              nelem, packBytes);
+      return;
+    }
+  }
+  constexpr int Unroll = Bytes == 16 ? BaseUnroll : BaseUnroll * 8 / Bytes;
+  constexpr int EltPerPack = Bytes / (int)sizeof(T);
+  int64_t head = nelem, npacks = 0;  // pointers not even element-aligned (packBytes < sizeof(T)): elements only
+  if (packBytes >= Bytes) {
+    const int headBytes = (int)((Bytes - ((uintptr_t)srcs[0] & (Bytes - 1))) & (Bytes - 1));
+    head = headBytes / (int64_t)sizeof(T) < nelem ? headBytes / (int64_t)sizeof(T) : nelem;
+    npacks = (nelem - head) / EltPerPack;
+    mcclReduceCopyPacks<Unroll, Bytes, T, RedOp, NSrcs, NDsts, PreOpMask>(tid, nworkers, op, postOp, srcs, dsts, head,
+                                                                          npacks);
+  }
+  // The head and the tail together, one element per thread (fewer than two packs' worth).
+  const int64_t tailFrom = head + npacks * EltPerPack;
+  const int64_t nEdge = head + (nelem - tailFrom);
+  for (int64_t k = tid; k < nEdge; k += nworkers)
+    mcclReduceCopyElt<T, RedOp, NSrcs, NDsts, PreOpMask>(op, postOp, srcs, dsts, k < head ? k : tailFrom + (k - head));
+}
+
 template <int Unroll, typename T, typename RedOp, int NSrcs, int NDsts, int PreOpMask = 0>
 __device__ __forceinline__ void mcclReduceCopy(int tid, int nworkers, const RedOp& op, bool postOp, void** srcPtrs,
                                                void** dstPtrs, int64_t nelem) {
@@ -330,73 +518,23 @@ __device__ __forceinline__ void mcclReduceCopy(int tid, int nworkers, const RedO
   static_assert(PreOpMask >= 0 && PreOpMask < (1 << NSrcs), "pre applies to some of the sources");
   const T* srcs[NSrcs];
   T* dsts[NDsts];
-  uintptr_t misaligned = 0;
+  // The bits in which the addresses differ from the first one's, up to 16: the lowest set bit is the
+  // widest pack they all share.
+  uintptr_t differ = 16;
 #pragma unroll
   for (int s = 0; s < NSrcs; s++) {
     srcs[s] = (const T*)srcPtrs[s];
-    misaligned |= (uintptr_t)srcs[s];
+    differ |= (uintptr_t)srcs[s] ^ (uintptr_t)srcPtrs[0];
   }
 #pragma unroll
   for (int d = 0; d < NDsts; d++) {
     dsts[d] = (T*)dstPtrs[d];
-    misaligned |= (uintptr_t)dsts[d];
+    differ |= (uintptr_t)dsts[d] ^ (uintptr_t)srcPtrs[0];
   }
-  int64_t done = 0;
-  if ((misaligned & 15) == 0) {
-    constexpr int EltPerPack = mcclPack<T>::N;
-    const int64_t npacks = nelem / EltPerPack;
-    const int64_t perTrip = (int64_t)nworkers * Unroll;
-    for (int64_t base = 0; base < npacks; base += perTrip) {
-      mcclPack<T> acc[Unroll];
-#pragma unroll
-      for (int u = 0; u < Unroll; u++) {
-        int64_t p = base + (int64_t)u * nworkers + tid;
-        if (p < npacks) load128((const uint64_t*)(srcs[0] + p * EltPerPack), acc[u].u[0], acc[u].u[1]);
-      }
-      if (PreOpMask & 1) {
-#pragma unroll
-        for (int u = 0; u < Unroll; u++) acc[u] = mcclPrePack<T>(op, acc[u]);
-      }
-#pragma unroll
-      for (int s = 1; s < NSrcs; s++) {
-#pragma unroll
-        for (int u = 0; u < Unroll; u++) {
-          int64_t p = base + (int64_t)u * nworkers + tid;
-          if (p < npacks) {
-            mcclPack<T> x;
-            load128((const uint64_t*)(srcs[s] + p * EltPerPack), x.u[0], x.u[1]);
-            if (PreOpMask >> s & 1) x = mcclPrePack<T>(op, x);
-            acc[u] = mcclApplyPack<T>(op, acc[u], x);
-          }
-        }
-      }
-      if (postOp) {
-#pragma unroll
-        for (int u = 0; u < Unroll; u++) acc[u] = mcclPostPack<T>(op, acc[u]);
-      }
-#pragma unroll
-      for (int d = 0; d < NDsts; d++) {
-#pragma unroll
-        for (int u = 0; u < Unroll; u++) {
-          int64_t p = base + (int64_t)u * nworkers + tid;
-          if (p < npacks) store128((uint64_t*)(dsts[d] + p * EltPerPack), acc[u].u[0], acc[u].u[1]);
-        }
-      }
-    }
-    done = npacks * EltPerPack;
-  }
-  for (int64_t i = done + tid; i < nelem; i += nworkers) {
-    T x = mcclLoadElt(srcs[0] + i);
-    if (PreOpMask & 1) x = op.pre(x);
-#pragma unroll
-    for (int s = 1; s < NSrcs; s++) {
-      T y = mcclLoadElt(srcs[s] + i);
-      x = op.apply(x, (PreOpMask >> s & 1) ? op.pre(y) : y);
-    }
-    if (postOp) x = op.post(x);
-#pragma unroll
-    for (int d = 0; d < NDsts; d++) mcclStoreElt(dsts[d] + i, x);
-  }
+  int packBytes = (int)(differ & (~differ + 1));
+  if ((uintptr_t)srcPtrs[0] & (sizeof(T) - 1)) packBytes = 0;  // elements straddle packs: none fits
+  mcclReduceCopyTier<Unroll, 16, T, RedOp, NSrcs, NDsts, PreOpMask>(tid, nworkers, op, postOp, srcs, dsts, nelem,
+                                                                    packBytes);
 }
 
 #endif
