@@ -654,6 +654,36 @@ cudaError_t CUDARTAPI cudaDeviceCanAccessPeer(int* canAccessPeer, int device, in
   return cudaSuccess;
 }
 
+// What the link between two devices offers. The sim's devices share the host's memory, with every atomic
+// and no torn line, as NVLink peers: reported as such (MCCL_SIM_NVLINK=1), or as a pair over PCIe, which
+// has peer access but no native atomics (MCCL_SIM_NVLINK=0), so the code that tells the two apart runs.
+// Unlike the other MCCL_SIM_* parameters it is read at every call, so a test can pose a PCIe pair for one
+// communicator's connections. A device and itself is no pair: the driver answers cudaErrorInvalidDevice.
+cudaError_t CUDARTAPI cudaDeviceGetP2PAttribute(int* value, enum cudaDeviceP2PAttr attr, int srcDevice, int dstDevice) {
+  simRtInit();
+  if (!value) return simRtErr(cudaErrorInvalidValue);
+  if (!simDeviceValid(srcDevice) || !simDeviceValid(dstDevice) || srcDevice == dstDevice)
+    return simRtErr(cudaErrorInvalidDevice);
+  const int nvlink = (int)envLL(simParamEnvSimNvlink, simParamDefaultSimNvlink, 0, 1);
+  switch (attr) {
+    case cudaDevP2PAttrPerformanceRank:
+      *value = nvlink ? 0 : 1;
+      return cudaSuccess;
+    case cudaDevP2PAttrAccessSupported:
+      *value = 1;
+      return cudaSuccess;
+    case cudaDevP2PAttrNativeAtomicSupported:
+      *value = nvlink;
+      return cudaSuccess;
+    case cudaDevP2PAttrCudaArrayAccessSupported:
+    case cudaDevP2PAttrOnlyPartialNativeAtomicSupported:
+      *value = 0;
+      return cudaSuccess;
+    default:
+      return simRtErr(cudaErrorInvalidValue);
+  }
+}
+
 cudaError_t CUDARTAPI cudaDeviceEnablePeerAccess(int peerDevice, unsigned int flags) {
   simRtInit();
   if (flags != 0) return simRtErr(cudaErrorInvalidValue);

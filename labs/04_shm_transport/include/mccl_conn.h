@@ -90,9 +90,10 @@ struct mcclRecvMem {
 
 /** @brief Index of the LL protocol's buffer in mcclConnInfo::buffs (NCCL_PROTO_LL). */
 #define MCCL_PROTO_LL 0
-/** @brief Index of the LL128 protocol's buffer (NCCL_PROTO_LL128). Only P2P connections have one: its
- *  128-byte lines rely on NVLink delivering each line of a warp's store whole, which host memory (SHM)
- *  and a network (NET) do not promise, so those leave buffs[MCCL_PROTO_LL128] NULL. */
+/** @brief Index of the LL128 protocol's buffer (NCCL_PROTO_LL128). Only P2P connections over NVLink have
+ *  one: its 128-byte lines rely on NVLink delivering each line of a warp's store whole, which PCIe (a P2P
+ *  pair without NVLink), host memory (SHM) and a network (NET) do not promise, so those leave
+ *  buffs[MCCL_PROTO_LL128] NULL. */
 #define MCCL_PROTO_LL128 1
 /** @brief Index of the SIMPLE protocol's buffer (NCCL_PROTO_SIMPLE). */
 #define MCCL_PROTO_SIMPLE 2

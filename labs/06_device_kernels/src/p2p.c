@@ -75,6 +75,24 @@ static mcclResult_t p2pCanConnect(int* ret, const struct mcclTransportCtx* ctx, 
 
 // ---- setup: each side asks its proxy for device memory ----------------------------------------
 
+// Whether a connection between two devices may carry LL128. LL128 trusts every 128-byte line of a warp's
+// store to arrive whole, which NVLink guarantees and PCIe does not, so NCCL enables it by default only
+// where the GPUs' path is NVLink (src/graph/tuning.cc: typeIntra <= PATH_NVB), a path type it learns from
+// NVML. The CUDA runtime names no link type; what it does tell, without NVML, is whether the pair has
+// native atomics (cudaDevP2PAttrNativeAtomicSupported): peers over NVLink do, peers over PCIe do not.
+// That is the test. Two ranks on one device share its memory, no link between: capable. Asked with the
+// lower device first, so both ends of a connection agree.
+static int p2pLl128Capable(int dev1, int dev2) {
+  if (dev1 == dev2) return 1;
+  const int lo = dev1 < dev2 ? dev1 : dev2, hi = dev1 < dev2 ? dev2 : dev1;
+  int atomics = 0;
+  if (cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, lo, hi) != cudaSuccess) {
+    (void)cudaGetLastError();
+    atomics = 0;
+  }
+  return atomics == 1;
+}
+
 // The receiver's FIFOs follow its page in protocol order, as NCCL lays out buffs[p]: LL, LL128, SIMPLE.
 static size_t p2pFifoBytes(const struct p2pResources* r) {
   size_t n = 0;
@@ -118,6 +136,12 @@ static mcclResult_t p2pSetup(int send, struct mcclTransportCtx* ctx, const mcclP
   }
   // The communicator's sizes for this connIndex (NCCL's comm->buffSizes), the same on both sides.
   MCCLCHECKGOTO(mcclTransportBuffSizes(ctx, connIndex, r->buffSizes), res, fail);
+  // No LL128 FIFO without NVLink: lab 07 then refuses MCCL_PROTO=ll128 on a ring with this edge, by name.
+  if (r->buffSizes[MCCL_PROTO_LL128] > 0 && !p2pLl128Capable(myInfo->cudaDev, peerInfo->cudaDev)) {
+    r->buffSizes[MCCL_PROTO_LL128] = 0;
+    INFO(MCCL_INIT | MCCL_P2P, "P2P dev %d <-> dev %d: no native atomics, so no NVLink: no LL128 FIFO", myInfo->cudaDev,
+         peerInfo->cudaDev);
+  }
   struct mcclP2pRequest req;
   memset(&req, 0, sizeof(req));
   // Write mode, receiver-side FIFOs (NCCL's default without P2P read): the sender stores into the

@@ -93,9 +93,10 @@ typedef struct mcclLabComm {
   int multiHost;                     /**< 1: the ranks span several hosts (lab 08's NET edges): LL only up to
                                         MCCL_NET_LL_MAX bytes */
   int ll128Ok;                       /**< 1 on every rank when every rank's ring connections carry an LL128 FIFO
-                                        (all P2P): the rings may run LL128 */
+                                        (all P2P over NVLink): the rings may run LL128 */
   int noLl128Rank;                   /**< where ll128Ok is 0: the first rank with a ring edge that has none */
-  int noLl128Transport;              /**< and that edge's TRANSPORT_SHM or TRANSPORT_NET */
+  int noLl128Transport;              /**< and that edge's TRANSPORT_SHM, TRANSPORT_NET, or TRANSPORT_P2P (over
+                                        PCIe: no NVLink) */
   struct mcclConnInfo* devRecvConns; /**< [nChannels] device: recv from ring.prev, channel c at [c] */
   struct mcclConnInfo* devSendConns; /**< [nChannels] device: send to ring.next, channel c at [c] */
   volatile uint32_t* abortFlag;      /**< host view of the host-mapped abort flag */

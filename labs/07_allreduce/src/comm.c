@@ -94,8 +94,9 @@ static mcclResult_t ringConns(mcclLabComm* comm) {
 // (lab 08), so an LL step must fit a SIMPLE slot. Where it does not (a small MCCL_BUFFSIZE), the
 // communicator stays on SIMPLE, and every rank must agree: a rank without a NET edge of its own (one
 // in the middle of a host) would otherwise pick LL while its neighbours send SIMPLE.
-// LL128 needs an LL128 FIFO on every ring connection of every rank (P2P only, mccl_conn.h says why): the
-// ranks agree on that too, and remember the first rank and transport that lacks one, to name it.
+// LL128 needs an LL128 FIFO on every ring connection of every rank (P2P over NVLink only, mccl_conn.h says
+// why): the ranks agree on that too, and remember the first rank and transport that lacks one, to name it
+// (a P2P edge without one is a pair over PCIe).
 #define AGREE_SIMPLE_ONLY 1
 #define AGREE_NO_LL128 2
 static mcclResult_t agreeProtocols(mcclLabComm* comm) {

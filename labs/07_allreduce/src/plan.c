@@ -175,9 +175,12 @@ mcclResult_t mcclLabCommProto(const mcclLabComm* comm, size_t bytes, int proto, 
   // Only MCCL_PROTO asks for LL128 (the table does not pick it), so a ring that cannot carry it refuses.
   if (proto == MCCL_PROTO_LL128 && !comm->ll128Ok) {
     WARN(
-        "Invalid usage: MCCL_PROTO=ll128 on rank %d: rank %d's ring has a %s connection, which has no LL128 FIFO "
-        "(LL128 needs P2P, where NVLink delivers each 128-byte line whole)",
-        comm->rank, comm->noLl128Rank, comm->noLl128Transport == TRANSPORT_NET ? "NET" : "SHM");
+        "Invalid usage: MCCL_PROTO=ll128 on rank %d: rank %d's ring has a connection over %s, which has no LL128 "
+        "FIFO (LL128 needs P2P over NVLink, which delivers each 128-byte line whole)",
+        comm->rank, comm->noLl128Rank,
+        comm->noLl128Transport == TRANSPORT_NET   ? "NET"
+        : comm->noLl128Transport == TRANSPORT_SHM ? "SHM"
+                                                  : "P2P without NVLink (PCIe)");
     return mcclInvalidUsage;
   }
   if (comm->simpleOnly) proto = MCCL_PROTO_SIMPLE;
