@@ -175,8 +175,8 @@ static void moveBytes(mcclDevTransport_t which, int proto) {
   for (int i = 0; i < nsizes; i++) {
     size_t bytes = sizes[i];
     if (bytes > cap) continue;
-    // Small sizes alternate between aligned buffers and buffers 1 and 3 bytes off (the element-wise
-    // path of the copy loop); the big ones stay aligned (the 16-byte path).
+    // Small sizes alternate between aligned buffers and buffers 1 and 3 bytes off (the copy loop's
+    // narrowest packs); the big ones stay aligned (the 16-byte packs). Section 3b tries every offset.
     size_t so = (i & 1) && bytes <= (1 << 20) ? 1 : 0, dOff = (i & 1) && bytes <= (1 << 20) ? 3 : 0;
     ptFill(want, bytes, seed + i);
     EXPECT_CUDA_OK(cudaSetDevice(0));
@@ -236,64 +236,15 @@ static void moveP2pLL128(void) {
   moveBytes(mcclDevTransportP2p, MCCL_PROTO_LL128);
 }
 
-// LL128 lanes load and store the user's buffers 16 bytes at a time where they can: every source offset
-// 0..15 against a destination offset that differs from it, on a size that ends mid-line, and one that
-// fills whole slices.
-static void ll128Offsets(void) {
+// Only a pair over NVLink gets an LL128 FIFO. SHM has none (host memory promises no 128-byte line
+// delivery), nor has P2P between devices without NVLink (no native atomics between them: PCIe; the sim
+// poses such a pair with MCCL_SIM_NVLINK=0, a GPU host with NVLink between devices 0 and 1 leaves that
+// part out). An LL128 launch on either ends as aborted on both sides at once, with nothing stored.
+static void ll128WithoutNvlinkAborts(void) {
   if (nDevices() < 2) SKIP("needs 2 devices");
-  if (!mcclCuMemEnable()) SKIP("cuMem not supported: no P2P");
-  const size_t sizes[] = {4099, 2 * 1920};
-  const size_t cap = 4099 + 32;
-  ptLink l;
-  EXPECT_OK(linkOpen(&l, 0, 1, 2, mcclDevTransportP2p, 0));
-  unsigned char *want = malloc(cap), *got = malloc(cap);
-  EXPECT_TRUE(want && got);
-  void *src = NULL, *dst = NULL;
-  EXPECT_CUDA_OK(cudaSetDevice(0));
-  EXPECT_CUDA_OK(cudaMalloc(&src, cap));
-  EXPECT_CUDA_OK(cudaSetDevice(1));
-  EXPECT_CUDA_OK(cudaMalloc(&dst, cap));
-  for (int so = 0; so < 16 && !mcclTestStopped(); so++) {
-    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]) && !mcclTestStopped(); k++) {
-      const size_t bytes = sizes[k];
-      const int dOff = (so * 7 + 3) % 16;
-      ptFill(want, bytes, mcclTestRand());
-      EXPECT_CUDA_OK(cudaSetDevice(0));
-      EXPECT_CUDA_OK(mcclTestCopyToDevice((char*)src + so, want, bytes));
-      EXPECT_CUDA_OK(cudaSetDevice(1));
-      EXPECT_CUDA_OK(mcclTestMemset(dst, PT_POISON, cap));
-      EXPECT_OK(linkMove(&l, MCCL_PROTO_LL128, mcclUint8, bytes, (char*)src + so, (char*)dst + dOff, NULL, 0));
-      EXPECT_EQ(*l.rcv.statusH, mcclDevStatusDone);
-      EXPECT_CUDA_OK(cudaSetDevice(1));
-      EXPECT_CUDA_OK(cudaMemcpy(got, dst, cap, cudaMemcpyDeviceToHost));
-      size_t nbad = 0;
-      int64_t bad = ptCompare(got + dOff, want, bytes, &nbad);
-      if (bad >= 0)
-        mcclTestFailAt(__FILE__, __LINE__, "src +%d, dst +%d, %zu bytes: %zu bytes differ, first at %lld", so, dOff,
-                       bytes, nbad, (long long)bad);
-      for (size_t i = 0; i < cap && bad < 0; i++)
-        if ((i < (size_t)dOff || i >= dOff + bytes) && got[i] != PT_POISON)
-          mcclTestFailAt(__FILE__, __LINE__, "src +%d, dst +%d, %zu bytes: byte %zu outside dst written", so, dOff,
-                         bytes, i);
-    }
-  }
-  cudaSetDevice(0);
-  cudaFree(src);
-  cudaSetDevice(1);
-  cudaFree(dst);
-  free(want);
-  free(got);
-  EXPECT_OK(linkClose(&l));
-}
-
-// SHM has no LL128 FIFO (host memory promises no 128-byte line delivery): an LL128 launch on it ends as
-// aborted on both sides at once, with nothing stored.
-static void ll128OnShmAborts(void) {
-  if (nDevices() < 2) SKIP("needs 2 devices");
-  ptLink l;
-  EXPECT_OK(linkOpen(&l, 0, 1, 1, mcclDevTransportShm, 0));
-  EXPECT_TRUE(l.pair->ends[0].send[0].conn.buffs[MCCL_PROTO_LL128] == NULL);
-  EXPECT_EQ(l.pair->ends[0].send[0].conn.ll128StepSize, 0);
+  int nvlinkPair = 0;
+  if (!PT_ON_SIM && cudaDeviceGetP2PAttribute(&nvlinkPair, cudaDevP2PAttrNativeAtomicSupported, 0, 1) != cudaSuccess)
+    nvlinkPair = 1;  // unknown: leave the P2P part out
   const size_t bytes = 1000;
   void *src = NULL, *dst = NULL;
   unsigned char got[1000];
@@ -301,21 +252,33 @@ static void ll128OnShmAborts(void) {
   EXPECT_CUDA_OK(cudaMalloc(&src, bytes));
   EXPECT_CUDA_OK(cudaSetDevice(1));
   EXPECT_CUDA_OK(cudaMalloc(&dst, bytes));
-  EXPECT_CUDA_OK(mcclTestMemset(dst, PT_POISON, bytes));
-  mcclResult_t r = linkMove(&l, MCCL_PROTO_LL128, mcclUint8, bytes, src, dst, NULL, 0);
-  EXPECT_RES(r, mcclInternalError);
-  EXPECT_EQ(*l.rcv.statusH, mcclDevStatusAborted);
-  EXPECT_EQ(*l.snd.statusH, mcclDevStatusAborted);
-  EXPECT_CUDA_OK(cudaSetDevice(1));
-  EXPECT_CUDA_OK(cudaMemcpy(got, dst, bytes, cudaMemcpyDeviceToHost));
-  size_t touched = 0;
-  for (size_t i = 0; i < bytes; i++) touched += got[i] != PT_POISON;
-  EXPECT_EQ(touched, 0);
+  for (int pcie = 0; pcie < 2 && !mcclTestStopped(); pcie++) {
+    if (pcie && (nvlinkPair || !mcclCuMemEnable())) continue;
+    if (pcie && PT_ON_SIM) setenv("MCCL_SIM_NVLINK", "0", 1);  // read as the connections are set up
+    ptLink l;
+    EXPECT_OK(linkOpen(&l, 0, 1, 1, pcie ? mcclDevTransportP2p : mcclDevTransportShm, 0));
+    unsetenv("MCCL_SIM_NVLINK");
+    CHECK_STOPPED();
+    EXPECT_TRUE(l.pair->ends[0].send[0].conn.buffs[MCCL_PROTO_LL128] == NULL);
+    EXPECT_TRUE(l.pair->ends[1].recv[0].conn.buffs[MCCL_PROTO_LL128] == NULL);
+    EXPECT_EQ(l.pair->ends[0].send[0].conn.ll128StepSize, 0);
+    EXPECT_TRUE(l.pair->ends[0].send[0].conn.buffs[MCCL_PROTO_SIMPLE] != NULL);
+    EXPECT_CUDA_OK(mcclTestMemset(dst, PT_POISON, bytes));
+    mcclResult_t r = linkMove(&l, MCCL_PROTO_LL128, mcclUint8, bytes, src, dst, NULL, 0);
+    EXPECT_RES(r, mcclInternalError);
+    EXPECT_EQ(*l.rcv.statusH, mcclDevStatusAborted);
+    EXPECT_EQ(*l.snd.statusH, mcclDevStatusAborted);
+    EXPECT_CUDA_OK(cudaSetDevice(1));
+    EXPECT_CUDA_OK(cudaMemcpy(got, dst, bytes, cudaMemcpyDeviceToHost));
+    size_t touched = 0;
+    for (size_t i = 0; i < bytes; i++) touched += got[i] != PT_POISON;
+    EXPECT_EQ(touched, 0);
+    EXPECT_OK(linkClose(&l));
+  }
   cudaSetDevice(0);
   cudaFree(src);
   cudaSetDevice(1);
   cudaFree(dst);
-  EXPECT_OK(linkClose(&l));
 }
 
 // ---- 2. every public op: a chain of three endpoints --------------------------------------------
@@ -736,6 +699,102 @@ static void reduceTypesLL128(void) {
   reduceTypes(MCCL_PROTO_LL128);
 }
 
+// ---- 3b. buffers that start anywhere --------------------------------------------------------------
+// A user buffer may start at any byte (a view into a tensor), and the sender's, the receiver's input and
+// its output each at another: the copy loop splits off an unaligned head and tail and moves the rest in
+// the widest packs every pointer shares, LL and LL128 take their misaligned pieces in aligned parts. A
+// send into a recvReduceCopy (the sum), on every protocol: bytes with the source at every offset 0..15 and
+// the receiver's input and output at others (out of place) or one buffer (in place); bfloat16 and float64
+// at whole-element offsets. Sizes end mid-pack and mid-line; every byte outside the output stays as it was.
+typedef struct {
+  int dtype;
+  int srcOff, inOff, dstOff, inPlace;  // bytes past a 16-byte boundary; in place: inOff = dstOff, one buffer
+} offsetCase;
+
+static void offsetsRun(ptLink* l, int proto, const offsetCase* oc, size_t count, void* srcA, void* bufB, void* bufD,
+                       size_t cap, unsigned char* a, unsigned char* b, unsigned char* want, unsigned char* got) {
+  const size_t es = mcclTypeSize(oc->dtype), bytes = count * es;
+  fillType(oc->dtype, a, count);
+  fillType(oc->dtype, b, count);
+  refReduce(oc->dtype, mcclSum, 0, 0, b, a, want, count);
+  EXPECT_CUDA_OK(cudaSetDevice(0));
+  EXPECT_CUDA_OK(mcclTestCopyToDevice((char*)srcA + oc->srcOff, a, bytes));
+  EXPECT_CUDA_OK(cudaSetDevice(1));
+  EXPECT_CUDA_OK(mcclTestMemset(bufD, PT_POISON, cap));
+  void* in = oc->inPlace ? (char*)bufD + oc->dstOff : (char*)bufB + oc->inOff;
+  EXPECT_CUDA_OK(mcclTestCopyToDevice(in, b, bytes));
+  struct mcclDevWork r = ptWork(mcclDevOpRecvReduceCopy, proto, oc->dtype, mcclSum, count, l->nch);
+  r.src = in;
+  EXPECT_OK(linkMove(l, proto, oc->dtype, count, (char*)srcA + oc->srcOff, (char*)bufD + oc->dstOff, &r, 0));
+  EXPECT_EQ(*l->rcv.statusH, mcclDevStatusDone);
+  EXPECT_CUDA_OK(cudaSetDevice(1));
+  EXPECT_CUDA_OK(cudaMemcpy(got, bufD, cap, cudaMemcpyDeviceToHost));
+  const int64_t bad = firstOutOfBound(oc->dtype, got + oc->dstOff, want, count);
+  if (bad >= 0)
+    mcclTestFailAt(__FILE__, __LINE__, "%s %s, src +%d, input +%d, output +%d%s, %zu elements: element %lld is wrong",
+                   mcclProtoName(proto), mcclTypeName(oc->dtype), oc->srcOff, oc->inOff, oc->dstOff,
+                   oc->inPlace ? " (in place)" : "", count, (long long)bad);
+  for (size_t i = 0; i < cap && bad < 0; i++)
+    if ((i < (size_t)oc->dstOff || i >= oc->dstOff + bytes) && got[i] != PT_POISON) {
+      mcclTestFailAt(__FILE__, __LINE__,
+                     "%s %s, src +%d, output +%d%s, %zu elements: byte %zu outside the output written",
+                     mcclProtoName(proto), mcclTypeName(oc->dtype), oc->srcOff, oc->dstOff,
+                     oc->inPlace ? " (in place)" : "", count, i);
+      break;
+    }
+}
+
+static void offsets(int proto) {
+  if (nDevices() < 2) SKIP("needs 2 devices");
+  if (proto == MCCL_PROTO_LL128 && !mcclCuMemEnable()) SKIP("cuMem not supported: no P2P");
+  const size_t bytesMax = 4099, cap = bytesMax + 32;
+  ptLink l;
+  EXPECT_OK(linkOpen(&l, 0, 1, 2, mcclCuMemEnable() ? mcclDevTransportP2p : mcclDevTransportShm, 0));
+  unsigned char *a = malloc(cap), *b = malloc(cap), *want = malloc(cap), *got = malloc(cap);
+  EXPECT_TRUE(a && b && want && got);
+  void *srcA = NULL, *bufB = NULL, *bufD = NULL;
+  EXPECT_CUDA_OK(cudaSetDevice(0));
+  EXPECT_CUDA_OK(cudaMalloc(&srcA, cap));
+  EXPECT_CUDA_OK(cudaSetDevice(1));
+  EXPECT_CUDA_OK(cudaMalloc(&bufB, cap));
+  EXPECT_CUDA_OK(cudaMalloc(&bufD, cap));
+  // Bytes: every source offset, in place and out of place. The wider types: every whole-element offset.
+  const int dtypes[] = {mcclUint8, mcclBfloat16, mcclFloat64};
+  for (size_t t = 0; t < sizeof(dtypes) / sizeof(dtypes[0]) && !mcclTestStopped(); t++) {
+    const int es = (int)mcclTypeSize(dtypes[t]);
+    for (int so = 0; so < 16 && !mcclTestStopped(); so += es) {
+      for (int inPlace = 0; inPlace < 2 && !mcclTestStopped(); inPlace++) {
+        if (es == 2 && inPlace != ((so / 2) & 1)) continue;  // bfloat16: each offset once, the two forms in turn
+        offsetCase oc = {dtypes[t], so, (so * 5 + 1) % 16 / es * es, (so * 7 + 3) % 16 / es * es, inPlace};
+        if (inPlace) oc.inOff = oc.dstOff;
+        // Ends mid-line and mid-pack for every type; every other one crosses a 2 KiB LL128 slice.
+        size_t count = ((so / es) & 1 ? bytesMax : 1925) / (size_t)es;
+        if (count * es % 16 == 0) count--;
+        offsetsRun(&l, proto, &oc, count, srcA, bufB, bufD, cap, a, b, want, got);
+      }
+    }
+  }
+  cudaSetDevice(0);
+  cudaFree(srcA);
+  cudaSetDevice(1);
+  cudaFree(bufB);
+  cudaFree(bufD);
+  free(a);
+  free(b);
+  free(want);
+  free(got);
+  EXPECT_OK(linkClose(&l));
+}
+static void offsetsSimple(void) {
+  offsets(MCCL_PROTO_SIMPLE);
+}
+static void offsetsLL(void) {
+  offsets(MCCL_PROTO_LL);
+}
+static void offsetsLL128(void) {
+  offsets(MCCL_PROTO_LL128);
+}
+
 // A self-check of the reference's conversions (so a wrong reference cannot hide a wrong kernel).
 static void referenceConversions(void) {
   uint16_t h[1];
@@ -905,7 +964,7 @@ static void abortSpinning(mcclDevTransport_t which) {
   setenv("MCCL_LL128_BUFFSIZE", "16384", 1);
   mcclParamResetAll();
   for (int proto = 0; proto < MCCL_NUM_PROTOCOLS; proto++) {
-    if (proto == MCCL_PROTO_LL128 && which != mcclDevTransportP2p) continue;  // ll128OnShmAborts
+    if (proto == MCCL_PROTO_LL128 && which != mcclDevTransportP2p) continue;  // ll128WithoutNvlinkAborts
     for (int sender = 0; sender < 2; sender++) {
       ptLink l;
       EXPECT_OK(linkOpen(&l, 0, 1, 2, which, 0));
@@ -1163,9 +1222,9 @@ static void launchBadInput(void) {
 }
 
 MCCL_TEST_MAIN(MCCL_TEST_CASE(moveShmSimple), MCCL_TEST_CASE(moveShmLL), MCCL_TEST_CASE(moveP2pSimple),
-               MCCL_TEST_CASE(moveP2pLL), MCCL_TEST_CASE(moveP2pLL128), MCCL_TEST_CASE(ll128Offsets),
-               MCCL_TEST_CASE(ll128OnShmAborts), MCCL_TEST_CASE(chainSimple), MCCL_TEST_CASE(chainLL),
-               MCCL_TEST_CASE(referenceConversions), MCCL_TEST_CASE(reduceTypesSimple), MCCL_TEST_CASE(reduceTypesLL),
-               MCCL_TEST_CASE(reduceTypesLL128), MCCL_TEST_CASE(stepsWrapShm), MCCL_TEST_CASE(stepsWrapP2p),
-               MCCL_TEST_CASE(abortSpinningShm), MCCL_TEST_CASE(abortSpinningP2p), MCCL_TEST_CASE(waitTimesOut),
-               MCCL_TEST_CASE(launchBadInput))
+               MCCL_TEST_CASE(moveP2pLL), MCCL_TEST_CASE(moveP2pLL128), MCCL_TEST_CASE(offsetsSimple),
+               MCCL_TEST_CASE(offsetsLL), MCCL_TEST_CASE(offsetsLL128), MCCL_TEST_CASE(ll128WithoutNvlinkAborts),
+               MCCL_TEST_CASE(chainSimple), MCCL_TEST_CASE(chainLL), MCCL_TEST_CASE(referenceConversions),
+               MCCL_TEST_CASE(reduceTypesSimple), MCCL_TEST_CASE(reduceTypesLL), MCCL_TEST_CASE(reduceTypesLL128),
+               MCCL_TEST_CASE(stepsWrapShm), MCCL_TEST_CASE(stepsWrapP2p), MCCL_TEST_CASE(abortSpinningShm),
+               MCCL_TEST_CASE(abortSpinningP2p), MCCL_TEST_CASE(waitTimesOut), MCCL_TEST_CASE(launchBadInput))

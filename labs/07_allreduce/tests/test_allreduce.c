@@ -269,6 +269,37 @@ static void oneShotBlocks(void) {
   tearDown(&s);
 }
 
+// Windows whose buffers start off a 16-byte boundary, as nccl-tests -u passes them: send and recv equally
+// off on every rank (two-shot then moves 16-byte packs after a head), or off by different amounts (each
+// element alone); every path, in and out of place, counts that end mid-pack.
+static void unalignedWindows(void) {
+  int n = nRanksHere();
+  if (n < 2) SKIP("needs 2 devices");
+  if (!mcclCuMemEnable()) SKIP("cuMem not supported: no windows");
+  const size_t count = 1021;
+  struct arSet s;
+  setUp(&s, n, 2, count * 8 + 16);
+  static const struct {
+    size_t sendOff, recvOff;
+    mcclDataType_t t;
+  } offs[] = {{1, 1, mcclInt8},    {4, 4, mcclFloat32}, {6, 6, mcclBfloat16},
+              {8, 8, mcclFloat64}, {3, 9, mcclUint8},   {4, 12, mcclInt32}};
+  const int noffs = (int)(sizeof(offs) / sizeof(offs[0]));
+  int k = 0;
+  for (int p = 0; p < AR_NPATHS && !mcclTestStopped(); p++)
+    for (int o = 0; o < noffs && !mcclTestStopped(); o++, k++) {
+      struct arSet moved = s;  // the same windows, the buffers moved inside them
+      moved.bytes = s.bytes - 16;
+      for (int i = 0; i < n; i++) {
+        moved.r[i].send = (char*)s.r[i].send + offs[o].sendOff;
+        moved.r[i].recv = (char*)s.r[i].recv + offs[o].recvOff;
+      }
+      runOne(&moved, &arPaths[p], offs[o].t, k % 3 ? mcclSum : mcclAvg, count, k & 1, mcclTestSeed() + (uint64_t)k);
+    }
+  arForce(NULL, NULL);
+  tearDown(&s);
+}
+
 // The ring over SHM connections (MCCL_P2P_DISABLE=1) too.
 static void shmRing(void) {
   int n = nRanksHere();
@@ -527,7 +558,7 @@ static void oneRank(void) {
 }
 
 MCCL_TEST_MAIN(MCCL_TEST_CASE(everyTypeAndOp), MCCL_TEST_CASE(awkwardCounts), MCCL_TEST_CASE(oneShotBlocks),
-               MCCL_TEST_CASE(shmRing), MCCL_TEST_CASE(backToBack), MCCL_TEST_CASE(graphReplay),
-               MCCL_TEST_CASE(abortRingSimple), MCCL_TEST_CASE(abortRingLL), MCCL_TEST_CASE(abortOneShot),
-               MCCL_TEST_CASE(abortTwoShot), MCCL_TEST_CASE(abortOneShotSimple), MCCL_TEST_CASE(oneShotSimple),
-               MCCL_TEST_CASE(oneRank))
+               MCCL_TEST_CASE(unalignedWindows), MCCL_TEST_CASE(shmRing), MCCL_TEST_CASE(backToBack),
+               MCCL_TEST_CASE(graphReplay), MCCL_TEST_CASE(abortRingSimple), MCCL_TEST_CASE(abortRingLL),
+               MCCL_TEST_CASE(abortOneShot), MCCL_TEST_CASE(abortTwoShot), MCCL_TEST_CASE(abortOneShotSimple),
+               MCCL_TEST_CASE(oneShotSimple), MCCL_TEST_CASE(oneRank))

@@ -5,7 +5,9 @@
 // ranks x channels over several rounds of small FIFOs, over SHM too, one rank, the argument checks,
 // and nothing leaked.
 #include <stdlib.h>
+#include <string.h>
 #include "enq_test_util.h"
+#include "mccl_alloc.h"
 #include "mccl_test.h"
 
 // The protocol of the calls that follow (NULL: the size decides).
@@ -147,6 +149,91 @@ static void shmRing(void) {
   enqTearDown(&s);
 }
 
+// Buffers that start anywhere, as a view into a tensor passes them: every ring collective (AllReduce forced
+// onto the ring, and through one-shot), each protocol, in and out of place, each rank's send and recv
+// buffers off a 16-byte boundary by 1..15 bytes, a different amount per rank and side (whole elements of
+// the wider types), on a count that ends mid-pack and mid-line. Small FIFOs: many slices, each split anew.
+static void unalignedBuffers(void) {
+  int n = enqRanksHere();
+  if (n < 2) SKIP("needs 2 devices");
+  arSmallFifos(1);
+  struct enqSet s;
+  const size_t count = 1021;
+  enqSetUp(&s, n, 2, (count * 8 + 16) * ENQ_MAXDEV);
+  static const mcclDataType_t types[] = {mcclInt8, mcclBfloat16, mcclUint8, mcclFloat32, mcclFloat64};
+  static const struct {
+    int func;
+    const char* algo;
+  } calls[] = {{mcclFuncBroadcast, NULL},     {mcclFuncReduce, NULL},      {mcclFuncAllGather, NULL},
+               {mcclFuncReduceScatter, NULL}, {mcclFuncAllReduce, "ring"}, {mcclFuncAllReduce, "oneshot"}};
+  int k = 0;
+  for (size_t f = 0; f < sizeof(calls) / sizeof(calls[0]) && !mcclTestStopped(); f++)
+    for (int p = 0; p < 3 && !mcclTestStopped(); p++)
+      for (int inPlace = 0; inPlace < 2 && !mcclTestStopped(); inPlace++, k++) {
+        if (calls[f].algo && strcmp(calls[f].algo, "oneshot") == 0 && (p == 2 || (p == 0 && n > 2))) continue;
+        const mcclDataType_t t = types[k % 5];
+        const size_t es = mcclTypeSize(t);
+        // The set's buffers moved off their 16-byte boundaries for this call, then put back.
+        struct enqSet moved = s;
+        moved.bytes = s.bytes - 16;
+        for (int r = 0; r < n; r++) {
+          size_t so = 1 + (size_t)(k * 5 + r * 3) % 15, ro = 1 + (size_t)(k * 7 + r * 11 + 4) % 15;
+          so = so < es ? es : so / es * es;
+          ro = ro < es ? es : ro / es * es;
+          moved.send[r] = (char*)s.send[r] + so;
+          moved.recv[r] = (char*)s.recv[r] + ro;
+        }
+        arForce(calls[f].algo, protos[p]);
+        struct enqCall c = {calls[f].func, t,       k % 3 ? mcclSum : mcclAvg,   0, count,
+                            k % n,         inPlace, mcclTestSeed() + (uint64_t)k};
+        enqSetRun(&moved, &c, 1, moved.bytes, 0, 0);
+      }
+  arForce(NULL, NULL);
+  arSmallFifos(0);
+  enqTearDown(&s);
+}
+
+// A ring with a P2P edge between devices without NVLink (PCIe: no native atomics between them) has no
+// LL128 FIFO: MCCL_PROTO=ll128 is refused on every rank, naming the path, and the other protocols run. The
+// sim poses every pair as PCIe with MCCL_SIM_NVLINK=0 (read as the connections are set up); a GPU host whose
+// devices 0 and 1 are linked by NVLink skips.
+static void ll128NeedsNvlink(void) {
+  int n = enqRanksHere();
+  if (n < 2) SKIP("needs 2 devices");
+  if (!mcclCuMemEnable()) SKIP("cuMem not supported: no P2P");
+  int nvlinkPair = 1;
+  if (!MCCL_TEST_ON_SIM) {
+    if (cudaDeviceGetP2PAttribute(&nvlinkPair, cudaDevP2PAttrNativeAtomicSupported, 0, 1) != cudaSuccess) {
+      (void)cudaGetLastError();
+      SKIP("cudaDeviceGetP2PAttribute failed");
+    }
+    if (nvlinkPair) SKIP("devices 0 and 1 are linked by NVLink: no PCIe pair here");
+  }
+  setenv("MCCL_SIM_NVLINK", "0", 1);
+  struct enqSet s;
+  enqSetUp(&s, n, 2, 1021 * 4 * ENQ_MAXDEV);
+  unsetenv("MCCL_SIM_NVLINK");
+  CHECK_STOPPED();
+  EXPECT_EQ(s.comm[0]->transport[0], TRANSPORT_P2P);
+  arForce(NULL, "ll128");
+  for (int r = 0; r < n && !mcclTestStopped(); r++) {
+    EXPECT_CUDA_OK(cudaSetDevice(s.comm[r]->cudaDev));
+    EXPECT_EQ(s.comm[r]->ll128Ok, 0);
+    EXPECT_EQ(s.comm[r]->noLl128Transport, TRANSPORT_P2P);
+    EXPECT_RES(mcclLabAllReduce(s.send[r], s.recv[r], 64, mcclInt32, mcclSum, s.comm[r], s.stream[r]),
+               mcclInvalidUsage);
+    EXPECT_RES(mcclLabReduceScatter(s.send[r], s.recv[r], 16, mcclInt32, mcclSum, s.comm[r], s.stream[r]),
+               mcclInvalidUsage);
+  }
+  for (int p = 0; p < 2 && !mcclTestStopped(); p++) {
+    arForce(NULL, protos[p]);
+    struct enqCall c = {mcclFuncAllGather, mcclInt32, mcclSum, 0, 1021, 0, p, mcclTestSeed() + (uint64_t)p};
+    runOne(&s, &c);
+  }
+  arForce(NULL, NULL);
+  enqTearDown(&s);
+}
+
 // One device: each collective's output is its input (avg divides by 1), in place and out of place.
 static void oneRank(void) {
   if (enqDevices() < 1) SKIP("no CUDA device");
@@ -218,4 +305,5 @@ static void argumentChecks(void) {
 }
 
 MCCL_TEST_MAIN(MCCL_TEST_CASE(everyTypeAndOp), MCCL_TEST_CASE(everyRoot), MCCL_TEST_CASE(awkwardCounts),
-               MCCL_TEST_CASE(shmRing), MCCL_TEST_CASE(oneRank), MCCL_TEST_CASE(argumentChecks))
+               MCCL_TEST_CASE(shmRing), MCCL_TEST_CASE(unalignedBuffers), MCCL_TEST_CASE(ll128NeedsNvlink),
+               MCCL_TEST_CASE(oneRank), MCCL_TEST_CASE(argumentChecks))
