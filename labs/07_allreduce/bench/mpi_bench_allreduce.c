@@ -20,8 +20,10 @@
 // starts. The symmetric algorithms map peers' memory directly (NVLink), whatever the ring's
 // transport, so an SHM run times the ring only (unless --algo names others).
 //
-// --tune times ring/LL, ring/SIMPLE, one-shot and two-shot at 8 B .. 64 MiB (out-of-place, NCCL left
-// out) and prints the fastest per size and the cut-over points for src/tuning.def's table.
+// --tune times ring/LL, ring/LL128, ring/SIMPLE, one-shot and two-shot at 8 B .. 64 MiB (out-of-place, NCCL
+// left out) and prints the fastest per size and the cut-over points for src/tuning.def's table. The table
+// has no LL128 row until these runs place one: --tune prints the sizes where LL128 is the ring's fastest
+// protocol, for that row (ring/LL128 runs where every ring edge is P2P over NVLink, else its column is "-").
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +40,7 @@
 #define MiB (1024UL * 1024UL)
 #define SLACK_BYTES 64  // the driver checks this much past the end of every result
 
-enum { kRing, kOneshot, kTwoshot, kAuto, kRingLL, kRingSimple, kOneshotLL, kOneshotSimple, kNumVariants };
+enum { kRing, kOneshot, kTwoshot, kAuto, kRingLL, kRingSimple, kOneshotLL, kOneshotSimple, kRingLL128, kNumVariants };
 static const struct {
   const char* name;   // --algo spelling
   const char* algo;   // MCCL_ALGO, NULL: the table
@@ -46,7 +48,8 @@ static const struct {
 } kVariant[kNumVariants] = {{"ring", "ring", NULL},          {"oneshot", "oneshot", NULL},
                             {"twoshot", "twoshot", NULL},    {"auto", NULL, NULL},
                             {"ring-ll", "ring", "ll"},       {"ring-simple", "ring", "simple"},
-                            {"oneshot-ll", "oneshot", "ll"}, {"oneshot-simple", "oneshot", "simple"}};
+                            {"oneshot-ll", "oneshot", "ll"}, {"oneshot-simple", "oneshot", "simple"},
+                            {"ring-ll128", "ring", "ll128"}};
 
 static struct {
   int nChannels, useNccl, shm, tune;
@@ -71,9 +74,9 @@ static const char* kHelp =
     "  -o OP          sum prod max min avg, or all [sum]\n"
     "  -G N           capture the -n calls in a CUDA graph and replay it N times (cuda backend only) [0: eager]\n"
     "  -R 0|2         2: also time NCCL on ncclMemAlloc buffers registered as symmetric windows [2]\n"
-    "  --algo LIST    comma list of ours: ring oneshot twoshot auto ring-ll ring-simple oneshot-ll oneshot-simple\n"
-    "                 (oneshot-simple: 2 ranks) [ring,oneshot,twoshot,auto; --shm: ring;\n"
-    "                 --tune: ring-ll,ring-simple,oneshot-ll,oneshot-simple,twoshot]\n"
+    "  --algo LIST    comma list of ours: ring oneshot twoshot auto ring-ll ring-simple ring-ll128 oneshot-ll\n"
+    "                 oneshot-simple (oneshot-simple: 2 ranks; ring-ll128: P2P over NVLink) [ring,oneshot,twoshot,\n"
+    "                 auto; --shm: ring; --tune: ring-ll,ring-ll128,ring-simple,oneshot-ll,oneshot-simple,twoshot]\n"
     "  --channels N   our communicator's channels, 1..64 [MCCL_NCHANNELS]\n"
     "  --no-nccl      do not load NCCL\n"
     "  --shm          MCCL_P2P_DISABLE=1 and NCCL_P2P_DISABLE=1 before init: a run over SHM\n"
@@ -95,8 +98,8 @@ static void parseAlgos(const char* s) {
       if (strcasecmp(tok, kVariant[i].name) == 0) v = i;
     if (v < 0) {
       snprintf(msg, sizeof(msg),
-               "--algo: '%s' is not one of ring, oneshot, twoshot, auto, ring-ll, ring-simple, oneshot-ll, "
-               "oneshot-simple",
+               "--algo: '%s' is not one of ring, oneshot, twoshot, auto, ring-ll, ring-simple, ring-ll128, "
+               "oneshot-ll, oneshot-simple",
                tok);
       mcclArgsFail(msg);
     }
@@ -129,7 +132,7 @@ static void parseOptions(int argc, char** argv) {
   if (s) {
     parseAlgos(s);
   } else if (opt.tune) {
-    parseAlgos("ring-ll,ring-simple,oneshot-ll,oneshot-simple,twoshot");
+    parseAlgos("ring-ll,ring-ll128,ring-simple,oneshot-ll,oneshot-simple,twoshot");
   } else if (opt.shm) {
     parseAlgos("ring");
   } else {
@@ -175,6 +178,7 @@ static int variantRuns(void* ctx, const mcclArBenchTarget* t, size_t bytes) {
   if (t->id == kOneshotLL) return g.symLevel >= 1 && ll;
   if (t->id == kOneshotSimple) return g.symLevel >= 1 && simple;
   if (t->id == kTwoshot) return g.symLevel == 2 && nranks <= MCCL_SYM_MAX_RANKS;
+  if (t->id == kRingLL128) return g.comm->ll128Ok;  // refused where a ring edge has no LL128 FIFO
   return 1;
 }
 
@@ -229,7 +233,7 @@ static void tuneSummary(void) {
   printf("#%11s", "size");
   for (int i = 0; i < opt.nVariants; i++) printf(" %12s", kVariant[opt.variants[i]].name);
   printf("  fastest\n");
-  size_t lastOne = 0, lastOneSimple = 0, lastTwo = 0, lastLL = 0;
+  size_t lastOne = 0, lastOneSimple = 0, lastTwo = 0, lastLL = 0, firstLL128 = 0, lastLL128 = 0;
   for (int s = 0; s < nTune; s++) {
     printf("%12zu", tune[s].bytes);
     int best = -1;
@@ -246,8 +250,12 @@ static void tuneSummary(void) {
     if (best == kOneshot || best == kOneshotLL) lastOne = tune[s].bytes;
     if (best == kOneshotSimple) lastOneSimple = tune[s].bytes;
     if (best == kTwoshot) lastTwo = tune[s].bytes;
-    double ll = tune[s].sec[kRingLL], simple = tune[s].sec[kRingSimple];
+    double ll = tune[s].sec[kRingLL], simple = tune[s].sec[kRingSimple], ll128 = tune[s].sec[kRingLL128];
     if (ll > 0 && (simple <= 0 || ll < simple)) lastLL = tune[s].bytes;
+    if (ll128 > 0 && (ll <= 0 || ll128 < ll) && (simple <= 0 || ll128 < simple)) {
+      if (firstLL128 == 0) firstLL128 = tune[s].bytes;
+      lastLL128 = tune[s].bytes;
+    }
   }
   const char* suffix = nranks <= 2 ? "2R" : nranks <= 4 ? "4R" : "8R";
   char a[32], b[32], c[32];
@@ -266,6 +274,15 @@ static void tuneSummary(void) {
   // Up to 4 ranks the LL cut-over has a row of its own; beyond, one value serves (MCCL_TUNE_LL_MAX).
   printf("#   MCCL_TUNE_LL_MAX%s%s = %zu (%s)\n", nranks <= 4 ? "_" : "", nranks <= 4 ? suffix : "", lastLL,
          mcclArBenchFmtSize(lastLL, c, sizeof(c)));
+  // LL128 has no row in tuning.def yet (the table never picks it): where it won, for the row to come.
+  if (!g.comm->ll128Ok)
+    printf("#   ring/LL128: not run (a ring edge is not P2P over NVLink)\n");
+  else if (firstLL128 == 0)
+    printf("#   ring/LL128: never the ring's fastest protocol here\n");
+  else
+    printf("#   ring/LL128: the ring's fastest protocol from %zu (%s) to %zu (%s) bytes (not in tuning.def yet)\n",
+           firstLL128, mcclArBenchFmtSize(firstLL128, a, sizeof(a)), lastLL128,
+           mcclArBenchFmtSize(lastLL128, b, sizeof(b)));
   fflush(stdout);
 }
 

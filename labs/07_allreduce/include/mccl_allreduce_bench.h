@@ -43,7 +43,7 @@ extern "C" {
 /** @brief Most devices one process drives (`-g`). */
 #define MCCL_ARB_MAX_LOCAL 8
 /** @brief Most targets of ours (rows per size besides NCCL's). */
-#define MCCL_ARB_MAX_TARGETS 8
+#define MCCL_ARB_MAX_TARGETS 12
 /** @brief Most sizes of a sweep. */
 #define MCCL_ARB_MAX_SIZES 64
 /** @brief Most extra metadata entries a program adds (mcclArBenchSetup::metaKey). */
