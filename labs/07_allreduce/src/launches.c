@@ -13,6 +13,7 @@
 #include "mccl_checks.h"
 #include "mccl_debug.h"
 #include "mccl_devconn.h"
+#include "mccl_utils.h"
 
 mcclResult_t mcclLabLaunchesInit(mcclLabComm* comm) {
   struct mcclLabLaunches* l = &comm->launches;
@@ -69,6 +70,9 @@ mcclResult_t mcclLabCommWaitLaunches(mcclLabComm* comm) {
   if (comm == NULL) return mcclInvalidArgument;
   const uint64_t last = comm->launches.last;
   const uint64_t first = last >= MCCL_LAUNCH_RING ? last - MCCL_LAUNCH_RING + 1 : 1;
+  // Kernels end by themselves once they see the abort flag; the copy engines' waits are released.
+  if (mcclIsAborted(comm->abortFlag) && comm->ceColl.ops != NULL && comm->ceColl.ops->release != NULL)
+    comm->ceColl.ops->release(comm);
   int saved = -1;
   if (cudaGetDevice(&saved) != cudaSuccess) saved = -1;
   cudaSetDevice(comm->cudaDev);

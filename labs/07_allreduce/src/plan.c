@@ -481,6 +481,31 @@ static mcclResult_t planP2p(mcclLabComm* comm, struct mcclLabPlan* plan, double*
   return mcclSuccess;
 }
 
+// ---- the copy engines (NCCL's plan->isCeColl and ncclLaunchCeColl) ------------------------------------
+// A copy-engine task is a plan of its own with no kernel: lab 10's launch queues its synchronisations and
+// copies on the task's stream. It takes a launch number as a kernel does, and its stream writes that number
+// where a kernel's last block would (a memory operation after the last synchronisation), so teardown and the
+// watchdog see it end as they see a kernel end.
+static mcclResult_t ceLaunch(mcclLabComm* comm, const struct mcclLabTask* t) {
+  const struct mcclLabCeCollArgs args = {t->func,     t->root,     t->count,   mcclTypeSize(t->dtype),
+                                         t->sendbuff, t->recvbuff, t->sendWin, t->recvWin};
+  struct mcclDevKernelArgs a;
+  memset(&a, 0, sizeof(a));
+  mcclLabLaunchNumber(comm, t->stream, &a);
+  TRACE(MCCL_COLL, "rank %d: function %d on the copy engines (%s), %zu x %zu bytes, launch %llu", comm->rank, t->func,
+        comm->ceColl.ops->name, args.nElts, args.eltSize, (unsigned long long)a.launch);
+  mcclResult_t res = comm->ceColl.ops->launch(comm, &args, t->stream);
+  if (res == mcclSuccess && a.launch != 0)
+    CUCHECKGOTO(
+        cuStreamWriteValue64((CUstream)t->stream, (CUdeviceptr)(uintptr_t)&a.launchDone[a.launch % MCCL_LAUNCH_RING],
+                             a.launch, CU_STREAM_WRITE_VALUE_DEFAULT),
+        res, fail);
+  if (res == mcclSuccess) return mcclSuccess;
+fail:
+  mcclLabLaunchFailed(comm, &a);  // nothing will write it: never wait for it
+  return res;
+}
+
 // ---- a communicator's tasks: connect, plan, launch ---------------------------------------------------
 int mcclLabTasksDrop(mcclLabComm* comm) {
   struct mcclLabPlanner* pl = &comm->planner;
@@ -527,6 +552,16 @@ mcclResult_t mcclLabRunTasks(mcclLabComm* comm, float* estimateUs) {
   if (estimateUs == NULL) MCCLCHECKGOTO(mcclLabConnectP2p(comm), res, out);
   for (const struct mcclLabTask* t = comm->planner.head; t; t = t->next) {
     if (isP2p(t)) continue;
+    if (t->ce) {
+      const size_t bytes = taskBytes(t) * (t->func == mcclFuncBroadcast ? 1 : (size_t)comm->nRanks);
+      if (estimateUs) {
+        est += mcclLabEstimateTime(t->func, MCCL_ALGO_CE, MCCL_PROTO_SIMPLE, comm->nRanks, bytes);
+        continue;
+      }
+      MCCLCHECKGOTO(planFlush(comm, plan), res, out);  // the kernels of the calls before it go first
+      MCCLCHECKGOTO(ceLaunch(comm, t), res, out);
+      continue;
+    }
     struct mcclDevWorkColl w;
     int kernel;
     MCCLCHECKGOTO(collWork(comm, t, &w, &kernel, estimateUs ? &est : NULL), res, out);

@@ -174,7 +174,7 @@ double mcclLabEstimateTime(int func, int algo, int proto, int nRanks, size_t byt
     algo = MCCL_ALGO_RING;
     proto = MCCL_PROTO_SIMPLE;
   }
-  if (algo == MCCL_ALGO_TWOSHOT) proto = MCCL_PROTO_SIMPLE;
+  if (algo == MCCL_ALGO_TWOSHOT || algo == MCCL_ALGO_CE) proto = MCCL_PROTO_SIMPLE;
   // No LL128 row has been fitted: it is costed as the ring's SIMPLE, whose bandwidth it approaches.
   if (proto == MCCL_PROTO_LL128) proto = MCCL_PROTO_SIMPLE;
   double busBytes = (double)bytes;
