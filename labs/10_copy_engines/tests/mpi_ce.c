@@ -1,0 +1,69 @@
+// Lab 10 across processes under mpirun (2, 3 and 4 ranks): the copy engines write into windows each process
+// imported from the others (lab 07's windows, lab 03's fds), and the streams synchronise through flags in the
+// peers' signal areas. Every function at awkward sizes, in and out of place, straight to the copy engines and
+// through lab 07's calls under CTA policy ZERO (no kernel), checked on every rank.
+#include "ce_test_util.h"
+#include "mccl_test_mpi.h"
+
+static int device(void) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) return -1;
+  return mcclTestMpiRank() % n;
+}
+
+static void setUp(struct ceRank* r) {
+  memset(r, 0, sizeof(*r));
+  if (device() < 0) SKIP("no CUDA device");
+  if (!mcclCuMemEnable()) SKIP("cuMem not supported: no windows");
+  mcclUniqueId id;
+  memset(&id, 0, sizeof(id));
+  if (mcclTestMpiRank() == 0) EXPECT_OK(mcclGetUniqueId(&id));
+  MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
+  EXPECT_CUDA_OK(cudaSetDevice(device()));
+  EXPECT_OK(mcclLabCommInit(&r->comm, mcclTestMpiSize(), &id, mcclTestMpiRank(), device(), 1, mcclLocalTransports));
+  CHECK_STOPPED();
+  r->comm->ceColl.ops = &mcclCeOps;
+  r->comm->ctaPolicy = MCCL_CTA_POLICY_ZERO;
+  ceAlloc(r);
+  CHECK_STOPPED();
+  EXPECT_OK(mcclLabWindowRegister(r->comm, r->win, CE_WIN, &r->w));
+}
+
+static void tearDown(struct ceRank* r) {
+  if (r->stream) EXPECT_CUDA_OK(cudaStreamSynchronize(r->stream));
+  MPI_Barrier(MPI_COMM_WORLD);  // every rank is done with the peers' memory before any unmaps
+  ceFree(r);
+  if (r->comm) EXPECT_OK(mcclLabCommDestroy(r->comm));
+}
+
+// Every function, size and element size, out of place and in place, with the root moving; `viaLab07` picks the
+// path. Under lab 07's calls the communicator must launch no kernel.
+static void run(int viaLab07) {
+  struct ceRank r;
+  setUp(&r);
+  const int n = mcclTestMpiSize(), me = mcclTestMpiRank();
+  uint64_t tag = mcclTestSeed();
+  const uint64_t before = r.comm ? r.comm->nLaunches : 0;
+  for (int f = 0; f < 5 && !mcclTestMpiAnyStopped(); f++)
+    for (size_t s = 0; s < sizeof(ceCounts) / sizeof(ceCounts[0]) && !mcclTestMpiAnyStopped(); s++)
+      for (int form = 0; form < 3 && !mcclTestMpiAnyStopped(); form++) {
+        if (form == 2 && ceFuncs[f] == mcclFuncAlltoAll) continue;
+        const size_t esize = ceEsizes[(s + (size_t)form) % 4];
+        struct ceCall c = {ceFuncs[f], ceCounts[s], esize, (int)(s + (size_t)form) % n, form == 2, form == 0, viaLab07};
+        ceSetUp(&r, &c, n, me, tag);
+        EXPECT_OK(ceIssue(&r, &c, me));
+        ceCheck(&r, &c, n, me, tag);
+        tag++;
+      }
+  if (!mcclTestStopped() && viaLab07) EXPECT_EQ(r.comm->nLaunches, before);
+  tearDown(&r);
+}
+
+static void collectives(void) {
+  run(0);
+}
+static void policyZero(void) {
+  run(1);
+}
+
+MCCL_TEST_MAIN_MPI(MCCL_TEST_CASE(collectives), MCCL_TEST_CASE(policyZero))
