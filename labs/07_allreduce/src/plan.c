@@ -492,7 +492,7 @@ static mcclResult_t ceLaunch(mcclLabComm* comm, const struct mcclLabTask* t) {
   struct mcclDevKernelArgs a;
   memset(&a, 0, sizeof(a));
   mcclLabLaunchNumber(comm, t->stream, &a);
-  TRACE(MCCL_COLL, "rank %d: function %d on the copy engines (%s), %zu x %zu bytes, launch %llu", comm->rank, t->func,
+  TRACE(MCCL_COLL, "rank %d: function %d runs on the %s: %zu x %zu bytes, launch %llu", comm->rank, t->func,
         comm->ceColl.ops->name, args.nElts, args.eltSize, (unsigned long long)a.launch);
   mcclResult_t res = comm->ceColl.ops->launch(comm, &args, t->stream);
   if (res == mcclSuccess && a.launch != 0)
