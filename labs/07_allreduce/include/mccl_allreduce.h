@@ -68,7 +68,7 @@ struct mcclLabComm;
 
 /** @brief A collective the copy engines run, as the enqueue layer hands it to them (NCCL's ncclCeCollArgs). */
 struct mcclLabCeCollArgs {
-  int func;               /**< enum mcclFunc: AllGather, AlltoAll, Gather, Scatter or Broadcast */
+  int func;               /**< enum mcclFunc: AllGather, AlltoAll, Gather, Scatter, Broadcast or AllReduce */
   int root;               /**< Gather, Scatter, Broadcast: the root */
   size_t nElts;           /**< elements per rank pair (the call's count) */
   size_t eltSize;         /**< bytes per element */
@@ -76,6 +76,9 @@ struct mcclLabCeCollArgs {
   void* recvBuff;         /**< this rank's output */
   mcclLabWindow* sendWin; /**< the window holding sendBuff, or NULL (the engines read it where it is) */
   mcclLabWindow* recvWin; /**< the window holding recvBuff: the engines write the peers' copies of it */
+  int dtype;              /**< AllReduce: mcclDataType_t */
+  int redOp;              /**< AllReduce: enum mcclDevRedOp */
+  uint64_t redOpArg;      /**< AllReduce: the operation's argument (an immediate: every rank's is the same) */
 };
 
 /** @brief The copy-engine collectives (lab 10 defines them, as mcclCeOps; the layer that creates a communicator
@@ -95,7 +98,10 @@ struct mcclLabCeOps {
 struct mcclLabCeColl {
   const struct mcclLabCeOps* ops; /**< lab 10's mcclCeOps, or NULL: CTA policy ZERO runs kernels */
   uint32_t seq;                   /**< the last value a memory-op sync wrote (NCCL's ceSeqNum) */
-  int useComplete; /**< which flags the next sync uses: 1 ceComplete, 0 ceReady (NCCL's useCompletePtr) */
+  int useComplete;        /**< which flags the next sync uses: 1 ceComplete, 0 ceReady (NCCL's useCompletePtr) */
+  uint64_t arSeq;         /**< the assisted allreduce: rounds so far (its flags' values) */
+  cudaStream_t stream;    /**< the assisted allreduce: the copies' stream beside the reduce kernel's (or NULL) */
+  cudaEvent_t fork, join; /**< the assisted allreduce: the events that fork that stream and join it back */
 };
 
 /** @brief The communicator's own launches (src/launches.c): numbered, and a ring where each one's last block
@@ -348,7 +354,9 @@ int mcclLabOneShotFits(int nRanks, size_t bytes, int proto);
  * @param[in]  func       enum mcclFunc: Broadcast .. AllReduce.
  * @param[in]  nRanks     ranks.
  * @param[in]  bytes      AllReduce: bytes per rank; the others: bytes of the larger buffer.
- * @param[in]  symmetric  0: no signal area; 1: a signal area; 2: and sendbuff and recvbuff in windows.
+ * @param[in]  symmetric  0: no signal area; 1: a signal area; 2: and sendbuff and recvbuff in windows; 3: and the
+ *                        copy-engine allreduce can run too (lab 10's ops, out of place, not in a graph capture):
+ *                        MCCL_ALGO=ce, or the table from MCCL_TUNE_CE_AR_MIN bytes.
  * @param[out] algo       enum mcclAlgo.
  * @param[out] proto      MCCL_PROTO_SIMPLE or MCCL_PROTO_LL.
  * @return mcclSuccess; mcclInvalidArgument (bad MCCL_ALGO / MCCL_PROTO value, func or symmetric out of

@@ -222,6 +222,10 @@ static mcclResult_t commFree(mcclLabComm* comm) {
     comm->windows = w->next;
     KEEP_FIRST(labWindowUnmap(comm, w));
   }
+  // The assisted allreduce's stream and events (lab 10 made them; its work ended with the launches above).
+  if (comm->ceColl.stream) cudaStreamDestroy(comm->ceColl.stream);
+  if (comm->ceColl.fork) cudaEventDestroy(comm->ceColl.fork);
+  if (comm->ceColl.join) cudaEventDestroy(comm->ceColl.join);
   if (comm->signalWin) {
     void* sig = comm->signalWin->buff;
     KEEP_FIRST(labWindowUnmap(comm, comm->signalWin));

@@ -304,7 +304,8 @@ static mcclResult_t p2pCollAppend(const struct enqueueInfo* info) {
 static int ceTaskWanted(const struct enqueueInfo* info, mcclLabWindow** sendWin, mcclLabWindow** recvWin) {
   mcclLabComm* comm = info->comm;
   const struct mcclLabCeOps* ops = comm->ceColl.ops;
-  if (comm->ctaPolicy != MCCL_CTA_POLICY_ZERO) return 0;
+  // The reductions need SMs: AllReduce's copy-engine form (with a kernel) is an algorithm the plan picks.
+  if (comm->ctaPolicy != MCCL_CTA_POLICY_ZERO || funcReduces(info->func)) return 0;
   if (ops == NULL) {
     INFO(MCCL_COLL, "rank %d: %s with CTA policy ZERO: this communicator has no copy-engine collectives: kernels",
          comm->rank, info->name);

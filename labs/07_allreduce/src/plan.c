@@ -186,6 +186,23 @@ mcclResult_t mcclLabCommProto(const mcclLabComm* comm, size_t bytes, int proto, 
   return mcclSuccess;
 }
 
+// Whether lab 10's copy-engine allreduce could run the task (its buffers in windows is the caller's to check):
+// the copy-engine collectives present, the buffers apart (the output holds the peers' chunks until they are
+// reduced), at least 16 bytes per rank, and no CUDA graph capture (its flags' values grow from call to call).
+static int ceAllReduceFits(const mcclLabComm* comm, const struct mcclLabTask* t) {
+  const struct mcclLabCeOps* ops = comm->ceColl.ops;
+  if (t->func != mcclFuncAllReduce || ops == NULL || !ops->implemented(t->func, t->dtype) || t->redOpArgIsPtr) return 0;
+  const size_t bytes = taskBytes(t);
+  const uintptr_t s = (uintptr_t)t->sendbuff, r = (uintptr_t)t->recvbuff;
+  if (bytes < (size_t)comm->nRanks * 16 || (s < r + bytes && r < s + bytes)) return 0;
+  enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(t->stream, &cs) != cudaSuccess) {
+    (void)cudaGetLastError();  // a capture under way elsewhere: as captured
+    return 0;
+  }
+  return cs == cudaStreamCaptureStatusNone;
+}
+
 // ---- collectives (NCCL's algorithm choice and scheduleCollTasksToPlan) --------------------------------
 // A collective's work item, its kernel, and what it adds to its plan. Returns the work's estimated time
 // through *estUs when asked.
@@ -203,7 +220,9 @@ static mcclResult_t collWork(mcclLabComm* comm, const struct mcclLabTask* t, str
   // 1: the signal area exists (one-shot possible); 2: and both buffers are in windows (two-shot too).
   // Two-shot reduces every rank's input where it loads it, with its own operation: not for an operation
   // whose scalar may differ between ranks (one-shot scales each input where it is sent, the ring too).
-  const int symmetric = comm->signalWin == NULL ? 0 : (sw != NULL && rw != NULL && !t->userOp) ? 2 : 1;
+  // 3: and the copy-engine allreduce can run (lab 10: its ops, buffers apart, no graph capture).
+  int symmetric = comm->signalWin == NULL ? 0 : (sw != NULL && rw != NULL && !t->userOp) ? 2 : 1;
+  if (symmetric == 2 && ceAllReduceFits(comm, t)) symmetric = 3;
   int algo, proto;
   MCCLCHECK(
       mcclLabSelectAlgorithm(t->func, nRanks, t->func == mcclFuncAllReduce ? bytes : larger, symmetric, &algo, &proto));
@@ -487,8 +506,14 @@ static mcclResult_t planP2p(mcclLabComm* comm, struct mcclLabPlan* plan, double*
 // where a kernel's last block would (a memory operation after the last synchronisation), so teardown and the
 // watchdog see it end as they see a kernel end.
 static mcclResult_t ceLaunch(mcclLabComm* comm, const struct mcclLabTask* t) {
-  const struct mcclLabCeCollArgs args = {t->func,     t->root,     t->count,   mcclTypeSize(t->dtype),
-                                         t->sendbuff, t->recvbuff, t->sendWin, t->recvWin};
+  struct mcclLabCeCollArgs args = {t->func,     t->root,     t->count,   mcclTypeSize(t->dtype),
+                                   t->sendbuff, t->recvbuff, t->sendWin, t->recvWin,
+                                   t->dtype,    t->devRedOp, t->redOpArg};
+  size_t off;
+  if (t->func == mcclFuncAllReduce) {  // planned here, not at the call: its windows are found now
+    MCCLCHECK(mcclLabWindowFind(comm, t->sendbuff, taskBytes(t), &args.sendWin, &off));
+    MCCLCHECK(mcclLabWindowFind(comm, t->recvbuff, taskBytes(t), &args.recvWin, &off));
+  }
   struct mcclDevKernelArgs a;
   memset(&a, 0, sizeof(a));
   mcclLabLaunchNumber(comm, t->stream, &a);
@@ -566,6 +591,11 @@ mcclResult_t mcclLabRunTasks(mcclLabComm* comm, float* estimateUs) {
     int kernel;
     MCCLCHECKGOTO(collWork(comm, t, &w, &kernel, estimateUs ? &est : NULL), res, out);
     if (estimateUs) continue;
+    if (w.algorithm == MCCL_ALGO_CE) {  // the copy-engine allreduce: a plan of its own, as the other CE calls
+      MCCLCHECKGOTO(planFlush(comm, plan), res, out);
+      MCCLCHECKGOTO(ceLaunch(comm, t), res, out);
+      continue;
+    }
     if (!planTakes(comm, plan, t, &w, kernel)) MCCLCHECKGOTO(planFlush(comm, plan), res, out);
     planAddColl(comm, plan, t, &w, kernel);
   }

@@ -120,9 +120,27 @@ mcclResult_t mcclCeBroadcast(mcclLabComm* comm, const struct mcclLabCeCollArgs* 
 /** @} */
 
 /**
+ * @brief AllReduce with the copy engines carrying the bytes and a small kernel adding them: this lab's own
+ * design, not NCCL's (src/ce_allreduce.c). Two-shot's shape in rounds of nRanks chunks, chunk p of a round
+ * owned by rank p: the engines (on the communicator's second stream, forked from `stream` and joined back)
+ * put every rank's chunk p into rank p's output at the sender's own chunk position, with a flag per chunk; a
+ * kernel of MCCL_CE_AR_BLOCKS blocks on `stream` waits for each round's flags, reduces the chunks with the
+ * rank's own input into its chunk position and signals it; the engines then carry the reduced chunk to every
+ * peer's same position, once that peer's kernel has read what was there. Chunks are MCCL_CE_AR_CHUNK bytes; the
+ * last round's are shorter; fewer than nRanks elements at the end are reduced by the kernel from every rank's
+ * input through the send window. Lab 07 runs it for MCCL_ALGO=ce, or where its tuning table says.
+ * @param[in] comm    the communicator, with a signal area.
+ * @param[in] args    func AllReduce: sendBuff and recvBuff in windows (sendWin, recvWin), apart, at least 16
+ *                    bytes per rank; dtype, redOp (enum mcclDevRedOp) and an immediate redOpArg.
+ * @param[in] stream  the caller's stream.
+ * @return mcclSuccess; mcclInvalidUsage (a requirement above not met); mcclUnhandledCudaError.
+ */
+mcclResult_t mcclCeAllReduce(mcclLabComm* comm, const struct mcclLabCeCollArgs* args, cudaStream_t stream);
+
+/**
  * @brief Run one collective on the copy engines by its function (NCCL's ncclLaunchCeColl).
  * @param[in] comm    the communicator.
- * @param[in] args    args->func: AllGather, AlltoAll, Gather, Scatter or Broadcast.
+ * @param[in] args    args->func: AllGather, AlltoAll, Gather, Scatter, Broadcast or AllReduce.
  * @param[in] stream  where it is queued.
  * @return as the collectives; mcclInvalidUsage for another function.
  */
@@ -130,8 +148,8 @@ mcclResult_t mcclLaunchCeColl(mcclLabComm* comm, const struct mcclLabCeCollArgs*
 
 /**
  * @brief Whether the copy engines serve a function (NCCL's ncclCeImplemented): AllGather, AlltoAll, Gather,
- * Scatter and Broadcast, any type, on a driver from CUDA 12.5 (stream memory operations without flags to
- * set).
+ * Scatter and Broadcast with no kernel, and AllReduce with a small one, any type, on a driver from CUDA 12.5
+ * (stream memory operations without flags to set).
  * @param[in] func   enum mcclFunc.
  * @param[in] dtype  mcclDataType_t (they move bytes: every type).
  * @return 1 or 0.

@@ -4,6 +4,7 @@
 // copies that the copy engines carry out, and the host returns as soon as they are queued.
 #include <stddef.h>
 #include <string.h>
+#include "ce_allreduce.h"
 #include "mccl_ce.h"
 #include "mccl_checks.h"
 #include "mccl_debug.h"
@@ -105,9 +106,11 @@ void mcclCeRelease(mcclLabComm* comm) {
     }
   int saved = -1;
   cudaStream_t s = NULL;
-  if (value == 0 || cudaGetDevice(&saved) != cudaSuccess || cudaSetDevice(comm->cudaDev) != cudaSuccess) return;
+  if ((value == 0 && comm->ceColl.arSeq == 0) || cudaGetDevice(&saved) != cudaSuccess ||
+      cudaSetDevice(comm->cudaDev) != cudaSuccess)
+    return;
   if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess) {
-    if (cuStreamBatchMemOp((CUstream)s, k, ops, 0) != CUDA_SUCCESS)
+    if (cuStreamBatchMemOp((CUstream)s, k, ops, 0) != CUDA_SUCCESS || mcclCeReleaseAllReduce(comm, s) != mcclSuccess)
       WARN("rank %d: could not release the copy engines' waits after an abort", comm->rank);
     cudaStreamDestroy(s);  // returns at once; the writes still run
   }
@@ -170,8 +173,8 @@ static void batchAdd(struct mcclCeBatch* b, void* dst, const void* src, size_t b
 // Where rank `peer`'s copy of [ptr, ptr + bytes) is mapped here: the same offset in its buffer of window w. A
 // range that leaves the window names the call and the rank (the enqueue layer checked recvbuff; in-place
 // Scatter addresses blocks of sendbuff through it).
-static mcclResult_t peerAddr(const mcclLabComm* comm, const char* call, const mcclLabWindow* w, const void* ptr,
-                             size_t bytes, int peer, void** out) {
+mcclResult_t mcclCePeerAddr(const mcclLabComm* comm, const char* call, const mcclLabWindow* w, const void* ptr,
+                            size_t bytes, int peer, void** out) {
   const uintptr_t p = (uintptr_t)ptr, base = (uintptr_t)w->buff;
   if (p < base || p - base > w->size || bytes > w->size - (p - base)) {
     WARN("Invalid usage: %s on rank %d: %zu bytes at %p are not in the window %p (%zu bytes) the copy engines write",
@@ -209,7 +212,7 @@ mcclResult_t mcclCeAllGather(mcclLabComm* comm, const struct mcclLabCeCollArgs* 
   for (int k = 0; k < n; k++) {
     const int peer = (me + k) % n;
     void* dst;
-    MCCLCHECK(peerAddr(comm, "AllGather", args->recvWin, mine, bytes, peer, &dst));
+    MCCLCHECK(mcclCePeerAddr(comm, "AllGather", args->recvWin, mine, bytes, peer, &dst));
     batchAdd(&b, dst, args->sendBuff, bytes);
   }
   return runSynced(comm, &b, stream);
@@ -227,7 +230,7 @@ mcclResult_t mcclCeAlltoAll(mcclLabComm* comm, const struct mcclLabCeCollArgs* a
   for (int k = 0; k < n; k++) {
     const int peer = (me + k) % n;
     void* dst;
-    MCCLCHECK(peerAddr(comm, "AlltoAll", args->recvWin, mine, bytes, peer, &dst));
+    MCCLCHECK(mcclCePeerAddr(comm, "AlltoAll", args->recvWin, mine, bytes, peer, &dst));
     batchAdd(&b, dst, (const char*)args->sendBuff + (size_t)peer * bytes, bytes);
   }
   return runSynced(comm, &b, stream);
@@ -241,8 +244,8 @@ mcclResult_t mcclCeGather(mcclLabComm* comm, const struct mcclLabCeCollArgs* arg
   struct mcclCeBatch b;
   b.n = 0;
   void* dst;
-  MCCLCHECK(peerAddr(comm, "Gather", args->recvWin, (char*)args->recvBuff + (size_t)comm->rank * bytes, bytes,
-                     args->root, &dst));
+  MCCLCHECK(mcclCePeerAddr(comm, "Gather", args->recvWin, (char*)args->recvBuff + (size_t)comm->rank * bytes, bytes,
+                           args->root, &dst));
   batchAdd(&b, dst, args->sendBuff, bytes);  // the root's own block is a local copy, or nothing in place
   return runSynced(comm, &b, stream);
   // END EXERCISE(10.gather)
@@ -265,7 +268,7 @@ mcclResult_t mcclCeScatter(mcclLabComm* comm, const struct mcclLabCeCollArgs* ar
       const int peer = (me + k) % n;
       const void* src = send + (size_t)peer * bytes;
       void* dst = args->recvBuff;
-      if (peer != me) MCCLCHECK(peerAddr(comm, "Scatter", w, inPlace ? src : args->recvBuff, bytes, peer, &dst));
+      if (peer != me) MCCLCHECK(mcclCePeerAddr(comm, "Scatter", w, inPlace ? src : args->recvBuff, bytes, peer, &dst));
       batchAdd(&b, dst, src, bytes);
     }
   }
@@ -283,7 +286,7 @@ mcclResult_t mcclCeBroadcast(mcclLabComm* comm, const struct mcclLabCeCollArgs* 
   for (int k = 0; me == args->root && k < n; k++) {
     const int peer = (me + k) % n;
     void* dst;
-    MCCLCHECK(peerAddr(comm, "Broadcast", args->recvWin, args->recvBuff, bytes, peer, &dst));
+    MCCLCHECK(mcclCePeerAddr(comm, "Broadcast", args->recvWin, args->recvBuff, bytes, peer, &dst));
     batchAdd(&b, dst, args->sendBuff, bytes);
   }
   return runSynced(comm, &b, stream);
@@ -302,6 +305,8 @@ mcclResult_t mcclLaunchCeColl(mcclLabComm* comm, const struct mcclLabCeCollArgs*
       return mcclCeScatter(comm, args, stream);
     case mcclFuncBroadcast:
       return mcclCeBroadcast(comm, args, stream);
+    case mcclFuncAllReduce:
+      return mcclCeAllReduce(comm, args, stream);
     default:
       WARN("Invalid usage: rank %d: function %d has no copy-engine form", comm->rank, args->func);
       return mcclInvalidUsage;
@@ -313,7 +318,7 @@ int mcclCeImplemented(int func, int dtype) {
   int driver = 0;
   if (cudaDriverGetVersion(&driver) != cudaSuccess || driver < 12050) return 0;
   return func == mcclFuncAllGather || func == mcclFuncAlltoAll || func == mcclFuncGather || func == mcclFuncScatter ||
-         func == mcclFuncBroadcast;
+         func == mcclFuncBroadcast || func == mcclFuncAllReduce;
 }
 
 const struct mcclLabCeOps mcclCeOps = {"copy engines", mcclCeImplemented, mcclLaunchCeColl, mcclCeRelease};

@@ -10,6 +10,7 @@
 #include "mccl_alloc.h"
 #include "mccl_ce.h"
 #include "mccl_checks.h"
+#include "mccl_elt.h"
 #include "mccl_test.h"
 
 #define CE_WIN ((size_t)4 << 20)       // each rank's window (and its plain buffer)
@@ -163,7 +164,7 @@ static inline mcclResult_t ceIssue(struct ceRank* r, const struct ceCall* c, int
       default:
         return mcclLabBroadcast(send, recv, c->count, t, c->root, comm, r->stream);
     }
-  struct mcclLabCeCollArgs a = {c->func, c->root, c->count, c->esize, send, recv, NULL, NULL};
+  struct mcclLabCeCollArgs a = {c->func, c->root, c->count, c->esize, send, recv, NULL, NULL, 0, 0, 0};
   size_t off;
   const size_t b = c->count * c->esize;
   MCCLCHECK(mcclLabWindowFind(comm, send, b, &a.sendWin, &off));
@@ -212,6 +213,65 @@ static inline void ceFree(struct ceRank* r) {
   if (r->w) EXPECT_OK(mcclLabWindowDeregister(r->comm, r->w));
   EXPECT_OK(mcclMemFree(r->win));
   EXPECT_OK(mcclMemFree(r->plain));
+}
+
+// ---- the assisted allreduce ---------------------------------------------------------------------------------
+// Inputs are small integers, so every sum, product, maximum and minimum over 4 ranks is exact in every type
+// (integer types wrap as the kernels do).
+static inline int64_t ceArValue(int rank, size_t i, int op, uint64_t tag) {
+  if (op == mcclProd) return (int64_t)((i + (size_t)rank + tag) % 2) + 1;
+  return (int64_t)((i * 7 + (size_t)rank * 13 + tag) % 7) - 3;
+}
+
+// Rank r's input (in its window, at CE_SEND_OFF) and its output region (CE_RECV_OFF) filled with the sentinel.
+static inline void ceArSetUp(struct ceRank* r, size_t count, mcclDataType_t t, int op, int rank, uint64_t tag) {
+  const size_t bytes = count * mcclTypeSize(t);
+  unsigned char* h = (unsigned char*)malloc(bytes + CE_GUARD);
+  EXPECT_CUDA_OK(cudaSetDevice(r->comm->cudaDev));
+  memset(h, CE_SENTINEL, bytes + CE_GUARD);
+  EXPECT_CUDA_OK(mcclTestCopyToDevice(r->win + CE_RECV_OFF, h, bytes + CE_GUARD));
+  for (size_t i = 0; i < count; i++) mcclEltSetInt(t, h, i, ceArValue(rank, i, op, tag));
+  EXPECT_CUDA_OK(mcclTestCopyToDevice(r->win + CE_SEND_OFF, h, bytes));
+  free(h);
+}
+
+// Rank r's share: straight to the engines (the window's two buffers), or lab 07's call (MCCL_ALGO decides).
+static inline mcclResult_t ceArIssue(struct ceRank* r, size_t count, mcclDataType_t t, int op, int viaLab07) {
+  if (cudaSetDevice(r->comm->cudaDev) != cudaSuccess) return mcclUnhandledCudaError;
+  char *send = r->win + CE_SEND_OFF, *recv = r->win + CE_RECV_OFF;
+  if (viaLab07) return mcclLabAllReduce(send, recv, count, t, (mcclRedOp_t)op, r->comm, r->stream);
+  struct mcclLabCeCollArgs a = {mcclFuncAllReduce, 0, count, mcclTypeSize(t), send, recv, r->w, r->w, (int)t, op, 0};
+  return mcclLaunchCeColl(r->comm, &a, r->stream);
+}
+
+// Rank r's output: every element the operation over n ranks, the guard untouched.
+static inline void ceArCheck(struct ceRank* r, size_t count, mcclDataType_t t, int op, int n, uint64_t tag) {
+  const size_t es = mcclTypeSize(t), bytes = count * es;
+  unsigned char* got = (unsigned char*)malloc(bytes + CE_GUARD);
+  unsigned char want[8];
+  EXPECT_CUDA_OK(cudaSetDevice(r->comm->cudaDev));
+  EXPECT_CUDA_OK(cudaStreamSynchronize(r->stream));
+  EXPECT_CUDA_OK(cudaMemcpy(got, r->win + CE_RECV_OFF, bytes + CE_GUARD, cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < count && !mcclTestStopped(); i++) {
+    int64_t acc = ceArValue(0, i, op, tag);
+    for (int p = 1; p < n; p++) {
+      const int64_t x = ceArValue(p, i, op, tag);
+      acc = op == mcclSum    ? acc + x
+            : op == mcclProd ? acc * x
+            : op == mcclMax  ? (x > acc ? x : acc)
+                             : (x < acc ? x : acc);
+    }
+    mcclEltSetInt(t, want, 0, acc);  // in the type: wrapped as the kernel wraps
+    if (memcmp(got + i * es, want, es) != 0)
+      mcclTestFailAt(__FILE__, __LINE__,
+                     "AllReduce (%s, op %d, count %zu) on rank %d of %d: element %zu is %g, expected %g",
+                     mcclTypeName(t), op, count, r->comm->rank, n, i, mcclEltGet(t, got, i), mcclEltGet(t, want, 0));
+  }
+  for (size_t i = bytes; i < bytes + CE_GUARD && !mcclTestStopped(); i++)
+    if (got[i] != CE_SENTINEL)
+      mcclTestFailAt(__FILE__, __LINE__, "AllReduce (count %zu) on rank %d: byte %zu past the output was written",
+                     count, r->comm->rank, i - bytes);
+  free(got);
 }
 
 // The functions, the sizes (bytes per block: 1, odd, a page and one, past 64 KiB) and the element sizes every

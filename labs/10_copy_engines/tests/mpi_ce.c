@@ -3,6 +3,7 @@
 // peers' signal areas. Every function at awkward sizes, in and out of place, straight to the copy engines and
 // through lab 07's calls under CTA policy ZERO (no kernel), checked on every rank.
 #include "ce_test_util.h"
+#include "mccl_param.h"
 #include "mccl_test_mpi.h"
 
 static int device(void) {
@@ -59,6 +60,33 @@ static void run(int viaLab07) {
   tearDown(&r);
 }
 
+// The assisted allreduce through lab 07's call (MCCL_ALGO=ce), chunks small enough for many rounds: a sum on
+// every type, float32 on every operation; one reduce kernel per call.
+static void assistedAllReduce(void) {
+  struct ceRank r;
+  setUp(&r);
+  static const size_t counts[] = {77, 1000, 5003};
+  const int n = mcclTestMpiSize(), me = mcclTestMpiRank();
+  setenv("MCCL_CE_AR_CHUNK", "1024", 1);
+  setenv("MCCL_ALGO", "ce", 1);
+  mcclParamResetAll();
+  uint64_t tag = mcclTestSeed() % 1000;
+  const uint64_t before = r.comm ? r.comm->nLaunches : 0;
+  int calls = 0;
+  for (int t = 0; t < mcclNumTypes + 4 && !mcclTestMpiAnyStopped(); t++, calls++) {
+    const mcclDataType_t type = t < mcclNumTypes ? (mcclDataType_t)t : mcclFloat32;
+    const int op = t < mcclNumTypes ? mcclSum : t - mcclNumTypes;
+    ceArSetUp(&r, counts[t % 3], type, op, me, tag);
+    EXPECT_OK(ceArIssue(&r, counts[t % 3], type, op, 1));
+    ceArCheck(&r, counts[t % 3], type, op, n, tag++);
+  }
+  if (!mcclTestStopped()) EXPECT_EQ(r.comm->nLaunches, before + (uint64_t)calls);
+  unsetenv("MCCL_CE_AR_CHUNK");
+  unsetenv("MCCL_ALGO");
+  mcclParamResetAll();
+  tearDown(&r);
+}
+
 static void collectives(void) {
   run(0);
 }
@@ -66,4 +94,4 @@ static void policyZero(void) {
   run(1);
 }
 
-MCCL_TEST_MAIN_MPI(MCCL_TEST_CASE(collectives), MCCL_TEST_CASE(policyZero))
+MCCL_TEST_MAIN_MPI(MCCL_TEST_CASE(collectives), MCCL_TEST_CASE(policyZero), MCCL_TEST_CASE(assistedAllReduce))

@@ -434,6 +434,57 @@ static void policyFromEnv(void) {
   mcclParamResetAll();
 }
 
+// ---- the assisted allreduce ---------------------------------------------------------------------------------
+// Small chunks (MCCL_CE_AR_CHUNK), so that a call is many rounds, a shorter last one and a tail: every type's
+// kernel on a sum, float32 on every operation, straight to the engines; then through lab 07's call with
+// MCCL_ALGO=ce, which launches one kernel per rank (the reduce kernel) and refuses an in-place call.
+static const size_t arCounts[] = {77, 1000, 5003};
+static void setArEnv(const char* chunk, const char* algo) {
+  if (chunk)
+    setenv("MCCL_CE_AR_CHUNK", chunk, 1);
+  else
+    unsetenv("MCCL_CE_AR_CHUNK");
+  if (algo)
+    setenv("MCCL_ALGO", algo, 1);
+  else
+    unsetenv("MCCL_ALGO");
+  mcclParamResetAll();
+}
+static void runAr(struct ceGroup* g, size_t count, mcclDataType_t t, int op, int viaLab07, uint64_t tag) {
+  for (int i = 0; i < g->n; i++) ceArSetUp(&g->r[i], count, t, op, i, tag);
+  if (viaLab07) EXPECT_OK(mcclLabGroupStart());  // one thread, n communicators: their kernels wait for each other
+  for (int i = 0; i < g->n && !mcclTestStopped(); i++) EXPECT_OK(ceArIssue(&g->r[i], count, t, op, viaLab07));
+  if (viaLab07) EXPECT_OK(mcclLabGroupEnd());
+  for (int i = 0; i < g->n && !mcclTestStopped(); i++) ceArCheck(&g->r[i], count, t, op, g->n, tag);
+}
+static void assistedAllReduce(int n) {
+  struct ceGroup g;
+  setUp(&g, n);
+  setArEnv("1024", NULL);
+  uint64_t tag = mcclTestSeed() % 1000;
+  for (int t = 0; t < mcclNumTypes && !mcclTestStopped(); t++)
+    runAr(&g, arCounts[t % 3], (mcclDataType_t)t, mcclSum, 0, tag++);
+  for (int op = 0; op < 4 && !mcclTestStopped(); op++)
+    for (size_t c = 0; c < 3 && !mcclTestStopped(); c++) runAr(&g, arCounts[c], mcclFloat32, op, 0, tag++);
+  setArEnv("1024", "ce");
+  const uint64_t before = launches(&g);
+  for (size_t c = 0; c < 3 && !mcclTestStopped(); c++) runAr(&g, arCounts[c], mcclBfloat16, mcclSum, 1, tag++);
+  EXPECT_EQ(launches(&g), before + 3 * (uint64_t)n);
+  EXPECT_RES(mcclLabAllReduce(g.r[0].win, g.r[0].win, 64, mcclFloat32, mcclSum, g.comms[0], g.r[0].stream),
+             mcclInvalidArgument);  // in place: the output holds the peers' chunks before they are reduced
+  setArEnv(NULL, NULL);
+  tearDown(&g);
+}
+static void assistedAllReduce2(void) {
+  assistedAllReduce(2);
+}
+static void assistedAllReduce3(void) {
+  assistedAllReduce(3);
+}
+static void assistedAllReduce4(void) {
+  assistedAllReduce(4);
+}
+
 // ---- faults and refusals ----------------------------------------------------------------------------------
 struct aborter {
   mcclLabComm* comm;
@@ -466,6 +517,22 @@ static void abortReleasesWaits(void) {
     EXPECT_CUDA_OK(cudaStreamSynchronize(g.r[0].stream));
   }
   tearDown(&g);
+  // The same with the assisted allreduce: its kernel sees the flag and ends, teardown releases the copies' waits.
+  setUp(&g, 2);
+  if (!mcclTestStopped()) {
+    setArEnv("1024", NULL);
+    ceArSetUp(&g.r[0], 5000, mcclFloat32, mcclSum, 0, 1);
+    EXPECT_OK(ceArIssue(&g.r[0], 5000, mcclFloat32, mcclSum, 0));
+    pthread_t th;
+    struct aborter a = {g.comms[0], 100};
+    pthread_create(&th, NULL, abortLater, &a);
+    pthread_join(th, NULL);
+    EXPECT_OK(mcclLabCommWaitLaunches(g.comms[0]));
+    EXPECT_CUDA_OK(cudaSetDevice(0));
+    EXPECT_CUDA_OK(cudaStreamSynchronize(g.r[0].stream));
+    setArEnv(NULL, NULL);
+  }
+  tearDown(&g);
 }
 
 // Refusals: a sync without a signal area, a function the engines do not run, a destination outside its window
@@ -478,13 +545,20 @@ static void badInput(void) {
     memset(&bare, 0, sizeof(bare));
     bare.nRanks = 2;
     EXPECT_RES(mcclCeMemOpSync(&bare, NULL), mcclInvalidUsage);
-    struct mcclLabCeCollArgs a = {mcclFuncAllReduce, 0, 16, 4, g.r[0].win, g.r[0].win + 4096, NULL, g.r[0].w};
+    struct mcclLabCeCollArgs a = {
+        mcclFuncReduceScatter, 0, 16, 4, g.r[0].win, g.r[0].win + 4096, NULL, g.r[0].w, mcclFloat32, mcclDevSum, 0};
     EXPECT_RES(mcclLaunchCeColl(g.comms[0], &a, g.r[0].stream), mcclInvalidUsage);
+    a.func = mcclFuncAllReduce;  // the assisted allreduce: sendbuff outside a window, then in place
+    EXPECT_RES(mcclLaunchCeColl(g.comms[0], &a, g.r[0].stream), mcclInvalidUsage);
+    a.sendWin = g.r[0].w;
+    a.sendBuff = a.recvBuff;
+    EXPECT_RES(mcclLaunchCeColl(g.comms[0], &a, g.r[0].stream), mcclInvalidUsage);
+    a.sendBuff = g.r[0].win;
     a.func = mcclFuncAllGather;
     a.recvBuff = g.r[0].win + CE_WIN - 32;  // two blocks of 64 bytes do not fit
     EXPECT_RES(mcclLaunchCeColl(g.comms[0], &a, g.r[0].stream), mcclInvalidUsage);
     EXPECT_EQ(g.comms[0]->ceColl.seq, 0u);
-    EXPECT_FALSE(mcclCeImplemented(mcclFuncAllReduce, mcclFloat32));
+    EXPECT_TRUE(mcclCeImplemented(mcclFuncAllReduce, mcclFloat32));
     EXPECT_FALSE(mcclCeImplemented(mcclFuncReduceScatter, mcclFloat32));
     EXPECT_TRUE(mcclCeImplemented(mcclFuncAlltoAll, mcclBfloat16));
   }
@@ -551,5 +625,6 @@ MCCL_TEST_MAIN(MCCL_TEST_CASE(memOpSync2), MCCL_TEST_CASE(memOpSync3), MCCL_TEST
                MCCL_TEST_CASE(scatter4), MCCL_TEST_CASE(broadcast2), MCCL_TEST_CASE(broadcast3),
                MCCL_TEST_CASE(broadcast4), MCCL_TEST_CASE(manyCalls), MCCL_TEST_CASE(policyZero2),
                MCCL_TEST_CASE(policyZero3), MCCL_TEST_CASE(policyZero4), MCCL_TEST_CASE(policyFallback),
-               MCCL_TEST_CASE(policyFromEnv), MCCL_TEST_CASE(abortReleasesWaits), MCCL_TEST_CASE(badInput),
+               MCCL_TEST_CASE(policyFromEnv), MCCL_TEST_CASE(assistedAllReduce2), MCCL_TEST_CASE(assistedAllReduce3),
+               MCCL_TEST_CASE(assistedAllReduce4), MCCL_TEST_CASE(abortReleasesWaits), MCCL_TEST_CASE(badInput),
                MCCL_TEST_CASE(graphReplay))
