@@ -98,10 +98,11 @@ struct mcclLabCeOps {
 struct mcclLabCeColl {
   const struct mcclLabCeOps* ops; /**< lab 10's mcclCeOps, or NULL: CTA policy ZERO runs kernels */
   uint32_t seq;                   /**< the last value a memory-op sync wrote (NCCL's ceSeqNum) */
-  int useComplete;        /**< which flags the next sync uses: 1 ceComplete, 0 ceReady (NCCL's useCompletePtr) */
-  uint64_t arSeq;         /**< the assisted allreduce: rounds so far (its flags' values) */
-  cudaStream_t stream;    /**< the assisted allreduce: the copies' stream beside the reduce kernel's (or NULL) */
-  cudaEvent_t fork, join; /**< the assisted allreduce: the events that fork that stream and join it back */
+  int useComplete;     /**< which flags the next sync uses: 1 ceComplete, 0 ceReady (NCCL's useCompletePtr) */
+  uint64_t arSeq;      /**< the assisted allreduce: rounds so far (its flags' values) */
+  cudaStream_t stream; /**< the assisted allreduce: the copies' stream beside the reduce kernel's (or NULL) */
+  cudaEvent_t fork;    /**< the assisted allreduce: the event that forks that stream from the caller's */
+  cudaEvent_t join;    /**< the assisted allreduce: the event that joins it back */
 };
 
 /** @brief The communicator's own launches (src/launches.c): numbered, and a ring where each one's last block

@@ -96,26 +96,53 @@ mcclResult_t mcclCeLaunchBatch(mcclLabComm* comm, const struct mcclCeBatch* batc
  * rank's copies, and a sync (every peer's copies into this rank have landed). Every copy is a push: its source
  * is this rank's memory, its destination this rank's own buffer or a peer's window. Every rank passes its
  * recvbuff at the same offset of its window (a symmetric call); args->recvWin is that window. In-place forms are
- * NCCL's: nothing is copied onto itself. Arguments are the enqueue layer's (checked there).
+ * NCCL's: nothing is copied onto itself. The arguments are the enqueue layer's (checked there). Each returns
+ * mcclSuccess; mcclInvalidUsage (a destination outside its window, more than MCCL_CE_MAX_COPIES ranks, no signal
+ * area); mcclUnhandledCudaError.
+ * @{
+ */
+/**
+ * @brief AllGather: this rank's sendBuff to block `rank` of every rank's recvBuff, its own included.
  * @param[in] comm    the communicator, with a signal area.
  * @param[in] args    the collective.
  * @param[in] stream  where it is queued.
- * @return mcclSuccess; mcclInvalidUsage (a destination outside its window, more than MCCL_CE_MAX_COPIES ranks,
- *         no signal area); mcclUnhandledCudaError.
- * @{
+ * @return mcclSuccess; mcclInvalidUsage; mcclUnhandledCudaError (above).
  */
-/** @brief AllGather: this rank's sendBuff to block `rank` of every rank's recvBuff, its own included. */
 mcclResult_t mcclCeAllGather(mcclLabComm* comm, const struct mcclLabCeCollArgs* args, cudaStream_t stream);
-/** @brief AlltoAll: block p of this rank's sendBuff to block `rank` of rank p's recvBuff. */
+/**
+ * @brief AlltoAll: block p of this rank's sendBuff to block `rank` of rank p's recvBuff.
+ * @param[in] comm    the communicator, with a signal area.
+ * @param[in] args    the collective.
+ * @param[in] stream  where it is queued.
+ * @return mcclSuccess; mcclInvalidUsage; mcclUnhandledCudaError (above).
+ */
 mcclResult_t mcclCeAlltoAll(mcclLabComm* comm, const struct mcclLabCeCollArgs* args, cudaStream_t stream);
-/** @brief Gather: this rank's sendBuff to block `rank` of the root's recvBuff (non-roots pass their recvBuff too:
- *  its offset in the window names the root's). */
+/**
+ * @brief Gather: this rank's sendBuff to block `rank` of the root's recvBuff (non-roots pass their recvBuff too:
+ *  its offset in the window names the root's).
+ * @param[in] comm    the communicator, with a signal area.
+ * @param[in] args    the collective.
+ * @param[in] stream  where it is queued.
+ * @return mcclSuccess; mcclInvalidUsage; mcclUnhandledCudaError (above).
+ */
 mcclResult_t mcclCeGather(mcclLabComm* comm, const struct mcclLabCeCollArgs* args, cudaStream_t stream);
-/** @brief Scatter: block p of the root's sendBuff to rank p's recvBuff. In place on the root (recvBuff is its
- *  block of sendBuff), every rank's recvBuff is taken to be its own block of a sendBuff at the root's offset. */
+/**
+ * @brief Scatter: block p of the root's sendBuff to rank p's recvBuff. In place on the root (recvBuff is its
+ *  block of sendBuff), every rank's recvBuff is taken to be its own block of a sendBuff at the root's offset.
+ * @param[in] comm    the communicator, with a signal area.
+ * @param[in] args    the collective.
+ * @param[in] stream  where it is queued.
+ * @return mcclSuccess; mcclInvalidUsage; mcclUnhandledCudaError (above).
+ */
 mcclResult_t mcclCeScatter(mcclLabComm* comm, const struct mcclLabCeCollArgs* args, cudaStream_t stream);
-/** @brief Broadcast: the root's sendBuff to every rank's recvBuff (NCCL 2.28 has no copy-engine Broadcast: it is
- *  Scatter with the same block for every rank). */
+/**
+ * @brief Broadcast: the root's sendBuff to every rank's recvBuff (NCCL 2.28 has no copy-engine Broadcast: it is
+ *  Scatter with the same block for every rank).
+ * @param[in] comm    the communicator, with a signal area.
+ * @param[in] args    the collective.
+ * @param[in] stream  where it is queued.
+ * @return mcclSuccess; mcclInvalidUsage; mcclUnhandledCudaError (above).
+ */
 mcclResult_t mcclCeBroadcast(mcclLabComm* comm, const struct mcclLabCeCollArgs* args, cudaStream_t stream);
 /** @} */
 

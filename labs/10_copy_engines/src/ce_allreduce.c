@@ -135,8 +135,8 @@ mcclResult_t mcclCeAllReduce(mcclLabComm* comm, const struct mcclLabCeCollArgs* 
   CUDACHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   const int nBlocks = sms / 16 < 1 ? 1 : sms / 16 > MCCL_CE_AR_BLOCKS ? MCCL_CE_AR_BLOCKS : sms / 16;
   MCCLCHECK(mcclDevGetFunction(dev, (const void*)kernels[args->dtype], &fn));
-  CUCHECK(cuLaunchKernel((CUfunction)fn, (unsigned)nBlocks, 1, 1, MCCL_CE_AR_THREADS, 1, 1, 0, (CUstream)stream,
-                         params, NULL));
+  CUCHECK(cuLaunchKernel((CUfunction)fn, (unsigned)nBlocks, 1, 1, MCCL_CE_AR_THREADS, 1, 1, 0, (CUstream)stream, params,
+                         NULL));
   comm->nLaunches++;
   struct memOps m;
   m.n = 0;

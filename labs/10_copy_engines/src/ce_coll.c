@@ -112,7 +112,9 @@ void mcclCeRelease(mcclLabComm* comm) {
   if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess) {
     if (cuStreamBatchMemOp((CUstream)s, k, ops, 0) != CUDA_SUCCESS || mcclCeReleaseAllReduce(comm, s) != mcclSuccess)
       WARN("rank %d: could not release the copy engines' waits after an abort", comm->rank);
-    cudaStreamDestroy(s);  // returns at once; the writes still run
+    // Done before teardown unmaps the flags: the writes wait for nothing, so this returns at once.
+    cudaStreamSynchronize(s);
+    cudaStreamDestroy(s);
   }
   INFO(MCCL_COLL, "rank %d: aborted: the copy engines' waits up to value %u are released", comm->rank, value);
   cudaSetDevice(saved);
