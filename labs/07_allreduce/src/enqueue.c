@@ -334,7 +334,8 @@ static int ceTaskWanted(const struct enqueueInfo* info, mcclLabWindow** sendWin,
   return 1;
 }
 
-static mcclResult_t ceTaskAppend(const struct enqueueInfo* info, mcclLabWindow* sendWin, mcclLabWindow* recvWin) {
+// A collective's task as the call gives it, the first (and only) one of its call for the watchdog; not appended.
+static mcclResult_t collTaskNew(const struct enqueueInfo* info, struct mcclLabTask** out) {
   struct mcclLabTask* t = NULL;
   MCCLCHECK(newTask(info->comm, &t));
   t->func = info->func;
@@ -344,11 +345,18 @@ static mcclResult_t ceTaskAppend(const struct enqueueInfo* info, mcclLabWindow* 
   t->dtype = (int)info->dtype;
   t->root = info->root;
   t->stream = info->stream;
+  watchdogNote(info, t);
+  if (t->wdCall) t->wdCall = 1;
+  *out = t;
+  return mcclSuccess;
+}
+
+static mcclResult_t ceTaskAppend(const struct enqueueInfo* info, mcclLabWindow* sendWin, mcclLabWindow* recvWin) {
+  struct mcclLabTask* t = NULL;
+  MCCLCHECK(collTaskNew(info, &t));
   t->ce = 1;
   t->sendWin = sendWin;
   t->recvWin = recvWin;
-  watchdogNote(info, t);
-  if (t->wdCall) t->wdCall = 1;
   appendTask(info->comm, t);
   return mcclSuccess;
 }
@@ -369,16 +377,7 @@ static mcclResult_t taskAppend(const struct enqueueInfo* info) {
     return res;
   }
   struct mcclLabTask* t = NULL;
-  MCCLCHECK(newTask(comm, &t));
-  t->func = info->func;
-  t->sendbuff = info->sendbuff;
-  t->recvbuff = info->recvbuff;
-  t->count = info->count;
-  t->dtype = (int)info->dtype;
-  t->root = info->root;
-  t->stream = info->stream;
-  watchdogNote(info, t);
-  if (t->wdCall) t->wdCall = 1;
+  MCCLCHECK(collTaskNew(info, &t));
   // The operation is read now: a created one may be destroyed before the group ends (NCCL copies it too).
   mcclResult_t res = hostToDevRedOp(info, t);
   if (res != mcclSuccess) {  // back to the free list: the task was never appended

@@ -4,7 +4,6 @@
 // no reset, the CTA policy through lab 07's calls (no kernel launched; kernels for buffers outside windows, for
 // the other policies and without the copy engines), an abort that releases a stream waiting for a peer that
 // never comes, and the refusals. One host thread issues every rank's share: nothing here blocks the host.
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stddef.h>
 #include "ce_test_util.h"
@@ -566,26 +565,13 @@ static void badInput(void) {
 }
 
 // ---- CUDA graphs (BACKEND=cuda; the sim has no graphs) ----------------------------------------------------
-// The graph API is looked up at run time: the sim does not implement it, and a call outside its subset would not
-// link. A captured AllGather (the copies one by one, the syncs on the constant flag value) replayed with new
-// inputs each time, then an eager call after the replays.
-typedef cudaError_t (*beginCaptureFn)(cudaStream_t, enum cudaStreamCaptureMode);
-typedef cudaError_t (*endCaptureFn)(cudaStream_t, cudaGraph_t*);
-typedef cudaError_t (*instantiateFn)(cudaGraphExec_t*, cudaGraph_t, unsigned long long);
-typedef cudaError_t (*graphLaunchFn)(cudaGraphExec_t, cudaStream_t);
-typedef cudaError_t (*execDestroyFn)(cudaGraphExec_t);
-typedef cudaError_t (*graphDestroyFn)(cudaGraph_t);
-
+// The graph API is looked up at run time (mcclTestGraphApiLoad): the sim does not implement it. A captured
+// AllGather (the copies one by one, the syncs on the constant flag value) replayed with new inputs each time,
+// then an eager call after the replays.
 static void graphReplay(void) {
   if (MCCL_TEST_ON_SIM) SKIP("the sim backend has no CUDA graphs");
-  beginCaptureFn beginCapture = (beginCaptureFn)dlsym(RTLD_DEFAULT, "cudaStreamBeginCapture");
-  endCaptureFn endCapture = (endCaptureFn)dlsym(RTLD_DEFAULT, "cudaStreamEndCapture");
-  instantiateFn instantiate = (instantiateFn)dlsym(RTLD_DEFAULT, "cudaGraphInstantiate");
-  graphLaunchFn graphLaunch = (graphLaunchFn)dlsym(RTLD_DEFAULT, "cudaGraphLaunch");
-  execDestroyFn execDestroy = (execDestroyFn)dlsym(RTLD_DEFAULT, "cudaGraphExecDestroy");
-  graphDestroyFn graphDestroy = (graphDestroyFn)dlsym(RTLD_DEFAULT, "cudaGraphDestroy");
-  if (!beginCapture || !endCapture || !instantiate || !graphLaunch || !execDestroy || !graphDestroy)
-    SKIP("the CUDA runtime's graph API is not available");
+  mcclTestGraphApi ga;
+  if (!mcclTestGraphApiLoad(&ga)) SKIP("the CUDA runtime's graph API is not available");
   struct ceGroup g;
   setUp(&g, 2);
   uint64_t tag = mcclTestSeed();
@@ -594,17 +580,17 @@ static void graphReplay(void) {
   for (int i = 0; i < 2 && !mcclTestStopped(); i++) {
     cudaGraph_t gr = NULL;
     EXPECT_CUDA_OK(cudaSetDevice(i));
-    EXPECT_CUDA_OK(beginCapture(g.r[i].stream, cudaStreamCaptureModeRelaxed));
+    EXPECT_CUDA_OK(ga.beginCapture(g.r[i].stream, cudaStreamCaptureModeRelaxed));
     EXPECT_OK(ceIssue(&g.r[i], &c, i));
-    EXPECT_CUDA_OK(endCapture(g.r[i].stream, &gr));
-    EXPECT_CUDA_OK(instantiate(&exec[i], gr, 0));
-    EXPECT_CUDA_OK(graphDestroy(gr));
+    EXPECT_CUDA_OK(ga.endCapture(g.r[i].stream, &gr));
+    EXPECT_CUDA_OK(ga.instantiate(&exec[i], gr, 0));
+    EXPECT_CUDA_OK(ga.destroy(gr));
   }
   for (int rep = 0; rep < 20 && !mcclTestStopped(); rep++, tag++) {
     for (int i = 0; i < 2; i++) ceSetUp(&g.r[i], &c, 2, i, tag);
     for (int i = 0; i < 2 && !mcclTestStopped(); i++) {
       EXPECT_CUDA_OK(cudaSetDevice(i));
-      EXPECT_CUDA_OK(graphLaunch(exec[i], g.r[i].stream));
+      EXPECT_CUDA_OK(ga.launch(exec[i], g.r[i].stream));
     }
     for (int i = 0; i < 2 && !mcclTestStopped(); i++) ceCheck(&g.r[i], &c, 2, i, tag);
   }
@@ -612,7 +598,7 @@ static void graphReplay(void) {
   for (int i = 0; i < 2; i++)
     if (exec[i]) {
       cudaSetDevice(i);
-      EXPECT_CUDA_OK(execDestroy(exec[i]));
+      EXPECT_CUDA_OK(ga.execDestroy(exec[i]));
     }
   tearDown(&g);
 }
