@@ -108,10 +108,13 @@ struct mcclLabCeColl {
 /** @brief The communicator's own launches (src/launches.c): numbered, and a ring where each one's last block
  * stores its number when it ends. */
 struct mcclLabLaunches {
-  uint64_t last;       /**< the last number given (launches captured into a CUDA graph take none) */
-  uint64_t* done;      /**< host-mapped [MCCL_LAUNCH_RING]: the number of the launch that last ended in each slot */
-  uint64_t* doneDev;   /**< its device view */
-  uint32_t* blocksDev; /**< device [MCCL_LAUNCH_RING]: blocks of the slot's launch that have ended */
+  uint64_t last;         /**< the last number given (launches captured into a CUDA graph take none) */
+  uint64_t* done;        /**< host-mapped [MCCL_LAUNCH_RING]: the number of the launch that last ended in each slot */
+  uint64_t* doneDev;     /**< its device view */
+  uint32_t* blocksDev;   /**< device [MCCL_LAUNCH_RING]: blocks of the slot's launch that have ended */
+  cudaEvent_t* events;   /**< [MCCL_LAUNCH_RING], or NULL until needed: an event recorded after a launch with no kernel
+                              (the copy engines', mcclLabLaunchRecord), each created at its slot's first such launch */
+  uint64_t* eventLaunch; /**< [MCCL_LAUNCH_RING]: the launch whose end the slot's event marks (0: none) */
 };
 
 /** @brief A communicator for the lab: what lab 07's kernels and host code need (NCCL's ncclComm, in small). */

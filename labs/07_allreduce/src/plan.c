@@ -502,9 +502,9 @@ static mcclResult_t planP2p(mcclLabComm* comm, struct mcclLabPlan* plan, double*
 
 // ---- the copy engines (NCCL's plan->isCeColl and ncclLaunchCeColl) ------------------------------------
 // A copy-engine task is a plan of its own with no kernel: lab 10's launch queues its synchronisations and
-// copies on the task's stream. It takes a launch number as a kernel does, and its stream writes that number
-// where a kernel's last block would (a memory operation after the last synchronisation), so teardown and the
-// watchdog see it end as they see a kernel end.
+// copies on the task's stream. It takes a launch number as a kernel does, and an event recorded after its last
+// synchronisation marks its end (mcclLabLaunchRecord), so teardown and the watchdog see it end as they see a
+// kernel end.
 static mcclResult_t ceLaunch(mcclLabComm* comm, const struct mcclLabTask* t) {
   struct mcclLabCeCollArgs args = {t->func,     t->root,     t->count,   mcclTypeSize(t->dtype),
                                    t->sendbuff, t->recvbuff, t->sendWin, t->recvWin,
@@ -520,14 +520,9 @@ static mcclResult_t ceLaunch(mcclLabComm* comm, const struct mcclLabTask* t) {
   TRACE(MCCL_COLL, "rank %d: function %d runs on the %s: %zu x %zu bytes, launch %llu", comm->rank, t->func,
         comm->ceColl.ops->name, args.nElts, args.eltSize, (unsigned long long)a.launch);
   mcclResult_t res = comm->ceColl.ops->launch(comm, &args, t->stream);
-  if (res == mcclSuccess && a.launch != 0)
-    CUCHECKGOTO(
-        cuStreamWriteValue64((CUstream)t->stream, (CUdeviceptr)(uintptr_t)&a.launchDone[a.launch % MCCL_LAUNCH_RING],
-                             a.launch, CU_STREAM_WRITE_VALUE_DEFAULT),
-        res, fail);
+  if (res == mcclSuccess) res = mcclLabLaunchRecord(comm, t->stream, a.launch);
   if (res == mcclSuccess) return mcclSuccess;
-fail:
-  mcclLabLaunchFailed(comm, &a);  // nothing will write it: never wait for it
+  mcclLabLaunchFailed(comm, &a);  // nothing will mark it: never wait for it
   return res;
 }
 
