@@ -25,6 +25,7 @@
 #ifndef MCCL_TEST_H_
 #define MCCL_TEST_H_
 
+#include <dlfcn.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cuda.h>
@@ -40,8 +41,8 @@ extern "C" {
 
 /** @brief One named test function. */
 typedef struct {
-  const char* name;  /**< Name printed in the result line and matched by the filter. */
-  void (*fn)(void);  /**< The test body. */
+  const char* name; /**< Name printed in the result line and matched by the filter. */
+  void (*fn)(void); /**< The test body. */
 } mcclTestCase;
 
 /** @brief Hooks that let a multi-process harness (mccl_test_mpi.h) agree on results. */
@@ -190,32 +191,39 @@ int mcclTestMain(int argc, char** argv, const mcclTestCase* cases, int nCases, c
 #define MCCL_TEST_SANITIZER_MAPS (MCCL_TEST_UNDER_ASAN || MCCL_TEST_UNDER_TSAN)
 
 /** @brief Build a case from a function: MCCL_TEST_CASE(fn). */
-#define MCCL_TEST_CASE(fn) {#fn, fn}
+#define MCCL_TEST_CASE(fn) \
+  { #fn, fn }
 /** @brief main() of a single-process test binary. */
-#define MCCL_TEST_MAIN(...)                                                       \
-  int main(int argc, char** argv) {                                               \
-    static const mcclTestCase cases_[] = {__VA_ARGS__};                          \
+#define MCCL_TEST_MAIN(...)                                                                   \
+  int main(int argc, char** argv) {                                                           \
+    static const mcclTestCase cases_[] = {__VA_ARGS__};                                       \
     return mcclTestMain(argc, argv, cases_, (int)(sizeof(cases_) / sizeof(cases_[0])), NULL); \
   }
 
 /** @brief Fails the test unless cond holds. */
-#define EXPECT_TRUE(cond)                                                             \
-  do {                                                                                \
-    if (!(cond)) { mcclTestFailAt(__FILE__, __LINE__, "expected %s", #cond); return; } \
+#define EXPECT_TRUE(cond)                                       \
+  do {                                                          \
+    if (!(cond)) {                                              \
+      mcclTestFailAt(__FILE__, __LINE__, "expected %s", #cond); \
+      return;                                                   \
+    }                                                           \
   } while (0)
 /** @brief Fails the test if cond holds. */
-#define EXPECT_FALSE(cond)                                                                  \
-  do {                                                                                      \
-    if (cond) { mcclTestFailAt(__FILE__, __LINE__, "expected !(%s)", #cond); return; }       \
+#define EXPECT_FALSE(cond)                                         \
+  do {                                                             \
+    if (cond) {                                                    \
+      mcclTestFailAt(__FILE__, __LINE__, "expected !(%s)", #cond); \
+      return;                                                      \
+    }                                                              \
   } while (0)
 /// @cond INTERNAL
-#define EXPECT_CMP_(a, op, b)                                                                    \
-  do {                                                                                           \
-    long long A_ = (long long)(a), B_ = (long long)(b);                                          \
-    if (!(A_ op B_)) {                                                                           \
+#define EXPECT_CMP_(a, op, b)                                                                        \
+  do {                                                                                               \
+    long long A_ = (long long)(a), B_ = (long long)(b);                                              \
+    if (!(A_ op B_)) {                                                                               \
       mcclTestFailAt(__FILE__, __LINE__, "expected %s %s %s (%lld), got %lld", #a, #op, #b, B_, A_); \
-      return;                                                                                    \
-    }                                                                                            \
+      return;                                                                                        \
+    }                                                                                                \
   } while (0)
 /// @endcond
 /** @brief Integers: EXPECT_EQ(actual, expected); the message shows both. */
@@ -231,60 +239,60 @@ int mcclTestMain(int argc, char** argv, const mcclTestCase* cases, int nCases, c
 /** @brief Integer a >= b. */
 #define EXPECT_GE(a, b) EXPECT_CMP_(a, >=, b)
 /** @brief A minccl call returns `expected` (names both results on failure). */
-#define EXPECT_RES(call, expected)                                                               \
-  do {                                                                                           \
-    mcclResult_t R_ = (call), E_ = (expected);                                                   \
-    if (R_ != E_) {                                                                              \
+#define EXPECT_RES(call, expected)                                                                \
+  do {                                                                                            \
+    mcclResult_t R_ = (call), E_ = (expected);                                                    \
+    if (R_ != E_) {                                                                               \
       mcclTestFailAt(__FILE__, __LINE__, "expected %s to return %d (%s), got %d (%s)", #call, E_, \
-                     mcclGetErrorString(E_), R_, mcclGetErrorString(R_));                        \
-      return;                                                                                    \
-    }                                                                                            \
+                     mcclGetErrorString(E_), R_, mcclGetErrorString(R_));                         \
+      return;                                                                                     \
+    }                                                                                             \
   } while (0)
 /** @brief A minccl call returns mcclSuccess. */
 #define EXPECT_OK(call) EXPECT_RES(call, mcclSuccess)
 /** @brief A CUDA driver call returns `expected` (CUresult; names both on failure). */
-#define EXPECT_CU(call, expected)                                                                  \
-  do {                                                                                             \
-    CUresult R_ = (call), E_ = (expected);                                                         \
-    if (R_ != E_) {                                                                                \
-      const char *rn_ = "?", *en_ = "?";                                                           \
-      cuGetErrorName(R_, &rn_);                                                                    \
-      cuGetErrorName(E_, &en_);                                                                    \
+#define EXPECT_CU(call, expected)                                                                            \
+  do {                                                                                                       \
+    CUresult R_ = (call), E_ = (expected);                                                                   \
+    if (R_ != E_) {                                                                                          \
+      const char *rn_ = "?", *en_ = "?";                                                                     \
+      cuGetErrorName(R_, &rn_);                                                                              \
+      cuGetErrorName(E_, &en_);                                                                              \
       mcclTestFailAt(__FILE__, __LINE__, "expected %s to return %s, got %s (%d)", #call, en_, rn_, (int)R_); \
-      return;                                                                                      \
-    }                                                                                              \
+      return;                                                                                                \
+    }                                                                                                        \
   } while (0)
 /** @brief A CUDA driver call returns CUDA_SUCCESS. */
 #define EXPECT_CU_OK(call) EXPECT_CU(call, CUDA_SUCCESS)
 /** @brief A CUDA runtime call returns `expected` (cudaError_t). */
-#define EXPECT_CUDA(call, expected)                                                                \
-  do {                                                                                             \
-    cudaError_t R_ = (call), E_ = (expected);                                                      \
-    if (R_ != E_) {                                                                                \
-      mcclTestFailAt(__FILE__, __LINE__, "expected %s to return %s, got %s (%d)", #call,          \
-                     cudaGetErrorName(E_), cudaGetErrorName(R_), (int)R_);                         \
-      return;                                                                                      \
-    }                                                                                              \
+#define EXPECT_CUDA(call, expected)                                                                            \
+  do {                                                                                                         \
+    cudaError_t R_ = (call), E_ = (expected);                                                                  \
+    if (R_ != E_) {                                                                                            \
+      mcclTestFailAt(__FILE__, __LINE__, "expected %s to return %s, got %s (%d)", #call, cudaGetErrorName(E_), \
+                     cudaGetErrorName(R_), (int)R_);                                                           \
+      return;                                                                                                  \
+    }                                                                                                          \
   } while (0)
 /** @brief A CUDA runtime call returns cudaSuccess. */
 #define EXPECT_CUDA_OK(call) EXPECT_CUDA(call, cudaSuccess)
 /** @brief n bytes at a equal those at b; reports the first differing offset and bytes. */
-#define EXPECT_MEM_EQ(a, b, n)                                                                   \
-  do {                                                                                           \
-    const unsigned char *A_ = (const unsigned char*)(a), *B_ = (const unsigned char*)(b);        \
-    size_t N_ = (size_t)(n);                                                                     \
-    for (size_t I_ = 0; I_ < N_; I_++)                                                           \
-      if (A_[I_] != B_[I_]) {                                                                    \
-        mcclTestFailAt(__FILE__, __LINE__, "expected %s[%zu] == %s[%zu] (0x%02x), got 0x%02x", #a, I_, #b, I_, \
-                       B_[I_], A_[I_]);                                                          \
-        return;                                                                                  \
-      }                                                                                          \
+#define EXPECT_MEM_EQ(a, b, n)                                                                                         \
+  do {                                                                                                                 \
+    const unsigned char *A_ = (const unsigned char*)(a), *B_ = (const unsigned char*)(b);                              \
+    size_t N_ = (size_t)(n);                                                                                           \
+    for (size_t I_ = 0; I_ < N_; I_++)                                                                                 \
+      if (A_[I_] != B_[I_]) {                                                                                          \
+        mcclTestFailAt(__FILE__, __LINE__, "expected %s[%zu] == %s[%zu] (0x%02x), got 0x%02x", #a, I_, #b, I_, B_[I_], \
+                       A_[I_]);                                                                                        \
+        return;                                                                                                        \
+      }                                                                                                                \
   } while (0)
 /** @brief Skip the running test with a reason (missing hardware is a SKIP, never a FAIL). */
-#define SKIP(...)                   \
-  do {                              \
-    mcclTestSkipWith(__VA_ARGS__);  \
-    return;                         \
+#define SKIP(...)                  \
+  do {                             \
+    mcclTestSkipWith(__VA_ARGS__); \
+    return;                        \
   } while (0)
 /** @brief cudaMemcpy from host memory into device memory whose bytes have landed when it returns.
  *  On the NULL stream a copy from pageable memory into device memory, and a memset of device memory,
@@ -317,9 +325,29 @@ static inline void mcclTestWarmUp(void) {
   }
   (void)cudaSetDevice(cur);
 }
+/** @brief The CUDA graph calls a test makes, looked up at run time: the sim does not implement them, and a call
+ *  outside its subset would not link (mcclTestGraphApiLoad). */
+typedef struct {
+  cudaError_t (*beginCapture)(cudaStream_t, enum cudaStreamCaptureMode);         /**< cudaStreamBeginCapture */
+  cudaError_t (*endCapture)(cudaStream_t, cudaGraph_t*);                         /**< cudaStreamEndCapture */
+  cudaError_t (*instantiate)(cudaGraphExec_t*, cudaGraph_t, unsigned long long); /**< cudaGraphInstantiate */
+  cudaError_t (*launch)(cudaGraphExec_t, cudaStream_t);                          /**< cudaGraphLaunch */
+  cudaError_t (*execDestroy)(cudaGraphExec_t);                                   /**< cudaGraphExecDestroy */
+  cudaError_t (*destroy)(cudaGraph_t);                                           /**< cudaGraphDestroy */
+} mcclTestGraphApi;
+/** @brief Look the graph calls up in the process. @param[out] g the calls. @return 1 if every one is there. */
+static inline int mcclTestGraphApiLoad(mcclTestGraphApi* g) {
+  *(void**)&g->beginCapture = dlsym(RTLD_DEFAULT, "cudaStreamBeginCapture");
+  *(void**)&g->endCapture = dlsym(RTLD_DEFAULT, "cudaStreamEndCapture");
+  *(void**)&g->instantiate = dlsym(RTLD_DEFAULT, "cudaGraphInstantiate");
+  *(void**)&g->launch = dlsym(RTLD_DEFAULT, "cudaGraphLaunch");
+  *(void**)&g->execDestroy = dlsym(RTLD_DEFAULT, "cudaGraphExecDestroy");
+  *(void**)&g->destroy = dlsym(RTLD_DEFAULT, "cudaGraphDestroy");
+  return g->beginCapture && g->endCapture && g->instantiate && g->launch && g->execDestroy && g->destroy;
+}
 /** @brief After calling a helper that uses EXPECT_*, return if it failed or skipped. */
-#define CHECK_STOPPED() \
-  do {                  \
+#define CHECK_STOPPED()            \
+  do {                             \
     if (mcclTestStopped()) return; \
   } while (0)
 

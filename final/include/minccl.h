@@ -12,6 +12,7 @@
 #ifndef MINCCL_H_
 #define MINCCL_H_
 
+#include <limits.h>
 #include <stddef.h>
 #include <cuda_runtime.h>
 #include "mccl_result.h"
@@ -128,6 +129,46 @@ mcclResult_t mcclCommInitRank(mcclComm_t* comm, int nranks, mcclUniqueId commId,
  *         mcclCommGetAsyncError.
  */
 mcclResult_t mcclCommInitRankAsync(mcclComm_t* comm, int nranks, mcclUniqueId commId, int rank);
+
+/** @name The communicator's configuration (NCCL's ncclConfig_t, the fields minccl serves)
+ * @{ */
+/** @brief A field the caller left to the library (NCCL's NCCL_CONFIG_UNDEF_INT). */
+#define MCCL_CONFIG_UNDEF_INT INT_MIN
+/** @brief What SMs the communicator may use (NCCL's NCCL_CTA_POLICY_DEFAULT): kernels, as the tuning says. */
+#define MCCL_CTA_POLICY_DEFAULT 0x00
+/** @brief NCCL's NCCL_CTA_POLICY_EFFICIENCY (fewer CTAs on registered buffers): kernels, as the default, here. */
+#define MCCL_CTA_POLICY_EFFICIENCY 0x01
+/** @brief NCCL's NCCL_CTA_POLICY_ZERO: AllGather, AlltoAll, Gather, Scatter and Broadcast whose recvbuff is in a
+ *  window run on the copy engines, with no kernel (lab 10); every other call, and those on other buffers, as before. */
+#define MCCL_CTA_POLICY_ZERO 0x02
+/** @brief mcclConfig_t's magic (NCCL's NCCL_CONFIG_INITIALIZER's). */
+#define MCCL_CONFIG_MAGIC 0xcafebeefu
+/** @brief A communicator's configuration; set it from MCCL_CONFIG_INITIALIZER, then the fields wanted. */
+typedef struct {
+  size_t size;          /**< sizeof(mcclConfig_t) */
+  unsigned int magic;   /**< MCCL_CONFIG_MAGIC */
+  unsigned int version; /**< MCCL_VERSION_CODE of the header it was made with */
+  int blocking;         /**< 1 (or undefined): the init returns when done; 0: as mcclCommInitRankAsync */
+  int CTAPolicy;        /**< MCCL_CTA_POLICY_*, or undefined: the default; MCCL_CTA_POLICY overrides it */
+} mcclConfig_t;
+/** @brief Initialise an mcclConfig_t (NCCL's NCCL_CONFIG_INITIALIZER). */
+#define MCCL_CONFIG_INITIALIZER \
+  { sizeof(mcclConfig_t), MCCL_CONFIG_MAGIC, MCCL_VERSION_CODE, MCCL_CONFIG_UNDEF_INT, MCCL_CONFIG_UNDEF_INT }
+/** @} */
+
+/**
+ * @brief mcclCommInitRank with a configuration (NCCL's ncclCommInitRankConfig): config->blocking = 0 is
+ * mcclCommInitRankAsync (outside a group; a group defers any init), config->CTAPolicy sets the policy (the
+ * environment's MCCL_CTA_POLICY, when set, overrides it, as NCCL_CTA_POLICY does).
+ * @param[out] comm    the communicator; written only on success.
+ * @param[in]  nranks  number of ranks, 1 .. 64.
+ * @param[in]  commId  from mcclGetUniqueId, the same bytes on every rank.
+ * @param[in]  rank    this rank, 0 .. nranks-1.
+ * @param[in]  config  from MCCL_CONFIG_INITIALIZER, or NULL (every field undefined).
+ * @return as mcclCommInitRank (or mcclCommInitRankAsync); mcclInvalidArgument also for a config without
+ *         MCCL_CONFIG_INITIALIZER's magic, blocking other than 0 or 1, a CTA policy that is none of the three.
+ */
+mcclResult_t mcclCommInitRankConfig(mcclComm_t* comm, int nranks, mcclUniqueId commId, int rank, mcclConfig_t* config);
 
 /**
  * @brief One process, ndev devices: one communicator per device, rank i on devlist[i] (NCCL's

@@ -42,6 +42,10 @@ _Static_assert(sizeof(ncclSimInfo_t) == sizeof(mcclSimInfo_t) &&
 _Static_assert(sizeof(ncclUniqueId) == sizeof(mcclUniqueId), "ncclUniqueId and mcclUniqueId differ in size");
 _Static_assert(NCCL_WIN_DEFAULT == MCCL_WIN_DEFAULT && NCCL_WIN_COLL_SYMMETRIC == MCCL_WIN_COLL_SYMMETRIC,
                "window flags differ");
+_Static_assert(NCCL_CTA_POLICY_DEFAULT == MCCL_CTA_POLICY_DEFAULT &&
+                   NCCL_CTA_POLICY_EFFICIENCY == MCCL_CTA_POLICY_EFFICIENCY &&
+                   NCCL_CTA_POLICY_ZERO == MCCL_CTA_POLICY_ZERO && NCCL_CONFIG_UNDEF_INT == MCCL_CONFIG_UNDEF_INT,
+               "CTA policies differ");
 
 // The NCCL ABI level this library implements (ncclGetVersion).
 #define DROPIN_NCCL_VERSION NCCL_VERSION(2, 28, 9)
@@ -123,6 +127,7 @@ struct ncclComm {
   struct ncclComm* next;   // the live list
   pthread_mutex_t lock;    // regs
   struct dropinReg* regs;  // ncclCommRegister handles not yet deregistered
+  int ctaPolicy;           // the config's CTAPolicy (NCCL_CONFIG_UNDEF_INT: none), which a split inherits
 };
 
 static pthread_mutex_t liveLock = PTHREAD_MUTEX_INITIALIZER;
@@ -150,6 +155,7 @@ static struct ncclComm* commNew(void) {
     return NULL;
   }
   pthread_mutex_init(&c->lock, NULL);
+  c->ctaPolicy = NCCL_CONFIG_UNDEF_INT;
   return c;
 }
 
@@ -226,11 +232,15 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
 }
 PNCCL_ALIAS(ncclGetUniqueId);
 
-static ncclResult_t initComm(ncclComm_t* comm, int nranks, const mcclUniqueId* id, int rank, int blocking) {
+static ncclResult_t initComm(ncclComm_t* comm, int nranks, const mcclUniqueId* id, int rank, int blocking,
+                             int ctaPolicy) {
   struct ncclComm* c = commNew();
   if (!c) return ncclSystemError;
-  mcclResult_t r =
-      blocking ? mcclCommInitRank(&c->mc, nranks, *id, rank) : mcclCommInitRankAsync(&c->mc, nranks, *id, rank);
+  mcclConfig_t cfg = MCCL_CONFIG_INITIALIZER;
+  cfg.blocking = blocking;
+  cfg.CTAPolicy = ctaPolicy;
+  c->ctaPolicy = ctaPolicy;
+  mcclResult_t r = mcclCommInitRankConfig(&c->mc, nranks, *id, rank, &cfg);
   if (r != mcclSuccess) {
     commFree(c);
     return mcclDropinResult(r);
@@ -243,8 +253,9 @@ static ncclResult_t initComm(ncclComm_t* comm, int nranks, const mcclUniqueId* i
 
 // config: NCCL_CONFIG_INITIALIZER, then the caller's fields. blocking = 0 is honoured (minccl's
 // mcclCommInitRankAsync: the call returns ncclInProgress, ncclCommGetAsyncError reports ncclInProgress
-// until it is done, ncclCommAbort ends it; inside a group the group defers it anyway). The other fields
-// are accepted and ignored (docs/nccl-dropin.md).
+// until it is done, ncclCommAbort ends it; inside a group the group defers it anyway), and so is CTAPolicy
+// (minccl's mcclConfig_t: NCCL_CTA_POLICY_ZERO runs AllGather, AlltoAll, Gather, Scatter and Broadcast on
+// windows with the copy engines). The other fields are accepted and ignored (docs/nccl-dropin.md).
 static ncclResult_t initConfig(const char* call, ncclComm_t* comm, int nranks, const mcclUniqueId* id, int rank,
                                ncclConfig_t* config) {
   if (comm == NULL) {
@@ -263,8 +274,14 @@ static ncclResult_t initConfig(const char* call, ncclComm_t* comm, int nranks, c
       return ncclInvalidArgument;
     }
     if (config->blocking == 0) blocking = 0;
+    if (config->CTAPolicy != NCCL_CONFIG_UNDEF_INT &&
+        (config->CTAPolicy < NCCL_CTA_POLICY_DEFAULT || config->CTAPolicy > NCCL_CTA_POLICY_ZERO)) {
+      WARN("%s: config->CTAPolicy is %d (NCCL_CTA_POLICY_DEFAULT, _EFFICIENCY or _ZERO)", call, config->CTAPolicy);
+      return ncclInvalidArgument;
+    }
   }
-  return initComm(comm, nranks, id, rank, blocking || groupDepth > 0);
+  return initComm(comm, nranks, id, rank, blocking || groupDepth > 0,
+                  config != NULL ? config->CTAPolicy : NCCL_CONFIG_UNDEF_INT);
 }
 
 ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank, ncclConfig_t* config) {
@@ -451,7 +468,8 @@ PNCCL_ALIAS(ncclGetLastError);
 #define SPLIT_SLOT_WORDS (2 + sizeof(mcclUniqueId) / sizeof(int64_t))
 _Static_assert(sizeof(mcclUniqueId) % sizeof(int64_t) == 0, "unique id not a whole number of words");
 
-static ncclResult_t commSplit(mcclComm_t mc, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
+static ncclResult_t commSplit(mcclComm_t mc, int parentPolicy, int color, int key, ncclComm_t* newcomm,
+                              ncclConfig_t* config) {
   ncclResult_t res;
   if (newcomm == NULL || (color < 0 && color != NCCL_SPLIT_NOCOLOR)) {
     WARN("ncclCommSplit: newcomm %p, color %d (newcomm non-NULL; color >= 0 or NCCL_SPLIT_NOCOLOR)", (void*)newcomm,
@@ -522,7 +540,9 @@ static ncclResult_t commSplit(mcclComm_t mc, int color, int key, ncclComm_t* new
   }
   mcclUniqueId id;
   memcpy(&id, table + (size_t)first * SPLIT_SLOT_WORDS + 2, sizeof(id));
-  res = initComm(newcomm, newSize, &id, newRank, 1);
+  // The child's CTA policy: its config's, else the parent's (NCCL inherits what the config leaves undefined).
+  res = initComm(newcomm, newSize, &id, newRank, 1,
+                 config != NULL && config->CTAPolicy != NCCL_CONFIG_UNDEF_INT ? config->CTAPolicy : parentPolicy);
   if (res == ncclSuccess) SERVED();
 free_dev:
   if (stream) cudaStreamDestroy(stream);
@@ -547,6 +567,7 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeR
   }
   struct ncclComm* c = commNew();
   if (!c) return mcclDropinCommPut(comm, ncclSystemError);
+  c->ctaPolicy = comm->ctaPolicy;  // minccl's shrink keeps the parent's policy
   res = mcclDropinResult(mcclCommShrink(mc, excludeRanksList, excludeRanksCount, &c->mc, shrinkFlags));
   if (res != ncclSuccess) {
     commFree(c);
@@ -563,7 +584,8 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
   mcclComm_t mc;
   ncclResult_t res = mcclDropinCommGet(comm, "ncclCommSplit", &mc);
   if (res != ncclSuccess) return res;
-  res = commSplit(mc, color, key, newcomm, config);  // a finalized parent's allreduce is refused, as NCCL refuses it
+  res = commSplit(mc, comm->ctaPolicy, color, key, newcomm,
+                  config);  // a finalized parent's allreduce is refused, as NCCL refuses it
   return mcclDropinCommPut(comm, res);
 }
 PNCCL_ALIAS(ncclCommSplit);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "mccl_checks.h"
+#include "mccl_ce.h"
 #include "mccl_debug.h"
 #include "mccl_collectives.h"
 #include "mccl_dev_api.h"
@@ -182,6 +183,13 @@ const char* mcclGetLastError(mcclComm_t comm) {
 
 // ---- communicators -------------------------------------------------------------------------------
 
+// Every lab communicator made here has the copy-engine collectives (lab 10), as it has every transport: its CTA
+// policy decides whether they run. `configured` is the config's policy; MCCL_CTA_POLICY overrides it.
+static void commCtaPolicy(mcclLabComm* lab, int configured) {
+  lab->ceColl.ops = &mcclCeOps;
+  lab->ctaPolicy = mcclLabCtaPolicy(lab->rank, configured);
+}
+
 // Every lab communicator made here connects with lab 08's mcclTransports, the table with every transport
 // (P2P, SHM, NET), so ranks on different hosts (MCCL_HOSTID) connect through NET.
 mcclResult_t mcclCommInitDeferred(struct mcclComm* comm) {
@@ -195,10 +203,11 @@ mcclResult_t mcclCommInitDeferred(struct mcclComm* comm) {
 
 // A handle whose initialisation runs later (at the group's end, or on a thread): its lab communicator
 // is allocated now, so that an abort has a flag to raise while the initialisation waits for the peers.
-static mcclResult_t commNewDeferred(int nranks, const mcclUniqueId* id, int rank, int dev, struct mcclClique* clique,
-                                    struct mcclComm** out) {
+static mcclResult_t commNewDeferred(int nranks, const mcclUniqueId* id, int rank, int dev, int ctaPolicy,
+                                    struct mcclClique* clique, struct mcclComm** out) {
   mcclLabComm* lab = NULL;
   MCCLCHECK(mcclLabCommAlloc(&lab, nranks, rank, dev, mcclTransports));
+  commCtaPolicy(lab, ctaPolicy);
   struct mcclComm* c = NULL;
   mcclResult_t res = commNew(NULL, lab, rank, nranks, dev, id, clique, &c);
   if (res != mcclSuccess) {
@@ -229,12 +238,12 @@ static mcclResult_t initRankArgs(mcclComm_t* comm, int nranks, const mcclUniqueI
   return *clique ? mcclSuccess : mcclSystemError;
 }
 
-mcclResult_t mcclCommInitRankAsync(mcclComm_t* comm, int nranks, mcclUniqueId commId, int rank) {
+static mcclResult_t initRankAsync(mcclComm_t* comm, int nranks, mcclUniqueId commId, int rank, int ctaPolicy) {
   int dev = 0;
   struct mcclClique* clique = NULL;
   MCCLCHECK(initRankArgs(comm, nranks, &commId, rank, "mcclCommInitRankAsync", &dev, &clique));
   struct mcclComm* c = NULL;
-  mcclResult_t res = commNewDeferred(nranks, &commId, rank, dev, clique, &c);
+  mcclResult_t res = commNewDeferred(nranks, &commId, rank, dev, ctaPolicy, clique, &c);
   if (res != mcclSuccess) {
     cliquePut(clique);
     return res;
@@ -257,7 +266,11 @@ mcclResult_t mcclCommInitRankAsync(mcclComm_t* comm, int nranks, mcclUniqueId co
   return mcclSuccess;
 }
 
-mcclResult_t mcclCommInitRank(mcclComm_t* comm, int nranks, mcclUniqueId commId, int rank) {
+mcclResult_t mcclCommInitRankAsync(mcclComm_t* comm, int nranks, mcclUniqueId commId, int rank) {
+  return initRankAsync(comm, nranks, commId, rank, MCCL_CTA_POLICY_DEFAULT);
+}
+
+static mcclResult_t initRank(mcclComm_t* comm, int nranks, mcclUniqueId commId, int rank, int ctaPolicy) {
   int dev = 0;
   struct mcclClique* clique = NULL;
   MCCLCHECK(initRankArgs(comm, nranks, &commId, rank, "mcclCommInitRank", &dev, &clique));
@@ -265,12 +278,13 @@ mcclResult_t mcclCommInitRank(mcclComm_t* comm, int nranks, mcclUniqueId commId,
   mcclLabComm* lab = NULL;
   mcclResult_t res;
   if (mcclGroupActive()) {
-    MCCLCHECKGOTO(commNewDeferred(nranks, &commId, rank, dev, clique, &c), res, fail);
+    MCCLCHECKGOTO(commNewDeferred(nranks, &commId, rank, dev, ctaPolicy, clique, &c), res, fail);
     MCCLCHECKGOTO(mcclGroupRecordInit(c), res, fail);
     *comm = c;
     return mcclSuccess;
   }
   MCCLCHECKGOTO(mcclLabCommInit(&lab, nranks, &commId, rank, dev, 0, mcclTransports), res, fail);
+  commCtaPolicy(lab, ctaPolicy);
   MCCLCHECKGOTO(commNew(lab, NULL, rank, nranks, dev, &commId, clique, &c), res, fail);
   *comm = c;
   return mcclSuccess;
@@ -285,6 +299,30 @@ fail:
   return res;
 }
 
+mcclResult_t mcclCommInitRank(mcclComm_t* comm, int nranks, mcclUniqueId commId, int rank) {
+  return initRank(comm, nranks, commId, rank, MCCL_CTA_POLICY_DEFAULT);
+}
+
+mcclResult_t mcclCommInitRankConfig(mcclComm_t* comm, int nranks, mcclUniqueId commId, int rank, mcclConfig_t* config) {
+  int blocking = 1, policy = MCCL_CTA_POLICY_DEFAULT;
+  if (config != NULL) {  // NCCL's parseCommConfig: a bad field is refused, an undefined one is the default
+    MCCL_ARGCHECK(config->magic == MCCL_CONFIG_MAGIC,
+                  "mcclCommInitRankConfig: config->magic is 0x%x, not MCCL_CONFIG_INITIALIZER's 0x%x", config->magic,
+                  MCCL_CONFIG_MAGIC);
+    MCCL_ARGCHECK(config->blocking == MCCL_CONFIG_UNDEF_INT || config->blocking == 0 || config->blocking == 1,
+                  "mcclCommInitRankConfig: config->blocking is %d (0 or 1)", config->blocking);
+    MCCL_ARGCHECK(config->CTAPolicy == MCCL_CONFIG_UNDEF_INT ||
+                      (config->CTAPolicy >= MCCL_CTA_POLICY_DEFAULT && config->CTAPolicy <= MCCL_CTA_POLICY_ZERO),
+                  "mcclCommInitRankConfig: config->CTAPolicy is %d (MCCL_CTA_POLICY_DEFAULT, _EFFICIENCY or _ZERO)",
+                  config->CTAPolicy);
+    if (config->blocking == 0) blocking = 0;
+    if (config->CTAPolicy != MCCL_CONFIG_UNDEF_INT) policy = config->CTAPolicy;
+  }
+  // Inside a group every init waits for the group's end: a non-blocking one is the same there.
+  if (!blocking && !mcclGroupActive()) return initRankAsync(comm, nranks, commId, rank, policy);
+  return initRank(comm, nranks, commId, rank, policy);
+}
+
 mcclResult_t mcclCommInitAll(mcclComm_t* comms, int ndev, const int* devlist) {
   MCCL_ARGCHECK(comms != NULL, "mcclCommInitAll: comms is NULL");
   MCCL_ARGCHECK(ndev >= 1 && ndev <= MCCL_LAB_MAX_RANKS, "mcclCommInitAll: ndev %d (must be 1 .. %d)", ndev,
@@ -293,6 +331,7 @@ mcclResult_t mcclCommInitAll(mcclComm_t* comms, int ndev, const int* devlist) {
   struct mcclComm* out[MCCL_LAB_MAX_RANKS];
   memset(out, 0, sizeof(out));
   MCCLCHECK(mcclLabCommInitAll(labs, ndev, devlist, 0, mcclTransports));
+  for (int i = 0; i < ndev; i++) commCtaPolicy(labs[i], MCCL_CTA_POLICY_DEFAULT);
   mcclResult_t res = mcclSuccess;
   struct mcclClique* clique = cliqueGet(NULL);
   if (clique == NULL) res = mcclSystemError;
@@ -394,7 +433,8 @@ mcclResult_t mcclCommShrink(mcclComm_t comm, const int* excludeRanks, int nExclu
   if (res == mcclSuccess && cudaGetDevice(&saved) == cudaSuccess && cudaSetDevice(comm->cudaDev) == cudaSuccess) {
     INFO(MCCL_INIT, "mcclCommShrink: rank %d of %d becomes rank %d of %d (rank 0: parent rank %d)", comm->rank,
          comm->nRanks, newRank, newSize, root);
-    res = mcclCommInitRank(newcomm, newSize, id, newRank);  // grouped: at the group's end, as any init
+    // The parent's CTA policy goes on (NCCL: a child without a config of its own inherits the parent's).
+    res = initRank(newcomm, newSize, id, newRank, comm->lab->ctaPolicy);  // grouped: at the group's end, as any init
   } else if (res == mcclSuccess) {
     res = mcclUnhandledCudaError;
   }

@@ -176,14 +176,13 @@ static void badInput(void) {
 // AlltoAll, Gather and Scatter on every dtype: counts 1, 7, 1023 and 4099 (blocks whose bytes are not a
 // multiple of 16), roots 0 and last, the in-place forms of Gather and Scatter. Both buffers are checked
 // whole: the outputs, and nothing written elsewhere (fcoll_test_util.h's images).
-static void alltoAllGatherScatter(void) {
+static size_t a2aSpan(void) {
+  const struct fa2aCall largest = {fa2aAlltoAll, mcclFloat64, 4099, 0, 0, 0};
+  return fa2aImageBytes(&largest, mcclTestMpiSize());
+}
+static void a2aEvery(struct fmpiWorld* w) {
   static const size_t counts[] = {1, 7, 1023, 4099};
   const int n = mcclTestMpiSize();
-  const struct fa2aCall largest = {fa2aAlltoAll, mcclFloat64, 4099, 0, 0, 0};
-  const size_t span = fa2aImageBytes(&largest, n);
-  struct fmpiWorld w;
-  fmpiSetUp(&w, 4 * span);  // the host scratch holds 4 images
-  CHECK_STOPPED();
   char what[128], why[200];
   int k = 0;
   for (int f = 0; f < fa2aNumFuncs && !mcclTestMpiAnyStopped(); f++)
@@ -197,18 +196,88 @@ static void alltoAllGatherScatter(void) {
                              f != fa2aAlltoAll && (t / 2 + i) % 2,
                              mcclTestSeed() + (uint64_t)k};
         fa2aDescribe(&c, what, sizeof(what));
-        int line = fa2aPrepare(&c, w.rank, n, w.send, w.recv, w.host);
+        int line = fa2aPrepare(&c, w->rank, n, w->send, w->recv, w->host);
         if (line) {
-          mcclTestFailAt(__FILE__, line, "%s: setting rank %d's buffers up", what, w.rank);
+          mcclTestFailAt(__FILE__, line, "%s: setting rank %d's buffers up", what, w->rank);
           break;
         }
         void *in, *out;
-        fa2aPlace(&c, w.rank, w.send, w.recv, &in, &out);
-        EXPECT_OK(fa2aIssue(&c, in, out, w.comm, w.stream));
-        EXPECT_CUDA_OK(cudaStreamSynchronize(w.stream));
-        if (fa2aVerify(&c, w.rank, n, w.send, w.recv, w.host, why, sizeof(why)))
-          mcclTestFailAt(__FILE__, __LINE__, "%s: rank %d: %s", what, w.rank, why);
+        fa2aPlace(&c, w->rank, w->send, w->recv, &in, &out);
+        EXPECT_OK(fa2aIssue(&c, in, out, w->comm, w->stream));
+        EXPECT_CUDA_OK(cudaStreamSynchronize(w->stream));
+        if (fa2aVerify(&c, w->rank, n, w->send, w->recv, w->host, why, sizeof(why)))
+          mcclTestFailAt(__FILE__, __LINE__, "%s: rank %d: %s", what, w->rank, why);
       }
+}
+static void alltoAllGatherScatter(void) {
+  struct fmpiWorld w;
+  fmpiSetUp(&w, 4 * a2aSpan());  // the host scratch holds 4 images
+  CHECK_STOPPED();
+  a2aEvery(&w);
+  fmpiTearDown(&w);
+}
+
+// The time mcclGroupSimulateEnd gives one AllGather of `count` bytes from in to out on comm.
+static float allGatherEstimate(mcclComm_t comm, void* in, void* out, size_t count, cudaStream_t stream) {
+  mcclSimInfo_t sim = MCCL_SIM_INFO_INITIALIZER;
+  const mcclResult_t a = mcclGroupStart(), b = mcclAllGather(in, out, count, mcclInt8, comm, stream),
+                     c = mcclGroupSimulateEnd(&sim);
+  if (a != mcclSuccess || b != mcclSuccess || c != mcclSuccess)
+    mcclTestFailAt(__FILE__, __LINE__, "a simulated AllGather: %d, %d, %d", (int)a, (int)b, (int)c);
+  return sim.estimatedTime;
+}
+
+// A communicator made with mcclConfig_t.CTAPolicy = MCCL_CTA_POLICY_ZERO, both buffers in windows: AlltoAll,
+// Gather and Scatter as above, AllGather and Broadcast in and out of place, all checked; an AllGather on the
+// windows is planned for the copy engines (mcclGroupSimulateEnd costs it otherwise than the default policy
+// does), one on plain buffers is not. Configs that are not NCCL's are refused.
+static void ctaPolicyZero(void) {
+  struct fmpiWorld w, z;
+  const size_t span = a2aSpan();
+  fmpiSetUp(&w, 4 * span);
+  CHECK_STOPPED();
+  mcclUniqueId id;
+  memset(&id, 0, sizeof(id));
+  if (w.rank == 0) EXPECT_OK(mcclGetUniqueId(&id));
+  MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
+  mcclConfig_t cfg = MCCL_CONFIG_INITIALIZER;
+  mcclComm_t zc = NULL;
+  cfg.CTAPolicy = 3;
+  EXPECT_RES(mcclCommInitRankConfig(&zc, w.nranks, id, w.rank, &cfg), mcclInvalidArgument);
+  cfg.CTAPolicy = MCCL_CTA_POLICY_ZERO;
+  cfg.blocking = 2;
+  EXPECT_RES(mcclCommInitRankConfig(&zc, w.nranks, id, w.rank, &cfg), mcclInvalidArgument);
+  cfg.blocking = 1;
+  cfg.magic = 0;
+  EXPECT_RES(mcclCommInitRankConfig(&zc, w.nranks, id, w.rank, &cfg), mcclInvalidArgument);
+  EXPECT_TRUE(zc == NULL);
+  cfg.magic = MCCL_CONFIG_MAGIC;
+  EXPECT_OK(mcclCommInitRankConfig(&zc, w.nranks, id, w.rank, &cfg));
+  z = w;
+  z.comm = zc;
+  z.send = z.recv = NULL;
+  mcclWindow_t sw = NULL, rw = NULL;
+  EXPECT_OK(mcclMemAlloc(&z.send, 4 * span));
+  EXPECT_OK(mcclMemAlloc(&z.recv, 4 * span));
+  EXPECT_OK(mcclCommWindowRegister(zc, z.send, 4 * span, &sw, MCCL_WIN_COLL_SYMMETRIC));
+  EXPECT_OK(mcclCommWindowRegister(zc, z.recv, 4 * span, &rw, MCCL_WIN_COLL_SYMMETRIC));
+  a2aEvery(&z);
+  for (int k = 0; k < 8 && !mcclTestMpiAnyStopped(); k++) {
+    const int f = k % 2 ? mcclFuncBroadcast : mcclFuncAllGather;
+    struct enqCall c = {f,           k < 4 ? mcclFloat32 : mcclInt8, mcclSum, 0, 1001 + (size_t)k, k % w.nranks,
+                        (k / 2) % 2, mcclTestSeed() + (uint64_t)k};
+    runOne(&z, &c);
+  }
+  const float onWindows = allGatherEstimate(zc, z.send, z.recv, 1 << 16, w.stream);
+  const float byDefault = allGatherEstimate(w.comm, z.send, z.recv, 1 << 16, w.stream);
+  EXPECT_TRUE(onWindows != byDefault);
+  EXPECT_TRUE(allGatherEstimate(zc, w.send, w.recv, 1 << 16, w.stream) ==
+              allGatherEstimate(w.comm, w.send, w.recv, 1 << 16, w.stream));
+  if (sw) EXPECT_OK(mcclCommWindowDeregister(zc, sw));
+  if (rw) EXPECT_OK(mcclCommWindowDeregister(zc, rw));
+  EXPECT_OK(mcclMemFree(z.send));
+  EXPECT_OK(mcclMemFree(z.recv));
+  if (zc) EXPECT_OK(mcclCommDestroy(zc));
   fmpiTearDown(&w);
 }
 
@@ -437,5 +506,6 @@ static void sendRecvUnmatched(void) {
 
 MCCL_TEST_MAIN_MPI(MCCL_TEST_CASE(everyTypeAndOp), MCCL_TEST_CASE(everyRoot), MCCL_TEST_CASE(badInput),
                    MCCL_TEST_CASE(windowRefusedByOneRank), MCCL_TEST_CASE(alltoAllGatherScatter),
-                   MCCL_TEST_CASE(preMulSum), MCCL_TEST_CASE(sendRecvRing), MCCL_TEST_CASE(sendRecvSelf),
-                   MCCL_TEST_CASE(sendRecvAllToAll), MCCL_TEST_CASE(sendRecvPlusTwo), MCCL_TEST_CASE(sendRecvUnmatched))
+                   MCCL_TEST_CASE(ctaPolicyZero), MCCL_TEST_CASE(preMulSum), MCCL_TEST_CASE(sendRecvRing),
+                   MCCL_TEST_CASE(sendRecvSelf), MCCL_TEST_CASE(sendRecvAllToAll), MCCL_TEST_CASE(sendRecvPlusTwo),
+                   MCCL_TEST_CASE(sendRecvUnmatched))

@@ -771,6 +771,64 @@ static void test_window(void) {
   CHECK_NCCL(ncclMemFree(buf));
 }
 
+// The time ncclGroupSimulateEnd gives one AllGather of `count` floats from d to d + count on c.
+static float allGatherEstimate(ncclComm_t c, char* d, size_t count) {
+  ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
+  EXPECT_NCCL(ncclGroupStart(), ncclSuccess);
+  EXPECT_NCCL(ncclAllGather(d, d + count * 4, count, ncclFloat32, c, stream), ncclSuccess);
+  EXPECT_NCCL(ncclGroupSimulateEnd(&sim), ncclSuccess);
+  return sim.estimatedTime;
+}
+
+// config.CTAPolicy = NCCL_CTA_POLICY_ZERO: AllGather, Broadcast, AlltoAll, Gather and Scatter on a window give
+// NCCL's results, in and out of place; ncclGroupSimulateEnd costs an AllGather on the window as the copy
+// engines (not as the world communicator's default policy does), the same one on a plain buffer alike; a split
+// keeps ZERO; a policy that is none of the three is refused.
+static void test_cta_policy_zero(void) {
+  NEED_COMM();
+  ncclUniqueId id;
+  if (rank == 0) CHECK_NCCL(ncclGetUniqueId(&id));
+  MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  ncclComm_t zc = NULL, sub = NULL, world = comm;
+  cfg.CTAPolicy = 3;
+  EXPECT_NCCL(ncclCommInitRankConfig(&zc, nranks, id, rank, &cfg), ncclInvalidArgument);
+  cfg.CTAPolicy = NCCL_CTA_POLICY_ZERO;
+  CHECK_NCCL(ncclCommInitRankConfig(&zc, nranks, id, rank, &cfg));
+  const size_t span = 4099 * 8 * (size_t)nranks + 64, count = 4096;
+  char *buf = NULL, *buf2 = NULL, *plain = NULL;
+  ncclWindow_t win = NULL, win2 = NULL;
+  CHECK_NCCL(ncclMemAlloc((void**)&buf, 2 * span));
+  CHECK_NCCL(ncclMemAlloc((void**)&buf2, 2 * span));
+  CHECK_CUDA(cudaMalloc((void**)&plain, 2 * span));
+  CHECK_NCCL(ncclCommWindowRegister(zc, buf, 2 * span, &win, NCCL_WIN_COLL_SYMMETRIC));
+  comm = zc;  // the checkers run on `comm`
+  for (int inPlace = 0; inPlace < 2 && status != 1; inPlace++) {
+    (void)collChecked(0, ncclFloat32, ncclSum, 0, 1001, inPlace, buf);
+    (void)collChecked(2, ncclBfloat16, ncclSum, nranks - 1, 1001, inPlace, buf);
+    for (int kind = 0; kind < 3 && status != 1; kind++)
+      (void)a2aChecked(kind, ncclInt8 + kind * 3, 1023 + (size_t)kind, inPlace ? nranks - 1 : 0, inPlace && kind, 0,
+                       buf, buf + span, span);
+  }
+  comm = world;
+  const float onWindow = allGatherEstimate(zc, buf, count), byDefault = allGatherEstimate(world, buf, count);
+  if (onWindow == byDefault) FAILF("AllGather on a window: estimated %g us with policy ZERO, as by default", onWindow);
+  const float plainZero = allGatherEstimate(zc, plain, count), plainDefault = allGatherEstimate(world, plain, count);
+  if (plainZero != plainDefault)
+    FAILF("AllGather on a plain buffer: %g us with policy ZERO, %g by default (both kernels)", plainZero, plainDefault);
+  CHECK_NCCL(ncclCommSplit(zc, 0, rank, &sub, NULL));
+  CHECK_NCCL(ncclCommWindowRegister(sub, buf2, 2 * span, &win2, NCCL_WIN_COLL_SYMMETRIC));
+  const float split = allGatherEstimate(sub, buf2, count);
+  if (split != onWindow) FAILF("a split of a ZERO communicator: %g us, its parent %g (not inherited)", split, onWindow);
+  CHECK_NCCL(ncclCommWindowDeregister(sub, win2));
+  CHECK_NCCL(ncclCommDestroy(sub));
+  CHECK_NCCL(ncclCommWindowDeregister(zc, win));
+  CHECK_NCCL(ncclCommDestroy(zc));
+  CHECK_NCCL(ncclMemFree(buf));
+  CHECK_NCCL(ncclMemFree(buf2));
+  cudaFree(plain);
+}
+
 // Split the world in one color with the ranks in reverse order, then with every rank NOCOLOR.
 static void test_split(void) {
   NEED_COMM();
@@ -829,6 +887,7 @@ static const struct testCase cases[] = {
     {"shrink", test_shrink},
     {"register", test_register},
     {"window", test_window},
+    {"cta_policy_zero", test_cta_policy_zero},
     {"split", test_split},
     {"finalize_destroy", test_finalize_destroy},
 };

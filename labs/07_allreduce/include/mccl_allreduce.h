@@ -64,14 +64,57 @@ typedef struct mcclLabWindow {
 } mcclLabWindow;
 
 struct mcclLabUserOp;
+struct mcclLabComm;
+
+/** @brief A collective the copy engines run, as the enqueue layer hands it to them (NCCL's ncclCeCollArgs). */
+struct mcclLabCeCollArgs {
+  int func;               /**< enum mcclFunc: AllGather, AlltoAll, Gather, Scatter, Broadcast or AllReduce */
+  int root;               /**< Gather, Scatter, Broadcast: the root */
+  size_t nElts;           /**< elements per rank pair (the call's count) */
+  size_t eltSize;         /**< bytes per element */
+  const void* sendBuff;   /**< this rank's input */
+  void* recvBuff;         /**< this rank's output */
+  mcclLabWindow* sendWin; /**< the window holding sendBuff, or NULL (the engines read it where it is) */
+  mcclLabWindow* recvWin; /**< the window holding recvBuff: the engines write the peers' copies of it */
+  int dtype;              /**< AllReduce: mcclDataType_t */
+  int redOp;              /**< AllReduce: enum mcclDevRedOp */
+  uint64_t redOpArg;      /**< AllReduce: the operation's argument (an immediate: every rank's is the same) */
+};
+
+/** @brief The copy-engine collectives (lab 10 defines them, as mcclCeOps; the layer that creates a communicator
+ * gives them to it, as it gives the transport table). */
+struct mcclLabCeOps {
+  const char* name;                        /**< for the log */
+  int (*implemented)(int func, int dtype); /**< whether the engines serve the function (NCCL's ncclCeImplemented) */
+  /** Queue the collective on the stream: synchronisations and copies, no kernel, no host wait (NCCL's
+   *  ncclLaunchCeColl). */
+  mcclResult_t (*launch)(struct mcclLabComm* comm, const struct mcclLabCeCollArgs* args, cudaStream_t stream);
+  /** After an abort: let every wait the communicator's streams still have pass (they cannot read the abort
+   *  flag as kernels do), so that teardown never waits for a peer that will not come. */
+  void (*release)(struct mcclLabComm* comm);
+};
+
+/** @brief A communicator's copy-engine state (NCCL's struct ncclCeColl): the flags are in the signal area. */
+struct mcclLabCeColl {
+  const struct mcclLabCeOps* ops; /**< lab 10's mcclCeOps, or NULL: CTA policy ZERO runs kernels */
+  uint32_t seq;                   /**< the last value a memory-op sync wrote (NCCL's ceSeqNum) */
+  int useComplete;     /**< which flags the next sync uses: 1 ceComplete, 0 ceReady (NCCL's useCompletePtr) */
+  uint64_t arSeq;      /**< the assisted allreduce: rounds so far (its flags' values) */
+  cudaStream_t stream; /**< the assisted allreduce: the copies' stream beside the reduce kernel's (or NULL) */
+  cudaEvent_t fork;    /**< the assisted allreduce: the event that forks that stream from the caller's */
+  cudaEvent_t join;    /**< the assisted allreduce: the event that joins it back */
+};
 
 /** @brief The communicator's own launches (src/launches.c): numbered, and a ring where each one's last block
  * stores its number when it ends. */
 struct mcclLabLaunches {
-  uint64_t last;       /**< the last number given (launches captured into a CUDA graph take none) */
-  uint64_t* done;      /**< host-mapped [MCCL_LAUNCH_RING]: the number of the launch that last ended in each slot */
-  uint64_t* doneDev;   /**< its device view */
-  uint32_t* blocksDev; /**< device [MCCL_LAUNCH_RING]: blocks of the slot's launch that have ended */
+  uint64_t last;         /**< the last number given (launches captured into a CUDA graph take none) */
+  uint64_t* done;        /**< host-mapped [MCCL_LAUNCH_RING]: the number of the launch that last ended in each slot */
+  uint64_t* doneDev;     /**< its device view */
+  uint32_t* blocksDev;   /**< device [MCCL_LAUNCH_RING]: blocks of the slot's launch that have ended */
+  cudaEvent_t* events;   /**< [MCCL_LAUNCH_RING], or NULL until needed: an event recorded after a launch with no kernel
+                              (the copy engines', mcclLabLaunchRecord), each created at its slot's first such launch */
+  uint64_t* eventLaunch; /**< [MCCL_LAUNCH_RING]: the launch whose end the slot's event marks (0: none) */
 };
 
 /** @brief A communicator for the lab: what lab 07's kernels and host code need (NCCL's ncclComm, in small). */
@@ -114,6 +157,9 @@ typedef struct mcclLabComm {
   uint64_t nLaunches;                /**< kernel launches so far (a test reads it: a group of K calls is one) */
   struct mcclLabLaunches launches;   /**< which of them have ended (teardown and the watchdog wait on it) */
   struct mcclLabUserOp* userOps;     /**< operations created by mcclLabRedOpCreatePreMulSum, a list */
+  int ctaPolicy;                     /**< MCCL_CTA_POLICY_*: MCCL_CTA_POLICY when set, else the default (a layer above
+                                          sets it from its config) */
+  struct mcclLabCeColl ceColl;       /**< the copy-engine collectives, used with MCCL_CTA_POLICY_ZERO */
   struct mcclLabWatchdog* watchdog;  /**< the record of this rank's collectives and the thread that watches them
                                           (src/watchdog.c); NULL with MCCL_WATCHDOG_TIMEOUT=0 or one rank */
   int watchdogResult;                /**< mcclResult_t: mcclSuccess until the watchdog reports (atomic) */
@@ -170,6 +216,16 @@ mcclResult_t mcclLabRingBuild(const mcclPeerInfo* peerInfo, int nRanks, int rank
  */
 mcclResult_t mcclLabCommAlloc(mcclLabComm** comm, int nranks, int rank, int cudaDev,
                               struct mcclTransport* const* transports);
+
+/**
+ * @brief The CTA policy a communicator runs with (NCCL's config.CTAPolicy and NCCL_CTA_POLICY): MCCL_CTA_POLICY
+ * when it is set, which overrides the configured one (with an INFO line, as NCCL), else `configured`. A value of
+ * MCCL_CTA_POLICY that is no policy gives the default (INFO). mcclLabCommAlloc sets comm->ctaPolicy from it.
+ * @param[in] rank        for the log.
+ * @param[in] configured  MCCL_CTA_POLICY_DEFAULT, _EFFICIENCY or _ZERO (the caller checked it).
+ * @return the policy.
+ */
+int mcclLabCtaPolicy(int rank, int configured);
 
 /**
  * @brief The second half of mcclLabCommInit (NCCL's initTransportsRank): proxy, bootstrap, ring, channels,
@@ -303,7 +359,9 @@ int mcclLabOneShotFits(int nRanks, size_t bytes, int proto);
  * @param[in]  func       enum mcclFunc: Broadcast .. AllReduce.
  * @param[in]  nRanks     ranks.
  * @param[in]  bytes      AllReduce: bytes per rank; the others: bytes of the larger buffer.
- * @param[in]  symmetric  0: no signal area; 1: a signal area; 2: and sendbuff and recvbuff in windows.
+ * @param[in]  symmetric  0: no signal area; 1: a signal area; 2: and sendbuff and recvbuff in windows; 3: and the
+ *                        copy-engine allreduce can run too (lab 10's ops, out of place, not in a graph capture):
+ *                        MCCL_ALGO=ce, or the table from MCCL_TUNE_CE_AR_MIN bytes.
  * @param[out] algo       enum mcclAlgo.
  * @param[out] proto      MCCL_PROTO_SIMPLE or MCCL_PROTO_LL.
  * @return mcclSuccess; mcclInvalidArgument (bad MCCL_ALGO / MCCL_PROTO value, func or symmetric out of

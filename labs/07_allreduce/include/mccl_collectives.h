@@ -39,6 +39,11 @@ extern "C" {
  *
  * As in NCCL, the calls of one group may run at the same time: none may read what another one writes.
  *
+ * With CTA policy ZERO (comm->ctaPolicy) and the copy-engine collectives (comm->ceColl.ops, lab 10), AllGather,
+ * AlltoAll, Gather, Scatter and Broadcast whose recvbuff is in a window run on the copy engines, with no kernel;
+ * on other buffers they run as below, with an INFO line. MCCL_ALGO=ce runs AllReduce on the copy engines with
+ * a small reduce kernel (lab 10's assisted allreduce).
+ *
  * @code
  * // eight allreduces in one kernel launch
  * MCCLCHECK(mcclLabGroupStart());

@@ -43,7 +43,9 @@ enum mcclAlgo {
   MCCL_ALGO_ONESHOT = 1, /**< AllReduce: every rank pushes its input into every peer's signal area; each reduces all:
                               LL lines (any rank count), or on 2 ranks with SIMPLE the bytes themselves */
   MCCL_ALGO_TWOSHOT = 2, /**< AllReduce: reduce-scatter by loads, all-gather by stores, on the registered windows */
-  MCCL_NUM_ALGOS = 3     /**< number of algorithms */
+  MCCL_ALGO_CE = 3,      /**< no kernel: the copy engines move the bytes between windows, the streams synchronise the
+                              ranks with memory operations (lab 10; NCCL's CTA policy ZERO, src/ce_coll.cc) */
+  MCCL_NUM_ALGOS = 4     /**< number of algorithms */
 };
 
 /** @brief Most ranks a lab communicator has. */
@@ -66,17 +68,33 @@ enum mcclAlgo {
  *  holds, per parity, this many bytes of its peer's input (the bytes themselves, no flag in them). */
 #define MCCL_ONESHOT_SIMPLE_MAX_BYTES (4 * 1024 * 1024)
 
+/** @brief Flags of lab 10's copy-engine-assisted allreduce: rounds in flight per flag array (a round's flag is
+ *  slot round % MCCL_CE_AR_SLOTS; values only grow, so a slot is reused without a reset). */
+#define MCCL_CE_AR_SLOTS 8
+/** @brief Blocks of the assisted allreduce's reduce kernel (each signals its part of a round). */
+#define MCCL_CE_AR_BLOCKS 8
+
 /**
  * @brief The barrier slots at the start of a rank's signal area. Slot [b][r] of rank R's area is
  * written only by rank r's block b (with the call's sequence number) and read by R's block b; a
  * sequence number only grows, so slots are never reset. Two-shot: `arrive` (the source's input is
  * ready), `depart` (the source is done with this rank's buffers). One-shot with SIMPLE: `pushed`
- * (the source's block b has stored its part of the input in this rank's scratch).
+ * (the source's block b has stored its part of the input in this rank's scratch). The copy-engine
+ * collectives (lab 10) synchronise through `ceReady` and `ceComplete` in turn: slot r is written by rank r's
+ * stream (a stream memory operation), waited on by this rank's (NCCL's ncclCeColl ready/complete arrays).
  */
 struct mcclSymSignals {
   uint64_t arrive[MCCL_SIGNAL_MAX_BLOCKS][MCCL_SYM_MAX_RANKS]; /**< two-shot: start barrier */
   uint64_t depart[MCCL_SIGNAL_MAX_BLOCKS][MCCL_SYM_MAX_RANKS]; /**< two-shot: end barrier */
   uint64_t pushed[MCCL_SIGNAL_MAX_BLOCKS][MCCL_SYM_MAX_RANKS]; /**< one-shot (SIMPLE): the source's data is here */
+  uint32_t ceReady[MCCL_SYM_MAX_RANKS];    /**< copy engines: the odd syncs' flags, one per source rank */
+  uint32_t ceComplete[MCCL_SYM_MAX_RANKS]; /**< copy engines: the even syncs' flags, one per source rank */
+  /** assisted allreduce: [source][slot], the source's stream wrote its chunk of the round into this rank's output */
+  uint64_t ceArArrived[MCCL_SYM_MAX_RANKS][MCCL_CE_AR_SLOTS];
+  /** assisted allreduce: [consumer][block][slot], the consumer's kernel block has read this rank's chunk */
+  uint64_t ceArConsumed[MCCL_SYM_MAX_RANKS][MCCL_CE_AR_BLOCKS][MCCL_CE_AR_SLOTS];
+  /** assisted allreduce: [block][slot], this rank's kernel block has reduced its part of the round */
+  uint64_t ceArReduced[MCCL_CE_AR_BLOCKS][MCCL_CE_AR_SLOTS];
 };
 /** @brief Lines of one (parity, source rank) one-shot region. */
 #define MCCL_ONESHOT_LINES (MCCL_ONESHOT_MAX_BYTES / 8)

@@ -27,22 +27,38 @@ extern "C" {
 /** @addtogroup lab07
  * @{ */
 
+/** @name CTA policies
+ * What a communicator may spend SMs on (NCCL's NCCL_CTA_POLICY_*, ncclConfig_t.CTAPolicy; MCCL_CTA_POLICY
+ * overrides): the default and EFFICIENCY run every collective in kernels; ZERO runs the functions the copy
+ * engines serve (lab 10) without a kernel where the buffers allow it.
+ * @{ */
+#define MCCL_CTA_POLICY_DEFAULT 0x00    /**< kernels, as many blocks as the tuning gives */
+#define MCCL_CTA_POLICY_EFFICIENCY 0x01 /**< NCCL: fewer blocks on registered buffers; minccl: as the default */
+#define MCCL_CTA_POLICY_ZERO 0x02       /**< no SM where the copy engines can do it */
+/** @} */
+
+struct mcclLabWindow;
+
 /** @brief One call as its group keeps it until the group ends (NCCL's ncclTaskColl and ncclTaskP2p in one). */
 struct mcclLabTask {
-  int func;                 /**< enum mcclFunc: Broadcast .. AllReduce, or Send / Recv (AlltoAll, Gather and
-                                 Scatter are enqueued as Send and Recv tasks) */
-  const void* sendbuff;     /**< input (Send: the bytes sent) */
-  void* recvbuff;           /**< output (Recv: where the bytes go) */
-  size_t count;             /**< elements, as the call gave them */
-  int dtype;                /**< mcclDataType_t */
-  int devRedOp;             /**< enum mcclDevRedOp: the call's operation for its type (NCCL's hostToDevRedOp) */
-  int redOpArgIsPtr;        /**< 1: redOpArg is the device address of PreMulSum's scalar */
-  int userOp;               /**< 1: an operation from mcclLabRedOpCreatePreMulSum (its scalar may differ between
-                                 ranks, so no algorithm may apply one rank's scalar to another's input) */
-  uint64_t redOpArg;        /**< PreMulSum's scalar bits (or address), SumPostDiv's divisor */
-  int root;                 /**< Broadcast, Reduce: the root; Send, Recv: the peer */
-  cudaStream_t stream;      /**< the caller's stream */
-  struct mcclLabTask* next; /**< the planner's list, in call order */
+  int func;                      /**< enum mcclFunc: Broadcast .. AllReduce, or Send / Recv (AlltoAll, Gather and
+                                      Scatter are enqueued as Send and Recv tasks, unless they run on the copy
+                                      engines) */
+  const void* sendbuff;          /**< input (Send: the bytes sent) */
+  void* recvbuff;                /**< output (Recv: where the bytes go) */
+  size_t count;                  /**< elements, as the call gave them */
+  int dtype;                     /**< mcclDataType_t */
+  int devRedOp;                  /**< enum mcclDevRedOp: the call's operation for its type (NCCL's hostToDevRedOp) */
+  int redOpArgIsPtr;             /**< 1: redOpArg is the device address of PreMulSum's scalar */
+  int userOp;                    /**< 1: an operation from mcclLabRedOpCreatePreMulSum (its scalar may differ between
+                                      ranks, so no algorithm may apply one rank's scalar to another's input) */
+  uint64_t redOpArg;             /**< PreMulSum's scalar bits (or address), SumPostDiv's divisor */
+  int root;                      /**< Broadcast, Reduce: the root; Send, Recv: the peer */
+  cudaStream_t stream;           /**< the caller's stream */
+  int ce;                        /**< 1: the copy engines run it (CTA policy ZERO, recvbuff in a window: lab 10) */
+  struct mcclLabWindow* sendWin; /**< copy engines: the window holding sendbuff, or NULL */
+  struct mcclLabWindow* recvWin; /**< copy engines: the window holding recvbuff */
+  struct mcclLabTask* next;      /**< the planner's list, in call order */
   /* What the watchdog records of the call (set only while it is on, src/watchdog.c): */
   int wdCall;     /**< 0: not recorded (Send, Recv); 1: the first task of a recorded call; 2: a later one */
   int wdFunc;     /**< the call's function (AlltoAll, Gather, Scatter: not their tasks' Send / Recv) */

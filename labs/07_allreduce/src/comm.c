@@ -223,6 +223,10 @@ static mcclResult_t commFree(mcclLabComm* comm) {
     comm->windows = w->next;
     KEEP_FIRST(labWindowUnmap(comm, w));
   }
+  // The assisted allreduce's stream and events (lab 10 made them; its work ended with the launches above).
+  if (comm->ceColl.stream) cudaStreamDestroy(comm->ceColl.stream);
+  if (comm->ceColl.fork) cudaEventDestroy(comm->ceColl.fork);
+  if (comm->ceColl.join) cudaEventDestroy(comm->ceColl.join);
   if (comm->signalWin) {
     void* sig = comm->signalWin->buff;
     KEEP_FIRST(labWindowUnmap(comm, comm->signalWin));
@@ -254,6 +258,20 @@ static mcclResult_t commFree(mcclLabComm* comm) {
   return res;
 }
 
+int mcclLabCtaPolicy(int rank, int configured) {
+  const int64_t env = mcclParamCtaPolicy();
+  if (env == -1) return configured;
+  // As NCCL: the environment overrides the config, and a value it does not know is the default.
+  if (env < MCCL_CTA_POLICY_DEFAULT || env > MCCL_CTA_POLICY_ZERO) {
+    INFO(MCCL_ENV, "rank %d: MCCL_CTA_POLICY=%lld is not a CTA policy (0, 1 or 2): the default", rank, (long long)env);
+    return MCCL_CTA_POLICY_DEFAULT;
+  }
+  if (env != configured && configured != MCCL_CTA_POLICY_DEFAULT)
+    INFO(MCCL_ENV, "rank %d: the configured CTA policy %d is reset to MCCL_CTA_POLICY=%lld", rank, configured,
+         (long long)env);
+  return (int)env;
+}
+
 mcclResult_t mcclLabCommAlloc(mcclLabComm** out, int nranks, int rank, int cudaDev,
                               struct mcclTransport* const* transports) {
   MCCL_ARGCHECK(out != NULL, "comm is NULL");
@@ -274,6 +292,7 @@ mcclResult_t mcclLabCommAlloc(mcclLabComm** out, int nranks, int rank, int cudaD
   comm->rank = rank;
   comm->nRanks = nranks;
   comm->cudaDev = cudaDev;
+  comm->ctaPolicy = mcclLabCtaPolicy(rank, MCCL_CTA_POLICY_DEFAULT);
   CUDACHECKGOTO(cudaSetDevice(cudaDev), res, fail);
   MCCLCHECKGOTO(mcclTransportCtxInit(&comm->ctx, rank, nranks, cudaDev), res, fail);
   // The table of the layer that knows every transport of this program: lab 07 names none itself.

@@ -252,7 +252,7 @@ static void watchdogNote(const struct enqueueInfo* info, struct mcclLabTask* t) 
 
 // A send or a receive of count elements (NCCL's p2pTaskAppend).
 static mcclResult_t p2pTaskAppend(const struct enqueueInfo* info, int func, void* buff, size_t count, int peer) {
-  struct mcclLabTask* t;
+  struct mcclLabTask* t = NULL;
   MCCLCHECK(newTask(info->comm, &t));
   watchdogNote(info, t);
   t->func = func;
@@ -295,21 +295,49 @@ static mcclResult_t p2pCollAppend(const struct enqueueInfo* info) {
   // END EXERCISE(07.task_append)
 }
 
-static mcclResult_t taskAppend(const struct enqueueInfo* info) {
+// ---- the copy engines (NCCL's ceCollTaskAppend) ------------------------------------------------------
+// With CTA policy ZERO, a function the copy engines serve (lab 10) runs on them when recvbuff is in a window:
+// the engines write each peer's copy of it, which only a window maps here, at this rank's offset in it (every
+// rank passes its buffers at the same offsets of its windows, as a symmetric call does, so every rank takes
+// the same path). sendbuff is read where it is. Otherwise the kernels run it, and an INFO line says why: the
+// policy asks for no SM, it never makes a call fail (as NCCL).
+static int ceTaskWanted(const struct enqueueInfo* info, mcclLabWindow** sendWin, mcclLabWindow** recvWin) {
   mcclLabComm* comm = info->comm;
-  if (info->func == mcclFuncSend || info->func == mcclFuncRecv)
-    return p2pTaskAppend(info, info->func, info->func == mcclFuncSend ? (void*)info->sendbuff : info->recvbuff,
-                         info->count, info->root);
-  if (info->count == 0) return mcclSuccess;  // NCCL: empty collectives are discarded
-  if (info->func == mcclFuncAlltoAll || info->func == mcclFuncGather || info->func == mcclFuncScatter) {
-    struct mcclLabTask* mark = comm->planner.tail;
-    mcclResult_t res = p2pCollAppend(info);
-    struct mcclLabTask* first = mark ? mark->next : comm->planner.head;
-    if (res == mcclSuccess && first && first->wdCall) first->wdCall = 1;
-    return res;
+  const struct mcclLabCeOps* ops = comm->ceColl.ops;
+  // The reductions need SMs: AllReduce's copy-engine form (with a kernel) is an algorithm the plan picks.
+  if (comm->ctaPolicy != MCCL_CTA_POLICY_ZERO || funcReduces(info->func)) return 0;
+  if (ops == NULL) {
+    INFO(MCCL_COLL, "rank %d: %s with CTA policy ZERO: this communicator has no copy-engine collectives: kernels",
+         comm->rank, info->name);
+    return 0;
   }
-  struct mcclLabTask* t;
-  MCCLCHECK(newTask(comm, &t));
+  if (!ops->implemented(info->func, (int)info->dtype)) return 0;
+  if (comm->signalWin == NULL) {
+    INFO(MCCL_COLL, "rank %d: %s with CTA policy ZERO: no signal area for the copy engines' flags: kernels", comm->rank,
+         info->name);
+    return 0;
+  }
+  const size_t bytes = info->count * mcclTypeSize(info->dtype);
+  const int blocks = info->func == mcclFuncAllGather || info->func == mcclFuncAlltoAll || info->func == mcclFuncGather;
+  const size_t recvBytes = bytes * (blocks ? (size_t)comm->nRanks : 1);
+  const size_t sendBytes =
+      bytes * (info->func == mcclFuncAlltoAll || info->func == mcclFuncScatter ? (size_t)comm->nRanks : 1);
+  size_t off;
+  if (mcclLabWindowFind(comm, info->recvbuff, recvBytes, recvWin, &off) != mcclSuccess || *recvWin == NULL) {
+    INFO(MCCL_COLL,
+         "rank %d: %s with CTA policy ZERO: recvbuff %p (%zu bytes) is not in a registered window, so the copy "
+         "engines cannot reach the peers' copies of it: kernels",
+         comm->rank, info->name, info->recvbuff, recvBytes);
+    return 0;
+  }
+  if (mcclLabWindowFind(comm, info->sendbuff, sendBytes, sendWin, &off) != mcclSuccess) *sendWin = NULL;
+  return 1;
+}
+
+// A collective's task as the call gives it, the first (and only) one of its call for the watchdog; not appended.
+static mcclResult_t collTaskNew(const struct enqueueInfo* info, struct mcclLabTask** out) {
+  struct mcclLabTask* t = NULL;
+  MCCLCHECK(newTask(info->comm, &t));
   t->func = info->func;
   t->sendbuff = info->sendbuff;
   t->recvbuff = info->recvbuff;
@@ -319,6 +347,37 @@ static mcclResult_t taskAppend(const struct enqueueInfo* info) {
   t->stream = info->stream;
   watchdogNote(info, t);
   if (t->wdCall) t->wdCall = 1;
+  *out = t;
+  return mcclSuccess;
+}
+
+static mcclResult_t ceTaskAppend(const struct enqueueInfo* info, mcclLabWindow* sendWin, mcclLabWindow* recvWin) {
+  struct mcclLabTask* t = NULL;
+  MCCLCHECK(collTaskNew(info, &t));
+  t->ce = 1;
+  t->sendWin = sendWin;
+  t->recvWin = recvWin;
+  appendTask(info->comm, t);
+  return mcclSuccess;
+}
+
+static mcclResult_t taskAppend(const struct enqueueInfo* info) {
+  mcclLabComm* comm = info->comm;
+  if (info->func == mcclFuncSend || info->func == mcclFuncRecv)
+    return p2pTaskAppend(info, info->func, info->func == mcclFuncSend ? (void*)info->sendbuff : info->recvbuff,
+                         info->count, info->root);
+  if (info->count == 0) return mcclSuccess;  // NCCL: empty collectives are discarded
+  mcclLabWindow *sendWin = NULL, *recvWin = NULL;
+  if (ceTaskWanted(info, &sendWin, &recvWin)) return ceTaskAppend(info, sendWin, recvWin);
+  if (info->func == mcclFuncAlltoAll || info->func == mcclFuncGather || info->func == mcclFuncScatter) {
+    struct mcclLabTask* mark = comm->planner.tail;
+    mcclResult_t res = p2pCollAppend(info);
+    struct mcclLabTask* first = mark ? mark->next : comm->planner.head;
+    if (res == mcclSuccess && first && first->wdCall) first->wdCall = 1;
+    return res;
+  }
+  struct mcclLabTask* t = NULL;
+  MCCLCHECK(collTaskNew(info, &t));
   // The operation is read now: a created one may be destroyed before the group ends (NCCL copies it too).
   mcclResult_t res = hostToDevRedOp(info, t);
   if (res != mcclSuccess) {  // back to the free list: the task was never appended

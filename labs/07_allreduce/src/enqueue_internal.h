@@ -78,6 +78,10 @@ mcclResult_t mcclLabLaunchesInit(mcclLabComm* comm);
 void mcclLabLaunchesFree(mcclLabComm* comm);
 void mcclLabLaunchNumber(mcclLabComm* comm, cudaStream_t stream, struct mcclDevKernelArgs* a);
 void mcclLabLaunchFailed(mcclLabComm* comm, const struct mcclDevKernelArgs* a);
+// A numbered launch with no kernel (the copy engines') ends where the stream reaches an event recorded after it:
+// a stream memory write into the host-mapped ring would do, but the driver may run that write from the calling
+// thread (the ring is cuMem host memory), which then waits for the peers' streams.
+mcclResult_t mcclLabLaunchRecord(mcclLabComm* comm, cudaStream_t stream, uint64_t n);
 int mcclLabLaunchEnded(const mcclLabComm* comm, uint64_t n);
 
 #ifdef __cplusplus

@@ -7,12 +7,14 @@
 // on the caller's streams, so it waits on its own kernels instead of on the device), and the watchdog,
 // which asks whether a collective's launches have ended.
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "enqueue_internal.h"
 #include "mccl_checks.h"
 #include "mccl_debug.h"
 #include "mccl_devconn.h"
+#include "mccl_utils.h"
 
 mcclResult_t mcclLabLaunchesInit(mcclLabComm* comm) {
   struct mcclLabLaunches* l = &comm->launches;
@@ -28,6 +30,10 @@ mcclResult_t mcclLabLaunchesInit(mcclLabComm* comm) {
 
 void mcclLabLaunchesFree(mcclLabComm* comm) {
   struct mcclLabLaunches* l = &comm->launches;
+  for (int s = 0; l->events && s < MCCL_LAUNCH_RING; s++)
+    if (l->events[s]) cudaEventDestroy(l->events[s]);
+  free(l->events);
+  free(l->eventLaunch);
   mcclDevHostFree(l->done);
   mcclDevFree(l->blocksDev);
   memset(l, 0, sizeof(*l));
@@ -57,18 +63,48 @@ void mcclLabLaunchFailed(mcclLabComm* comm, const struct mcclDevKernelArgs* a) {
   if (a->launch != 0) __atomic_store_n(&comm->launches.done[a->launch % MCCL_LAUNCH_RING], a->launch, __ATOMIC_RELEASE);
 }
 
+mcclResult_t mcclLabLaunchRecord(mcclLabComm* comm, cudaStream_t stream, uint64_t n) {
+  struct mcclLabLaunches* l = &comm->launches;
+  if (n == 0) return mcclSuccess;
+  if (l->events == NULL) {
+    cudaEvent_t* ev = (cudaEvent_t*)calloc(MCCL_LAUNCH_RING, sizeof(*ev));
+    uint64_t* at = (uint64_t*)calloc(MCCL_LAUNCH_RING, sizeof(*at));
+    if (ev == NULL || at == NULL) {
+      free(ev);
+      free(at);
+      WARN("Out of memory for rank %d's launch events", comm->rank);
+      return mcclSystemError;
+    }
+    l->eventLaunch = at;
+    __atomic_store_n(&l->events, ev, __ATOMIC_RELEASE);  // the watchdog's thread may look from now on
+  }
+  const size_t s = n % MCCL_LAUNCH_RING;
+  if (l->events[s] == NULL) CUDACHECK(cudaEventCreateWithFlags(&l->events[s], cudaEventDisableTiming));
+  CUDACHECK(cudaEventRecord(l->events[s], stream));
+  __atomic_store_n(&l->eventLaunch[s], n, __ATOMIC_RELEASE);
+  return mcclSuccess;
+}
+
 int mcclLabLaunchEnded(const mcclLabComm* comm, uint64_t n) {
   const struct mcclLabLaunches* l = &comm->launches;
   if (n == 0 || l->done == NULL) return 1;
   if (n + MCCL_LAUNCH_RING <= __atomic_load_n(&l->last, __ATOMIC_RELAXED))
     return 1;  // its slot went to a later launch: far in the past
-  return __atomic_load_n(&l->done[n % MCCL_LAUNCH_RING], __ATOMIC_ACQUIRE) >= n;
+  const size_t s = n % MCCL_LAUNCH_RING;
+  if (__atomic_load_n(&l->done[s], __ATOMIC_ACQUIRE) >= n) return 1;
+  cudaEvent_t* ev = __atomic_load_n(&l->events, __ATOMIC_ACQUIRE);
+  const uint64_t at = ev ? __atomic_load_n(&l->eventLaunch[s], __ATOMIC_ACQUIRE) : 0;
+  if (at > n) return 1;  // a later launch took the slot
+  return at == n && cudaEventQuery(ev[s]) == cudaSuccess;
 }
 
 mcclResult_t mcclLabCommWaitLaunches(mcclLabComm* comm) {
   if (comm == NULL) return mcclInvalidArgument;
   const uint64_t last = comm->launches.last;
   const uint64_t first = last >= MCCL_LAUNCH_RING ? last - MCCL_LAUNCH_RING + 1 : 1;
+  // Kernels end by themselves once they see the abort flag; the copy engines' waits are released.
+  if (mcclIsAborted(comm->abortFlag) && comm->ceColl.ops != NULL && comm->ceColl.ops->release != NULL)
+    comm->ceColl.ops->release(comm);
   int saved = -1;
   if (cudaGetDevice(&saved) != cudaSuccess) saved = -1;
   cudaSetDevice(comm->cudaDev);

@@ -189,6 +189,23 @@ mcclResult_t mcclLabCommProto(const mcclLabComm* comm, size_t bytes, int proto, 
   return mcclSuccess;
 }
 
+// Whether lab 10's copy-engine allreduce could run the task (its buffers in windows is the caller's to check):
+// the copy-engine collectives present, the buffers apart (the output holds the peers' chunks until they are
+// reduced), at least 16 bytes per rank, and no CUDA graph capture (its flags' values grow from call to call).
+static int ceAllReduceFits(const mcclLabComm* comm, const struct mcclLabTask* t) {
+  const struct mcclLabCeOps* ops = comm->ceColl.ops;
+  if (t->func != mcclFuncAllReduce || ops == NULL || !ops->implemented(t->func, t->dtype) || t->redOpArgIsPtr) return 0;
+  const size_t bytes = taskBytes(t);
+  const uintptr_t s = (uintptr_t)t->sendbuff, r = (uintptr_t)t->recvbuff;
+  if (bytes < (size_t)comm->nRanks * 16 || (s < r + bytes && r < s + bytes)) return 0;
+  enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(t->stream, &cs) != cudaSuccess) {
+    (void)cudaGetLastError();  // a capture under way elsewhere: as captured
+    return 0;
+  }
+  return cs == cudaStreamCaptureStatusNone;
+}
+
 // ---- collectives (NCCL's algorithm choice and scheduleCollTasksToPlan) --------------------------------
 // A collective's work item, its kernel, and what it adds to its plan. Returns the work's estimated time
 // through *estUs when asked.
@@ -206,7 +223,9 @@ static mcclResult_t collWork(mcclLabComm* comm, const struct mcclLabTask* t, str
   // 1: the signal area exists (one-shot possible); 2: and both buffers are in windows (two-shot too).
   // Two-shot reduces every rank's input where it loads it, with its own operation: not for an operation
   // whose scalar may differ between ranks (one-shot scales each input where it is sent, the ring too).
-  const int symmetric = comm->signalWin == NULL ? 0 : (sw != NULL && rw != NULL && !t->userOp) ? 2 : 1;
+  // 3: and the copy-engine allreduce can run (lab 10: its ops, buffers apart, no graph capture).
+  int symmetric = comm->signalWin == NULL ? 0 : (sw != NULL && rw != NULL && !t->userOp) ? 2 : 1;
+  if (symmetric == 2 && ceAllReduceFits(comm, t)) symmetric = 3;
   int algo, proto;
   MCCLCHECK(
       mcclLabSelectAlgorithm(t->func, nRanks, t->func == mcclFuncAllReduce ? bytes : larger, symmetric, &algo, &proto));
@@ -484,6 +503,32 @@ static mcclResult_t planP2p(mcclLabComm* comm, struct mcclLabPlan* plan, double*
   return mcclSuccess;
 }
 
+// ---- the copy engines (NCCL's plan->isCeColl and ncclLaunchCeColl) ------------------------------------
+// A copy-engine task is a plan of its own with no kernel: lab 10's launch queues its synchronisations and
+// copies on the task's stream. It takes a launch number as a kernel does, and an event recorded after its last
+// synchronisation marks its end (mcclLabLaunchRecord), so teardown and the watchdog see it end as they see a
+// kernel end.
+static mcclResult_t ceLaunch(mcclLabComm* comm, const struct mcclLabTask* t) {
+  struct mcclLabCeCollArgs args = {t->func,     t->root,     t->count,   mcclTypeSize(t->dtype),
+                                   t->sendbuff, t->recvbuff, t->sendWin, t->recvWin,
+                                   t->dtype,    t->devRedOp, t->redOpArg};
+  size_t off;
+  if (t->func == mcclFuncAllReduce) {  // planned here, not at the call: its windows are found now
+    MCCLCHECK(mcclLabWindowFind(comm, t->sendbuff, taskBytes(t), &args.sendWin, &off));
+    MCCLCHECK(mcclLabWindowFind(comm, t->recvbuff, taskBytes(t), &args.recvWin, &off));
+  }
+  struct mcclDevKernelArgs a;
+  memset(&a, 0, sizeof(a));
+  mcclLabLaunchNumber(comm, t->stream, &a);
+  TRACE(MCCL_COLL, "rank %d: function %d runs on the %s: %zu x %zu bytes, launch %llu", comm->rank, t->func,
+        comm->ceColl.ops->name, args.nElts, args.eltSize, (unsigned long long)a.launch);
+  mcclResult_t res = comm->ceColl.ops->launch(comm, &args, t->stream);
+  if (res == mcclSuccess) res = mcclLabLaunchRecord(comm, t->stream, a.launch);
+  if (res == mcclSuccess) return mcclSuccess;
+  mcclLabLaunchFailed(comm, &a);  // nothing will mark it: never wait for it
+  return res;
+}
+
 // ---- a communicator's tasks: connect, plan, launch ---------------------------------------------------
 int mcclLabTasksDrop(mcclLabComm* comm) {
   struct mcclLabPlanner* pl = &comm->planner;
@@ -530,10 +575,25 @@ mcclResult_t mcclLabRunTasks(mcclLabComm* comm, float* estimateUs) {
   if (estimateUs == NULL) MCCLCHECKGOTO(mcclLabConnectP2p(comm), res, out);
   for (const struct mcclLabTask* t = comm->planner.head; t; t = t->next) {
     if (isP2p(t)) continue;
+    if (t->ce) {
+      const size_t bytes = taskBytes(t) * (t->func == mcclFuncBroadcast ? 1 : (size_t)comm->nRanks);
+      if (estimateUs) {
+        est += mcclLabEstimateTime(t->func, MCCL_ALGO_CE, MCCL_PROTO_SIMPLE, comm->nRanks, bytes);
+        continue;
+      }
+      MCCLCHECKGOTO(planFlush(comm, plan), res, out);  // the kernels of the calls before it go first
+      MCCLCHECKGOTO(ceLaunch(comm, t), res, out);
+      continue;
+    }
     struct mcclDevWorkColl w;
     int kernel;
     MCCLCHECKGOTO(collWork(comm, t, &w, &kernel, estimateUs ? &est : NULL), res, out);
     if (estimateUs) continue;
+    if (w.algorithm == MCCL_ALGO_CE) {  // the copy-engine allreduce: a plan of its own, as the other CE calls
+      MCCLCHECKGOTO(planFlush(comm, plan), res, out);
+      MCCLCHECKGOTO(ceLaunch(comm, t), res, out);
+      continue;
+    }
     if (!planTakes(comm, plan, t, &w, kernel)) MCCLCHECKGOTO(planFlush(comm, plan), res, out);
     planAddColl(comm, plan, t, &w, kernel);
   }

@@ -18,20 +18,36 @@ static const struct {
 #define MCCL_TUNE_ROW(maxRanks, oneShotMax, oneShotSimpleMax, twoShotMax, llMax) \
   {maxRanks, oneShotMax, oneShotSimpleMax, twoShotMax, llMax},
 #define MCCL_TUNE_COLL_LL_MAX(bytes)
+#define MCCL_TUNE_CE_AR_MIN(bytes)
 #define MCCL_TUNE_MODEL(maxRanks, algo, proto, latencyUs, busGBps)
 #include "tuning.def"
 #undef MCCL_TUNE_ROW
 #undef MCCL_TUNE_COLL_LL_MAX
+#undef MCCL_TUNE_CE_AR_MIN
 #undef MCCL_TUNE_MODEL
 };
 
 static const size_t collLlMax =
 #define MCCL_TUNE_ROW(maxRanks, oneShotMax, oneShotSimpleMax, twoShotMax, llMax)
 #define MCCL_TUNE_COLL_LL_MAX(bytes) (bytes)
+#define MCCL_TUNE_CE_AR_MIN(bytes)
 #define MCCL_TUNE_MODEL(maxRanks, algo, proto, latencyUs, busGBps)
 #include "tuning.def"
 #undef MCCL_TUNE_ROW
 #undef MCCL_TUNE_COLL_LL_MAX
+#undef MCCL_TUNE_CE_AR_MIN
+#undef MCCL_TUNE_MODEL
+    ;
+
+static const size_t ceArMin =
+#define MCCL_TUNE_ROW(maxRanks, oneShotMax, oneShotSimpleMax, twoShotMax, llMax)
+#define MCCL_TUNE_COLL_LL_MAX(bytes)
+#define MCCL_TUNE_CE_AR_MIN(bytes) (bytes)
+#define MCCL_TUNE_MODEL(maxRanks, algo, proto, latencyUs, busGBps)
+#include "tuning.def"
+#undef MCCL_TUNE_ROW
+#undef MCCL_TUNE_COLL_LL_MAX
+#undef MCCL_TUNE_CE_AR_MIN
 #undef MCCL_TUNE_MODEL
     ;
 
@@ -41,10 +57,12 @@ static const struct {
 } tuneModel[] = {
 #define MCCL_TUNE_ROW(maxRanks, oneShotMax, oneShotSimpleMax, twoShotMax, llMax)
 #define MCCL_TUNE_COLL_LL_MAX(bytes)
+#define MCCL_TUNE_CE_AR_MIN(bytes)
 #define MCCL_TUNE_MODEL(maxRanks, algo, proto, latencyUs, busGBps) {maxRanks, algo, proto, latencyUs, busGBps},
 #include "tuning.def"
 #undef MCCL_TUNE_ROW
 #undef MCCL_TUNE_COLL_LL_MAX
+#undef MCCL_TUNE_CE_AR_MIN
 #undef MCCL_TUNE_MODEL
 };
 
@@ -82,8 +100,10 @@ static mcclResult_t paramAlgo(int* algo) {
     *algo = MCCL_ALGO_ONESHOT;
   } else if (strcasecmp(env, "twoshot") == 0) {
     *algo = MCCL_ALGO_TWOSHOT;
+  } else if (strcasecmp(env, "ce") == 0) {
+    *algo = MCCL_ALGO_CE;
   } else {
-    WARN("Invalid argument: MCCL_ALGO '%s' (ring, oneshot or twoshot)", env);
+    WARN("Invalid argument: MCCL_ALGO '%s' (ring, oneshot, twoshot or ce)", env);
     return mcclInvalidArgument;
   }
   return mcclSuccess;
@@ -100,7 +120,7 @@ mcclResult_t mcclLabSelectAlgorithm(int func, int nRanks, size_t bytes, int symm
   MCCL_ARGCHECK(func >= mcclFuncBroadcast && func <= mcclFuncAllReduce, "func %d (a collective: %d .. %d)", func,
                 mcclFuncBroadcast, mcclFuncAllReduce);
   MCCL_ARGCHECK(nRanks >= 1 && nRanks <= MCCL_LAB_MAX_RANKS, "nRanks %d", nRanks);
-  MCCL_ARGCHECK(symmetric >= 0 && symmetric <= 2, "symmetric %d (0, 1 or 2)", symmetric);
+  MCCL_ARGCHECK(symmetric >= 0 && symmetric <= 3, "symmetric %d (0 .. 3)", symmetric);
   int envProto;
   MCCLCHECK(mcclLabParamProto(&envProto));
   if (func != mcclFuncAllReduce) {
@@ -114,8 +134,9 @@ mcclResult_t mcclLabSelectAlgorithm(int func, int nRanks, size_t bytes, int symm
     if ((bytes <= tuneTable[i].oneShotMax && mcclLabOneShotFits(nRanks, bytes, MCCL_PROTO_LL)) ||
         (bytes <= tuneTable[i].oneShotSimpleMax && mcclLabOneShotFits(nRanks, bytes, MCCL_PROTO_SIMPLE)))
       a = MCCL_ALGO_ONESHOT;
-    else if (symmetric == 2 && bytes <= tuneTable[i].twoShotMax)  // two-shot right above one-shot
+    else if (symmetric >= 2 && bytes <= tuneTable[i].twoShotMax)  // two-shot right above one-shot
       a = MCCL_ALGO_TWOSHOT;
+    if (symmetric == 3 && ceArMin > 0 && bytes >= ceArMin) a = MCCL_ALGO_CE;
   }
   int p = bytes <= tuneTable[i].llMax ? MCCL_PROTO_LL : MCCL_PROTO_SIMPLE;
   int forced;
@@ -130,7 +151,13 @@ mcclResult_t mcclLabSelectAlgorithm(int func, int nRanks, size_t bytes, int symm
           MCCL_SYM_MAX_RANKS, MCCL_ONESHOT_MAX_BYTES, MCCL_ONESHOT_SIMPLE_MAX_BYTES, nRanks, bytes);
       return mcclInvalidArgument;
     }
-    if (a == MCCL_ALGO_TWOSHOT && symmetric != 2) {
+    if (a == MCCL_ALGO_CE && symmetric != 3) {
+      WARN(
+          "Invalid argument: MCCL_ALGO=ce needs sendbuff and recvbuff in registered windows, apart (out of place), an "
+          "operation every rank applies alike, the copy-engine collectives (lab 10) and no CUDA graph capture");
+      return mcclInvalidArgument;
+    }
+    if (a == MCCL_ALGO_TWOSHOT && symmetric < 2) {
       WARN(
           "Invalid argument: MCCL_ALGO=twoshot needs sendbuff and recvbuff in registered windows "
           "(mcclLabWindowRegister) and an operation every rank applies alike (not a PreMulSum operation of "
@@ -147,7 +174,9 @@ mcclResult_t mcclLabSelectAlgorithm(int func, int nRanks, size_t bytes, int symm
   if (p == MCCL_PROTO_LL128 && a != MCCL_ALGO_RING && nRanks > 1) {
     if (forced >= 0) {
       WARN("Invalid argument: MCCL_PROTO=ll128 runs in the ring only (MCCL_ALGO=%s asked)",
-           a == MCCL_ALGO_ONESHOT ? "oneshot" : "twoshot");
+           a == MCCL_ALGO_ONESHOT   ? "oneshot"
+           : a == MCCL_ALGO_TWOSHOT ? "twoshot"
+                                    : "ce");
       return mcclInvalidArgument;
     }
     a = MCCL_ALGO_RING;
@@ -174,7 +203,7 @@ double mcclLabEstimateTime(int func, int algo, int proto, int nRanks, size_t byt
     algo = MCCL_ALGO_RING;
     proto = MCCL_PROTO_SIMPLE;
   }
-  if (algo == MCCL_ALGO_TWOSHOT) proto = MCCL_PROTO_SIMPLE;
+  if (algo == MCCL_ALGO_TWOSHOT || algo == MCCL_ALGO_CE) proto = MCCL_PROTO_SIMPLE;
   // No LL128 row has been fitted: it is costed as the ring's SIMPLE, whose bandwidth it approaches.
   if (proto == MCCL_PROTO_LL128) proto = MCCL_PROTO_SIMPLE;
   double busBytes = (double)bytes;

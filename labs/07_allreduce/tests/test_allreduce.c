@@ -4,7 +4,6 @@
 // 2 of the devices in a test of its own), every dtype x op, in place and out of place, awkward counts,
 // one-shot's split over blocks, 1000 back-to-back calls with changing sizes and paths, a CUDA graph
 // replayed 100 times (GPU only), and an abort while a kernel waits for a peer that never calls.
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
@@ -420,28 +419,16 @@ static void oneShotSimple(void) {
 }
 
 // ---- CUDA graphs (BACKEND=cuda; the sim has no graphs) ---------------------------------------------
-// The graph API is looked up at run time, so this file links against the sim, which does not
-// implement it (a call outside the sim's subset would not link).
-typedef cudaError_t (*beginCaptureFn)(cudaStream_t, enum cudaStreamCaptureMode);
-typedef cudaError_t (*endCaptureFn)(cudaStream_t, cudaGraph_t*);
-typedef cudaError_t (*instantiateFn)(cudaGraphExec_t*, cudaGraph_t, unsigned long long);
-typedef cudaError_t (*graphLaunchFn)(cudaGraphExec_t, cudaStream_t);
-typedef cudaError_t (*execDestroyFn)(cudaGraphExec_t);
-typedef cudaError_t (*graphDestroyFn)(cudaGraph_t);
+// The graph API is looked up at run time (mcclTestGraphApiLoad), so this file links against the sim, which
+// does not implement it.
 
 static void graphReplay(void) {
   if (MCCL_TEST_ON_SIM) SKIP("the sim backend has no CUDA graphs");
   int n = nRanksHere();
   if (n < 2) SKIP("needs 2 devices");
   if (!mcclCuMemEnable()) SKIP("cuMem not supported: no windows");
-  beginCaptureFn beginCapture = (beginCaptureFn)dlsym(RTLD_DEFAULT, "cudaStreamBeginCapture");
-  endCaptureFn endCapture = (endCaptureFn)dlsym(RTLD_DEFAULT, "cudaStreamEndCapture");
-  instantiateFn instantiate = (instantiateFn)dlsym(RTLD_DEFAULT, "cudaGraphInstantiate");
-  graphLaunchFn graphLaunch = (graphLaunchFn)dlsym(RTLD_DEFAULT, "cudaGraphLaunch");
-  execDestroyFn execDestroy = (execDestroyFn)dlsym(RTLD_DEFAULT, "cudaGraphExecDestroy");
-  graphDestroyFn graphDestroy = (graphDestroyFn)dlsym(RTLD_DEFAULT, "cudaGraphDestroy");
-  if (!beginCapture || !endCapture || !instantiate || !graphLaunch || !execDestroy || !graphDestroy)
-    SKIP("the CUDA runtime's graph API is not available");
+  mcclTestGraphApi ga;
+  if (!mcclTestGraphApiLoad(&ga)) SKIP("the CUDA runtime's graph API is not available");
   const size_t count = 3001;
   struct arSet s;
   setUp(&s, n, 2, count * 4);
@@ -453,18 +440,18 @@ static void graphReplay(void) {
       struct arRank* r = &s.r[i];
       cudaGraph_t g = NULL;
       EXPECT_CUDA_OK(cudaSetDevice(r->comm->cudaDev));
-      EXPECT_CUDA_OK(beginCapture(r->stream, cudaStreamCaptureModeRelaxed));
+      EXPECT_CUDA_OK(ga.beginCapture(r->stream, cudaStreamCaptureModeRelaxed));
       EXPECT_OK(mcclLabAllReduce(r->send, r->recv, count, mcclFloat32, mcclSum, r->comm, r->stream));
-      EXPECT_CUDA_OK(endCapture(r->stream, &g));
-      EXPECT_CUDA_OK(instantiate(&exec[i], g, 0));
-      EXPECT_CUDA_OK(graphDestroy(g));
+      EXPECT_CUDA_OK(ga.endCapture(r->stream, &g));
+      EXPECT_CUDA_OK(ga.instantiate(&exec[i], g, 0));
+      EXPECT_CUDA_OK(ga.destroy(g));
     }
     for (int rep = 0; rep < 100 && !mcclTestStopped(); rep++) {
       uint64_t seed = mcclTestSeed() + (uint64_t)(p * 1000 + rep);
       fillInputs(&s, mcclFloat32, mcclSum, count, 0, 0, seed);  // a new input before every replay
       for (int i = 0; i < n && !mcclTestStopped(); i++) {
         EXPECT_CUDA_OK(cudaSetDevice(s.r[i].comm->cudaDev));
-        EXPECT_CUDA_OK(graphLaunch(exec[i], s.r[i].stream));
+        EXPECT_CUDA_OK(ga.launch(exec[i], s.r[i].stream));
       }
       syncAll(&s);
       char what[48];
@@ -474,7 +461,7 @@ static void graphReplay(void) {
     for (int i = 0; i < n; i++)
       if (exec[i]) {
         cudaSetDevice(s.r[i].comm->cudaDev);
-        EXPECT_CUDA_OK(execDestroy(exec[i]));
+        EXPECT_CUDA_OK(ga.execDestroy(exec[i]));
       }
   }
   arForce(NULL, NULL);

@@ -367,7 +367,14 @@ static void algorithmTable(void) {
   setParam("MCCL_PROTO", NULL);
   EXPECT_REFUSED(0, 1, 1);
   EXPECT_RES(mcclLabSelectAlgorithm(mcclFuncAllReduce, 2, 1, 1, NULL, &p), mcclInvalidArgument);
-  EXPECT_REFUSED(2, 1, 3);
+  EXPECT_REFUSED(2, 1, 4);
+  // The copy-engine allreduce (lab 10): forced, it needs level 3; the table takes it nowhere until it is measured
+  // (MCCL_TUNE_CE_AR_MIN 0), so level 3 chooses as level 2 does.
+  EXPECT_CHOICE(2, 64 << 20, 3, MCCL_ALGO_TWOSHOT, -1);
+  setParam("MCCL_ALGO", "ce");
+  EXPECT_CHOICE(2, 64 << 20, 3, MCCL_ALGO_CE, -1);
+  EXPECT_REFUSED(2, 64 << 20, 2);
+  setParam("MCCL_ALGO", NULL);
   // Only the collectives have a choice to make: point-to-point and values past them are refused.
   EXPECT_RES(mcclLabSelectAlgorithm(-1, 2, 1024, 1, &a, &p), mcclInvalidArgument);
   EXPECT_RES(mcclLabSelectAlgorithm(mcclFuncSendRecv, 2, 1024, 1, &a, &p), mcclInvalidArgument);
