@@ -29,6 +29,12 @@ static int mcclTestMpiLeft_ = 0;   // this rank left the combining communicator 
 static inline int mcclTestMpiRank(void) { return mcclTestMpiRank_; }
 /** @brief Number of ranks in MPI_COMM_WORLD. */
 static inline int mcclTestMpiSize(void) { return mcclTestMpiSize_; }
+/** @brief This rank's device: rank % the devices it sees (ranks share them round robin), -1 without one. */
+static inline int mcclTestMpiDevice(void) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) return -1;
+  return mcclTestMpiRank_ % n;
+}
 /** @brief The communicator the harness combines results over: MPI_COMM_WORLD, or after mcclTestMpiLeave the
  *  ranks that stayed (MPI_COMM_NULL on a rank that left). */
 static inline MPI_Comm mcclTestMpiComm(void) {

@@ -17,17 +17,12 @@ struct arMpi {
   size_t bytes;
 };
 
-static inline int arMpiDevice(void) {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) return -1;
-  return mcclTestMpiRank() % n;
-}
 
 // transports: the communicator's transport table (lab 07's tests: lab 06's mcclLocalTransports; lab 08's:
 // its mcclTransports, which adds NET).
 static inline void arMpiSetUp(struct arMpi* m, int nChannels, size_t bytes, struct mcclTransport* const* transports) {
   memset(m, 0, sizeof(*m));
-  int dev = arMpiDevice();
+  int dev = mcclTestMpiDevice();
   mcclUniqueId id;
   memset(&id, 0, sizeof(id));
   if (mcclTestMpiRank() == 0) EXPECT_OK(mcclGetUniqueId(&id));

@@ -5,7 +5,7 @@
 #include "ar_mpi_util.h"
 
 static void setUpOrSkip(struct arMpi* m, int nChannels, size_t bytes) {
-  if (arMpiDevice() < 0) SKIP("no CUDA device");
+  if (mcclTestMpiDevice() < 0) SKIP("no CUDA device");
   if (!mcclCuMemEnable()) SKIP("cuMem not supported: no windows");
   arMpiSetUp(m, nChannels, bytes, mcclLocalTransports);
 }

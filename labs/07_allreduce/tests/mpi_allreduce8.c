@@ -5,7 +5,7 @@
 #include "ar_mpi_util.h"
 
 static void eightRanks(void) {
-  if (arMpiDevice() < 0) SKIP("no CUDA device");
+  if (mcclTestMpiDevice() < 0) SKIP("no CUDA device");
   if (!mcclCuMemEnable()) SKIP("cuMem not supported: no windows");
   if (mcclTestMpiSize() != 8) SKIP("runs on 8 ranks (mpirun -np 8), not %d", mcclTestMpiSize());
   struct arMpi m;

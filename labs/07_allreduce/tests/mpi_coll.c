@@ -12,7 +12,7 @@
 // (mcclMemAlloc; registered as windows where cuMem allows, which these collectives do not need) and a
 // stream.
 static void setUpOrSkip(struct arMpi* m, int nChannels, size_t bytes) {
-  if (arMpiDevice() < 0) SKIP("no CUDA device");
+  if (mcclTestMpiDevice() < 0) SKIP("no CUDA device");
   arMpiSetUp(m, nChannels, bytes, mcclLocalTransports);
 }
 

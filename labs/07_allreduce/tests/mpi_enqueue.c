@@ -10,7 +10,7 @@
 #include "mccl_test_mpi.h"
 
 static void setUpOrSkip(struct arMpi* m, int nChannels, size_t bytes) {
-  if (arMpiDevice() < 0) SKIP("no CUDA device");
+  if (mcclTestMpiDevice() < 0) SKIP("no CUDA device");
   arMpiSetUp(m, nChannels, bytes, mcclLocalTransports);
 }
 

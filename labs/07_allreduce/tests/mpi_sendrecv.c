@@ -52,7 +52,7 @@ static unsigned char srByte(uint64_t seed, int from, int to, size_t i) {
 }
 
 static void setUpOrSkip(struct arMpi* m, int nChannels, size_t bytes) {
-  if (arMpiDevice() < 0) SKIP("no CUDA device");
+  if (mcclTestMpiDevice() < 0) SKIP("no CUDA device");
   arMpiSetUp(m, nChannels, bytes, mcclLocalTransports);
 }
 

@@ -19,12 +19,6 @@
 #define WAIT_S 60  // a wait on the peer that takes longer fails the case
 #define MAX_MESSAGE 100000
 
-static int device(void) {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) return -1;
-  return mcclTestMpiRank() % n;
-}
-
 // Both ranks agree whether to go on (a rank that failed stops the other, which then does not wait for it).
 static int bothOk(void) {
   int mine = !mcclTestStopped(), all = 0;
@@ -38,10 +32,10 @@ static unsigned char patternByte(int message, size_t i) {
 
 #define READY()                                                         \
   do {                                                                  \
-    if (device() < 0) SKIP("no CUDA device");                           \
+    if (mcclTestMpiDevice() < 0) SKIP("no CUDA device");                \
     MCCL_TEST_MPI_REQUIRE_THREAD_MULTIPLE();                            \
     if (mcclTestMpiSize() != 2) SKIP("runs on 2 ranks (mpirun -np 2)"); \
-    EXPECT_CUDA_OK(cudaSetDevice(device()));                            \
+    EXPECT_CUDA_OK(cudaSetDevice(mcclTestMpiDevice()));                 \
   } while (0)
 
 // The loader: the plugin's symbol from its own library, initialised once (collective), with one device
@@ -183,7 +177,7 @@ static void senderProxyToHandReceiver(void) {
   READY();
   static const size_t slices[] = {0, 1, STEP, 2 * STEP + STEP / 2, 7, 9 * STEP + 3};  // 17 steps: over 2 laps
   const int nSlices = (int)(sizeof(slices) / sizeof(slices[0]));
-  const int me = mcclTestMpiRank(), dev = device();
+  const int me = mcclTestMpiRank(), dev = mcclTestMpiDevice();
   const mcclNet_t* net = NULL;
   EXPECT_OK(mcclNetGet(&net));
   if (!bothOk()) return;

@@ -18,7 +18,7 @@
 // net plugin, which calls MPI) is a SKIP with its reason.
 #define NET_SKIP_UNLESS_READY()                    \
   do {                                             \
-    if (arMpiDevice() < 0) SKIP("no CUDA device"); \
+    if (mcclTestMpiDevice() < 0) SKIP("no CUDA device"); \
     MCCL_TEST_MPI_REQUIRE_THREAD_MULTIPLE();       \
   } while (0)
 

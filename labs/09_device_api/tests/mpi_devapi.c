@@ -4,22 +4,17 @@
 #include "devapi_test_util.h"
 #include "mccl_test_mpi.h"
 
-static int device(void) {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) return -1;
-  return mcclTestMpiRank() % n;
-}
-
 static void setUp(struct dtRank* r) {
   memset(r, 0, sizeof(*r));
-  if (device() < 0) SKIP("no CUDA device");
+  if (mcclTestMpiDevice() < 0) SKIP("no CUDA device");
   if (!mcclCuMemEnable()) SKIP("cuMem not supported: no windows");
   mcclUniqueId id;
   memset(&id, 0, sizeof(id));
   if (mcclTestMpiRank() == 0) EXPECT_OK(mcclGetUniqueId(&id));
   MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
-  EXPECT_CUDA_OK(cudaSetDevice(device()));
-  EXPECT_OK(mcclLabCommInit(&r->comm, mcclTestMpiSize(), &id, mcclTestMpiRank(), device(), 1, mcclLocalTransports));
+  EXPECT_CUDA_OK(cudaSetDevice(mcclTestMpiDevice()));
+  EXPECT_OK(mcclLabCommInit(&r->comm, mcclTestMpiSize(), &id, mcclTestMpiRank(), mcclTestMpiDevice(), 1,
+                            mcclLocalTransports));
   dtAlloc(r);
   dtCollectiveSetUp(r);
 }
