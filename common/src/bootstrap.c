@@ -505,7 +505,11 @@ static mcclResult_t pendingAccept(mcclBootstrap* st, bootPending* pend, const in
 
 // Accept on both listeners (fds[0] Unix, fds[1] TCP) and read the first `size` bytes of every
 // connection in one poll loop, until one connection has sent them: its fd, *isTcp and those bytes
-// (first) go to the caller, the others stay in pend for the next call. Each poll round accepts
+// (first) go to the caller, the others stay in pend for the next call. Of those complete, the one
+// accepted first goes, and every older connection is read before one is chosen: a rank sends its
+// messages one connection after another, so when a later one is complete the earlier ones' bytes have
+// come too, and two messages under one tag (transport setup's receivers' and senders' records) match
+// in the order they were sent, even when the first was accepted before its bytes came. Each poll round accepts
 // everything the listeners hold (the backlog never fills while we wait), and a connection that has
 // not sent its bytes within MCCL_BOOTSTRAP_ACCEPT_TIMEOUT of its accept, or that closes first, is
 // closed: a stranger's silent or slow connection costs its own slot for that long, and no one waits
@@ -515,6 +519,13 @@ static mcclResult_t acceptFirst(mcclBootstrap* st, bootPending* pend, const int 
   int64_t connMs = mcclParamBootstrapAcceptTimeout();
   if (connMs <= 0) connMs = 1000;
   for (;;) {
+    for (int i = 0; i < pend->n;) {
+      if (pend->conns[i].got < size && pendingRead(&pend->conns[i], size) < 0) {
+        pendingRemove(pend, i, &st->stats, "closed before its first message");
+        continue;
+      }
+      i++;
+    }
     for (int i = 0; i < pend->n; i++) {
       if (pend->conns[i].got != size) continue;
       *outFd = pend->conns[i].fd;

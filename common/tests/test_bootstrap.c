@@ -1086,6 +1086,81 @@ static void acceptDeadline(void) {
 // the parent waits for that exit without reaping (waitid WNOWAIT), so the child is a zombie from then
 // on, and asserts that it counts as gone at once, while a live child and this process count as
 // running. How soon the child gets to exit is the scheduler's business, so nothing here is timed.
+// ---- order: two messages of one peer under one tag arrive in the order they were sent -------------
+// Transport setup between two ranks sends a peer its receivers' records and then its senders', under one
+// tag; the receiver tells them apart only by their order. Here the first message's connection is taken
+// in (by the receiver's own send, which empties its backlog) before its bytes come, and the second one
+// comes complete: the first must still match first. A thread of this test poses as rank 0 on raw sockets.
+typedef struct {
+  mcclUniqueId id;
+  int rank;
+  mcclBootstrap* bs;
+  mcclResult_t res;
+} orderRank;
+static void* orderRankInit(void* p) {
+  orderRank* a = p;
+  char addr[MCCL_SOCKET_NAME_LEN];
+  snprintf(addr, sizeof(addr), "proxy-of-rank-%d", a->rank);
+  a->res = mcclBootstrapInit(&a->id, a->rank, 2, a->rank, addr, NULL, &a->bs);
+  return NULL;
+}
+static int orderConnect(const char* name) {
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_un a;
+  if (fd >= 0 && connect(fd, (struct sockaddr*)&a, mcclSocketAbstractAddr(name, &a)) == 0) return fd;
+  if (fd >= 0) close(fd);
+  return -1;
+}
+static int orderSend(int fd, uint64_t secret, int tag, int value) {
+  char buf[sizeof(msgHeader) + sizeof(int)];
+  msgHeader h = {.secret = secret, .from = 0, .kind = KIND_USER, .tag = tag, .pad = 0, .size = sizeof(int)};
+  memcpy(buf, &h, sizeof(h));
+  memcpy(buf + sizeof(h), &value, sizeof(value));
+  int ok = send(fd, buf, sizeof(buf), MSG_NOSIGNAL) == (ssize_t)sizeof(buf);
+  close(fd);
+  return ok;
+}
+static void sameTagInSendOrder(void) {
+  setTimeoutMs("10000");
+  orderRank r[2];
+  pthread_t th[2];
+  EXPECT_OK(mcclGetUniqueId(&r[0].id));
+  r[1].id = r[0].id;
+  for (int i = 0; i < 2; i++) {
+    r[i].rank = i;
+    r[i].bs = NULL;
+    pthread_create(&th[i], NULL, orderRankInit, &r[i]);
+  }
+  for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+  EXPECT_OK(r[0].res);
+  EXPECT_OK(r[1].res);
+  bootId bid;
+  memcpy(&bid, &r[0].id, sizeof(bid));
+  strangerTarget t[MAXR + 1];
+  int n = findListeners(bid.name, NULL, 0, t, MAXR + 1), one = -1;
+  char prefix[BOOT_NAME_LEN + 8];
+  snprintf(prefix, sizeof(prefix), "%s.1.", bid.name);
+  for (int i = 0; i < n; i++)
+    if (strncmp(t[i].name, prefix, strlen(prefix)) == 0) one = i;
+  EXPECT_TRUE(one >= 0);  // rank 1's listener
+  int a = orderConnect(t[one].name);
+  EXPECT_TRUE(a >= 0);
+  int ping = 5, got = -1;
+  EXPECT_OK(mcclBootstrapSend(r[1].bs, 0, 77, &ping, sizeof(ping)));  // rank 1 takes in the silent connection
+  EXPECT_TRUE(orderSend(a, bid.secret, 11, 1));
+  int b = orderConnect(t[one].name);
+  EXPECT_TRUE(b >= 0);
+  EXPECT_TRUE(orderSend(b, bid.secret, 11, 2));
+  EXPECT_OK(mcclBootstrapRecv(r[1].bs, 0, 11, &got, sizeof(got)));
+  EXPECT_EQ(got, 1);
+  EXPECT_OK(mcclBootstrapRecv(r[1].bs, 0, 11, &got, sizeof(got)));
+  EXPECT_EQ(got, 2);
+  EXPECT_OK(mcclBootstrapRecv(r[0].bs, 1, 77, &got, sizeof(got)));
+  EXPECT_EQ(got, 5);
+  for (int i = 0; i < 2; i++) mcclBootstrapClose(r[i].bs);
+  setTimeoutMs(NULL);
+}
+
 static void zombiePeerIsGone(void) {
   int go[2];
   EXPECT_EQ(pipe(go), 0);
@@ -1130,4 +1205,4 @@ MCCL_TEST_MAIN(MCCL_TEST_CASE(uniqueIdsDiffer), MCCL_TEST_CASE(badArguments), MC
                MCCL_TEST_CASE(rootPortOutsideEphemeral), MCCL_TEST_CASE(tcpAcrossPosedHostsWatched),
                MCCL_TEST_CASE(watchSeesDeath), MCCL_TEST_CASE(watchGoodbyeIsNoDeath), MCCL_TEST_CASE(strangerSilent),
                MCCL_TEST_CASE(strangerGarbage), MCCL_TEST_CASE(strangerTcp), MCCL_TEST_CASE(acceptDeadline),
-               MCCL_TEST_CASE(zombiePeerIsGone))
+               MCCL_TEST_CASE(zombiePeerIsGone), MCCL_TEST_CASE(sameTagInSendOrder))

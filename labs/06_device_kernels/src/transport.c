@@ -189,8 +189,9 @@ mcclResult_t mcclTransportP2pSetup(struct mcclTransportCtx* ctx, const void* gra
   CUDACHECK(cudaGetDevice(&saved));
   CUDACHECKGOTO(cudaSetDevice(ctx->cudaDev), res, out);
   CUDACHECKGOTO(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), res, out);
-  sendData = (struct mcclConnect*)calloc(MCCL_MAX_CHANNELS, sizeof(struct mcclConnect));
-  recvData = (struct mcclConnect*)calloc(MCCL_MAX_CHANNELS, sizeof(struct mcclConnect));
+  // Twice the channels: with one peer on both sides, its receivers' and senders' records share one message.
+  sendData = (struct mcclConnect*)calloc(2 * MCCL_MAX_CHANNELS, sizeof(struct mcclConnect));
+  recvData = (struct mcclConnect*)calloc(2 * MCCL_MAX_CHANNELS, sizeof(struct mcclConnect));
   if (sendData == NULL || recvData == NULL) {
     WARN("Out of memory for connect information");
     res = mcclSystemError;
@@ -214,15 +215,32 @@ mcclResult_t mcclTransportP2pSetup(struct mcclTransportCtx* ctx, const void* gra
                       res, out);
     }
     // My receivers' records go to the peer that sends to me, and come back replaced by its senders'
-    // (and the same the other way): each side's connect reads the other side's setup.
-    if (nRecv)
-      MCCLCHECKGOTO(mcclBootstrapSend(ctx->bootstrap, recvPeer, tag, recvData, sizeof(*recvData) * nRecv), res, out);
-    if (nSend)
-      MCCLCHECKGOTO(mcclBootstrapSend(ctx->bootstrap, sendPeer, tag, sendData, sizeof(*sendData) * nSend), res, out);
-    if (nSend)
-      MCCLCHECKGOTO(mcclBootstrapRecv(ctx->bootstrap, sendPeer, tag, sendData, sizeof(*sendData) * nSend), res, out);
-    if (nRecv)
-      MCCLCHECKGOTO(mcclBootstrapRecv(ctx->bootstrap, recvPeer, tag, recvData, sizeof(*recvData) * nRecv), res, out);
+    // (and the same the other way): each side's connect reads the other side's setup. When one peer is
+    // both (two ranks, or i == n/2), both go in one message, receivers' first, as NCCL's
+    // ncclTransportP2pSetup does: two messages under one tag would be told apart by their order alone.
+    if (recvPeer == sendPeer) {
+      if (nRecv + nSend) {
+        memcpy(recvData + nRecv, sendData, sizeof(*sendData) * nSend);
+        const size_t bytes = sizeof(*recvData) * (size_t)(nRecv + nSend);
+        MCCLCHECKGOTO(mcclBootstrapSend(ctx->bootstrap, recvPeer, tag, recvData, bytes), res, out);
+        // The peer's receivers (as many as my senders) answer my senders, its senders my receivers.
+        MCCLCHECKGOTO(mcclBootstrapRecv(ctx->bootstrap, recvPeer, tag, sendData, bytes), res, out);
+        memcpy(recvData, sendData + nSend, sizeof(*recvData) * nRecv);
+      }
+    } else {
+      if (nRecv)
+        MCCLCHECKGOTO(mcclBootstrapSend(ctx->bootstrap, recvPeer, tag, recvData, sizeof(*recvData) * nRecv), res,
+                      out);
+      if (nSend)
+        MCCLCHECKGOTO(mcclBootstrapSend(ctx->bootstrap, sendPeer, tag, sendData, sizeof(*sendData) * nSend), res,
+                      out);
+      if (nSend)
+        MCCLCHECKGOTO(mcclBootstrapRecv(ctx->bootstrap, sendPeer, tag, sendData, sizeof(*sendData) * nSend), res,
+                      out);
+      if (nRecv)
+        MCCLCHECKGOTO(mcclBootstrapRecv(ctx->bootstrap, recvPeer, tag, recvData, sizeof(*recvData) * nRecv), res,
+                      out);
+    }
     int s = 0, r = 0;
     for (int c = 0; c < ctx->nChannels; c++) {
       struct mcclChannel* ch = &ctx->channels[c];
