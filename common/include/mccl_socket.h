@@ -1,7 +1,7 @@
 /**
  * @file mccl_socket.h
- * @brief Unix-domain socket helpers that the bootstrap, the proxy and the IPC socket share (NCCL's
- *        `src/include/socket.h`).
+ * @brief Socket helpers that the bootstrap, the proxy and the IPC socket share (NCCL's
+ *        `src/include/socket.h`): the abstract Unix address, and moving a whole message over a stream.
  * @ingroup common
  *
  * The bootstrap and the proxy name their sockets in Linux's abstract namespace, as the IPC socket
@@ -19,6 +19,8 @@
 #ifndef MCCL_SOCKET_H_
 #define MCCL_SOCKET_H_
 
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -37,6 +39,35 @@ extern "C" {
  * @return the length to pass to bind(), connect() or sendmsg() with @p addr.
  */
 socklen_t mcclSocketAbstractAddr(const char* name, struct sockaddr_un* addr);
+
+/** How mcclSocketSendAll / mcclSocketRecvAll ended. The caller words the failure (it knows what the
+ *  message was), as NCCL's ncclSocketSend/Recv leave the context to theirs. */
+typedef enum {
+  mcclSocketDone = 0, /**< every byte moved */
+  mcclSocketClosed,   /**< the peer closed the stream first (end of stream, EPIPE, ECONNRESET) */
+  mcclSocketFailed,   /**< another error; errno says which */
+  mcclSocketTimedOut, /**< the deadline passed */
+  mcclSocketAborted   /**< the abort flag was raised */
+} mcclSocketStatus;
+
+/** No deadline, for mcclSocketSendAll / mcclSocketRecvAll. */
+#define MCCL_SOCKET_NO_DEADLINE UINT64_MAX
+
+/**
+ * @brief Sends all @p size bytes of @p data on the stream @p fd, blocking or not, waiting in poll()
+ *        (a 50 ms slice at a time, to see @p abortFlag) while the socket is full.
+ * @param[in]  deadline   mcclClockMs() time to give up at, or MCCL_SOCKET_NO_DEADLINE.
+ * @param[in]  abortFlag  checked between waits; NULL for none.
+ * @param[out] done       bytes sent, also on failure (may be NULL).
+ */
+mcclSocketStatus mcclSocketSendAll(int fd, const void* data, size_t size, uint64_t deadline,
+                                   volatile uint32_t* abortFlag, size_t* done);
+
+/** @brief Receives exactly @p size bytes into @p data; as mcclSocketSendAll. End of stream before the
+ *         last byte is mcclSocketClosed, with *done telling how many came (0: the peer closed between
+ *         messages). */
+mcclSocketStatus mcclSocketRecvAll(int fd, void* data, size_t size, uint64_t deadline, volatile uint32_t* abortFlag,
+                                   size_t* done);
 
 /** @} */
 

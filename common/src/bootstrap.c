@@ -143,37 +143,35 @@ static mcclResult_t waitFd(int fd, short events, uint64_t deadline, volatile uin
   return waitFds(&p, 1, deadline, abortFlag, what);
 }
 
+// A whole message, or the WARN and result that say why not (the wait's words are waitFds').
+static mcclResult_t moveResult(mcclSocketStatus st, const char* what, size_t done, size_t size) {
+  switch (st) {
+    case mcclSocketDone:
+      return mcclSuccess;
+    case mcclSocketAborted:
+      WARN("Bootstrap: aborted while waiting to %s", what);
+      return mcclInternalError;  // as NCCL and labs 03/04 report an abort
+    case mcclSocketTimedOut:
+      WARN("Bootstrap: timed out waiting to %s (MCCL_BOOTSTRAP_TIMEOUT=%lld ms)", what,
+           (long long)mcclParamBootstrapTimeout());
+      return mcclTimeout;
+    default:
+      WARN("Bootstrap: peer closed the connection during %s (%zu of %zu bytes): %s", what, done, size,
+           st == mcclSocketClosed ? "closed by the peer" : strerror(errno));
+      return mcclRemoteError;
+  }
+}
+
 static mcclResult_t sendAll(int fd, const void* data, size_t size, uint64_t deadline, volatile uint32_t* abortFlag,
                             const char* what) {
   size_t done = 0;
-  while (done < size) {
-    ssize_t n = send(fd, (const char*)data + done, size - done, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n > 0) { done += (size_t)n; continue; }
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-      MCCLCHECK(waitFd(fd, POLLOUT, deadline, abortFlag, what));
-      continue;
-    }
-    WARN("Bootstrap: peer closed the connection during %s: %s", what, strerror(errno));
-    return mcclRemoteError;
-  }
-  return mcclSuccess;
+  return moveResult(mcclSocketSendAll(fd, data, size, deadline, abortFlag, &done), what, done, size);
 }
 
 static mcclResult_t recvAll(int fd, void* data, size_t size, uint64_t deadline, volatile uint32_t* abortFlag,
                             const char* what) {
   size_t done = 0;
-  while (done < size) {
-    ssize_t n = recv(fd, (char*)data + done, size - done, MSG_DONTWAIT);
-    if (n > 0) { done += (size_t)n; continue; }
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-      MCCLCHECK(waitFd(fd, POLLIN, deadline, abortFlag, what));
-      continue;
-    }
-    WARN("Bootstrap: peer closed the connection during %s (%zu of %zu bytes): %s", what, done, size,
-         n == 0 ? "end of stream" : strerror(errno));
-    return mcclRemoteError;
-  }
-  return mcclSuccess;
+  return moveResult(mcclSocketRecvAll(fd, data, size, deadline, abortFlag, &done), what, done, size);
 }
 
 static socklen_t sockAddrLen(const bootSockAddr* a) {

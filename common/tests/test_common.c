@@ -7,12 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "mccl_checks.h"
 #include "mccl_elt.h"
 #include "mccl_param.h"
+#include "mccl_socket.h"
 #include "mccl_test.h"
+#include "mccl_utils.h"
 
 static void resultStrings(void) {
   for (int r = 0; r < mcclNumResults; r++) EXPECT_TRUE(mcclGetErrorString((mcclResult_t)r) != NULL);
@@ -284,6 +287,55 @@ static void exerciseProbeAndStubCount(void) {
   EXPECT_TRUE(last != NULL && strcmp(last, "00.count") == 0);
 }
 
+// mcclSocketSendAll / RecvAll: a message larger than the socket buffers moves whole while the other side
+// drains it, and each way of ending is told apart: closed (with the bytes that came), timed out, aborted.
+typedef struct {
+  int fd;
+  size_t n;
+  unsigned char* buf;
+  mcclSocketStatus st;
+} sockSide;
+static void* sockReceiver(void* p) {
+  sockSide* a = p;
+  a->st = mcclSocketRecvAll(a->fd, a->buf, a->n, mcclClockMs() + 30000, NULL, NULL);
+  return NULL;
+}
+static void socketWholeMessages(void) {
+  int sv[2];
+  EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  const size_t n = 4u << 20;
+  unsigned char* out = malloc(n);
+  sockSide rx = {.fd = sv[1], .n = n, .buf = malloc(n)};
+  EXPECT_TRUE(out != NULL && rx.buf != NULL);
+  for (size_t i = 0; i < n; i++) out[i] = (unsigned char)(i * 131 + 7);
+  pthread_t th;
+  pthread_create(&th, NULL, sockReceiver, &rx);
+  size_t done = 0;
+  EXPECT_EQ(mcclSocketSendAll(sv[0], out, n, MCCL_SOCKET_NO_DEADLINE, NULL, &done), mcclSocketDone);
+  pthread_join(th, NULL);
+  EXPECT_EQ(done, n);
+  EXPECT_EQ(rx.st, mcclSocketDone);
+  EXPECT_EQ(memcmp(out, rx.buf, n), 0);
+  // Nothing comes: a deadline 50 ms away passes; a raised abort flag ends the wait.
+  uint64_t t0 = mcclClockMs();
+  EXPECT_EQ(mcclSocketRecvAll(sv[1], rx.buf, 8, t0 + 50, NULL, &done), mcclSocketTimedOut);
+  EXPECT_TRUE(mcclClockMs() - t0 >= 50 && done == 0);
+  volatile uint32_t abortFlag = 1;
+  EXPECT_EQ(mcclSocketRecvAll(sv[1], rx.buf, 8, MCCL_SOCKET_NO_DEADLINE, &abortFlag, &done), mcclSocketAborted);
+  // Three bytes of eight, then the sender leaves: closed, and *done says how many came.
+  EXPECT_EQ(mcclSocketSendAll(sv[0], out, 3, MCCL_SOCKET_NO_DEADLINE, NULL, &done), mcclSocketDone);
+  close(sv[0]);
+  EXPECT_EQ(mcclSocketRecvAll(sv[1], rx.buf, 8, mcclClockMs() + 30000, NULL, &done), mcclSocketClosed);
+  EXPECT_EQ(done, 3u);
+  EXPECT_EQ(mcclSocketRecvAll(sv[1], rx.buf, 8, mcclClockMs() + 30000, NULL, &done), mcclSocketClosed);
+  EXPECT_EQ(done, 0u);
+  // Sending to a closed peer is closed too, not a SIGPIPE.
+  EXPECT_EQ(mcclSocketSendAll(sv[1], out, 8, MCCL_SOCKET_NO_DEADLINE, NULL, &done), mcclSocketClosed);
+  close(sv[1]);
+  free(out);
+  free(rx.buf);
+}
+
 int main(int argc, char** argv) {
   static const mcclTestCase selfcheck[] = {MCCL_TEST_CASE(selfcheckPass), MCCL_TEST_CASE(selfcheckFail),
                                            MCCL_TEST_CASE(selfcheckSkip), MCCL_TEST_CASE(selfcheckStubSkip)};
@@ -291,7 +343,8 @@ int main(int argc, char** argv) {
                                        MCCL_TEST_CASE(paramsReadOnce),      MCCL_TEST_CASE(paramsDocCurrent),
                                        MCCL_TEST_CASE(errorStringHints),    MCCL_TEST_CASE(harnessOutput),
                                        MCCL_TEST_CASE(seededRandomRepeats), MCCL_TEST_CASE(threadCounts),
-                                       MCCL_TEST_CASE(elementConversions),  MCCL_TEST_CASE(exerciseProbeAndStubCount)};
+                                       MCCL_TEST_CASE(elementConversions),  MCCL_TEST_CASE(exerciseProbeAndStubCount),
+                                       MCCL_TEST_CASE(socketWholeMessages)};
   if (getenv("MCCL_HARNESS_SELFCHECK")) return mcclTestMain(argc, argv, selfcheck, 4, NULL);
   if (getenv("MCCL_TEST_PRINT_ERROR_STRINGS")) {  // errorStringHints' child
     for (int r = 0; r < mcclNumResults; r++) printf("%d|%s\n", r, mcclGetErrorString((mcclResult_t)r));

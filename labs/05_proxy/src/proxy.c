@@ -23,6 +23,7 @@
 #include "mccl_checks.h"
 #include "mccl_param.h"
 #include "proxy_internal.h"
+#include "mccl_socket.h"
 
 mcclResult_t mcclProxyParseCpuset(const char* list, cpu_set_t* set) {
   MCCL_ARGCHECK(list != NULL && set != NULL, "mcclProxyParseCpuset: NULL argument");
@@ -84,49 +85,37 @@ static void waitStarted(mcclProxyState* p, int n) {
 
 mcclResult_t proxyWriteFull(int fd, const void* buf, size_t n) {
   size_t done = 0;
-  while (done < n) {
-    ssize_t w = send(fd, (const char*)buf + done, n - done, MSG_NOSIGNAL);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      WARN("Proxy: send failed: %s", strerror(errno));
-      return mcclRemoteError;
-    }
-    done += (size_t)w;
-  }
-  return mcclSuccess;
+  const mcclSocketStatus st = mcclSocketSendAll(fd, buf, n, MCCL_SOCKET_NO_DEADLINE, NULL, &done);
+  if (st == mcclSocketDone) return mcclSuccess;
+  WARN("Proxy: send failed after %zu of %zu bytes: %s", done, n,
+       st == mcclSocketClosed ? "closed by the other side" : strerror(errno));
+  return mcclRemoteError;
 }
 
-// Reads n bytes, waiting at most timeoutMs between pieces; 0 bytes at the very start is EOF.
+// Reads n bytes within timeoutMs; 0 bytes at the very start is EOF (the other side left between messages).
 mcclResult_t proxyReadFull(int fd, void* buf, size_t n, int timeoutMs, volatile uint32_t* abortFlag, int* eof) {
   size_t done = 0;
   if (eof) *eof = 0;
-  while (done < n) {
-    ssize_t r = recv(fd, (char*)buf + done, n - done, MSG_DONTWAIT);
-    if (r > 0) {
-      done += (size_t)r;
-      continue;
-    }
-    if (r == 0) {
+  const mcclSocketStatus st = mcclSocketRecvAll(fd, buf, n, mcclClockMs() + (uint64_t)timeoutMs, abortFlag, &done);
+  switch (st) {
+    case mcclSocketDone:
+      return mcclSuccess;
+    case mcclSocketAborted:
+      return mcclInternalError;
+    case mcclSocketTimedOut:
+      WARN("Proxy: timed out reading a message (%zu of %zu bytes)", done, n);
+      return mcclTimeout;
+    case mcclSocketClosed:
       if (done == 0 && eof) {
         *eof = 1;
         return mcclRemoteError;
       }
       WARN("Proxy: connection closed after %zu of %zu bytes", done, n);
       return mcclRemoteError;
-    }
-    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+    default:
       WARN("Proxy: recv failed: %s", strerror(errno));
       return mcclRemoteError;
-    }
-    if (mcclIsAborted(abortFlag)) return mcclInternalError;
-    struct pollfd pf = {.fd = fd, .events = POLLIN, .revents = 0};
-    int pr = poll(&pf, 1, timeoutMs < 100 ? timeoutMs : 100);
-    if (pr == 0 && (timeoutMs -= 100) <= 0) {
-      WARN("Proxy: timed out reading a message (%zu of %zu bytes)", done, n);
-      return mcclTimeout;
-    }
   }
-  return mcclSuccess;
 }
 
 // ---- create / destroy -------------------------------------------------------------------------
