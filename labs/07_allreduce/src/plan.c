@@ -172,7 +172,9 @@ static size_t planWorkBytes(const struct mcclLabPlan* plan) {
 }
 
 mcclResult_t mcclLabCommProto(const mcclLabComm* comm, size_t bytes, int proto, int* out) {
-  // Only MCCL_PROTO asks for LL128 (the table does not pick it), so a ring that cannot carry it refuses.
+  // The table asks for LL128 without knowing the ring's edges: where the ring cannot carry it, SIMPLE runs.
+  // MCCL_PROTO=ll128 asked for it by name, so a ring that cannot carry it refuses.
+  if (proto == MCCL_PROTO_LL128 && !comm->ll128Ok && mcclParamProto() == NULL) proto = MCCL_PROTO_SIMPLE;
   if (proto == MCCL_PROTO_LL128 && !comm->ll128Ok) {
     WARN(
         "Invalid usage: MCCL_PROTO=ll128 on rank %d: rank %d's ring has a connection over %s, which has no LL128 "

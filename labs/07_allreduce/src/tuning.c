@@ -19,11 +19,13 @@ static const struct {
   {maxRanks, oneShotMax, oneShotSimpleMax, twoShotMax, llMax},
 #define MCCL_TUNE_COLL_LL_MAX(bytes)
 #define MCCL_TUNE_CE_AR_MIN(bytes)
+#define MCCL_TUNE_COLL_LL128(maxRanks, func, maxBytes)
 #define MCCL_TUNE_MODEL(maxRanks, algo, proto, latencyUs, busGBps)
 #include "tuning.def"
 #undef MCCL_TUNE_ROW
 #undef MCCL_TUNE_COLL_LL_MAX
 #undef MCCL_TUNE_CE_AR_MIN
+#undef MCCL_TUNE_COLL_LL128
 #undef MCCL_TUNE_MODEL
 };
 
@@ -31,11 +33,13 @@ static const size_t collLlMax =
 #define MCCL_TUNE_ROW(maxRanks, oneShotMax, oneShotSimpleMax, twoShotMax, llMax)
 #define MCCL_TUNE_COLL_LL_MAX(bytes) (bytes)
 #define MCCL_TUNE_CE_AR_MIN(bytes)
+#define MCCL_TUNE_COLL_LL128(maxRanks, func, maxBytes)
 #define MCCL_TUNE_MODEL(maxRanks, algo, proto, latencyUs, busGBps)
 #include "tuning.def"
 #undef MCCL_TUNE_ROW
 #undef MCCL_TUNE_COLL_LL_MAX
 #undef MCCL_TUNE_CE_AR_MIN
+#undef MCCL_TUNE_COLL_LL128
 #undef MCCL_TUNE_MODEL
     ;
 
@@ -43,11 +47,13 @@ static const size_t ceArMin =
 #define MCCL_TUNE_ROW(maxRanks, oneShotMax, oneShotSimpleMax, twoShotMax, llMax)
 #define MCCL_TUNE_COLL_LL_MAX(bytes)
 #define MCCL_TUNE_CE_AR_MIN(bytes) (bytes)
+#define MCCL_TUNE_COLL_LL128(maxRanks, func, maxBytes)
 #define MCCL_TUNE_MODEL(maxRanks, algo, proto, latencyUs, busGBps)
 #include "tuning.def"
 #undef MCCL_TUNE_ROW
 #undef MCCL_TUNE_COLL_LL_MAX
 #undef MCCL_TUNE_CE_AR_MIN
+#undef MCCL_TUNE_COLL_LL128
 #undef MCCL_TUNE_MODEL
     ;
 
@@ -58,13 +64,46 @@ static const struct {
 #define MCCL_TUNE_ROW(maxRanks, oneShotMax, oneShotSimpleMax, twoShotMax, llMax)
 #define MCCL_TUNE_COLL_LL_MAX(bytes)
 #define MCCL_TUNE_CE_AR_MIN(bytes)
+#define MCCL_TUNE_COLL_LL128(maxRanks, func, maxBytes)
 #define MCCL_TUNE_MODEL(maxRanks, algo, proto, latencyUs, busGBps) {maxRanks, algo, proto, latencyUs, busGBps},
 #include "tuning.def"
 #undef MCCL_TUNE_ROW
 #undef MCCL_TUNE_COLL_LL_MAX
 #undef MCCL_TUNE_CE_AR_MIN
+#undef MCCL_TUNE_COLL_LL128
 #undef MCCL_TUNE_MODEL
 };
+
+static const struct {
+  int maxRanks, func;
+  size_t maxBytes;
+} collLl128[] = {
+#define MCCL_TUNE_ROW(maxRanks, oneShotMax, oneShotSimpleMax, twoShotMax, llMax)
+#define MCCL_TUNE_COLL_LL_MAX(bytes)
+#define MCCL_TUNE_CE_AR_MIN(bytes)
+#define MCCL_TUNE_COLL_LL128(maxRanks, func, maxBytes) {maxRanks, func, maxBytes},
+#define MCCL_TUNE_MODEL(maxRanks, algo, proto, latencyUs, busGBps)
+#include "tuning.def"
+#undef MCCL_TUNE_ROW
+#undef MCCL_TUNE_COLL_LL_MAX
+#undef MCCL_TUNE_CE_AR_MIN
+#undef MCCL_TUNE_COLL_LL128
+#undef MCCL_TUNE_MODEL
+    {0, -1, 0},  // no collective: keeps the array valid when tuning.def has no row
+};
+
+// The ring protocol of a collective other than AllReduce: LL up to the LL cut-over, then LL128 where a row of
+// this rank count (or the nearest above it) reaches, SIMPLE above. The ring's edges are not known here: a
+// communicator whose ring cannot carry LL128 turns the table's LL128 into SIMPLE (mcclLabCommProto).
+static int collProto(int func, int nRanks, size_t bytes) {
+  if (bytes <= collLlMax || nRanks == 1) return bytes <= collLlMax ? MCCL_PROTO_LL : MCCL_PROTO_SIMPLE;
+  int best = -1;
+  for (size_t i = 0; i < sizeof(collLl128) / sizeof(collLl128[0]); i++)
+    if (collLl128[i].func == func && nRanks <= collLl128[i].maxRanks &&
+        (best < 0 || collLl128[i].maxRanks < collLl128[best].maxRanks))
+      best = (int)i;
+  return best >= 0 && bytes <= collLl128[best].maxBytes ? MCCL_PROTO_LL128 : MCCL_PROTO_SIMPLE;
+}
 
 int mcclLabOneShotFits(int nRanks, size_t bytes, int p) {
   if (p == MCCL_PROTO_LL128) return 0;  // one-shot has an LL and a SIMPLE kernel only
@@ -125,7 +164,7 @@ mcclResult_t mcclLabSelectAlgorithm(int func, int nRanks, size_t bytes, int symm
   MCCLCHECK(mcclLabParamProto(&envProto));
   if (func != mcclFuncAllReduce) {
     *algo = MCCL_ALGO_RING;
-    *proto = envProto >= 0 ? envProto : bytes <= collLlMax ? MCCL_PROTO_LL : MCCL_PROTO_SIMPLE;
+    *proto = envProto >= 0 ? envProto : collProto(func, nRanks, bytes);
     return mcclSuccess;
   }
   const size_t i = tuneRow(nRanks);
@@ -204,7 +243,7 @@ double mcclLabEstimateTime(int func, int algo, int proto, int nRanks, size_t byt
     proto = MCCL_PROTO_SIMPLE;
   }
   if (algo == MCCL_ALGO_TWOSHOT || algo == MCCL_ALGO_CE) proto = MCCL_PROTO_SIMPLE;
-  // No LL128 row has been fitted: it is costed as the ring's SIMPLE, whose bandwidth it approaches.
+  // No LL128 model row has been fitted: it is costed as the ring's SIMPLE, whose bandwidth it approaches.
   if (proto == MCCL_PROTO_LL128) proto = MCCL_PROTO_SIMPLE;
   double busBytes = (double)bytes;
   if (func == mcclFuncAllReduce) busBytes *= 2.0 * (nRanks - 1) / nRanks;

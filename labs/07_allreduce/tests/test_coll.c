@@ -234,6 +234,30 @@ static void ll128NeedsNvlink(void) {
   enqTearDown(&s);
 }
 
+// The table's LL128 band (tuning.def: AllGather on 2 ranks above the LL cut-over): with no protocol forced, a
+// 512 KiB AllGather runs LL128 where the ring is P2P over NVLink and SIMPLE where it is not (the sim posing PCIe
+// with MCCL_SIM_NVLINK=0), never refused, correct in place and out of place either way. Which protocol the
+// table names is test_comm's to check; here, that both rings carry it.
+static void tableLl128Band(void) {
+  if (enqRanksHere() < 2) SKIP("needs 2 devices");
+  if (!mcclCuMemEnable()) SKIP("cuMem not supported: no P2P");
+  const size_t count = 64 << 10;  // int32 per rank: 512 KiB gathered on 2 ranks
+  for (int nvlink = 1; nvlink >= (MCCL_TEST_ON_SIM ? 0 : 1) && !mcclTestStopped(); nvlink--) {
+    if (!nvlink) setenv("MCCL_SIM_NVLINK", "0", 1);
+    struct enqSet s;
+    enqSetUp(&s, 2, 2, count * 4 * ENQ_MAXDEV);
+    unsetenv("MCCL_SIM_NVLINK");
+    if (MCCL_TEST_ON_SIM && !mcclTestStopped()) EXPECT_EQ(s.comm[0]->ll128Ok, nvlink);
+    arForce(NULL, NULL);
+    for (int inPlace = 0; inPlace < 2 && !mcclTestStopped(); inPlace++) {
+      struct enqCall c = {
+          mcclFuncAllGather, mcclInt32, mcclSum, 0, count, 0, inPlace, mcclTestSeed() + (uint64_t)inPlace};
+      runOne(&s, &c);
+    }
+    enqTearDown(&s);
+  }
+}
+
 // One device: each collective's output is its input (avg divides by 1), in place and out of place.
 static void oneRank(void) {
   if (enqDevices() < 1) SKIP("no CUDA device");
@@ -306,4 +330,4 @@ static void argumentChecks(void) {
 
 MCCL_TEST_MAIN(MCCL_TEST_CASE(everyTypeAndOp), MCCL_TEST_CASE(everyRoot), MCCL_TEST_CASE(awkwardCounts),
                MCCL_TEST_CASE(shmRing), MCCL_TEST_CASE(unalignedBuffers), MCCL_TEST_CASE(ll128NeedsNvlink),
-               MCCL_TEST_CASE(oneRank), MCCL_TEST_CASE(argumentChecks))
+               MCCL_TEST_CASE(tableLl128Band), MCCL_TEST_CASE(oneRank), MCCL_TEST_CASE(argumentChecks))

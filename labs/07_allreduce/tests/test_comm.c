@@ -388,6 +388,17 @@ static void algorithmTable(void) {
     EXPECT_OK(mcclLabSelectAlgorithm(f, 4, (256 << 10) + 1, 2, &a, &p));
     EXPECT_EQ(a, MCCL_ALGO_RING);
     EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
+    // Above LL, tuning.def's one LL128 row: AllGather on 2 ranks up to 4 MiB; the others keep SIMPLE.
+    EXPECT_OK(mcclLabSelectAlgorithm(f, 2, (256 << 10) + 1, 2, &a, &p));
+    EXPECT_EQ(p, f == mcclFuncAllGather ? MCCL_PROTO_LL128 : MCCL_PROTO_SIMPLE);
+    EXPECT_OK(mcclLabSelectAlgorithm(f, 2, 4 << 20, 0, &a, &p));
+    EXPECT_EQ(p, f == mcclFuncAllGather ? MCCL_PROTO_LL128 : MCCL_PROTO_SIMPLE);
+    EXPECT_OK(mcclLabSelectAlgorithm(f, 2, (4 << 20) + 1, 2, &a, &p));
+    EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
+    EXPECT_OK(mcclLabSelectAlgorithm(f, 3, 1 << 20, 2, &a, &p));  // not measured beyond 2 ranks
+    EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
+    EXPECT_OK(mcclLabSelectAlgorithm(f, 1, 1 << 20, 2, &a, &p));  // one rank copies
+    EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
   }
   // Where one-shot's scratch ends, per protocol.
   EXPECT_EQ(mcclLabOneShotFits(4, MCCL_ONESHOT_MAX_BYTES, MCCL_PROTO_LL), 1);
