@@ -56,16 +56,28 @@ typedef enum {
 /**
  * @brief Sends all @p size bytes of @p data on the stream @p fd, blocking or not, waiting in poll()
  *        (a 50 ms slice at a time, to see @p abortFlag) while the socket is full.
+ * @param[in]  fd         a connected stream socket.
+ * @param[in]  data       the bytes to send.
+ * @param[in]  size       how many.
  * @param[in]  deadline   mcclClockMs() time to give up at, or MCCL_SOCKET_NO_DEADLINE.
  * @param[in]  abortFlag  checked between waits; NULL for none.
  * @param[out] done       bytes sent, also on failure (may be NULL).
+ * @return mcclSocketDone, or how it ended without every byte sent.
  */
 mcclSocketStatus mcclSocketSendAll(int fd, const void* data, size_t size, uint64_t deadline,
                                    volatile uint32_t* abortFlag, size_t* done);
 
-/** @brief Receives exactly @p size bytes into @p data; as mcclSocketSendAll. End of stream before the
- *         last byte is mcclSocketClosed, with *done telling how many came (0: the peer closed between
- *         messages). */
+/**
+ * @brief Receives exactly @p size bytes into @p data, as mcclSocketSendAll sends them.
+ * @param[in]  fd         a connected stream socket.
+ * @param[out] data       where the bytes go.
+ * @param[in]  size       how many.
+ * @param[in]  deadline   mcclClockMs() time to give up at, or MCCL_SOCKET_NO_DEADLINE.
+ * @param[in]  abortFlag  checked between waits; NULL for none.
+ * @param[out] done       bytes received, also on failure (may be NULL): with mcclSocketClosed, 0 means
+ *                        the peer closed between messages.
+ * @return mcclSocketDone, or how it ended without every byte received (end of stream: mcclSocketClosed).
+ */
 mcclSocketStatus mcclSocketRecvAll(int fd, void* data, size_t size, uint64_t deadline, volatile uint32_t* abortFlag,
                                    size_t* done);
 
