@@ -17,78 +17,33 @@ static const struct {
 } tuneTable[] = {
 #define MCCL_TUNE_ROW(maxRanks, oneShotMax, oneShotSimpleMax, twoShotMax, llMax) \
   {maxRanks, oneShotMax, oneShotSimpleMax, twoShotMax, llMax},
-#define MCCL_TUNE_COLL_LL_MAX(bytes)
-#define MCCL_TUNE_CE_AR_MIN(bytes)
-#define MCCL_TUNE_COLL_LL128(maxRanks, func, maxBytes)
-#define MCCL_TUNE_MODEL(maxRanks, algo, proto, latencyUs, busGBps)
-#include "tuning.def"
-#undef MCCL_TUNE_ROW
-#undef MCCL_TUNE_COLL_LL_MAX
-#undef MCCL_TUNE_CE_AR_MIN
-#undef MCCL_TUNE_COLL_LL128
-#undef MCCL_TUNE_MODEL
+#include "tuning_expand.h"
 };
 
 static const size_t collLlMax =
-#define MCCL_TUNE_ROW(maxRanks, oneShotMax, oneShotSimpleMax, twoShotMax, llMax)
 #define MCCL_TUNE_COLL_LL_MAX(bytes) (bytes)
-#define MCCL_TUNE_CE_AR_MIN(bytes)
-#define MCCL_TUNE_COLL_LL128(maxRanks, func, maxBytes)
-#define MCCL_TUNE_MODEL(maxRanks, algo, proto, latencyUs, busGBps)
-#include "tuning.def"
-#undef MCCL_TUNE_ROW
-#undef MCCL_TUNE_COLL_LL_MAX
-#undef MCCL_TUNE_CE_AR_MIN
-#undef MCCL_TUNE_COLL_LL128
-#undef MCCL_TUNE_MODEL
+#include "tuning_expand.h"
     ;
 
 static const size_t ceArMin =
-#define MCCL_TUNE_ROW(maxRanks, oneShotMax, oneShotSimpleMax, twoShotMax, llMax)
-#define MCCL_TUNE_COLL_LL_MAX(bytes)
 #define MCCL_TUNE_CE_AR_MIN(bytes) (bytes)
-#define MCCL_TUNE_COLL_LL128(maxRanks, func, maxBytes)
-#define MCCL_TUNE_MODEL(maxRanks, algo, proto, latencyUs, busGBps)
-#include "tuning.def"
-#undef MCCL_TUNE_ROW
-#undef MCCL_TUNE_COLL_LL_MAX
-#undef MCCL_TUNE_CE_AR_MIN
-#undef MCCL_TUNE_COLL_LL128
-#undef MCCL_TUNE_MODEL
+#include "tuning_expand.h"
     ;
 
 static const struct {
   int maxRanks, algo, proto;
   double latencyUs, busGBps;
 } tuneModel[] = {
-#define MCCL_TUNE_ROW(maxRanks, oneShotMax, oneShotSimpleMax, twoShotMax, llMax)
-#define MCCL_TUNE_COLL_LL_MAX(bytes)
-#define MCCL_TUNE_CE_AR_MIN(bytes)
-#define MCCL_TUNE_COLL_LL128(maxRanks, func, maxBytes)
 #define MCCL_TUNE_MODEL(maxRanks, algo, proto, latencyUs, busGBps) {maxRanks, algo, proto, latencyUs, busGBps},
-#include "tuning.def"
-#undef MCCL_TUNE_ROW
-#undef MCCL_TUNE_COLL_LL_MAX
-#undef MCCL_TUNE_CE_AR_MIN
-#undef MCCL_TUNE_COLL_LL128
-#undef MCCL_TUNE_MODEL
+#include "tuning_expand.h"
 };
 
 static const struct {
   int maxRanks, func;
   size_t maxBytes;
 } collLl128[] = {
-#define MCCL_TUNE_ROW(maxRanks, oneShotMax, oneShotSimpleMax, twoShotMax, llMax)
-#define MCCL_TUNE_COLL_LL_MAX(bytes)
-#define MCCL_TUNE_CE_AR_MIN(bytes)
 #define MCCL_TUNE_COLL_LL128(maxRanks, func, maxBytes) {maxRanks, func, maxBytes},
-#define MCCL_TUNE_MODEL(maxRanks, algo, proto, latencyUs, busGBps)
-#include "tuning.def"
-#undef MCCL_TUNE_ROW
-#undef MCCL_TUNE_COLL_LL_MAX
-#undef MCCL_TUNE_CE_AR_MIN
-#undef MCCL_TUNE_COLL_LL128
-#undef MCCL_TUNE_MODEL
+#include "tuning_expand.h"
     {0, -1, 0},  // no collective: keeps the array valid when tuning.def has no row
 };
 
