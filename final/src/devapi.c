@@ -25,8 +25,23 @@ void mcclDevReqsFree(mcclDevCommRequirements* reqs) {
 }
 
 // A grouped creation runs at the group's end, when the caller's requirements (often on its stack) may be
-// gone: the group keeps a copy, lists included, whose out-pointers still name the caller's variables (NCCL's
-// deepCopyDevCommRequirements).
+// gone: the group keeps a copy, lists included (NCCL's deepCopyDevCommRequirements). A program that drives
+// several devices from one thread hands every communicator the same requirements, and the group creates them
+// on a thread each: so each copied buffer requirement gets a handle of its own, which mcclDevReqsDeliver
+// passes to the caller's variable once the threads are done, instead of every thread writing it.
+struct reqCopy {
+  mcclDevResourceRequirements r;     // first: the list links and frees it as a mcclDevResourceRequirements
+  mcclDevResourceHandle* callerOut;  // the caller's outBufferHandle
+  mcclDevResourceHandle handle;      // where the creation writes
+};
+
+void mcclDevReqsDeliver(mcclDevCommRequirements* copy) {
+  for (mcclDevResourceRequirements* r = copy ? copy->resourceRequirementsList : NULL; r; r = r->next) {
+    struct reqCopy* c = (struct reqCopy*)r;
+    if (c->callerOut && r->outBufferHandle == &c->handle) *c->callerOut = c->handle;
+  }
+}
+
 mcclResult_t mcclDevReqsCopy(const mcclDevCommRequirements* reqs, mcclDevCommRequirements** out) {
   mcclDevCommRequirements* c = (mcclDevCommRequirements*)malloc(sizeof(*c));
   if (c == NULL) goto oom;
@@ -35,9 +50,14 @@ mcclResult_t mcclDevReqsCopy(const mcclDevCommRequirements* reqs, mcclDevCommReq
   c->teamRequirementsList = NULL;
   mcclDevResourceRequirements** rr = &c->resourceRequirementsList;
   for (const mcclDevResourceRequirements* r = reqs->resourceRequirementsList; r; r = r->next) {
-    if ((*rr = (mcclDevResourceRequirements*)malloc(sizeof(**rr))) == NULL) goto oom;
-    **rr = *r;
-    (*rr)->next = NULL;
+    struct reqCopy* cp = (struct reqCopy*)malloc(sizeof(*cp));
+    if (cp == NULL) goto oom;
+    cp->r = *r;
+    cp->r.next = NULL;
+    cp->callerOut = r->outBufferHandle;
+    cp->handle = 0;
+    if (r->outBufferHandle) cp->r.outBufferHandle = &cp->handle;
+    *rr = &cp->r;
     rr = &(*rr)->next;
   }
   mcclTeamRequirements** tr = &c->teamRequirementsList;

@@ -199,6 +199,7 @@ static mcclResult_t groupEnd(mcclSimInfo_t* simInfo) {
     struct groupOp* o = ops;
     ops = o->next;
     if (o->res != mcclSuccess && res == mcclSuccess) res = o->res;
+    if (o->kind == GROUP_DEVCOMM && o->res == mcclSuccess) mcclDevReqsDeliver(o->reqs);
     mcclDevReqsFree(o->reqs);
     free(o);
   }

@@ -59,6 +59,9 @@ mcclResult_t mcclCommReady(const struct mcclComm* comm, const char* call);
 mcclResult_t mcclDevCommCreateNow(struct mcclComm* comm, const mcclDevCommRequirements* reqs, mcclDevComm* devComm);
 mcclResult_t mcclDevReqsCopy(const mcclDevCommRequirements* reqs, mcclDevCommRequirements** out);
 void mcclDevReqsFree(mcclDevCommRequirements* reqs);
+// After the group's threads are joined, on the thread that ends the group: the buffer handles the copy's
+// creation wrote go to the caller's variables (one write each, from one thread).
+void mcclDevReqsDeliver(mcclDevCommRequirements* copy);
 
 // Group: non-zero inside mcclGroupStart/End on this thread; record a communicator's creation or a
 // window's registration (run at mcclGroupEnd; the collectives and point-to-point calls are lab 07's

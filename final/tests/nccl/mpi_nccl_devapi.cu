@@ -669,6 +669,9 @@ static int benchAllReduce(const struct benchRun* b) {
   float* h = (float*)malloc(b->maxBytes);
   for (size_t i = 0; i < maxCount; i++) h[i] = arValue(rank, i, 1);
   cudaMemcpy(sb, h, b->maxBytes, cudaMemcpyHostToDevice);
+  // A copy from pageable memory may return before it lands, ordered only with the legacy stream: the kernels
+  // run on a non-blocking stream.
+  cudaDeviceSynchronize();
   if (rank == 0) {
     printf("# allreduce kernel (float sum, out of place) on %s, %d ranks, up to %d blocks of %d threads, %d calls\n",
            onMinccl() ? "minccl's drop-in" : "NCCL", nranks, BENCH_BLOCKS, BENCH_THREADS, b->iters);
@@ -736,6 +739,7 @@ static int benchRmsNorm(const struct benchRun* b) {
   cudaMemcpy(x, h, maxBytes, cudaMemcpyHostToDevice);
   for (int i = 0; i < maxHidden; i++) h[i] = ncclTestToBf16(0.5f + (float)(i % 13) / 13.0f);
   cudaMemcpy(w, h, maxHidden * 2, cudaMemcpyHostToDevice);
+  cudaDeviceSynchronize();  // landed before the non-blocking stream's kernels read them (as in benchAllReduce)
   const int graph = b->graph && haveGraphs();
   if (rank == 0) {
     printf(

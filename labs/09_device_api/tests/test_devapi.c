@@ -56,13 +56,17 @@ static mcclResult_t createDevComm(struct dtRank* r, void* arg) {
   if (res == mcclSuccess) r->hasDc = 1;
   return res;
 }
+// Each rank its own requirements, as each process has its own: the call writes the handles they ask for.
+struct dtReqsPerRank {
+  mcclDevCommRequirements reqs[MAXN];
+  mcclDevResourceRequirements extra[MAXN];
+  mcclDevResourceHandle handle[MAXN];
+  mcclDevComm dc[MAXN];
+};
 static mcclResult_t createDevCommInto(struct dtRank* r, void* arg) {
-  // arg: the requirements, then (after them) where each rank's device communicator goes
-  struct {
-    mcclDevCommRequirements reqs;
-    mcclDevComm dc[MAXN];
-  }* a = arg;
-  return mcclLabDevCommCreate(r->comm, &a->reqs, &a->dc[r->comm->rank]);
+  struct dtReqsPerRank* a = arg;
+  const int rank = r->comm->rank;
+  return mcclLabDevCommCreate(r->comm, &a->reqs[rank], &a->dc[rank]);
 }
 
 // SKIP and a failed EXPECT return from here only: every caller checks CHECK_STOPPED() next.
@@ -191,23 +195,21 @@ static void apiObjects(int n) {
   syncAll(&g);
   for (int i = 0; i < n; i++) EXPECT_EQ(readErrors(&g.r[i]), 0);
   // A second device communicator with an extra buffer: aligned as asked, after the barriers, zeroed.
-  struct {
-    mcclDevCommRequirements reqs;
-    mcclDevComm dc[MAXN];
-  } a;
+  static struct dtReqsPerRank a;
   memset(&a, 0, sizeof(a));
-  mcclDevResourceRequirements extra;
-  memset(&extra, 0, sizeof(extra));
-  mcclDevResourceHandle h = 0;
-  extra.bufferSize = 1000;
-  extra.bufferAlign = 4096;
-  extra.outBufferHandle = &h;
-  a.reqs = dtReqs();
-  a.reqs.barrierCount = 7;  // more than lsaBarrierCount: the larger wins
-  a.reqs.resourceRequirementsList = &extra;
+  for (int i = 0; i < n; i++) {
+    a.extra[i].bufferSize = 1000;
+    a.extra[i].bufferAlign = 4096;
+    a.extra[i].outBufferHandle = &a.handle[i];
+    a.reqs[i] = dtReqs();
+    a.reqs[i].barrierCount = 7;  // more than lsaBarrierCount: the larger wins
+    a.reqs[i].resourceRequirementsList = &a.extra[i];
+  }
   mcclResult_t res[MAXN];
   dtParallel(&g, createDevCommInto, &a, res);
   for (int i = 0; i < n; i++) EXPECT_OK(res[i]);
+  for (int i = 1; i < n; i++) EXPECT_EQ(a.handle[i], a.handle[0]);  // the same layout on every rank
+  const mcclDevResourceHandle h = a.handle[0];
   EXPECT_EQ(a.dc[0].lsaBarrier.nBarriers, 7);
   EXPECT_EQ(mcclGetResourceBufferOffset(h) % 4096, 0);
   EXPECT_GE(mcclGetResourceBufferOffset(h), (size_t)7 * (3 + n) * 4);
