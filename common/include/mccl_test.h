@@ -90,7 +90,9 @@ uint64_t mcclTestRand(void);
  * Plain builds run every case. Under a sanitizer (SANITIZE=1, TSAN=1: 3 to 15 times slower) the
  * heavy matrices (dtype x op x algorithm x count) run one case in `every`, chosen by the run's
  * seed, so each sanitized run checks a different slice and the seed replays it; the value
- * coverage is the plain build's. MCCL_TEST_FULL=1 runs every case under a sanitizer too.
+ * coverage is the plain build's. ThreadSanitizer, which instruments every access of every sim
+ * kernel thread, runs one case in twice `every`: the cases differ in values, not in how threads
+ * synchronise, which is what it checks. MCCL_TEST_FULL=1 runs every case under a sanitizer too.
  * Ranks of one mpirun test share the seed, so they choose the same cases.
  * @param k     the case's index in the matrix (any numbering that is the same on every rank).
  * @param every run one case in this many (0 or 1: every case).

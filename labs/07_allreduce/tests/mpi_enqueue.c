@@ -24,7 +24,8 @@ static const size_t counts[] = {1, 7, 1023, 4099, LARGE};
 #define NCOUNTS 5
 
 // Every function x type x operation (the functions that do not reduce: one each), the counts, in/out of
-// place and the root rotating with the combination, the table choosing the algorithm and protocol.
+// place and the root rotating with the combination, the table choosing the algorithm and protocol. A
+// sanitizer build runs a seeded half (mcclTestSampled).
 static void everyFunctionTypeOp(void) {
   struct arMpi m;
   setUpOrSkip(&m, 2, enqBufferBytes(LARGE, mcclFloat64, mcclTestMpiSize()));
@@ -34,6 +35,7 @@ static void everyFunctionTypeOp(void) {
     for (int t = 0; t < mcclNumTypes && !mcclTestMpiAnyStopped(); t++) {
       const int nOps = enqReduces(f) ? AR_NUM_OPS + 1 : 1;  // the built-in ones, then PreMulSum host / device
       for (int o = 0; o < nOps && !mcclTestMpiAnyStopped(); o++, k++) {
+        if (!mcclTestSampled((uint64_t)k, 2)) continue;
         struct enqCall c = {f,
                             (mcclDataType_t)t,
                             o < mcclNumOps ? (mcclRedOp_t)o : AR_PREMULSUM,
