@@ -84,12 +84,16 @@ names() {  # filter kind rest [np]: the names of the tests this entry (or one np
 
 # Sanitizer builds (make's SANITIZE=1 or TSAN=1 export MCCL_SANITIZED=1; 3 to 15 times slower) run
 # an mpi entry at its smallest and largest rank counts only (mpi:2,3,4 -> 2 and 4), as the C tests
-# sample their heavy matrices there (mcclTestSampled); MCCL_TEST_FULL=1 runs every count, and the
+# sample their heavy matrices there (mcclTestSampled); ThreadSanitizer at its smallest only, since it
+# watches the threads of one process, which are the same threads whatever the rank count (ASan keeps
+# the largest: buffers and offsets grow with the ranks). MCCL_TEST_FULL=1 runs every count, and the
 # plain build always does.
 nps() {  # the rank counts of an mpi entry's list that run in this build
   local all
   all=$(echo "$1" | tr , ' ')
-  if [ "${MCCL_SANITIZED:-0}" = 1 ] && [ "${MCCL_TEST_FULL:-0}" != 1 ] && [ "$(echo "$all" | wc -w)" -gt 2 ]; then
+  if [ "${MCCL_TSAN:-0}" = 1 ] && [ "${MCCL_TEST_FULL:-0}" != 1 ]; then
+    echo "$all" | awk '{print $1}'
+  elif [ "${MCCL_SANITIZED:-0}" = 1 ] && [ "${MCCL_TEST_FULL:-0}" != 1 ] && [ "$(echo "$all" | wc -w)" -gt 2 ]; then
     echo "$all" | awk '{print $1, $NF}'
   else
     echo "$all"
