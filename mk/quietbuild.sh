@@ -8,7 +8,7 @@ shift
 if [ "${V:-}" = 1 ] || [ "${MCCL_VERBOSE:-}" = 1 ]; then exec "$@"; fi
 mkdir -p "$(dirname "$log")"
 start=$SECONDS
-echo "Building every lab (about 7 minutes on 2 cores the first time, seconds after that); compiler output: $log"
+echo "Building every lab (about 3 minutes on 2 cores the first time, seconds after that); compiler output: $log"
 # A module is named by the first path of one of its sources on a compile line.
 "$@" >"$log" 2>&1 &
 pid=$!
