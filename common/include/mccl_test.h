@@ -310,6 +310,12 @@ static inline cudaError_t mcclTestMemset(void* dst, int value, size_t bytes) {
   cudaError_t e = cudaMemset(dst, value, bytes);
   return e != cudaSuccess ? e : cudaStreamSynchronize(NULL);
 }
+/** @brief The number of devices the backend reports (0 when it reports none or fails): how many GPUs a
+ *  test's ranks can each have one of. @return the device count. */
+static inline int mcclTestDeviceCount(void) {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+}
 /** @brief Touch every device once (an allocation, a copy each way, a free) and make the current one current
  *  again. The first use of a device creates its context and, on the sim, its stream worker (a thread: a
  *  stack and its guard page in /proc/self/maps): a leak probe takes its baseline after this, so that what

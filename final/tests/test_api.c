@@ -22,14 +22,9 @@
 
 #define NDEV 4
 
-static int nDevices(void) {
-  int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
-}
-
 // The sim's and the driver's own fds and threads appear on first use: count from after.
 static void warmUp(void) {
-  for (int d = 0; d < NDEV && d < nDevices(); d++) {
+  for (int d = 0; d < NDEV && d < mcclTestDeviceCount(); d++) {
     cudaSetDevice(d);
     void* p = NULL;
     if (mcclMemAlloc(&p, 1) == mcclSuccess) mcclMemFree(p);
@@ -94,7 +89,7 @@ static void nullAndBogusComm(void) {
 }
 
 static void initArguments(void) {
-  if (nDevices() < 1) SKIP("no device");
+  if (mcclTestDeviceCount() < 1) SKIP("no device");
   mcclUniqueId id;
   EXPECT_OK(mcclGetUniqueId(&id));
   mcclComm_t c = (mcclComm_t)(uintptr_t)0x1;
@@ -108,19 +103,19 @@ static void initArguments(void) {
   EXPECT_RES(mcclCommInitRank(&c, 2, id, -1), mcclInvalidArgument);
   EXPECT_TRUE(c == (mcclComm_t)(uintptr_t)0x1);  // outputs written only on success
   mcclComm_t cs[NDEV];
-  int dup[2] = {0, 0}, far[1] = {nDevices()};
+  int dup[2] = {0, 0}, far[1] = {mcclTestDeviceCount()};
   EXPECT_RES(mcclCommInitAll(NULL, 1, NULL), mcclInvalidArgument);
   EXPECT_RES(mcclCommInitAll(cs, 0, NULL), mcclInvalidArgument);
   EXPECT_RES(mcclCommInitAll(cs, -1, NULL), mcclInvalidArgument);
   EXPECT_RES(mcclCommInitAll(cs, 1, far), mcclInvalidArgument);
-  if (nDevices() >= 2) EXPECT_RES(mcclCommInitAll(cs, 2, dup), mcclInvalidArgument);
-  EXPECT_RES(mcclCommInitAll(cs, nDevices() + 1, NULL), mcclInvalidArgument);
+  if (mcclTestDeviceCount() >= 2) EXPECT_RES(mcclCommInitAll(cs, 2, dup), mcclInvalidArgument);
+  EXPECT_RES(mcclCommInitAll(cs, mcclTestDeviceCount() + 1, NULL), mcclInvalidArgument);
 }
 
 // One rank: the queries, allreduce and window arguments, double destroy, use after destroy.
 static void oneRank(void) {
-  if (nDevices() < 1) SKIP("no device");
-  EXPECT_CUDA_OK(cudaSetDevice(nDevices() - 1));
+  if (mcclTestDeviceCount() < 1) SKIP("no device");
+  EXPECT_CUDA_OK(cudaSetDevice(mcclTestDeviceCount() - 1));
   mcclUniqueId id;
   EXPECT_OK(mcclGetUniqueId(&id));
   mcclComm_t c = NULL;
@@ -130,7 +125,7 @@ static void oneRank(void) {
   EXPECT_OK(mcclCommCuDevice(c, &d));
   EXPECT_OK(mcclCommUserRank(c, &r));
   EXPECT_EQ(n, 1);
-  EXPECT_EQ(d, nDevices() - 1);
+  EXPECT_EQ(d, mcclTestDeviceCount() - 1);
   EXPECT_EQ(r, 0);
   EXPECT_RES(mcclCommCount(c, NULL), mcclInvalidArgument);
   EXPECT_RES(mcclCommCuDevice(c, NULL), mcclInvalidArgument);
@@ -265,7 +260,7 @@ static void runChecked(mcclComm_t* comms, struct rankBufs* b, int n, const struc
 // mcclCommInitAll over 4 devices; every dtype x op on the algorithms paths[0 .. npaths-1] of
 // ar_test_util.h (ring SIMPLE and LL, one-shot, two-shot), in and out of place; nothing leaked.
 static void initAllEveryTypeOp(int firstPath, int npaths) {
-  if (nDevices() < NDEV) SKIP("needs %d devices", NDEV);
+  if (mcclTestDeviceCount() < NDEV) SKIP("needs %d devices", NDEV);
   warmUp();
   int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads(), shm0 = mcclTestCountShm();
   long maps0 = mcclTestCountMaps("minccl-sim");
@@ -316,7 +311,7 @@ static void initAllEveryTypeOpTwoShot(void) {
 // each), as NCCL's single-process multi-GPU example; the handles exist at once and report
 // mcclInProgress until mcclGroupEnd. Then the table's own choice of algorithm at a few sizes.
 static void groupedInitRank(void) {
-  if (nDevices() < NDEV) SKIP("needs %d devices", NDEV);
+  if (mcclTestDeviceCount() < NDEV) SKIP("needs %d devices", NDEV);
   mcclUniqueId id;
   EXPECT_OK(mcclGetUniqueId(&id));
   mcclComm_t comms[NDEV];
@@ -398,7 +393,7 @@ static void collChecked(mcclComm_t* comms, struct rankBufs* b, int n, const stru
 // 4 devices, one thread: AllGather, ReduceScatter, Broadcast, Reduce in groups; every dtype x op of
 // the reducing ones, every dtype of the others, every root of the rooted ones, in and out of place.
 static void initAllCollectives(void) {
-  if (nDevices() < NDEV) SKIP("needs %d devices", NDEV);
+  if (mcclTestDeviceCount() < NDEV) SKIP("needs %d devices", NDEV);
   mcclComm_t comms[NDEV];
   struct rankBufs b[NDEV];
   memset(b, 0, sizeof(b));
@@ -433,7 +428,7 @@ static void initAllCollectives(void) {
 // 4 devices, one thread: nccl-tests' sendrecv (each rank sends to rank+1 and receives from rank-1,
 // all in one group) on counts 0, 1, odd and 64 KiB; to self; all-to-all in one group; bad peers.
 static void initAllSendRecv(void) {
-  if (nDevices() < NDEV) SKIP("needs %d devices", NDEV);
+  if (mcclTestDeviceCount() < NDEV) SKIP("needs %d devices", NDEV);
   static const size_t counts[] = {0, 1, 4097, 65536};
   mcclComm_t comms[NDEV];
   struct rankBufs b[NDEV];
@@ -541,7 +536,7 @@ static void fa2aChecked(mcclComm_t* comms, struct rankBufs* b, int n, const stru
 // 4 devices, one thread: AlltoAll, Gather and Scatter on every dtype, counts 1, 7, 1023 and 4099 (blocks
 // whose bytes are not a multiple of 16), roots 0 and last, the in-place forms of Gather and Scatter.
 static void initAllAlltoAllGatherScatter(void) {
-  if (nDevices() < NDEV) SKIP("needs %d devices", NDEV);
+  if (mcclTestDeviceCount() < NDEV) SKIP("needs %d devices", NDEV);
   static const size_t counts[] = {1, 7, 1023, 4099};
   mcclComm_t comms[NDEV];
   struct rankBufs b[NDEV];
@@ -576,7 +571,7 @@ static void initAllAlltoAllGatherScatter(void) {
 // Bad input of AlltoAll, Gather and Scatter is refused on the calling rank, naming the argument, and
 // nothing is launched (a lone rank of a 4-rank communicator would wait for the others otherwise).
 static void alltoAllGatherScatterBadInput(void) {
-  if (nDevices() < NDEV) SKIP("needs %d devices", NDEV);
+  if (mcclTestDeviceCount() < NDEV) SKIP("needs %d devices", NDEV);
   mcclComm_t comms[NDEV];
   EXPECT_OK(mcclCommInitAll(comms, NDEV, NULL));
   char* buf = NULL;
@@ -633,7 +628,7 @@ static void alltoAllGatherScatterBadInput(void) {
 // in and out of place. Each rank's operation is destroyed as soon as its call is made. The symmetric
 // algorithms cannot apply another rank's scalar: forcing them is refused at the group's end.
 static void initAllPreMulSum(void) {
-  if (nDevices() < NDEV) SKIP("needs %d devices", NDEV);
+  if (mcclTestDeviceCount() < NDEV) SKIP("needs %d devices", NDEV);
   mcclComm_t comms[NDEV];
   struct rankBufs b[NDEV];
   memset(b, 0, sizeof(b));
@@ -709,7 +704,7 @@ static void initAllPreMulSum(void) {
 // belong: after their destruction, on another communicator, with another type. All refused with
 // mcclInvalidArgument naming the argument, before anything runs.
 static void preMulSumBadInput(void) {
-  if (nDevices() < 2) SKIP("needs 2 devices");
+  if (mcclTestDeviceCount() < 2) SKIP("needs 2 devices");
   mcclComm_t comms[2];
   EXPECT_OK(mcclCommInitAll(comms, 2, NULL));
   float* buf = NULL;
@@ -802,7 +797,7 @@ static void expectSums(struct rankBufs* b, int n, size_t count, uint64_t seed, c
 // (the outputs stay poisoned), and the communicators run the same group for real afterwards. Its bad
 // input, and outside a group.
 static void groupSimulateEnd(void) {
-  if (nDevices() < NDEV) SKIP("needs %d devices", NDEV);
+  if (mcclTestDeviceCount() < NDEV) SKIP("needs %d devices", NDEV);
   mcclComm_t comms[NDEV];
   struct rankBufs b[NDEV];
   memset(b, 0, sizeof(b));
@@ -867,7 +862,7 @@ static void groupSimulateEnd(void) {
 // and launches nothing, not even the group's valid calls; the next group runs as usual. A collective on
 // a communicator whose grouped creation has not run yet is such a call (mcclInvalidUsage).
 static void groupFailsOnBadCall(void) {
-  if (nDevices() < NDEV) SKIP("needs %d devices", NDEV);
+  if (mcclTestDeviceCount() < NDEV) SKIP("needs %d devices", NDEV);
   mcclComm_t comms[NDEV];
   struct rankBufs b[NDEV];
   memset(b, 0, sizeof(b));
@@ -929,7 +924,7 @@ static void groupFailsOnBadCall(void) {
 // creation, a window registration): that group's end returns mcclInvalidUsage for them and runs the
 // rest; nothing crashes. Two independent 1-rank communicators, so the other one's calls can run.
 static void destroyWithOpenGroup(void) {
-  if (nDevices() < 2) SKIP("needs 2 devices");
+  if (mcclTestDeviceCount() < 2) SKIP("needs 2 devices");
   warmUp();
   int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads();
   mcclComm_t comms[2];
@@ -1008,7 +1003,7 @@ static double abortAtOnceSec(void) {
 // Abort returns promptly while the kernel of rank 0 waits for rank 1, which never launches; the
 // other member of the clique then sees mcclRemoteError, and is aborted too.
 static void abortWhileWaiting(void) {
-  if (nDevices() < 2) SKIP("needs 2 devices");
+  if (mcclTestDeviceCount() < 2) SKIP("needs 2 devices");
   mcclComm_t comms[2];
   EXPECT_OK(mcclCommInitAll(comms, 2, NULL));
   void* buf = NULL;
@@ -1146,7 +1141,7 @@ static void ownerEnd(struct owner* o) {
 // then inside a group's connection setup: the blocked call returns an error, abort returns promptly,
 // and nothing freed is touched (the ASan and TSan builds run this too).
 static void abortFromAnotherThread(void) {
-  if (nDevices() < 2) SKIP("needs 2 devices");
+  if (mcclTestDeviceCount() < 2) SKIP("needs 2 devices");
   warmUp();
   int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads();
   for (int job = JOB_WINDOW; job <= JOB_GROUP_SEND && !mcclTestStopped(); job++) {
@@ -1253,7 +1248,7 @@ static cudaError_t copyOwnStream(int dev, void* dst, const void* src, size_t byt
 }
 
 static void teardownWaitsOnlyForItsKernels(void) {
-  if (nDevices() < TD_NDEV) SKIP("needs %d devices", TD_NDEV);
+  if (mcclTestDeviceCount() < TD_NDEV) SKIP("needs %d devices", TD_NDEV);
   mcclComm_t comms[TD_NDEV];
   struct rankBufs b[TD_NDEV];
   memset(b, 0, sizeof(b));

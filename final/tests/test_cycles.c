@@ -14,12 +14,6 @@
 #define NDEV 2
 #define COUNT 256
 
-
-static int nDevices(void) {
-  int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
-}
-
 struct rankState {
   int* buf;
   cudaStream_t stream;
@@ -52,7 +46,7 @@ static int cycle(struct rankState* st, int i) {
 }
 
 static void initAllReduceDestroyCycles(void) {
-  if (nDevices() < NDEV) SKIP("needs %d devices", NDEV);
+  if (mcclTestDeviceCount() < NDEV) SKIP("needs %d devices", NDEV);
   const char* env = getenv("MCCL_FINAL_CYCLES");
   int n = env ? atoi(env) : mcclTestSampling() ? 30 : 100;  // sanitizer builds: 30 unless asked
   struct rankState st[NDEV];

@@ -21,11 +21,6 @@ struct fdRank {
   cudaStream_t stream;
 };
 
-static int nDevices(void) {
-  int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
-}
-
 // Record a grouped creation on every rank. The requirements live only in this function's frame, gone by the
 // group's end (the caller's), which runs on the group's copy of them.
 static void recordCreate(mcclComm_t* comms, struct fdRank* r, int n, int barriers, mcclDevResourceHandle* extra) {
@@ -76,7 +71,7 @@ static void tearDown(mcclComm_t* comms, struct fdRank* r, int n) {
 // two-shot kernels on final's window and device communicator; and an allreduce of the host API on the same
 // window's buffer, which stays a window of lab 07 too.
 static void objects(int n) {
-  if (nDevices() < n) SKIP("needs %d devices", n);
+  if (mcclTestDeviceCount() < n) SKIP("needs %d devices", n);
   mcclComm_t comms[MAXN];
   struct fdRank r[MAXN];
   setUp(comms, r, n);
@@ -230,7 +225,7 @@ static const char* refusal(int k, mcclDevCommRequirements* q, mcclTeamRequiremen
 // alive, which frees them (nothing leaked).
 static void badInput(void) {
   const int n = 2;
-  if (nDevices() < n) SKIP("needs %d devices", n);
+  if (mcclTestDeviceCount() < n) SKIP("needs %d devices", n);
   const int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads();
   const long maps0 = mcclTestCountMaps("minccl-sim");
   mcclComm_t comms[MAXN];

@@ -14,12 +14,6 @@
 #include "mccl_shm.h"
 #include "mccl_test.h"
 
-static int nDevices(void) {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) return 0;
-  return n;
-}
-
 static void setParam(const char* name, const char* value) {
   if (value)
     setenv(name, value, 1);
@@ -33,13 +27,13 @@ static void warmUp(void) {
   void* p = NULL;
   if (mcclCuMemAlloc(&p, NULL, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 1) == mcclSuccess) mcclCuMemFree(p);
   struct mcclDevPair* pair = NULL;
-  if (mcclDevPairLocalCreate(0, nDevices() > 1 ? 1 : 0, 1, 3, mcclDevTransportAuto, 0, &pair) == mcclSuccess)
+  if (mcclDevPairLocalCreate(0, mcclTestDeviceCount() > 1 ? 1 : 0, 1, 3, mcclDevTransportAuto, 0, &pair) == mcclSuccess)
     mcclDevPairLocalFree(pair);
 }
 
 static void p2pCanConnectRules(void) {
-  if (nDevices() < 1) SKIP("no CUDA device");
-  int n = nDevices();
+  if (mcclTestDeviceCount() < 1) SKIP("no CUDA device");
+  int n = mcclTestDeviceCount();
   mcclPeerInfo a, b;
   EXPECT_OK(mcclFillPeerInfo(0, 0, &a));
   EXPECT_OK(mcclFillPeerInfo(1, n > 1 ? 1 : 0, &b));
@@ -82,11 +76,11 @@ static void p2pCanConnectRules(void) {
 }
 
 static void selectTransport(void) {
-  if (nDevices() < 1) SKIP("no CUDA device");
+  if (mcclTestDeviceCount() < 1) SKIP("no CUDA device");
   if (!mcclCuMemEnable()) SKIP("cuMem not supported: P2P cannot connect");
   mcclPeerInfo a, b;
   EXPECT_OK(mcclFillPeerInfo(0, 0, &a));
-  EXPECT_OK(mcclFillPeerInfo(1, nDevices() > 1 ? 1 : 0, &b));
+  EXPECT_OK(mcclFillPeerInfo(1, mcclTestDeviceCount() > 1 ? 1 : 0, &b));
   const struct mcclTransport* t = NULL;
   setParam("MCCL_P2P_DISABLE", NULL);
   EXPECT_OK(mcclDevSelectTransport(mcclDevTransportAuto, &a, &b, &t));
@@ -146,7 +140,7 @@ static int checkLocalPair(const struct mcclDevPair* p, uint64_t initialStep) {
 }
 
 static void localPairs(mcclDevTransport_t which, const char* name) {
-  int n = nDevices();
+  int n = mcclTestDeviceCount();
   if (n < 1) SKIP("no CUDA device");
   if (which == mcclDevTransportP2p && !mcclCuMemEnable()) SKIP("cuMem not supported: no P2P");
   setParam("MCCL_P2P_DISABLE", NULL);
@@ -194,7 +188,7 @@ static void localPairsShm(void) {
 // P2P puts the memory on the devices: the receiver's FIFO on the receiver's device, the sender's
 // head on the sender's (what makes the kernel's stores remote and its polls local).
 static void p2pMemoryLivesOnTheOwnersDevice(void) {
-  int n = nDevices();
+  int n = mcclTestDeviceCount();
   if (n < 2) SKIP("needs 2 devices");
   if (!mcclCuMemEnable()) SKIP("cuMem not supported: no P2P");
   struct mcclDevPair* p = NULL;
@@ -211,7 +205,7 @@ static void p2pMemoryLivesOnTheOwnersDevice(void) {
 }
 
 static void devConnCopies(void) {
-  if (nDevices() < 1) SKIP("no CUDA device");
+  if (mcclTestDeviceCount() < 1) SKIP("no CUDA device");
   struct mcclDevPair* p = NULL;
   EXPECT_OK(mcclDevPairLocalCreate(0, 0, 1, MCCL_DEVPAIR_SEND, mcclDevTransportAuto, 41, &p));
   struct mcclConnector* s = &p->ends[0].send[0];
@@ -244,7 +238,7 @@ static void devConnCopies(void) {
 }
 
 static void abortFlag(void) {
-  if (nDevices() < 1) SKIP("no CUDA device");
+  if (mcclTestDeviceCount() < 1) SKIP("no CUDA device");
   volatile uint32_t* h = NULL;
   uint32_t* d = NULL;
   EXPECT_OK(mcclDevAbortFlagCreate(&h, &d));
@@ -253,7 +247,7 @@ static void abortFlag(void) {
   EXPECT_CUDA_OK(cudaMemcpy(&v, d, sizeof(v), cudaMemcpyDeviceToHost));
   EXPECT_EQ(v, 0u);
   *h = 1;
-  for (int dev = 0; dev < nDevices() && dev < 2; dev++) {  // one flag serves kernels on every device
+  for (int dev = 0; dev < mcclTestDeviceCount() && dev < 2; dev++) {  // one flag serves kernels on every device
     EXPECT_CUDA_OK(cudaSetDevice(dev));
     EXPECT_CUDA_OK(cudaMemcpy(&v, d, sizeof(v), cudaMemcpyDeviceToHost));
     EXPECT_EQ(v, 1u);
@@ -266,7 +260,7 @@ static void abortFlag(void) {
 }
 
 static void pairBadInput(void) {
-  int n = nDevices();
+  int n = mcclTestDeviceCount();
   if (n < 1) SKIP("no CUDA device");
   struct mcclDevPair* p = NULL;
   EXPECT_RES(mcclDevPairLocalCreate(0, 0, 0, 1, mcclDevTransportAuto, 0, &p), mcclInvalidArgument);
@@ -289,7 +283,7 @@ static void pairBadInput(void) {
 // or tail at the connection's initial step and its LL FIFO zeroed, described for the peer in the connect
 // info (rank, process, host, device, the exportable handle); free leaves no fd and no mapping behind.
 static void p2pSetupOffersItsMemory(void) {
-  int n = nDevices();
+  int n = mcclTestDeviceCount();
   if (n < 1) SKIP("no CUDA device");
   if (!mcclCuMemEnable()) SKIP("cuMem not supported: no P2P");
   mcclTestWarmUp();
@@ -358,7 +352,7 @@ static void p2pSetupOffersItsMemory(void) {
 // The transport hooks refuse misuse: wrong side, connect before setup, setup twice, a peer buffer
 // too small for this side's MCCL_BUFFSIZE, and a proxy op (kernels drive P2P, not the proxy).
 static void p2pHooksRefuseMisuse(void) {
-  if (nDevices() < 1) SKIP("no CUDA device");
+  if (mcclTestDeviceCount() < 1) SKIP("no CUDA device");
   if (!mcclCuMemEnable()) SKIP("cuMem not supported: no P2P");
   warmUp();
   int fds0 = mcclTestCountFds();
@@ -461,7 +455,7 @@ static void buffSizesFromParameters(void) {
   setParam("MCCL_P2P_BUFFSIZE", NULL);
   setParam("MCCL_LL_BUFFSIZE", "1000");
   EXPECT_RES(mcclComputeBuffSizes(b), mcclInvalidArgument);
-  if (nDevices() >= 1) {
+  if (mcclTestDeviceCount() >= 1) {
     struct mcclDevPair* p = NULL;
     EXPECT_RES(mcclDevPairLocalCreate(0, 0, 1, 1, mcclDevTransportShm, 0, &p), mcclInvalidArgument);
     setParam("MCCL_LL_BUFFSIZE", "65536");

@@ -22,12 +22,6 @@
 // test fails instead of hanging). Generous: the sim on 2 shared cores, under ASan, is slow.
 #define PT_LOST_MS 120000
 
-static int nDevices(void) {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) return 0;
-  return n;
-}
-
 // ---- a link: one pair, the device copies of its connections, a launcher per end ------------------
 typedef struct {
   struct mcclDevPair* pair;
@@ -149,7 +143,7 @@ static size_t maxBytes(int proto) {
 }
 
 static void moveBytes(mcclDevTransport_t which, int proto) {
-  int n = nDevices();
+  int n = mcclTestDeviceCount();
   if (n < 2) SKIP("needs 2 devices");
   if (which == mcclDevTransportP2p && !mcclCuMemEnable()) SKIP("cuMem not supported: no P2P");
   const size_t* sizes = proto == MCCL_PROTO_LL ? llSizes : proto == MCCL_PROTO_LL128 ? ll128Sizes : simpleSizes;
@@ -241,7 +235,7 @@ static void moveP2pLL128(void) {
 // poses such a pair with MCCL_SIM_NVLINK=0, a GPU host with NVLink between devices 0 and 1 leaves that
 // part out). An LL128 launch on either ends as aborted on both sides at once, with nothing stored.
 static void ll128WithoutNvlinkAborts(void) {
-  if (nDevices() < 2) SKIP("needs 2 devices");
+  if (mcclTestDeviceCount() < 2) SKIP("needs 2 devices");
   int nvlinkPair = 0;
   if (!PT_ON_SIM && cudaDeviceGetP2PAttribute(&nvlinkPair, cudaDevP2PAttrNativeAtomicSupported, 0, 1) != cudaSuccess)
     nvlinkPair = 1;  // unknown: leave the P2P part out
@@ -329,7 +323,7 @@ static int opReduces(int op) {
 }
 
 static void chainOps(int proto) {
-  int n = nDevices();
+  int n = mcclTestDeviceCount();
   if (n < 2) SKIP("needs 2 devices");
   const int devA = 0, devB = 1, devC = n >= 3 ? 2 : 0, nch = 2;
   // One hop over SHM, the other over P2P (when the backend can), as a ring mixes them.
@@ -620,7 +614,7 @@ static int64_t firstOutOfBound(int dtype, const void* got, const void* want, siz
 }
 
 static void reduceTypes(int proto) {
-  int n = nDevices();
+  int n = mcclTestDeviceCount();
   if (n < 2) SKIP("needs 2 devices");
   const int nch = 2;
   // Elements per launch: not a multiple of any pack (16 / size), more than one LL slot for 8-byte
@@ -745,7 +739,7 @@ static void offsetsRun(ptLink* l, int proto, const offsetCase* oc, size_t count,
 }
 
 static void offsets(int proto) {
-  if (nDevices() < 2) SKIP("needs 2 devices");
+  if (mcclTestDeviceCount() < 2) SKIP("needs 2 devices");
   if (proto == MCCL_PROTO_LL128 && !mcclCuMemEnable()) SKIP("cuMem not supported: no P2P");
   const size_t bytesMax = 4099, cap = bytesMax + 32;
   ptLink l;
@@ -850,7 +844,7 @@ static void referenceConversions(void) {
 // the same connections, as NCCL picks a protocol per operation) carry the counters across the wrap;
 // every byte arrives and both ends' steps are where the chunk arithmetic puts them.
 static void stepsWrap(mcclDevTransport_t which) {
-  int n = nDevices();
+  int n = mcclTestDeviceCount();
   if (n < 2) SKIP("needs 2 devices");
   if (which == mcclDevTransportP2p && !mcclCuMemEnable()) SKIP("cuMem not supported: no P2P");
   const int nch = 2;
@@ -953,7 +947,7 @@ static int64_t abortBoundUs(int proto, int allThreadsSpin) {
 // and no receiver. Set the abort flag, time the kernel's exit, then free everything: fds, maps and
 // the /dev/shm files the connections used are gone (prims_test_util.h says why not a directory count).
 static void abortSpinning(mcclDevTransport_t which) {
-  int n = nDevices();
+  int n = mcclTestDeviceCount();
   if (n < 2) SKIP("needs 2 devices");
   if (which == mcclDevTransportP2p && !mcclCuMemEnable()) SKIP("cuMem not supported: no P2P");
   warmUp();
@@ -1028,7 +1022,7 @@ static void abortSpinningP2p(void) {
 // mcclDevWait's own deadline: a receiver that waits for nobody is aborted by the wait itself after
 // timeoutMs, which returns mcclTimeout (not the mcclInternalError of someone else's abort).
 static void waitTimesOut(void) {
-  int n = nDevices();
+  int n = mcclTestDeviceCount();
   if (n < 2) SKIP("needs 2 devices");
   for (int proto = 0; proto < MCCL_NUM_PROTOCOLS; proto++) {
     if (proto == MCCL_PROTO_LL128 && !mcclCuMemEnable()) continue;  // LL128 needs P2P
@@ -1062,7 +1056,7 @@ static void waitTimesOut(void) {
 // the abort flag is already set, so a receive that did run would leave at once and mark the status
 // word aborted; it stays as the host set it, and the stream is idle and still usable afterwards.
 static void launchBadInput(void) {
-  int n = nDevices();
+  int n = mcclTestDeviceCount();
   if (n < 1) SKIP("no CUDA device");
   struct mcclDevPair* p = NULL;
   EXPECT_OK(mcclDevPairLocalCreate(0, 0, 1, MCCL_DEVPAIR_SEND, mcclDevTransportAuto, 0, &p));

@@ -14,12 +14,8 @@
 
 #define MAXDEV 4
 
-static int nDevices(void) {
-  int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
-}
 static int nRanksHere(void) {
-  return nDevices() < MAXDEV ? nDevices() : MAXDEV;
+  return mcclTestDeviceCount() < MAXDEV ? mcclTestDeviceCount() : MAXDEV;
 }
 
 // The driver opens fds and starts threads of its own the first time: count from after.
@@ -288,7 +284,8 @@ static void unalignedWindows(void) {
   for (int p = 0; p < AR_NPATHS && !mcclTestStopped(); p++)
     for (int o = 0; o < noffs && !mcclTestStopped(); o++, k++) {
       if (!mcclTestSampled((uint64_t)k, 2)) continue;  // a sanitizer build: a seeded half of path x offset
-      struct arSet moved = s;  // the same windows, the buffers moved inside them
+      // The same windows, the buffers moved inside them.
+      struct arSet moved = s;
       moved.bytes = s.bytes - 16;
       for (int i = 0; i < n; i++) {
         moved.r[i].send = (char*)s.r[i].send + offs[o].sendOff;
@@ -380,7 +377,7 @@ static void backToBack(void) {
 // alignment (the element-wise path), and calls pipelined on the streams with one-shot's LL and
 // two-shot in between, whose scratch and parities it shares the signal area with.
 static void oneShotSimple(void) {
-  if (nDevices() < 2) SKIP("needs 2 devices");
+  if (mcclTestDeviceCount() < 2) SKIP("needs 2 devices");
   if (!mcclCuMemEnable()) SKIP("cuMem not supported: no windows");
   const struct arPath* simple = &arPaths[4];
   const size_t maxCount = MCCL_ONESHOT_SIMPLE_MAX_BYTES / 4;  // float32 / int32 at the limit
@@ -490,7 +487,7 @@ static void* abortLater(void* p) {
 // yields MCCL_SPINS_BEFORE_CHECK_ABORT times before it reads the flag, so the LL and one-shot kernels
 // (256 threads) take seconds there to see it.
 static void abortPath(const struct arPath* path) {
-  if (nDevices() < 2) SKIP("needs 2 devices");
+  if (mcclTestDeviceCount() < 2) SKIP("needs 2 devices");
   if (!mcclCuMemEnable()) SKIP("cuMem not supported: no windows");
   warmUp(2);
   int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads(), shm0 = mcclTestCountShm();
@@ -536,7 +533,7 @@ static void abortOneShotSimple(void) {
 
 // One device: the result is the input (avg divides by 1), in place and out of place.
 static void oneRank(void) {
-  if (nDevices() < 1) SKIP("no CUDA device");
+  if (mcclTestDeviceCount() < 1) SKIP("no CUDA device");
   if (!mcclCuMemEnable()) SKIP("cuMem not supported: no windows");
   struct arSet s;
   setUp(&s, 1, 2, 1000 * 8);

@@ -12,11 +12,6 @@
 
 #define NDEV 4
 
-static int nDevices(void) {
-  int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
-}
-
 static void setParam(const char* name, const char* value) {
   if (value)
     setenv(name, value, 1);
@@ -27,7 +22,7 @@ static void setParam(const char* name, const char* value) {
 
 // The driver opens fds and starts threads of its own the first time: count from after.
 static void warmUp(void) {
-  for (int d = 0; d < NDEV && d < nDevices(); d++) {
+  for (int d = 0; d < NDEV && d < mcclTestDeviceCount(); d++) {
     cudaSetDevice(d);
     void* p = NULL;
     if (mcclMemAlloc(&p, 1) == mcclSuccess) mcclMemFree(p);
@@ -55,7 +50,7 @@ static void registerAll(struct winArg* a, int n) {
 }
 
 static void ringsChannelsWindows(int nChannels, const char* p2pDisable) {
-  if (nDevices() < NDEV) SKIP("needs 4 devices");
+  if (mcclTestDeviceCount() < NDEV) SKIP("needs 4 devices");
   warmUp();
   setParam("MCCL_P2P_DISABLE", p2pDisable);
   int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads(), shm0 = mcclTestCountShm();
@@ -190,7 +185,7 @@ static void ringOrderFromPeerRecords(void) {
 // each rank's device arrays of its ring connections are copies of its connectors, recv from prev and send
 // to next on every channel, and what a rank stores through its send view the next reads through its own.
 static void ringConnsWithoutCuMem(void) {
-  if (nDevices() < 3) SKIP("needs 3 devices");
+  if (mcclTestDeviceCount() < 3) SKIP("needs 3 devices");
   warmUp();
   setParam("MCCL_CUMEM_ENABLE", "0");
   int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads(), shm0 = mcclTestCountShm();
@@ -217,7 +212,7 @@ static void ringConnsWithoutCuMem(void) {
 }
 
 static void initArguments(void) {
-  if (nDevices() < 1) SKIP("no CUDA device");
+  if (mcclTestDeviceCount() < 1) SKIP("no CUDA device");
   mcclLabComm* c = NULL;
   mcclUniqueId id;
   EXPECT_OK(mcclGetUniqueId(&id));
@@ -226,7 +221,7 @@ static void initArguments(void) {
   EXPECT_RES(mcclLabCommInit(&c, 0, &id, 0, 0, 1, mcclLocalTransports), mcclInvalidArgument);
   EXPECT_RES(mcclLabCommInit(&c, MCCL_LAB_MAX_RANKS + 1, &id, 0, 0, 1, mcclLocalTransports), mcclInvalidArgument);
   EXPECT_RES(mcclLabCommInit(&c, 2, &id, 2, 0, 1, mcclLocalTransports), mcclInvalidArgument);
-  EXPECT_RES(mcclLabCommInit(&c, 1, &id, 0, nDevices(), 1, mcclLocalTransports), mcclInvalidArgument);
+  EXPECT_RES(mcclLabCommInit(&c, 1, &id, 0, mcclTestDeviceCount(), 1, mcclLocalTransports), mcclInvalidArgument);
   EXPECT_RES(mcclLabCommInit(&c, 1, &id, 0, 0, MCCL_SIGNAL_MAX_BLOCKS + 1, mcclLocalTransports), mcclInvalidArgument);
   EXPECT_RES(mcclLabCommInit(&c, 1, &id, 0, 0, -1, mcclLocalTransports), mcclInvalidArgument);
   EXPECT_RES(mcclLabCommInit(&c, 1, &id, 0, 0, 1, NULL), mcclInvalidArgument);  // no transport table
@@ -243,7 +238,7 @@ static void initArguments(void) {
 
 // Every bad argument is refused before anything is launched; the launch itself is the lead's.
 static void allReduceArguments(void) {
-  if (nDevices() < 2) SKIP("needs 2 devices");
+  if (mcclTestDeviceCount() < 2) SKIP("needs 2 devices");
   warmUp();
   int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads();
   mcclLabComm* cs[2] = {NULL, NULL};
@@ -412,7 +407,7 @@ static void algorithmTable(void) {
 // A buffer that is not a VMM allocation (or NULL, or of another size than the peers') cannot be a window,
 // and every rank refuses it together.
 static void windowArguments(void) {
-  if (nDevices() < 2) SKIP("needs 2 devices");
+  if (mcclTestDeviceCount() < 2) SKIP("needs 2 devices");
   mcclLabComm* cs[2] = {NULL, NULL};
   EXPECT_OK(mcclLabCommInitAll(cs, 2, NULL, 1, mcclLocalTransports));
   struct winArg wa[2];

@@ -14,11 +14,6 @@ struct dtGroup {
   struct dtRank r[MAXN];
 };
 
-static int nDevices(void) {
-  int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
-}
-
 // Run one collective host call on every rank at once, one thread each (as separate processes would).
 typedef mcclResult_t (*dtRankFn)(struct dtRank* r, void* arg);
 struct dtJob {
@@ -73,7 +68,7 @@ static mcclResult_t createDevCommInto(struct dtRank* r, void* arg) {
 static void setUp(struct dtGroup* g, int n) {
   memset(g, 0, sizeof(*g));
   g->n = n;
-  if (nDevices() < n) SKIP("needs %d devices", n);
+  if (mcclTestDeviceCount() < n) SKIP("needs %d devices", n);
   if (!mcclCuMemEnable()) SKIP("cuMem not supported: no windows");
   EXPECT_OK(mcclLabCommInitAll(g->comms, n, NULL, 1, mcclLocalTransports));
   for (int i = 0; i < n; i++) {
@@ -393,7 +388,7 @@ static void windowFlatRange(void) {
   struct dtGroup g;
   memset(&g, 0, sizeof(g));
   g.n = n;
-  if (nDevices() < n) SKIP("needs %d devices", n);
+  if (mcclTestDeviceCount() < n) SKIP("needs %d devices", n);
   if (!mcclCuMemEnable()) SKIP("cuMem not supported: no windows");
   EXPECT_OK(mcclLabCommInitAll(g.comms, n, NULL, 1, mcclLocalTransports));
   for (int i = 0; i < n; i++) {
@@ -556,7 +551,7 @@ static void expectRefused(struct dtGroup* g, const mcclDevCommRequirements* reqs
 
 // The driver opens fds and starts threads of its own the first time: count from after.
 static void warmUp(void) {
-  for (int d = 0; d < 2 && d < nDevices(); d++) {
+  for (int d = 0; d < 2 && d < mcclTestDeviceCount(); d++) {
     cudaSetDevice(d);
     void* p = NULL;
     if (mcclMemAlloc(&p, 1) == mcclSuccess) mcclMemFree(p);
@@ -565,7 +560,7 @@ static void warmUp(void) {
 }
 
 static void badInput(void) {
-  if (nDevices() < 2) SKIP("needs 2 devices");
+  if (mcclTestDeviceCount() < 2) SKIP("needs 2 devices");
   warmUp();
   int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads(), shm0 = mcclTestCountShm();
   long maps0 = mcclTestCountMaps("minccl-sim");

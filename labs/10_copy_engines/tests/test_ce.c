@@ -18,11 +18,6 @@ struct ceGroup {
   struct ceRank r[MAXN];
 };
 
-static int nDevices(void) {
-  int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
-}
-
 struct regJob {
   struct ceRank* r;
   mcclResult_t res;
@@ -38,7 +33,7 @@ static void* registerThread(void* p) {
 static void setUp(struct ceGroup* g, int n) {
   memset(g, 0, sizeof(*g));
   g->n = n;
-  if (nDevices() < n) SKIP("needs %d devices", n);
+  if (mcclTestDeviceCount() < n) SKIP("needs %d devices", n);
   if (!mcclCuMemEnable()) SKIP("cuMem not supported: no windows");
   EXPECT_OK(mcclLabCommInitAll(g->comms, n, NULL, 1, mcclLocalTransports));
   for (int i = 0; i < n; i++) {
@@ -156,7 +151,7 @@ static void memOpSyncWaits(void) {
 // The copies of a batch land, as one cudaMemcpyBatchAsync (MCCL_CE_BATCH=1 on a stream) and one by one
 // (MCCL_CE_BATCH=0, and the legacy NULL stream, which batches refuse); an empty batch queues nothing.
 static void batchCopies(void) {
-  if (nDevices() < 1) SKIP("no CUDA device");
+  if (mcclTestDeviceCount() < 1) SKIP("no CUDA device");
   if (!mcclCuMemEnable()) SKIP("cuMem not supported");
   mcclLabComm comm;  // the batch reads only the rank, for its log
   memset(&comm, 0, sizeof(comm));
