@@ -14,6 +14,7 @@
 # MCCL_CE=1 adds lab 10's copy-engine benchmark beside NCCL's copy engines (see the step).
 # MCCL_PROFILE=1 adds kernel durations under Nsight Compute (one-pass metric, --clock-control none) of
 # minccl's and NCCL's allreduce kernels at MCCL_PROFILE_SIZES (default 8 8K 2M), see mk/gpu-profile.sh.
+# With .gpucache/cuobj.tar (mk/gpu-prebuild.sh, carried) the build step takes its device objects from there.
 # At exit (also on a timeout's TERM) everything under $OUT is packed into $OUT/gpu-run.tgz: the
 # device tool brings back a limited number of files, and a run writes dozens (MCCL_PACK=0: unpacked).
 set -u
@@ -88,6 +89,14 @@ nt_run() {
     "build/cuda/nccl-tests/$t" -b "${MCCL_AB_NT_MIN:-1M}" -e "${MCCL_AB_NT_MAX:-512M}" -f 4 -g 1 -c 1 ${MCCL_AB_NT_ARGS:-} > "$log" 2>&1
 }
 step build
+# Device objects compiled elsewhere by mk/gpu-prebuild.sh (carried in .gpucache), taken only where this host's
+# nvcc and the sources give the pack's stamp, and made newer than their sources so that make keeps them.
+if [ -f .gpucache/cuobj.tar ]; then
+  if [ "$(tar -xOf .gpucache/cuobj.tar build/cuda/obj/PREBUILT)" = "$(mk/gpu-prebuild.sh --stamp)" ]; then
+    tar -xf .gpucache/cuobj.tar && tar -tf .gpucache/cuobj.tar | xargs touch &&
+      echo "prebuilt device objects: $(tar -tf .gpucache/cuobj.tar | grep -c '\.cu\.o$') from .gpucache"
+  else echo "prebuilt device objects not used: their stamp is not this tree's (mk/gpu-prebuild.sh --stamp)"; fi
+fi
 # -k: one file a newer compiler rejects must not hide every other result; its errors are shown.
 make -k -j"$(nproc)" BACKEND=cuda all > "$OUT/build.log" 2>&1 || { echo "BUILD FAILED (continuing with what built):"; grep -E 'error' "$OUT/build.log" | head -20; }
 # MCCL_BENCH_SUITE=0 leaves out make bench (the other bench steps keep their own knobs).
