@@ -354,8 +354,9 @@ int mcclLabOneShotFits(int nRanks, size_t bytes, int proto);
  * SIMPLE above); two-shot also needs both buffers in windows and an operation every rank applies alike (a PreMulSum
  * operation of mcclLabRedOpCreatePreMulSum is not: its scalar is each rank's own). Without them the table falls back to
  * the ring, and a forced MCCL_ALGO is refused; a table's one-shot whose protocol MCCL_PROTO makes impossible gives way
- * to the ring. The other collectives run the ring (MCCL_ALGO is the allreduce's); their protocol is LL up to the
- * table's MCCL_TUNE_COLL_LL_MAX bytes of the larger buffer, SIMPLE above.
+ * to the ring. The other collectives run the ring (MCCL_ALGO is the allreduce's); their protocol is their function's
+ * MCCL_TUNE_COLL row for the rank count: LL up to its LL cut-over (bytes of the larger buffer), LL128 up to its LL128
+ * cut-over, SIMPLE above.
  * @param[in]  func       enum mcclFunc: Broadcast .. AllReduce.
  * @param[in]  nRanks     ranks.
  * @param[in]  bytes      AllReduce: bytes per rank; the others: bytes of the larger buffer.

@@ -20,11 +20,6 @@ static const struct {
 #include "tuning_expand.h"
 };
 
-static const size_t collLlMax =
-#define MCCL_TUNE_COLL_LL_MAX(bytes) (bytes)
-#include "tuning_expand.h"
-    ;
-
 static const size_t ceArMin =
 #define MCCL_TUNE_CE_AR_MIN(bytes) (bytes)
 #include "tuning_expand.h"
@@ -40,24 +35,25 @@ static const struct {
 
 static const struct {
   int maxRanks, func;
-  size_t maxBytes;
-} collLl128[] = {
-#define MCCL_TUNE_COLL_LL128(maxRanks, func, maxBytes) {maxRanks, func, maxBytes},
+  size_t llMax, ll128Max;
+} collTable[] = {
+#define MCCL_TUNE_COLL(maxRanks, func, llMax, ll128Max) {maxRanks, func, llMax, ll128Max},
 #include "tuning_expand.h"
-    {0, -1, 0},  // no collective: keeps the array valid when tuning.def has no row
 };
 
-// The ring protocol of a collective other than AllReduce: LL up to the LL cut-over, then LL128 where a row of
-// this rank count (or the nearest above it) reaches, SIMPLE above. The ring's edges are not known here: a
-// communicator whose ring cannot carry LL128 turns the table's LL128 into SIMPLE (mcclLabCommProto).
+// The ring protocol of a collective other than AllReduce: its function's row for this rank count (the smallest
+// maxRanks at or above it): LL up to the row's LL cut-over, LL128 up to its LL128 cut-over, SIMPLE above. The
+// ring's edges are not known here: a communicator whose ring cannot carry LL128 turns the table's LL128 into
+// SIMPLE (mcclLabCommProto). One rank has no edge: it copies with LL or SIMPLE, never LL128.
 static int collProto(int func, int nRanks, size_t bytes) {
-  if (bytes <= collLlMax || nRanks == 1) return bytes <= collLlMax ? MCCL_PROTO_LL : MCCL_PROTO_SIMPLE;
   int best = -1;
-  for (size_t i = 0; i < sizeof(collLl128) / sizeof(collLl128[0]); i++)
-    if (collLl128[i].func == func && nRanks <= collLl128[i].maxRanks &&
-        (best < 0 || collLl128[i].maxRanks < collLl128[best].maxRanks))
+  for (size_t i = 0; i < sizeof(collTable) / sizeof(collTable[0]); i++)
+    if (collTable[i].func == func && nRanks <= collTable[i].maxRanks &&
+        (best < 0 || collTable[i].maxRanks < collTable[best].maxRanks))
       best = (int)i;
-  return best >= 0 && bytes <= collLl128[best].maxBytes ? MCCL_PROTO_LL128 : MCCL_PROTO_SIMPLE;
+  if (best < 0) return MCCL_PROTO_SIMPLE;  // no row: tuning.def has one per function up to MCCL_LAB_MAX_RANKS
+  if (bytes <= collTable[best].llMax) return MCCL_PROTO_LL;
+  return bytes <= collTable[best].ll128Max && nRanks > 1 ? MCCL_PROTO_LL128 : MCCL_PROTO_SIMPLE;
 }
 
 int mcclLabOneShotFits(int nRanks, size_t bytes, int p) {

@@ -4,11 +4,8 @@
 #ifndef MCCL_TUNE_ROW
 #define MCCL_TUNE_ROW(maxRanks, oneShotMax, oneShotSimpleMax, twoShotMax, llMax)
 #endif
-#ifndef MCCL_TUNE_COLL_LL_MAX
-#define MCCL_TUNE_COLL_LL_MAX(bytes)
-#endif
-#ifndef MCCL_TUNE_COLL_LL128
-#define MCCL_TUNE_COLL_LL128(maxRanks, func, maxBytes)
+#ifndef MCCL_TUNE_COLL
+#define MCCL_TUNE_COLL(maxRanks, func, llMax, ll128Max)
 #endif
 #ifndef MCCL_TUNE_CE_AR_MIN
 #define MCCL_TUNE_CE_AR_MIN(bytes)
@@ -18,7 +15,6 @@
 #endif
 #include "tuning.def"
 #undef MCCL_TUNE_ROW
-#undef MCCL_TUNE_COLL_LL_MAX
-#undef MCCL_TUNE_COLL_LL128
+#undef MCCL_TUNE_COLL
 #undef MCCL_TUNE_CE_AR_MIN
 #undef MCCL_TUNE_MODEL

@@ -234,14 +234,14 @@ static void ll128NeedsNvlink(void) {
   enqTearDown(&s);
 }
 
-// The table's LL128 band (tuning.def: AllGather on 2 ranks above the LL cut-over): with no protocol forced, a
-// 512 KiB AllGather runs LL128 where the ring is P2P over NVLink and SIMPLE where it is not (the sim posing PCIe
-// with MCCL_SIM_NVLINK=0), never refused, correct in place and out of place either way. Which protocol the
-// table names is test_comm's to check; here, that both rings carry it.
+// The table's LL128 band (tuning.def: AllGather on 2 ranks between the LL and LL128 cut-overs): with no protocol
+// forced, a 2 MiB AllGather runs LL128 where the ring is P2P over NVLink and SIMPLE where it is not (the sim
+// posing PCIe with MCCL_SIM_NVLINK=0), never refused, correct in place and out of place either way. Which
+// protocol the table names is test_comm's to check; here, that both rings carry it.
 static void tableLl128Band(void) {
   if (enqRanksHere() < 2) SKIP("needs 2 devices");
   if (!mcclCuMemEnable()) SKIP("cuMem not supported: no P2P");
-  const size_t count = 64 << 10;  // int32 per rank: 512 KiB gathered on 2 ranks
+  const size_t count = 256 << 10;  // int32 per rank: 2 MiB gathered on 2 ranks
   for (int nvlink = 1; nvlink >= (MCCL_TEST_ON_SIM ? 0 : 1) && !mcclTestStopped(); nvlink--) {
     if (!nvlink) setenv("MCCL_SIM_NVLINK", "0", 1);
     struct enqSet s;

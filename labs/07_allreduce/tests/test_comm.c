@@ -374,26 +374,39 @@ static void algorithmTable(void) {
   EXPECT_RES(mcclLabSelectAlgorithm(-1, 2, 1024, 1, &a, &p), mcclInvalidArgument);
   EXPECT_RES(mcclLabSelectAlgorithm(mcclFuncSendRecv, 2, 1024, 1, &a, &p), mcclInvalidArgument);
   EXPECT_RES(mcclLabSelectAlgorithm(mcclNumFuncs, 2, 1024, 1, &a, &p), mcclInvalidArgument);
-  // The other collectives run the ring whatever the signal area, LL up to 256 KiB of their larger buffer.
-  for (int f = mcclFuncBroadcast; f < mcclFuncAllReduce; f++) {
+  // The other collectives run the ring whatever the signal area, with their function's row of tuning.def (bytes
+  // of the larger buffer): LL, then LL128, then SIMPLE; 3 ranks take the 4-rank rows; beyond 4 ranks LL up to
+  // 256 KiB and no LL128.
+  const struct {
+    int func, nRanks;
+    size_t llMax, ll128Max;
+  } rows[] = {
+      {mcclFuncAllGather, 2, 1 << 20, 4 << 20}, {mcclFuncReduceScatter, 2, 1 << 20, 4 << 20},
+      {mcclFuncBroadcast, 2, 1 << 20, 0},       {mcclFuncReduce, 2, 256 << 10, 4 << 20},
+      {mcclFuncAllGather, 3, 1 << 20, 4 << 20}, {mcclFuncReduceScatter, 4, 1 << 20, 4 << 20},
+      {mcclFuncBroadcast, 4, 1 << 20, 4 << 20}, {mcclFuncReduce, 4, 256 << 10, 4 << 20},
+      {mcclFuncAllGather, 5, 256 << 10, 0},     {mcclFuncReduce, MCCL_LAB_MAX_RANKS, 256 << 10, 0},
+  };
+  for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+    const int f = rows[i].func, n = rows[i].nRanks;
+    const size_t top = rows[i].ll128Max > rows[i].llMax ? rows[i].ll128Max : rows[i].llMax;
     a = p = -1;
-    EXPECT_OK(mcclLabSelectAlgorithm(f, 2, 256 << 10, 2, &a, &p));
+    EXPECT_OK(mcclLabSelectAlgorithm(f, n, rows[i].llMax, 2, &a, &p));
     EXPECT_EQ(a, MCCL_ALGO_RING);
     EXPECT_EQ(p, MCCL_PROTO_LL);
-    EXPECT_OK(mcclLabSelectAlgorithm(f, 4, (256 << 10) + 1, 2, &a, &p));
+    EXPECT_OK(mcclLabSelectAlgorithm(f, n, rows[i].llMax + 1, 0, &a, &p));
     EXPECT_EQ(a, MCCL_ALGO_RING);
+    EXPECT_EQ(p, rows[i].ll128Max > rows[i].llMax ? MCCL_PROTO_LL128 : MCCL_PROTO_SIMPLE);
+    EXPECT_OK(mcclLabSelectAlgorithm(f, n, top, 2, &a, &p));
+    EXPECT_EQ(p, rows[i].ll128Max > rows[i].llMax ? MCCL_PROTO_LL128 : MCCL_PROTO_LL);
+    EXPECT_OK(mcclLabSelectAlgorithm(f, n, top + 1, 2, &a, &p));
     EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
-    // Above LL, tuning.def's one LL128 row: AllGather on 2 ranks up to 4 MiB; the others keep SIMPLE.
-    EXPECT_OK(mcclLabSelectAlgorithm(f, 2, (256 << 10) + 1, 2, &a, &p));
-    EXPECT_EQ(p, f == mcclFuncAllGather ? MCCL_PROTO_LL128 : MCCL_PROTO_SIMPLE);
-    EXPECT_OK(mcclLabSelectAlgorithm(f, 2, 4 << 20, 0, &a, &p));
-    EXPECT_EQ(p, f == mcclFuncAllGather ? MCCL_PROTO_LL128 : MCCL_PROTO_SIMPLE);
-    EXPECT_OK(mcclLabSelectAlgorithm(f, 2, (4 << 20) + 1, 2, &a, &p));
+  }
+  for (int f = mcclFuncBroadcast; f < mcclFuncAllReduce; f++) {  // one rank copies: LL or SIMPLE, never LL128
+    EXPECT_OK(mcclLabSelectAlgorithm(f, 1, 2 << 20, 2, &a, &p));
     EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
-    EXPECT_OK(mcclLabSelectAlgorithm(f, 3, 1 << 20, 2, &a, &p));  // not measured beyond 2 ranks
-    EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
-    EXPECT_OK(mcclLabSelectAlgorithm(f, 1, 1 << 20, 2, &a, &p));  // one rank copies
-    EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
+    EXPECT_OK(mcclLabSelectAlgorithm(f, 1, 1024, 2, &a, &p));
+    EXPECT_EQ(p, MCCL_PROTO_LL);
   }
   // Where one-shot's scratch ends, per protocol.
   EXPECT_EQ(mcclLabOneShotFits(4, MCCL_ONESHOT_MAX_BYTES, MCCL_PROTO_LL), 1);
