@@ -42,12 +42,37 @@ if [ "${MCCL_TSAN:-0}" = 1 ]; then
   fi
 fi
 
+# A test binary about to time out shows where it is stuck: shortly before the limit, each of its processes (the
+# one of a plain test, every rank of an mpi: one, found by their executable's path, so a run in another tree
+# is left alone) prints its threads' backtraces (mk/stacks.sh) as '#' lines. A hang then names its call and
+# its thread in the log instead of only its time. MCCL_TEST_STACKS=0 leaves it out.
+stacks_later() {  # binary; run in the background, killed when the binary ends in time
+  local bin wait pid
+  bin=$(readlink -f "$1") || return
+  wait=$((TIMEOUT > 60 ? TIMEOUT - 20 : TIMEOUT / 2))
+  sleep "$wait"
+  for pid in $(pgrep -x "$(basename "$bin" | cut -c1-15)"); do
+    [ "$(readlink -f "/proc/$pid/exe" 2>/dev/null)" = "$bin" ] || continue
+    echo "# stacks: $(basename "$bin") (pid $pid) after ${wait}s of ${TIMEOUT}s:"
+    "$here/stacks.sh" "$pid"
+  done
+}
+
 run_one() {  # name, command...
   local name=$1; shift
   echo "# running $name"
-  local start=$SECONDS
+  local start=$SECONDS watcher=""
+  if [ -n "${watch_bin:-}" ] && [ "${MCCL_TEST_STACKS:-1}" = 1 ]; then
+    stacks_later "$watch_bin" &
+    watcher=$!
+  fi
   timeout -k 10 "$TIMEOUT" ${prefix[@]+"${prefix[@]}"} "$@" 2>&1 | sed -u -E 's/^([0-9]+ passed, [0-9]+ failed, [0-9]+ skipped)$/#   \1/' | tee "$tmp"
   local rc=${PIPESTATUS[0]}
+  if [ -n "$watcher" ]; then
+    pkill -P "$watcher" 2>/dev/null
+    kill "$watcher" 2>/dev/null
+    wait "$watcher" 2>/dev/null
+  fi
   local p f s
   p=$(grep -c '^PASS ' "$tmp"); f=$(grep -c '^FAIL ' "$tmp"); s=$(grep -c '^SKIP ' "$tmp")
   # A timeout is always named, even after a test of the binary failed (its later tests never reported);
@@ -125,14 +150,14 @@ while IFS=$'\t' read -r -u 3 kind rest np; do
     if [ -n "$LIST" ]; then printf '%s\n' "$sel"; continue; fi
   fi
   case "$kind" in
-    plain) run_one "$(basename "$(dirname "$rest")")/$(basename "$rest")" "$rest" ;;
+    plain) watch_bin=$rest run_one "$(basename "$(dirname "$rest")")/$(basename "$rest")" "$rest" ;;
     sh) run_one "$(basename "$(dirname "$(dirname "$rest")")")/$(basename "$rest" .sh)" "$rest" ;;
     mpi)
       bin=${rest#*:}
       # Open MPI's own allocations outlive MPI_Finalize and show as <unknown module> once its
       # components are unloaded, so LeakSanitizer cannot be suppressed by library there: leaks
       # are checked by the single-process tests, ASan/UBSan errors still fail MPI runs.
-      run_one "$(basename "$(dirname "$bin")")/$(basename "$bin")@np$np" \
+      watch_bin=$bin run_one "$(basename "$(dirname "$bin")")/$(basename "$bin")@np$np" \
         env ${ASAN_OPTIONS+ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0"} $MPIRUN $MPIRUN_FLAGS -np "$np" "$bin" ;;
     gdb)
       dir=${rest%%:*}; bin=${rest#*:}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Commands must not report success for nothing: make's LAB and T filters that match nothing fail
 # and list what exists; every example and benchmark answers --help and refuses unknown arguments
-# (common/include/mccl_args.h). Run by make test (needs MCCL_MAKE_VARS and MCCL_BIN_DIR from make).
+# (common/include/mccl_args.h); a test that hangs is named with where it hangs. Run by make test (needs MCCL_MAKE_VARS and MCCL_BIN_DIR from make).
 . "$(dirname "$0")/shtest_lib.sh"
 
 out=$(mktemp)
@@ -71,9 +71,25 @@ lab02GateOffRunsNoSelfTest() {
   grep -q 'no self-test runs' "$out" || shtest_fail "does not say the gate is off without a self-test"
 }
 
+# A test binary that outlives MCCL_TEST_TIMEOUT: the runner shows its threads' backtraces (mk/stacks.sh) before
+# it kills it, so the log names the function it hung in, then fails it as timed out.
+hangShowsStacks() {
+  command -v gdb >/dev/null || command -v cuda-gdb >/dev/null || shtest_skip "no gdb or cuda-gdb (make deps installs gdb)"
+  local dir
+  dir=$(mktemp -d)
+  printf '#include <unistd.h>\nvoid __attribute__((noinline)) waitForAPeerThatNeverComes(void) { for (;;) pause(); }\nint main(void) { waitForAPeerThatNeverComes(); }\n' >"$dir/hang.c"
+  gcc -g -O0 -o "$dir/hang_forever" "$dir/hang.c" || { rm -rf "$dir"; shtest_fail "gcc could not build the hanging program"; }
+  MCCL_TEST_TIMEOUT=8 MCCL_TEST_FILTER= MCCL_DRY_RUN= "$shtest_root/mk/runtests.sh" "plain:$dir/hang_forever" >"$out" 2>&1
+  rm -rf "$dir"
+  grep -q '^# stacks: hang_forever (pid [0-9]*)' "$out" || shtest_fail "no stacks line: $(tail -n 3 "$out" | tr '\n' ' ')"
+  grep -q '^#   #[0-9].* waitForAPeerThatNeverComes ' "$out" || shtest_fail "the stacks do not name the function it hangs in: $(grep -m 4 '^#   ' "$out" | tr '\n' ' ')"
+  grep -q '^FAIL .*hang_forever (timed out after 8s)' "$out" || shtest_fail "not failed as timed out: $(tail -n 2 "$out" | tr '\n' ' ')"
+}
+
 shtest_case labThatNamesNothing labThatNamesNothing
 shtest_case testFilterThatMatchesNothing testFilterThatMatchesNothing
 shtest_case testFilterSelectsGdbChecks testFilterSelectsGdbChecks
 shtest_case programsAnswerHelpAndRefuseUnknown programsAnswerHelpAndRefuseUnknown
 shtest_case lab02GateOffRunsNoSelfTest lab02GateOffRunsNoSelfTest
+shtest_case hangShowsStacks hangShowsStacks
 shtest_main "$@"
