@@ -21,8 +21,10 @@ for v in ${MCCL_MAKE_VARS:-}; do
 done
 bin=$root/cuda$debug-G/bin/${dir#labs/}/demo
 log=$(mktemp)
-# MCCL_CUDAGDB_LOG=FILE keeps cuda-gdb's whole output there.
-trap '[ -n "${MCCL_CUDAGDB_LOG:-}" ] && cp "$log" "$MCCL_CUDAGDB_LOG"; rm -f "$log"' EXIT
+# MCCL_CUDAGDB_LOG=FILE keeps cuda-gdb's whole output there; a directory: in DIR/cudagdb.<module>.log.
+keep=${MCCL_CUDAGDB_LOG:-}
+[ -n "$keep" ] && [ -d "$keep" ] && keep=$keep/$name.log
+trap '[ -n "$keep" ] && cp "$log" "$keep"; rm -f "$log"' EXIT
 if ! make --no-print-directory -j"$(nproc 2>/dev/null || echo 2)" BACKEND=cuda CUDA_DEBUG=1 ${debug:+DEBUG=1} BUILD_ROOT="$root" "$bin" >"$log" 2>&1; then
   echo "FAIL $name (building $bin with CUDA_DEBUG=1 failed)"; tail -20 "$log" | sed 's/^/#   /'; exit 1
 fi

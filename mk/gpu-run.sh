@@ -28,6 +28,9 @@ pack() {
 [ "${MCCL_PACK:-1}" = 1 ] && trap pack EXIT && trap 'exit 143' TERM
 export NCCL_NVLS_ENABLE=0  # never use NVLink multicast on shared hosts
 export MCCL_TEST_TIMEOUT=${MCCL_TEST_TIMEOUT:-240}
+# Each lab's cuda-gdb walk (make test's cudagdb.<module>) keeps its whole transcript here.
+export MCCL_CUDAGDB_LOG=${MCCL_CUDAGDB_LOG:-$OUT/cudagdb}
+mkdir -p "$MCCL_CUDAGDB_LOG"
 if [ -z "${MCCL_NCCL_LIB:-}" ]; then
   d=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)
   [ -n "$d" ] && [ -f "$d/lib/libnccl.so.2" ] && export MCCL_NCCL_LIB="$d/lib/libnccl.so.2"
