@@ -1,8 +1,10 @@
 // The test harness (see mccl_test.h). Built into its own archive, libmccl_test.a, linked only into
 // test binaries: no library a program links (final/ included) carries it.
 #include <dirent.h>
+#include <execinfo.h>
 #include <fnmatch.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +23,7 @@ enum { ST_PASS = 0, ST_SKIP = 1, ST_FAIL = 2 };
 static int curStatus;
 static char curMsg[1024];
 static const char* curName = "";
+static char curFull[512];  // the running test's full name, for the crash report
 static uint64_t seed;
 static uint64_t rngState;
 
@@ -44,9 +47,15 @@ void mcclTestSkipWith(const char* fmt, ...) {
   curStatus = ST_SKIP;
 }
 
-int mcclTestStopped(void) { return curStatus != ST_PASS; }
-uint64_t mcclTestSeed(void) { return seed; }
-const char* mcclTestName(void) { return curName; }
+int mcclTestStopped(void) {
+  return curStatus != ST_PASS;
+}
+uint64_t mcclTestSeed(void) {
+  return seed;
+}
+const char* mcclTestName(void) {
+  return curName;
+}
 
 int mcclTestSampling(void) {
   if (!(MCCL_TEST_UNDER_ASAN || MCCL_TEST_UNDER_TSAN)) return 0;
@@ -91,7 +100,9 @@ long mcclTestCountMaps(const char* containing) {
   return n;
 }
 
-int mcclTestCountFds(void) { return mcclTestCountDir("/proc/self/fd"); }
+int mcclTestCountFds(void) {
+  return mcclTestCountDir("/proc/self/fd");
+}
 int mcclTestCountShm(void) {
   DIR* d = opendir("/dev/shm");
   if (d == NULL) return -1;
@@ -151,7 +162,10 @@ static void suiteName(const char* argv0, char* out, size_t len) {
   char buf[512];
   snprintf(buf, sizeof(buf), "%s", argv0);
   char* base = strrchr(buf, '/');
-  if (base == NULL) { snprintf(out, len, "%s", buf); return; }
+  if (base == NULL) {
+    snprintf(out, len, "%s", buf);
+    return;
+  }
   *base++ = '\0';
   char* dir = strrchr(buf, '/');
   snprintf(out, len, "%s/%s", dir ? dir + 1 : buf, base);
@@ -175,13 +189,55 @@ static void stubSkipFails(unsigned stubsBefore) {
 static int selected(const char* pattern, const char* full) {
   if (pattern == NULL || *pattern == '\0') return 1;
   char glob[512];
-  if (strpbrk(pattern, "*?[")) snprintf(glob, sizeof(glob), "%s", pattern);
-  else snprintf(glob, sizeof(glob), "*%s*", pattern);
+  if (strpbrk(pattern, "*?["))
+    snprintf(glob, sizeof(glob), "%s", pattern);
+  else
+    snprintf(glob, sizeof(glob), "*%s*", pattern);
   return fnmatch(glob, full, 0) == 0;
 }
 
+// A test that crashes (a bad pointer in the code under test, or in a driver it calls) is reported as this
+// test's FAIL with the signal and the frames, instead of only its binary's exit status: the runner then counts
+// it against the test. Installed only where no handler is (a sanitizer's own report comes first), and the
+// signal is raised again after, so the exit status and any core dump stay. Frames inside the test binary show
+// as BINARY(+OFFSET): `addr2line -f -e BINARY OFFSET` names them.
+static void crashReport(int sig) {
+  char line[700];
+  int n = snprintf(line, sizeof(line), "FAIL %s (crashed: signal %d, %s; its frames follow)\n", curFull, sig,
+                   sig == SIGSEGV  ? "SIGSEGV"
+                   : sig == SIGBUS ? "SIGBUS"
+                   : sig == SIGFPE ? "SIGFPE"
+                   : sig == SIGILL ? "SIGILL"
+                                   : "SIGABRT");
+  if (n > 0) (void)!write(STDOUT_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+  void* frames[48];
+  int nf = backtrace(frames, 48);
+  char** names = backtrace_symbols(frames, nf);  // allocates: acceptable on the way out
+  for (int i = 0; i < nf; i++) {
+    n = snprintf(line, sizeof(line), "#   %s\n", names ? names[i] : "?");
+    if (n > 0) (void)!write(STDOUT_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+  }
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+static void crashReportInstall(void) {
+  static const int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+  for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+    struct sigaction old;
+    if (sigaction(sigs[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO)) continue;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = crashReport;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sigs[i], &sa, NULL);
+  }
+}
+
 #ifdef __SANITIZE_THREAD__
-static void* noop(void* arg) { return arg; }
+static void* noop(void* arg) {
+  return arg;
+}
 #endif
 
 int mcclTestMain(int argc, char** argv, const mcclTestCase* cases, int nCases, const mcclTestHooks* hooks) {
@@ -217,6 +273,7 @@ int mcclTestMain(int argc, char** argv, const mcclTestCase* cases, int nCases, c
 
   int counts[3] = {0, 0, 0};
   int printedSeed = 0;
+  crashReportInstall();
   for (int i = 0; i < nCases; i++) {
     char full[512];
     snprintf(full, sizeof(full), "%s.%s", suite, cases[i].name);
@@ -229,6 +286,7 @@ int mcclTestMain(int argc, char** argv, const mcclTestCase* cases, int nCases, c
     curStatus = ST_PASS;
     curMsg[0] = '\0';
     curName = cases[i].name;
+    snprintf(curFull, sizeof(curFull), "%s", full);
     rngState = seed ^ (0x9E3779B97F4A7C15ULL * (uint64_t)(i + 1));
     unsigned stubs0 = mcclExerciseStubsReached ? mcclExerciseStubsReached(NULL) : 0;
     double t0 = mcclClockSec();
@@ -239,9 +297,12 @@ int mcclTestMain(int argc, char** argv, const mcclTestCase* cases, int nCases, c
     if (hooks->combine) st = hooks->combine(st, curMsg, sizeof(curMsg));
     counts[st]++;
     if (!hooks->reporter) continue;
-    if (st == ST_PASS) printf("PASS %s (%.0f ms)\n", full, ms);
-    else if (st == ST_SKIP) printf("SKIP %s (%s)\n", full, curMsg);
-    else printf("FAIL %s (%s)\n", full, curMsg);
+    if (st == ST_PASS)
+      printf("PASS %s (%.0f ms)\n", full, ms);
+    else if (st == ST_SKIP)
+      printf("SKIP %s (%s)\n", full, curMsg);
+    else
+      printf("FAIL %s (%s)\n", full, curMsg);
   }
   if (hooks->reporter) printf("%d passed, %d failed, %d skipped\n", counts[ST_PASS], counts[ST_FAIL], counts[ST_SKIP]);
   fflush(stdout);

@@ -124,6 +124,39 @@ static void harnessOutput(void) {
   EXPECT_EQ(WEXITSTATUS(rc), 1);  // non-zero exit when a test failed
 }
 
+// The harness's crash report: a test that crashes is this test's FAIL, with the signal and its frames, and the
+// process still dies of the signal (this binary, run again with MCCL_HARNESS_CRASH, runs selfcheckCrash).
+// Sanitizer builds keep their own report (the harness installs nothing over their handlers).
+static volatile uintptr_t nowhere = 8;  // an address no process maps, hidden from the compiler
+static void selfcheckCrash(void) {
+  *(volatile int*)nowhere = 1;
+}
+
+static void crashReported(void) {
+  if (MCCL_TEST_UNDER_ASAN || MCCL_TEST_UNDER_TSAN) SKIP("a sanitizer reports the crash itself");
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  EXPECT_GT(n, 0);
+  exe[n] = '\0';
+  char cmd[8192];
+  snprintf(cmd, sizeof(cmd), "env -u MCCL_TEST_FILTER MCCL_HARNESS_CRASH=1 %s 2>/dev/null; echo \"exit $?\"", exe);
+  FILE* p = popen(cmd, "r");
+  EXPECT_TRUE(p != NULL);
+  if (p == NULL) return;
+  char line[1024];
+  int sawFail = 0, frames = 0, sawExit = 0;
+  while (fgets(line, sizeof(line), p)) {
+    if (strncmp(line, "FAIL ", 5) == 0 && strstr(line, "test_common.selfcheckCrash (crashed: signal 11, SIGSEGV"))
+      sawFail = 1;
+    if (sawFail && strncmp(line, "#   ", 4) == 0) frames++;
+    if (strcmp(line, "exit 139\n") == 0) sawExit = 1;  // 128 + SIGSEGV: the signal raised again
+  }
+  pclose(p);
+  EXPECT_EQ(sawFail, 1);
+  EXPECT_GT(frames, 2);
+  EXPECT_EQ(sawExit, 1);
+}
+
 // What mcclGetErrorString returns in a fresh process under each MCCL_DEBUG (the level is read once per
 // process): this binary, run again with MCCL_TEST_PRINT_ERROR_STRINGS, prints "code|string" lines.
 static int errorStringsAt(const char* debug, char strings[mcclNumResults][256]) {
@@ -256,9 +289,15 @@ static void elementConversions(void) {
 }
 
 // Cases that exercise the harness itself; only harnessOutput runs them, in a child process.
-static void selfcheckPass(void) { EXPECT_EQ(1 + 1, 2); }
-static void selfcheckFail(void) { EXPECT_EQ(2 + 2, 5); }
-static void selfcheckSkip(void) { SKIP("no hardware"); }
+static void selfcheckPass(void) {
+  EXPECT_EQ(1 + 1, 2);
+}
+static void selfcheckFail(void) {
+  EXPECT_EQ(2 + 2, 5);
+}
+static void selfcheckSkip(void) {
+  SKIP("no hardware");
+}
 static void selfcheckStubSkip(void) {
   (void)mcclExerciseStub("00.selfcheck");
   SKIP("feature refused here");
@@ -344,8 +383,12 @@ int main(int argc, char** argv) {
                                        MCCL_TEST_CASE(errorStringHints),    MCCL_TEST_CASE(harnessOutput),
                                        MCCL_TEST_CASE(seededRandomRepeats), MCCL_TEST_CASE(threadCounts),
                                        MCCL_TEST_CASE(elementConversions),  MCCL_TEST_CASE(exerciseProbeAndStubCount),
-                                       MCCL_TEST_CASE(socketWholeMessages)};
+                                       MCCL_TEST_CASE(socketWholeMessages), MCCL_TEST_CASE(crashReported)};
   if (getenv("MCCL_HARNESS_SELFCHECK")) return mcclTestMain(argc, argv, selfcheck, 4, NULL);
+  if (getenv("MCCL_HARNESS_CRASH")) {  // crashReported's child
+    static const mcclTestCase crash[] = {MCCL_TEST_CASE(selfcheckCrash)};
+    return mcclTestMain(1, argv, crash, 1, NULL);
+  }
   if (getenv("MCCL_TEST_PRINT_ERROR_STRINGS")) {  // errorStringHints' child
     for (int r = 0; r < mcclNumResults; r++) printf("%d|%s\n", r, mcclGetErrorString((mcclResult_t)r));
     return 0;

@@ -122,7 +122,7 @@ findsPlantedViolations() {
   printf '#include "../../02_b/src/b_priv.h"\n' >"$t"/labs/01_a/tests/up.c
   printf '# include "b_priv.h"\n' >"$t"/labs/01_a/tests/up2.c
   want=$'common/src/up.c:1\nlabs/01_a/src/up.c:1\nlabs/01_a/tests/up.c:1\nlabs/01_a/tests/up2.c:1\nsim/src/up.c:2'
-  got=$(check_layers "$t" | cut -d: -f1,2 | sort)
+  got=$(check_layers "$t" | cut -d: -f1,2 | LC_ALL=C sort)
   [ "$got" = "$want" ] || shtest_fail "expected the planted includes ($(echo $want)), got: $(echo $got)"
   check_layers "$t" >/dev/null && shtest_fail "exit 0 with upward includes"
   rm -f "$t"/common/src/up.c "$t"/sim/src/up.c "$t"/labs/01_a/src/up.c "$t"/labs/01_a/tests/up*.c
