@@ -366,7 +366,8 @@ fi
 # MCCL_SWEEP="VAR=v1,v2,...": final's allreduce_perf (eager and -G 20, -b MCCL_SWEEP_MIN (default 8) -e
 # MCCL_SWEEP_MAX (default 256K) -f MCCL_SWEEP_F (default 2), NCCL's rows beside) once per value of the
 # environment variable VAR, MCCL_AB_ROUNDS rounds (default 3, the values in turn within a round); the summary
-# lists each run's 8 B and 8 KiB times and its busbw from 1 MiB up (big_rows). $OUT/sweep/.
+# lists each run's 8 B and 8 KiB times and its busbw from 1 MiB up (big_rows). MCCL_SWEEP_ARGS adds arguments
+# (--oop for MCCL_ALGO=ce, which refuses in-place buffers). $OUT/sweep/.
 if [ -n "${MCCL_SWEEP:-}" ] && [ "$ngpu" -ge 2 ]; then
   step "sweep: allreduce_perf over $MCCL_SWEEP"
   mkdir -p "$OUT/sweep"
@@ -378,7 +379,7 @@ if [ -n "${MCCL_SWEEP:-}" ] && [ "$ngpu" -ge 2 ]; then
         log="$OUT/sweep/${var}_${val}_${run}_$r.log"
         # shellcheck disable=SC2086 # mr and args are lists
         env "$var=$val" $mr -x "$var" build/cuda/bin/final/allreduce_perf --nccl -b "${MCCL_SWEEP_MIN:-8}" \
-          -e "${MCCL_SWEEP_MAX:-256K}" -f "${MCCL_SWEEP_F:-2}" $args --csv "${log%.log}.csv" > "$log" 2>&1
+          -e "${MCCL_SWEEP_MAX:-256K}" -f "${MCCL_SWEEP_F:-2}" $args ${MCCL_SWEEP_ARGS:-} --csv "${log%.log}.csv" > "$log" 2>&1
         echo "round $r $var=$val $run (exit $?): $(small_times "$log")$(big_rows "$log")"
       done
     done

@@ -23,7 +23,7 @@
 
 #define SLACK_BYTES 64  // the driver checks this much past the end of every result
 
-static const char* const kOptions[] = {"--nccl", "--hosts=", NULL};
+static const char* const kOptions[] = {"--nccl", "--hosts=", "--oop", NULL};
 
 static const char* kHelp =
     "libminccl's mcclAllReduce as nccl-tests' all_reduce_perf measures it, through minccl.h alone: under mpirun\n"
@@ -46,6 +46,7 @@ static const char* kHelp =
     "  --hosts N      pose the processes as N hosts, ranks in N contiguous blocks (MCCL_HOSTID and, for --nccl,\n"
     "                 NCCL_HOSTID): edges between them use the NET transport (lab 08's plugin over Open MPI, which\n"
     "                 then runs at MPI_THREAD_MULTIPLE) and NCCL its network; 2 .. processes [off]\n"
+    "  --oop          out-of-place calls only: for an algorithm that refuses in-place buffers (MCCL_ALGO=ce)\n"
     "  --csv FILE     also write every row and placement to FILE as CSV (metadata as '# key: value' lines)\n"
     "  --json FILE    the same as one JSON object {\"metadata\": {...}, \"rows\": [...]} (make plot reads both)\n"
     "  --progress     a line per size on stderr (the default when stderr is a terminal)\n"
@@ -108,6 +109,7 @@ static mcclResult_t run(int argc, char** argv, int rank, int nprocs, int localRa
       .ncclSameBuffers = 1,
       .ncclWhyNot = "--nccl not given",
       .netMode = poseHosts > 0,
+      .oopOnly = mcclArgsOpt(argc, argv, "--oop") != NULL,
       .summary = 1,
       .nOurs = 1};
   mcclArBenchTarget* t = &s.ours[0];
@@ -191,7 +193,7 @@ static mcclResult_t run(int argc, char** argv, int rank, int nprocs, int localRa
 int main(int argc, char** argv) {
   const mcclArBenchSpec spec = {.program = "final allreduce_perf",
                                 .extraOptions = kOptions,
-                                .usage = "[--nccl]",
+                                .usage = "[--nccl] [--hosts N] [--oop]",
                                 .help = kHelp,
                                 .maxLocal = MCCL_ARB_MAX_LOCAL};
   mcclArBenchParse(argc, argv, &spec, &bo);

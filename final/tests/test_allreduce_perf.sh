@@ -119,6 +119,25 @@ posedHosts() {
   grep -q '^# hosts: 2, posed' "$work/hosts.csv" || shtest_fail "no hosts metadata: $(grep '^#' "$work/hosts.csv" | tr '\n' ' ')"
 }
 
+# --oop: out-of-place calls only, so an algorithm that refuses in-place buffers can be timed: lab 10's assisted
+# allreduce (MCCL_ALGO=ce) fails the whole run without it (its in-place call is refused) and runs with it, every
+# row checked and right, the in-place columns empty.
+assistedOutOfPlace() {
+  need_bench
+  # shellcheck disable=SC2086 # MPIRUN_FLAGS is a list of flags
+  MCCL_ALGO=ce timeout 120 $MPIRUN $MPIRUN_FLAGS -np 2 -x MCCL_ALGO "$bench" -b 1K -e 64K -f 8 -n 1 -w 0 \
+    >"$work/ce-ip.log" 2>&1 && shtest_fail "MCCL_ALGO=ce with in-place calls exited 0"
+  grep -q 'MCCL_ALGO=ce needs sendbuff and recvbuff in registered windows, apart' "$work/ce-ip.log" ||
+    shtest_fail "MCCL_ALGO=ce in place: no refusal naming it: $(grep -m 2 WARN "$work/ce-ip.log" | tr '\n' ' ')"
+  # shellcheck disable=SC2086
+  MCCL_ALGO=ce timeout 120 $MPIRUN $MPIRUN_FLAGS -np 2 -x MCCL_ALGO "$bench" --oop -b 1K -e 64K -f 8 -n 1 -w 0 \
+    >"$work/ce.log" 2>&1 || shtest_fail "MCCL_ALGO=ce --oop exited $?: $(tail -n 3 "$work/ce.log" | tr '\n' ' ')"
+  local rows
+  rows=$(awk '$1 ~ /^[0-9]+$/ && $6 == "minccl" && $10 == "0" && $11 == "-" && $15 == "-"' "$work/ce.log" | wc -l)
+  [ "$rows" = 3 ] || shtest_fail "expected 3 rows, out of place right and in place empty: $(grep minccl "$work/ce.log" | tr '\n' ' ')"
+  grep -q '^# data check: 0 wrong elements in all rows' "$work/ce.log" || shtest_fail "no clean data check line"
+}
+
 oneProcessFourDevices() {
   need_bench
   timeout 120 "$bench" -g 4 -b 8 -e 64K -f 8 -n 1 -w 0 -c 2 --csv "$work/g4.csv" --json "$work/g4.json" --progress \
@@ -156,5 +175,6 @@ shtest_case ncclFlagSeen ncclFlagSeen
 shtest_case uncreatableOutput uncreatableOutput
 shtest_case posedHosts posedHosts
 shtest_case oneProcessFourDevices oneProcessFourDevices
+shtest_case assistedOutOfPlace assistedOutOfPlace
 shtest_case badFlags badFlags
 shtest_main "$@"
