@@ -89,16 +89,23 @@ static void paramsDocCurrent(void) {
   EXPECT_EQ(WEXITSTATUS(rc), 0);
 }
 
-// Runs this binary's hidden self-check cases in a child and reads what the harness printed.
-static void harnessOutput(void) {
+// This binary run again in a child, `ENV... BINARY 2>/dev/null AFTER` through the shell, its output to read
+// (the self-check cases, the crash, the error strings); NULL if it cannot start.
+static FILE* runSelf(const char* env, const char* after) {
   char exe[4096];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-  EXPECT_GT(n, 0);
+  if (n <= 0) return NULL;
   exe[n] = '\0';
   char cmd[8192];
-  snprintf(cmd, sizeof(cmd), "MCCL_TEST_SEED=42 MCCL_HARNESS_SELFCHECK=1 %s 2>/dev/null", exe);
-  FILE* p = popen(cmd, "r");
+  snprintf(cmd, sizeof(cmd), "%s %s 2>/dev/null%s", env, exe, after);
+  return popen(cmd, "r");
+}
+
+// Runs this binary's hidden self-check cases in a child and reads what the harness printed.
+static void harnessOutput(void) {
+  FILE* p = runSelf("MCCL_TEST_SEED=42 MCCL_HARNESS_SELFCHECK=1", "");
   EXPECT_TRUE(p != NULL);
+  if (p == NULL) return;
   char line[1024];
   int sawPass = 0, sawFail = 0, sawSkip = 0, sawStub = 0, sawTotal = 0, sawSeed = 0;
   while (fgets(line, sizeof(line), p)) {
@@ -134,13 +141,7 @@ static void selfcheckCrash(void) {
 
 static void crashReported(void) {
   if (MCCL_TEST_UNDER_ASAN || MCCL_TEST_UNDER_TSAN) SKIP("a sanitizer reports the crash itself");
-  char exe[4096];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-  EXPECT_GT(n, 0);
-  exe[n] = '\0';
-  char cmd[8192];
-  snprintf(cmd, sizeof(cmd), "env -u MCCL_TEST_FILTER MCCL_HARNESS_CRASH=1 %s 2>/dev/null; echo \"exit $?\"", exe);
-  FILE* p = popen(cmd, "r");
+  FILE* p = runSelf("env -u MCCL_TEST_FILTER MCCL_HARNESS_CRASH=1", "; echo \"exit $?\"");
   EXPECT_TRUE(p != NULL);
   if (p == NULL) return;
   char line[1024];
@@ -160,14 +161,10 @@ static void crashReported(void) {
 // What mcclGetErrorString returns in a fresh process under each MCCL_DEBUG (the level is read once per
 // process): this binary, run again with MCCL_TEST_PRINT_ERROR_STRINGS, prints "code|string" lines.
 static int errorStringsAt(const char* debug, char strings[mcclNumResults][256]) {
-  char exe[4096];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-  if (n <= 0) return -1;
-  exe[n] = '\0';
-  char cmd[8192];
-  snprintf(cmd, sizeof(cmd), "%s%s MCCL_TEST_PRINT_ERROR_STRINGS=1 %s 2>/dev/null",
-           debug ? "MCCL_DEBUG=" : "env -u MCCL_DEBUG", debug ? debug : "", exe);
-  FILE* p = popen(cmd, "r");
+  char env[256];
+  snprintf(env, sizeof(env), "%s%s MCCL_TEST_PRINT_ERROR_STRINGS=1", debug ? "MCCL_DEBUG=" : "env -u MCCL_DEBUG",
+           debug ? debug : "");
+  FILE* p = runSelf(env, "");
   if (p == NULL) return -1;
   char line[512];
   int got = 0;
