@@ -233,7 +233,7 @@ static void tuneSummary(void) {
   printf("#%11s", "size");
   for (int i = 0; i < opt.nVariants; i++) printf(" %12s", kVariant[opt.variants[i]].name);
   printf("  fastest\n");
-  size_t lastOne = 0, lastOneSimple = 0, lastTwo = 0, lastLL = 0, firstLL128 = 0, lastLL128 = 0;
+  size_t lastOne = 0, lastOneSimple = 0, lastTwo = 0, lastLL = 0, firstLL128 = 0, lastLL128 = 0, lastBare = 0;
   for (int s = 0; s < nTune; s++) {
     printf("%12zu", tune[s].bytes);
     int best = -1;
@@ -251,6 +251,10 @@ static void tuneSummary(void) {
     if (best == kOneshotSimple) lastOneSimple = tune[s].bytes;
     if (best == kTwoshot) lastTwo = tune[s].bytes;
     double ll = tune[s].sec[kRingLL], simple = tune[s].sec[kRingSimple], ll128 = tune[s].sec[kRingLL128];
+    // One-shot with LL against the ring alone (two-shot left out): the row's oneShotBareMax.
+    double one = tune[s].sec[kOneshotLL] > 0 ? tune[s].sec[kOneshotLL] : tune[s].sec[kOneshot];
+    if (one > 0 && (ll <= 0 || one < ll) && (simple <= 0 || one < simple) && (ll128 <= 0 || one < ll128))
+      lastBare = tune[s].bytes;
     if (ll > 0 && (simple <= 0 || ll < simple)) lastLL = tune[s].bytes;
     if (ll128 > 0 && (ll <= 0 || ll128 < ll) && (simple <= 0 || ll128 < simple)) {
       if (firstLL128 == 0) firstLL128 = tune[s].bytes;
@@ -271,6 +275,11 @@ static void tuneSummary(void) {
   printf(
       "#   MCCL_TUNE_TWOSHOT_MAX_%s = %zu (%s)%s\n", suffix, lastTwo, mcclArBenchFmtSize(lastTwo, b, sizeof(b)),
       nTune && lastTwo && lastTwo == tune[nTune - 1].bytes ? " (fastest up to the largest size tuned: raise -e)" : "");
+  if (lastBare < lastOne) lastBare = lastOne;
+  printf(
+      "#   MCCL_TUNE_ONESHOT_BARE_MAX_%s = %zu (%s): one-shot (LL) against the ring alone, for buffers outside "
+      "windows\n",
+      suffix, lastBare, mcclArBenchFmtSize(lastBare, c, sizeof(c)));
   // Up to 4 ranks the LL cut-over has a row of its own; beyond, one value serves (MCCL_TUNE_LL_MAX).
   printf("#   MCCL_TUNE_LL_MAX%s%s = %zu (%s)\n", nranks <= 4 ? "_" : "", nranks <= 4 ? suffix : "", lastLL,
          mcclArBenchFmtSize(lastLL, c, sizeof(c)));

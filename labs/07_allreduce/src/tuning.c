@@ -13,10 +13,10 @@
 
 static const struct {
   int maxRanks;
-  size_t oneShotMax, oneShotSimpleMax, twoShotMax, llMax;
+  size_t oneShotMax, oneShotSimpleMax, twoShotMax, llMax, oneShotBareMax;
 } tuneTable[] = {
-#define MCCL_TUNE_ROW(maxRanks, oneShotMax, oneShotSimpleMax, twoShotMax, llMax) \
-  {maxRanks, oneShotMax, oneShotSimpleMax, twoShotMax, llMax},
+#define MCCL_TUNE_ROW(maxRanks, oneShotMax, oneShotSimpleMax, twoShotMax, llMax, oneShotBareMax) \
+  {maxRanks, oneShotMax, oneShotSimpleMax, twoShotMax, llMax, oneShotBareMax},
 #include "tuning_expand.h"
 };
 
@@ -119,9 +119,11 @@ mcclResult_t mcclLabSelectAlgorithm(int func, int nRanks, size_t bytes, int symm
     return mcclSuccess;
   }
   const size_t i = tuneRow(nRanks);
+  // One-shot with LL gives way to two-shot where both can run, and goes on against the ring where two-shot cannot.
+  const size_t oneShotLlMax = symmetric >= 2 ? tuneTable[i].oneShotMax : tuneTable[i].oneShotBareMax;
   int a = MCCL_ALGO_RING;
   if (symmetric && nRanks > 1) {
-    if ((bytes <= tuneTable[i].oneShotMax && mcclLabOneShotFits(nRanks, bytes, MCCL_PROTO_LL)) ||
+    if ((bytes <= oneShotLlMax && mcclLabOneShotFits(nRanks, bytes, MCCL_PROTO_LL)) ||
         (bytes <= tuneTable[i].oneShotSimpleMax && mcclLabOneShotFits(nRanks, bytes, MCCL_PROTO_SIMPLE)))
       a = MCCL_ALGO_ONESHOT;
     else if (symmetric >= 2 && bytes <= tuneTable[i].twoShotMax)  // two-shot right above one-shot
@@ -157,8 +159,8 @@ mcclResult_t mcclLabSelectAlgorithm(int func, int nRanks, size_t bytes, int symm
   }
   // One-shot's protocol: LL up to the row's one-shot size (or where SIMPLE cannot run), SIMPLE above.
   if (a == MCCL_ALGO_ONESHOT)
-    p = bytes <= tuneTable[i].oneShotMax || !mcclLabOneShotFits(nRanks, bytes, MCCL_PROTO_SIMPLE) ? MCCL_PROTO_LL
-                                                                                                  : MCCL_PROTO_SIMPLE;
+    p = bytes <= oneShotLlMax || !mcclLabOneShotFits(nRanks, bytes, MCCL_PROTO_SIMPLE) ? MCCL_PROTO_LL
+                                                                                       : MCCL_PROTO_SIMPLE;
   if (envProto >= 0) p = envProto;
   // LL128 runs in the ring only: refused with a forced one-shot or two-shot, else the ring takes it.
   if (p == MCCL_PROTO_LL128 && a != MCCL_ALGO_RING && nRanks > 1) {

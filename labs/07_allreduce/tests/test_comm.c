@@ -317,9 +317,15 @@ static void algorithmTable(void) {
   EXPECT_CHOICE(2, 128 << 20, 2, MCCL_ALGO_RING, MCCL_PROTO_SIMPLE);  // the ring from 128 MiB (its 1 MiB FIFO)
   EXPECT_CHOICE(2, 512 << 20, 2, MCCL_ALGO_RING, MCCL_PROTO_SIMPLE);
   // 3-4 ranks (src/tuning.def): one-shot to 128 KiB, two-shot from there to 16 MiB, then the ring
-  // with SIMPLE; the ring with LL up to 2 MiB where two-shot cannot run.
+  // with SIMPLE; where two-shot cannot run (a buffer outside the windows), one-shot with LL to 256 KiB,
+  // then the ring with LL up to 2 MiB.
   EXPECT_CHOICE(4, 128 << 10, 2, MCCL_ALGO_ONESHOT, -1);
   EXPECT_CHOICE(4, 256 << 10, 2, MCCL_ALGO_TWOSHOT, -1);
+  EXPECT_CHOICE(4, 256 << 10, 1, MCCL_ALGO_ONESHOT, MCCL_PROTO_LL);
+  EXPECT_CHOICE(3, 256 << 10, 1, MCCL_ALGO_ONESHOT, MCCL_PROTO_LL);
+  EXPECT_CHOICE(4, (256 << 10) + 4, 1, MCCL_ALGO_RING, MCCL_PROTO_LL);
+  EXPECT_CHOICE(4, 256 << 10, 0, MCCL_ALGO_RING, MCCL_PROTO_LL);  // no signal area: no one-shot either
+  EXPECT_CHOICE(8, 32 << 10, 1, MCCL_ALGO_RING, MCCL_PROTO_LL);   // 5-8 ranks: one-shot to 16 KiB either way
   EXPECT_CHOICE(4, 512 << 10, 2, MCCL_ALGO_TWOSHOT, -1);
   EXPECT_CHOICE(4, 512 << 10, 1, MCCL_ALGO_RING, MCCL_PROTO_LL);
   EXPECT_CHOICE(4, 2 << 20, 2, MCCL_ALGO_TWOSHOT, -1);
