@@ -103,12 +103,68 @@ long mcclTestCountMaps(const char* containing) {
 int mcclTestCountFds(void) {
   return mcclTestCountDir("/proc/self/fd");
 }
+// The names of the /dev/shm/mccl-* files that another live process holds, open or mapped, one a line in *held (a
+// concurrent run's segments, which exist only while their creator holds them). Reads /proc/PID/fd and /proc/PID/maps of
+// every process it may read.
+static void shmHeldElsewhere(char** held, size_t* len) {
+  FILE* out = open_memstream(held, len);
+  if (out == NULL) return;
+  fputc('\n', out);  // every name then sits between two newlines
+  DIR* procs = opendir("/proc");
+  const long self = (long)getpid();
+  char path[320], target[512], line[1024];
+  for (struct dirent* p; procs != NULL && (p = readdir(procs)) != NULL;) {
+    char* end = NULL;
+    const long pid = strtol(p->d_name, &end, 10);
+    if (*end != '\0' || pid <= 0 || pid == self) continue;
+    snprintf(path, sizeof(path), "/proc/%ld/fd", pid);
+    DIR* fds = opendir(path);
+    for (struct dirent* f; fds != NULL && (f = readdir(fds)) != NULL;) {
+      snprintf(path, sizeof(path), "/proc/%ld/fd/%s", pid, f->d_name);
+      ssize_t n = readlink(path, target, sizeof(target) - 1);
+      if (n <= 0) continue;
+      target[n] = '\0';
+      if (strncmp(target, "/dev/shm/mccl-", 14) == 0) fprintf(out, "%s\n", target + 9);
+    }
+    if (fds) closedir(fds);
+    snprintf(path, sizeof(path), "/proc/%ld/maps", pid);
+    FILE* maps = fopen(path, "r");
+    while (maps != NULL && fgets(line, sizeof(line), maps)) {
+      const char* at = strstr(line, "/dev/shm/mccl-");
+      if (at) fprintf(out, "%.*s\n", (int)strcspn(at + 9, " \n"), at + 9);
+    }
+    if (maps) fclose(maps);
+  }
+  if (procs) closedir(procs);
+  fclose(out);
+}
+
 int mcclTestCountShm(void) {
+  // The names first, then who holds them, then whether each is still there: a concurrent run's segment is held
+  // from its creation until it is unlinked, so it is either held at the scan or gone after it.
   DIR* d = opendir("/dev/shm");
   if (d == NULL) return -1;
-  int n = 0;
-  for (struct dirent* e; (e = readdir(d)) != NULL;) n += strncmp(e->d_name, "mccl-", 5) == 0;
+  char* names = NULL;
+  size_t namesLen = 0;
+  FILE* list = open_memstream(&names, &namesLen);
+  for (struct dirent* e; list != NULL && (e = readdir(d)) != NULL;)
+    if (strncmp(e->d_name, "mccl-", 5) == 0) fprintf(list, "%s\n", e->d_name);
   closedir(d);
+  if (list == NULL) return -1;
+  fclose(list);
+  char* held = NULL;
+  size_t len = 0;
+  shmHeldElsewhere(&held, &len);
+  int n = 0;
+  char want[300], path[320];
+  for (char *save = NULL, *name = strtok_r(names, "\n", &save); name; name = strtok_r(NULL, "\n", &save)) {
+    snprintf(want, sizeof(want), "\n%s\n", name);
+    if (held != NULL && strstr(held, want) != NULL) continue;  // another process holds it: not this test's
+    snprintf(path, sizeof(path), "/dev/shm/%s", name);
+    n += access(path, F_OK) == 0;  // gone by now: a segment that was being unlinked
+  }
+  free(names);
+  free(held);
   return n;
 }
 // Threads that have begun to exit (PF_EXITING in the flags field of their stat, set first thing in

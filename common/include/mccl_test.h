@@ -120,7 +120,9 @@ int mcclTestCountDir(const char* path);
 /**
  * @brief minccl's own files in /dev/shm (names starting "mccl-", lab 04's MCCL_SHM_PREFIX and the
  *        bootstrap's segments): compare before and after to find leaks. Other programs' segments
- *        (Open MPI's, other test runs on the host) come and go with them and are not counted.
+ *        (Open MPI's) are not counted, nor a file another live process holds open or mapped: a
+ *        segment exists only while its creator holds it, so those are another run's on the host (two
+ *        `make test` at once), which come and go during the test. A leaked file is held by no one.
  * @return the count, or -1 if /dev/shm cannot be read.
  */
 int mcclTestCountShm(void);

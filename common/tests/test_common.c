@@ -1,4 +1,5 @@
 // Tests of common/: result strings, check macros, parameters, logging, harness output.
+#include <dirent.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
@@ -87,6 +88,42 @@ static void paramsDocCurrent(void) {
   if (access("mk/params-doc.sh", X_OK) != 0) SKIP("run from the repository root (make test)");
   int rc = system("mk/params-doc.sh | cmp -s - docs/parameters.md");
   EXPECT_EQ(WEXITSTATUS(rc), 0);
+}
+
+// The /dev/shm probe counts a file no one holds (a leak) and leaves out one another live process holds (another
+// run's segment, there only while its creator holds it); once that process is gone, a file it left counts.
+static void shmCountSeesLeaksOnly(void) {
+  const int base = mcclTestCountShm();
+  EXPECT_GE(base, 0);
+  char leaked[] = "/dev/shm/mccl-probeXXXXXX", held[] = "/dev/shm/mccl-probeXXXXXX";
+  int fd = mkstemp(leaked);
+  EXPECT_GE(fd, 0);
+  if (fd >= 0) close(fd);
+  EXPECT_EQ(mcclTestCountShm(), base + 1);
+  int hold[2], name[2];  // the parent holds the child while `hold` is open; the child sends its file's name
+  EXPECT_EQ(pipe(hold), 0);
+  EXPECT_EQ(pipe(name), 0);
+  pid_t child = fork();
+  if (child == 0) {
+    close(hold[1]);
+    close(name[0]);
+    char c;
+    if (mkstemp(held) < 0 || write(name[1], held, sizeof(held)) != (ssize_t)sizeof(held)) _exit(1);
+    while (read(hold[0], &c, 1) > 0) {
+    }
+    _exit(0);  // its file stays behind, no longer held
+  }
+  close(hold[0]);
+  close(name[1]);
+  EXPECT_EQ(read(name[0], held, sizeof(held)), (ssize_t)sizeof(held));
+  close(name[0]);
+  EXPECT_EQ(mcclTestCountShm(), base + 1);  // the child's file is held by the child: not counted
+  close(hold[1]);
+  EXPECT_EQ(waitpid(child, NULL, 0), child);
+  EXPECT_EQ(mcclTestCountShm(), base + 2);  // now no one holds it
+  unlink(leaked);
+  unlink(held);
+  EXPECT_EQ(mcclTestCountShm(), base);
 }
 
 // This binary run again in a child, `ENV... BINARY 2>/dev/null AFTER` through the shell, its output to read
@@ -375,12 +412,13 @@ static void socketWholeMessages(void) {
 int main(int argc, char** argv) {
   static const mcclTestCase selfcheck[] = {MCCL_TEST_CASE(selfcheckPass), MCCL_TEST_CASE(selfcheckFail),
                                            MCCL_TEST_CASE(selfcheckSkip), MCCL_TEST_CASE(selfcheckStubSkip)};
-  static const mcclTestCase cases[] = {MCCL_TEST_CASE(resultStrings),       MCCL_TEST_CASE(checkMacros),
-                                       MCCL_TEST_CASE(paramsReadOnce),      MCCL_TEST_CASE(paramsDocCurrent),
-                                       MCCL_TEST_CASE(errorStringHints),    MCCL_TEST_CASE(harnessOutput),
-                                       MCCL_TEST_CASE(seededRandomRepeats), MCCL_TEST_CASE(threadCounts),
-                                       MCCL_TEST_CASE(elementConversions),  MCCL_TEST_CASE(exerciseProbeAndStubCount),
-                                       MCCL_TEST_CASE(socketWholeMessages), MCCL_TEST_CASE(crashReported)};
+  static const mcclTestCase cases[] = {MCCL_TEST_CASE(resultStrings),        MCCL_TEST_CASE(checkMacros),
+                                       MCCL_TEST_CASE(paramsReadOnce),       MCCL_TEST_CASE(paramsDocCurrent),
+                                       MCCL_TEST_CASE(errorStringHints),     MCCL_TEST_CASE(harnessOutput),
+                                       MCCL_TEST_CASE(seededRandomRepeats),  MCCL_TEST_CASE(threadCounts),
+                                       MCCL_TEST_CASE(elementConversions),   MCCL_TEST_CASE(exerciseProbeAndStubCount),
+                                       MCCL_TEST_CASE(socketWholeMessages),  MCCL_TEST_CASE(crashReported),
+                                       MCCL_TEST_CASE(shmCountSeesLeaksOnly)};
   if (getenv("MCCL_HARNESS_SELFCHECK")) return mcclTestMain(argc, argv, selfcheck, 4, NULL);
   if (getenv("MCCL_HARNESS_CRASH")) {  // crashReported's child
     static const mcclTestCase crash[] = {MCCL_TEST_CASE(selfcheckCrash)};
