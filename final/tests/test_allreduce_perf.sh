@@ -72,7 +72,7 @@ mpirunTwoRanks() {
   need_bench
   # shellcheck disable=SC2086 # MPIRUN_FLAGS is a list of flags
   timeout 120 $MPIRUN $MPIRUN_FLAGS -np 2 "$bench" -b 8 -e 64K -f 8 -n 1 -w 0 --csv "$work/np2.csv" \
-    --json "$work/np2.json" >"$work/np2.log" 2>&1 || shtest_fail "mpirun -np 2 exited $?: $(tail -n 3 "$work/np2.log" | tr '\n' ' ')"
+    --json "$work/np2.json" >"$work/np2.log" 2>&1 || shtest_fail "mpirun -np 2 exited $?: $(shtest_tail 3 "$work/np2.log")"
   check_run np2 2 "eager launches"
   grep -q '^# NCCL: skipped (--nccl not given)' "$work/np2.log" || shtest_fail "without --nccl: $(grep '^# NCCL' "$work/np2.log")"
 }
@@ -81,7 +81,7 @@ mpirunTwoRanks() {
 # absent): on the sim it must be seen, and declined for the sim's reason.
 ncclFlagSeen() {
   need_bench
-  "$bench" --nccl -b 8 -e 8 -n 1 -w 0 >"$work/nccl.log" 2>&1 || shtest_fail "--nccl exited $?: $(tail -n 2 "$work/nccl.log" | tr '\n' ' ')"
+  "$bench" --nccl -b 8 -e 8 -n 1 -w 0 >"$work/nccl.log" 2>&1 || shtest_fail "--nccl exited $?: $(shtest_tail 2 "$work/nccl.log")"
   # The sim says why NCCL does not run; on a GPU the header names the NCCL it loaded and its rows.
   local want='^# NCCL: skipped (sim backend'
   [ "${BACKEND:-sim}" = sim ] || want='^# NCCL [0-9].*rows nccl'
@@ -95,7 +95,7 @@ uncreatableOutput() {
   timeout 60 $MPIRUN $MPIRUN_FLAGS -np 2 "$bench" -b 8 -e 8 -n 1 -w 0 --csv "$work/no/such/dir/r.csv" >"$work/nodir.log" 2>&1
   local rc=$?
   [ "$rc" != 0 ] && [ "$rc" != 124 ] && grep -q 'no/such/dir/r.csv' "$work/nodir.log" ||
-    shtest_fail "an uncreatable --csv file: exit $rc (124: a rank hung), $(tail -n 2 "$work/nodir.log" | tr '\n' ' ')"
+    shtest_fail "an uncreatable --csv file: exit $rc (124: a rank hung), $(shtest_tail 2 "$work/nodir.log")"
 }
 
 # --hosts 2: the two processes pose as two hosts, so every ring edge is lab 08's NET transport (each
@@ -131,7 +131,7 @@ assistedOutOfPlace() {
     shtest_fail "MCCL_ALGO=ce in place: no refusal naming it: $(grep -m 2 WARN "$work/ce-ip.log" | tr '\n' ' ')"
   # shellcheck disable=SC2086
   MCCL_ALGO=ce timeout 120 $MPIRUN $MPIRUN_FLAGS -np 2 -x MCCL_ALGO "$bench" --oop -b 1K -e 64K -f 8 -n 1 -w 0 \
-    >"$work/ce.log" 2>&1 || shtest_fail "MCCL_ALGO=ce --oop exited $?: $(tail -n 3 "$work/ce.log" | tr '\n' ' ')"
+    >"$work/ce.log" 2>&1 || shtest_fail "MCCL_ALGO=ce --oop exited $?: $(shtest_tail 3 "$work/ce.log")"
   local rows
   rows=$(awk '$1 ~ /^[0-9]+$/ && $6 == "minccl" && $10 == "0" && $11 == "-" && $15 == "-"' "$work/ce.log" | wc -l)
   [ "$rows" = 3 ] || shtest_fail "expected 3 rows, out of place right and in place empty: $(grep minccl "$work/ce.log" | tr '\n' ' ')"
@@ -141,7 +141,7 @@ assistedOutOfPlace() {
 oneProcessFourDevices() {
   need_bench
   timeout 120 "$bench" -g 4 -b 8 -e 64K -f 8 -n 1 -w 0 -c 2 --csv "$work/g4.csv" --json "$work/g4.json" --progress \
-    >"$work/g4.log" 2>&1 || shtest_fail "-g 4 exited $?: $(tail -n 3 "$work/g4.log" | tr '\n' ' ')"
+    >"$work/g4.log" 2>&1 || shtest_fail "-g 4 exited $?: $(shtest_tail 3 "$work/g4.log")"
   check_run g4 4 "eager launches"
   grep -q '^\[5/5\] 32 KiB float32 sum done' "$work/g4.log" || shtest_fail "--progress: no [5/5] line"
   grep -q '4 ranks (1 process x 4 devices)' "$work/g4.log" || shtest_fail "-g 4: the header does not say 1 process x 4 devices"

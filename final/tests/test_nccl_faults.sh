@@ -22,7 +22,7 @@ faults() {
 need_line() {
   local line ms
   line=$(grep -E "^# rank $1: minccl $2: " "$work/$2.log" | grep -v ncclCommAbort | head -n 1)
-  [ -n "$line" ] || shtest_fail "rank $1 printed no report for $2: $(tail -n 5 "$work/$2.log" | tr '\n' ' ')"
+  [ -n "$line" ] || shtest_fail "rank $1 printed no report for $2: $(shtest_tail 5 "$work/$2.log")"
   grep -qE "$3" <<<"$line" || shtest_fail "rank $1's report for $2 lacks /$3/: $line"
   ms=$(sed -nE 's/.* ([0-9.]+) ms after .*/\1/p' <<<"$line")
   [ -n "$ms" ] && awk -v m="$ms" -v x="$4" 'BEGIN { exit !(m <= x) }' ||
@@ -33,7 +33,7 @@ need_line() {
 
 mismatch() {
   need_bench
-  faults "$1" || shtest_fail "mpirun exit $?: $(tail -n 5 "$work/$1.log" | tr '\n' ' ')"
+  faults "$1" || shtest_fail "mpirun exit $?: $(shtest_tail 5 "$work/$1.log")"
   grep '^# rank' "$work/$1.log"
   need_line 0 "$1" "$2" 2000
   need_line 1 "$1" "$3" 2000

@@ -17,7 +17,7 @@ run_bench() {
 sweep_files() {
   [ -f "$work/sweep.json" ] && return 0
   run_bench sweep -b 64 -e 256K -f 64 -n 2 -w 1 -c 1 --algo ring,oneshot,twoshot --csv "$work/sweep.csv" --json "$work/sweep.json" --progress ||
-    shtest_fail "mpi_bench_allreduce exited $?: $(tail -n 4 "$work/sweep.log" | tr '\n' ' ')"
+    shtest_fail "mpi_bench_allreduce exited $?: $(shtest_tail 4 "$work/sweep.log")"
 }
 
 # check_records FILE SIZES TYPES OPS ALGOS: read FILE (CSV or JSON) back and check its columns, metadata
@@ -164,7 +164,7 @@ everyTypeAndOp() {
     *" SANITIZE=1 "* | *" TSAN=1 "*) [ "${MCCL_TEST_FULL:-}" = 1 ] || { ops=avg; want_ops=avg; } ;;
   esac
   run_bench all -b 8 -e 8 -n 1 -w 0 -c 2 -d all -o "$ops" --algo oneshot --csv "$work/all.csv" ||
-    shtest_fail "-d all -o $ops exited $?: $(tail -n 4 "$work/all.log" | tr '\n' ' ')"
+    shtest_fail "-d all -o $ops exited $?: $(shtest_tail 4 "$work/all.log")"
   check_records "$work/all.csv" - bfloat16,f8e4m3,f8e5m2,float16,float32,float64,int32,int64,int8,uint32,uint64,uint8 \
     "$want_ops" oneshot
   grep -q '^# data check: 0 wrong elements' "$work/all.log" || shtest_fail "data check not 0 wrong"
@@ -175,7 +175,7 @@ everyTypeAndOp() {
 noCheckIsNotZeroWrong() {
   need_bench
   run_bench nocheck -b 64 -e 64 -n 1 -w 0 -c 0 --algo ring --no-nccl --csv "$work/nocheck.csv" --json "$work/nocheck.json" ||
-    shtest_fail "-c 0 exited $?: $(tail -n 3 "$work/nocheck.log" | tr '\n' ' ')"
+    shtest_fail "-c 0 exited $?: $(shtest_tail 3 "$work/nocheck.log")"
   python3 - "$work/nocheck.csv" "$work/nocheck.json" <<'EOF' || shtest_fail "-c 0 records claim a check"
 import csv, json, sys
 rows = list(csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#")))
@@ -208,7 +208,7 @@ EOF
   timeout 60 $MPIRUN $MPIRUN_FLAGS -np 2 "$bench" -b 8 -e 8 --csv "$work/no/such/dir/r.csv" >"$work/nodir.log" 2>&1
   local rc=$?
   [ "$rc" != 0 ] && [ "$rc" != 124 ] && grep -q 'no/such/dir/r.csv' "$work/nodir.log" ||
-    shtest_fail "an uncreatable --csv file: exit $rc, $(tail -n 2 "$work/nodir.log" | tr '\n' ' ')"
+    shtest_fail "an uncreatable --csv file: exit $rc, $(shtest_tail 2 "$work/nodir.log")"
 }
 
 # MCCL_KERNEL_TRACE=1: the ring's role threads narrate their waits and posts (LL and SIMPLE); off by
@@ -221,7 +221,7 @@ kernelTrace() {
     # shellcheck disable=SC2086 # MPIRUN_FLAGS is a list of flags
     MCCL_KERNEL_TRACE=1 timeout 60 $MPIRUN $MPIRUN_FLAGS -x MCCL_KERNEL_TRACE -np 2 \
       "$bench" -b 64 -e 64 -n 1 -w 0 -c 1 --algo ring-$proto --no-nccl >"$work/trace-$proto.log" 2>&1 ||
-      shtest_fail "MCCL_KERNEL_TRACE=1 ($proto) exited $?: $(tail -n 2 "$work/trace-$proto.log" | tr '\n' ' ')"
+      shtest_fail "MCCL_KERNEL_TRACE=1 ($proto) exited $?: $(shtest_tail 2 "$work/trace-$proto.log")"
     grep -q "\[kernel block 0 thread [0-9]*\] $want" "$work/trace-$proto.log" ||
       shtest_fail "MCCL_KERNEL_TRACE=1 ($proto): no '$want' line"
   done
