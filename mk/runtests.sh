@@ -63,7 +63,7 @@ run_one() {  # name, command...
   echo "# running $name"
   local start=$SECONDS watcher=""
   if [ -n "${watch_bin:-}" ] && [ "${MCCL_TEST_STACKS:-1}" = 1 ]; then
-    stacks_later "$watch_bin" &
+    stacks_later "$watch_bin" 2>/dev/null &  # its shell's "Terminated" when its sleep is killed stays out of the log
     watcher=$!
   fi
   timeout -k 10 "$TIMEOUT" ${prefix[@]+"${prefix[@]}"} "$@" 2>&1 | sed -u -E 's/^([0-9]+ passed, [0-9]+ failed, [0-9]+ skipped)$/#   \1/' | tee "$tmp"
