@@ -175,9 +175,10 @@ mcclResult_t mcclShmOpen(char* shmPath, size_t shmPathSize, size_t shmSize, void
   return mcclSuccess;
 
 fail:
+  // The name goes first, while this process still holds the file: no one may find it held by no one.
+  if (created) unlink(shmPath);
   if (hptr) munmap(hptr, realShmSize);
   if (fd >= 0) close(fd);
-  if (created) unlink(shmPath);
   if (generated) shmPath[0] = '\0';  // the path is an output: leave it as it came
   free(h);
   return res;
