@@ -28,9 +28,9 @@ if [ "${MCCL_TSAN:-0}" = 1 ]; then
   for e in "$@"; do
     case "${e%%:*}" in plain) probe=${e#plain:}; break ;; mpi) probe=${e#*:}; probe=${probe#*:}; break ;; esac
   done
-  if [ -n "$probe" ] && "$probe" "runtests-probe-matches-nothing" 2>&1 | grep -q 'unexpected memory mapping'; then
+  if [ -n "$probe" ] && timeout 60 "$probe" "runtests-probe-matches-nothing" 2>&1 | grep -q 'unexpected memory mapping'; then
     if setarch "$(uname -m)" -R true 2>/dev/null &&
-       ! setarch "$(uname -m)" -R "$probe" "runtests-probe-matches-nothing" 2>&1 | grep -q 'unexpected memory mapping'; then
+       ! timeout 60 setarch "$(uname -m)" -R "$probe" "runtests-probe-matches-nothing" 2>&1 | grep -q 'unexpected memory mapping'; then
       echo "# TSan: this kernel's mmap randomisation is too high for TSan; running the tests under setarch -R"
       prefix=(setarch "$(uname -m)" -R)
     else
