@@ -47,15 +47,9 @@ void mcclTestSkipWith(const char* fmt, ...) {
   curStatus = ST_SKIP;
 }
 
-int mcclTestStopped(void) {
-  return curStatus != ST_PASS;
-}
-uint64_t mcclTestSeed(void) {
-  return seed;
-}
-const char* mcclTestName(void) {
-  return curName;
-}
+int mcclTestStopped(void) { return curStatus != ST_PASS; }
+uint64_t mcclTestSeed(void) { return seed; }
+const char* mcclTestName(void) { return curName; }
 
 int mcclTestSampling(void) {
   if (!(MCCL_TEST_UNDER_ASAN || MCCL_TEST_UNDER_TSAN)) return 0;
@@ -100,9 +94,7 @@ long mcclTestCountMaps(const char* containing) {
   return n;
 }
 
-int mcclTestCountFds(void) {
-  return mcclTestCountDir("/proc/self/fd");
-}
+int mcclTestCountFds(void) { return mcclTestCountDir("/proc/self/fd"); }
 // The names of the /dev/shm/mccl-* files that another live process holds, open or mapped, one a line in *held (a
 // concurrent run's segments, which exist only while their creator holds them). Reads /proc/PID/fd and /proc/PID/maps of
 // every process it may read.
@@ -218,10 +210,7 @@ static void suiteName(const char* argv0, char* out, size_t len) {
   char buf[512];
   snprintf(buf, sizeof(buf), "%s", argv0);
   char* base = strrchr(buf, '/');
-  if (base == NULL) {
-    snprintf(out, len, "%s", buf);
-    return;
-  }
+  if (base == NULL) { snprintf(out, len, "%s", buf); return; }
   *base++ = '\0';
   char* dir = strrchr(buf, '/');
   snprintf(out, len, "%s/%s", dir ? dir + 1 : buf, base);
@@ -245,10 +234,8 @@ static void stubSkipFails(unsigned stubsBefore) {
 static int selected(const char* pattern, const char* full) {
   if (pattern == NULL || *pattern == '\0') return 1;
   char glob[512];
-  if (strpbrk(pattern, "*?["))
-    snprintf(glob, sizeof(glob), "%s", pattern);
-  else
-    snprintf(glob, sizeof(glob), "*%s*", pattern);
+  if (strpbrk(pattern, "*?[")) snprintf(glob, sizeof(glob), "%s", pattern);
+  else snprintf(glob, sizeof(glob), "*%s*", pattern);
   return fnmatch(glob, full, 0) == 0;
 }
 

@@ -323,15 +323,9 @@ static void elementConversions(void) {
 }
 
 // Cases that exercise the harness itself; only harnessOutput runs them, in a child process.
-static void selfcheckPass(void) {
-  EXPECT_EQ(1 + 1, 2);
-}
-static void selfcheckFail(void) {
-  EXPECT_EQ(2 + 2, 5);
-}
-static void selfcheckSkip(void) {
-  SKIP("no hardware");
-}
+static void selfcheckPass(void) { EXPECT_EQ(1 + 1, 2); }
+static void selfcheckFail(void) { EXPECT_EQ(2 + 2, 5); }
+static void selfcheckSkip(void) { SKIP("no hardware"); }
 static void selfcheckStubSkip(void) {
   (void)mcclExerciseStub("00.selfcheck");
   SKIP("feature refused here");
