@@ -155,6 +155,7 @@ typedef struct mcclLabComm {
   int nP2pChannels;                  /**< point-to-point channels: the channels rounded down to a power of two */
   struct mcclLabPlanner planner;     /**< tasks of this thread's open group (mccl_enqueue.h) */
   uint64_t nLaunches;                /**< kernel launches so far (a test reads it: a group of K calls is one) */
+  int lastBlocks;                    /**< blocks of the last kernel launch (a test reads it) */
   struct mcclLabLaunches launches;   /**< which of them have ended (teardown and the watchdog wait on it) */
   struct mcclLabUserOp* userOps;     /**< operations created by mcclLabRedOpCreatePreMulSum, a list */
   int ctaPolicy;                     /**< MCCL_CTA_POLICY_*: MCCL_CTA_POLICY when set, else the default (a layer above

@@ -94,6 +94,8 @@ struct mcclLabPlan {
   size_t bytes; /**< the bytes of its collective works together */
   size_t workBytes[MCCL_DEV_ARGS_BYTES / sizeof(struct mcclDevWorkColl)]; /**< each collective work's bytes: the
                                              generic kernel's channels are shared out by them */
+  int workMaxChannels[MCCL_DEV_ARGS_BYTES / sizeof(struct mcclDevWorkColl)]; /**< the most channels each collective
+                                             work wants (MCCL_THREAD_THRESHOLDS; the communicator's by default) */
   cudaStream_t stream;                                                    /**< where it is launched */
   struct mcclDevKernelArgsStorage args; /**< the header and the works (args.args.nColl, args.args.nP2p) */
 };

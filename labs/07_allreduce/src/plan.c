@@ -7,6 +7,7 @@
 // and operation, while their bytes together fit its scratch), on the same stream, with room in the
 // launch's argument; otherwise that plan is launched and a new one starts.
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "enqueue_internal.h"
@@ -105,6 +106,7 @@ MCCL_GDB_STOP static mcclResult_t mcclLabLaunchPlan(mcclLabComm* comm, struct mc
         nBlocks, plan->nThreads);
   MCCLCHECK(mcclDevLaunchDependent(fn, nBlocks, plan->nThreads, plan->stream, &plan->args, argsBytes));
   comm->nLaunches++;
+  comm->lastBlocks = nBlocks;
   return mcclSuccess;
   // END EXERCISE(07.launch)
 }
@@ -121,13 +123,47 @@ static void planReset(struct mcclLabPlan* plan) {
   plan->args.args.nSym = 0;
 }
 
+// The most channels a ring work of `bytes` (the larger buffer) wants (NCCL's topoGetAlgoInfo: while
+// nBytes < nc * nt * threadThreshold, nc--): with MCCL_THREAD_THRESHOLDS set, a small call runs on few
+// channels, each with enough bytes per thread; unset, on all of them. Every rank computes it from the same
+// call, so all agree.
+static int ringMaxChannels(const mcclLabComm* comm, int proto, int nThreads, size_t bytes) {
+  const char* env = mcclParamThreadThresholds();
+  if (env == NULL) return comm->nChannels;
+  long long th[3];
+  int used = 0;
+  if (sscanf(env, "%lld %lld %lld %n", &th[0], &th[1], &th[2], &used) != 3 || env[used] != '\0' || th[0] < 0 ||
+      th[1] < 0 || th[2] < 0) {
+    WARN("Invalid value '%s' for MCCL_THREAD_THRESHOLDS (three non-negative integers: LL LL128 SIMPLE): every "
+         "channel runs",
+         env);
+    return comm->nChannels;
+  }
+  const long long per = (long long)nThreads * (proto == MCCL_PROTO_LL ? th[0] * comm->nRanks : th[proto]);
+  int nc = comm->nChannels;
+  while (nc > 1 && (long long)bytes < (long long)nc * per) nc--;
+  return nc;
+}
+
 // The generic kernel's collective works run side by side, each on channels of its own (NCCL's
 // scheduleCollTasksToPlan shares a plan's channels out by bytes the same way): work i gets channels in
 // proportion to its bytes, at least one, all of them when alone; its two-shot works are the launch's
 // symmetric calls 0, 1, ... Every rank plans the same calls alike, so the channels and calls agree.
+// A launch of ring works only shares no more channels than its works want together (ringMaxChannels) and
+// launches that many blocks; one with two-shot (its symmetric counters are every channel's) or
+// point-to-point works (their channels and copy blocks are fixed) shares them all.
 static void shareChannels(const mcclLabComm* comm, struct mcclLabPlan* plan) {
   struct mcclDevWorkColl* works = (struct mcclDevWorkColl*)plan->args.works;
-  const int n = plan->args.args.nColl, nCh = comm->nChannels;
+  const int n = plan->args.args.nColl;
+  int nCh = comm->nChannels, want = 0, fixed = plan->args.args.nP2p > 0;
+  for (int i = 0; i < n; i++) {
+    want += plan->workMaxChannels[i];
+    fixed |= works[i].algorithm == MCCL_ALGO_TWOSHOT;
+  }
+  if (!fixed && want < nCh) {
+    nCh = want;  // at least n: a work wants one channel at least
+    plan->nBlocks = nCh;
+  }
   int ch[MCCL_SIGNAL_MAX_BLOCKS], sum = 0, nSym = 0;
   double total = 0;
   for (int i = 0; i < n; i++) total += (double)(plan->workBytes[i] ? plan->workBytes[i] : 1);
@@ -294,8 +330,12 @@ static void planAddColl(mcclLabComm* comm, struct mcclLabPlan* plan, const struc
       w->firstLine = (uint32_t)((last->firstLine * unit + last->count * esize + unit - 1) / unit);
     }
   }
-  plan->workBytes[plan->args.args.nColl] =
+  const size_t bytes =
       taskBytes(t) * (t->func == mcclFuncAllGather || t->func == mcclFuncReduceScatter ? (size_t)comm->nRanks : 1);
+  plan->workBytes[plan->args.args.nColl] = bytes;
+  plan->workMaxChannels[plan->args.args.nColl] = w->algorithm == MCCL_ALGO_RING && comm->nRanks > 1
+                                                     ? ringMaxChannels(comm, w->protocol, w->nWarps * 32, bytes)
+                                                     : comm->nChannels;
   works[plan->args.args.nColl++] = *w;
   plan->bytes += taskBytes(t);
   const int threads = w->nWarps * 32;

@@ -258,6 +258,72 @@ static void tableLl128Band(void) {
   }
 }
 
+// MCCL_THREAD_THRESHOLDS (NCCL's channel loop): a ring call of B bytes (the larger buffer) runs on the most
+// channels C of the communicator's 4 with B >= C x threads x threshold (LL's threshold times the ranks),
+// one at least, and launches that many blocks; a group of two ring calls launches what they want together.
+// Unset, or a value that is not three integers: all 4. The data is checked every time.
+static void threadThresholds(void) {
+  const int n = enqRanksHere() < 4 ? enqRanksHere() : 4;
+  if (n < 2) SKIP("needs 2 devices");
+  if (!mcclCuMemEnable()) SKIP("cuMem not supported: no P2P");
+  struct enqSet s;
+  enqSetUp(&s, n, 4, 256 << 10);
+  CHECK_STOPPED();
+  // LL: 256 threads x 8 x n bytes a channel; SIMPLE: 512 x 64 = 32 KiB.
+  const size_t llPer = (size_t)256 * 8 * (size_t)n, simplePer = (size_t)512 * 64;
+  static const struct {
+    int func;
+    const char* proto;
+    size_t bytes;  // the larger buffer
+  } cases[] = {
+      {mcclFuncAllGather, "ll", 4096},        {mcclFuncAllGather, "ll", 8192 * 4},
+      {mcclFuncAllGather, "ll", 64 << 10},    {mcclFuncBroadcast, "ll", 1024},
+      {mcclFuncReduceScatter, "ll", 20480},   {mcclFuncReduce, "simple", 32 << 10},
+      {mcclFuncReduce, "simple", 100 << 10},  {mcclFuncAllGather, "simple", 256 << 10},
+      {mcclFuncAllReduce, "ll", 3 << 10},     {mcclFuncBroadcast, "simple", 77},
+  };
+  setenv("MCCL_THREAD_THRESHOLDS", "8 8 64", 1);
+  for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]) && !mcclTestStopped(); k++) {
+    arForce("ring", cases[k].proto);
+    const int gathers = cases[k].func == mcclFuncAllGather || cases[k].func == mcclFuncReduceScatter;
+    const size_t count = cases[k].bytes / 4 / (gathers ? (size_t)n : 1);
+    const size_t bytes = count * 4 * (gathers ? (size_t)n : 1);
+    const size_t per = cases[k].proto[0] == 'l' ? llPer : simplePer;
+    const int want = bytes / per < 1 ? 1 : bytes / per > 4 ? 4 : (int)(bytes / per);
+    struct enqCall c = {cases[k].func, mcclInt32, mcclSum, 0, count, (int)(k % (size_t)n), (int)(k & 1),
+                        mcclTestSeed() + k};
+    runOne(&s, &c);
+    for (int i = 0; i < n; i++) EXPECT_EQ(s.comm[i]->lastBlocks, want);
+  }
+  // Two AllGathers in one group, with SIMPLE: about 16 KiB and 48 KiB gathered want 1 channel each (2
+  // blocks); 64 KiB and 32 KiB want 2 and 1 (3 blocks, shared out by bytes).
+  arForce("ring", "simple");
+  for (int big = 0; big < 2 && !mcclTestStopped(); big++) {
+    const size_t c0 = (big ? 64 << 10 : 16 << 10) / 4 / (size_t)n, c1 = (big ? 32 << 10 : 48 << 10) / 4 / (size_t)n;
+    struct enqCall g[2] = {{mcclFuncAllGather, mcclInt32, mcclSum, 0, c0, 0, 0, mcclTestSeed()},
+                           {mcclFuncAllGather, mcclInt32, mcclSum, 0, c1, 0, 0, mcclTestSeed() + 1}};
+    enqSetRun(&s, g, 2, 128 << 10, 1, 1);
+    const size_t w0 = c0 * 4 * (size_t)n / simplePer, w1 = c1 * 4 * (size_t)n / simplePer;
+    const int want = (int)((w0 < 1 ? 1 : w0) + (w1 < 1 ? 1 : w1));
+    for (int i = 0; i < n; i++) EXPECT_EQ(s.comm[i]->lastBlocks, want > 4 ? 4 : want);
+  }
+  // Unset, and values that are not three non-negative integers: every channel.
+  static const char* const other[] = {NULL, "8 8", "8 8 64 1", "8 -1 64", "x"};
+  for (size_t v = 0; v < sizeof(other) / sizeof(other[0]) && !mcclTestStopped(); v++) {
+    if (other[v])
+      setenv("MCCL_THREAD_THRESHOLDS", other[v], 1);
+    else
+      unsetenv("MCCL_THREAD_THRESHOLDS");
+    arForce("ring", "ll");
+    struct enqCall c = {mcclFuncAllGather, mcclInt32, mcclSum, 0, 256 / (size_t)n, 0, 0, mcclTestSeed() + v};
+    runOne(&s, &c);
+    for (int i = 0; i < n; i++) EXPECT_EQ(s.comm[i]->lastBlocks, 4);
+  }
+  unsetenv("MCCL_THREAD_THRESHOLDS");
+  arForce(NULL, NULL);
+  enqTearDown(&s);
+}
+
 // One device: each collective's output is its input (avg divides by 1), in place and out of place.
 static void oneRank(void) {
   if (enqDevices() < 1) SKIP("no CUDA device");
@@ -330,4 +396,4 @@ static void argumentChecks(void) {
 
 MCCL_TEST_MAIN(MCCL_TEST_CASE(everyTypeAndOp), MCCL_TEST_CASE(everyRoot), MCCL_TEST_CASE(awkwardCounts),
                MCCL_TEST_CASE(shmRing), MCCL_TEST_CASE(unalignedBuffers), MCCL_TEST_CASE(ll128NeedsNvlink),
-               MCCL_TEST_CASE(tableLl128Band), MCCL_TEST_CASE(oneRank), MCCL_TEST_CASE(argumentChecks))
+               MCCL_TEST_CASE(tableLl128Band), MCCL_TEST_CASE(threadThresholds), MCCL_TEST_CASE(oneRank), MCCL_TEST_CASE(argumentChecks))
