@@ -396,4 +396,5 @@ static void argumentChecks(void) {
 
 MCCL_TEST_MAIN(MCCL_TEST_CASE(everyTypeAndOp), MCCL_TEST_CASE(everyRoot), MCCL_TEST_CASE(awkwardCounts),
                MCCL_TEST_CASE(shmRing), MCCL_TEST_CASE(unalignedBuffers), MCCL_TEST_CASE(ll128NeedsNvlink),
-               MCCL_TEST_CASE(tableLl128Band), MCCL_TEST_CASE(threadThresholds), MCCL_TEST_CASE(oneRank), MCCL_TEST_CASE(argumentChecks))
+               MCCL_TEST_CASE(tableLl128Band), MCCL_TEST_CASE(threadThresholds), MCCL_TEST_CASE(oneRank),
+               MCCL_TEST_CASE(argumentChecks))
