@@ -399,8 +399,9 @@ if [ -n "${MCCL_NT_SWEEP:-}" ] && [ "$ngpu" -ge 2 ]; then
     var=${sv%%=*}
     for r in $(seq "${MCCL_AB_ROUNDS:-3}"); do
       for t in ${MCCL_NT_TESTS:-broadcast_perf sendrecv_perf}; do
-        for val in $(echo "${sv#*=}" | tr , ' '); do
-          log="$OUT/nt-sweep/${var}_${val}_${t}_$r.log"
+        IFS=',' read -r -a vals <<< "${sv#*=}"  # a value may hold spaces (MCCL_THREAD_THRESHOLDS=8 8 64)
+        for val in "${vals[@]}"; do
+          log="$OUT/nt-sweep/${var}_${val// /_}_${t}_$r.log"
           nt_run "$PWD/build/cuda/lib" "$t" "$log" "$var=$val"
           echo "round $r $var=$val $t (exit $?): $(nt_rows "$log")"
         done
