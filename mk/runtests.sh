@@ -50,7 +50,13 @@ stacks_later() {  # binary; run in the background, killed when the binary ends i
   local bin wait pid
   bin=$(readlink -f "$1") || return
   wait=$((TIMEOUT > 60 ? TIMEOUT - 20 : TIMEOUT / 2))
-  sleep "$wait"
+  # The sleep holds no descriptor of the log: killed before it started, this shell would leave it behind,
+  # and a sleep holding the pipe that make test's output goes through (`| tee`) kept that pipe open, and
+  # the run unfinished, until it ended. The trap ends it with this shell.
+  sleep "$wait" </dev/null >/dev/null 2>&1 &
+  local s=$!
+  trap 'kill "$s" 2>/dev/null; exit 0' TERM
+  wait "$s"
   for pid in $(pgrep -x "$(basename "$bin" | cut -c1-15)"); do
     [ "$(readlink -f "/proc/$pid/exe" 2>/dev/null)" = "$bin" ] || continue
     echo "# stacks: $(basename "$bin") (pid $pid) after ${wait}s of ${TIMEOUT}s:"

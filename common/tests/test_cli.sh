@@ -88,10 +88,31 @@ hangShowsStacks() {
   grep -q '^FAIL .*hang_forever (timed out after 8s)' "$out" || shtest_fail "not failed as timed out: $(tail -n 2 "$out" | tr '\n' ' ')"
 }
 
+# Each test binary has a stacks watcher beside it (a sleep of almost MCCL_TEST_TIMEOUT); one killed before its
+# sleep began left the sleep behind, holding make test's output pipe, so `make test | tee` did not end until the
+# sleep did. 100 quick binaries on a loaded machine (where that happened): the pipe closes when runtests ends.
+quickUnitsCloseTheirOutput() {
+  local -a units=() hogs=()
+  for _ in $(seq 100); do units+=("plain:/bin/true"); done
+  for _ in 1 2; do
+    (while :; do :; done) &
+    hogs+=($!)
+  done
+  local start=$SECONDS
+  timeout 120 bash -c 'env -u MCCL_TSAN MCCL_TEST_TIMEOUT=600 MCCL_TEST_FILTER= MCCL_DRY_RUN= "$@" | cat >/dev/null' _ \
+    "$shtest_root/mk/runtests.sh" "${units[@]}"
+  local rc=$? took=$((SECONDS - start))
+  kill "${hogs[@]}" 2>/dev/null
+  wait "${hogs[@]}" 2>/dev/null
+  [ "$rc" -eq 0 ] && [ "$took" -le 60 ] ||
+    shtest_fail "runtests' output stayed open: the pipeline took ${took}s (exit $rc) for 100 binaries that end at once"
+}
+
 shtest_case labThatNamesNothing labThatNamesNothing
 shtest_case testFilterThatMatchesNothing testFilterThatMatchesNothing
 shtest_case testFilterSelectsGdbChecks testFilterSelectsGdbChecks
 shtest_case programsAnswerHelpAndRefuseUnknown programsAnswerHelpAndRefuseUnknown
 shtest_case lab02GateOffRunsNoSelfTest lab02GateOffRunsNoSelfTest
 shtest_case hangShowsStacks hangShowsStacks
+shtest_case quickUnitsCloseTheirOutput quickUnitsCloseTheirOutput
 shtest_main "$@"
