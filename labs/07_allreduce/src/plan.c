@@ -134,9 +134,12 @@ static int ringMaxChannels(const mcclLabComm* comm, int proto, int nThreads, siz
   int used = 0;
   if (sscanf(env, "%lld %lld %lld %n", &th[0], &th[1], &th[2], &used) != 3 || env[used] != '\0' || th[0] < 0 ||
       th[1] < 0 || th[2] < 0) {
-    WARN("Invalid value '%s' for MCCL_THREAD_THRESHOLDS (three non-negative integers: LL LL128 SIMPLE): every "
-         "channel runs",
-         env);
+    // Read at every launch: one warning per value (the parameter's string), not one per launch.
+    static const char* warnedFor;
+    if (__atomic_exchange_n(&warnedFor, env, __ATOMIC_RELAXED) != env)
+      WARN("Invalid value '%s' for MCCL_THREAD_THRESHOLDS (three non-negative integers: LL LL128 SIMPLE): every "
+           "channel runs",
+           env);
     return comm->nChannels;
   }
   const long long per = (long long)nThreads * (proto == MCCL_PROTO_LL ? th[0] * comm->nRanks : th[proto]);
