@@ -156,6 +156,8 @@ typedef struct mcclLabComm {
   struct mcclLabPlanner planner;     /**< tasks of this thread's open group (mccl_enqueue.h) */
   uint64_t nLaunches;                /**< kernel launches so far (a test reads it: a group of K calls is one) */
   int lastBlocks;                    /**< blocks of the last kernel launch (a test reads it) */
+  int64_t threadThresholds[3];       /**< per protocol (MCCL_PROTO_*): ring bytes per thread below which a call
+                                          gives up channels (MCCL_THREAD_THRESHOLDS; 0: every channel) */
   struct mcclLabLaunches launches;   /**< which of them have ended (teardown and the watchdog wait on it) */
   struct mcclLabUserOp* userOps;     /**< operations created by mcclLabRedOpCreatePreMulSum, a list */
   int ctaPolicy;                     /**< MCCL_CTA_POLICY_*: MCCL_CTA_POLICY when set, else the default (a layer above

@@ -27,6 +27,10 @@ mcclResult_t mcclLabParamProto(int* proto);
 // refused by name (mcclInvalidUsage). Defined in plan.c.
 mcclResult_t mcclLabCommProto(const mcclLabComm* comm, size_t bytes, int proto, int* out);
 
+// MCCL_THREAD_THRESHOLDS, read once at the communicator's creation into comm->threadThresholds (NCCL's
+// comm->threadThresholds for the ring); a malformed value warns and leaves them 0. Defined in plan.c.
+void mcclLabThreadThresholds(mcclLabComm* comm);
+
 // An operation mcclLabRedOpCreatePreMulSum made: its number (from mcclNumOps up, unique in the process,
 // so another communicator's or a destroyed one's is never found), its type, and what a task copies.
 struct mcclLabUserOp {

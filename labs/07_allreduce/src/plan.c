@@ -123,28 +123,30 @@ static void planReset(struct mcclLabPlan* plan) {
   plan->args.args.nSym = 0;
 }
 
-// The most channels a ring work of `bytes` (the larger buffer) wants (NCCL's topoGetAlgoInfo: while
-// nBytes < nc * nt * threadThreshold, nc--): with MCCL_THREAD_THRESHOLDS set, a small call runs on few
-// channels, each with enough bytes per thread; unset, on all of them. Every rank computes it from the same
-// call, so all agree.
-static int ringMaxChannels(const mcclLabComm* comm, int proto, int nThreads, size_t bytes) {
+void mcclLabThreadThresholds(mcclLabComm* comm) {
   const char* env = mcclParamThreadThresholds();
-  if (env == NULL) return comm->nChannels;
-  long long th[3];
+  long long th[3] = {0, 0, 0};
   int used = 0;
-  if (sscanf(env, "%lld %lld %lld %n", &th[0], &th[1], &th[2], &used) != 3 || env[used] != '\0' || th[0] < 0 ||
-      th[1] < 0 || th[2] < 0) {
-    // Read at every launch: one warning per value (the parameter's string), not one per launch.
-    static const char* warnedFor;
-    if (__atomic_exchange_n(&warnedFor, env, __ATOMIC_RELAXED) != env)
-      WARN("Invalid value '%s' for MCCL_THREAD_THRESHOLDS (three non-negative integers: LL LL128 SIMPLE): every "
-           "channel runs",
-           env);
-    return comm->nChannels;
+  if (env != NULL && (sscanf(env, "%lld %lld %lld %n", &th[0], &th[1], &th[2], &used) != 3 || env[used] != '\0' ||
+                      th[0] < 0 || th[1] < 0 || th[2] < 0)) {
+    WARN("Invalid value '%s' for MCCL_THREAD_THRESHOLDS on rank %d (three non-negative integers: LL LL128 SIMPLE): "
+         "every channel runs",
+         env, comm->rank);
+    th[0] = th[1] = th[2] = 0;
   }
-  const long long per = (long long)nThreads * (proto == MCCL_PROTO_LL ? th[0] * comm->nRanks : th[proto]);
+  comm->threadThresholds[MCCL_PROTO_LL] = th[0] * comm->nRanks;  // as NCCL's tuning.cc for the ring's LL
+  comm->threadThresholds[MCCL_PROTO_LL128] = th[1];
+  comm->threadThresholds[MCCL_PROTO_SIMPLE] = th[2];
+}
+
+// The most channels a ring work of `bytes` (the larger buffer) wants (NCCL's topoGetAlgoInfo: while
+// nBytes < nc * nt * threadThreshold, nc--): a small call runs on few channels, each with enough bytes per
+// thread; with thresholds of 0 (MCCL_THREAD_THRESHOLDS unset), on all of them. Every rank computes it from
+// the same call, so all agree.
+static int ringMaxChannels(const mcclLabComm* comm, int proto, int nThreads, size_t bytes) {
+  const int64_t per = (int64_t)nThreads * comm->threadThresholds[proto];
   int nc = comm->nChannels;
-  while (nc > 1 && (long long)bytes < (long long)nc * per) nc--;
+  while (nc > 1 && (int64_t)bytes < (int64_t)nc * per) nc--;
   return nc;
 }
 

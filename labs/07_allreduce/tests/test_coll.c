@@ -266,9 +266,15 @@ static void threadThresholds(void) {
   const int n = enqRanksHere() < 4 ? enqRanksHere() : 4;
   if (n < 2) SKIP("needs 2 devices");
   if (!mcclCuMemEnable()) SKIP("cuMem not supported: no P2P");
+  setenv("MCCL_THREAD_THRESHOLDS", "8 8 64", 1);  // read when the communicators are created
+  mcclParamResetAll();
   struct enqSet s;
   enqSetUp(&s, n, 4, 128 << 10);
   CHECK_STOPPED();
+  for (int i = 0; i < n; i++) {
+    EXPECT_EQ(s.comm[i]->threadThresholds[MCCL_PROTO_LL], 8 * n);
+    EXPECT_EQ(s.comm[i]->threadThresholds[MCCL_PROTO_SIMPLE], 64);
+  }
   // LL: 256 threads x 8 x n bytes a channel; SIMPLE: 512 x 64 = 32 KiB.
   const size_t llPer = (size_t)256 * 8 * (size_t)n, simplePer = (size_t)512 * 64;
   static const struct {
@@ -282,7 +288,6 @@ static void threadThresholds(void) {
       {mcclFuncReduce, "simple", 96 << 10},   {mcclFuncAllGather, "simple", 128 << 10},
       {mcclFuncAllReduce, "ll", 3 << 10},     {mcclFuncBroadcast, "simple", 77},
   };
-  setenv("MCCL_THREAD_THRESHOLDS", "8 8 64", 1);
   for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]) && !mcclTestStopped(); k++) {
     if (!mcclTestSampled(k, 3)) continue;  // a sanitizer build runs a third of them
     arForce("ring", cases[k].proto);
@@ -308,7 +313,8 @@ static void threadThresholds(void) {
     const int want = (int)((w0 < 1 ? 1 : w0) + (w1 < 1 ? 1 : w1));
     for (int i = 0; i < n; i++) EXPECT_EQ(s.comm[i]->lastBlocks, want > 4 ? 4 : want);
   }
-  // Unset, and values that are not three non-negative integers: every channel.
+  enqTearDown(&s);
+  // Unset, and values that are not three non-negative integers (a warning): thresholds of 0, every channel.
   static const char* const other[] = {NULL, "8 8", "8 8 64 1", "8 -1 64", "x"};
   for (size_t v = 0; v < sizeof(other) / sizeof(other[0]) && !mcclTestStopped(); v++) {
     if (other[v])
@@ -316,13 +322,16 @@ static void threadThresholds(void) {
     else
       unsetenv("MCCL_THREAD_THRESHOLDS");
     arForce("ring", "ll");
-    struct enqCall c = {mcclFuncAllGather, mcclInt32, mcclSum, 0, 256 / (size_t)n, 0, 0, mcclTestSeed() + v};
+    enqSetUp(&s, 2, 4, 4096);
+    for (int i = 0; i < 2 && s.comm[i]; i++)
+      for (int p = 0; p < 3; p++) EXPECT_EQ(s.comm[i]->threadThresholds[p], 0);
+    struct enqCall c = {mcclFuncAllGather, mcclInt32, mcclSum, 0, 128, 0, 0, mcclTestSeed() + v};
     runOne(&s, &c);
-    for (int i = 0; i < n; i++) EXPECT_EQ(s.comm[i]->lastBlocks, 4);
+    for (int i = 0; i < 2 && s.comm[i]; i++) EXPECT_EQ(s.comm[i]->lastBlocks, 4);
+    enqTearDown(&s);
   }
   unsetenv("MCCL_THREAD_THRESHOLDS");
   arForce(NULL, NULL);
-  enqTearDown(&s);
 }
 
 // One device: each collective's output is its input (avg divides by 1), in place and out of place.
