@@ -8,14 +8,46 @@
 # A filter that selects nothing is an error (exit 2) that lists every test.
 # MCCL_DRY_RUN=1: print the names of the selected tests and run nothing (the docs test uses it).
 # MCCL_TEST_NESTED=1 (set by the shell tests that call make test): leave out the sh: entries.
+# MCCL_TEST_JOBS=N: test binaries at once (below).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 TIMEOUT=${MCCL_TEST_TIMEOUT:-900}
 FILTER=${MCCL_TEST_FILTER:-}
 LIST=${MCCL_DRY_RUN:-}
 pass=0 fail=0 skip=0
-tmp=$(mktemp)
-trap 'rm -f "$tmp"' EXIT
+tmpd=$(mktemp -d)
+trap 'rm -rf "$tmpd"' EXIT
+
+# Test binaries at once (MCCL_TEST_JOBS; default on the sim: one per CPU this process may use, at most 8; on a
+# GPU host 1, since tests there share the GPUs and some time them). With more than one, each binary runs pinned
+# to its own share of the CPUs and its output is printed whole when it ends. The sim's tests run many more
+# threads than cores and spend most of their time switching between them: pinned to one core, a test binary needs
+# about a third less CPU than when its threads move between cores, and two such binaries side by side on two
+# cores end sooner than the same two one after the other.
+cpus=()
+for r in $(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status 2>/dev/null | tr , ' '); do
+  case $r in *-*) for ((c = ${r%-*}; c <= ${r#*-}; c++)); do cpus+=("$c"); done ;; *) cpus+=("$r") ;; esac
+done
+[ ${#cpus[@]} -gt 0 ] || cpus=(0)
+if [ -n "${MCCL_TEST_JOBS:-}" ]; then
+  jobs=$MCCL_TEST_JOBS
+elif [ "${BACKEND:-sim}" = sim ]; then
+  jobs=$(( ${#cpus[@]} < 8 ? ${#cpus[@]} : 8 ))
+else
+  jobs=1
+fi
+case $jobs in '' | *[!0-9]* | 0) echo "runtests: MCCL_TEST_JOBS must be a positive number, not '$jobs'" >&2; exit 2 ;; esac
+[ "$jobs" -gt ${#cpus[@]} ] && jobs=${#cpus[@]}
+# Parallel runs need taskset and bash's `wait -n -p` (bash 5.1).
+if ! command -v taskset >/dev/null || ((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] < 501)); then jobs=1; fi
+# slotCpus[k]: the CPUs of job slot k, every jobs-th CPU from the k-th.
+slotCpus=()
+for ((k = 0; k < jobs; k++)); do
+  l=""
+  for ((c = k; c < ${#cpus[@]}; c += jobs)); do l+="${l:+,}${cpus[$c]}"; done
+  slotCpus+=("$l")
+done
+pin=()
 
 # TSAN=1: ThreadSanitizer needs the address layout it was built for. On kernels that randomise
 # mmap more than it supports (vm.mmap_rnd_bits > 28 with gcc 12's TSan) every binary dies at start
@@ -72,7 +104,9 @@ run_one() {  # name, command...
     stacks_later "$watch_bin" 2>/dev/null &  # its shell's "Terminated" when its sleep is killed stays out of the log
     watcher=$!
   fi
-  timeout -k 10 "$TIMEOUT" ${prefix[@]+"${prefix[@]}"} "$@" 2>&1 | sed -u -E 's/^([0-9]+ passed, [0-9]+ failed, [0-9]+ skipped)$/#   \1/' | tee "$tmp"
+  local tmp=$tmpd/unit.$BASHPID
+  timeout -k 10 "$TIMEOUT" ${pin[@]+"${pin[@]}"} ${prefix[@]+"${prefix[@]}"} "$@" 2>&1 |
+    sed -u -E 's/^([0-9]+ passed, [0-9]+ failed, [0-9]+ skipped)$/#   \1/' | tee "$tmp"
   local rc=${PIPESTATUS[0]}
   if [ -n "$watcher" ]; then
     pkill -P "$watcher" 2>/dev/null
@@ -91,7 +125,9 @@ run_one() {  # name, command...
     f=1
   fi
   echo "#   $name: $((SECONDS - start)) s"
+  rm -f "$tmp"
   pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + s))
+  [ -z "${counts:-}" ] || echo "$p $f $s" >"$counts"
 }
 
 matches() {  # name: does FILTER select it?
@@ -144,17 +180,8 @@ units() {  # one line per runnable unit: kind<TAB>rest<TAB>np
   done
 }
 
-list=$(units "$@") || exit 2
-nsel=0
-# fd 3: the tests must not read the list as their stdin.
-while IFS=$'\t' read -r -u 3 kind rest np; do
-  [ -n "$kind" ] || continue
-  if [ -n "$FILTER" ] || [ -n "$LIST" ]; then
-    sel=$(names "$FILTER" "$kind" "$rest" "$np")
-    [ -n "$sel" ] || continue
-    nsel=$((nsel + $(printf '%s\n' "$sel" | wc -l)))
-    if [ -n "$LIST" ]; then printf '%s\n' "$sel"; continue; fi
-  fi
+run_unit() {  # kind rest np: run one unit (run_one with its name and command)
+  local kind=$1 rest=$2 np=$3 bin dir
   case "$kind" in
     plain) watch_bin=$rest run_one "$(basename "$(dirname "$rest")")/$(basename "$rest")" "$rest" ;;
     sh) run_one "$(basename "$(dirname "$(dirname "$rest")")")/$(basename "$rest" .sh)" "$rest" ;;
@@ -171,7 +198,60 @@ while IFS=$'\t' read -r -u 3 kind rest np; do
     cudagdb)
       run_one "cudagdb:$(basename "$rest")" "$here/cudagdbcheck.sh" "$rest" ;;
   esac
+}
+
+# Parallel runs: a unit runs in a background shell on its slot's CPUs, its output into a file that reap() prints
+# whole, with the unit's counts, when the unit ends.
+running=0 seq=0
+slotPid=() slotSeq=()
+start_unit() {  # kind rest np
+  local k
+  while [ "$running" -ge "$jobs" ]; do reap; done
+  for ((k = 0; k < jobs; k++)); do [ -z "${slotPid[$k]:-}" ] && break; done
+  seq=$((seq + 1))
+  (
+    exec 3<&- >"$tmpd/out.$seq" 2>&1
+    pin=(taskset -c "${slotCpus[$k]}") counts=$tmpd/counts.$seq
+    run_unit "$@"
+  ) &
+  slotPid[$k]=$! slotSeq[$k]=$seq
+  running=$((running + 1))
+}
+reap() {  # wait for a unit to end; print its output and add its counts
+  local done="" k
+  wait -n -p done
+  for ((k = 0; k < jobs; k++)); do
+    # done is empty when no child was left to wait for: then every slot still marked busy has ended.
+    if [ -n "${slotPid[$k]:-}" ] && { [ -z "$done" ] || [ "${slotPid[$k]}" = "$done" ]; }; then finish_slot "$k"; fi
+  done
+}
+finish_slot() {  # k
+  local out=$tmpd/out.${slotSeq[$1]} cnt=$tmpd/counts.${slotSeq[$1]} p f s
+  cat "$out"
+  if read -r p f s <"$cnt" 2>/dev/null; then
+    pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + s))
+  else
+    echo "FAIL $(sed -n 's/^# running //p' "$out" | head -n 1) (its runner ended without a result)"
+    fail=$((fail + 1))
+  fi
+  rm -f "$out" "$cnt"
+  slotPid[$1]="" running=$((running - 1))
+}
+
+list=$(units "$@") || exit 2
+nsel=0
+# fd 3: the tests must not read the list as their stdin.
+while IFS=$'\t' read -r -u 3 kind rest np; do
+  [ -n "$kind" ] || continue
+  if [ -n "$FILTER" ] || [ -n "$LIST" ]; then
+    sel=$(names "$FILTER" "$kind" "$rest" "$np")
+    [ -n "$sel" ] || continue
+    nsel=$((nsel + $(printf '%s\n' "$sel" | wc -l)))
+    if [ -n "$LIST" ]; then printf '%s\n' "$sel"; continue; fi
+  fi
+  if [ "$jobs" -gt 1 ]; then start_unit "$kind" "$rest" "$np"; else run_unit "$kind" "$rest" "$np"; fi
 done 3<<<"$list"
+while [ "$running" -gt 0 ]; do reap; done
 
 if [ -n "$FILTER" ] && [ "$nsel" -eq 0 ]; then
   {
