@@ -271,7 +271,7 @@ __device__ void rmsNormRow(const uint16_t* x, const uint16_t* w, uint16_t* y, in
 // one launch. The peers' 16-byte pieces are all loaded before they are added (at most 8 peers at a time). The
 // closing barrier is split: the block arrives as soon as it has read the peers' x (all that barrier protects),
 // normalizes while the peers arrive, and waits only at the end, so its round trip hides behind the RMSNorm.
-__global__ void allReduceRmsNormKernel(ncclWindow_t xwin, size_t xoff, const uint16_t* w, uint16_t* out, int rows,
+__global__ void __launch_bounds__(RMS_THREADS) allReduceRmsNormKernel(ncclWindow_t xwin, size_t xoff, const uint16_t* w, uint16_t* out, int rows,
                                        int hidden, float eps, ncclDevComm dc) {
   ncclCoopCta cta;
   ncclLsaBarrierSession<ncclCoopCta> bar(cta, dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x);
@@ -311,7 +311,7 @@ __global__ void allReduceRmsNormKernel(ncclWindow_t xwin, size_t xoff, const uin
 MCCL_KERNEL_REGISTER(allReduceRmsNormKernel);
 
 // Unfused, second step: each row of the allreduce's output, normalized into out.
-__global__ void rmsNormKernel(const uint16_t* in, const uint16_t* w, uint16_t* out, int rows, int hidden, float eps) {
+__global__ void __launch_bounds__(RMS_THREADS) rmsNormKernel(const uint16_t* in, const uint16_t* w, uint16_t* out, int rows, int hidden, float eps) {
   for (int r = blockIdx.x; r < rows; r += gridDim.x)
     rmsNormRow(in + (size_t)r * hidden, w, out + (size_t)r * hidden, hidden, eps);
 }
@@ -805,7 +805,7 @@ static void test_bench_smoke(void) {
   b.iters = 2;
   b.maxBytes = 64 << 10;
   b.maxRows = 2;
-  b.maxHidden = 4096;
+  b.maxHidden = 8192;  // 1024 threads a block: what a kernel whose registers do not allow it cannot launch with
   ncclDevCommRequirements reqs;
   memset(&reqs, 0, sizeof(reqs));
   reqs.lsaBarrierCount = BENCH_BLOCKS;
