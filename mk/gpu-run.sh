@@ -93,9 +93,10 @@ nt_run() {
 }
 step build
 # Device objects compiled elsewhere by mk/gpu-prebuild.sh (carried in .gpucache), taken only where this host's
-# nvcc and the sources give the pack's stamp, and made newer than their sources so that make keeps them.
+# nvcc and the files they were compiled from (the pack's list) give the pack's stamp, and made newer than their sources so that make keeps them.
 if [ -f .gpucache/cuobj.tar ]; then
-  if [ "$(tar -xOf .gpucache/cuobj.tar build/cuda/obj/PREBUILT)" = "$(mk/gpu-prebuild.sh --stamp)" ]; then
+  if tar -xOf .gpucache/cuobj.tar build/cuda/obj/PREBUILT.deps >"$OUT/prebuilt.deps" 2>/dev/null &&
+    [ "$(tar -xOf .gpucache/cuobj.tar build/cuda/obj/PREBUILT)" = "$(mk/gpu-prebuild.sh --stamp "$OUT/prebuilt.deps")" ]; then
     tar -xf .gpucache/cuobj.tar && tar -tf .gpucache/cuobj.tar | xargs touch &&
       echo "prebuilt device objects: $(tar -tf .gpucache/cuobj.tar | grep -c '\.cu\.o$') from .gpucache"
   else echo "prebuilt device objects not used: their stamp is not this tree's (mk/gpu-prebuild.sh --stamp)"; fi
