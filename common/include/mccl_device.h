@@ -68,8 +68,13 @@
 // One per-block shared struct, as NCCL's ncclShmem (static: one per translation unit, which with
 // -rdc=false holds all the device code a kernel uses).
 #define MCCL_SHMEM_DEFINE(Type, name) static __shared__ Type name
-// Only the sim needs to know a kernel's argument layout: here it checks the kernel exists.
-#define MCCL_KERNEL_REGISTER(kernel) static_assert(sizeof(&kernel) != 0, #kernel)
+// Only the sim needs to know a kernel's argument layout. Here the kernel's address goes into a section of its own,
+// mccl_kernels, so that mcclDevLoadKernels (lab 06) can load every kernel of the program into a device's context
+// when a communicator is created, as NCCL's ncclInitKernelsForDevice does: under CUDA's lazy loading a kernel is
+// loaded at its first launch, and the load waits for the device's work in flight, which may be waiting for a
+// peer's launch that this thread has yet to make.
+#define MCCL_KERNEL_REGISTER(kernel) \
+  __attribute__((used, section("mccl_kernels"))) static const void* const mcclKernelReg_##kernel = (const void*)&kernel
 
 // Named barriers (NCCL src/device/common.h): bar.sync / bar.red.or.pred on hardware barrier `name`, the
 // `.aligned` forms NCCL uses, each preceded by __syncwarp(). The primitives call their role functions

@@ -133,6 +133,13 @@ mcclResult_t mcclDevLaunch(const struct mcclDevWork* work, int nthreads, cudaStr
  *         mcclInternalError (more than 64 kernels on a device); mcclUnhandledCudaError.
  */
 mcclResult_t mcclDevGetFunction(int dev, const void* kernel, cudaFunction_t* fn);
+/**
+ * @brief Load every kernel of the program (those MCCL_KERNEL_REGISTER names, mccl_device.h) into device `dev`'s
+ * context now, as NCCL's ncclInitKernelsForDevice: under CUDA's lazy loading the first launch of a kernel loads it,
+ * and a load waits for the device's work in flight, which can be waiting for another device's launch that the same
+ * thread has yet to make (two ranks driven from one thread). A no-op on the sim, whose kernels need no loading.
+ */
+mcclResult_t mcclDevLoadKernels(int dev);
 
 /**
  * @brief Launch `fn` (from mcclDevGetFunction), a kernel of one parameter, on `stream` as a programmatic

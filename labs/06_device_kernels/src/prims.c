@@ -138,6 +138,26 @@ unlock:
   return res;
 }
 
+// The bounds of the mccl_kernels section, which the linker defines where a program has one (GPU builds, from
+// MCCL_KERNEL_REGISTER); weak, so that a program without it (the sim's builds) links, with both NULL.
+extern const void* const __start_mccl_kernels[] __attribute__((weak));
+extern const void* const __stop_mccl_kernels[] __attribute__((weak));
+
+mcclResult_t mcclDevLoadKernels(int dev) {
+  if (__start_mccl_kernels == NULL || __stop_mccl_kernels == NULL) return mcclSuccess;
+  int saved = -1;
+  CUDACHECK(cudaGetDevice(&saved));
+  CUDACHECK(cudaSetDevice(dev));
+  mcclResult_t res = mcclSuccess;
+  for (const void* const* k = __start_mccl_kernels; k < __stop_mccl_kernels && res == mcclSuccess; k++) {
+    cudaFunction_t f;
+    CUDACHECKGOTO(cudaGetFuncBySymbol(&f, *k), res, done);
+  }
+done:
+  cudaSetDevice(saved);
+  return res;
+}
+
 mcclResult_t mcclDevLaunch(const struct mcclDevWork* work, int nthreads, cudaStream_t stream) {
   MCCL_ARGCHECK(work != NULL, "work is NULL");
   struct mcclDevWork w = *work;

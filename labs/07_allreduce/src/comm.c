@@ -295,6 +295,7 @@ mcclResult_t mcclLabCommAlloc(mcclLabComm** out, int nranks, int rank, int cudaD
   comm->ctaPolicy = mcclLabCtaPolicy(rank, MCCL_CTA_POLICY_DEFAULT);
   mcclLabThreadThresholds(comm);
   CUDACHECKGOTO(cudaSetDevice(cudaDev), res, fail);
+  MCCLCHECKGOTO(mcclDevLoadKernels(cudaDev), res, fail);
   MCCLCHECKGOTO(mcclTransportCtxInit(&comm->ctx, rank, nranks, cudaDev), res, fail);
   // The table of the layer that knows every transport of this program: lab 07 names none itself.
   comm->ctx.transports = transports;

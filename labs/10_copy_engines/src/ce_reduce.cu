@@ -33,18 +33,75 @@ __device__ __forceinline__ bool ceWaitArrived(const struct mcclCeArArgs& a, int 
   return !__syncthreads_or(aborted);
 }
 
-// out[i] = op over ranks, in rank order, of rank s's element i; rank s's elements at src(s).
+// Packs of 16 bytes a thread keeps in flight per trip: the kernel has a few SMs for the whole buffer, so each
+// of them needs many loads outstanding to keep up with the engines.
+#define CE_AR_UNROLL 4
+
+template <typename T>
+__device__ __forceinline__ mcclPack<T, 16> loadPack(const T* p) {
+  mcclPack<T, 16> x;
+  x.load(p);
+  return x;
+}
+
+// Rank s's element i: this rank's own input, or what peer s's engines put here.
+template <typename T>
+__device__ __forceinline__ const T* ceSrc(const struct mcclCeArArgs& a, const T* mine, const char* const* others,
+                                          int s) {
+  return s == a.rank ? mine : (const T*)others[s];
+}
+
+// out[i] = op over ranks, in rank order, of rank s's element i, for i in [lo, hi) (one element per thread).
+template <typename T, typename RedOp>
+__device__ __forceinline__ void ceReduceElts(const struct mcclCeArArgs& a, RedOp op, T* out, const T* mine,
+                                             const char* const* others, size_t lo, size_t hi) {
+  for (size_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+    T acc = op.pre(mcclLoadElt(ceSrc(a, mine, others, 0) + i));
+    for (int s = 1; s < a.nRanks; s++) acc = op.apply(acc, op.pre(mcclLoadElt(ceSrc(a, mine, others, s) + i)));
+    out[i] = op.post(acc);
+  }
+}
+
+// The same over [lo, hi) in 16-byte packs (lab 06's reduceCopy body, with every rank's source), where every
+// pointer is at the same offset modulo 16: the elements before the first whole pack and after the last go one
+// by one. Elsewhere (a user's buffers at offsets that disagree) every element goes one by one.
 template <typename T, typename RedOp>
 __device__ __forceinline__ void ceReduce(const struct mcclCeArArgs& a, RedOp op, T* out, const T* mine,
                                          const char* const* others, size_t lo, size_t hi) {
-  for (size_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
-    T acc = op.pre(a.rank == 0 ? mine[i] : mcclLoadElt((const T*)others[0] + i));
-    for (int s = 1; s < a.nRanks; s++) {
-      const T x = s == a.rank ? mine[i] : mcclLoadElt((const T*)others[s] + i);
-      acc = op.apply(acc, op.pre(x));
-    }
-    out[i] = op.post(acc);
+  typedef mcclPack<T, 16> Pack;
+  uintptr_t disagree = 0;
+  for (int s = 0; s < a.nRanks; s++) disagree |= (uintptr_t)ceSrc(a, mine, others, s) ^ (uintptr_t)out;
+  if ((disagree & 15) != 0 || hi <= lo) {
+    ceReduceElts<T>(a, op, out, mine, others, lo, hi);
+    return;
   }
+  const size_t headElts = ((16 - ((uintptr_t)(out + lo) & 15)) & 15) / sizeof(T);
+  const size_t head = headElts < hi - lo ? headElts : hi - lo, from = lo + head;
+  const size_t nPacks = (hi - from) / Pack::N, packsEnd = from + nPacks * Pack::N;
+  for (size_t base = threadIdx.x; base < nPacks; base += (size_t)blockDim.x * CE_AR_UNROLL) {
+    Pack acc[CE_AR_UNROLL];
+#pragma unroll
+    for (int u = 0; u < CE_AR_UNROLL; u++) {
+      const size_t p = base + (size_t)u * blockDim.x;
+      if (p < nPacks) acc[u] = mcclPrePack<T>(op, loadPack<T>(ceSrc(a, mine, others, 0) + from + p * Pack::N));
+    }
+    for (int s = 1; s < a.nRanks; s++) {
+#pragma unroll
+      for (int u = 0; u < CE_AR_UNROLL; u++) {
+        const size_t p = base + (size_t)u * blockDim.x;
+        if (p < nPacks)
+          acc[u] = mcclApplyPack<T>(
+              op, acc[u], mcclPrePack<T>(op, loadPack<T>(ceSrc(a, mine, others, s) + from + p * Pack::N)));
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < CE_AR_UNROLL; u++) {
+      const size_t p = base + (size_t)u * blockDim.x;
+      if (p < nPacks) mcclPostPack<T>(op, acc[u]).store(out + from + p * Pack::N);
+    }
+  }
+  ceReduceElts<T>(a, op, out, mine, others, lo, from);
+  ceReduceElts<T>(a, op, out, mine, others, packsEnd, hi);
 }
 
 template <typename T, typename RedOp>
