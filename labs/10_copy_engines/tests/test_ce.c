@@ -64,6 +64,17 @@ static void tearDown(struct ceGroup* g) {
   memset(g, 0, sizeof(*g));
 }
 
+// setUp, then out of the test if it skipped (fewer devices than ranks) or failed, with what it made torn down: a
+// test must not go on to use communicators that were never created.
+#define SET_UP_OR_RETURN(g, n) \
+  do {                         \
+    setUp(g, n);               \
+    if (mcclTestStopped()) {   \
+      tearDown(g);             \
+      return;                  \
+    }                          \
+  } while (0)
+
 // One call on every rank: set up, issue, check every rank's output.
 static void runCall(struct ceGroup* g, const struct ceCall* c, uint64_t tag) {
   for (int i = 0; i < g->n; i++) ceSetUp(&g->r[i], c, g->n, i, tag);
@@ -82,7 +93,7 @@ static void runCall(struct ceGroup* g, const struct ceCall* c, uint64_t tag) {
 // values land before the log is taken. Then every flag holds the value of the last sync that used its array.
 static void memOpSync(int n) {
   struct ceGroup g;
-  setUp(&g, n);
+  SET_UP_OR_RETURN(&g, n);
   uint64_t* vals = (uint64_t*)malloc(sizeof(uint64_t) * SYNC_ROUNDS);
   for (int i = 0; i < n && !mcclTestStopped(); i++) {  // rank i's value of round k, in its plain buffer
     for (int k = 0; k < SYNC_ROUNDS; k++) vals[k] = ((uint64_t)(k + 1) << 8) | (uint64_t)i;
@@ -135,7 +146,7 @@ static void memOpSync4(void) {
 // rank 1 has not synchronised, and both finish once it has.
 static void memOpSyncWaits(void) {
   struct ceGroup g;
-  setUp(&g, 2);
+  SET_UP_OR_RETURN(&g, 2);
   if (!mcclTestStopped()) {
     EXPECT_CUDA_OK(cudaSetDevice(0));
     EXPECT_OK(mcclCeMemOpSync(g.comms[0], g.r[0].stream));
@@ -199,7 +210,7 @@ static void batchCopies(void) {
 // n - 1; each call checked on every rank, the bytes around its output included.
 static void collective(int func, int n) {
   struct ceGroup g;
-  setUp(&g, n);
+  SET_UP_OR_RETURN(&g, n);
   uint64_t tag = mcclTestSeed();
   const int rooted = func == mcclFuncGather || func == mcclFuncScatter || func == mcclFuncBroadcast;
   for (size_t s = 0; s < sizeof(ceCounts) / sizeof(ceCounts[0]) && !mcclTestStopped(); s++)
@@ -231,7 +242,7 @@ COLL_TESTS(broadcast, mcclFuncBroadcast)
 // Two hundred calls in a row, every function in turn, nothing reset between them: the sequence carries on.
 static void manyCalls(void) {
   struct ceGroup g;
-  setUp(&g, 4);
+  SET_UP_OR_RETURN(&g, 4);
   uint64_t tag = mcclTestSeed();
   for (int k = 0; k < 200 && !mcclTestStopped(); k++) {
     struct ceCall c = {ceFuncs[k % 5], (size_t)(k % 7) * 131 + 1, 4, k % 4, (k / 5) % 2 && k % 5 != 1, k % 3 == 0, 0};
@@ -257,7 +268,7 @@ static void* legacyThread(void* p) {
 }
 static void legacyStream(void) {
   struct ceGroup g;
-  setUp(&g, 2);
+  SET_UP_OR_RETURN(&g, 2);
   cudaStream_t keep[2];
   for (int i = 0; i < 2; i++) {
     keep[i] = g.r[i].stream;
@@ -293,8 +304,7 @@ static uint64_t launches(struct ceGroup* g) {
 // copy-engine call and an allreduce run side by side: one kernel, for the allreduce.
 static void policyZero(int n) {
   struct ceGroup g;
-  setUp(&g, n);
-  CHECK_STOPPED();  // skipped (too few devices) or failed: no communicators to set
+  SET_UP_OR_RETURN(&g, n);
   for (int i = 0; i < n; i++) g.comms[i]->ctaPolicy = MCCL_CTA_POLICY_ZERO;
   uint64_t tag = mcclTestSeed();
   const uint64_t before = launches(&g);
@@ -349,7 +359,7 @@ static void policyZero4(void) {
 // and EFFICIENCY policies on windows. A zero-count call under ZERO does nothing, and the next call still works.
 static void policyFallback(void) {
   struct ceGroup g;
-  setUp(&g, 2);
+  SET_UP_OR_RETURN(&g, 2);
   uint64_t tag = mcclTestSeed();
   struct ceCall c = {mcclFuncAllGather, 513, 4, 0, 0, 0, 1};
   for (int pol = 0; pol < 4 && !mcclTestStopped(); pol++) {
@@ -454,7 +464,7 @@ static void runAr(struct ceGroup* g, size_t count, mcclDataType_t t, int op, int
 }
 static void assistedAllReduce(int n) {
   struct ceGroup g;
-  setUp(&g, n);
+  SET_UP_OR_RETURN(&g, n);
   setArEnv("1024", NULL);
   uint64_t tag = mcclTestSeed() % 1000;
   for (int t = 0; t < mcclNumTypes && !mcclTestStopped(); t++)
@@ -497,7 +507,7 @@ static void* abortLater(void* p) {
 // destroying both communicators frees everything.
 static void abortReleasesWaits(void) {
   struct ceGroup g;
-  setUp(&g, 2);
+  SET_UP_OR_RETURN(&g, 2);
   if (!mcclTestStopped()) {
     struct ceCall c = {mcclFuncAllGather, 1000, 4, 0, 0, 1, 0};
     ceSetUp(&g.r[0], &c, 2, 0, 1);
@@ -513,7 +523,7 @@ static void abortReleasesWaits(void) {
   }
   tearDown(&g);
   // The same with the assisted allreduce: its kernel sees the flag and ends, teardown releases the copies' waits.
-  setUp(&g, 2);
+  SET_UP_OR_RETURN(&g, 2);
   if (!mcclTestStopped()) {
     setArEnv("1024", NULL);
     ceArSetUp(&g.r[0], 5000, mcclFloat32, mcclSum, 0, 1);
@@ -534,7 +544,7 @@ static void abortReleasesWaits(void) {
 // (nothing queued: the sequence is untouched).
 static void badInput(void) {
   struct ceGroup g;
-  setUp(&g, 2);
+  SET_UP_OR_RETURN(&g, 2);
   if (!mcclTestStopped()) {
     mcclLabComm bare;
     memset(&bare, 0, sizeof(bare));
@@ -569,7 +579,7 @@ static void graphReplay(void) {
   mcclTestGraphApi ga;
   if (!mcclTestGraphApiLoad(&ga)) SKIP("the CUDA runtime's graph API is not available");
   struct ceGroup g;
-  setUp(&g, 2);
+  SET_UP_OR_RETURN(&g, 2);
   uint64_t tag = mcclTestSeed();
   struct ceCall c = {mcclFuncAllGather, 3001, 4, 0, 0, 1, 0};
   cudaGraphExec_t exec[2] = {NULL, NULL};
