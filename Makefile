@@ -283,7 +283,7 @@ help:
 	@echo "  BACKEND=cuda|sim  device calls to the GPU or to the CPU sim (default here: $(BACKEND))"
 	@echo "  LAB=NN   test/bench/demo/gdb one module: a lab's number or directory name, common, sim"
 	@echo "  T=pattern  tests whose name contains pattern (or matches it as a glob), gdb.NN checks included"
-	@echo "  MCCL_TEST_JOBS=N  test binaries run at once, each on its own CPUs (sim: one per CPU, at most 8; cuda: 1)"
+	@echo "  MCCL_TEST_JOBS=N  test binaries run at once (sim: one per CPU, at most 8; cuda: 1)"
 	@echo "  DEBUG=1  -O0 -g3            SANITIZE=1  ASan + UBSan (sim backend only)"
 	@echo "  TSAN=1   ThreadSanitizer build (sim only; not with SANITIZE=1)"
 	@echo "  CUDA_DEBUG=1  nvcc -G for cuda-gdb (cuda backend)"

@@ -19,35 +19,23 @@ tmpd=$(mktemp -d)
 trap 'rm -rf "$tmpd"' EXIT
 
 # Test binaries at once (MCCL_TEST_JOBS; default on the sim: one per CPU this process may use, at most 8; on a
-# GPU host 1, since tests there share the GPUs and some time them). With more than one, each binary runs pinned
-# to its own share of the CPUs and its output is printed whole when it ends. The sim's tests run many more
-# threads than cores and spend most of their time switching between them: pinned to one core, a test binary needs
-# about a third less CPU than when its threads move between cores, and two such binaries side by side on two
-# cores end sooner than the same two one after the other.
-cpus=()
-for r in $(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status 2>/dev/null | tr , ' '); do
-  case $r in *-*) for ((c = ${r%-*}; c <= ${r#*-}; c++)); do cpus+=("$c"); done ;; *) cpus+=("$r") ;; esac
-done
-[ ${#cpus[@]} -gt 0 ] || cpus=(0)
+# GPU host 1, since tests there share the GPUs and some time them). With more than one, each binary's output is
+# printed whole when it ends. A sim test binary rarely keeps every core busy (its threads wait on each other, on
+# sockets and on peers' processes), so two side by side on two cores end sooner than one after the other. They
+# are not pinned to cores: a demo, a gdb walk or a test of many short waits slows down badly on one core.
+ncpu=$(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status 2>/dev/null | tr , '\n' |
+  awk -F- '{n += NF == 2 ? $2 - $1 + 1 : 1} END {print n + 0}')
+[ "${ncpu:-0}" -ge 1 ] || ncpu=1
 if [ -n "${MCCL_TEST_JOBS:-}" ]; then
   jobs=$MCCL_TEST_JOBS
 elif [ "${BACKEND:-sim}" = sim ]; then
-  jobs=$(( ${#cpus[@]} < 8 ? ${#cpus[@]} : 8 ))
+  jobs=$((ncpu < 8 ? ncpu : 8))
 else
   jobs=1
 fi
 case $jobs in '' | *[!0-9]* | 0) echo "runtests: MCCL_TEST_JOBS must be a positive number, not '$jobs'" >&2; exit 2 ;; esac
-[ "$jobs" -gt ${#cpus[@]} ] && jobs=${#cpus[@]}
-# Parallel runs need taskset and bash's `wait -n -p` (bash 5.1).
-if ! command -v taskset >/dev/null || ((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] < 501)); then jobs=1; fi
-# slotCpus[k]: the CPUs of job slot k, every jobs-th CPU from the k-th.
-slotCpus=()
-for ((k = 0; k < jobs; k++)); do
-  l=""
-  for ((c = k; c < ${#cpus[@]}; c += jobs)); do l+="${l:+,}${cpus[$c]}"; done
-  slotCpus+=("$l")
-done
-pin=()
+# Parallel runs need bash's `wait -n -p` (bash 5.1).
+((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >= 501)) || jobs=1
 
 # TSAN=1: ThreadSanitizer needs the address layout it was built for. On kernels that randomise
 # mmap more than it supports (vm.mmap_rnd_bits > 28 with gcc 12's TSan) every binary dies at start
@@ -105,7 +93,7 @@ run_one() {  # name, command...
     watcher=$!
   fi
   local tmp=$tmpd/unit.$BASHPID
-  timeout -k 10 "$TIMEOUT" ${pin[@]+"${pin[@]}"} ${prefix[@]+"${prefix[@]}"} "$@" 2>&1 |
+  timeout -k 10 "$TIMEOUT" ${prefix[@]+"${prefix[@]}"} "$@" 2>&1 |
     sed -u -E 's/^([0-9]+ passed, [0-9]+ failed, [0-9]+ skipped)$/#   \1/' | tee "$tmp"
   local rc=${PIPESTATUS[0]}
   if [ -n "$watcher" ]; then
@@ -200,7 +188,7 @@ run_unit() {  # kind rest np: run one unit (run_one with its name and command)
   esac
 }
 
-# Parallel runs: a unit runs in a background shell on its slot's CPUs, its output into a file that reap() prints
+# Parallel runs: a unit runs in a background shell of its own (a slot), its output into a file that reap() prints
 # whole, with the unit's counts, when the unit ends.
 running=0 seq=0
 slotPid=() slotSeq=()
@@ -211,18 +199,18 @@ start_unit() {  # kind rest np
   seq=$((seq + 1))
   (
     exec 3<&- >"$tmpd/out.$seq" 2>&1
-    pin=(taskset -c "${slotCpus[$k]}") counts=$tmpd/counts.$seq
+    counts=$tmpd/counts.$seq
     run_unit "$@"
   ) &
   slotPid[$k]=$! slotSeq[$k]=$seq
   running=$((running + 1))
 }
 reap() {  # wait for a unit to end; print its output and add its counts
-  local done="" k
-  wait -n -p done
+  local ended="" k
+  wait -n -p ended
   for ((k = 0; k < jobs; k++)); do
-    # done is empty when no child was left to wait for: then every slot still marked busy has ended.
-    if [ -n "${slotPid[$k]:-}" ] && { [ -z "$done" ] || [ "${slotPid[$k]}" = "$done" ]; }; then finish_slot "$k"; fi
+    # ended is empty when no child was left to wait for: then every slot still marked busy has ended.
+    if [ -n "${slotPid[$k]:-}" ] && { [ -z "$ended" ] || [ "${slotPid[$k]}" = "$ended" ]; }; then finish_slot "$k"; fi
   done
 }
 finish_slot() {  # k

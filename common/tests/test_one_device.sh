@@ -11,7 +11,7 @@ oneDevicePassesOrSkips() {
   out=$(mktemp)
   for bin in "$dir"/[0-9][0-9]_*/test_* "$dir"/final/test_*; do
     [ -f "$bin" ] && [ -x "$bin" ] || continue
-    MCCL_SIM_DEVICES=1 MCCL_TEST_FILTER= timeout 300 "$bin" >"$out" 2>&1
+    MCCL_SIM_DEVICES=1 MCCL_TEST_FILTER='' timeout 300 "$bin" >"$out" 2>&1
     rc=$?
     n=$((n + 1))
     if [ "$rc" -ne 0 ] || grep -q '^FAIL ' "$out"; then

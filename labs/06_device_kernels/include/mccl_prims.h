@@ -138,6 +138,8 @@ mcclResult_t mcclDevGetFunction(int dev, const void* kernel, cudaFunction_t* fn)
  * context now, as NCCL's ncclInitKernelsForDevice: under CUDA's lazy loading the first launch of a kernel loads it,
  * and a load waits for the device's work in flight, which can be waiting for another device's launch that the same
  * thread has yet to make (two ranks driven from one thread). A no-op on the sim, whose kernels need no loading.
+ * @param[in] dev  the device whose context loads them.
+ * @return mcclSuccess; mcclUnhandledCudaError (a kernel the driver could not load).
  */
 mcclResult_t mcclDevLoadKernels(int dev);
 
