@@ -11,7 +11,8 @@
 # MCCL_FAULTS=1 adds the faults of nccl_faults on minccl and NCCL (see the step).
 # MCCL_DEVAPI=1 adds NCCL's device API: mpi_nccl_devapi's tests and timings on minccl and NCCL (see the step).
 # MCCL_NET=1 adds the net path beside NCCL's (allreduce_perf --hosts 2; see the step).
-# MCCL_CE=1 adds lab 10's copy-engine benchmark beside NCCL's copy engines (see the step).
+# MCCL_CE=1 adds lab 10's copy-engine benchmark beside NCCL's copy engines (see the step); MCCL_CE_AR=1 its
+# copy-engine-assisted allreduce beside two-shot and NCCL.
 # MCCL_PROFILE=1 adds kernel durations under Nsight Compute (one-pass metric, --clock-control none) of
 # minccl's and NCCL's allreduce kernels at MCCL_PROFILE_SIZES (default 8 8K 2M), see mk/gpu-profile.sh.
 # With .gpucache/cuobj.tar (mk/gpu-prebuild.sh, carried) the build step takes its device objects from there.
@@ -146,6 +147,16 @@ if [ "${MCCL_SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; the
       timeout ${MCCL_SANITIZE_TIMEOUT:-150} $mpi -np 2 -x NCCL_NVLS_ENABLE compute-sanitizer --tool $tool \
         --report-api-errors no --error-exitcode 9 build/cuda/bin/07_allreduce/mpi_allreduce > "$log" 2>&1
       echo "compute-sanitizer $tool lab 07 mpi_allreduce np2: exit $? ($(grep -cE '^(PASS|FAIL) ' "$log") tests; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | sort | uniq -c | tr -s ' ' | tr '\n' ';'))"
+    done
+  fi
+  # Lab 10's copy-engine collectives and the assisted allreduce's reduce kernel (its flags, its packed loads):
+  # test_ce, one process driving every GPU, under memcheck and racecheck (MCCL_SANITIZE_CE=0 skips).
+  if [ "${MCCL_SANITIZE_CE:-1}" = 1 ] && [ -x build/cuda/bin/10_copy_engines/test_ce ]; then
+    for tool in memcheck racecheck; do
+      log="$OUT/sanitizer-$tool-ce.log"
+      timeout ${MCCL_SANITIZE_TIMEOUT:-150} compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 \
+        build/cuda/bin/10_copy_engines/test_ce > "$log" 2>&1
+      echo "compute-sanitizer $tool lab 10 test_ce: exit $? ($(grep -cE '^(PASS|FAIL) ' "$log") tests; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | sort | uniq -c | tr -s ' ' | tr '\n' ';'))"
     done
   fi
   # Send/receive's kernels (SIMPLE and LL, mixed in one launch) under memcheck. The driver calls that
@@ -427,6 +438,24 @@ if [ "${MCCL_CE:-0}" = 1 ] && [ -x "$bce" ] && [ "$ngpu" -ge 2 ]; then
   # shellcheck disable=SC2086
   timeout 180 $mr -x NCCL_NVLS_ENABLE -x MCCL_NCCL_LIB "$bce" --overlap > "$OUT/ce_overlap.log" 2>&1
   echo "overlap exit $?"; grep -vE 'MCCL INFO|NCCL INFO' "$OUT/ce_overlap.log" | tail -16
+fi
+# MCCL_CE_AR=1: lab 10's copy-engine-assisted allreduce (MCCL_ALGO=ce) beside two-shot and NCCL, allreduce_perf
+# --oop on windows, eager, MCCL_NP ranks, from MCCL_CE_AR_MIN (64M) to 1G, then each chunk of MCCL_CE_AR_CHUNKS
+# (default "4194304 16777216 33554432"; the default chunk is the first run's) at 256 MiB and 1 GiB.
+if [ "${MCCL_CE_AR:-0}" = 1 ] && [ -x "$bf" ] && [ "$ngpu" -ge 2 ]; then
+  step "copy-engine-assisted allreduce: allreduce_perf --oop, MCCL_ALGO=ce / twoshot beside NCCL, $np ranks"
+  for algo in ce twoshot; do
+    # shellcheck disable=SC2086 # mr is a list
+    MCCL_ALGO=$algo $mr -x MCCL_ALGO "$bf" --nccl --oop -b "${MCCL_CE_AR_MIN:-64M}" -e 1G -f 2 \
+      > "$OUT/ce_ar_$algo.log" 2>&1
+    echo "MCCL_ALGO=$algo exit $?"; grep -E '^ *[0-9]+ ' "$OUT/ce_ar_$algo.log" | tail -8
+  done
+  for chunk in ${MCCL_CE_AR_CHUNKS:-4194304 16777216 33554432}; do
+    # shellcheck disable=SC2086 # mr is a list
+    MCCL_ALGO=ce MCCL_CE_AR_CHUNK=$chunk $mr -x MCCL_ALGO -x MCCL_CE_AR_CHUNK "$bf" --oop -b 256M -e 1G -f 4 \
+      > "$OUT/ce_ar_chunk$chunk.log" 2>&1
+    echo "MCCL_CE_AR_CHUNK=$chunk exit $?"; grep -E '^ *[0-9]+ ' "$OUT/ce_ar_chunk$chunk.log" | tail -2
+  done
 fi
 if [ "${MCCL_PROFILE:-0}" = 1 ] && [ "$ngpu" -ge 2 ] && command -v ncu >/dev/null; then
   step "profile: kernel durations under ncu (minccl and NCCL, $np ranks, ${MCCL_PROFILE_SIZES:-8 8K 2M})"

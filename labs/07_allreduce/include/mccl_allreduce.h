@@ -100,9 +100,11 @@ struct mcclLabCeColl {
   uint32_t seq;                   /**< the last value a memory-op sync wrote (NCCL's ceSeqNum) */
   int useComplete;     /**< which flags the next sync uses: 1 ceComplete, 0 ceReady (NCCL's useCompletePtr) */
   uint64_t arSeq;      /**< the assisted allreduce: rounds so far (its flags' values) */
-  cudaStream_t stream; /**< the assisted allreduce: the copies' stream beside the reduce kernel's (or NULL) */
-  cudaEvent_t fork;    /**< the assisted allreduce: the event that forks that stream from the caller's */
-  cudaEvent_t join;    /**< the assisted allreduce: the event that joins it back */
+  cudaStream_t stream;   /**< the assisted allreduce: the reduce-scatter copies' stream (or NULL) */
+  cudaStream_t agStream; /**< the assisted allreduce: the all-gather copies' stream, beside the other (or NULL) */
+  cudaEvent_t fork;      /**< the assisted allreduce: the event that forks both from the caller's stream */
+  cudaEvent_t agDone;    /**< the assisted allreduce: the event that joins the all-gather stream to the other */
+  cudaEvent_t join;      /**< the assisted allreduce: the event that joins them back to the caller's */
 };
 
 /** @brief The communicator's own launches (src/launches.c): numbered, and a ring where each one's last block

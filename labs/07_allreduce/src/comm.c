@@ -225,7 +225,9 @@ static mcclResult_t commFree(mcclLabComm* comm) {
   }
   // The assisted allreduce's stream and events (lab 10 made them; its work ended with the launches above).
   if (comm->ceColl.stream) cudaStreamDestroy(comm->ceColl.stream);
+  if (comm->ceColl.agStream) cudaStreamDestroy(comm->ceColl.agStream);
   if (comm->ceColl.fork) cudaEventDestroy(comm->ceColl.fork);
+  if (comm->ceColl.agDone) cudaEventDestroy(comm->ceColl.agDone);
   if (comm->ceColl.join) cudaEventDestroy(comm->ceColl.join);
   if (comm->signalWin) {
     void* sig = comm->signalWin->buff;

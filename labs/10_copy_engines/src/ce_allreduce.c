@@ -1,8 +1,10 @@
 // Lab 10: an allreduce past the SMs' ceiling, the copy engines carrying the bytes and a small kernel adding
 // them (this lab's own design, not NCCL's). Two-shot's shape: a reduce-scatter, then an all-gather, both moved
 // by the engines, pipelined in rounds with a flag per chunk (src/ce_reduce.cu is the kernel). The caller's
-// stream runs the kernel; the communicator's second stream runs the copies, forked from the caller's stream and
-// joined back, so the call stays ordered with the caller's other work.
+// stream runs the kernel; two more streams of the communicator run the copies, the reduce-scatter's on one and
+// the all-gather's on the other, so that round r's all-gather goes out while later rounds' chunks still come
+// in (on one stream every all-gather copy would queue behind the last reduce-scatter copy). Both are forked
+// from the caller's stream and joined back, so the call stays ordered with the caller's other work.
 #include <string.h>
 #include "ce_allreduce.h"
 #include "mccl_ce.h"
@@ -83,7 +85,9 @@ static size_t roundLen(const struct mcclCeArArgs* a, int r) {
 static mcclResult_t sideStream(mcclLabComm* comm) {
   struct mcclLabCeColl* ce = &comm->ceColl;
   if (ce->stream == NULL) CUDACHECK(cudaStreamCreateWithFlags(&ce->stream, cudaStreamNonBlocking));
+  if (ce->agStream == NULL) CUDACHECK(cudaStreamCreateWithFlags(&ce->agStream, cudaStreamNonBlocking));
   if (ce->fork == NULL) CUDACHECK(cudaEventCreateWithFlags(&ce->fork, cudaEventDisableTiming));
+  if (ce->agDone == NULL) CUDACHECK(cudaEventCreateWithFlags(&ce->agDone, cudaEventDisableTiming));
   if (ce->join == NULL) CUDACHECK(cudaEventCreateWithFlags(&ce->join, cudaEventDisableTiming));
   return mcclSuccess;
 }
@@ -121,10 +125,12 @@ mcclResult_t mcclCeAllReduce(mcclLabComm* comm, const struct mcclLabCeCollArgs* 
   a.nRanks = n;
   a.base = ce->arSeq + 1;  // every rank counts the same rounds
   ce->arSeq += (uint64_t)nRounds;
-  cudaStream_t side = ce->stream;
-  // Fork: the copies come after the caller's earlier work, the ready sync after them.
+  cudaStream_t side = ce->stream, ag = ce->agStream;
+  // Fork: the copies come after the caller's earlier work, the ready sync after them. The all-gather's stream
+  // needs no sync of its own: its first copy waits for a reduced chunk, which needs every peer in the call.
   CUDACHECK(cudaEventRecord(ce->fork, stream));
   CUDACHECK(cudaStreamWaitEvent(side, ce->fork, 0));
+  CUDACHECK(cudaStreamWaitEvent(ag, ce->fork, 0));
   MCCLCHECK(mcclCeMemOpSync(comm, side));
   // The kernel, on the caller's stream: it waits for the chunks as they come. A small one: a block per 16 SMs, at
   // most MCCL_CE_AR_BLOCKS (the flags have room for that many).
@@ -164,11 +170,11 @@ mcclResult_t mcclCeAllReduce(mcclLabComm* comm, const struct mcclLabCeCollArgs* 
     const uint64_t v = a.base + (uint64_t)r;
     struct mcclSymSignals* mine = signalsOf(comm, me);
     for (int g = 0; g < nBlocks; g++) {
-      MCCLCHECK(memOpAdd(&m, side, 1, &mine->ceArReduced[g][r % MCCL_CE_AR_SLOTS], v));
+      MCCLCHECK(memOpAdd(&m, ag, 1, &mine->ceArReduced[g][r % MCCL_CE_AR_SLOTS], v));
       for (int k = 1; k < n; k++)
-        MCCLCHECK(memOpAdd(&m, side, 1, &mine->ceArConsumed[(me + k) % n][g][r % MCCL_CE_AR_SLOTS], v));
+        MCCLCHECK(memOpAdd(&m, ag, 1, &mine->ceArConsumed[(me + k) % n][g][r % MCCL_CE_AR_SLOTS], v));
     }
-    MCCLCHECK(memOpsFlush(&m, side));
+    MCCLCHECK(memOpsFlush(&m, ag));
     struct mcclCeBatch b;
     b.n = 0;
     for (int k = 1; k < n; k++) {
@@ -177,9 +183,12 @@ mcclResult_t mcclCeAllReduce(mcclLabComm* comm, const struct mcclLabCeCollArgs* 
       b.srcs[b.n] = src;
       b.sizes[b.n++] = len;
     }
-    MCCLCHECK(mcclCeLaunchBatch(comm, &b, side));
+    MCCLCHECK(mcclCeLaunchBatch(comm, &b, ag));
   }
-  // Every peer's reduced chunks have landed here; join the caller's stream.
+  // This rank's all-gather copies done, the closing sync says so to every peer, and waits until every peer's
+  // reduced chunks have landed here; then join the caller's stream.
+  CUDACHECK(cudaEventRecord(ce->agDone, ag));
+  CUDACHECK(cudaStreamWaitEvent(side, ce->agDone, 0));
   MCCLCHECK(mcclCeMemOpSync(comm, side));
   CUDACHECK(cudaEventRecord(ce->join, side));
   CUDACHECK(cudaStreamWaitEvent(stream, ce->join, 0));

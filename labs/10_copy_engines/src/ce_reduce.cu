@@ -1,9 +1,9 @@
 // Lab 10: the small kernel of the copy-engine-assisted allreduce (ce_allreduce.c). It runs on the caller's
-// stream beside the copies on the communicator's second stream. For each round: wait until every peer's engines
-// have put their chunk of this rank's part into its output (one flag per peer and round, written by the peer's
-// stream), reduce them with this rank's own input into its part, then say so twice: to this rank's stream (the
-// reduced part may go out) and to every peer (its chunk has been read: its engines may overwrite it with the
-// reduced part of its own). Block g takes slice g of every round, and signals its own flags.
+// stream beside the copies on two more streams of the communicator. For each round: wait until every peer's
+// engines have put their chunk of this rank's part into its output (one flag per peer and round, written by the
+// peer's stream), reduce them with this rank's own input into its part, then say so twice: to this rank's
+// all-gather stream (the reduced part may go out) and to every peer (its chunk has been read: its engines may
+// overwrite it with the reduced part of its own). Block g takes slice g of every round, and signals its own flags.
 #include "ce_allreduce.h"
 #include "mccl_prims.h"
 #include "device/reduce_kernel.cuh"
