@@ -131,7 +131,7 @@ fi
 # the three-endpoint chains, every op and both protocols; MCCL_SANITIZE=0 skips).
 if [ "${MCCL_SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
   step "compute-sanitizer (lab 06 test_prims: memcheck, racecheck, synccheck; lab 07 mpi_allreduce: memcheck, racecheck, synccheck; mpi_sendrecv: memcheck, synccheck, racecheck)"
-  # MCCL_SANITIZE_PRIMS=0 leaves lab 06's runs out (lab 07's only).
+  # MCCL_SANITIZE_PRIMS=0 leaves lab 06's runs out, MCCL_SANITIZE_07=0 lab 07's.
   for tool in $([ "${MCCL_SANITIZE_PRIMS:-1}" = 1 ] && echo memcheck racecheck synccheck); do
     MCCL_TEST_FILTER=${MCCL_SANITIZE_FILTER:-chain} timeout ${MCCL_SANITIZE_TIMEOUT:-150} compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 \
       build/cuda/bin/06_device_kernels/test_prims \
@@ -140,7 +140,7 @@ if [ "${MCCL_SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; the
   done
   # Two ranks (sharing the GPU where there is one): the ring, one-shot and two-shot kernels (their barriers,
   # the signal area's flags) under each of the three tools.
-  if [ -x build/cuda/bin/07_allreduce/mpi_allreduce ]; then
+  if [ -x build/cuda/bin/07_allreduce/mpi_allreduce ] && [ "${MCCL_SANITIZE_07:-1}" = 1 ]; then
     for tool in synccheck memcheck racecheck; do
       log="$OUT/sanitizer-$tool-07.log"
       # shellcheck disable=SC2086 # mpi is a list
@@ -165,7 +165,7 @@ if [ "${MCCL_SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; the
   # back to its start (labs/01_vmm_alloc/src/alloc.c).
   # synccheck and racecheck on connectionAcrossLayouts only: a split work's send and receive groups (named
   # barriers 15, 14, 13) then one-direction works on the whole block, SIMPLE and LL.
-  if [ -x build/cuda/bin/07_allreduce/mpi_sendrecv ]; then
+  if [ -x build/cuda/bin/07_allreduce/mpi_sendrecv ] && [ "${MCCL_SANITIZE_07:-1}" = 1 ]; then
     for tool in memcheck synccheck racecheck; do
       log="$OUT/sanitizer-$tool-sendrecv.log"
       filter=""; [ $tool = memcheck ] || filter=Layouts

@@ -180,9 +180,10 @@ static int threadUncounted(const char* tid) {
   if (rp == NULL || sscanf(rp + 1, " %c %d %d %d %d %d %u", &state, &i1, &i2, &i3, &i4, &i5, &flags) != 7) return 0;
   if (flags & MCCL_PF_EXITING) return 1;
   // The sim's NULL-stream worker (named in sim_stream.c) starts on demand and leaves when idle: whether
-  // it is there is timing, not a leak, so thread counts leave it out.
+  // it is there is timing, not a leak, so thread counts leave it out. So are the sim's idle block threads
+  // (sim_launch.c's crews), which it keeps for later launches as a driver keeps its own threads.
   const char* lp = strchr(buf, '(');
-  return lp != NULL && strncmp(lp, "(sim-legacy)", 12) == 0;
+  return lp != NULL && (strncmp(lp, "(sim-legacy)", 12) == 0 || strncmp(lp, "(sim-crew)", 10) == 0);
 }
 
 int mcclTestCountThreads(void) {

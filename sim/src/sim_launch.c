@@ -2,10 +2,11 @@
 // portability header (common/include/mccl_device.h) calls: barriers, __syncwarp and per-block shared memory.
 //
 // A launch is an operation on its stream's worker (sim_stream.c, simEnqueueWork). The worker starts every
-// thread of every block at once, each a fresh host thread, and joins them all before the stream moves on:
+// thread of every block at once, each a host thread, and waits for them all before the stream moves on:
 // blocks (and ranks in other processes) wait on each other through memory, so no block may run to
 // completion before the others start. Each block has its own barriers and shared storage; a block thread
-// finds them through its thread-local simKThread.
+// finds them through its thread-local simKThread. The host threads of a block are a crew, kept for a later
+// block of the same size once this one ends (see "crews" below).
 #include <errno.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -27,7 +28,7 @@
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define SIM_BLOCK_STACK ((size_t)8 << 20)  // sanitizers need larger frames
 #else
-#define SIM_BLOCK_STACK ((size_t)1 << 20)  // glibc caches stacks of joined threads: launches reuse them
+#define SIM_BLOCK_STACK ((size_t)1 << 20)
 #endif
 
 // What the header's trampoline receives (layout of its mcclSimThreadInfo: C has no dim3 constructors).
@@ -61,25 +62,44 @@ typedef struct {
   int result[2];  // votes of generation g in result[g & 1]
 } simBar;
 
+struct simCrew;
+
 typedef struct simBlock {
   struct simLaunch* launch;
+  struct simCrew* crew;  // the host threads running it, and its shared storage
   int nThreads;
   simBar bar[SIM_NAMED_BARRIERS];
   simBar warp[1024 / 32];
-  pthread_mutex_t shmLock;
-  int nShm;
-  struct {
-    const void* key;
-    void* ptr;
-  } shm[SIM_MAX_SHMEM_DEFS];
 } simBlock;
 
 typedef struct {
   simBlock* block;
   int tid;  // linear thread index in the block
   simThreadInfo info;
-  pthread_t th;
 } simKThread;
+
+// A crew: nThreads host threads that run one block, then wait for another block of the same size. Starting
+// a host thread costs tens of microseconds (milliseconds under ThreadSanitizer) and a launch needs one per
+// GPU thread, so crews are kept, never ended. A crew's shared storage stays with it: a kernel's
+// MCCL_SHMEM_DEFINE reference is thread-local and bound on its thread's first use, so it must point at the
+// storage of every block that thread's crew runs later. Each block gets it poisoned again, as a GPU's shared
+// memory starts undefined.
+typedef struct simCrew {
+  int nThreads;
+  pthread_mutex_t lock;
+  pthread_cond_t go, done;
+  uint64_t job;             // blocks given so far: a thread runs one when this moves past the last it ran
+  int running;              // threads of the current block not done yet
+  simKThread* threads;      // the current block's threads, [nThreads]
+  pthread_mutex_t shmLock;  // the storage, for its threads' first uses
+  int nShm;
+  struct {
+    const void* key;
+    void* ptr;
+    size_t size;
+  } shm[SIM_MAX_SHMEM_DEFS];
+  struct simCrew* next;  // the idle list
+} simCrew;
 
 typedef struct simLaunch {
   struct CUfunc_st* f;
@@ -88,6 +108,7 @@ typedef struct simLaunch {
   int nBlocks, nThreads;
   simBlock* blocks;
   simKThread* threads;
+  simCrew** crews;  // [nBlocks], while it runs
 } simLaunch;
 
 static __thread simKThread* curThread;
@@ -236,7 +257,7 @@ int mcclSimSyncWarpRed(unsigned mask, int vote) {
 
 void* mcclSimShmem(const void* key, size_t size, size_t align) {
   simKThread* t = self("shared memory (MCCL_SHMEM_DEFINE)");
-  simBlock* b = t->block;
+  simCrew* b = t->block->crew;
   void* p = NULL;
   pthread_mutex_lock(&b->shmLock);
   for (int i = 0; i < b->nShm && !p; i++)
@@ -249,6 +270,7 @@ void* mcclSimShmem(const void* key, size_t size, size_t align) {
     // Shared memory starts undefined on a GPU: a pattern, so code that reads before writing shows it.
     memset(p, 0xa5, size);
     b->shm[b->nShm].key = key;
+    b->shm[b->nShm].size = size;
     b->shm[b->nShm++].ptr = p;
   }
   pthread_mutex_unlock(&b->shmLock);
@@ -257,17 +279,115 @@ void* mcclSimShmem(const void* key, size_t size, size_t align) {
 
 // ---- running a grid (on the stream's worker) ---------------------------------------------------
 
-static void* blockThread(void* arg) {
-  simKThread* t = arg;
-  curThread = t;
-  char name[16];
-  snprintf(name, sizeof(name), "b%u.t%d", t->info.blockIdx.x, t->tid);
-  pthread_setname_np(pthread_self(), name);  // `info threads` in gdb shows which block thread is which
-  simLaunch* L = t->block->launch;
-  L->f->tramp(L->f->fn, L->params, &t->info);
-  curThread = NULL;
+// ---- crews ------------------------------------------------------------------------------------------
+
+static pthread_mutex_t crewLock = PTHREAD_MUTEX_INITIALIZER;
+static simCrew* idleCrews;
+static pthread_once_t crewOnce = PTHREAD_ONCE_INIT;
+
+// A forked child has none of its parent's threads: it forgets their crews (leaked) and starts its own.
+static void crewsForgetInChild(void) {
+  pthread_mutex_init(&crewLock, NULL);
+  idleCrews = NULL;
+}
+static void crewsInit(void) {
+  pthread_atfork(NULL, NULL, crewsForgetInChild);
+}
+
+typedef struct {
+  simCrew* crew;
+  int tid;
+} simCrewArg;
+
+static void* crewThread(void* arg) {
+  simCrew* c = ((simCrewArg*)arg)->crew;
+  const int tid = ((simCrewArg*)arg)->tid;
+  free(arg);
+  pthread_setname_np(pthread_self(), "sim-crew");  // thread counts leave idle crews out (mccl_test.h)
+  uint64_t ran = 0;
+  for (;;) {
+    pthread_mutex_lock(&c->lock);
+    while (c->job == ran) pthread_cond_wait(&c->go, &c->lock);
+    ran = c->job;
+    simKThread* t = &c->threads[tid];
+    pthread_mutex_unlock(&c->lock);
+    char name[16];
+    snprintf(name, sizeof(name), "b%u.t%d", t->info.blockIdx.x, t->tid);
+    pthread_setname_np(pthread_self(), name);  // `info threads` in gdb shows which block thread is which
+    simLaunch* L = t->block->launch;
+    curThread = t;
+    L->f->tramp(L->f->fn, L->params, &t->info);
+    curThread = NULL;
+    pthread_setname_np(pthread_self(), "sim-crew");
+    pthread_mutex_lock(&c->lock);
+    if (--c->running == 0) pthread_cond_signal(&c->done);
+    pthread_mutex_unlock(&c->lock);
+  }
   return NULL;
 }
+
+// An idle crew of n threads, or a new one.
+static simCrew* crewTake(simLaunch* L, int n) {
+  pthread_once(&crewOnce, crewsInit);
+  pthread_mutex_lock(&crewLock);
+  simCrew** pp = &idleCrews;
+  while (*pp && (*pp)->nThreads != n) pp = &(*pp)->next;
+  simCrew* c = *pp;
+  if (c) *pp = c->next;
+  pthread_mutex_unlock(&crewLock);
+  if (c) return c;
+  c = calloc(1, sizeof(*c));
+  if (!c) fatal("kernel %s: out of memory for a block's threads", L->f->name);
+  c->nThreads = n;
+  pthread_mutex_init(&c->lock, NULL);
+  pthread_cond_init(&c->go, NULL);
+  pthread_cond_init(&c->done, NULL);
+  pthread_mutex_init(&c->shmLock, NULL);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, SIM_BLOCK_STACK);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  for (int i = 0; i < n; i++) {
+    simCrewArg* a = malloc(sizeof(*a));
+    pthread_t th;
+    if (a) a->crew = c, a->tid = i;
+    int rc = a ? pthread_create(&th, &attr, crewThread, a) : ENOMEM;
+    // Blocks already started would wait forever for the missing threads: nothing sensible to return.
+    if (rc != 0)
+      fatal("kernel %s: cannot start host thread %d of a block of %d (%s); lower MCCL_SIM_MAX_GRID_THREADS", L->f->name,
+            i + 1, n, strerror(rc));
+  }
+  pthread_attr_destroy(&attr);
+  return c;
+}
+
+// Block b of L on crew c: its storage poisoned again, then every thread told.
+static void crewStart(simCrew* c, simLaunch* L, int b) {
+  L->blocks[b].crew = c;
+  pthread_mutex_lock(&c->shmLock);
+  for (int i = 0; i < c->nShm; i++) memset(c->shm[i].ptr, 0xa5, c->shm[i].size);
+  pthread_mutex_unlock(&c->shmLock);
+  pthread_mutex_lock(&c->lock);
+  c->threads = &L->threads[(size_t)b * (size_t)L->nThreads];
+  c->running = c->nThreads;
+  c->job++;
+  pthread_cond_broadcast(&c->go);
+  pthread_mutex_unlock(&c->lock);
+}
+
+// Wait for crew c's block to end, then put the crew back.
+static void crewFinish(simCrew* c) {
+  pthread_mutex_lock(&c->lock);
+  while (c->running > 0) pthread_cond_wait(&c->done, &c->lock);
+  c->threads = NULL;
+  pthread_mutex_unlock(&c->lock);
+  pthread_mutex_lock(&crewLock);
+  c->next = idleCrews;
+  idleCrews = c;
+  pthread_mutex_unlock(&crewLock);
+}
+
+// ---- running a grid (on the stream's worker) ---------------------------------------------------
 
 static void freeLaunch(simLaunch* L) {
   if (L->blocks)
@@ -275,11 +395,10 @@ static void freeLaunch(simLaunch* L) {
       simBlock* blk = &L->blocks[b];
       for (int i = 0; i < SIM_NAMED_BARRIERS; i++) barDestroy(&blk->bar[i]);
       for (int i = 0; i < 1024 / 32; i++) barDestroy(&blk->warp[i]);
-      for (int i = 0; i < blk->nShm; i++) free(blk->shm[i].ptr);
-      pthread_mutex_destroy(&blk->shmLock);
     }
   free(L->blocks);
   free(L->threads);
+  free(L->crews);
   free(L->argBuf);
   free(L);
 }
@@ -291,19 +410,10 @@ static void dropLaunch(void* arg) {
 
 static void runLaunch(void* arg) {
   simLaunch* L = arg;
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setstacksize(&attr, SIM_BLOCK_STACK);
-  int total = L->nBlocks * L->nThreads;
-  for (int i = 0; i < total; i++) {
-    int rc = pthread_create(&L->threads[i].th, &attr, blockThread, &L->threads[i]);
-    // Blocks already started would wait forever for the missing threads: nothing sensible to return.
-    if (rc != 0)
-      fatal("kernel %s: cannot start host thread %d of %d (%s); lower MCCL_SIM_MAX_GRID_THREADS", L->f->name, i + 1,
-            total, strerror(rc));
-  }
-  pthread_attr_destroy(&attr);
-  for (int i = 0; i < total; i++) pthread_join(L->threads[i].th, NULL);
+  // Every block's crew first, then every block started: no block may run to its end before the others start.
+  for (int b = 0; b < L->nBlocks; b++) L->crews[b] = crewTake(L, L->nThreads);
+  for (int b = 0; b < L->nBlocks; b++) crewStart(L->crews[b], L, b);
+  for (int b = 0; b < L->nBlocks; b++) crewFinish(L->crews[b]);
   freeLaunch(L);
 }
 
@@ -400,7 +510,8 @@ static CUresult launch(struct CUfunc_st* k, dim3 grid, dim3 block, unsigned shar
   }
   L->blocks = calloc((size_t)L->nBlocks, sizeof(simBlock));
   L->threads = calloc((size_t)L->nBlocks * (size_t)L->nThreads, sizeof(simKThread));
-  if ((off && posix_memalign((void**)&L->argBuf, 64, off) != 0) || !L->blocks || !L->threads) {
+  L->crews = calloc((size_t)L->nBlocks, sizeof(simCrew*));
+  if ((off && posix_memalign((void**)&L->argBuf, 64, off) != 0) || !L->blocks || !L->threads || !L->crews) {
     L->nBlocks = 0;  // nothing initialized yet
     freeLaunch(L);
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -416,7 +527,6 @@ static CUresult launch(struct CUfunc_st* k, dim3 grid, dim3 block, unsigned shar
     blk->nThreads = L->nThreads;
     for (int i = 0; i < SIM_NAMED_BARRIERS; i++) barInit(&blk->bar[i]);
     for (int i = 0; i < 1024 / 32; i++) barInit(&blk->warp[i]);
-    pthread_mutex_init(&blk->shmLock, NULL);
     uint3 bi = {(unsigned)b % grid.x, (unsigned)b / grid.x % grid.y, (unsigned)b / grid.x / grid.y};
     for (int t = 0; t < L->nThreads; t++) {
       simKThread* th = &L->threads[(size_t)b * (size_t)L->nThreads + (size_t)t];
