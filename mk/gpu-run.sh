@@ -442,6 +442,7 @@ fi
 # MCCL_CE_AR=1: lab 10's copy-engine-assisted allreduce (MCCL_ALGO=ce) beside two-shot and NCCL, allreduce_perf
 # --oop on windows, eager, MCCL_NP ranks, from MCCL_CE_AR_MIN (64M) to 1G, then each chunk of MCCL_CE_AR_CHUNKS
 # (default "4194304 16777216 33554432"; the default chunk is the first run's) at 256 MiB and 1 GiB.
+bf=build/cuda/bin/final/allreduce_perf
 if [ "${MCCL_CE_AR:-0}" = 1 ] && [ -x "$bf" ] && [ "$ngpu" -ge 2 ]; then
   step "copy-engine-assisted allreduce: allreduce_perf --oop, MCCL_ALGO=ce / twoshot beside NCCL, $np ranks"
   for algo in ce twoshot; do
