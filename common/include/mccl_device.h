@@ -471,8 +471,9 @@ inline typename std::common_type<A, B>::type max(A a, B b) {
 }
 
 // One per-block shared struct. `name` is a per-thread reference, bound on the thread's first use to its
-// block's storage for this definition (libsimcuda allocates it per block and frees it when the grid
-// ends). Block threads are fresh host threads in every launch, so a binding never outlives its block.
+// block's storage for this definition. libsimcuda keeps a block's host threads together for later blocks of
+// the same size (a crew), and the storage with them, poisoned again for each block: a binding is the storage
+// of whatever block its thread runs.
 // Key and reference are C++17 inline variables, one per program and not one per translation unit:
 // a function that is not inlined and does not depend on a kernel's template arguments (a barrier
 // helper, say) is one function in the whole program on the sim, emitted by every .cu that uses it
