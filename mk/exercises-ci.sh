@@ -46,7 +46,9 @@ fi
 warnings() { grep -nE '^[^ :]+:[0-9]+(:[0-9]+)?: warning:|ld: warning:' "$1"; }
 warnings "$work/learner-build.log" && bad "the learner tree's build prints warnings (above)"
 note "building the probe tree"
-if ! make -C "$work/probe" -j2 BACKEND=sim all >"$work/probe-build.log" 2>&1; then
+# At -O0 without debug information (OPTFLAGS): the files the probes touch include lab 06's device headers, so
+# every kernel file of labs 06-07 compiles again, five times faster so; its tests only have to reach and fail.
+if ! make -C "$work/probe" -j2 BACKEND=sim OPTFLAGS="-O0 -g0" all >"$work/probe-build.log" 2>&1; then
   tail -n 40 "$work/probe-build.log"; bad "the probe tree does not build on sim (log: $work/probe-build.log)"
   exit 1
 fi
