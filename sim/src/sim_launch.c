@@ -80,7 +80,10 @@ typedef struct {
 
 // A crew: nThreads host threads that run one block, then wait for another block of the same size. Starting
 // a host thread costs tens of microseconds (milliseconds under ThreadSanitizer) and a launch needs one per
-// GPU thread, so crews are kept, never ended. A crew's shared storage stays with it: a kernel's
+// GPU thread, so crews are kept, up to MCCL_SIM_MAX_GRID_THREADS threads in all: beyond that a crew that ends
+// its block, or an idle one of another size when a new crew is needed, is dismissed (its threads end and are
+// joined), so that crews of many block sizes do not pile up (each thread holds a stack, and under
+// ThreadSanitizer much more). A crew's shared storage stays with it: a kernel's
 // MCCL_SHMEM_DEFINE reference is thread-local and bound on its thread's first use, so it must point at the
 // storage of every block that thread's crew runs later. Each block gets it poisoned again, as a GPU's shared
 // memory starts undefined.
@@ -90,6 +93,8 @@ typedef struct simCrew {
   pthread_cond_t go, done;
   uint64_t job;             // blocks given so far: a thread runs one when this moves past the last it ran
   int running;              // threads of the current block not done yet
+  int quit;                 // dismissed: its threads end (and are joined)
+  pthread_t* th;            // [nThreads]
   simKThread* threads;      // the current block's threads, [nThreads]
   pthread_mutex_t shmLock;  // the storage, for its threads' first uses
   int nShm;
@@ -283,12 +288,24 @@ void* mcclSimShmem(const void* key, size_t size, size_t align) {
 
 static pthread_mutex_t crewLock = PTHREAD_MUTEX_INITIALIZER;
 static simCrew* idleCrews;
+static int crewThreads;  // threads of every crew, idle or running (under crewLock)
 static pthread_once_t crewOnce = PTHREAD_ONCE_INIT;
 
 // A forked child has none of its parent's threads: it forgets their crews (leaked) and starts its own.
 static void crewsForgetInChild(void) {
   pthread_mutex_init(&crewLock, NULL);
   idleCrews = NULL;
+  crewThreads = 0;
+}
+
+static void crewFree(simCrew* c) {
+  for (int i = 0; i < c->nShm; i++) free(c->shm[i].ptr);
+  free(c->th);
+  pthread_mutex_destroy(&c->shmLock);
+  pthread_cond_destroy(&c->go);
+  pthread_cond_destroy(&c->done);
+  pthread_mutex_destroy(&c->lock);
+  free(c);
 }
 static void crewsInit(void) {
   pthread_atfork(NULL, NULL, crewsForgetInChild);
@@ -307,7 +324,11 @@ static void* crewThread(void* arg) {
   uint64_t ran = 0;
   for (;;) {
     pthread_mutex_lock(&c->lock);
-    while (c->job == ran) pthread_cond_wait(&c->go, &c->lock);
+    while (c->job == ran && !c->quit) pthread_cond_wait(&c->go, &c->lock);
+    if (c->quit) {
+      pthread_mutex_unlock(&c->lock);
+      return NULL;
+    }
     ran = c->job;
     simKThread* t = &c->threads[tid];
     pthread_mutex_unlock(&c->lock);
@@ -326,7 +347,19 @@ static void* crewThread(void* arg) {
   return NULL;
 }
 
-// An idle crew of n threads, or a new one.
+// Its threads told to end and joined (not counted in crewThreads any more), then freed: joined here, as a
+// launch's threads once were, so that ending threads never pile up beside new ones.
+static void crewDismiss(simCrew* c) {
+  pthread_mutex_lock(&c->lock);
+  c->quit = 1;
+  pthread_cond_broadcast(&c->go);
+  pthread_mutex_unlock(&c->lock);
+  for (int i = 0; i < c->nThreads; i++) pthread_join(c->th[i], NULL);
+  crewFree(c);
+}
+
+// An idle crew of n threads, or a new one, for which idle crews of other sizes are dismissed while the crews
+// would hold more threads than one grid may have.
 static simCrew* crewTake(simLaunch* L, int n) {
   pthread_once(&crewOnce, crewsInit);
   pthread_mutex_lock(&crewLock);
@@ -334,11 +367,29 @@ static simCrew* crewTake(simLaunch* L, int n) {
   while (*pp && (*pp)->nThreads != n) pp = &(*pp)->next;
   simCrew* c = *pp;
   if (c) *pp = c->next;
+  simCrew* drop = NULL;
+  while (!c && idleCrews && crewThreads + n > simG.maxGridThreads) {
+    simCrew* d = idleCrews;
+    idleCrews = d->next;
+    crewThreads -= d->nThreads;
+    d->next = drop;
+    drop = d;
+  }
   pthread_mutex_unlock(&crewLock);
+  while (drop) {
+    simCrew* d = drop;
+    drop = d->next;
+    crewDismiss(d);
+  }
   if (c) return c;
   c = calloc(1, sizeof(*c));
   if (!c) fatal("kernel %s: out of memory for a block's threads", L->f->name);
   c->nThreads = n;
+  c->th = calloc((size_t)n, sizeof(pthread_t));
+  if (!c->th) fatal("kernel %s: out of memory for a block's threads", L->f->name);
+  pthread_mutex_lock(&crewLock);
+  crewThreads += n;
+  pthread_mutex_unlock(&crewLock);
   pthread_mutex_init(&c->lock, NULL);
   pthread_cond_init(&c->go, NULL);
   pthread_cond_init(&c->done, NULL);
@@ -346,12 +397,10 @@ static simCrew* crewTake(simLaunch* L, int n) {
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, SIM_BLOCK_STACK);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   for (int i = 0; i < n; i++) {
     simCrewArg* a = malloc(sizeof(*a));
-    pthread_t th;
     if (a) a->crew = c, a->tid = i;
-    int rc = a ? pthread_create(&th, &attr, crewThread, a) : ENOMEM;
+    int rc = a ? pthread_create(&c->th[i], &attr, crewThread, a) : ENOMEM;
     // Blocks already started would wait forever for the missing threads: nothing sensible to return.
     if (rc != 0)
       fatal("kernel %s: cannot start host thread %d of a block of %d (%s); lower MCCL_SIM_MAX_GRID_THREADS", L->f->name,
@@ -375,16 +424,23 @@ static void crewStart(simCrew* c, simLaunch* L, int b) {
   pthread_mutex_unlock(&c->lock);
 }
 
-// Wait for crew c's block to end, then put the crew back.
+// Wait for crew c's block to end, then put the crew back, or dismiss it when the crews hold more threads than
+// one grid may have.
 static void crewFinish(simCrew* c) {
   pthread_mutex_lock(&c->lock);
   while (c->running > 0) pthread_cond_wait(&c->done, &c->lock);
   c->threads = NULL;
   pthread_mutex_unlock(&c->lock);
   pthread_mutex_lock(&crewLock);
-  c->next = idleCrews;
-  idleCrews = c;
+  const int dismiss = crewThreads > simG.maxGridThreads;
+  if (dismiss) {
+    crewThreads -= c->nThreads;
+  } else {
+    c->next = idleCrews;
+    idleCrews = c;
+  }
   pthread_mutex_unlock(&crewLock);
+  if (dismiss) crewDismiss(c);
 }
 
 // ---- running a grid (on the stream's worker) ---------------------------------------------------

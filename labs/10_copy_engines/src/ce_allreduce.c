@@ -204,14 +204,14 @@ mcclResult_t mcclCeReleaseAllReduce(mcclLabComm* comm, cudaStream_t stream) {
   struct mcclSymSignals* mine = signalsOf(comm, comm->rank);
   struct memOps m;
   m.n = 0;
+  // The streams' waits only: the arrival flags are the kernel's, which leaves on the abort flag; were they
+  // released too, a kernel that has not looked at the abort flag yet would go on to reduce what never came while
+  // the released copies read the same output.
   for (int s = 0; s < MCCL_CE_AR_SLOTS; s++)
     for (int g = 0; g < MCCL_CE_AR_BLOCKS; g++) {
       MCCLCHECK(memOpAdd(&m, stream, 0, &mine->ceArReduced[g][s], v));
       for (int q = 0; q < comm->nRanks; q++)
-        if (q != comm->rank) {
-          if (g == 0) MCCLCHECK(memOpAdd(&m, stream, 0, &mine->ceArArrived[q][s], v));
-          MCCLCHECK(memOpAdd(&m, stream, 0, &mine->ceArConsumed[q][g][s], v));
-        }
+        if (q != comm->rank) MCCLCHECK(memOpAdd(&m, stream, 0, &mine->ceArConsumed[q][g][s], v));
     }
   return memOpsFlush(&m, stream);
 }
