@@ -71,8 +71,9 @@ enum mcclAlgo {
 /** @brief Flags of lab 10's copy-engine-assisted allreduce: rounds in flight per flag array (a round's flag is
  *  slot round % MCCL_CE_AR_SLOTS; values only grow, so a slot is reused without a reset). */
 #define MCCL_CE_AR_SLOTS 8
-/** @brief Blocks of the assisted allreduce's reduce kernel (each signals its part of a round). */
-#define MCCL_CE_AR_BLOCKS 8
+/** @brief Blocks of the assisted allreduce's reduce kernel at most (each signals its part of a round through
+ *  flags of its own, so the flags have room for this many). */
+#define MCCL_CE_AR_MAX_BLOCKS 32
 
 /**
  * @brief The barrier slots at the start of a rank's signal area. Slot [b][r] of rank R's area is
@@ -92,9 +93,9 @@ struct mcclSymSignals {
   /** assisted allreduce: [source][slot], the source's stream wrote its chunk of the round into this rank's output */
   uint64_t ceArArrived[MCCL_SYM_MAX_RANKS][MCCL_CE_AR_SLOTS];
   /** assisted allreduce: [consumer][block][slot], the consumer's kernel block has read this rank's chunk */
-  uint64_t ceArConsumed[MCCL_SYM_MAX_RANKS][MCCL_CE_AR_BLOCKS][MCCL_CE_AR_SLOTS];
+  uint64_t ceArConsumed[MCCL_SYM_MAX_RANKS][MCCL_CE_AR_MAX_BLOCKS][MCCL_CE_AR_SLOTS];
   /** assisted allreduce: [block][slot], this rank's kernel block has reduced its part of the round */
-  uint64_t ceArReduced[MCCL_CE_AR_BLOCKS][MCCL_CE_AR_SLOTS];
+  uint64_t ceArReduced[MCCL_CE_AR_MAX_BLOCKS][MCCL_CE_AR_SLOTS];
 };
 /** @brief Lines of one (parity, source rank) one-shot region. */
 #define MCCL_ONESHOT_LINES (MCCL_ONESHOT_MAX_BYTES / 8)

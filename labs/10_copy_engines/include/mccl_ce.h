@@ -150,10 +150,10 @@ mcclResult_t mcclCeBroadcast(mcclLabComm* comm, const struct mcclLabCeCollArgs* 
  * @brief AllReduce with the copy engines carrying the bytes and a small kernel adding them: this lab's own
  * design, not NCCL's (src/ce_allreduce.c). Two-shot's shape in rounds of nRanks chunks, chunk p of a round
  * owned by rank p: the engines (on two streams of the communicator, the reduce-scatter's and the all-gather's,
- * forked from `stream` and joined back)
- * put every rank's chunk p into rank p's output at the sender's own chunk position, with a flag per chunk; a
- * kernel of MCCL_CE_AR_BLOCKS blocks on `stream` waits for each round's flags, reduces the chunks with the
- * rank's own input into its chunk position and signals it; the engines then carry the reduced chunk to every
+ * forked from `stream` and joined back) put every rank's chunk p into rank p's output at the sender's own chunk
+ * position, with a flag per chunk; a kernel of a block per 4 SMs (at most MCCL_CE_AR_MAX_BLOCKS) on `stream`
+ * waits for each round's flags, reduces the chunks with the rank's own input into its chunk position and
+ * signals it; the engines then carry the reduced chunk to every
  * peer's same position, once that peer's kernel has read what was there. Chunks are MCCL_CE_AR_CHUNK bytes; the
  * last round's are shorter; fewer than nRanks elements at the end are reduced by the kernel from every rank's
  * input through the send window. Lab 07 runs it for MCCL_ALGO=ce, or where its tuning table says.

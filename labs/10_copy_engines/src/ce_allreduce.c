@@ -132,14 +132,17 @@ mcclResult_t mcclCeAllReduce(mcclLabComm* comm, const struct mcclLabCeCollArgs* 
   CUDACHECK(cudaStreamWaitEvent(side, ce->fork, 0));
   CUDACHECK(cudaStreamWaitEvent(ag, ce->fork, 0));
   MCCLCHECK(mcclCeMemOpSync(comm, side));
-  // The kernel, on the caller's stream: it waits for the chunks as they come. A small one: a block per 16 SMs, at
-  // most MCCL_CE_AR_BLOCKS (the flags have room for that many).
+  // The kernel, on the caller's stream: it waits for the chunks as they come. A block per 4 SMs (MCCL_CE_AR_BLOCKS
+  // sets the count), at most MCCL_CE_AR_MAX_BLOCKS (the flags have room for that many): the chunks come from the
+  // engines at the link's rate, and every byte is read from HBM twice and written once, so a block per 16 SMs,
+  // each with its few loads in flight, was the slowest stage of the pipeline.
   int dev = -1, sms = 0;
   cudaFunction_t fn;
   void* params[] = {&a};
   CUDACHECK(cudaGetDevice(&dev));
   CUDACHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  const int nBlocks = sms / 16 < 1 ? 1 : sms / 16 > MCCL_CE_AR_BLOCKS ? MCCL_CE_AR_BLOCKS : sms / 16;
+  const int64_t want = mcclParamCeArBlocks() > 0 ? mcclParamCeArBlocks() : sms / 4;
+  const int nBlocks = want < 1 ? 1 : want > MCCL_CE_AR_MAX_BLOCKS ? MCCL_CE_AR_MAX_BLOCKS : (int)want;
   MCCLCHECK(mcclDevGetFunction(dev, (const void*)kernels[args->dtype], &fn));
   CUCHECK(cuLaunchKernel((CUfunction)fn, (unsigned)nBlocks, 1, 1, MCCL_CE_AR_THREADS, 1, 1, 0, (CUstream)stream, params,
                          NULL));
@@ -208,7 +211,7 @@ mcclResult_t mcclCeReleaseAllReduce(mcclLabComm* comm, cudaStream_t stream) {
   // released too, a kernel that has not looked at the abort flag yet would go on to reduce what never came while
   // the released copies read the same output.
   for (int s = 0; s < MCCL_CE_AR_SLOTS; s++)
-    for (int g = 0; g < MCCL_CE_AR_BLOCKS; g++) {
+    for (int g = 0; g < MCCL_CE_AR_MAX_BLOCKS; g++) {
       MCCLCHECK(memOpAdd(&m, stream, 0, &mine->ceArReduced[g][s], v));
       for (int q = 0; q < comm->nRanks; q++)
         if (q != comm->rank) MCCLCHECK(memOpAdd(&m, stream, 0, &mine->ceArConsumed[q][g][s], v));

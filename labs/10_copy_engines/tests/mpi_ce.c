@@ -56,13 +56,14 @@ static void run(int viaLab07) {
 }
 
 // The assisted allreduce through lab 07's call (MCCL_ALGO=ce), chunks small enough for many rounds: a sum on
-// every type, float32 on every operation; one reduce kernel per call.
+// every type, float32 on every operation; one reduce kernel per call, of 5 blocks (MCCL_CE_AR_BLOCKS).
 static void assistedAllReduce(void) {
   struct ceRank r;
   setUp(&r);
   static const size_t counts[] = {77, 1000, 5003};
   const int n = mcclTestMpiSize(), me = mcclTestMpiRank();
   setenv("MCCL_CE_AR_CHUNK", "1024", 1);
+  setenv("MCCL_CE_AR_BLOCKS", "5", 1);
   setenv("MCCL_ALGO", "ce", 1);
   mcclParamResetAll();
   uint64_t tag = mcclTestSeed() % 1000;
@@ -77,6 +78,7 @@ static void assistedAllReduce(void) {
   }
   if (!mcclTestStopped()) EXPECT_EQ(r.comm->nLaunches, before + (uint64_t)calls);
   unsetenv("MCCL_CE_AR_CHUNK");
+  unsetenv("MCCL_CE_AR_BLOCKS");
   unsetenv("MCCL_ALGO");
   mcclParamResetAll();
   tearDown(&r);

@@ -441,7 +441,9 @@ static void policyFromEnv(void) {
 
 // ---- the assisted allreduce ---------------------------------------------------------------------------------
 // Small chunks (MCCL_CE_AR_CHUNK), so that a call is many rounds, a shorter last one and a tail: every type's
-// kernel on a sum, float32 on every operation, straight to the engines; then through lab 07's call with
+// kernel on a sum, float32 on every operation with the reduce kernel's blocks (MCCL_CE_AR_BLOCKS) at 3, which
+// split a round unevenly, and at 1000, taken as MCCL_CE_AR_MAX_BLOCKS, more than a short round's elements
+// (blocks with nothing to reduce still signal), straight to the engines; then through lab 07's call with
 // MCCL_ALGO=ce, which launches one kernel per rank (the reduce kernel) and refuses an in-place call.
 static const size_t arCounts[] = {77, 1000, 5003};
 static void setArEnv(const char* chunk, const char* algo) {
@@ -469,8 +471,14 @@ static void assistedAllReduce(int n) {
   uint64_t tag = mcclTestSeed() % 1000;
   for (int t = 0; t < mcclNumTypes && !mcclTestStopped(); t++)
     runAr(&g, arCounts[t % 3], (mcclDataType_t)t, mcclSum, 0, tag++);
-  for (int op = 0; op < 4 && !mcclTestStopped(); op++)
-    for (size_t c = 0; c < 3 && !mcclTestStopped(); c++) runAr(&g, arCounts[c], mcclFloat32, op, 0, tag++);
+  static const char* const blocks[] = {"3", "1000"};
+  for (int b = 0; b < 2; b++) {
+    setenv("MCCL_CE_AR_BLOCKS", blocks[b], 1);
+    mcclParamResetAll();
+    for (int op = 0; op < 4 && !mcclTestStopped(); op++)
+      for (size_t c = 0; c < 3 && !mcclTestStopped(); c++) runAr(&g, arCounts[c], mcclFloat32, op, 0, tag++);
+  }
+  unsetenv("MCCL_CE_AR_BLOCKS");
   setArEnv("1024", "ce");
   const uint64_t before = launches(&g);
   for (size_t c = 0; c < 3 && !mcclTestStopped(); c++) runAr(&g, arCounts[c], mcclBfloat16, mcclSum, 1, tag++);
