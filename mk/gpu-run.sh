@@ -11,6 +11,7 @@
 # MCCL_FAULTS=1 adds the faults of nccl_faults on minccl and NCCL (see the step).
 # MCCL_DEVAPI=1 adds NCCL's device API: mpi_nccl_devapi's tests and timings on minccl and NCCL (see the step).
 # MCCL_NET=1 adds the net path beside NCCL's (allreduce_perf --hosts 2; see the step).
+# MCCL_NT_BARS=1 adds nccl-tests' allreduce, allgather and reduce-scatter on the drop-in and on NCCL, side by side.
 # MCCL_CE=1 adds lab 10's copy-engine benchmark beside NCCL's copy engines (see the step); MCCL_CE_AR=1 its
 # copy-engine-assisted allreduce beside two-shot and NCCL.
 # MCCL_PROFILE=1 adds kernel durations under Nsight Compute (one-pass metric, --clock-control none) of
@@ -426,6 +427,34 @@ if [ -n "${MCCL_NT_SWEEP:-}" ] && [ "$ngpu" -ge 2 ]; then
     done
   done
 fi
+# MCCL_NT_BARS=1: nccl-tests' MCCL_NT_BARS_TESTS (default all_reduce_perf all_gather_perf reduce_scatter_perf) on
+# this tree's drop-in and on NCCL (MCCL_NCCL_LIB), MCCL_NP ranks, -b MCCL_AB_NT_MIN -e MCCL_AB_NT_MAX -f 4 as nt_run,
+# once per argument set of MCCL_NT_BARS_ARGS (sets separated by ';', default ";-u 1": aligned buffers, then
+# buffers offset by one element; "-C 1 -b 16K -e 1M" reports the host's time per call instead). One table per
+# test and set: size, out-of-place time (us) and busbw (GB/s) of each library, and NCCL's time over minccl's.
+# Logs: $OUT/nt-bars/.
+nt_compare() {  # MINCCL_LOG NCCL_LOG
+  awk 'FNR == 1 { f++ } $1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 12 { t[f, $1] = $6; b[f, $1] = $8; if (f == 1) o[++n] = $1 }
+       END { printf "%12s %10s %10s %9s %9s %7s\n", "bytes", "minccl us", "NCCL us", "minccl bw", "NCCL bw", "ratio"
+             for (i = 1; i <= n; i++) { k = o[i]
+               printf "%12s %10s %10s %9s %9s %7.2f\n", k, t[1, k], t[2, k], b[1, k], b[2, k], (t[1, k] > 0 ? t[2, k] / t[1, k] : 0) } }' "$1" "$2"
+}
+if [ "${MCCL_NT_BARS:-0}" = 1 ] && [ "$ngpu" -ge 2 ] && [ -n "${MCCL_NCCL_LIB:-}" ]; then
+  step "nccl-tests bars: minccl and NCCL, $np ranks (${MCCL_NT_BARS_ARGS-;-u 1})"
+  mkdir -p "$OUT/nt-bars"
+  make -j16 BACKEND=cuda ${NCCL_INCLUDE:+NCCL_INCLUDE=$NCCL_INCLUDE} build/cuda/lib/libnccl.so > /dev/null 2>&1
+  IFS=';' read -r -a ntargs <<< "${MCCL_NT_BARS_ARGS-;-u 1}"
+  for a in "${ntargs[@]}"; do
+    for t in ${MCCL_NT_BARS_TESTS:-all_reduce_perf all_gather_perf reduce_scatter_perf}; do
+      tag="${t%_perf}$(echo "$a" | tr -c 'A-Za-z0-9\n' _)"
+      MCCL_AB_NT_ARGS="$a" nt_run "$PWD/build/cuda/lib" "$t" "$OUT/nt-bars/$tag.minccl.log"
+      em=$?
+      MCCL_AB_NT_ARGS="$a" nt_run "$(dirname "$MCCL_NCCL_LIB")" "$t" "$OUT/nt-bars/$tag.nccl.log"
+      echo "$t ${a:-(aligned)}: exit minccl $em NCCL $?"
+      nt_compare "$OUT/nt-bars/$tag.minccl.log" "$OUT/nt-bars/$tag.nccl.log" | tee "$OUT/nt-bars/$tag.txt"
+    done
+  done
+fi
 # MCCL_CE=1: lab 10's benchmark on MCCL_NP GPUs: AllGather and AlltoAll on the kernels, on minccl's copy engines
 # and on NCCL's (CTAPolicy ZERO) from 1 MiB to 512 MiB per rank, then --overlap (an FMA kernel on every SM beside
 # a 256 MiB AllGather, each path). MCCL_CE_ARGS adds arguments to the sweep.
@@ -456,6 +485,13 @@ if [ "${MCCL_CE_AR:-0}" = 1 ] && [ -x "$bf" ] && [ "$ngpu" -ge 2 ]; then
     MCCL_ALGO=ce MCCL_CE_AR_CHUNK=$chunk $mr -x MCCL_ALGO -x MCCL_CE_AR_CHUNK "$bf" --oop -b 256M -e 1G -f 4 \
       > "$OUT/ce_ar_chunk$chunk.log" 2>&1
     echo "MCCL_CE_AR_CHUNK=$chunk exit $?"; grep -E '^ *[0-9]+ ' "$OUT/ce_ar_chunk$chunk.log" | tail -2
+  done
+  # The reduce kernel's blocks (MCCL_CE_AR_BLOCKS; default a block per 4 SMs): MCCL_CE_AR_NBLOCKS, default "8 16".
+  for nb in ${MCCL_CE_AR_NBLOCKS-8 16}; do
+    # shellcheck disable=SC2086 # mr is a list
+    MCCL_ALGO=ce MCCL_CE_AR_BLOCKS=$nb $mr -x MCCL_ALGO -x MCCL_CE_AR_BLOCKS "$bf" --oop -b 256M -e 1G -f 4 \
+      > "$OUT/ce_ar_blocks$nb.log" 2>&1
+    echo "MCCL_CE_AR_BLOCKS=$nb exit $?"; grep -E '^ *[0-9]+ ' "$OUT/ce_ar_blocks$nb.log" | tail -2
   done
 fi
 if [ "${MCCL_PROFILE:-0}" = 1 ] && [ "$ngpu" -ge 2 ] && command -v ncu >/dev/null; then
