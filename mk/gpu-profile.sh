@@ -23,6 +23,7 @@
 #             -w 1, on the drop-in (build/cuda/lib) and on NCCL (NCCL_LIB_DIR, default the lib/ of python's
 #             nvidia.nccl, as mk/nccl-tests.sh): rank 0's kernels, with
 #             the grid (channels) and block each library chose.
+#   all_reduce, all_gather, reduce_scatter  the same with that nccl-tests program, MCCL_NP ranks.
 set -uo pipefail
 out=${1:?usage: mk/gpu-profile.sh OUTDIR SIZE...}
 shift
@@ -32,8 +33,8 @@ what=${MCCL_PROFILE_BENCH:-allreduce}
 case $what in
   allreduce) bin=$root/build/cuda/bin/final/allreduce_perf ;;
   prims) bin=$root/build/cuda/bin/06_device_kernels/mpi_bench_prims ;;
-  sendrecv) bin=$root/build/cuda/nccl-tests/sendrecv_perf ;;
-  *) echo "gpu-profile.sh: MCCL_PROFILE_BENCH=$what (allreduce, prims or sendrecv)" >&2; exit 2 ;;
+  sendrecv | all_reduce | all_gather | reduce_scatter) bin=$root/build/cuda/nccl-tests/${what}_perf ;;
+  *) echo "gpu-profile.sh: MCCL_PROFILE_BENCH=$what (allreduce, prims, sendrecv, all_reduce, all_gather or reduce_scatter)" >&2; exit 2 ;;
 esac
 [ -x "$bin" ] || { echo "gpu-profile.sh: $bin not built (make BACKEND=cuda all; nccl-tests: mk/nccl-tests.sh BUILD_ONLY=1)" >&2; exit 2; }
 command -v ncu >/dev/null || { echo "gpu-profile.sh: no ncu on PATH" >&2; exit 2; }
@@ -43,9 +44,9 @@ mr="mpirun --oversubscribe --bind-to none --mca btl_vader_single_copy_mechanism 
 [ "$(id -u)" = 0 ] && mr="$mr --allow-run-as-root"
 status=0
 np=${MCCL_NP:-2}
-[ "$what" = allreduce ] || np=2  # lab 06's bench and send/recv: two ranks
+case $what in prims | sendrecv) np=2 ;; esac  # lab 06's bench and send/recv: two ranks
 primsWarm=1 primsIters=3 primsBatch=20  # prims: per row, (warm + iters) * batch launches of each kernel
-if [ "$what" = sendrecv ] && [ -z "${NCCL_LIB_DIR:-}" ]; then
+if [ "$bin" != "${bin%_perf}" ] && [ -z "${NCCL_LIB_DIR:-}" ]; then
   NCCL_LIB_DIR=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)/lib
 fi
 # prof RANK CSV LOG [ncu options] -- COMMAND...: COMMAND under mpirun, rank RANK inside ncu.
@@ -67,12 +68,12 @@ for size in "$@"; do
     prims)
       prof "${MCCL_PROFILE_RANK:-0}" "$out/ncu-$size.csv" "$out/mpi_bench_prims-$size.log" --launch-count "${MCCL_PROFILE_LAUNCHES:-640}" -- \
         "$bin" -b "$size" -e "$size" -n "$primsIters" -w "$primsWarm" --batch "$primsBatch" --p2p-bytes "$size" --shm-bytes "$size" --sweep-channels 1 --sweep-threads 256 ;;
-    sendrecv)
+    *)  # nccl-tests: the drop-in, then NCCL
       # shellcheck disable=SC2030,SC2031 # each run its own library path
       (export LD_LIBRARY_PATH=$root/build/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-        prof 0 "$out/ncu-$size.csv" "$out/sendrecv_perf-minccl-$size.log" -- "$bin" -b "$size" -e "$size" -n 5 -w 1 -g 1 -c 1) &&
+        prof 0 "$out/ncu-$size.csv" "$out/${what}_perf-minccl-$size.log" -- "$bin" -b "$size" -e "$size" -n 5 -w 1 -g 1 -c 1) &&
         (export LD_LIBRARY_PATH=$NCCL_LIB_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-          prof 0 "$out/ncu-nccl-$size.csv" "$out/sendrecv_perf-nccl-$size.log" -- "$bin" -b "$size" -e "$size" -n 5 -w 1 -g 1 -c 1) ;;
+          prof 0 "$out/ncu-nccl-$size.csv" "$out/${what}_perf-nccl-$size.log" -- "$bin" -b "$size" -e "$size" -n 5 -w 1 -g 1 -c 1) ;;
   esac || { echo "gpu-profile.sh: $what size $size: exit $? (see the logs in $out)"; status=1; }
 done
 python3 - "$out" "$what" "$(((primsWarm + primsIters) * primsBatch))" "$@" <<'PY'
@@ -98,8 +99,9 @@ def show(size, path, tag=""):
         for label, x in parts:
             print(f"{size:>6}  {(name + label)[:58]:<58} {shape:>24} {len(x):>4} {statistics.median(x):>10.2f} {min(x):>8.2f}")
 for size in sizes:
-    show(size, os.path.join(out, f"ncu-{size}.csv"), "minccl drop-in: " if what == "sendrecv" else "")
-    if what == "sendrecv":
+    nt = what not in ("allreduce", "prims")  # nccl-tests: the drop-in's run and NCCL's
+    show(size, os.path.join(out, f"ncu-{size}.csv"), "minccl drop-in: " if nt else "")
+    if nt:
         show(size, os.path.join(out, f"ncu-nccl-{size}.csv"), "NCCL: ")
 PY
 exit $status

@@ -200,7 +200,11 @@ static mcclResult_t planFlush(mcclLabComm* comm, struct mcclLabPlan* plan) {
   if (plan->args.args.nColl + plan->args.args.nP2p > 0) {
     // Numbered here, outside the launch: teardown and the watchdog learn from the number when it has ended.
     mcclLabLaunchNumber(comm, plan->stream, &plan->args.args);
+    const uint64_t n = plan->args.args.launch;
+    if (mcclParamLaunchEvents()) plan->args.args.launch = 0;  // an event after the kernel marks its end instead
     res = mcclLabLaunchPlan(comm, plan);
+    if (res == mcclSuccess && mcclParamLaunchEvents()) res = mcclLabLaunchRecord(comm, plan->stream, n);
+    plan->args.args.launch = n;
     if (res != mcclSuccess) mcclLabLaunchFailed(comm, &plan->args.args);  // nothing will end it: never wait for it
   }
   planReset(plan);

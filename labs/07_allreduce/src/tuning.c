@@ -13,10 +13,10 @@
 
 static const struct {
   int maxRanks;
-  size_t oneShotMax, oneShotSimpleMax, twoShotMax, llMax, oneShotBareMax;
+  size_t oneShotMax, oneShotSimpleMax, twoShotMax, oneShotBareMax;
 } tuneTable[] = {
-#define MCCL_TUNE_ROW(maxRanks, oneShotMax, oneShotSimpleMax, twoShotMax, llMax, oneShotBareMax) \
-  {maxRanks, oneShotMax, oneShotSimpleMax, twoShotMax, llMax, oneShotBareMax},
+#define MCCL_TUNE_ROW(maxRanks, oneShotMax, oneShotSimpleMax, twoShotMax, oneShotBareMax) \
+  {maxRanks, oneShotMax, oneShotSimpleMax, twoShotMax, oneShotBareMax},
 #include "tuning_expand.h"
 };
 
@@ -41,8 +41,8 @@ static const struct {
 #include "tuning_expand.h"
 };
 
-// The ring protocol of a collective other than AllReduce: its function's row for this rank count (the smallest
-// maxRanks at or above it): LL up to the row's LL cut-over, LL128 up to its LL128 cut-over, SIMPLE above. The
+// The ring's protocol for a collective: its function's row for this rank count (the smallest maxRanks at or
+// above it): LL up to the row's LL cut-over, LL128 up to its LL128 cut-over, SIMPLE above. The
 // ring's edges are not known here: a communicator whose ring cannot carry LL128 turns the table's LL128 into
 // SIMPLE (mcclLabCommProto). One rank has no edge: it copies with LL or SIMPLE, never LL128.
 static int collProto(int func, int nRanks, size_t bytes) {
@@ -130,7 +130,6 @@ mcclResult_t mcclLabSelectAlgorithm(int func, int nRanks, size_t bytes, int symm
       a = MCCL_ALGO_TWOSHOT;
     if (symmetric == 3 && ceArMin > 0 && bytes >= ceArMin) a = MCCL_ALGO_CE;
   }
-  int p = bytes <= tuneTable[i].llMax ? MCCL_PROTO_LL : MCCL_PROTO_SIMPLE;
   int forced;
   MCCLCHECK(paramAlgo(&forced));
   if (forced >= 0) {
@@ -157,7 +156,9 @@ mcclResult_t mcclLabSelectAlgorithm(int func, int nRanks, size_t bytes, int symm
       return mcclInvalidArgument;
     }
   }
-  // One-shot's protocol: LL up to the row's one-shot size (or where SIMPLE cannot run), SIMPLE above.
+  // The ring's protocol is its row's; two-shot and the copy engines have none of their own (SIMPLE); one-shot's
+  // is LL up to the row's one-shot size (or where SIMPLE cannot run), SIMPLE above.
+  int p = a == MCCL_ALGO_RING ? collProto(mcclFuncAllReduce, nRanks, bytes) : MCCL_PROTO_SIMPLE;
   if (a == MCCL_ALGO_ONESHOT)
     p = bytes <= oneShotLlMax || !mcclLabOneShotFits(nRanks, bytes, MCCL_PROTO_SIMPLE) ? MCCL_PROTO_LL
                                                                                        : MCCL_PROTO_SIMPLE;

@@ -2,7 +2,7 @@
 // other kind expands to nothing, and every macro is undefined again after, so the next table can define its
 // own. Included once per table, so no include guard.
 #ifndef MCCL_TUNE_ROW
-#define MCCL_TUNE_ROW(maxRanks, oneShotMax, oneShotSimpleMax, twoShotMax, llMax, oneShotBareMax)
+#define MCCL_TUNE_ROW(maxRanks, oneShotMax, oneShotSimpleMax, twoShotMax, oneShotBareMax)
 #endif
 #ifndef MCCL_TUNE_COLL
 #define MCCL_TUNE_COLL(maxRanks, func, llMax, ll128Max)

@@ -329,7 +329,12 @@ static void algorithmTable(void) {
   EXPECT_CHOICE(4, 512 << 10, 2, MCCL_ALGO_TWOSHOT, -1);
   EXPECT_CHOICE(4, 512 << 10, 1, MCCL_ALGO_RING, MCCL_PROTO_LL);
   EXPECT_CHOICE(4, 2 << 20, 2, MCCL_ALGO_TWOSHOT, -1);
-  EXPECT_CHOICE(4, 2 << 20, 0, MCCL_ALGO_RING, MCCL_PROTO_LL);
+  EXPECT_CHOICE(4, 1 << 20, 0, MCCL_ALGO_RING, MCCL_PROTO_LL);
+  EXPECT_CHOICE(4, (1 << 20) + 4, 0, MCCL_ALGO_RING, MCCL_PROTO_LL128);  // the ring's LL128 band on 4 ranks
+  EXPECT_CHOICE(3, 8 << 20, 1, MCCL_ALGO_RING, MCCL_PROTO_LL128);
+  EXPECT_CHOICE(4, (8 << 20) + 4, 1, MCCL_ALGO_RING, MCCL_PROTO_SIMPLE);
+  EXPECT_CHOICE(4, 2 << 20, 2, MCCL_ALGO_TWOSHOT, MCCL_PROTO_SIMPLE);  // two-shot inside the band: not the ring's
+  EXPECT_CHOICE(2, 2 << 20, 0, MCCL_ALGO_RING, MCCL_PROTO_SIMPLE);     // 2 ranks: no LL128 band
   EXPECT_CHOICE(4, 16 << 20, 2, MCCL_ALGO_TWOSHOT, -1);
   EXPECT_CHOICE(4, 32 << 20, 2, MCCL_ALGO_RING, MCCL_PROTO_SIMPLE);
   EXPECT_CHOICE(8, 512 << 10, 0, -1, MCCL_PROTO_SIMPLE);  // 5-8 ranks: LL only up to 256 KiB
@@ -382,7 +387,7 @@ static void algorithmTable(void) {
   EXPECT_RES(mcclLabSelectAlgorithm(mcclNumFuncs, 2, 1024, 1, &a, &p), mcclInvalidArgument);
   // The other collectives run the ring whatever the signal area, with their function's row of tuning.def (bytes
   // of the larger buffer): LL, then LL128, then SIMPLE; 3 ranks take the 4-rank rows; beyond 4 ranks LL up to
-  // 256 KiB and no LL128.
+  // 256 KiB and no LL128. AllReduce's ring takes its own row where the table gives it the ring (no signal area).
   const struct {
     int func, nRanks;
     size_t llMax, ll128Max;
@@ -392,20 +397,23 @@ static void algorithmTable(void) {
       {mcclFuncAllGather, 3, 1 << 20, 4 << 20}, {mcclFuncReduceScatter, 4, 1 << 20, 4 << 20},
       {mcclFuncBroadcast, 4, 1 << 20, 4 << 20}, {mcclFuncReduce, 4, 256 << 10, 4 << 20},
       {mcclFuncAllGather, 5, 256 << 10, 0},     {mcclFuncReduce, MCCL_LAB_MAX_RANKS, 256 << 10, 0},
+      {mcclFuncAllReduce, 2, 1 << 20, 0},       {mcclFuncAllReduce, 4, 1 << 20, 8 << 20},
+      {mcclFuncAllReduce, 3, 1 << 20, 8 << 20}, {mcclFuncAllReduce, 6, 256 << 10, 0},
   };
   for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
     const int f = rows[i].func, n = rows[i].nRanks;
+    const int sym = f == mcclFuncAllReduce ? 0 : 2;  // AllReduce: no signal area, so the ring at every size
     const size_t top = rows[i].ll128Max > rows[i].llMax ? rows[i].ll128Max : rows[i].llMax;
     a = p = -1;
-    EXPECT_OK(mcclLabSelectAlgorithm(f, n, rows[i].llMax, 2, &a, &p));
+    EXPECT_OK(mcclLabSelectAlgorithm(f, n, rows[i].llMax, sym, &a, &p));
     EXPECT_EQ(a, MCCL_ALGO_RING);
     EXPECT_EQ(p, MCCL_PROTO_LL);
     EXPECT_OK(mcclLabSelectAlgorithm(f, n, rows[i].llMax + 1, 0, &a, &p));
     EXPECT_EQ(a, MCCL_ALGO_RING);
     EXPECT_EQ(p, rows[i].ll128Max > rows[i].llMax ? MCCL_PROTO_LL128 : MCCL_PROTO_SIMPLE);
-    EXPECT_OK(mcclLabSelectAlgorithm(f, n, top, 2, &a, &p));
+    EXPECT_OK(mcclLabSelectAlgorithm(f, n, top, sym, &a, &p));
     EXPECT_EQ(p, rows[i].ll128Max > rows[i].llMax ? MCCL_PROTO_LL128 : MCCL_PROTO_LL);
-    EXPECT_OK(mcclLabSelectAlgorithm(f, n, top + 1, 2, &a, &p));
+    EXPECT_OK(mcclLabSelectAlgorithm(f, n, top + 1, sym, &a, &p));
     EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
   }
   for (int f = mcclFuncBroadcast; f < mcclFuncAllReduce; f++) {  // one rank copies: LL or SIMPLE, never LL128
