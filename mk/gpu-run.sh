@@ -281,7 +281,7 @@ if [ "${MCCL_DEVAPI:-0}" = 1 ] && [ -x "$nd" ] && [ "$ngpu" -ge 2 ]; then
        END { print "#  what              minccl eager/graph (us)   NCCL eager/graph (us)   graph NCCL/minccl"
              for (i = 1; i <= n; i++) { k = o[i]
                if (k ~ /^ar/) printf "%-18s %11s %11s %11s %11s %8.3f\n", k, e[1, k], g[1, k], e[2, k], g[2, k], (g[1, k] > 0 ? g[2, k] / g[1, k] : 0)
-               else printf "%-18s fused %s unfused %s (minccl)   fused %s unfused %s (NCCL): %.2fx on NCCL\n", k, fu[1, k], un[1, k], fu[2, k], un[2, k], (fu[2, k] > 0 ? un[2, k] / fu[2, k] : 0) } }' \
+               else printf "%-18s fused %s unfused %s (minccl)   fused %s unfused %s (NCCL): NCCL unfused / minccl fused %.2fx\n", k, fu[1, k], un[1, k], fu[2, k], un[2, k], (fu[1, k] > 0 ? un[2, k] / fu[1, k] : 0) } }' \
     "$OUT/devapi_bench_minccl.log" "$OUT/devapi_bench_NCCL.log" | tee "$OUT/devapi_compare.txt"
 fi
 if [ "${MCCL_DROPIN:-0}" = 1 ] && [ "$ngpu" -ge 2 ]; then

@@ -107,16 +107,17 @@ struct mcclLabCeColl {
   cudaEvent_t join;      /**< the assisted allreduce: the event that joins them back to the caller's */
 };
 
-/** @brief The communicator's own launches (src/launches.c): numbered, and a ring where each one's last block
- * stores its number when it ends. */
+/** @brief Launches of one communicator told apart in flight (the ring of struct mcclLabLaunches). */
+#define MCCL_LAUNCH_RING 1024
+
+/** @brief The communicator's own launches (src/launches.c): numbered, and a ring of events, each recorded after
+ * its launch, that say when it has ended. */
 struct mcclLabLaunches {
   uint64_t last;         /**< the last number given (launches captured into a CUDA graph take none) */
-  uint64_t* done;        /**< host-mapped [MCCL_LAUNCH_RING]: the number of the launch that last ended in each slot */
-  uint64_t* doneDev;     /**< its device view */
-  uint32_t* blocksDev;   /**< device [MCCL_LAUNCH_RING]: blocks of the slot's launch that have ended */
-  cudaEvent_t* events;   /**< [MCCL_LAUNCH_RING], or NULL until needed: an event recorded after a launch with no kernel
-                              (the copy engines', mcclLabLaunchRecord), each created at its slot's first such launch */
+  cudaEvent_t* events;   /**< [MCCL_LAUNCH_RING]: the event recorded after the slot's last launch (created at the
+                              slot's first launch; NULL before it) */
   uint64_t* eventLaunch; /**< [MCCL_LAUNCH_RING]: the launch whose end the slot's event marks (0: none) */
+  uint64_t* failed;      /**< [MCCL_LAUNCH_RING]: a numbered launch that was never made, so ended at once */
 };
 
 /** @brief A communicator for the lab: what lab 07's kernels and host code need (NCCL's ncclComm, in small). */

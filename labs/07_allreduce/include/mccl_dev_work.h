@@ -220,14 +220,8 @@ struct mcclDevKernelArgs {
   int16_t sliceSteps;                    /**< SIMPLE: slots per slice */
   int32_t trace;                         /**< 1: the role threads narrate their waits and posts (MCCL_KERNEL_TRACE) */
   int32_t nSym;                          /**< the generic kernel: its two-shot works, the symmetric calls it makes */
-  uint64_t launch;                       /**< the communicator's number of this launch (src/launches.c); 0: not
-                                              numbered (a launch captured into a CUDA graph) */
-  uint64_t* launchDone;                  /**< host-mapped [MCCL_LAUNCH_RING]: the launch's last block to end stores
-                                              launch at [launch % MCCL_LAUNCH_RING] */
-  uint32_t* launchBlocks;                /**< device [MCCL_LAUNCH_RING]: blocks of the launch that ended */
+  uint64_t pad;                          /**< unused: the header is a whole number of 16-byte units */
 };
-/** @brief Launches of one communicator told apart in flight (the ring of struct mcclDevKernelArgs::launchDone). */
-#define MCCL_LAUNCH_RING 1024
 
 /** @brief The kernels' parameter: the header and room for the works (MCCL_DEV_ARGS_BYTES in all). */
 struct mcclDevKernelArgsStorage {

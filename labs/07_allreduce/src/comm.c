@@ -213,7 +213,7 @@ static mcclResult_t commFree(mcclLabComm* comm) {
     if (r != mcclSuccess && res == mcclSuccess) res = r; \
   } while (0)
   // The kernels read what is freed below: wait for this communicator's own, not for the device's other work.
-  if (comm->launches.done) KEEP_FIRST(mcclLabCommWaitLaunches(comm));
+  if (comm->launches.events) KEEP_FIRST(mcclLabCommWaitLaunches(comm));
   mcclLabWatchdogFree(comm);  // its thread reads the communicator
   // No barrier: what this rank frees, peers hold through their own mappings (the driver counts
   // them; a /dev/shm file stays mapped after its unlink), so destroy is not collective, and one

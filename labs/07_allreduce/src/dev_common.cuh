@@ -125,24 +125,4 @@ __device__ __forceinline__ void mcclReportAbort(uint32_t* status, bool aborted, 
   if (aborted && tid == 0 && status != NULL) st_relaxed_sys_global(status, (uint32_t)mcclDevStatusAborted);
 }
 
-// The end of a numbered launch (src/launches.c): its last block to end stores the launch's number in the
-// host-mapped ring, so the host learns what ended without synchronising (teardown and the watchdog read it).
-// The classic last-block pattern: each block counts itself in a device counter of the launch's slot; the
-// block that makes the count whole takes it back for the slot's next launch. Every thread of the block calls
-// it: a block counts itself only once all its threads are past their last access to the communicator's
-// memory, which teardown frees as soon as the number is stored (a warp still copying after an abort would
-// read freed memory). A launch captured into a graph carries 0 and costs one branch per block.
-__device__ __forceinline__ void mcclLaunchEnded(const struct mcclDevKernelArgs& a, int tid) {
-  if (a.launch == 0) return;  // the same for every thread of the block
-  __syncthreads();
-  if (tid != 0) return;
-  const unsigned slot = (unsigned)(a.launch % MCCL_LAUNCH_RING);
-  // Release and acquire in one add: the last block has seen every block's writes, and its release store
-  // passes them all on to the host that reads the number.
-  if (atomicAdd_acq_rel_gpu(&a.launchBlocks[slot], 1u) == gridDim.x - 1) {
-    atomicSub(&a.launchBlocks[slot], (unsigned)gridDim.x);
-    st_release_sys_global(&a.launchDone[slot], a.launch);
-  }
-}
-
 #endif

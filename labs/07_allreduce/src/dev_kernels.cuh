@@ -66,7 +66,6 @@ __device__ __forceinline__ void mcclKernelMain(const struct mcclDevKernelArgsSto
       aborted = __syncthreads_or(mcclP2pRunWork(mcclP2pWorks()[k], tid, nthreads)) != 0;
   if (nSym > 0) mcclSymSeqEnd(tid, nthreads);
   mcclReportAbort(kShmem.args.status, aborted, tid);
-  mcclLaunchEnded(kShmem.args, tid);
 }
 
 // The three kernels of one element type. Their parameter is read in place (__grid_constant__): its

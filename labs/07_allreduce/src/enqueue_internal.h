@@ -75,17 +75,15 @@ void mcclLabWatchdogFree(mcclLabComm* comm);
 uint64_t mcclLabWatchdogNumber(mcclLabComm* comm);
 void mcclLabWatchdogPublish(mcclLabComm* comm, uint64_t firstSeq, uint64_t launchLo);
 
-// launches.c: the communicator's own launches. Init/Free the ring; Number gives a launch its number and the
-// ring in its argument (none when captured into a graph); Failed marks a numbered launch that was not made
-// as ended; Ended says whether launch n has ended. mcclLabCommWaitLaunches is in mccl_allreduce.h.
+// launches.c: the communicator's own launches. Init/Free the ring; Number gives a launch its number (0, none,
+// when captured into a graph); Record marks the launch's end with an event recorded after it on its stream
+// (a kernel's, or the copy engines' last synchronisation); Failed marks a numbered launch that was not made as
+// ended; Ended says whether launch n has ended. mcclLabCommWaitLaunches is in mccl_allreduce.h.
 mcclResult_t mcclLabLaunchesInit(mcclLabComm* comm);
 void mcclLabLaunchesFree(mcclLabComm* comm);
-void mcclLabLaunchNumber(mcclLabComm* comm, cudaStream_t stream, struct mcclDevKernelArgs* a);
-void mcclLabLaunchFailed(mcclLabComm* comm, const struct mcclDevKernelArgs* a);
-// A numbered launch with no kernel (the copy engines') ends where the stream reaches an event recorded after it:
-// a stream memory write into the host-mapped ring would do, but the driver may run that write from the calling
-// thread (the ring is cuMem host memory), which then waits for the peers' streams.
+uint64_t mcclLabLaunchNumber(mcclLabComm* comm, cudaStream_t stream);
 mcclResult_t mcclLabLaunchRecord(mcclLabComm* comm, cudaStream_t stream, uint64_t n);
+void mcclLabLaunchFailed(mcclLabComm* comm, uint64_t n);
 int mcclLabLaunchEnded(const mcclLabComm* comm, uint64_t n);
 
 #ifdef __cplusplus

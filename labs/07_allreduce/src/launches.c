@@ -1,10 +1,13 @@
-// Lab 07: the communicator's own launches. Each launch outside a CUDA graph capture takes a number, and
-// its last block to end stores that number in a host-mapped ring (dev_common.cuh, mcclLaunchEnded), so the
-// host learns which launches have ended without synchronising anything.
+// Lab 07: the communicator's own launches. Each launch outside a CUDA graph capture takes a number, and an
+// event recorded after it on its stream marks its end, so the host learns which launches have ended without
+// synchronising anything (cudaEventQuery). The event is the driver's: it completes once the kernel has ended
+// and every one of its writes is done, and it costs the kernel nothing. A kernel that stored its own number in
+// host memory at its end would need a system-scope release there, a fence that waits for the kernel's stores
+// across NVLink and PCIe, on the path of every eager call.
 //
 // Two readers: teardown, which must outlive the kernels that read the communicator's memory but not wait
 // for other people's work (NCCL's commDestroySync waits on the communicator's own streams; minccl launches
-// on the caller's streams, so it waits on its own kernels instead of on the device), and the watchdog,
+// on the caller's streams, so it waits on its own launches instead of on the device), and the watchdog,
 // which asks whether a collective's launches have ended.
 #include <sched.h>
 #include <stdlib.h>
@@ -13,18 +16,18 @@
 #include "enqueue_internal.h"
 #include "mccl_checks.h"
 #include "mccl_debug.h"
-#include "mccl_devconn.h"
 #include "mccl_utils.h"
 
 mcclResult_t mcclLabLaunchesInit(mcclLabComm* comm) {
   struct mcclLabLaunches* l = &comm->launches;
-  void *h = NULL, *d = NULL;
-  // Lab 06's host memory: teardown frees it without waiting for the device's other streams.
-  MCCLCHECK(mcclDevHostCalloc(&h, &d, sizeof(uint64_t) * MCCL_LAUNCH_RING));
-  l->done = (uint64_t*)h;
-  l->doneDev = (uint64_t*)d;
-  // Lab 06's allocator: freed at teardown without waiting for the device's other streams.
-  MCCLCHECK(mcclDevCalloc((void**)&l->blocksDev, sizeof(uint32_t) * MCCL_LAUNCH_RING));
+  l->events = (cudaEvent_t*)calloc(MCCL_LAUNCH_RING, sizeof(*l->events));
+  l->eventLaunch = (uint64_t*)calloc(MCCL_LAUNCH_RING, sizeof(*l->eventLaunch));
+  l->failed = (uint64_t*)calloc(MCCL_LAUNCH_RING, sizeof(*l->failed));
+  if (l->events == NULL || l->eventLaunch == NULL || l->failed == NULL) {
+    mcclLabLaunchesFree(comm);
+    WARN("Out of memory for rank %d's launch ring", comm->rank);
+    return mcclSystemError;
+  }
   return mcclSuccess;
 }
 
@@ -34,15 +37,13 @@ void mcclLabLaunchesFree(mcclLabComm* comm) {
     if (l->events[s]) cudaEventDestroy(l->events[s]);
   free(l->events);
   free(l->eventLaunch);
-  mcclDevHostFree(l->done);
-  mcclDevFree(l->blocksDev);
+  free(l->failed);
   memset(l, 0, sizeof(*l));
 }
 
-void mcclLabLaunchNumber(mcclLabComm* comm, cudaStream_t stream, struct mcclDevKernelArgs* a) {
+uint64_t mcclLabLaunchNumber(mcclLabComm* comm, cudaStream_t stream) {
   struct mcclLabLaunches* l = &comm->launches;
-  a->launch = 0;
-  if (l->done == NULL) return;
+  if (l->events == NULL) return 0;
   // A launch captured into a graph runs at each replay, which the host never sees end: not numbered.
   enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(stream, &cs) != cudaSuccess) {
@@ -51,35 +52,26 @@ void mcclLabLaunchNumber(mcclLabComm* comm, cudaStream_t stream, struct mcclDevK
     (void)cudaGetLastError();
     cs = cudaStreamCaptureStatusActive;
   }
-  if (cs != cudaStreamCaptureStatusNone) return;
+  if (cs != cudaStreamCaptureStatusNone) return 0;
   // Atomic: the watchdog's thread reads it (mcclLabLaunchEnded); only this thread writes it.
-  a->launch = l->last + 1;
-  __atomic_store_n(&l->last, a->launch, __ATOMIC_RELAXED);
-  a->launchDone = l->doneDev;
-  a->launchBlocks = l->blocksDev;
+  const uint64_t n = l->last + 1;
+  __atomic_store_n(&l->last, n, __ATOMIC_RELAXED);
+  return n;
 }
 
-void mcclLabLaunchFailed(mcclLabComm* comm, const struct mcclDevKernelArgs* a) {
-  if (a->launch != 0) __atomic_store_n(&comm->launches.done[a->launch % MCCL_LAUNCH_RING], a->launch, __ATOMIC_RELEASE);
+void mcclLabLaunchFailed(mcclLabComm* comm, uint64_t n) {
+  if (n != 0) __atomic_store_n(&comm->launches.failed[n % MCCL_LAUNCH_RING], n, __ATOMIC_RELEASE);
 }
 
 mcclResult_t mcclLabLaunchRecord(mcclLabComm* comm, cudaStream_t stream, uint64_t n) {
   struct mcclLabLaunches* l = &comm->launches;
   if (n == 0) return mcclSuccess;
-  if (l->events == NULL) {
-    cudaEvent_t* ev = (cudaEvent_t*)calloc(MCCL_LAUNCH_RING, sizeof(*ev));
-    uint64_t* at = (uint64_t*)calloc(MCCL_LAUNCH_RING, sizeof(*at));
-    if (ev == NULL || at == NULL) {
-      free(ev);
-      free(at);
-      WARN("Out of memory for rank %d's launch events", comm->rank);
-      return mcclSystemError;
-    }
-    l->eventLaunch = at;
-    __atomic_store_n(&l->events, ev, __ATOMIC_RELEASE);  // the watchdog's thread may look from now on
-  }
   const size_t s = n % MCCL_LAUNCH_RING;
-  if (l->events[s] == NULL) CUDACHECK(cudaEventCreateWithFlags(&l->events[s], cudaEventDisableTiming));
+  if (l->events[s] == NULL) {
+    cudaEvent_t ev;
+    CUDACHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    __atomic_store_n(&l->events[s], ev, __ATOMIC_RELEASE);  // the watchdog's thread may look from now on
+  }
   CUDACHECK(cudaEventRecord(l->events[s], stream));
   __atomic_store_n(&l->eventLaunch[s], n, __ATOMIC_RELEASE);
   return mcclSuccess;
@@ -87,15 +79,15 @@ mcclResult_t mcclLabLaunchRecord(mcclLabComm* comm, cudaStream_t stream, uint64_
 
 int mcclLabLaunchEnded(const mcclLabComm* comm, uint64_t n) {
   const struct mcclLabLaunches* l = &comm->launches;
-  if (n == 0 || l->done == NULL) return 1;
+  if (n == 0 || l->events == NULL) return 1;
   if (n + MCCL_LAUNCH_RING <= __atomic_load_n(&l->last, __ATOMIC_RELAXED))
     return 1;  // its slot went to a later launch: far in the past
   const size_t s = n % MCCL_LAUNCH_RING;
-  if (__atomic_load_n(&l->done[s], __ATOMIC_ACQUIRE) >= n) return 1;
-  cudaEvent_t* ev = __atomic_load_n(&l->events, __ATOMIC_ACQUIRE);
-  const uint64_t at = ev ? __atomic_load_n(&l->eventLaunch[s], __ATOMIC_ACQUIRE) : 0;
+  if (__atomic_load_n(&l->failed[s], __ATOMIC_ACQUIRE) == n) return 1;  // it never started
+  const uint64_t at = __atomic_load_n(&l->eventLaunch[s], __ATOMIC_ACQUIRE);
   if (at > n) return 1;  // a later launch took the slot
-  return at == n && cudaEventQuery(ev[s]) == cudaSuccess;
+  cudaEvent_t ev = __atomic_load_n(&l->events[s], __ATOMIC_ACQUIRE);
+  return at == n && ev != NULL && cudaEventQuery(ev) == cudaSuccess;
 }
 
 mcclResult_t mcclLabCommWaitLaunches(mcclLabComm* comm) {

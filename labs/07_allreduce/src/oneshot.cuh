@@ -308,7 +308,6 @@ __device__ __forceinline__ void mcclOneShotMain(const struct mcclDevKernelArgsSt
       return mcclRunOneShotLL<T, decltype(redOp)>(p, tid, nthreads);
   });
   mcclReportAbort(p.args.status, aborted, tid);
-  mcclLaunchEnded(p.args, tid);
 }
 
 #endif

@@ -199,13 +199,10 @@ static mcclResult_t planFlush(mcclLabComm* comm, struct mcclLabPlan* plan) {
   if (plan->kernel == MCCL_KERNEL_GENERIC && plan->args.args.nColl > 0) shareChannels(comm, plan);
   if (plan->args.args.nColl + plan->args.args.nP2p > 0) {
     // Numbered here, outside the launch: teardown and the watchdog learn from the number when it has ended.
-    mcclLabLaunchNumber(comm, plan->stream, &plan->args.args);
-    const uint64_t n = plan->args.args.launch;
-    if (mcclParamLaunchEvents()) plan->args.args.launch = 0;  // an event after the kernel marks its end instead
+    const uint64_t n = mcclLabLaunchNumber(comm, plan->stream);
     res = mcclLabLaunchPlan(comm, plan);
-    if (res == mcclSuccess && mcclParamLaunchEvents()) res = mcclLabLaunchRecord(comm, plan->stream, n);
-    plan->args.args.launch = n;
-    if (res != mcclSuccess) mcclLabLaunchFailed(comm, &plan->args.args);  // nothing will end it: never wait for it
+    if (res == mcclSuccess) res = mcclLabLaunchRecord(comm, plan->stream, n);
+    if (res != mcclSuccess) mcclLabLaunchFailed(comm, n);  // nothing will end it: never wait for it
   }
   planReset(plan);
   return res;
@@ -568,15 +565,13 @@ static mcclResult_t ceLaunch(mcclLabComm* comm, const struct mcclLabTask* t) {
     MCCLCHECK(mcclLabWindowFind(comm, t->sendbuff, taskBytes(t), &args.sendWin, &off));
     MCCLCHECK(mcclLabWindowFind(comm, t->recvbuff, taskBytes(t), &args.recvWin, &off));
   }
-  struct mcclDevKernelArgs a;
-  memset(&a, 0, sizeof(a));
-  mcclLabLaunchNumber(comm, t->stream, &a);
+  const uint64_t n = mcclLabLaunchNumber(comm, t->stream);
   TRACE(MCCL_COLL, "rank %d: function %d runs on the %s: %zu x %zu bytes, launch %llu", comm->rank, t->func,
-        comm->ceColl.ops->name, args.nElts, args.eltSize, (unsigned long long)a.launch);
+        comm->ceColl.ops->name, args.nElts, args.eltSize, (unsigned long long)n);
   mcclResult_t res = comm->ceColl.ops->launch(comm, &args, t->stream);
-  if (res == mcclSuccess) res = mcclLabLaunchRecord(comm, t->stream, a.launch);
+  if (res == mcclSuccess) res = mcclLabLaunchRecord(comm, t->stream, n);
   if (res == mcclSuccess) return mcclSuccess;
-  mcclLabLaunchFailed(comm, &a);  // nothing will mark it: never wait for it
+  mcclLabLaunchFailed(comm, n);  // nothing will mark it: never wait for it
   return res;
 }
 
