@@ -112,9 +112,13 @@ class Primitives<T, RedOp, ProtoLL> {
     while (left > 0 && !(flags & Aborted)) {
       int eltInLine = EltPerLine < left ? EltPerLine : left;
       uint64_t data = 0, peerData = 0;
+      // The user's input is loaded before the wait for the peer's line, so that its trip to memory overlaps the
+      // wait instead of following it (NCCL's DataLoader::loadBegin before readLL): a reducing step would
+      // otherwise pay one memory latency more than a copying one.
+      if (Src) data = mcclLoadWord(srcElts, eltInLine);
       if (Recv) peerData = readLL(offset);
       if (Src) {
-        data = mcclPreWord<T>(redOp, mcclLoadWord(srcElts, eltInLine));  // the user's input: the operation's pre step
+        data = mcclPreWord<T>(redOp, data);  // the operation's pre step on the user's input
         srcElts += eltPerTrip;
         if (Recv) data = mcclReduceWord<T>(redOp, data, peerData);
       } else {
