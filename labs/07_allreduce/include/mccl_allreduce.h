@@ -104,6 +104,8 @@ struct mcclLabCeColl {
   cudaStream_t agStream; /**< the assisted allreduce: the all-gather copies' stream, beside the other (or NULL) */
   cudaEvent_t fork;      /**< the assisted allreduce: the event that forks both from the caller's stream */
   cudaEvent_t agDone;    /**< the assisted allreduce: the event that joins the all-gather stream to the other */
+  cudaEvent_t rsRound;   /**< the assisted allreduce: recorded after each round's reduce-scatter copies, which that
+                              round's all-gather copies wait for */
   cudaEvent_t join;      /**< the assisted allreduce: the event that joins them back to the caller's */
 };
 

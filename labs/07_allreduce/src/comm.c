@@ -228,6 +228,7 @@ static mcclResult_t commFree(mcclLabComm* comm) {
   if (comm->ceColl.agStream) cudaStreamDestroy(comm->ceColl.agStream);
   if (comm->ceColl.fork) cudaEventDestroy(comm->ceColl.fork);
   if (comm->ceColl.agDone) cudaEventDestroy(comm->ceColl.agDone);
+  if (comm->ceColl.rsRound) cudaEventDestroy(comm->ceColl.rsRound);
   if (comm->ceColl.join) cudaEventDestroy(comm->ceColl.join);
   if (comm->signalWin) {
     void* sig = comm->signalWin->buff;

@@ -88,6 +88,7 @@ static mcclResult_t sideStream(mcclLabComm* comm) {
   if (ce->agStream == NULL) CUDACHECK(cudaStreamCreateWithFlags(&ce->agStream, cudaStreamNonBlocking));
   if (ce->fork == NULL) CUDACHECK(cudaEventCreateWithFlags(&ce->fork, cudaEventDisableTiming));
   if (ce->agDone == NULL) CUDACHECK(cudaEventCreateWithFlags(&ce->agDone, cudaEventDisableTiming));
+  if (ce->rsRound == NULL) CUDACHECK(cudaEventCreateWithFlags(&ce->rsRound, cudaEventDisableTiming));
   if (ce->join == NULL) CUDACHECK(cudaEventCreateWithFlags(&ce->join, cudaEventDisableTiming));
   return mcclSuccess;
 }
@@ -149,9 +150,15 @@ mcclResult_t mcclCeAllReduce(mcclLabComm* comm, const struct mcclLabCeCollArgs* 
   comm->nLaunches++;
   struct memOps m;
   m.n = 0;
-  // Reduce-scatter: each round, this rank's chunk p goes to rank p, at this rank's position, then a flag.
+  // Each round: the reduce-scatter's copies (this rank's chunk p to rank p, at this rank's position, then a flag)
+  // on one stream; then, on the other, once this rank's blocks reduced its chunk and every peer has read what this
+  // rank put at that position, the reduced chunk to every peer's same position. The all-gather's copies of a
+  // round also wait for the same round's reduce-scatter copies here (an event, re-recorded each round: a wait
+  // takes the record made before it): both write to the peers' same positions, and the peers' flags order
+  // them only while no one aborts (the release after an abort lets every wait go).
   for (int r = 0; r < nRounds; r++) {
     const size_t at = roundAt(&a, r, n), len = roundLen(&a, r);
+    const uint64_t v = a.base + (uint64_t)r;
     struct mcclCeBatch b;
     b.n = 0;
     for (int k = 1; k < n; k++) {
@@ -162,15 +169,10 @@ mcclResult_t mcclCeAllReduce(mcclLabComm* comm, const struct mcclLabCeCollArgs* 
     }
     MCCLCHECK(mcclCeLaunchBatch(comm, &b, side));
     for (int k = 1; k < n; k++)
-      MCCLCHECK(memOpAdd(&m, side, 0, &signalsOf(comm, (me + k) % n)->ceArArrived[me][r % MCCL_CE_AR_SLOTS],
-                         a.base + (uint64_t)r));
+      MCCLCHECK(memOpAdd(&m, side, 0, &signalsOf(comm, (me + k) % n)->ceArArrived[me][r % MCCL_CE_AR_SLOTS], v));
     MCCLCHECK(memOpsFlush(&m, side));
-  }
-  // All-gather: each round, once this rank's blocks reduced its chunk and every peer has read what this rank
-  // put at that position, the reduced chunk goes to every peer's same position.
-  for (int r = 0; r < nRounds; r++) {
-    const size_t at = roundAt(&a, r, n), len = roundLen(&a, r);
-    const uint64_t v = a.base + (uint64_t)r;
+    CUDACHECK(cudaEventRecord(ce->rsRound, side));
+    CUDACHECK(cudaStreamWaitEvent(ag, ce->rsRound, 0));
     struct mcclSymSignals* mine = signalsOf(comm, me);
     for (int g = 0; g < nBlocks; g++) {
       MCCLCHECK(memOpAdd(&m, ag, 1, &mine->ceArReduced[g][r % MCCL_CE_AR_SLOTS], v));
@@ -178,7 +180,6 @@ mcclResult_t mcclCeAllReduce(mcclLabComm* comm, const struct mcclLabCeCollArgs* 
         MCCLCHECK(memOpAdd(&m, ag, 1, &mine->ceArConsumed[(me + k) % n][g][r % MCCL_CE_AR_SLOTS], v));
     }
     MCCLCHECK(memOpsFlush(&m, ag));
-    struct mcclCeBatch b;
     b.n = 0;
     for (int k = 1; k < n; k++) {
       char* src = a.recv + at + (size_t)me * len;
