@@ -135,14 +135,14 @@ mcclResult_t mcclCeAllReduce(mcclLabComm* comm, const struct mcclLabCeCollArgs* 
   MCCLCHECK(mcclCeMemOpSync(comm, side));
   // The kernel, on the caller's stream: it waits for the chunks as they come. A block per 4 SMs (MCCL_CE_AR_BLOCKS
   // sets the count), at most MCCL_CE_AR_MAX_BLOCKS (the flags have room for that many): the chunks come from the
-  // engines at the link's rate, and every byte is read from HBM twice and written once, so a block per 16 SMs,
-  // each with its few loads in flight, was the slowest stage of the pipeline.
+  // engines at the link's rate, and every byte is read from HBM twice and written once, so fewer blocks, each with
+  // only a few loads in flight, make the kernel the pipeline's slowest stage.
   int dev = -1, sms = 0;
   cudaFunction_t fn;
   void* params[] = {&a};
   CUDACHECK(cudaGetDevice(&dev));
   CUDACHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  const int64_t want = mcclParamCeArBlocks() > 0 ? mcclParamCeArBlocks() : sms / 4;
+  const int64_t asked = mcclParamCeArBlocks(), want = asked > 0 ? asked : sms / 4;
   const int nBlocks = want < 1 ? 1 : want > MCCL_CE_AR_MAX_BLOCKS ? MCCL_CE_AR_MAX_BLOCKS : (int)want;
   MCCLCHECK(mcclDevGetFunction(dev, (const void*)kernels[args->dtype], &fn));
   CUCHECK(cuLaunchKernel((CUfunction)fn, (unsigned)nBlocks, 1, 1, MCCL_CE_AR_THREADS, 1, 1, 0, (CUstream)stream, params,
