@@ -12,7 +12,8 @@
  * - qualifiers `__global__ __device__ __host__ __forceinline__ __noinline__ __launch_bounds__(...)`;
  * - `threadIdx blockIdx blockDim gridDim` (per host thread), `WARP_SIZE`;
  * - `__syncthreads()`, `__syncthreads_or(int)`, `__syncthreads_count(int)`, `__syncwarp()`, `__any_sync`, `__all_sync`,
- *   `__activemask()`, `__barrier_sync_count(id, n)`, `__popc`, `__popcll`, `__ffs`, `__ffsll`, `__fns`, `__ldg`,
+ *   `__shfl_sync` (values of up to 8 bytes), `__activemask()`, `__barrier_sync_count(id, n)`, `__popc`, `__popcll`,
+ *   `__ffs`, `__ffsll`, `__fns`, `__ldg`,
  *   and NCCL's named barriers `barrier_sync(name[, nThreads])`, `barrier_red_or(vote, name[, nThreads])` (names 0..15);
  * - one per-block shared struct: `MCCL_SHMEM_DEFINE(Type, name);` at namespace scope, then `name.field`;
  * - system-scope memory operations named as NCCL 2.28.9 `src/device/op128.h`: `ld_volatile_global`,
@@ -226,6 +227,7 @@ void mcclSimBarrier(int name, int nThreads);
 int mcclSimBarrierRed(int name, int nThreads, int vote, int wantCount);
 void mcclSimSyncWarp(unsigned mask);
 int mcclSimSyncWarpRed(unsigned mask, int vote);
+uint64_t mcclSimShfl(unsigned mask, uint64_t v, int srcLane);
 void* mcclSimShmem(const void* key, size_t size, size_t align);
 }
 
@@ -260,6 +262,17 @@ inline int __any_sync(unsigned mask, int p) {
 }
 inline int __all_sync(unsigned mask, int p) {
   return mcclSimSyncWarpRed(mask, p) == __builtin_popcount(mask);
+}
+// A warp shuffle: the lanes of the mask meet, as __syncwarp, and each returns srcLane's value (a value of up to 8
+// bytes, the whole warp's width only).
+template <typename V>
+inline V __shfl_sync(unsigned mask, V v, int srcLane) {
+  static_assert(sizeof(V) <= sizeof(uint64_t), "__shfl_sync on the sim moves values of up to 8 bytes");
+  uint64_t w = 0;
+  __builtin_memcpy(&w, &v, sizeof(V));
+  w = mcclSimShfl(mask, w, srcLane);
+  __builtin_memcpy(&v, &w, sizeof(V));
+  return v;
 }
 // The lanes of this thread's warp that exist (a last warp may be partial); the sim's lanes are not in lockstep,
 // so "active" means present, as on a converged GPU warp.

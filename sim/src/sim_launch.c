@@ -60,6 +60,9 @@ typedef struct {
   int arrived, votes, expect;
   unsigned gen;   // __atomic: read by spinning waiters
   int result[2];  // votes of generation g in result[g & 1]
+  // A warp's shuffles: lane l's value for generation g in lanes[g & 1][l], written before its arrival and read
+  // after the generation completes (generation g+2, which reuses the row, needs every lane's next arrival).
+  uint64_t lanes[2][32];
 } simBar;
 
 struct simCrew;
@@ -258,6 +261,22 @@ void mcclSimSyncWarp(unsigned mask) {
 
 int mcclSimSyncWarpRed(unsigned mask, int vote) {
   return warpArrive(mask, vote, "a warp vote");
+}
+
+uint64_t mcclSimShfl(unsigned mask, uint64_t v, int srcLane) {
+  simKThread* t = self("__shfl_sync");
+  int warp = t->tid / 32, lane = t->tid % 32;
+  int lanes = t->block->nThreads - warp * 32;
+  unsigned present = lanes >= 32 ? 0xffffffffu : (1u << lanes) - 1;
+  srcLane &= 31;
+  if (!(mask & present & (1u << srcLane)))
+    fatal("__shfl_sync from lane %d, which is not in the mask 0x%x or not in the block", srcLane, mask);
+  simBar* b = &t->block->warp[warp];
+  // This lane cannot arrive at a later generation before the current one completes, and that needs its arrival.
+  unsigned g = __atomic_load_n(&b->gen, __ATOMIC_ACQUIRE);
+  b->lanes[g & 1][lane] = v;
+  warpArrive(mask, 0, "__shfl_sync");
+  return b->lanes[g & 1][srcLane];
 }
 
 void* mcclSimShmem(const void* key, size_t size, size_t align) {

@@ -761,9 +761,11 @@ static void offsets(int proto) {
         if (es == 2 && inPlace != ((so / 2) & 1)) continue;  // bfloat16: each offset once, the two forms in turn
         offsetCase oc = {dtypes[t], so, (so * 5 + 1) % 16 / es * es, (so * 7 + 3) % 16 / es * es, inPlace};
         if (inPlace) oc.inOff = oc.dstOff;
-        // Two sizes in turn, each past a warp's LL128 slice (1920 bytes) and ending mid-pack; for bytes,
-        // every offset 0..15 comes at each of the three buffers.
-        size_t count = ((so / es) & 1 ? bytesMax : 1929) / (size_t)es;
+        // Four sizes in turn, each past a warp's LL128 slice (1920 bytes) and ending mid-pack, the last
+        // slice's data ending in its first (twice), second or third group of stores; for bytes, every offset
+        // 0..15 comes at each of the three buffers.
+        const size_t sizes[] = {1929, 2587, 3121, bytesMax};
+        size_t count = sizes[(so / es) % 4] / (size_t)es;
         if (count * es % 16 == 0) count--;
         offsetsRun(&l, proto, &oc, count, srcA, bufB, bufD, cap, a, b, want, got);
       }

@@ -105,23 +105,14 @@ class Primitives<T, RedOp, ProtoLL128> {
   }
   __device__ __forceinline__ bool holdsUnit(int g) const { return !flagLane || (g & 1) == 0; }
 
-  // One 16-byte piece of the user's buffer (the n elements left from src to the slice's end, of which the
-  // piece takes at most 16 bytes). Whole and aligned: one vector access. Off a 16-byte boundary by m, a
-  // piece spans two aligned packs: where both lie inside the slice's data, two aligned vector loads and a
-  // shift give it (NCCL stages the aligned packs in shared memory for the same shift); a piece at the
-  // slice's edges, a partial last piece and every misaligned store go as the naturally aligned pieces of
-  // mcclLoadBytes / mcclStoreBytes (NCCL stores a misaligned slice element by element). Never a byte
-  // outside the slice: the neighbouring bytes are another warp's, or another buffer's.
+  // One 16-byte piece of a slice whose user buffer is 16-byte aligned (the n elements left from src to the
+  // slice's end, of which the piece takes at most 16 bytes): one vector access when whole; a partial last
+  // piece goes as the naturally aligned pieces of mcclLoadBytes / mcclStoreBytes, so that no byte outside the
+  // slice is touched (the neighbouring bytes are another warp's, or another buffer's).
   static __device__ __forceinline__ int unitBytes(int n) { return (n < EltPer16B ? n : EltPer16B) * (int)sizeof(T); }
-  __device__ __forceinline__ void loadUnit(const T* src, int n, const T* sliceBegin, uint64_t& w0, uint64_t& w1) {
-    const uintptr_t a = (uintptr_t)src;
-    if (n >= EltPer16B && (a & 15) == 0) {
+  __device__ __forceinline__ void loadUnit(const T* src, int n, uint64_t& w0, uint64_t& w1) {
+    if (n >= EltPer16B) {
       load128((const uint64_t*)src, w0, w1);
-      return;
-    }
-    const uintptr_t aligned = a & ~(uintptr_t)15;
-    if (n >= EltPer16B && aligned >= (uintptr_t)sliceBegin && aligned + 32 <= a + (uintptr_t)n * sizeof(T)) {
-      mcclLoadShifted128(src, w0, w1);
       return;
     }
     const mcclU128 v = mcclLoadBytes(src, unitBytes(n));
@@ -129,21 +120,113 @@ class Primitives<T, RedOp, ProtoLL128> {
     w1 = (uint64_t)(v >> 64);
   }
   __device__ __forceinline__ void storeUnit(T* dst, int n, uint64_t w0, uint64_t w1) {
-    if (n >= EltPer16B && ((uintptr_t)dst & 15) == 0) {
+    if (n >= EltPer16B) {
       store128((uint64_t*)dst, w0, w1);
       return;
     }
     mcclStoreBytes(dst, ((mcclU128)w1 << 64) | w0, unitBytes(n));
   }
 
+  // A user buffer off a 16-byte boundary by m bytes (a view into a tensor, nccl-tests -u 1): every piece
+  // straddles two aligned 16-byte packs of the buffer. NCCL stages such a slice in shared memory
+  // (prims_ll128.h: loadRegsBegin's misaligned branch, storeRegs writing element by element); here the warp's
+  // lanes trade packs with shuffles. The lane holding piece k loads the aligned pack P_k that starts m bytes
+  // before its piece, and takes the m bytes it lacks from P_(k+1), which the lane holding piece k + 1 loaded.
+  // Storing, the same lane builds the aligned pack that ends m bytes into piece k + 1 from its own piece and
+  // that lane's. Every access inside the slice is one aligned vector; the packs cut by the slice's two ends go
+  // as mcclLoadBytes / mcclStoreBytes of the bytes inside it.
+  //
+  // The lane whose g-th store holds the piece after this lane's g-th one: the next lane (skipping a flag lane
+  // in an odd group), or lane 0 for group g's last piece, as lane 0 hands over its next group's value then.
+  static __device__ __forceinline__ int nextHolder(int g, int wid) {
+    if ((g & 1) == 0) return wid == WARP_SIZE - 1 ? 0 : wid + 1;
+    if (wid % 8 == 7) return wid;  // a flag lane holds nothing in an odd group
+    return wid == WARP_SIZE - 2 ? 0 : (wid % 8 == 6 ? wid + 2 : wid + 1);
+  }
+  // v[g] as held by nextHolder(g, wid): every lane hands over its own v[g], but lane 0 hands over v[g + 1] (the
+  // piece after group g's last one). All lanes of the warp call it.
+  __device__ __forceinline__ mcclU128 fromNextHolder(const mcclU128 (&v)[WordPerThread / 2], int g) {
+    const mcclU128 mine = (wid == 0 && g + 1 < WordPerThread / 2) ? v[(g + 1) % (WordPerThread / 2)] : v[g];
+    const int src = nextHolder(g, wid);
+    const uint64_t lo = __shfl_sync(FullWarp, (uint64_t)mine, src);
+    const uint64_t hi = __shfl_sync(FullWarp, (uint64_t)(mine >> 64), src);
+    return ((mcclU128)hi << 64) | lo;
+  }
+  // Aligned pack j around a slice of `bytes` bytes that starts m bytes past base (16-byte aligned): the slice's
+  // bytes [16j - m, 16j - m + 16), where only those in [0, bytes) are read or written (the others load as zero).
+  static __device__ __forceinline__ mcclU128 loadPack(const char* base, int j, int m, int bytes) {
+    const int first = 16 * j - m;
+    if (first >= 0 && first + 16 <= bytes) {
+      uint64_t w0, w1;
+      load128((const uint64_t*)(base + 16 * j), w0, w1);
+      return ((mcclU128)w1 << 64) | w0;
+    }
+    const int lo = first > 0 ? first : 0, hi = first + 16 < bytes ? first + 16 : bytes;
+    return lo < hi ? mcclLoadBytes(base + m + lo, hi - lo) << (8 * (lo - first)) : 0;
+  }
+  static __device__ __forceinline__ void storePack(char* base, int j, int m, int bytes, mcclU128 v) {
+    const int first = 16 * j - m;
+    if (first >= 0 && first + 16 <= bytes) {
+      store128((uint64_t*)(base + 16 * j), (uint64_t)v, (uint64_t)(v >> 64));
+      return;
+    }
+    const int lo = first > 0 ? first : 0, hi = first + 16 < bytes ? first + 16 : bytes;
+    if (lo < hi) mcclStoreBytes(base + m + lo, v >> (8 * (lo - first)), hi - lo);
+  }
+  __device__ __forceinline__ void loadShifted(uint64_t (&regs)[WordPerThread], const T* src, int eltN, int m) {
+    const int bytes = eltN * (int)sizeof(T), pieces = mcclDivUp(bytes, 16);
+    const char* base = (const char*)src - m;
+    mcclU128 p[WordPerThread / 2], after = 0;  // after: P_(k+1) of the slice's last piece, which no lane holds
+#pragma unroll
+    for (int g = 0; g < WordPerThread / 2; g++) {
+      const int k = dataUnit(g, wid);
+      p[g] = 0;
+      if (holdsUnit(g) && k < pieces) {
+        p[g] = loadPack(base, k, m, bytes);
+        if (k == pieces - 1) after = loadPack(base, pieces, m, bytes);
+      }
+    }
+#pragma unroll
+    for (int g = 0; g < WordPerThread / 2; g++) {
+      const mcclU128 next = fromNextHolder(p, g);
+      const int k = dataUnit(g, wid);
+      if (holdsUnit(g) && k < pieces) {
+        const mcclU128 piece = (p[g] >> (8 * m)) | ((k == pieces - 1 ? after : next) << (8 * (16 - m)));
+        regs[2 * g] = (uint64_t)piece;
+        regs[2 * g + 1] = (uint64_t)(piece >> 64);
+      }
+    }
+  }
+  __device__ __forceinline__ void storeShifted(T* dst, const uint64_t (&regs)[WordPerThread], int eltN, int m) {
+    const int bytes = eltN * (int)sizeof(T), pieces = mcclDivUp(bytes, 16);
+    char* base = (char*)dst - m;
+    mcclU128 v[WordPerThread / 2];
+#pragma unroll
+    for (int g = 0; g < WordPerThread / 2; g++) v[g] = ((mcclU128)regs[2 * g + 1] << 64) | regs[2 * g];
+#pragma unroll
+    for (int g = 0; g < WordPerThread / 2; g++) {
+      const mcclU128 next = fromNextHolder(v, g);  // past the last piece: not data, and cut off by storePack
+      const int k = dataUnit(g, wid);
+      if (holdsUnit(g) && k < pieces) {
+        if (k == 0) storePack(base, 0, m, bytes, v[g] << (8 * m));
+        storePack(base, k + 1, m, bytes, (v[g] >> (8 * (16 - m))) | (next << (8 * m)));
+      }
+    }
+  }
+
   // The slice's data into this lane's registers, laid out as the lines want them: regs[2g], regs[2g+1]
   // are the two words of the g-th store. A flag lane's even piece goes half into its even line, half
   // into the odd one (NCCL's loadRegsBegin / loadRegsFinish).
   __device__ __forceinline__ void loadRegs(uint64_t (&regs)[WordPerThread], const T* src, int eltN) {
+    const int m = (int)((uintptr_t)src & 15);
+    if (m != 0) {
+      loadShifted(regs, src, eltN, m);
+    } else {
 #pragma unroll
-    for (int g = 0; g < WordPerThread / 2; g++) {
-      const int first = dataUnit(g, wid) * EltPer16B;
-      if (holdsUnit(g) && first < eltN) loadUnit(src + first, eltN - first, src, regs[2 * g], regs[2 * g + 1]);
+      for (int g = 0; g < WordPerThread / 2; g++) {
+        const int first = dataUnit(g, wid) * EltPer16B;
+        if (holdsUnit(g) && first < eltN) loadUnit(src + first, eltN - first, regs[2 * g], regs[2 * g + 1]);
+      }
     }
 #pragma unroll
     for (int g = 1; g < WordPerThread / 2; g += 2)
@@ -154,6 +237,11 @@ class Primitives<T, RedOp, ProtoLL128> {
 #pragma unroll
     for (int g = 1; g < WordPerThread / 2; g += 2)
       if (flagLane) regs[2 * g - 1] = regs[2 * g];
+    const int m = (int)((uintptr_t)dst & 15);
+    if (m != 0) {
+      storeShifted(dst, regs, eltN, m);
+      return;
+    }
 #pragma unroll
     for (int g = 0; g < WordPerThread / 2; g++) {
       const int first = dataUnit(g, wid) * EltPer16B;

@@ -308,33 +308,42 @@ __device__ inline void mcclStoreBytes(void* p, mcclU128 v, int n) {
     }
   }
 }
-// The 16 bytes at p, p off a 16-byte boundary by m = 1..15 bytes, with two aligned vector loads (the
-// packs at p - m and p - m + 16) and a shift: NCCL's LL128 loads the aligned packs around a misaligned
-// buffer the same way (through shared memory). The caller makes sure both packs are its own data.
-__device__ __forceinline__ void mcclLoadShifted128(const void* p, uint64_t& w0, uint64_t& w1) {
-  const int m = (int)((uintptr_t)p & 15);
-  const uint64_t* a = (const uint64_t*)((uintptr_t)p - (uintptr_t)m);
-  uint64_t a0, a1, b0, b1;
-  load128(a, a0, a1);
-  load128(a + 2, b0, b1);
-  const mcclU128 lo = ((mcclU128)a1 << 64) | a0, hi = ((mcclU128)b1 << 64) | b0;
-  const mcclU128 r = (lo >> (8 * m)) | (hi << (128 - 8 * m));
-  w0 = (uint64_t)r;
-  w1 = (uint64_t)(r >> 64);
-}
-
-// A word's first n elements (an LL line's payload): one access when whole and 8-byte aligned, else the
-// aligned pieces above.
+// A word's first n elements (an LL line's payload): one access when whole and 8-byte aligned, two or three
+// straight-line accesses when whole and only 4- or 2-byte aligned (a float or half buffer one element off, as
+// nccl-tests -u 1 and views into tensors give), else the aligned pieces above.
 template <typename T>
 __device__ __forceinline__ uint64_t mcclLoadWord(const T* p, int n) {
-  if (n == (int)(8 / sizeof(T)) && ((uintptr_t)p & 7) == 0) return *(const uint64_t*)p;
+  const uintptr_t a = (uintptr_t)p;
+  if (n == (int)(8 / sizeof(T))) {
+    if ((a & 7) == 0) return *(const uint64_t*)p;
+    const char* c = (const char*)p;
+    if ((a & 3) == 0) return (uint64_t)*(const uint32_t*)c | (uint64_t)*(const uint32_t*)(c + 4) << 32;
+    if ((a & 1) == 0)
+      return (uint64_t)*(const uint16_t*)c | (uint64_t)*(const uint32_t*)(c + 2) << 16 |
+             (uint64_t)*(const uint16_t*)(c + 6) << 48;
+  }
   return (uint64_t)mcclLoadBytes(p, n * (int)sizeof(T));
 }
 template <typename T>
 __device__ __forceinline__ void mcclStoreWord(T* p, uint64_t w, int n) {
-  if (n == (int)(8 / sizeof(T)) && ((uintptr_t)p & 7) == 0) {
-    *(uint64_t*)p = w;
-    return;
+  const uintptr_t a = (uintptr_t)p;
+  if (n == (int)(8 / sizeof(T))) {
+    char* c = (char*)p;
+    if ((a & 7) == 0) {
+      *(uint64_t*)p = w;
+      return;
+    }
+    if ((a & 3) == 0) {
+      *(uint32_t*)c = (uint32_t)w;
+      *(uint32_t*)(c + 4) = (uint32_t)(w >> 32);
+      return;
+    }
+    if ((a & 1) == 0) {
+      *(uint16_t*)c = (uint16_t)w;
+      *(uint32_t*)(c + 2) = (uint32_t)(w >> 16);
+      *(uint16_t*)(c + 6) = (uint16_t)(w >> 48);
+      return;
+    }
   }
   mcclStoreBytes(p, (mcclU128)w, n * (int)sizeof(T));
 }
