@@ -174,11 +174,9 @@ mcclResult_t mcclCeAllReduce(mcclLabComm* comm, const struct mcclLabCeCollArgs* 
     CUDACHECK(cudaEventRecord(ce->rsRound, side));
     CUDACHECK(cudaStreamWaitEvent(ag, ce->rsRound, 0));
     struct mcclSymSignals* mine = signalsOf(comm, me);
-    for (int g = 0; g < nBlocks; g++) {
-      MCCLCHECK(memOpAdd(&m, ag, 1, &mine->ceArReduced[g][r % MCCL_CE_AR_SLOTS], v));
-      for (int k = 1; k < n; k++)
-        MCCLCHECK(memOpAdd(&m, ag, 1, &mine->ceArConsumed[(me + k) % n][g][r % MCCL_CE_AR_SLOTS], v));
-    }
+    MCCLCHECK(memOpAdd(&m, ag, 1, &mine->ceArReduced[0][r % MCCL_CE_AR_SLOTS], v));
+    for (int k = 1; k < n; k++)
+      MCCLCHECK(memOpAdd(&m, ag, 1, &mine->ceArConsumed[(me + k) % n][0][r % MCCL_CE_AR_SLOTS], v));
     MCCLCHECK(memOpsFlush(&m, ag));
     b.n = 0;
     for (int k = 1; k < n; k++) {
@@ -211,11 +209,10 @@ mcclResult_t mcclCeReleaseAllReduce(mcclLabComm* comm, cudaStream_t stream) {
   // The streams' waits only: the arrival flags are the kernel's, which leaves on the abort flag; were they
   // released too, a kernel that has not looked at the abort flag yet would go on to reduce what never came while
   // the released copies read the same output.
-  for (int s = 0; s < MCCL_CE_AR_SLOTS; s++)
-    for (int g = 0; g < MCCL_CE_AR_MAX_BLOCKS; g++) {
-      MCCLCHECK(memOpAdd(&m, stream, 0, &mine->ceArReduced[g][s], v));
-      for (int q = 0; q < comm->nRanks; q++)
-        if (q != comm->rank) MCCLCHECK(memOpAdd(&m, stream, 0, &mine->ceArConsumed[q][g][s], v));
-    }
+  for (int s = 0; s < MCCL_CE_AR_SLOTS; s++) {
+    MCCLCHECK(memOpAdd(&m, stream, 0, &mine->ceArReduced[0][s], v));
+    for (int q = 0; q < comm->nRanks; q++)
+      if (q != comm->rank) MCCLCHECK(memOpAdd(&m, stream, 0, &mine->ceArConsumed[q][0][s], v));
+  }
   return memOpsFlush(&m, stream);
 }

@@ -3,7 +3,7 @@
 // engines have put their chunk of this rank's part into its output (one flag per peer and round, written by the
 // peer's stream), reduce them with this rank's own input into its part, then say so twice: to this rank's
 // all-gather stream (the reduced part may go out) and to every peer (its chunk has been read: its engines may
-// overwrite it with the reduced part of its own). Block g takes slice g of every round, and signals its own flags.
+// overwrite it with the reduced part of its own). Block g takes slice g of every round; block 0 signals for all.
 #include "ce_allreduce.h"
 #include "mccl_prims.h"
 #include "device/reduce_kernel.cuh"
@@ -15,21 +15,21 @@ __device__ __forceinline__ struct mcclSymSignals* ceSignals(const struct mcclCeA
   return (struct mcclSymSignals*)a.signals[r];
 }
 
+// Wait until *flag reaches v (cyclic); true once the abort flag is set.
+__device__ __forceinline__ bool ceWaitFlag(const struct mcclCeArArgs& a, uint64_t* flag, uint64_t v) {
+  for (int spins = 0; (int64_t)(ld_acquire_sys_global(flag) - v) < 0; spins++) {
+    mcclSpinHint();
+    if (spins % CE_AR_SPINS_PER_ABORT_CHECK == CE_AR_SPINS_PER_ABORT_CHECK - 1 && ld_volatile_global(a.abortFlag) != 0)
+      return true;
+  }
+  return false;
+}
+
 // Every peer's chunk of round `v - base` has arrived (this thread waits for peer `tid`); false once aborted.
 __device__ __forceinline__ bool ceWaitArrived(const struct mcclCeArArgs& a, int slot, uint64_t v) {
   const int tid = threadIdx.x;
   bool aborted = false;
-  if (tid < a.nRanks && tid != a.rank) {
-    uint64_t* flag = &ceSignals(a, a.rank)->ceArArrived[tid][slot];
-    for (int spins = 0; (int64_t)(ld_acquire_sys_global(flag) - v) < 0; spins++) {
-      mcclSpinHint();
-      if (spins % CE_AR_SPINS_PER_ABORT_CHECK == CE_AR_SPINS_PER_ABORT_CHECK - 1 &&
-          ld_volatile_global(a.abortFlag) != 0) {
-        aborted = true;
-        break;
-      }
-    }
-  }
+  if (tid < a.nRanks && tid != a.rank) aborted = ceWaitFlag(a, &ceSignals(a, a.rank)->ceArArrived[tid][slot], v);
   return !__syncthreads_or(aborted);
 }
 
@@ -128,11 +128,24 @@ __device__ __forceinline__ void ceArMain(const struct mcclCeArArgs& a, RedOp op)
     ceReduce<T>(a, op, (T*)(a.recv + at + (uint64_t)me * len), (const T*)(a.send + at + (uint64_t)me * len), others, lo,
                 hi);
     __syncthreads();
-    if (threadIdx.x == 0) {
-      __threadfence_system();  // the block's stores before its flags, for the engines and the peers
+    // Block 0 speaks for the grid: once every other block has said it reduced its slice (a flag each, in this
+    // rank's memory), one flag to this rank's all-gather stream and one to each peer, so that a stream waits on
+    // one flag per rank and round, not one per block (each wait is a memory operation of its own).
+    bool aborted = false;
+    if (g > 0 && threadIdx.x == 0) {
+      __threadfence_system();  // the block's stores before its flag: block 0's flags vouch for them
       st_release_sys_global(&ceSignals(a, me)->ceArReduced[g][slot], v);
-      for (int q = 0; q < n; q++)
-        if (q != me) st_release_sys_global(&ceSignals(a, q)->ceArConsumed[me][g][slot], v);
+    } else if (g == 0 && threadIdx.x > 0 && (int)threadIdx.x < G) {
+      aborted = ceWaitFlag(a, &ceSignals(a, me)->ceArReduced[threadIdx.x][slot], v);
+    }
+    if (g == 0) {
+      if (__syncthreads_or(aborted)) return;
+      if (threadIdx.x == 0) {
+        __threadfence_system();  // every block's stores before the grid's flags, for the engines and the peers
+        st_release_sys_global(&ceSignals(a, me)->ceArReduced[0][slot], v);
+        for (int q = 0; q < n; q++)
+          if (q != me) st_release_sys_global(&ceSignals(a, q)->ceArConsumed[me][0][slot], v);
+      }
     }
   }
 }
