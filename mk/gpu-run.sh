@@ -10,6 +10,7 @@
 # allreduces with the watchdog on and off.
 # MCCL_FAULTS=1 adds the faults of nccl_faults on minccl and NCCL (see the step).
 # MCCL_DEVAPI=1 adds NCCL's device API: mpi_nccl_devapi's tests and timings on minccl and NCCL (see the step).
+# MCCL_TORCH_BENCH=1 adds PyTorch's all_reduce timed on the drop-in and on torch's NCCL (see the step).
 # MCCL_NET=1 adds the net path beside NCCL's (allreduce_perf --hosts 2; see the step).
 # MCCL_NT_BARS=1 adds nccl-tests' allreduce, allgather and reduce-scatter on the drop-in and on NCCL, side by side.
 # MCCL_CE=1 adds lab 10's copy-engine benchmark beside NCCL's copy engines (see the step); MCCL_CE_AR=1 its
@@ -293,6 +294,24 @@ if [ "${MCCL_DROPIN:-0}" = 1 ] && [ "$ngpu" -ge 2 ]; then
   LD_PRELOAD=$PWD/build/cuda/lib/libnccl.so.2 timeout "${MCCL_TORCH_TIMEOUT:-150}" \
     torchrun --nproc_per_node "$np" final/tests/torch_dropin.py > "$OUT/torch.log" 2>&1
   echo "torch exit $?"; grep -vE '^\[rank|^W[0-9]' "$OUT/torch.log" | tail -25
+fi
+# MCCL_TORCH_BENCH=1: PyTorch's all_reduce on tensors from its caching allocator, whole and as odd views, 64 KiB to
+# 256 MiB, float32 and bfloat16 (final/tests/torch_allreduce_bench.py), with the drop-in preloaded and on torch's own
+# NCCL, MCCL_NP ranks; one table: time per call of each and NCCL's over minccl's.
+if [ "${MCCL_TORCH_BENCH:-0}" = 1 ] && [ "$ngpu" -ge 2 ]; then
+  step "PyTorch all_reduce timed: drop-in and torch's NCCL, $np ranks"
+  make -j16 BACKEND=cuda ${NCCL_INCLUDE:+NCCL_INCLUDE=$NCCL_INCLUDE} build/cuda/lib/libnccl.so > /dev/null 2>&1
+  LD_PRELOAD=$PWD/build/cuda/lib/libnccl.so.2 timeout 200 torchrun --nproc_per_node "$np" \
+    final/tests/torch_allreduce_bench.py > "$OUT/torch_bench.minccl.log" 2>&1
+  em=$?
+  timeout 200 torchrun --nproc_per_node "$np" final/tests/torch_allreduce_bench.py > "$OUT/torch_bench.nccl.log" 2>&1
+  echo "exit minccl $em NCCL $?; $(grep -h '^# library' "$OUT"/torch_bench.*.log | tr '\n' ';')"
+  awk 'FNR == 1 { f++ } $1 == "allreduce" { k = $2 " " $3 " " $4; t[f, k] = $5; if (f == 1) o[++n] = k }
+       END { printf "%-28s %10s %10s %7s\n", "dtype bytes view", "minccl us", "NCCL us", "ratio"
+             for (i = 1; i <= n; i++) { k = o[i]
+               printf "%-28s %10s %10s %7.2f\n", k, t[1, k], t[2, k], (t[1, k] > 0 ? t[2, k] / t[1, k] : 0) } }' \
+    "$OUT/torch_bench.minccl.log" "$OUT/torch_bench.nccl.log" | tee "$OUT/torch_bench.txt"
+  grep -h 'WRONG\|wrong' "$OUT"/torch_bench.*.log
 fi
 # MCCL_NET=1: the net path beside NCCL's: the two processes pose as two hosts (allreduce_perf
 # --hosts 2: MCCL_HOSTID and NCCL_HOSTID), so minccl's ring runs over lab 08's NET transport (the MPI
