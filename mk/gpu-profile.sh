@@ -24,6 +24,9 @@
 #             nvidia.nccl, as mk/nccl-tests.sh): rank 0's kernels, with
 #             the grid (channels) and block each library chose.
 #   all_reduce, all_gather, reduce_scatter  the same with that nccl-tests program, MCCL_NP ranks.
+#   devapi    final's mpi_nccl_devapi --bench allreduce --graph --iters 20 --max SIZE (its device-API allreduce
+#             kernel, the same source on both libraries, from 8 B to SIZE) on the drop-in and on NCCL, MCCL_NP
+#             ranks: whether a difference between them lies in the kernel (the memory it reaches) or around it.
 set -uo pipefail
 out=${1:?usage: mk/gpu-profile.sh OUTDIR SIZE...}
 shift
@@ -34,7 +37,8 @@ case $what in
   allreduce) bin=$root/build/cuda/bin/final/allreduce_perf ;;
   prims) bin=$root/build/cuda/bin/06_device_kernels/mpi_bench_prims ;;
   sendrecv | all_reduce | all_gather | reduce_scatter) bin=$root/build/cuda/nccl-tests/${what}_perf ;;
-  *) echo "gpu-profile.sh: MCCL_PROFILE_BENCH=$what (allreduce, prims, sendrecv, all_reduce, all_gather or reduce_scatter)" >&2; exit 2 ;;
+  devapi) bin=$root/build/cuda/bin/final/mpi_nccl_devapi ;;
+  *) echo "gpu-profile.sh: MCCL_PROFILE_BENCH=$what (allreduce, prims, sendrecv, all_reduce, all_gather, reduce_scatter or devapi)" >&2; exit 2 ;;
 esac
 [ -x "$bin" ] || { echo "gpu-profile.sh: $bin not built (make BACKEND=cuda all; nccl-tests: mk/nccl-tests.sh BUILD_ONLY=1)" >&2; exit 2; }
 command -v ncu >/dev/null || { echo "gpu-profile.sh: no ncu on PATH" >&2; exit 2; }
@@ -46,7 +50,7 @@ status=0
 np=${MCCL_NP:-2}
 case $what in prims | sendrecv) np=2 ;; esac  # lab 06's bench and send/recv: two ranks
 primsWarm=1 primsIters=3 primsBatch=20  # prims: per row, (warm + iters) * batch launches of each kernel
-if [ "$bin" != "${bin%_perf}" ] && [ -z "${NCCL_LIB_DIR:-}" ]; then
+if { [ "$bin" != "${bin%_perf}" ] || [ "$what" = devapi ]; } && [ -z "${NCCL_LIB_DIR:-}" ]; then
   NCCL_LIB_DIR=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)/lib
 fi
 # prof RANK CSV LOG [ncu options] -- COMMAND...: COMMAND under mpirun, rank RANK inside ncu.
@@ -68,6 +72,12 @@ for size in "$@"; do
     prims)
       prof "${MCCL_PROFILE_RANK:-0}" "$out/ncu-$size.csv" "$out/mpi_bench_prims-$size.log" --launch-count "${MCCL_PROFILE_LAUNCHES:-640}" -- \
         "$bin" -b "$size" -e "$size" -n "$primsIters" -w "$primsWarm" --batch "$primsBatch" --p2p-bytes "$size" --shm-bytes "$size" --sweep-channels 1 --sweep-threads 256 ;;
+    devapi)  # the same program on the drop-in, then on NCCL
+      # shellcheck disable=SC2030,SC2031 # each run its own library path
+      (export LD_LIBRARY_PATH=$root/build/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+        prof 0 "$out/ncu-$size.csv" "$out/devapi-minccl-$size.log" -- "$bin" --bench allreduce --graph --iters 20 --max "$size") &&
+        (export LD_LIBRARY_PATH=$NCCL_LIB_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+          prof 0 "$out/ncu-nccl-$size.csv" "$out/devapi-nccl-$size.log" -- "$bin" --bench allreduce --graph --iters 20 --max "$size") ;;
     *)  # nccl-tests: the drop-in, then NCCL
       # shellcheck disable=SC2030,SC2031 # each run its own library path
       (export LD_LIBRARY_PATH=$root/build/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
