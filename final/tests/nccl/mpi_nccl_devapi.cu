@@ -214,11 +214,9 @@ __device__ __forceinline__ uint4 pack8(const float* f) {
   return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
-// RMSNorm's block sum: one block a row. Each warp adds its lanes' values with shuffles, its first lane puts the
-// warp's sum in shared memory, and after one barrier every warp adds those: two barriers a call, where a tree in
-// shared memory takes one per level.
+// RMSNorm's block sum: one block a row.
 struct RmsShmem {
-  float red[RMS_THREADS / 32];
+  float red[RMS_THREADS];
 };
 #ifdef MCCL_SHMEM_DEFINE
 MCCL_SHMEM_DEFINE(struct RmsShmem, rmsShmem);
@@ -226,19 +224,16 @@ MCCL_SHMEM_DEFINE(struct RmsShmem, rmsShmem);
 static __shared__ struct RmsShmem rmsShmem;
 #endif
 
-__device__ __forceinline__ float warpSum(float v) {
-  for (int k = 16; k > 0; k /= 2) v += __shfl_sync(0xffffffffu, v, (int)(threadIdx.x % 32) ^ k);
-  return v;
-}
-// blockDim.x is whole warps.
 __device__ float blockSum(float v) {
   float* red = rmsShmem.red;
-  const int warps = (int)blockDim.x / 32;
-  v = warpSum(v);
-  if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = v;
+  red[threadIdx.x] = v;
   __syncthreads();
-  const int lane = (int)(threadIdx.x % 32);
-  float s = warpSum(lane < warps ? red[lane] : 0.0f);
+  for (unsigned half = 1; half < blockDim.x; half *= 2) {
+    unsigned i = threadIdx.x * 2 * half;
+    if (i + half < blockDim.x) red[i] += red[i + half];
+    __syncthreads();
+  }
+  float s = red[0];
   __syncthreads();  // red is reused by the next call
   return s;
 }
@@ -272,76 +267,32 @@ __device__ void rmsNormRow(const uint16_t* x, const uint16_t* w, uint16_t* y, in
   }
 }
 
-// Fused: each block sums its rows from every LSA peer's x (window), then normalizes them, in one launch. Where a
-// row fits in RMS_PIECES 16-byte pieces per thread, the sums stay in registers from the peers' loads to the
-// normalized store (the two kernels' way stores the sums and loads them back), and the weights are loaded
-// before the first barrier, their trip hidden behind its round trip. The peers' pieces are all loaded before they
-// are added (at most 8 peers at a time). The closing barrier is split: the block arrives as soon as it has read
-// the peers' x (all that barrier protects), normalizes while the peers arrive, and waits only at the end.
-#define RMS_PIECES 2
-__device__ __forceinline__ void sumPeers8(ncclWindow_t xwin, size_t rowOff, int n, int v, float* acc) {
-  for (int j = 0; j < 8; j++) acc[j] = 0;
-  for (int p0 = 0; p0 < n; p0 += 8) {
-    uint4 q[8];
-    const int np = n - p0 < 8 ? n - p0 : 8;
-    for (int k = 0; k < np; k++) q[k] = ((const uint4*)ncclGetLsaPointer(xwin, rowOff, p0 + k))[v];
-    for (int k = 0; k < np; k++) {
-      float f[8];
-      unpack8(q[k], f);
-      for (int j = 0; j < 8; j++) acc[j] += f[j];
-    }
-  }
-}
+// Fused: each block sums its rows from every LSA peer's x (window) into out, then normalizes them in place, in
+// one launch. The peers' 16-byte pieces are all loaded before they are added (at most 8 peers at a time). The
+// closing barrier is split: the block arrives as soon as it has read the peers' x (all that barrier protects),
+// normalizes while the peers arrive, and waits only at the end, so its round trip hides behind the RMSNorm.
 __global__ void __launch_bounds__(RMS_THREADS) allReduceRmsNormKernel(ncclWindow_t xwin, size_t xoff, const uint16_t* w, uint16_t* out, int rows,
                                        int hidden, float eps, ncclDevComm dc) {
   ncclCoopCta cta;
   ncclLsaBarrierSession<ncclCoopCta> bar(cta, dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x);
-  const int n = dc.lsaSize, pieces = hidden / 8;
-  const bool regs = hidden % 8 == 0 && pieces <= (int)blockDim.x * RMS_PIECES &&
-                    (xoff | (uintptr_t)out | (uintptr_t)w) % 16 == 0;
-  uint4 wq[RMS_PIECES] = {};
-  for (int k = 0; k < RMS_PIECES; k++) {
-    const int v = (int)threadIdx.x + k * (int)blockDim.x;
-    if (regs && v < pieces) wq[k] = ((const uint4*)w)[v];
-  }
   bar.sync(cta, cuda::memory_order_acquire);
-  if (regs) {
-    for (int r = blockIdx.x; r < rows; r += gridDim.x) {
-      const size_t rowOff = xoff + (size_t)r * hidden * sizeof(uint16_t);
-      float acc[RMS_PIECES][8];
-      float ss = 0;
-      for (int k = 0; k < RMS_PIECES; k++) {
-        const int v = (int)threadIdx.x + k * (int)blockDim.x;
-        if (v >= pieces) continue;
-        sumPeers8(xwin, rowOff, n, v, acc[k]);
-        for (int j = 0; j < 8; j++) {
-          acc[k][j] = bf16ToFloat(floatToBf16(acc[k][j]));  // the allreduce's bf16 result, as the two kernels see it
-          ss += acc[k][j] * acc[k][j];
-        }
-      }
-      if (r + (int)gridDim.x >= rows) bar.arrive(cta, cuda::memory_order_release);  // the peers' x all read
-      const float rstd = 1.0f / sqrtf(blockSum(ss) / (float)hidden + eps);
-      uint16_t* y = out + (size_t)r * hidden;
-      for (int k = 0; k < RMS_PIECES; k++) {
-        const int v = (int)threadIdx.x + k * (int)blockDim.x;
-        if (v >= pieces) continue;
-        float g[8];
-        unpack8(wq[k], g);
-        for (int j = 0; j < 8; j++) acc[k][j] = acc[k][j] * rstd * g[j];
-        ((uint4*)y)[v] = pack8(acc[k]);
-      }
-    }
-    if ((int)blockIdx.x >= rows) bar.arrive(cta, cuda::memory_order_release);  // a block without a row
-    bar.wait(cta, cuda::memory_order_relaxed);  // the peers may change x only once every rank has read it
-    return;
-  }
+  const int n = dc.lsaSize;
   for (int r = blockIdx.x; r < rows; r += gridDim.x) {
     uint16_t* y = out + (size_t)r * hidden;
     const size_t rowOff = xoff + (size_t)r * hidden * sizeof(uint16_t);
     if (hidden % 8 == 0 && (rowOff | (uintptr_t)y) % 16 == 0) {
-      for (int v = threadIdx.x; v < pieces; v += blockDim.x) {
-        float acc[8];
-        sumPeers8(xwin, rowOff, n, v, acc);
+      for (int v = threadIdx.x; v < hidden / 8; v += blockDim.x) {
+        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (int p0 = 0; p0 < n; p0 += 8) {
+          uint4 q[8];
+          const int np = n - p0 < 8 ? n - p0 : 8;
+          for (int k = 0; k < np; k++) q[k] = ((const uint4*)ncclGetLsaPointer(xwin, rowOff, p0 + k))[v];
+          for (int k = 0; k < np; k++) {
+            float f[8];
+            unpack8(q[k], f);
+            for (int j = 0; j < 8; j++) acc[j] += f[j];
+          }
+        }
         ((uint4*)y)[v] = pack8(acc);
       }
     } else {
@@ -589,12 +540,12 @@ static void fusedRmsNorm(int rows, int hidden) {
   free(want);
   MPI_Barrier(MPI_COMM_WORLD);
 }
-// Odd rows (one element at a time), then rows of whole 16-byte pieces, kept in registers by the fused kernel.
+// Odd rows (one element at a time), then rows of whole 16-byte pieces.
 static void test_fused_rmsnorm(void) {
   NEED_DEVCOMM();
   fusedRmsNorm(3, 517);
   if (status != 1) fusedRmsNorm(2, 1024);
-  if (status != 1) fusedRmsNorm(5, 4096);  // two rows or three a block, two pieces a thread in registers
+  if (status != 1) fusedRmsNorm(5, 4096);  // two rows or three a block, two pieces a thread
   if (status != 1) fusedRmsNorm(1, 1024);  // a block without a row
 }
 
