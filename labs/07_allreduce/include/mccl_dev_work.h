@@ -71,8 +71,8 @@ enum mcclAlgo {
 /** @brief Flags of lab 10's copy-engine-assisted allreduce: rounds in flight per flag array (a round's flag is
  *  slot round % MCCL_CE_AR_SLOTS; values only grow, so a slot is reused without a reset). */
 #define MCCL_CE_AR_SLOTS 8
-/** @brief Blocks of the assisted allreduce's reduce kernel at most (each signals its part of a round through
- *  flags of its own, so the flags have room for this many). */
+/** @brief Blocks of the assisted allreduce's reduce kernel at most (each tells block 0 it has reduced its part of a
+ *  round through a flag of its own, so the flags have room for this many). */
 #define MCCL_CE_AR_MAX_BLOCKS 32
 
 /**
@@ -92,9 +92,11 @@ struct mcclSymSignals {
   uint32_t ceComplete[MCCL_SYM_MAX_RANKS]; /**< copy engines: the even syncs' flags, one per source rank */
   /** assisted allreduce: [source][slot], the source's stream wrote its chunk of the round into this rank's output */
   uint64_t ceArArrived[MCCL_SYM_MAX_RANKS][MCCL_CE_AR_SLOTS];
-  /** assisted allreduce: [consumer][block][slot], the consumer's kernel block has read this rank's chunk */
-  uint64_t ceArConsumed[MCCL_SYM_MAX_RANKS][MCCL_CE_AR_MAX_BLOCKS][MCCL_CE_AR_SLOTS];
-  /** assisted allreduce: [block][slot], this rank's kernel block has reduced its part of the round */
+  /** assisted allreduce: [consumer][slot], the consumer's kernel (its block 0, for all blocks) has read this rank's
+   *  chunk */
+  uint64_t ceArConsumed[MCCL_SYM_MAX_RANKS][MCCL_CE_AR_SLOTS];
+  /** assisted allreduce: [block][slot], this rank's kernel block has reduced its part of the round; [0][slot], set by
+   *  block 0 once every block has, is the whole round's, which the all-gather stream waits on */
   uint64_t ceArReduced[MCCL_CE_AR_MAX_BLOCKS][MCCL_CE_AR_SLOTS];
 };
 /** @brief Lines of one (parity, source rank) one-shot region. */

@@ -176,7 +176,7 @@ mcclResult_t mcclCeAllReduce(mcclLabComm* comm, const struct mcclLabCeCollArgs* 
     struct mcclSymSignals* mine = signalsOf(comm, me);
     MCCLCHECK(memOpAdd(&m, ag, 1, &mine->ceArReduced[0][r % MCCL_CE_AR_SLOTS], v));
     for (int k = 1; k < n; k++)
-      MCCLCHECK(memOpAdd(&m, ag, 1, &mine->ceArConsumed[(me + k) % n][0][r % MCCL_CE_AR_SLOTS], v));
+      MCCLCHECK(memOpAdd(&m, ag, 1, &mine->ceArConsumed[(me + k) % n][r % MCCL_CE_AR_SLOTS], v));
     MCCLCHECK(memOpsFlush(&m, ag));
     b.n = 0;
     for (int k = 1; k < n; k++) {
@@ -212,7 +212,7 @@ mcclResult_t mcclCeReleaseAllReduce(mcclLabComm* comm, cudaStream_t stream) {
   for (int s = 0; s < MCCL_CE_AR_SLOTS; s++) {
     MCCLCHECK(memOpAdd(&m, stream, 0, &mine->ceArReduced[0][s], v));
     for (int q = 0; q < comm->nRanks; q++)
-      if (q != comm->rank) MCCLCHECK(memOpAdd(&m, stream, 0, &mine->ceArConsumed[q][0][s], v));
+      if (q != comm->rank) MCCLCHECK(memOpAdd(&m, stream, 0, &mine->ceArConsumed[q][s], v));
   }
   return memOpsFlush(&m, stream);
 }

@@ -144,7 +144,7 @@ __device__ __forceinline__ void ceArMain(const struct mcclCeArArgs& a, RedOp op)
         __threadfence_system();  // every block's stores before the grid's flags, for the engines and the peers
         st_release_sys_global(&ceSignals(a, me)->ceArReduced[0][slot], v);
         for (int q = 0; q < n; q++)
-          if (q != me) st_release_sys_global(&ceSignals(a, q)->ceArConsumed[me][0][slot], v);
+          if (q != me) st_release_sys_global(&ceSignals(a, q)->ceArConsumed[me][slot], v);
       }
     }
   }
