@@ -374,8 +374,8 @@ static void algorithmTable(void) {
   EXPECT_REFUSED(0, 1, 1);
   EXPECT_RES(mcclLabSelectAlgorithm(mcclFuncAllReduce, 2, 1, 1, NULL, &p), mcclInvalidArgument);
   EXPECT_REFUSED(2, 1, 4);
-  // The copy-engine allreduce (lab 10): forced, it needs level 3; the table takes it nowhere until it is measured
-  // (MCCL_TUNE_CE_AR_MIN 0), so level 3 chooses as level 2 does.
+  // The copy-engine allreduce (lab 10): forced, it needs level 3; the table takes it nowhere (MCCL_TUNE_CE_AR_MIN 0:
+  // where measured it only draws level with the ring), so level 3 chooses as level 2 does.
   EXPECT_CHOICE(2, 64 << 20, 3, MCCL_ALGO_TWOSHOT, -1);
   setParam("MCCL_ALGO", "ce");
   EXPECT_CHOICE(2, 64 << 20, 3, MCCL_ALGO_CE, -1);
