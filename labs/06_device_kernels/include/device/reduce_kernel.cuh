@@ -265,29 +265,25 @@ __device__ __forceinline__ uint64_t mcclPostWord(const RedOp& op, uint64_t a) {
 // order in a 128-bit value (both backends are little-endian: the first byte is the lowest). Never a
 // byte outside [p, p + n): the bytes around a buffer may be another buffer's, being written.
 typedef unsigned __int128 mcclU128;
-// Where p and n are whole 4-byte or 2-byte words (a float or bf16 buffer some elements off), the words are all
-// loaded before the first is used: one trip to memory, where the general loop below waits for each load in turn.
+// n bytes at c (n and c whole words of W), every word loaded before the first is used: one trip to memory, where
+// the general loop below waits for each load in turn.
+template <typename W>
+__device__ __forceinline__ mcclU128 mcclLoadWords(const char* c, int n) {
+  constexpr int N = 16 / (int)sizeof(W);
+  W w[N];
+#pragma unroll
+  for (int i = 0; i < N; i++) w[i] = i * (int)sizeof(W) < n ? *(const volatile W*)(c + i * sizeof(W)) : (W)0;
+  mcclU128 v = 0;
+#pragma unroll
+  for (int i = 0; i < N; i++) v |= (mcclU128)w[i] << (8 * (int)sizeof(W) * i);
+  return v;
+}
+// Whole 4-byte or 2-byte words (a float or bf16 buffer some elements off) go through mcclLoadWords.
 __device__ inline mcclU128 mcclLoadBytes(const void* p, int n) {
   const char* c = (const char*)p;
+  if ((((uintptr_t)c | (uintptr_t)n) & 3) == 0) return mcclLoadWords<uint32_t>(c, n);
+  if ((((uintptr_t)c | (uintptr_t)n) & 1) == 0) return mcclLoadWords<uint16_t>(c, n);
   mcclU128 v = 0;
-  if ((((uintptr_t)c | (uintptr_t)n) & 3) == 0) {
-    uint32_t w[4] = {0, 0, 0, 0};
-#pragma unroll
-    for (int i = 0; i < 4; i++)
-      if (4 * i < n) w[i] = *(const volatile uint32_t*)(c + 4 * i);
-#pragma unroll
-    for (int i = 0; i < 4; i++) v |= (mcclU128)w[i] << (32 * i);
-    return v;
-  }
-  if ((((uintptr_t)c | (uintptr_t)n) & 1) == 0) {
-    uint16_t h[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-#pragma unroll
-    for (int i = 0; i < 8; i++)
-      if (2 * i < n) h[i] = *(const volatile uint16_t*)(c + 2 * i);
-#pragma unroll
-    for (int i = 0; i < 8; i++) v |= (mcclU128)h[i] << (16 * i);
-    return v;
-  }
   for (int off = 0; off < n;) {
     const uintptr_t a = (uintptr_t)(c + off);
     const int left = n - off;
