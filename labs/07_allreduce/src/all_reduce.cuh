@@ -12,7 +12,7 @@
 // (ringIx) counts, not the rank: step 0 sends chunk ringIx-1, the middle steps reduce and pass on,
 // step n-1 produces the final chunk ringIx (postOp: SumPostDiv divides), the rest pass it around.
 template <typename T, typename RedOp, typename Proto>
-__device__ bool mcclRunRing(const struct mcclDevWorkColl& w, uint64_t redOpArg, int tid, int nthreads) {
+MCCL_WORK_FN bool mcclRunRing(const struct mcclDevWorkColl& w, uint64_t redOpArg, int tid, int nthreads) {
   const struct mcclKernelComm& comm = kShmem.comm;
   const int nranks = comm.nRanks;
   const int ringIx = comm.ringIndex;
@@ -68,7 +68,7 @@ __device__ bool mcclRunRing(const struct mcclDevWorkColl& w, uint64_t redOpArg, 
 // through the workers' loop so every type and alignment is handled the same way. Broadcast and AllGather
 // call it with bytes; ReduceScatter's block 0 and AllGather's output block 0 are both at offset 0.
 template <typename T, typename RedOp>
-__device__ bool mcclRunSelf(const struct mcclDevWorkColl& w, uint64_t redOpArg, int tid, int nthreads) {
+MCCL_WORK_FN bool mcclRunSelf(const struct mcclDevWorkColl& w, uint64_t redOpArg, int tid, int nthreads) {
   if (w.sendbuff == (const void*)w.recvbuff && w.redOp != mcclDevPreMulSum) return false;
   int64_t lo, hi;
   mcclEvenPart(0, (int64_t)w.count, w.nChannels, (int)blockIdx.x - w.channelLo, 16 / (int64_t)sizeof(T), lo, hi);
@@ -141,7 +141,7 @@ __device__ __forceinline__ void mcclTwoShotPacks(const RedOp& op, int64_t lo, in
 }
 
 template <typename T, typename RedOp>
-__device__ bool mcclRunTwoShot(const struct mcclDevWorkColl& w, uint64_t redOpArg, int tid, int nthreads) {
+MCCL_WORK_FN bool mcclRunTwoShot(const struct mcclDevWorkColl& w, uint64_t redOpArg, int tid, int nthreads) {
   const int nranks = kShmem.args.nRanks;
   if (tid < nranks) {  // the arrive barrier's syncthreads publishes them
     kShmem.peerSend[tid] = w.sendPeers[tid] + w.sendOffset;

@@ -30,7 +30,7 @@ __device__ __forceinline__ void mcclCollChannelPart(const struct mcclDevWorkColl
 // The root sends each chunk (copying it to its own output when out of place); every other rank
 // receives it, keeps a copy and passes it on, except the root's prev, which only receives.
 template <typename T, typename RedOp, typename Proto>
-__device__ bool mcclRunBroadcastRing(const struct mcclDevWorkColl& w, uint64_t redOpArg, int tid, int nthreads) {
+MCCL_WORK_FN bool mcclRunBroadcastRing(const struct mcclDevWorkColl& w, uint64_t redOpArg, int tid, int nthreads) {
   const struct mcclKernelComm& comm = kShmem.comm;
   const int rank = comm.ringRanks[0], nextRank = comm.ringRanks[1];
   const bool isRoot = rank == w.root, nextIsRoot = nextRank == w.root;
@@ -60,7 +60,7 @@ __device__ bool mcclRunBroadcastRing(const struct mcclDevWorkColl& w, uint64_t r
 // The root's next starts each chunk with its input; every rank after it adds its own and passes the
 // partial result on; the root adds its input last and writes the result (postOp: SumPostDiv divides).
 template <typename T, typename RedOp, typename Proto>
-__device__ bool mcclRunReduceRing(const struct mcclDevWorkColl& w, uint64_t redOpArg, int tid, int nthreads) {
+MCCL_WORK_FN bool mcclRunReduceRing(const struct mcclDevWorkColl& w, uint64_t redOpArg, int tid, int nthreads) {
   const struct mcclKernelComm& comm = kShmem.comm;
   const int rank = comm.ringRanks[0], prevRank = comm.ringRanks[comm.nRanks - 1];
   const bool isRoot = rank == w.root, prevIsRoot = prevRank == w.root;
@@ -86,7 +86,7 @@ __device__ bool mcclRunReduceRing(const struct mcclDevWorkColl& w, uint64_t redO
 // output unless in place), then for nRanks-2 steps receives the block of the rank j places back,
 // keeps it and passes it on, and last receives the block of its next (which went all the way round).
 template <typename T, typename RedOp, typename Proto>
-__device__ bool mcclRunAllGatherRing(const struct mcclDevWorkColl& w, uint64_t redOpArg, int tid, int nthreads) {
+MCCL_WORK_FN bool mcclRunAllGatherRing(const struct mcclDevWorkColl& w, uint64_t redOpArg, int tid, int nthreads) {
   const struct mcclKernelComm& comm = kShmem.comm;
   const int nranks = comm.nRanks;
   const int64_t count = (int64_t)w.count;
@@ -118,7 +118,7 @@ __device__ bool mcclRunAllGatherRing(const struct mcclDevWorkColl& w, uint64_t r
 // prev's block, adds its input to what arrives for nRanks-2 steps and passes it on, and last adds
 // its input to its own block's result and writes it (postOp: SumPostDiv divides).
 template <typename T, typename RedOp, typename Proto>
-__device__ bool mcclRunReduceScatterRing(const struct mcclDevWorkColl& w, uint64_t redOpArg, int tid, int nthreads) {
+MCCL_WORK_FN bool mcclRunReduceScatterRing(const struct mcclDevWorkColl& w, uint64_t redOpArg, int tid, int nthreads) {
   const struct mcclKernelComm& comm = kShmem.comm;
   const int nranks = comm.nRanks;
   const int64_t count = (int64_t)w.count;

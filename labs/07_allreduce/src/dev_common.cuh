@@ -8,6 +8,12 @@
 #include "device/primitives.cuh"
 #include "mccl_dev_work.h"
 
+// A work function: one per collective x protocol x operation (NCCL's ncclDevFunc_* that src/device/generate.py
+// writes, reached from ncclDevFuncTable), not inlined into the kernel. Each gets registers of its own, so one
+// protocol's loop keeps its values in registers whatever the others' need: inlined together into the generic
+// kernel, under the 96 registers a 640-thread block allows, every ring's loops spilled to local memory.
+#define MCCL_WORK_FN __device__ __noinline__
+
 // The generic kernel's launch, copied into shared memory by the block's threads: the header, the works
 // (collective ones, then point-to-point), the communicator's device half, and the current work's
 // state. Lab 06's mcclShmem.work carries what its Primitives read: the abort flag and the trace switch.

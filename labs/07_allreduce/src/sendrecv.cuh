@@ -66,7 +66,7 @@ __device__ __forceinline__ bool mcclP2pDirection(bool ll, uint8_t* buf, int64_t 
 
 // Runs this block's part of a work, on the whole block. Returns whether the block saw the abort flag
 // (every thread the same answer).
-__device__ __forceinline__ bool mcclP2pRunWork(const struct mcclDevWorkP2p& w, int tid, int nthreads) {
+static MCCL_WORK_FN bool mcclP2pRunWork(const struct mcclDevWorkP2p& w, int tid, int nthreads) {
   const struct mcclKernelComm& comm = kShmem.comm;
   if (w.sendRank == comm.rank) {  // to oneself: a copy on the launch's copy blocks, no connection
     const int part = (int)blockIdx.x - w.channelBase;
