@@ -147,31 +147,7 @@ class Primitives<T, RedOp, ProtoLL128> {
   // piece after group g's last one). All lanes of the warp call it.
   __device__ __forceinline__ mcclU128 fromNextHolder(const mcclU128 (&v)[WordPerThread / 2], int g) {
     const mcclU128 mine = (wid == 0 && g + 1 < WordPerThread / 2) ? v[(g + 1) % (WordPerThread / 2)] : v[g];
-    const int src = nextHolder(g, wid);
-    const uint64_t lo = __shfl_sync(FullWarp, (uint64_t)mine, src);
-    const uint64_t hi = __shfl_sync(FullWarp, (uint64_t)(mine >> 64), src);
-    return ((mcclU128)hi << 64) | lo;
-  }
-  // Aligned pack j around a slice of `bytes` bytes that starts m bytes past base (16-byte aligned): the slice's
-  // bytes [16j - m, 16j - m + 16), where only those in [0, bytes) are read or written (the others load as zero).
-  static __device__ __forceinline__ mcclU128 loadPack(const char* base, int j, int m, int bytes) {
-    const int first = 16 * j - m;
-    if (first >= 0 && first + 16 <= bytes) {
-      uint64_t w0, w1;
-      load128((const uint64_t*)(base + 16 * j), w0, w1);
-      return ((mcclU128)w1 << 64) | w0;
-    }
-    const int lo = first > 0 ? first : 0, hi = first + 16 < bytes ? first + 16 : bytes;
-    return lo < hi ? mcclLoadBytes(base + m + lo, hi - lo) << (8 * (lo - first)) : 0;
-  }
-  static __device__ __forceinline__ void storePack(char* base, int j, int m, int bytes, mcclU128 v) {
-    const int first = 16 * j - m;
-    if (first >= 0 && first + 16 <= bytes) {
-      store128((uint64_t*)(base + 16 * j), (uint64_t)v, (uint64_t)(v >> 64));
-      return;
-    }
-    const int lo = first > 0 ? first : 0, hi = first + 16 < bytes ? first + 16 : bytes;
-    if (lo < hi) mcclStoreBytes(base + m + lo, v >> (8 * (lo - first)), hi - lo);
+    return mcclShflU128(mine, nextHolder(g, wid));
   }
   __device__ __forceinline__ void loadShifted(uint64_t (&regs)[WordPerThread], const T* src, int eltN, int m) {
     const int bytes = eltN * (int)sizeof(T), pieces = mcclDivUp(bytes, 16);
@@ -182,8 +158,8 @@ class Primitives<T, RedOp, ProtoLL128> {
       const int k = dataUnit(g, wid);
       p[g] = 0;
       if (holdsUnit(g) && k < pieces) {
-        p[g] = loadPack(base, k, m, bytes);
-        if (k == pieces - 1) after = loadPack(base, pieces, m, bytes);
+        p[g] = mcclLoadSlicePack(base, k, m, bytes);
+        if (k == pieces - 1) after = mcclLoadSlicePack(base, pieces, m, bytes);
       }
     }
 #pragma unroll
@@ -205,11 +181,11 @@ class Primitives<T, RedOp, ProtoLL128> {
     for (int g = 0; g < WordPerThread / 2; g++) v[g] = ((mcclU128)regs[2 * g + 1] << 64) | regs[2 * g];
 #pragma unroll
     for (int g = 0; g < WordPerThread / 2; g++) {
-      const mcclU128 next = fromNextHolder(v, g);  // past the last piece: not data, and cut off by storePack
+      const mcclU128 next = fromNextHolder(v, g);  // past the last piece: not data, cut off by mcclStoreSlicePack
       const int k = dataUnit(g, wid);
       if (holdsUnit(g) && k < pieces) {
-        if (k == 0) storePack(base, 0, m, bytes, v[g] << (8 * m));
-        storePack(base, k + 1, m, bytes, (v[g] >> (8 * (16 - m))) | (next << (8 * m)));
+        if (k == 0) mcclStoreSlicePack(base, 0, m, bytes, v[g] << (8 * m));
+        mcclStoreSlicePack(base, k + 1, m, bytes, (v[g] >> (8 * (16 - m))) | (next << (8 * m)));
       }
     }
   }

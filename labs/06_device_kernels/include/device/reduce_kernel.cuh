@@ -324,6 +324,37 @@ __device__ inline void mcclStoreBytes(void* p, mcclU128 v, int n) {
     }
   }
 }
+// ---- aligned 16-byte packs around a slice that starts off a 16-byte boundary --------------------
+// A slice of `bytes` bytes that starts m bytes past base (16-byte aligned) lies in the aligned packs base + 16j;
+// pack j holds the slice's bytes [16j - m, 16j - m + 16). These load or store one of them: one vector access
+// where the pack lies inside the slice, only the slice's bytes where it does not (the others load as zero),
+// since the bytes around a slice may be another block's, or past the end of the allocation.
+__device__ __forceinline__ mcclU128 mcclLoadSlicePack(const char* base, int64_t j, int m, int64_t bytes) {
+  const int64_t first = 16 * j - m;
+  if (first >= 0 && first + 16 <= bytes) {
+    uint64_t w0, w1;
+    load128((const uint64_t*)(base + 16 * j), w0, w1);
+    return ((mcclU128)w1 << 64) | w0;
+  }
+  const int64_t lo = first > 0 ? first : 0, hi = first + 16 < bytes ? first + 16 : bytes;
+  return lo < hi ? mcclLoadBytes(base + m + lo, (int)(hi - lo)) << (8 * (lo - first)) : 0;
+}
+__device__ __forceinline__ void mcclStoreSlicePack(char* base, int64_t j, int m, int64_t bytes, mcclU128 v) {
+  const int64_t first = 16 * j - m;
+  if (first >= 0 && first + 16 <= bytes) {
+    store128((uint64_t*)(base + 16 * j), (uint64_t)v, (uint64_t)(v >> 64));
+    return;
+  }
+  const int64_t lo = first > 0 ? first : 0, hi = first + 16 < bytes ? first + 16 : bytes;
+  if (lo < hi) mcclStoreBytes(base + m + lo, v >> (8 * (lo - first)), (int)(hi - lo));
+}
+// v as the lane `src` of this warp holds it (every lane of the warp calls it).
+__device__ __forceinline__ mcclU128 mcclShflU128(mcclU128 v, int src) {
+  const uint64_t lo = __shfl_sync(0xffffffffu, (uint64_t)v, src);
+  const uint64_t hi = __shfl_sync(0xffffffffu, (uint64_t)(v >> 64), src);
+  return ((mcclU128)hi << 64) | lo;
+}
+
 // A word's first n elements (an LL line's payload): one access when whole and 8-byte aligned, two or three
 // straight-line accesses when whole and only 4- or 2-byte aligned (a float or half buffer one element off, as
 // nccl-tests -u 1 and views into tensors give), else the aligned pieces above.
@@ -430,15 +461,14 @@ __device__ __forceinline__ mcclPack<T, Bytes> mcclPostPack(const RedOp& op, cons
 // which it scales with its own PreMulSum scalar (NCCL's PreOpSrcs counts them from the first source;
 // a mask also serves a kernel that reduces in rank order, its own input not always first).
 //
-// Head, body, tail. The body moves packs: each thread Unroll packs per trip, all loads issued before the
-// first store, the warp's accesses contiguous. A pack must be aligned in every buffer at once, so the
-// pack size is the widest power of two (16 bytes at most) modulo which all the pointers agree: 16 when
-// they are all aligned or all off by the same amount (a buffer and its in-place twin, two views at the
-// same offset). The head, the elements before the first aligned pack, and the tail, those after the last
-// whole pack, go element by element. Where the pointers disagree modulo 16 (a user buffer off by 4 bytes
-// against a FIFO slot, which is always aligned) no split aligns them all: the body runs on the narrower
-// packs they do share, a word (8 bytes for 8-byte types) or else one element, more of them per trip. NCCL
-// falls back to packs of one element at once; a word-aligned byte buffer moves 4 bytes at a time here.
+// Head, body, tail. The body moves 16-byte packs: each thread Unroll packs per trip, all loads issued before
+// the first store, a warp's lanes on consecutive packs. The packs are cut where the first source's address is
+// a multiple of 16; the head, the elements before, and the tail, those after the last whole pack, go element
+// by element. Where every pointer agrees modulo 16 (all aligned, or a buffer and its in-place twin) each pack
+// is one aligned access in every buffer. Where one does not (a user buffer off by one bfloat16 element
+// against a FIFO slot, which is always aligned), that buffer's packs straddle its aligned ones, and the
+// warp's lanes trade bytes with shuffles (mcclReduceCopyShifted), as lab 06's LL128 does: every access stays
+// one aligned vector. NCCL falls back to packs of one element there.
 
 // One element: every source, the reduction, every destination.
 template <typename T, typename RedOp, int NSrcs, int NDsts, int PreOpMask>
@@ -503,31 +533,109 @@ __device__ __forceinline__ void mcclReduceCopyPacks(int tid, int nworkers, const
   }
 }
 
-// The pack sizes tried, widest first: 16 bytes, a word (4 bytes, or the element when wider), then one
-// element. packBytes is the widest all the pointers agree on. A narrower pack takes a proportionally
-// larger unroll, Unroll * 8 / Bytes (NCCL's Unroll * (16 / sizeof(T)) / 2 for its one-element packs), so a
-// thread keeps half the 16-byte body's bytes in flight. Only these widths: each one more is compiled into
-// every kernel, for offsets that are rarely met.
-template <int BaseUnroll, int Bytes, typename T, typename RedOp, int NSrcs, int NDsts, int PreOpMask>
-__device__ __forceinline__ void mcclReduceCopyTier(int tid, int nworkers, const RedOp& op, bool postOp,
-                                                   const T* const* srcs, T* const* dsts, int64_t nelem, int packBytes) {
-  if constexpr (Bytes > (int)sizeof(T)) {
-    if (packBytes < Bytes) {
-      constexpr int Next = Bytes == 16 && sizeof(T) < 4 ? 4 : (int)sizeof(T);
-      mcclReduceCopyTier<BaseUnroll, Next, T, RedOp, NSrcs, NDsts, PreOpMask>(tid, nworkers, op, postOp, srcs, dsts,
-                                                                              nelem, packBytes);
-      return;
+// The body where some pointer is off the first source's 16-byte grid by sh bytes: the aligned pack of that
+// buffer that starts sh bytes before a piece holds the piece's first 16 - sh bytes, and the next aligned pack,
+// which the next lane loads for its own piece, the last sh. A run of consecutive pieces ends at a warp's last
+// lane (or the last piece); there the lane loads the next pack itself, beside its others, so the warp waits on
+// one trip to memory. Storing, a lane writes the aligned pack that ends sh bytes into the next lane's piece;
+// the pack two runs share is written in two parts, by the last lane of the one and the first of the other.
+//
+// Not inlined, its pointers passed by value: its registers are its own, so the aligned body around it keeps
+// the allocation it had without it, and it moves two packs per thread and trip where that body moves Unroll.
+template <typename T, typename RedOp, int NSrcs, int NDsts, int PreOpMask>
+__device__ __noinline__ void mcclReduceCopyShifted(int tid, int nworkers, RedOp op, bool postOp, const T* src0,
+                                                   const T* src1, T* dst0, T* dst1, int64_t from, int64_t npacks,
+                                                   int64_t nelem) {
+  constexpr int Unroll = 2;
+  const T* const srcs[2] = {src0, src1};
+  T* const dsts[2] = {dst0, dst1};
+  typedef mcclPack<T, 16> Pack;
+  const int lane = tid % WARP_SIZE;
+  const int64_t bytes = nelem * (int64_t)sizeof(T), fromBytes = from * (int64_t)sizeof(T);
+  const int64_t perTrip = (int64_t)nworkers * Unroll;
+  for (int64_t b0 = 0; b0 < npacks; b0 += perTrip) {
+    Pack acc[Unroll];
+#pragma unroll
+    for (int s = 0; s < NSrcs; s++) {
+      const int m = (int)((uintptr_t)srcs[s] & 15), sh = (int)(((uintptr_t)srcs[s] + fromBytes) & 15);
+      const char* base = (const char*)srcs[s] - m;
+      mcclU128 own[Unroll], after[Unroll];
+#pragma unroll
+      for (int u = 0; u < Unroll; u++) {
+        const int64_t p = b0 + (int64_t)u * nworkers + tid;
+        own[u] = after[u] = 0;
+        if (p < npacks) {
+          const int64_t j = (m + fromBytes + 16 * p) >> 4;  // the aligned pack holding the piece's first byte
+          own[u] = mcclLoadSlicePack(base, j, m, bytes);
+          if (sh != 0 && (lane == WARP_SIZE - 1 || p + 1 == npacks))
+            after[u] = mcclLoadSlicePack(base, j + 1, m, bytes);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < Unroll; u++) {
+        mcclU128 piece = own[u];
+        if (sh != 0) {  // the same for the whole warp: every lane shuffles
+          const mcclU128 next = mcclShflU128(own[u], lane + 1 < WARP_SIZE ? lane + 1 : lane);
+          const int64_t p = b0 + (int64_t)u * nworkers + tid;
+          piece =
+              (own[u] >> (8 * sh)) | ((lane == WARP_SIZE - 1 || p + 1 >= npacks ? after[u] : next) << (8 * (16 - sh)));
+        }
+        Pack x;
+        x.u[0] = (uint64_t)piece;
+        x.u[1] = (uint64_t)(piece >> 64);
+        if (PreOpMask >> s & 1) x = mcclPrePack<T>(op, x);
+        acc[u] = s == 0 ? x : mcclApplyPack<T>(op, acc[u], x);
+      }
+    }
+    if (postOp) {
+#pragma unroll
+      for (int u = 0; u < Unroll; u++) acc[u] = mcclPostPack<T>(op, acc[u]);
+    }
+#pragma unroll
+    for (int d = 0; d < NDsts; d++) {
+      const int sh = (int)(((uintptr_t)dsts[d] + fromBytes) & 15);
+#pragma unroll
+      for (int u = 0; u < Unroll; u++) {
+        const int64_t p = b0 + (int64_t)u * nworkers + tid;
+        char* at = (char*)dsts[d] + fromBytes + 16 * p;  // the piece's first byte
+        const mcclU128 piece = ((mcclU128)acc[u].u[1] << 64) | acc[u].u[0];
+        if (sh == 0) {
+          if (p < npacks) store128((uint64_t*)at, acc[u].u[0], acc[u].u[1]);
+          continue;
+        }
+        const mcclU128 next = mcclShflU128(piece, lane + 1 < WARP_SIZE ? lane + 1 : lane);
+        if (p >= npacks) continue;
+        if (lane == 0) mcclStoreBytes(at, piece, 16 - sh);  // the run's first: its part of the pack it shares
+        const mcclU128 tail = piece >> (8 * (16 - sh));     // the piece's last sh bytes, first in the next pack
+        if (lane == WARP_SIZE - 1 || p + 1 >= npacks) {
+          mcclStoreBytes(at + 16 - sh, tail, sh);  // the run's last: its part of the next
+        } else {
+          const mcclU128 out = tail | (next << (8 * sh));
+          store128((uint64_t*)(at + 16 - sh), (uint64_t)out, (uint64_t)(out >> 64));
+        }
+      }
     }
   }
-  constexpr int Unroll = Bytes == 16 ? BaseUnroll : BaseUnroll * 8 / Bytes;
-  constexpr int EltPerPack = Bytes / (int)sizeof(T);
-  int64_t head = nelem, npacks = 0;  // pointers not even element-aligned (packBytes < sizeof(T)): elements only
-  if (packBytes >= Bytes) {
-    const int headBytes = (int)((Bytes - ((uintptr_t)srcs[0] & (Bytes - 1))) & (Bytes - 1));
+}
+
+// The body, then the head and the tail. packBytes is the widest power of two (16 at most) modulo which all the
+// pointers agree; below the element's size some pointer is not even element-aligned, and everything goes
+// element by element (as it also does where the workers are not whole warps, which the shuffles need).
+template <int Unroll, typename T, typename RedOp, int NSrcs, int NDsts, int PreOpMask>
+__device__ __forceinline__ void mcclReduceCopyBody(int tid, int nworkers, const RedOp& op, bool postOp,
+                                                   const T* const* srcs, T* const* dsts, int64_t nelem, int packBytes) {
+  constexpr int EltPerPack = 16 / (int)sizeof(T);
+  int64_t head = nelem, npacks = 0;
+  if (packBytes >= (int)sizeof(T) && (packBytes == 16 || nworkers % WARP_SIZE == 0)) {
+    const int headBytes = (int)((16 - ((uintptr_t)srcs[0] & 15)) & 15);
     head = headBytes / (int64_t)sizeof(T) < nelem ? headBytes / (int64_t)sizeof(T) : nelem;
     npacks = (nelem - head) / EltPerPack;
-    mcclReduceCopyPacks<Unroll, Bytes, T, RedOp, NSrcs, NDsts, PreOpMask>(tid, nworkers, op, postOp, srcs, dsts, head,
-                                                                          npacks);
+    if (packBytes == 16)
+      mcclReduceCopyPacks<Unroll, 16, T, RedOp, NSrcs, NDsts, PreOpMask>(tid, nworkers, op, postOp, srcs, dsts, head,
+                                                                         npacks);
+    else
+      mcclReduceCopyShifted<T, RedOp, NSrcs, NDsts, PreOpMask>(tid, nworkers, op, postOp, srcs[0], srcs[NSrcs - 1],
+                                                               dsts[0], dsts[NDsts - 1], head, npacks, nelem);
   }
   // The head and the tail together, one element per thread (fewer than two packs' worth).
   const int64_t tailFrom = head + npacks * EltPerPack;
@@ -544,7 +652,7 @@ __device__ __forceinline__ void mcclReduceCopy(int tid, int nworkers, const RedO
   const T* srcs[NSrcs];
   T* dsts[NDsts];
   // The bits in which the addresses differ from the first one's, up to 16: the lowest set bit is the
-  // widest pack they all share.
+  // widest power of two modulo which they all agree (16: the aligned body; less: the shifted one).
   uintptr_t differ = 16;
 #pragma unroll
   for (int s = 0; s < NSrcs; s++) {
@@ -558,8 +666,8 @@ __device__ __forceinline__ void mcclReduceCopy(int tid, int nworkers, const RedO
   }
   int packBytes = (int)(differ & (~differ + 1));
   if ((uintptr_t)srcPtrs[0] & (sizeof(T) - 1)) packBytes = 0;  // elements straddle packs: none fits
-  mcclReduceCopyTier<Unroll, 16, T, RedOp, NSrcs, NDsts, PreOpMask>(tid, nworkers, op, postOp, srcs, dsts, nelem,
-                                                                    packBytes);
+  mcclReduceCopyBody<Unroll, T, RedOp, NSrcs, NDsts, PreOpMask>(tid, nworkers, op, postOp, srcs, dsts, nelem,
+                                                                packBytes);
 }
 
 #endif
