@@ -5,7 +5,8 @@
 // within the timeout + 1 s (mcclInvalidUsage for calls that differ, mcclRemoteError for the call not made),
 // every rank's line names the op and what differs, and mcclCommAbort then ends the stuck kernels. And no
 // report where there is nothing wrong: ranks that drift apart by less than the timeout, and idle time with
-// nothing in flight, leave the async error at mcclSuccess.
+// nothing in flight, leave the async error at mcclSuccess. The call never made again over SHM, and with the
+// watchdog off (MCCL_WATCHDOG_TIMEOUT=0: no report, the abort still ends the wait).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,11 +36,16 @@ static void watchdogDefault(void) {
 enum mismatch { COUNT_DIFFERS, FUNCTION_DIFFERS, NEVER_CALLED };
 
 // One correct AllReduce, then the mismatch as op #2; wait for the async error, check it and this rank's
-// line, then abort.
-static void mismatch(enum mismatch kind, mcclResult_t want, const char* const* phrases, int nPhrases) {
-  watchdogOn(TIMEOUT_MS);
+// line, then abort. shm: the ranks connected through lab 04's SHM transport (MCCL_P2P_DISABLE=1), whose
+// kernels wait on host memory. off: MCCL_WATCHDOG_TIMEOUT=0, so no report may come in three timeouts; the abort
+// still ends the stuck kernels.
+static void mismatchOn(enum mismatch kind, mcclResult_t want, const char* const* phrases, int nPhrases, int shm,
+                       int off) {
+  watchdogOn(off ? 0 : TIMEOUT_MS);
+  if (shm) setenv("MCCL_P2P_DISABLE", "1", 1);
   struct fmpiWorld w;
   fmpiSetUp(&w, 1 << 20);
+  unsetenv("MCCL_P2P_DISABLE");
   watchdogDefault();
   CHECK_STOPPED();
   if (w.nranks != 2) SKIP("the cases are written for 2 ranks");
@@ -54,11 +60,22 @@ static void mismatch(enum mismatch kind, mcclResult_t want, const char* const* p
   else if (w.rank == 0)
     EXPECT_OK(mcclAllReduce(w.send, w.recv, 1024, mcclFloat32, mcclSum, w.comm, w.stream));
   mcclResult_t got = mcclSuccess;
-  while (got == mcclSuccess && mcclClockMs() - t0 < TIMEOUT_MS + 10000) {
+  while (got == mcclSuccess && mcclClockMs() - t0 < (off ? 3 * TIMEOUT_MS : TIMEOUT_MS + 10000)) {
     EXPECT_OK(mcclCommGetAsyncError(w.comm, &got));
     if (got == mcclSuccess) mcclSleepMs(5);
   }
   const int64_t detected = mcclClockMs() - t0;
+  if (off) {
+    EXPECT_EQ((int)got, (int)mcclSuccess);
+    if (w.rank == 0) EXPECT_CUDA(cudaStreamQuery(w.stream), cudaErrorNotReady);  // still stuck: nothing ended it
+    if (w.rank == 0)
+      printf("  MCCL_WATCHDOG_TIMEOUT=0: no report in %lld ms with op #2 stuck\n", (long long)detected);
+    EXPECT_OK(mcclCommAbort(w.comm));
+    w.comm = NULL;
+    EXPECT_CUDA_OK(cudaStreamSynchronize(w.stream));
+    fmpiTearDown(&w);
+    return;
+  }
   char line[1024];
   snprintf(line, sizeof(line), "%s", mcclGetLastError(w.comm));
   EXPECT_EQ((int)got, (int)want);
@@ -87,18 +104,27 @@ static void mismatch(enum mismatch kind, mcclResult_t want, const char* const* p
 static void countDiffers(void) {
   const char* phrases[] = {"op #2", "rank 0 AllReduce count 1024 float32 sum",
                            "rank 1 AllReduce count 2048 float32 sum", "(count differs)"};
-  mismatch(COUNT_DIFFERS, mcclInvalidUsage, phrases, 4);
+  mismatchOn(COUNT_DIFFERS, mcclInvalidUsage, phrases, 4, 0, 0);
+}
+// And with the watchdog off, the call rank 1 never makes: nothing is reported, and only the abort ends rank 0's
+// wait.
+static void watchdogOff(void) {
+  mismatchOn(NEVER_CALLED, mcclSuccess, NULL, 0, 0, 1);
 }
 
 static void functionDiffers(void) {
   const char* phrases[] = {"rank 1 is in AllGather #2 while rank 0 is in AllReduce #2", "(function differs)"};
-  mismatch(FUNCTION_DIFFERS, mcclInvalidUsage, phrases, 2);
+  mismatchOn(FUNCTION_DIFFERS, mcclInvalidUsage, phrases, 2, 0, 0);
 }
 
+static const char* const neverPhrases[] = {"op #2 AllReduce count 1024 float32 sum", "rank 1 has not called op #2",
+                                           "its last is #1 AllReduce count 256 float32 sum"};
 static void neverCalled(void) {
-  const char* phrases[] = {"op #2 AllReduce count 1024 float32 sum", "rank 1 has not called op #2",
-                           "its last is #1 AllReduce count 256 float32 sum"};
-  mismatch(NEVER_CALLED, mcclRemoteError, phrases, 3);
+  mismatchOn(NEVER_CALLED, mcclRemoteError, neverPhrases, 3, 0, 0);
+}
+// The same where rank 0's kernel waits on SHM: the watchdog is the one timeout that ends such a wait too.
+static void neverCalledOverShm(void) {
+  mismatchOn(NEVER_CALLED, mcclRemoteError, neverPhrases, 3, 1, 0);
 }
 
 // Correct work for several timeouts: rank 1 starts each call up to half a timeout after rank 0 (rank 0's
@@ -132,4 +158,4 @@ static void noFalseReport(void) {
 }
 
 MCCL_TEST_MAIN_MPI(MCCL_TEST_CASE(countDiffers), MCCL_TEST_CASE(functionDiffers), MCCL_TEST_CASE(neverCalled),
-                   MCCL_TEST_CASE(noFalseReport))
+                   MCCL_TEST_CASE(neverCalledOverShm), MCCL_TEST_CASE(watchdogOff), MCCL_TEST_CASE(noFalseReport))
