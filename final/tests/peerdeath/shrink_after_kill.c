@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include "../../../labs/07_allreduce/tests/ar_test_util.h"
@@ -66,6 +67,11 @@ static void shrinkAfterKill(void) {
   }
   const double seen = mcclClockSec() - t0;
   EXPECT_EQ(ae, mcclRemoteError);
+  // Named as a local peer's death: the victim's pid is one of this host's.
+  char why[512];
+  snprintf(why, sizeof(why), "%s", mcclGetLastError(w.comm));
+  if (strstr(why, "has exited") == NULL || strstr(why, "another machine") != NULL)
+    mcclTestFailAt(__FILE__, __LINE__, "rank %d: the death's message: %s", w.rank, why);
   CHECK_STOPPED();
   // Recover: stop the parent, make the survivors' communicator, finish the loop on it.
   const double t1 = mcclClockSec();

@@ -583,6 +583,9 @@ static void goneRequesterDoesNotStall(void) {
   EXPECT_OK(getFdRequest(p, 0x4321, 1, &a));  // a live requester: answered (refused: never registered)
   long fdUs = mcclClockUs() - t0;
   EXPECT_EQ(a.res, mcclInvalidArgument);
+  // The refusal names the requester by its rank (its socket carries rank + 1: clientRank 7 is rank 6).
+  if (strstr(mcclDebugLastError(), "GetFd from rank 6 for handle 0x4321") == NULL)
+    mcclTestFailAt(__FILE__, __LINE__, "the refusal's WARN: %s", mcclDebugLastError());
   printf("# after 2 gone requesters: Connect RPC %ld us, next GetFd %ld us (MCCL_IPC_TIMEOUT=%d ms)\n", rpcUs, fdUs,
          GONE_IPC_TIMEOUT_MS);
   EXPECT_LT(rpcUs, GONE_IPC_TIMEOUT_MS * 1000L / 10);
