@@ -920,7 +920,7 @@ static void groupFailsOnBadCall(void) {
   EXPECT_CUDA_OK(cudaFree(dev));
 }
 
-// A communicator destroyed while this thread's open group holds its calls (collectives, its grouped
+// A communicator destroyed or aborted while this thread's open group holds its calls (collectives, its grouped
 // creation, a window registration): that group's end returns mcclInvalidUsage for them and runs the
 // rest; nothing crashes. Two independent 1-rank communicators, so the other one's calls can run.
 static void destroyWithOpenGroup(void) {
@@ -962,26 +962,34 @@ static void destroyWithOpenGroup(void) {
   EXPECT_MEM_EQ((char*)b[1].host + count * 4, b[0].host, 16);  // its send to self
   EXPECT_EQ(((unsigned char*)b[1].host)[count * 4 + 16], ENQ_POISON);
   CHECK_STOPPED();
-  // Its grouped creation, and a window registration of the other.
-  mcclUniqueId id;
-  EXPECT_OK(mcclGetUniqueId(&id));
-  mcclComm_t c = NULL;
+  // Its grouped creation with a window registration, destroyed and then aborted; then a window registration and
+  // an allreduce of a communicator that exists, likewise.
   mcclWindow_t w = NULL;
-  EXPECT_CUDA_OK(cudaSetDevice(0));
-  EXPECT_OK(mcclGroupStart());
-  EXPECT_OK(mcclCommInitRank(&c, 1, id, 0));
-  EXPECT_OK(mcclCommWindowRegister(c, b[0].send, count * 4, &w, MCCL_WIN_COLL_SYMMETRIC));
-  EXPECT_OK(mcclCommDestroy(c));
-  EXPECT_RES(mcclGroupEnd(), mcclInvalidUsage);
-  EXPECT_TRUE(w == NULL);
-  EXPECT_RES(mcclCommDestroy(c), mcclInvalidArgument);  // gone already
-  EXPECT_OK(mcclGroupStart());
-  EXPECT_OK(mcclCommWindowRegister(comms[1], b[1].send, count * 4, &w, 0));
-  EXPECT_OK(mcclAllReduce(b[1].send, b[1].recv, count, mcclInt32, mcclSum, comms[1], b[1].stream));
-  EXPECT_OK(mcclCommDestroy(comms[1]));
-  b[1].sendWin = b[1].recvWin = NULL;
-  EXPECT_RES(mcclGroupEnd(), mcclInvalidUsage);
-  EXPECT_TRUE(w == NULL);
+  for (int abort = 0; abort < 2; abort++) {
+    mcclUniqueId id;
+    EXPECT_OK(mcclGetUniqueId(&id));
+    mcclComm_t c = NULL;
+    EXPECT_CUDA_OK(cudaSetDevice(0));
+    EXPECT_OK(mcclGroupStart());
+    EXPECT_OK(mcclCommInitRank(&c, 1, id, 0));
+    EXPECT_OK(mcclCommWindowRegister(c, b[0].send, count * 4, &w, MCCL_WIN_COLL_SYMMETRIC));
+    EXPECT_OK(abort ? mcclCommAbort(c) : mcclCommDestroy(c));
+    EXPECT_RES(mcclGroupEnd(), mcclInvalidUsage);
+    EXPECT_TRUE(w == NULL);
+    EXPECT_RES(mcclCommDestroy(c), mcclInvalidArgument);  // gone already
+  }
+  for (int abort = 0; abort < 2; abort++) {
+    static const int dev1[1] = {1};
+    mcclComm_t c = comms[1];
+    if (abort) EXPECT_OK(mcclCommInitAll(&c, 1, dev1));
+    EXPECT_OK(mcclGroupStart());
+    EXPECT_OK(mcclCommWindowRegister(c, b[1].send, count * 4, &w, 0));
+    EXPECT_OK(mcclAllReduce(b[1].send, b[1].recv, count, mcclInt32, mcclSum, c, b[1].stream));
+    EXPECT_OK(abort ? mcclCommAbort(c) : mcclCommDestroy(c));
+    b[1].sendWin = b[1].recvWin = NULL;
+    EXPECT_RES(mcclGroupEnd(), mcclInvalidUsage);
+    EXPECT_TRUE(w == NULL);
+  }
   for (int r = 0; r < 2; r++) {
     EXPECT_CUDA_OK(cudaStreamSynchronize(b[r].stream));
     EXPECT_CUDA_OK(cudaStreamDestroy(b[r].stream));
@@ -1070,7 +1078,7 @@ static void newCallsBadInput(void) {
 
 // ---- a second thread ------------------------------------------------------------------------------
 // What the owner thread does while the main thread aborts or destroys its communicator.
-enum ownerJob { JOB_WINDOW, JOB_GROUP_SEND, JOB_GROUP_HELD };
+enum ownerJob { JOB_WINDOW, JOB_GROUP_SEND, JOB_GROUP_INIT, JOB_GROUP_HELD };
 
 struct owner {
   enum ownerJob job;
@@ -1078,6 +1086,7 @@ struct owner {
   void* buf;
   cudaStream_t stream;
   mcclWindow_t win;
+  mcclUniqueId id;  // JOB_GROUP_INIT: the communicator's
   int dev;
   mcclResult_t res;      // what its blocking call returned
   volatile int inside;   // about to enter the blocking call (or: the group holds its work)
@@ -1095,6 +1104,12 @@ static void* ownerMain(void* p) {
     case JOB_GROUP_SEND:  // the group's end connects to rank 1, which never posts its receive
       mcclGroupStart();
       mcclSend(o->buf, 16, mcclInt8, 1, o->comm, o->stream);
+      __atomic_store_n(&o->inside, 1, __ATOMIC_RELEASE);
+      o->res = mcclGroupEnd();
+      break;
+    case JOB_GROUP_INIT:  // rank 0 of 2 created in a group, whose end waits for rank 1, which never comes
+      mcclGroupStart();
+      mcclCommInitRank(&o->comm, 2, o->id, 0);
       __atomic_store_n(&o->inside, 1, __ATOMIC_RELEASE);
       o->res = mcclGroupEnd();
       break;
@@ -1121,6 +1136,7 @@ static void ownerStart(struct owner* o, enum ownerJob job, mcclComm_t comm, pthr
   EXPECT_CUDA_OK(cudaSetDevice(0));
   EXPECT_OK(mcclMemAlloc(&o->buf, 4096));
   EXPECT_CUDA_OK(cudaStreamCreateWithFlags(&o->stream, cudaStreamNonBlocking));
+  if (job == JOB_GROUP_INIT) EXPECT_OK(mcclGetUniqueId(&o->id));
   EXPECT_EQ(pthread_create(th, NULL, ownerMain, o), 0);
   while (!__atomic_load_n(&o->inside, __ATOMIC_ACQUIRE)) {
     struct timespec ts = {0, 1000 * 1000};
@@ -1138,28 +1154,29 @@ static void ownerEnd(struct owner* o) {
 }
 
 // mcclCommAbort from the main thread while the owner thread is blocked inside a window registration,
-// then inside a group's connection setup: the blocked call returns an error, abort returns promptly,
-// and nothing freed is touched (the ASan and TSan builds run this too).
+// inside a group's connection setup, then inside a group's end that creates a communicator whose other rank
+// never comes: the blocked call returns an error, abort returns promptly, and nothing freed is touched (the
+// ASan and TSan builds run this too).
 static void abortFromAnotherThread(void) {
   if (mcclTestDeviceCount() < 2) SKIP("needs 2 devices");
   warmUp();
   int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads();
-  for (int job = JOB_WINDOW; job <= JOB_GROUP_SEND && !mcclTestStopped(); job++) {
-    mcclComm_t comms[2];
-    EXPECT_OK(mcclCommInitAll(comms, 2, NULL));
+  static const char* const what[] = {"window registration", "group end's connection", "group end's creation"};
+  for (int job = JOB_WINDOW; job <= JOB_GROUP_INIT && !mcclTestStopped(); job++) {
+    mcclComm_t comms[2] = {NULL, NULL};
+    if (job != JOB_GROUP_INIT) EXPECT_OK(mcclCommInitAll(comms, 2, NULL));
     struct owner o;
     pthread_t th;
     ownerStart(&o, (enum ownerJob)job, comms[0], &th);
     const double t0 = mcclClockSec();
-    EXPECT_OK(mcclCommAbort(comms[0]));
+    EXPECT_OK(mcclCommAbort(o.comm));
     const double took = mcclClockSec() - t0;
-    printf("# %s: mcclCommAbort from another thread took %.1f ms\n",
-           job == JOB_WINDOW ? "window registration" : "group end's connection", took * 1e3);
+    printf("# %s: mcclCommAbort from another thread took %.1f ms\n", what[job], took * 1e3);
     EXPECT_TRUE(took < abortAtOnceSec());
     EXPECT_EQ(pthread_join(th, NULL), 0);
     EXPECT_TRUE(o.res != mcclSuccess);
     if (job == JOB_WINDOW) EXPECT_TRUE(o.win == NULL);
-    EXPECT_OK(mcclCommAbort(comms[1]));
+    if (comms[1]) EXPECT_OK(mcclCommAbort(comms[1]));
     ownerEnd(&o);
   }
   EXPECT_EQ(mcclTestCountFds(), fds0);
