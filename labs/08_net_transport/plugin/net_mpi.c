@@ -47,6 +47,8 @@ static mcclNetLogger_t logFn;
 static MPI_Comm netComm = MPI_COMM_NULL;
 static int worldRank = -1, tagUb = 32767;
 static unsigned char* peerGone;  // per rank of netComm: taken as gone at a close (closeComm), atomics
+// Per rank of netComm: its pid where it runs on this machine, else 0 (closeComm asks the kernel whether it lives).
+static int* localPid;
 static int nextTag = 1;  // atomics: listen runs on the proxy's service threads of several communicators
 
 #define NETWARN(...)                                             \
@@ -125,6 +127,26 @@ static mcclResult_t mpiInit(mcclNetLogger_t logFunction) {
     NETWARN("NET/MPI: out of memory");
     return mcclSystemError;
   }
+  // Every rank's host name and pid (collective, as the dup above): where a peer shares this machine, a close can
+  // see that it has died instead of waiting out CLOSE_WAIT_MS for a send it will never take.
+  struct {
+    char host[64];
+    int pid;
+  } me, *all = calloc((size_t)worldSize, sizeof(me));
+  if (localPid == NULL) localPid = calloc((size_t)worldSize, sizeof(int));
+  if (all == NULL || localPid == NULL) {
+    free(all);
+    NETWARN("NET/MPI: out of memory");
+    return mcclSystemError;
+  }
+  memset(&me, 0, sizeof(me));
+  gethostname(me.host, sizeof(me.host) - 1);
+  me.pid = (int)getpid();
+  const int rc = MPI_Allgather(&me, (int)sizeof(me), MPI_BYTE, all, (int)sizeof(me), MPI_BYTE, netComm);
+  for (int r = 0; rc == MPI_SUCCESS && r < worldSize; r++)
+    localPid[r] = strcmp(all[r].host, me.host) == 0 ? all[r].pid : 0;
+  free(all);
+  MPICHECK(rc);
   int* ub = NULL;
   int flag = 0;
   MPICHECK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag));
@@ -310,11 +332,27 @@ static mcclResult_t mpiTest(void* request, int* done, int* sizes) {
 // cancelled and completed, so that MPI no longer writes into the buffers about to be freed. A send that
 // MPI cannot cancel (Open MPI does not cancel sends: one whose receiver is gone, after an abort, never
 // completes) is waited for until CLOSE_WAIT_MS, then released with MPI_Request_free: its
-// peer will never ask for its data, and waiting for it would hang the abort. A peer whose request was
+// peer will never ask for its data, and waiting for it would hang the abort. A peer on this machine that has
+// exited ends the wait at once (its pid, gathered at init, names no live process). A peer whose request was
 // released once is taken as gone: later closes of its comms (one per channel) do not wait again, so an
 // abort with a dead peer costs one wait, not one per channel. (A live peer's transfer in flight at an
 // abort completes well within the wait.)
 #define CLOSE_WAIT_MS 1000  // for all of one comm's requests together
+
+// Whether a peer on this machine has exited: no such process, or a zombie (its launcher has not reaped it yet).
+static int peerExited(int peer) {
+  const int pid = localPid ? localPid[peer] : 0;
+  if (pid <= 0) return 0;
+  char path[64], stat[256];
+  snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+  FILE* f = fopen(path, "r");
+  if (f == NULL) return 1;
+  const size_t n = fread(stat, 1, sizeof(stat) - 1, f);
+  fclose(f);
+  stat[n] = '\0';
+  const char* paren = strrchr(stat, ')');  // "pid (comm) state ...": the name may hold spaces and parentheses
+  return paren != NULL && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+}
 
 static mcclResult_t closeComm(struct mpiComm* c) {
   if (c == NULL) return mcclInvalidArgument;
@@ -325,20 +363,22 @@ static mcclResult_t closeComm(struct mpiComm* c) {
   const uint64_t deadline = mcclClockMs() + (gone ? 0 : CLOSE_WAIT_MS);
   for (int i = 0; i < MAX_REQUESTS; i++) {
     if (!c->reqs[i].used) continue;
-    int done = 0;
+    int done = 0, exited = 0;
+    unsigned spins = 0;
     for (;;) {
       if (mpiCheck(MPI_Test(&c->reqs[i].req, &done, MPI_STATUS_IGNORE), "MPI_Test(cancelled)") != mcclSuccess) {
         res = mcclSystemError;
         break;
       }
       if (done || mcclClockMs() >= deadline) break;
+      if (++spins % 1024 == 0 && (exited = peerExited(c->peer))) break;  // it will never take the send
       sched_yield();
     }
     if (!done && c->reqs[i].req != MPI_REQUEST_NULL) {
       if (peerGone != NULL && !__atomic_exchange_n(&peerGone[c->peer], 1, __ATOMIC_RELAXED))
-        NETWARN("NET/MPI: a request to/from rank %d neither completed nor cancelled within %d ms at close: "
-                "released, and rank %d taken as gone",
-                c->peer, CLOSE_WAIT_MS, c->peer);
+        NETWARN("NET/MPI: a request to/from rank %d %s at close: released, and rank %d taken as gone", c->peer,
+                exited ? "whose process has exited" : "neither completed nor cancelled within the close wait",
+                c->peer);
       MPI_Request_free(&c->reqs[i].req);
     }
     c->reqs[i].used = 0;
