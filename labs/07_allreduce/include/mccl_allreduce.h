@@ -95,23 +95,17 @@ struct mcclLabCeOps {
 };
 
 /** @brief A communicator's copy-engine state (NCCL's struct ncclCeColl): the flags are in the signal area. */
-/** @brief The assisted allreduce's lanes at most (lab 10: MCCL_CE_AR_LANES asks for fewer). */
-#define MCCL_CE_AR_LANES 2
-
 struct mcclLabCeColl {
   const struct mcclLabCeOps* ops; /**< lab 10's mcclCeOps, or NULL: CTA policy ZERO runs kernels */
   uint32_t seq;                   /**< the last value a memory-op sync wrote (NCCL's ceSeqNum) */
   int useComplete;     /**< which flags the next sync uses: 1 ceComplete, 0 ceReady (NCCL's useCompletePtr) */
   uint64_t arSeq;      /**< the assisted allreduce: rounds so far (its flags' values) */
-  /** the assisted allreduce's copies: rounds alternate over MCCL_CE_AR_LANES lanes, each a reduce-scatter stream
-   *  and an all-gather stream (NULL until its first call) */
-  cudaStream_t rsStream[MCCL_CE_AR_LANES];
-  cudaStream_t agStream[MCCL_CE_AR_LANES]; /**< see rsStream */
-  cudaEvent_t fork;                        /**< the assisted allreduce: forks the lanes from the caller's stream */
-  cudaEvent_t synced; /**< the assisted allreduce: recorded after the opening sync, which the other lanes wait for */
-  cudaEvent_t rsRound[MCCL_CE_AR_LANES]; /**< recorded after each round's reduce-scatter copies, which that round's
-                                              all-gather copies wait for */
-  cudaEvent_t agDone[MCCL_CE_AR_LANES];  /**< the assisted allreduce: joins each all-gather stream to lane 0's */
+  cudaStream_t stream;   /**< the assisted allreduce: the reduce-scatter copies' stream (or NULL) */
+  cudaStream_t agStream; /**< the assisted allreduce: the all-gather copies' stream, beside the other (or NULL) */
+  cudaEvent_t fork;      /**< the assisted allreduce: the event that forks both from the caller's stream */
+  cudaEvent_t agDone;    /**< the assisted allreduce: the event that joins the all-gather stream to the other */
+  cudaEvent_t rsRound;   /**< the assisted allreduce: recorded after each round's reduce-scatter copies, which that
+                              round's all-gather copies wait for */
   cudaEvent_t join;      /**< the assisted allreduce: the event that joins them back to the caller's */
 };
 

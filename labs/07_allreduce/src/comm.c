@@ -223,15 +223,12 @@ static mcclResult_t commFree(mcclLabComm* comm) {
     comm->windows = w->next;
     KEEP_FIRST(labWindowUnmap(comm, w));
   }
-  // The assisted allreduce's streams and events (lab 10 made them; its work ended with the launches above).
-  for (int l = 0; l < MCCL_CE_AR_LANES; l++) {
-    if (comm->ceColl.rsStream[l]) cudaStreamDestroy(comm->ceColl.rsStream[l]);
-    if (comm->ceColl.agStream[l]) cudaStreamDestroy(comm->ceColl.agStream[l]);
-    if (comm->ceColl.rsRound[l]) cudaEventDestroy(comm->ceColl.rsRound[l]);
-    if (comm->ceColl.agDone[l]) cudaEventDestroy(comm->ceColl.agDone[l]);
-  }
+  // The assisted allreduce's stream and events (lab 10 made them; its work ended with the launches above).
+  if (comm->ceColl.stream) cudaStreamDestroy(comm->ceColl.stream);
+  if (comm->ceColl.agStream) cudaStreamDestroy(comm->ceColl.agStream);
   if (comm->ceColl.fork) cudaEventDestroy(comm->ceColl.fork);
-  if (comm->ceColl.synced) cudaEventDestroy(comm->ceColl.synced);
+  if (comm->ceColl.agDone) cudaEventDestroy(comm->ceColl.agDone);
+  if (comm->ceColl.rsRound) cudaEventDestroy(comm->ceColl.rsRound);
   if (comm->ceColl.join) cudaEventDestroy(comm->ceColl.join);
   if (comm->signalWin) {
     void* sig = comm->signalWin->buff;

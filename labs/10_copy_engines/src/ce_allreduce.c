@@ -1,11 +1,10 @@
 // Lab 10: an allreduce past the SMs' ceiling, the copy engines carrying the bytes and a small kernel adding
 // them (this lab's own design, not NCCL's). Two-shot's shape: a reduce-scatter, then an all-gather, both moved
 // by the engines, pipelined in rounds with a flag per chunk (src/ce_reduce.cu is the kernel). The caller's
-// stream runs the kernel; the communicator's lanes run the copies, each lane a stream for the reduce-scatter's
-// and one for the all-gather's, so that round r's all-gather goes out while later rounds' chunks still come in
-// (on one stream every all-gather copy would queue behind the last reduce-scatter copy). Rounds alternate over
-// the lanes, so one lane's copies keep the engines busy while the other's stream runs its memory operations.
-// All are forked from the caller's stream and joined back, so the call stays ordered with the caller's work.
+// stream runs the kernel; two more streams of the communicator run the copies, the reduce-scatter's on one and
+// the all-gather's on the other, so that round r's all-gather goes out while later rounds' chunks still come
+// in (on one stream every all-gather copy would queue behind the last reduce-scatter copy). Both are forked
+// from the caller's stream and joined back, so the call stays ordered with the caller's other work.
 #include <string.h>
 #include "ce_allreduce.h"
 #include "mccl_ce.h"
@@ -83,19 +82,13 @@ static size_t roundLen(const struct mcclCeArArgs* a, int r) {
   return r < a->nFull ? a->chunk : a->lastChunk;
 }
 
-// The lanes' streams and the events that order them, made at the first call. Rounds r and r + MCCL_CE_AR_SLOTS
-// share a flag slot: they run on one lane, so the slot's values only grow.
-_Static_assert(MCCL_CE_AR_SLOTS % MCCL_CE_AR_LANES == 0, "a slot's rounds on one lane");
-static mcclResult_t sideStreams(mcclLabComm* comm) {
+static mcclResult_t sideStream(mcclLabComm* comm) {
   struct mcclLabCeColl* ce = &comm->ceColl;
-  for (int l = 0; l < MCCL_CE_AR_LANES; l++) {
-    if (ce->rsStream[l] == NULL) CUDACHECK(cudaStreamCreateWithFlags(&ce->rsStream[l], cudaStreamNonBlocking));
-    if (ce->agStream[l] == NULL) CUDACHECK(cudaStreamCreateWithFlags(&ce->agStream[l], cudaStreamNonBlocking));
-    if (ce->rsRound[l] == NULL) CUDACHECK(cudaEventCreateWithFlags(&ce->rsRound[l], cudaEventDisableTiming));
-    if (ce->agDone[l] == NULL) CUDACHECK(cudaEventCreateWithFlags(&ce->agDone[l], cudaEventDisableTiming));
-  }
+  if (ce->stream == NULL) CUDACHECK(cudaStreamCreateWithFlags(&ce->stream, cudaStreamNonBlocking));
+  if (ce->agStream == NULL) CUDACHECK(cudaStreamCreateWithFlags(&ce->agStream, cudaStreamNonBlocking));
   if (ce->fork == NULL) CUDACHECK(cudaEventCreateWithFlags(&ce->fork, cudaEventDisableTiming));
-  if (ce->synced == NULL) CUDACHECK(cudaEventCreateWithFlags(&ce->synced, cudaEventDisableTiming));
+  if (ce->agDone == NULL) CUDACHECK(cudaEventCreateWithFlags(&ce->agDone, cudaEventDisableTiming));
+  if (ce->rsRound == NULL) CUDACHECK(cudaEventCreateWithFlags(&ce->rsRound, cudaEventDisableTiming));
   if (ce->join == NULL) CUDACHECK(cudaEventCreateWithFlags(&ce->join, cudaEventDisableTiming));
   return mcclSuccess;
 }
@@ -115,7 +108,7 @@ mcclResult_t mcclCeAllReduce(mcclLabComm* comm, const struct mcclLabCeCollArgs* 
   }
   // EXERCISE(10.assisted_allreduce)
   struct mcclLabCeColl* ce = &comm->ceColl;
-  MCCLCHECK(sideStreams(comm));
+  MCCLCHECK(sideStream(comm));
   struct mcclCeArArgs a;
   memset(&a, 0, sizeof(a));
   ceArRounds(comm, bytes, args->eltSize, &a);
@@ -133,20 +126,13 @@ mcclResult_t mcclCeAllReduce(mcclLabComm* comm, const struct mcclLabCeCollArgs* 
   a.nRanks = n;
   a.base = ce->arSeq + 1;  // every rank counts the same rounds
   ce->arSeq += (uint64_t)nRounds;
-  const int64_t lanesAsked = mcclParamCeArLanes();
-  const int nLanes = lanesAsked < 1 ? 1 : lanesAsked > MCCL_CE_AR_LANES ? MCCL_CE_AR_LANES : (int)lanesAsked;
-  cudaStream_t side = ce->rsStream[0];
-  // Fork: the copies come after the caller's earlier work, the ready sync after them, and every other lane's
-  // reduce-scatter copies after the sync. The all-gather streams need no sync of their own: a first copy waits for
-  // a reduced chunk, which needs every peer in the call.
+  cudaStream_t side = ce->stream, ag = ce->agStream;
+  // Fork: the copies come after the caller's earlier work, the ready sync after them. The all-gather's stream
+  // needs no sync of its own: its first copy waits for a reduced chunk, which needs every peer in the call.
   CUDACHECK(cudaEventRecord(ce->fork, stream));
-  for (int l = 0; l < nLanes; l++) {
-    CUDACHECK(cudaStreamWaitEvent(ce->rsStream[l], ce->fork, 0));
-    CUDACHECK(cudaStreamWaitEvent(ce->agStream[l], ce->fork, 0));
-  }
+  CUDACHECK(cudaStreamWaitEvent(side, ce->fork, 0));
+  CUDACHECK(cudaStreamWaitEvent(ag, ce->fork, 0));
   MCCLCHECK(mcclCeMemOpSync(comm, side));
-  CUDACHECK(cudaEventRecord(ce->synced, side));
-  for (int l = 1; l < nLanes; l++) CUDACHECK(cudaStreamWaitEvent(ce->rsStream[l], ce->synced, 0));
   // The kernel, on the caller's stream: it waits for the chunks as they come. A block per 4 SMs (MCCL_CE_AR_BLOCKS
   // sets the count), at most MCCL_CE_AR_MAX_BLOCKS (the flags have room for that many): the chunks come from the
   // engines at the link's rate, and every byte is read from HBM twice and written once, so fewer blocks, each with
@@ -165,17 +151,14 @@ mcclResult_t mcclCeAllReduce(mcclLabComm* comm, const struct mcclLabCeCollArgs* 
   struct memOps m;
   m.n = 0;
   // Each round: the reduce-scatter's copies (this rank's chunk p to rank p, at this rank's position, then a flag)
-  // on its lane's first stream; then, on the second, once this rank's blocks reduced its chunk and every peer has
-  // read what this rank put at that position, the reduced chunk to every peer's same position. The all-gather's
-  // copies of a round also wait for the same round's reduce-scatter copies here (an event, re-recorded each round
-  // of the lane: a wait takes the record made before it): both write to the peers' same positions, and the peers'
-  // flags order them only while no one aborts (the release after an abort lets every wait go). Rounds alternate
-  // over the lanes: a stream runs its memory operations between two rounds' copies, and the other lane's copies
-  // keep the engines busy meanwhile.
+  // on one stream; then, on the other, once this rank's blocks reduced its chunk and every peer has read what this
+  // rank put at that position, the reduced chunk to every peer's same position. The all-gather's copies of a
+  // round also wait for the same round's reduce-scatter copies here (an event, re-recorded each round: a wait
+  // takes the record made before it): both write to the peers' same positions, and the peers' flags order
+  // them only while no one aborts (the release after an abort lets every wait go).
   for (int r = 0; r < nRounds; r++) {
     const size_t at = roundAt(&a, r, n), len = roundLen(&a, r);
     const uint64_t v = a.base + (uint64_t)r;
-    cudaStream_t rs = ce->rsStream[r % nLanes], ag = ce->agStream[r % nLanes];
     struct mcclCeBatch b;
     b.n = 0;
     for (int k = 1; k < n; k++) {
@@ -184,12 +167,12 @@ mcclResult_t mcclCeAllReduce(mcclLabComm* comm, const struct mcclLabCeCollArgs* 
       b.srcs[b.n] = a.send + at + (size_t)p * len;
       b.sizes[b.n++] = len;
     }
-    MCCLCHECK(mcclCeLaunchBatch(comm, &b, rs));
+    MCCLCHECK(mcclCeLaunchBatch(comm, &b, side));
     for (int k = 1; k < n; k++)
-      MCCLCHECK(memOpAdd(&m, rs, 0, &signalsOf(comm, (me + k) % n)->ceArArrived[me][r % MCCL_CE_AR_SLOTS], v));
-    MCCLCHECK(memOpsFlush(&m, rs));
-    CUDACHECK(cudaEventRecord(ce->rsRound[r % nLanes], rs));
-    CUDACHECK(cudaStreamWaitEvent(ag, ce->rsRound[r % nLanes], 0));
+      MCCLCHECK(memOpAdd(&m, side, 0, &signalsOf(comm, (me + k) % n)->ceArArrived[me][r % MCCL_CE_AR_SLOTS], v));
+    MCCLCHECK(memOpsFlush(&m, side));
+    CUDACHECK(cudaEventRecord(ce->rsRound, side));
+    CUDACHECK(cudaStreamWaitEvent(ag, ce->rsRound, 0));
     struct mcclSymSignals* mine = signalsOf(comm, me);
     MCCLCHECK(memOpAdd(&m, ag, 1, &mine->ceArReduced[0][r % MCCL_CE_AR_SLOTS], v));
     for (int k = 1; k < n; k++)
@@ -204,13 +187,10 @@ mcclResult_t mcclCeAllReduce(mcclLabComm* comm, const struct mcclLabCeCollArgs* 
     }
     MCCLCHECK(mcclCeLaunchBatch(comm, &b, ag));
   }
-  // This rank's all-gather copies done (each lane's all-gather stream waited for its reduce-scatter stream's last
-  // round), the closing sync says so to every peer, and waits until every peer's reduced chunks have landed here;
-  // then join the caller's stream.
-  for (int l = 0; l < nLanes; l++) {
-    CUDACHECK(cudaEventRecord(ce->agDone[l], ce->agStream[l]));
-    CUDACHECK(cudaStreamWaitEvent(side, ce->agDone[l], 0));
-  }
+  // This rank's all-gather copies done, the closing sync says so to every peer, and waits until every peer's
+  // reduced chunks have landed here; then join the caller's stream.
+  CUDACHECK(cudaEventRecord(ce->agDone, ag));
+  CUDACHECK(cudaStreamWaitEvent(side, ce->agDone, 0));
   MCCLCHECK(mcclCeMemOpSync(comm, side));
   CUDACHECK(cudaEventRecord(ce->join, side));
   CUDACHECK(cudaStreamWaitEvent(stream, ce->join, 0));

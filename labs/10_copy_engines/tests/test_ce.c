@@ -469,12 +469,8 @@ static void assistedAllReduce(int n) {
   SET_UP_OR_RETURN(&g, n);
   setArEnv("1024", NULL);
   uint64_t tag = mcclTestSeed() % 1000;
-  // Every type on one lane (every round on the same two streams), the rest on the default two.
-  setenv("MCCL_CE_AR_LANES", "1", 1);
-  mcclParamResetAll();
   for (int t = 0; t < mcclNumTypes && !mcclTestStopped(); t++)
     runAr(&g, arCounts[t % 3], (mcclDataType_t)t, mcclSum, 0, tag++);
-  unsetenv("MCCL_CE_AR_LANES");
   // Every operation on 3 blocks; then the most blocks there are flags for (1000 asks for more), where block 0
   // waits for all the others each round: the smallest and the largest count (the sim runs each block's threads
   // as host threads, thousands at 4 ranks, so this case takes most of the test's time).
