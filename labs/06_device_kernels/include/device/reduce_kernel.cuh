@@ -536,9 +536,10 @@ __device__ __forceinline__ void mcclReduceCopyPacks(int tid, int nworkers, const
 // The body where some pointer is off the first source's 16-byte grid by sh bytes: the aligned pack of that
 // buffer that starts sh bytes before a piece holds the piece's first 16 - sh bytes, and the next aligned pack,
 // which the next lane loads for its own piece, the last sh. A run of consecutive pieces ends at a warp's last
-// lane (or the last piece); there the lane loads the next pack itself, beside its others, so the warp waits on
-// one trip to memory. Storing, a lane writes the aligned pack that ends sh bytes into the next lane's piece;
-// the pack two runs share is written in two parts, by the last lane of the one and the first of the other.
+// lane (or the last piece); there the lane loads the next pack's bytes itself, beside its others, so the warp
+// waits on one trip to memory. Storing, a lane writes the aligned pack that ends sh bytes into the next lane's
+// piece; the pack two runs share is written in two parts, by the last lane of the one and the first of the other,
+// and each reads only its own part of it (in place, the other part is the other warp's to write).
 //
 // Not inlined, its pointers passed by value: its registers are its own, so the aligned body around it keeps
 // the allocation it had without it, and it moves two packs per thread and trip where that body moves Unroll.
@@ -566,9 +567,14 @@ __device__ __noinline__ void mcclReduceCopyShifted(int tid, int nworkers, RedOp 
         own[u] = after[u] = 0;
         if (p < npacks) {
           const int64_t j = (m + fromBytes + 16 * p) >> 4;  // the aligned pack holding the piece's first byte
-          own[u] = mcclLoadSlicePack(base, j, m, bytes);
-          if (sh != 0 && (lane == WARP_SIZE - 1 || p + 1 == npacks))
-            after[u] = mcclLoadSlicePack(base, j + 1, m, bytes);
+          // A run's ends read only their own piece's bytes of the packs they share with the next or previous
+          // run (another warp's, which may be writing the rest of them in place): the first lane the piece's
+          // first 16 - sh bytes, the last its last sh.
+          if (sh != 0 && lane == 0)
+            own[u] = mcclLoadBytes(base + 16 * j + sh, 16 - sh) << (8 * sh);
+          else
+            own[u] = mcclLoadSlicePack(base, j, m, bytes);
+          if (sh != 0 && (lane == WARP_SIZE - 1 || p + 1 == npacks)) after[u] = mcclLoadBytes(base + 16 * (j + 1), sh);
         }
       }
 #pragma unroll
