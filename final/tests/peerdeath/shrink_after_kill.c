@@ -19,8 +19,8 @@
 #include "mccl_utils.h"
 
 // float32: 4 MiB on a GPU, a ring of many steps, so the victim's share cannot have left yet; 256 KiB on the sim,
-// whose kernels are host threads (a dead rank's step is never taken there either, and eight allreduces of 4 MiB
-// on 2 cores made this the slowest test of the suite under ThreadSanitizer).
+// whose kernels are host threads that a dead rank's step keeps waiting as well, and whose every byte costs CPU
+// time under the sanitizers.
 #define COUNT (MCCL_TEST_ON_SIM ? 1 << 16 : 1 << 20)
 #define LOOP 8
 #define KILL_AT 3
