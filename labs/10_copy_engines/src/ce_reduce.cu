@@ -38,8 +38,8 @@ __device__ __forceinline__ bool ceWaitArrived(const struct mcclCeArArgs& a, int 
 #define CE_AR_UNROLL 4
 
 template <typename T>
-__device__ __forceinline__ mcclPack<T, 16> loadPack(const T* p) {
-  mcclPack<T, 16> x;
+__device__ __forceinline__ mcclPack<T> loadPack(const T* p) {
+  mcclPack<T> x;
   x.load(p);
   return x;
 }
@@ -68,7 +68,7 @@ __device__ __forceinline__ void ceReduceElts(const struct mcclCeArArgs& a, RedOp
 template <typename T, typename RedOp>
 __device__ __forceinline__ void ceReduce(const struct mcclCeArArgs& a, RedOp op, T* out, const T* mine,
                                          const char* const* others, size_t lo, size_t hi) {
-  typedef mcclPack<T, 16> Pack;
+  typedef mcclPack<T> Pack;
   uintptr_t disagree = 0;
   for (int s = 0; s < a.nRanks; s++) disagree |= (uintptr_t)ceSrc(a, mine, others, s) ^ (uintptr_t)out;
   if ((disagree & 15) != 0 || hi <= lo) {

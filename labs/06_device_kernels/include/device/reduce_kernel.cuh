@@ -395,17 +395,11 @@ __device__ __forceinline__ void mcclStoreWord(T* p, uint64_t w, int n) {
   mcclStoreBytes(p, (mcclU128)w, n * (int)sizeof(T));
 }
 
-// A pack of Bytes bytes (16, or a smaller power of two down to one element) seen as elements of T, with
-// the one volatile access that moves it.
-template <int Bytes>
-struct mcclPackWord {
-  typedef typename mcclUint<(Bytes < 4 ? 4 : Bytes > 8 ? 8 : Bytes)>::Type Type;
-};
-template <typename T, int Bytes = 16>
+// A pack of 16 bytes seen as elements of T, with the one volatile vector access that moves it.
+template <typename T>
 struct mcclPack {
-  static_assert(Bytes >= (int)sizeof(T) && Bytes <= 16 && (Bytes & (Bytes - 1)) == 0, "a pack is whole elements");
-  static constexpr int N = Bytes / sizeof(T);
-  typename mcclPackWord<Bytes>::Type u[Bytes > 8 ? 2 : 1];
+  static constexpr int N = 16 / sizeof(T);
+  uint64_t u[2];
   __device__ __forceinline__ T get(int i) const {
     T x;
     memcpy((void*)&x, (const char*)u + i * sizeof(T), sizeof(T));
@@ -413,45 +407,34 @@ struct mcclPack {
   }
   __device__ __forceinline__ void set(int i, T x) { memcpy((char*)u + i * sizeof(T), &x, sizeof(T)); }
   __device__ __forceinline__ void load(const T* p) {
-    mcclCheckAligned(p, Bytes);
-    if constexpr (Bytes == 16) {
-      load128((const uint64_t*)p, u[0], u[1]);
-    } else {
-      typedef typename mcclUint<Bytes>::Type U;
-      u[0] = *(const volatile U*)p;  // the low bytes of the word: the first ones (little-endian)
-    }
+    mcclCheckAligned(p, 16);
+    load128((const uint64_t*)p, u[0], u[1]);
   }
   __device__ __forceinline__ void store(T* p) const {
-    mcclCheckAligned(p, Bytes);
-    if constexpr (Bytes == 16) {
-      store128((uint64_t*)p, u[0], u[1]);
-    } else {
-      typedef typename mcclUint<Bytes>::Type U;
-      *(volatile U*)p = (U)u[0];
-    }
+    mcclCheckAligned(p, 16);
+    store128((uint64_t*)p, u[0], u[1]);
   }
 };
 
-template <typename T, typename RedOp, int Bytes>
-__device__ __forceinline__ mcclPack<T, Bytes> mcclApplyPack(const RedOp& op, const mcclPack<T, Bytes>& a,
-                                                            const mcclPack<T, Bytes>& b) {
-  mcclPack<T, Bytes> r;
+template <typename T, typename RedOp>
+__device__ __forceinline__ mcclPack<T> mcclApplyPack(const RedOp& op, const mcclPack<T>& a, const mcclPack<T>& b) {
+  mcclPack<T> r;
 #pragma unroll
-  for (int i = 0; i < mcclPack<T, Bytes>::N; i++) r.set(i, op.apply(a.get(i), b.get(i)));
+  for (int i = 0; i < mcclPack<T>::N; i++) r.set(i, op.apply(a.get(i), b.get(i)));
   return r;
 }
-template <typename T, typename RedOp, int Bytes>
-__device__ __forceinline__ mcclPack<T, Bytes> mcclPrePack(const RedOp& op, const mcclPack<T, Bytes>& a) {
-  mcclPack<T, Bytes> r;
+template <typename T, typename RedOp>
+__device__ __forceinline__ mcclPack<T> mcclPrePack(const RedOp& op, const mcclPack<T>& a) {
+  mcclPack<T> r;
 #pragma unroll
-  for (int i = 0; i < mcclPack<T, Bytes>::N; i++) r.set(i, op.pre(a.get(i)));
+  for (int i = 0; i < mcclPack<T>::N; i++) r.set(i, op.pre(a.get(i)));
   return r;
 }
-template <typename T, typename RedOp, int Bytes>
-__device__ __forceinline__ mcclPack<T, Bytes> mcclPostPack(const RedOp& op, const mcclPack<T, Bytes>& a) {
-  mcclPack<T, Bytes> r;
+template <typename T, typename RedOp>
+__device__ __forceinline__ mcclPack<T> mcclPostPack(const RedOp& op, const mcclPack<T>& a) {
+  mcclPack<T> r;
 #pragma unroll
-  for (int i = 0; i < mcclPack<T, Bytes>::N; i++) r.set(i, op.post(a.get(i)));
+  for (int i = 0; i < mcclPack<T>::N; i++) r.set(i, op.post(a.get(i)));
   return r;
 }
 
@@ -486,12 +469,12 @@ __device__ __forceinline__ void mcclReduceCopyElt(const RedOp& op, bool postOp, 
   for (int d = 0; d < NDsts; d++) mcclStoreElt(dsts[d] + i, x);
 }
 
-// The body: npacks packs of Bytes bytes from element `from` on, every pointer aligned to Bytes there.
-template <int Unroll, int Bytes, typename T, typename RedOp, int NSrcs, int NDsts, int PreOpMask>
+// The aligned body: npacks packs from element `from` on, every pointer 16-byte aligned there.
+template <int Unroll, typename T, typename RedOp, int NSrcs, int NDsts, int PreOpMask>
 __device__ __forceinline__ void mcclReduceCopyPacks(int tid, int nworkers, const RedOp& op, bool postOp,
                                                     const T* const* srcs, T* const* dsts, int64_t from,
                                                     int64_t npacks) {
-  typedef mcclPack<T, Bytes> Pack;
+  typedef mcclPack<T> Pack;
   constexpr int EltPerPack = Pack::N;
   const int64_t perTrip = (int64_t)nworkers * Unroll;
   for (int64_t base = 0; base < npacks; base += perTrip) {
@@ -550,7 +533,7 @@ __device__ __noinline__ void mcclReduceCopyShifted(int tid, int nworkers, RedOp 
   constexpr int Unroll = 2;
   const T* const srcs[2] = {src0, src1};
   T* const dsts[2] = {dst0, dst1};
-  typedef mcclPack<T, 16> Pack;
+  typedef mcclPack<T> Pack;
   const int lane = tid % WARP_SIZE;
   const int64_t bytes = nelem * (int64_t)sizeof(T), fromBytes = from * (int64_t)sizeof(T);
   const int64_t perTrip = (int64_t)nworkers * Unroll;
@@ -637,8 +620,8 @@ __device__ __forceinline__ void mcclReduceCopyBody(int tid, int nworkers, const 
     head = headBytes / (int64_t)sizeof(T) < nelem ? headBytes / (int64_t)sizeof(T) : nelem;
     npacks = (nelem - head) / EltPerPack;
     if (packBytes == 16)
-      mcclReduceCopyPacks<Unroll, 16, T, RedOp, NSrcs, NDsts, PreOpMask>(tid, nworkers, op, postOp, srcs, dsts, head,
-                                                                         npacks);
+      mcclReduceCopyPacks<Unroll, T, RedOp, NSrcs, NDsts, PreOpMask>(tid, nworkers, op, postOp, srcs, dsts, head,
+                                                                     npacks);
     else
       mcclReduceCopyShifted<T, RedOp, NSrcs, NDsts, PreOpMask>(tid, nworkers, op, postOp, srcs[0], srcs[NSrcs - 1],
                                                                dsts[0], dsts[NDsts - 1], head, npacks, nelem);
