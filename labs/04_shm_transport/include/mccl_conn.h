@@ -29,7 +29,8 @@
 
 /** @brief mcclConnFifo::mode values (NCCL_MODE_*): the slot holds the data itself. */
 #define MCCL_MODE_NORMAL 0
-/** @brief mcclConnFifo::mode: the data is at mcclConnFifo::offset in a registered buffer. */
+/** @brief mcclConnFifo::mode: the data is at mcclConnFifo::offset bytes into the FIFO (lab 06: a P2P sender
+ *  that shifts a SIMPLE slice to its user buffer's alignment; NCCL: a NET shared buffer). */
 #define MCCL_MODE_OFFSET 1
 /** @brief mcclConnFifo::mode: the data is at mcclConnFifo::ptr. */
 #define MCCL_MODE_PTR 2
@@ -47,8 +48,8 @@
 
 /** @brief Per-slot description the producer writes before publishing tail (NCCL's ncclConnFifo). */
 struct mcclConnFifo {
-  int mode;     /**< MCCL_MODE_NORMAL in this lab */
-  int offset;   /**< byte offset of the slot in the FIFO (MCCL_MODE_OFFSET) */
+  int mode;     /**< MCCL_MODE_NORMAL, or MCCL_MODE_OFFSET where a P2P sender placed the data at `offset` */
+  int offset;   /**< MCCL_MODE_OFFSET: byte offset of the slot's data in the FIFO */
   ssize_t size; /**< bytes in the slot; written before the release store of tail */
   void* ptr;    /**< data address for MCCL_MODE_PTR, else NULL */
 };
@@ -173,6 +174,8 @@ struct mcclConnInfo {
   int llStepSize;                  /**< bytes per LL slot: MCCL_LL_BUFFSIZE / MCCL_STEPS (a multiple of 16) */
   int ll128StepSize;               /**< bytes per LL128 slot: MCCL_LL128_BUFFSIZE / MCCL_STEPS (whole
                                         MCCL_LL128_SLICE_BYTES slices); 0 where buffs[MCCL_PROTO_LL128] is NULL */
+  int dataOffsets;                 /**< 1: a SIMPLE slice may start up to 15 bytes into its slot, where connFifo
+                                        says (MCCL_MODE_OFFSET): P2P, whose slots no proxy reads */
   uint64_t step;                   /**< where this side is; a kernel writes it back when it ends */
 };
 

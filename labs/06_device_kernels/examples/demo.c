@@ -66,10 +66,11 @@ static mcclResult_t runProto(const struct demoEnv* env, struct mcclDevPair* p, s
                              struct mcclConnInfo* dRecv, int proto, int trace, int* ok) {
   struct mcclConnector *s = &p->ends[0].send[0], *r = &p->ends[1].recv[0];
   const int isLL = proto == MCCL_PROTO_LL, isLL128 = proto == MCCL_PROTO_LL128;
-  // Data bytes one step carries: a SIMPLE slot, 8 bytes per 16-byte LL line, or 120 per 128-byte LL128 line.
+  // Data bytes one step carries: a SIMPLE slot less the room a shifted start may take (one step a slice here),
+  // 8 bytes per 16-byte LL line, or 120 per 128-byte LL128 line.
   const size_t stepBytes = isLL      ? (size_t)s->conn.llStepSize / 2
                            : isLL128 ? (size_t)s->conn.ll128StepSize / 128 * 120
-                                     : (size_t)s->conn.stepSize;
+                                     : (size_t)MCCL_SIMPLE_SLICE_DATA(s->conn.stepSize);
   const size_t nbytes = (NSTEPS - 1) * stepBytes + 3;
   mcclResult_t res = mcclSuccess;
   unsigned char *src = NULL, *dst = NULL, *host = NULL;

@@ -74,6 +74,15 @@ enum mcclDevRedOp {
 #define MCCL_DEV_DEFAULT_CHUNKSTEPS 4
 /** @brief Default SIMPLE slots per slice. */
 #define MCCL_DEV_DEFAULT_SLICESTEPS 2
+/** @brief Bytes a SIMPLE slice leaves free at the end of its slots, for a P2P sender that starts it past the slot's
+ *  start (mcclConnFifo::mode MCCL_MODE_OFFSET: at its user buffer's offset modulo 16; one 256-byte slice quantum). */
+#define MCCL_SIMPLE_SHIFT_ROOM 256
+/** @brief Slots of a slice smaller than this (bytes) are never shifted, and the slice fills them. */
+#define MCCL_SIMPLE_SHIFT_MIN_BYTES 4096
+/** @brief Data bytes a SIMPLE slice of `slotBytes` bytes of FIFO slots carries, on every transport (so both ends of
+ *  a connection, whatever the next one is, cut a chunk into the same slices). */
+#define MCCL_SIMPLE_SLICE_DATA(slotBytes) \
+  ((slotBytes) >= MCCL_SIMPLE_SHIFT_MIN_BYTES ? (slotBytes)-MCCL_SIMPLE_SHIFT_ROOM : (slotBytes))
 /** @brief Most channels (blocks) one launch drives. */
 #define MCCL_DEV_MAX_CHANNELS 64
 

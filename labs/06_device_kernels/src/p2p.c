@@ -107,6 +107,7 @@ static void p2pSetFifos(struct mcclConnInfo* conn, const struct p2pResources* r,
   conn->stepSize = r->buffSizes[MCCL_PROTO_SIMPLE] / MCCL_STEPS;
   conn->llStepSize = r->buffSizes[MCCL_PROTO_LL] / MCCL_STEPS;
   conn->ll128StepSize = r->buffSizes[MCCL_PROTO_LL128] / MCCL_STEPS;
+  conn->dataOffsets = 1;  // only the two kernels touch the slots: the sender may shift a slice (prims_simple.cuh)
 }
 
 static mcclResult_t p2pSetup(int send, struct mcclTransportCtx* ctx, const mcclPeerInfo* myInfo,

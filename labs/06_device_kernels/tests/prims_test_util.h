@@ -148,7 +148,8 @@ static inline int64_t ptCompare(const void* got, const void* want, size_t n, siz
 
 // Where a connection's step must be after one message of `bytes` bytes split over nch channels,
 // channel c (as kernels.cuh cuts it: parts of whole 512-byte units, chunk after chunk): SIMPLE first
-// rounds the step up to a whole chunk, then moves chunkSteps per chunk; LL one step per slot.
+// rounds the step up to a whole chunk, then moves chunkSteps per chunk (of MCCL_SIMPLE_SLICE_DATA bytes a
+// slice); LL one step per slot.
 static inline uint64_t ptStepAfter(uint64_t step, int proto, const struct mcclConnInfo* conn, size_t bytes, int nch,
                                    int c, int chunkSteps) {
   uint64_t per = ((bytes + nch - 1) / nch + 511) / 512 * 512;
@@ -165,7 +166,9 @@ static inline uint64_t ptStepAfter(uint64_t step, int proto, const struct mcclCo
     return step + (part + chunk - 1) / chunk;
   }
   uint64_t cs = (uint64_t)chunkSteps;
-  uint64_t chunk = (uint64_t)conn->stepSize * cs;
+  // Slices of the default sliceSteps slots, each less the room a shifted start may take.
+  const int ss = chunkSteps < MCCL_DEV_DEFAULT_SLICESTEPS ? chunkSteps : MCCL_DEV_DEFAULT_SLICESTEPS;
+  uint64_t chunk = (uint64_t)MCCL_SIMPLE_SLICE_DATA(conn->stepSize * ss) * (cs / (uint64_t)ss);
   return ((step + cs - 1) & ~(cs - 1)) + cs * ((part + chunk - 1) / chunk);
 }
 

@@ -32,10 +32,13 @@ typedef struct {
   int toParent;  // the child writes 'h' once its first half is sent and its last kernel spins, 'e' on error
 } deathCase;
 
-// The message: two halves of whole chunks (SIMPLE: 2 x 4 slots of 512 KiB; LL: 8 slots of 32 KiB),
-// one channel, so the child's first send ends exactly where the receiver's next chunk starts.
-static size_t halfBytes(int proto) {
-  return proto == MCCL_PROTO_LL ? (256 << 10) : (4 << 20);
+// The message: two halves of whole chunks (SIMPLE: 8 chunks of 4 slots, in slices of 2 slots less the room a
+// shifted start may take; LL: 8 slots of 32 KiB), one channel, so the child's first send ends exactly where the
+// receiver's next chunk starts.
+static size_t halfBytes(int proto, int stepSize) {
+  if (proto == MCCL_PROTO_LL) return 256 << 10;
+  const int slices = MCCL_DEV_DEFAULT_CHUNKSTEPS / MCCL_DEV_DEFAULT_SLICESTEPS;
+  return (size_t)8 * slices * MCCL_SIMPLE_SLICE_DATA(stepSize * MCCL_DEV_DEFAULT_SLICESTEPS);
 }
 #define DEATH_SEED 0x5eedull
 
@@ -62,7 +65,7 @@ static mcclResult_t childRun(const deathCase* dc, int fd) {
   volatile uint32_t* abortH = NULL;
   uint32_t* abortD = NULL;
   MCCLCHECK(mcclDevAbortFlagCreate(&abortH, &abortD));
-  size_t half = halfBytes(dc->proto);
+  size_t half = halfBytes(dc->proto, e->send[0].conn.stepSize);
   unsigned char* host = malloc(half);
   if (host == NULL) return mcclSystemError;
   ptFill(host, half, DEATH_SEED);
@@ -137,7 +140,7 @@ static void survive(deathCase* dc) {
   volatile uint32_t* abortH = NULL;
   uint32_t* abortD = NULL;
   EXPECT_OK(mcclDevAbortFlagCreate(&abortH, &abortD));
-  size_t half = halfBytes(dc->proto), bytes = 2 * half;
+  size_t half = halfBytes(dc->proto, e->recv[0].conn.stepSize), bytes = 2 * half;
   unsigned char *want = malloc(half), *got = malloc(bytes);
   EXPECT_TRUE(want && got);
   ptFill(want, half, DEATH_SEED);

@@ -193,6 +193,46 @@ static void unalignedBuffers(void) {
   enqTearDown(&s);
 }
 
+// SIMPLE's shifted slices (prims_simple.cuh): with the default FIFOs a P2P sender starts each slice as many
+// bytes into its slot as its user buffer lies past 16 bytes. Every ring collective, in and out of place, over
+// many slices: the buffers off by the same bytes on every rank (the receiver's buffer meets the FIFO on the
+// same grid), then by a different amount per rank and side (it does not: the receiver reads the sender's
+// offset from connFifo and copies across the two grids).
+static void shiftedSlices(void) {
+  int n = enqRanksHere();
+  if (n < 2) SKIP("needs 2 devices");
+  struct enqSet s;
+  const size_t count = MCCL_TEST_ON_SIM ? 60001 : 1500001;
+  enqSetUp(&s, n, 2, (count * 4 + 16) * ENQ_MAXDEV);
+  static const mcclDataType_t types[] = {mcclBfloat16, mcclFloat32, mcclInt8, mcclFloat64};
+  static const int funcs[] = {mcclFuncBroadcast, mcclFuncReduce, mcclFuncAllGather, mcclFuncReduceScatter,
+                              mcclFuncAllReduce};
+  arForce("ring", "simple");
+  int k = 0;
+  for (int same = 1; same >= 0 && !mcclTestStopped(); same--)
+    for (size_t f = 0; f < sizeof(funcs) / sizeof(funcs[0]) && !mcclTestStopped(); f++)
+      for (int inPlace = 0; inPlace < 2 && !mcclTestStopped(); inPlace++, k++) {
+        const mcclDataType_t t = types[k % 4];
+        const size_t es = mcclTypeSize(t);
+        if (!mcclTestSampled((uint64_t)k, 2)) continue;  // a sanitizer build: a seeded half
+        struct enqSet moved = s;
+        moved.bytes = s.bytes - 16;
+        for (int r = 0; r < n; r++) {
+          size_t so = same ? 2 + (size_t)k % 14 : 1 + (size_t)(k * 5 + r * 3) % 15;
+          size_t ro = same ? so : 1 + (size_t)(k * 7 + r * 11 + 4) % 15;
+          so = so < es ? es : so / es * es;
+          ro = ro < es ? es : ro / es * es;
+          moved.send[r] = (char*)s.send[r] + so;
+          moved.recv[r] = (char*)s.recv[r] + ro;
+        }
+        struct enqCall c = {funcs[f], t,       k % 3 ? mcclSum : mcclAvg,   0, count / es * 2,
+                            k % n,    inPlace, mcclTestSeed() + (uint64_t)k};
+        enqSetRun(&moved, &c, 1, moved.bytes, 0, 0);
+      }
+  arForce(NULL, NULL);
+  enqTearDown(&s);
+}
+
 // A ring with a P2P edge between devices without NVLink (PCIe: no native atomics between them) has no
 // LL128 FIFO: MCCL_PROTO=ll128 is refused on every rank, naming the path, and the other protocols run. The
 // sim poses every pair as PCIe with MCCL_SIM_NVLINK=0 (read as the connections are set up); a GPU host whose
@@ -405,6 +445,6 @@ static void argumentChecks(void) {
 }
 
 MCCL_TEST_MAIN(MCCL_TEST_CASE(everyTypeAndOp), MCCL_TEST_CASE(everyRoot), MCCL_TEST_CASE(awkwardCounts),
-               MCCL_TEST_CASE(shmRing), MCCL_TEST_CASE(unalignedBuffers), MCCL_TEST_CASE(ll128NeedsNvlink),
-               MCCL_TEST_CASE(tableLl128Band), MCCL_TEST_CASE(threadThresholds), MCCL_TEST_CASE(oneRank),
-               MCCL_TEST_CASE(argumentChecks))
+               MCCL_TEST_CASE(shmRing), MCCL_TEST_CASE(unalignedBuffers), MCCL_TEST_CASE(shiftedSlices),
+               MCCL_TEST_CASE(ll128NeedsNvlink), MCCL_TEST_CASE(tableLl128Band), MCCL_TEST_CASE(threadThresholds),
+               MCCL_TEST_CASE(oneRank), MCCL_TEST_CASE(argumentChecks))

@@ -6,11 +6,18 @@
 // Four threads of the block hold those jobs (the roles):
 //   WaitRecv  (thread 0)              spins on the peer's tail, then points the workers at the slot;
 //   WaitSend  (thread 1)              spins on the peer's head, then points the workers at the slot
-//                                     (and writes connFifo[slot].size for a proxy);
+//                                     (and describes it in connFifo[slot]: its size, where its data is);
 //   PostRecv  (thread nthreads-2)     after the workers are done, stores head = step (frees the slot);
 //   PostSend  (thread nthreads-1)     after the workers are done, fences and stores tail = step.
 // Workers (the first nworkers threads; the last warp is left out of the copy when the block has at
 // least 3 warps and sends, so the send fence overlaps the next copy) move the data.
+//
+// Over P2P (conn->dataOffsets) a sender places a slice as many bytes into its slot as its user buffer lies past
+// a 16-byte boundary, and says so in connFifo (MCCL_MODE_OFFSET, as NCCL's NET shared buffers do): a buffer
+// off by one element then meets a FIFO off by the same bytes, and the copy loop's aligned 16-byte body moves
+// both (reduce_kernel.cuh), where slot-aligned data would need its slower shifted body. Every slice leaves
+// MCCL_SIMPLE_SHIFT_ROOM bytes of its slots free for that, whatever the transport (MCCL_SIMPLE_SLICE_DATA,
+// mccl_prims.h), so the two ends of every connection cut chunks into the same slices.
 #ifndef MCCL_DEVICE_PRIMS_SIMPLE_CUH_
 #define MCCL_DEVICE_PRIMS_SIMPLE_CUH_
 
@@ -33,10 +40,12 @@ class Primitives<T, RedOp, ProtoSimple> {
   int nrecv, nsend;
   const int slicePerChunk, stepPerSlice;
   int stepSize;  // elements of T per FIFO slot
+  int sliceMax;  // elements of T a slice holds: its slots, less MCCL_SIMPLE_SHIFT_ROOM where it may be shifted
   uint64_t step;
   struct mcclConnInfo* conn = NULL;      // the connection this thread's role acts on
-  struct mcclConnFifo* connFifo = NULL;  // WaitSend: slot descriptions for a proxy
+  struct mcclConnFifo* connFifo = NULL;  // WaitSend / WaitRecv: slot descriptions (a proxy's, a P2P shift)
   T* connEltsFifo = NULL;                // WaitRecv / WaitSend: the FIFO
+  bool dataOffsets = false;              // WaitRecv / WaitSend: slices may start past their slot (P2P)
   uint64_t* connStepPtr = NULL;          // the counter this role spins on or publishes
   uint64_t connStepCache = 0;            // last value read from *connStepPtr
   const T* userInput;
@@ -67,11 +76,31 @@ class Primitives<T, RedOp, ProtoSimple> {
   // of them can be served from a stale L1 line.
   __device__ __forceinline__ uint64_t loadStepValue(uint64_t* ptr) { return ld_volatile_global(ptr); }
 
+  // Where the data of the slot at `step` starts, for the waiter that has just been granted it. A sender
+  // describes the slot in connFifo (its size, for a proxy; over P2P where it put the data: shiftBytes past the
+  // slot's start); a receiver reads where its P2P sender put it, after its wait, like the data (volatile).
+  __device__ __forceinline__ void* slotData(bool isSendNotRecv, int nelts, int shiftBytes) {
+    const int slot = (int)(step % MCCL_STEPS);
+    int64_t at = (int64_t)slot * stepSize * (int64_t)sizeof(T);  // bytes into the FIFO
+    if (isSendNotRecv && (flags & ConnFifoEnabled)) {
+      connFifo[slot].size = (int64_t)nelts * (int64_t)sizeof(T);
+      if (dataOffsets) {
+        at += shiftBytes;
+        connFifo[slot].offset = (int)at;
+        connFifo[slot].mode = shiftBytes ? MCCL_MODE_OFFSET : MCCL_MODE_NORMAL;
+      }
+    }
+    if (!isSendNotRecv && dataOffsets && (int)ld_volatile_global((uint32_t*)&connFifo[slot].mode) == MCCL_MODE_OFFSET)
+      at = (int)ld_volatile_global((uint32_t*)&connFifo[slot].offset);
+    return (char*)connEltsFifo + at;
+  }
+
   // waitPeer and postPeer are not inlined (NCCL force-inlines them): one call per slice costs
   // nothing next to the slice's copy, and a debugger stopped in them sees `this` and the role's
   // counters (lab.gdb breaks here on the sim; inlined at -O2 they were optimized out).
+  // shiftBytes: where a sender would start the slice in its slot (its user buffer's offset past 16 bytes).
   template <int Recv, int Send, int Src, int Dst>
-  __device__ __noinline__ void waitPeer(int nelts) {
+  __device__ __noinline__ void waitPeer(int nelts, int shiftBytes) {
     // EXERCISE(06.waitPeer) STUB: MCCL_EXERCISE_DEVICE_STUB("06.waitPeer", flags, Aborted); return;
     const bool isSendNotRecv = (Send && Recv) ? (flags & RoleWaitSend) : Send;
     if ((flags & (Recv * RoleWaitRecv)) || (flags & (Send * RoleWaitSend))) {
@@ -87,11 +116,8 @@ class Primitives<T, RedOp, ProtoSimple> {
                isSendNotRecv ? "WaitSend" : "WaitRecv", isSendNotRecv ? "head+MCCL_STEPS" : "tail",
                (unsigned long long)(step + stepPerSlice), isSendNotRecv ? "head" : "tail",
                (unsigned long long)connStepCache);
-      if (isSendNotRecv && (flags & ConnFifoEnabled)) {
-        connFifo[step % MCCL_STEPS].size = (int64_t)nelts * (int64_t)sizeof(T);
-      }
       void** ptrs = isSendNotRecv ? (mcclShmem.groups[group].dsts + Dst) : (mcclShmem.groups[group].srcs + Src);
-      ptrs[0] = connEltsFifo + (step % MCCL_STEPS) * (uint64_t)stepSize;
+      ptrs[0] = slotData(isSendNotRecv, nelts, shiftBytes);
       step += stepPerSlice;
     }
     // END EXERCISE(06.waitPeer)
@@ -124,7 +150,7 @@ class Primitives<T, RedOp, ProtoSimple> {
     // each paying a step's wait and post for half the data, which slows the mid-size collectives. NCCL
     // rounds slices to 16 elements; here to 256 bytes, so a sender moving bytes and a receiver
     // reducing typed elements cut a chunk at the same places (the floor is in bytes too).
-    int sliceSize = stepSize * stepPerSlice;
+    int sliceSize = sliceMax;
     const int sliceQuantum = 256 / (int)sizeof(T);
     const int minSlice = max(sliceSize / 32, min(sliceSize, MCCL_SIMPLE_MIN_SLICE_BYTES / (int)sizeof(T)));
     sliceSize = max((int)mcclDivUp((int64_t)nelem, (int64_t)sliceQuantum * slicePerChunk) * sliceQuantum, minSlice);
@@ -145,7 +171,15 @@ class Primitives<T, RedOp, ProtoSimple> {
             mcclShmem.groups[group].dsts[0] =
                 (void*)((DstBuf == mcclPrimsInput ? (T*)userInput : userOutput) + dstIx + offset);
         }
-        waitPeer<Recv, Send, Src, Dst>(sliceSize);
+        // A sender shifts the slice to its user buffer's offset past 16 bytes, in whole elements.
+        int shiftBytes = 0;
+        if (Send && sliceMax < stepSize * stepPerSlice && (Src || Dst)) {
+          const T* user = Src ? (SrcBuf == mcclPrimsInput ? userInput : userOutput) + srcIx + offset
+                              : (DstBuf == mcclPrimsInput ? (T*)userInput : userOutput) + dstIx + offset;
+          shiftBytes = (int)((uintptr_t)user & 15);
+          if (shiftBytes % (int)sizeof(T)) shiftBytes = 0;
+        }
+        waitPeer<Recv, Send, Src, Dst>(sliceSize, shiftBytes);
         // A waiter that gave up on abort pointed the workers at a slot that is not theirs: the workers
         // agree at this barrier and copy nothing (NCCL: workSize = ncclShmem.aborted ? 0 : sliceSize;
         // here the barrier's OR carries it, so no shared flag is written by several threads at once).
@@ -175,6 +209,8 @@ class Primitives<T, RedOp, ProtoSimple> {
       connStepPtr = c->tail;
       connStepCache = loadStepValue(connStepPtr);
       connEltsFifo = (T*)c->buffs[MCCL_PROTO_SIMPLE];
+      connFifo = c->connFifo;
+      dataOffsets = c->dataOffsets && connFifo != NULL;
     }
   }
   __device__ void loadSendConn(struct mcclConnInfo* c) {
@@ -187,6 +223,7 @@ class Primitives<T, RedOp, ProtoSimple> {
       connEltsFifo = (T*)c->buffs[MCCL_PROTO_SIMPLE];
       connFifo = c->connFifo;
       if (connFifo != NULL) flags |= ConnFifoEnabled;
+      dataOffsets = c->dataOffsets && connFifo != NULL;
     }
   }
 
@@ -212,6 +249,7 @@ class Primitives<T, RedOp, ProtoSimple> {
     nworkers = nthreads - (nsend > 0 && nthreads >= MCCL_SIMPLE_EXTRA_GROUP_IF_NTHREADS_GE ? WARP_SIZE : 0);
     struct mcclConnInfo* c = recvConn ? recvConn : sendConn;
     stepSize = c ? c->stepSize / (int)sizeof(T) : 0;
+    sliceMax = MCCL_SIMPLE_SLICE_DATA(stepSize * stepPerSlice * (int)sizeof(T)) / (int)sizeof(T);
     if (tid < nrecv)
       flags |= RoleWaitRecv;
     else if (tid < nrecv + nsend)
@@ -242,7 +280,7 @@ class Primitives<T, RedOp, ProtoSimple> {
 
   __device__ bool aborted() const { return (flags & Aborted) != 0; }
   // Elements one chunk holds: what a caller passes per call to fill chunkSteps slots.
-  __device__ int chunkElems() const { return stepSize * slicePerChunk * stepPerSlice; }
+  __device__ int chunkElems() const { return sliceMax * slicePerChunk; }
 
   __device__ void send(int64_t inpIx, int eltN) { genericOp<0, 1, mcclPrimsInput, -1>(inpIx, -1, eltN, false); }
   __device__ void recv(int64_t outIx, int eltN, bool postOp = false) {
