@@ -15,7 +15,7 @@
 // Over P2P (conn->dataOffsets) a sender places a slice as many bytes into its slot as its user buffer lies past
 // a 16-byte boundary, and says so in connFifo (MCCL_MODE_OFFSET, as NCCL's NET shared buffers do): a buffer
 // off by one element then meets a FIFO off by the same bytes, and the copy loop's aligned 16-byte body moves
-// both (reduce_kernel.cuh), where slot-aligned data would need its slower shifted body. Every slice leaves
+// both (reduce_kernel.cuh), where slot-aligned data would go in packs of one element. Every slice leaves
 // MCCL_SIMPLE_SHIFT_ROOM bytes of its slots free for that, whatever the transport (MCCL_SIMPLE_SLICE_DATA,
 // mccl_prims.h), so the two ends of every connection cut chunks into the same slices.
 #ifndef MCCL_DEVICE_PRIMS_SIMPLE_CUH_

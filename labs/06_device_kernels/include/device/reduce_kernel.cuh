@@ -448,10 +448,9 @@ __device__ __forceinline__ mcclPack<T> mcclPostPack(const RedOp& op, const mcclP
 // the first store, a warp's lanes on consecutive packs. The packs are cut where the first source's address is
 // a multiple of 16; the head, the elements before, and the tail, those after the last whole pack, go element
 // by element. Where every pointer agrees modulo 16 (all aligned, or a buffer and its in-place twin) each pack
-// is one aligned access in every buffer. Where one does not (a user buffer off by one bfloat16 element
-// against a FIFO slot, which is always aligned), that buffer's packs straddle its aligned ones, and the
-// warp's lanes trade bytes with shuffles (mcclReduceCopyShifted), as lab 06's LL128 does: every access stays
-// one aligned vector. NCCL falls back to packs of one element there.
+// is one aligned access in every buffer. Where one does not (a user buffer one bfloat16 element off beside an
+// aligned one), no head aligns them all, and the loop takes packs of one element, as NCCL's does. A P2P ring
+// step rarely gets there: its sender starts the slice at the user buffer's offset (prims_simple.cuh).
 
 // One element: every source, the reduction, every destination.
 template <typename T, typename RedOp, int NSrcs, int NDsts, int PreOpMask>
@@ -516,116 +515,66 @@ __device__ __forceinline__ void mcclReduceCopyPacks(int tid, int nworkers, const
   }
 }
 
-// The body where some pointer is off the first source's 16-byte grid by sh bytes: the aligned pack of that
-// buffer that starts sh bytes before a piece holds the piece's first 16 - sh bytes, and the next aligned pack,
-// which the next lane loads for its own piece, the last sh. A run of consecutive pieces ends at a warp's last
-// lane (or the last piece); there the lane loads the next pack's bytes itself, beside its others, so the warp
-// waits on one trip to memory. Storing, a lane writes the aligned pack that ends sh bytes into the next lane's
-// piece; the pack two runs share is written in two parts, by the last lane of the one and the first of the other,
-// and each reads only its own part of it (in place, the other part is the other warp's to write).
-//
-// Not inlined, its pointers passed by value: its registers are its own, so the aligned body around it keeps
-// the allocation it had without it, and it moves two packs per thread and trip where that body moves Unroll.
-template <typename T, typename RedOp, int NSrcs, int NDsts, int PreOpMask>
-__device__ __noinline__ void mcclReduceCopyShifted(int tid, int nworkers, RedOp op, bool postOp, const T* src0,
-                                                   const T* src1, T* dst0, T* dst1, int64_t from, int64_t npacks,
-                                                   int64_t nelem) {
-  constexpr int Unroll = 2;
-  const T* const srcs[2] = {src0, src1};
-  T* const dsts[2] = {dst0, dst1};
-  typedef mcclPack<T> Pack;
-  const int lane = tid % WARP_SIZE;
-  const int64_t bytes = nelem * (int64_t)sizeof(T), fromBytes = from * (int64_t)sizeof(T);
-  const int64_t perTrip = (int64_t)nworkers * Unroll;
-  for (int64_t b0 = 0; b0 < npacks; b0 += perTrip) {
-    Pack acc[Unroll];
+// Packs of one element, where some pointer is off the first source's 16-byte grid (NCCL's reduceCopy falls back
+// to the same): EltUnroll elements a thread and trip, every load issued before the first store, a warp's lanes on
+// consecutive elements. Timed alone, this moves more than 16-byte packs whose bytes the lanes trade with shuffles
+// (docs/lab06-device-kernels.md), and each thread touches only its own elements.
+template <int EltUnroll, typename T, typename RedOp, int NSrcs, int NDsts, int PreOpMask>
+__device__ __forceinline__ void mcclReduceCopyElts(int tid, int nworkers, const RedOp& op, bool postOp,
+                                                   const T* const* srcs, T* const* dsts, int64_t nelem) {
+  const int64_t perTrip = (int64_t)nworkers * EltUnroll;
+  for (int64_t base = 0; base < nelem; base += perTrip) {
+    T acc[EltUnroll];
 #pragma unroll
-    for (int s = 0; s < NSrcs; s++) {
-      const int m = (int)((uintptr_t)srcs[s] & 15), sh = (int)(((uintptr_t)srcs[s] + fromBytes) & 15);
-      const char* base = (const char*)srcs[s] - m;
-      mcclU128 own[Unroll], after[Unroll];
-#pragma unroll
-      for (int u = 0; u < Unroll; u++) {
-        const int64_t p = b0 + (int64_t)u * nworkers + tid;
-        own[u] = after[u] = 0;
-        if (p < npacks) {
-          const int64_t j = (m + fromBytes + 16 * p) >> 4;  // the aligned pack holding the piece's first byte
-          // A run's ends read only their own piece's bytes of the packs they share with the next or previous
-          // run (another warp's, which may be writing the rest of them in place): the first lane the piece's
-          // first 16 - sh bytes, the last its last sh.
-          if (sh != 0 && lane == 0)
-            own[u] = mcclLoadBytes(base + 16 * j + sh, 16 - sh) << (8 * sh);
-          else
-            own[u] = mcclLoadSlicePack(base, j, m, bytes);
-          if (sh != 0 && (lane == WARP_SIZE - 1 || p + 1 == npacks)) after[u] = mcclLoadBytes(base + 16 * (j + 1), sh);
-        }
+    for (int u = 0; u < EltUnroll; u++) {
+      const int64_t i = base + (int64_t)u * nworkers + tid;
+      if (i < nelem) {
+        acc[u] = mcclLoadElt(srcs[0] + i);
+        if (PreOpMask & 1) acc[u] = op.pre(acc[u]);
       }
+    }
 #pragma unroll
-      for (int u = 0; u < Unroll; u++) {
-        mcclU128 piece = own[u];
-        if (sh != 0) {  // the same for the whole warp: every lane shuffles
-          const mcclU128 next = mcclShflU128(own[u], lane + 1 < WARP_SIZE ? lane + 1 : lane);
-          const int64_t p = b0 + (int64_t)u * nworkers + tid;
-          piece =
-              (own[u] >> (8 * sh)) | ((lane == WARP_SIZE - 1 || p + 1 >= npacks ? after[u] : next) << (8 * (16 - sh)));
+    for (int s = 1; s < NSrcs; s++) {
+#pragma unroll
+      for (int u = 0; u < EltUnroll; u++) {
+        const int64_t i = base + (int64_t)u * nworkers + tid;
+        if (i < nelem) {
+          const T y = mcclLoadElt(srcs[s] + i);
+          acc[u] = op.apply(acc[u], (PreOpMask >> s & 1) ? op.pre(y) : y);
         }
-        Pack x;
-        x.u[0] = (uint64_t)piece;
-        x.u[1] = (uint64_t)(piece >> 64);
-        if (PreOpMask >> s & 1) x = mcclPrePack<T>(op, x);
-        acc[u] = s == 0 ? x : mcclApplyPack<T>(op, acc[u], x);
       }
     }
     if (postOp) {
 #pragma unroll
-      for (int u = 0; u < Unroll; u++) acc[u] = mcclPostPack<T>(op, acc[u]);
+      for (int u = 0; u < EltUnroll; u++)
+        if (base + (int64_t)u * nworkers + tid < nelem) acc[u] = op.post(acc[u]);
     }
 #pragma unroll
     for (int d = 0; d < NDsts; d++) {
-      const int sh = (int)(((uintptr_t)dsts[d] + fromBytes) & 15);
 #pragma unroll
-      for (int u = 0; u < Unroll; u++) {
-        const int64_t p = b0 + (int64_t)u * nworkers + tid;
-        char* at = (char*)dsts[d] + fromBytes + 16 * p;  // the piece's first byte
-        const mcclU128 piece = ((mcclU128)acc[u].u[1] << 64) | acc[u].u[0];
-        if (sh == 0) {
-          if (p < npacks) store128((uint64_t*)at, acc[u].u[0], acc[u].u[1]);
-          continue;
-        }
-        const mcclU128 next = mcclShflU128(piece, lane + 1 < WARP_SIZE ? lane + 1 : lane);
-        if (p >= npacks) continue;
-        if (lane == 0) mcclStoreBytes(at, piece, 16 - sh);  // the run's first: its part of the pack it shares
-        const mcclU128 tail = piece >> (8 * (16 - sh));     // the piece's last sh bytes, first in the next pack
-        if (lane == WARP_SIZE - 1 || p + 1 >= npacks) {
-          mcclStoreBytes(at + 16 - sh, tail, sh);  // the run's last: its part of the next
-        } else {
-          const mcclU128 out = tail | (next << (8 * sh));
-          store128((uint64_t*)(at + 16 - sh), (uint64_t)out, (uint64_t)(out >> 64));
-        }
+      for (int u = 0; u < EltUnroll; u++) {
+        const int64_t i = base + (int64_t)u * nworkers + tid;
+        if (i < nelem) mcclStoreElt(dsts[d] + i, acc[u]);
       }
     }
   }
 }
 
 // The body, then the head and the tail. packBytes is the widest power of two (16 at most) modulo which all the
-// pointers agree; below the element's size some pointer is not even element-aligned, and everything goes
-// element by element (as it also does where the workers are not whole warps, which the shuffles need).
+// pointers agree: 16, the packs; less, packs of one element (NCCL's Unroll x (16 / sizeof(T)) / 2 a thread).
 template <int Unroll, typename T, typename RedOp, int NSrcs, int NDsts, int PreOpMask>
 __device__ __forceinline__ void mcclReduceCopyBody(int tid, int nworkers, const RedOp& op, bool postOp,
                                                    const T* const* srcs, T* const* dsts, int64_t nelem, int packBytes) {
   constexpr int EltPerPack = 16 / (int)sizeof(T);
-  int64_t head = nelem, npacks = 0;
-  if (packBytes >= (int)sizeof(T) && (packBytes == 16 || nworkers % WARP_SIZE == 0)) {
-    const int headBytes = (int)((16 - ((uintptr_t)srcs[0] & 15)) & 15);
-    head = headBytes / (int64_t)sizeof(T) < nelem ? headBytes / (int64_t)sizeof(T) : nelem;
-    npacks = (nelem - head) / EltPerPack;
-    if (packBytes == 16)
-      mcclReduceCopyPacks<Unroll, T, RedOp, NSrcs, NDsts, PreOpMask>(tid, nworkers, op, postOp, srcs, dsts, head,
-                                                                     npacks);
-    else
-      mcclReduceCopyShifted<T, RedOp, NSrcs, NDsts, PreOpMask>(tid, nworkers, op, postOp, srcs[0], srcs[NSrcs - 1],
-                                                               dsts[0], dsts[NDsts - 1], head, npacks, nelem);
+  if (packBytes != 16) {
+    mcclReduceCopyElts<Unroll * EltPerPack / 2, T, RedOp, NSrcs, NDsts, PreOpMask>(tid, nworkers, op, postOp, srcs,
+                                                                                   dsts, nelem);
+    return;
   }
+  const int headBytes = (int)((16 - ((uintptr_t)srcs[0] & 15)) & 15);
+  const int64_t head = headBytes / (int64_t)sizeof(T) < nelem ? headBytes / (int64_t)sizeof(T) : nelem;
+  const int64_t npacks = (nelem - head) / EltPerPack;
+  mcclReduceCopyPacks<Unroll, T, RedOp, NSrcs, NDsts, PreOpMask>(tid, nworkers, op, postOp, srcs, dsts, head, npacks);
   // The head and the tail together, one element per thread (fewer than two packs' worth).
   const int64_t tailFrom = head + npacks * EltPerPack;
   const int64_t nEdge = head + (nelem - tailFrom);
