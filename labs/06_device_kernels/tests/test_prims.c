@@ -696,7 +696,7 @@ static void reduceTypesLL128(void) {
 // ---- 3b. buffers that start anywhere --------------------------------------------------------------
 // A user buffer may start at any byte (a view into a tensor), and the sender's, the receiver's input and
 // its output each at another: the copy loop splits off an unaligned head and tail and moves the rest in
-// 16-byte packs, shifted between lanes where the pointers disagree; LL and LL128 take their misaligned
+// 16-byte packs, or in packs of one element where the pointers disagree; LL and LL128 take their misaligned
 // pieces in aligned parts. A
 // send into a recvReduceCopy (the sum), on every protocol: bytes with the source at every offset 0..15 and
 // the receiver's input and output at others (out of place) or one buffer (in place); bfloat16 and float64

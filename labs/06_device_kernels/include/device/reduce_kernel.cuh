@@ -590,7 +590,7 @@ __device__ __forceinline__ void mcclReduceCopy(int tid, int nworkers, const RedO
   const T* srcs[NSrcs];
   T* dsts[NDsts];
   // The bits in which the addresses differ from the first one's, up to 16: the lowest set bit is the
-  // widest power of two modulo which they all agree (16: the aligned body; less: the shifted one).
+  // widest power of two modulo which they all agree (16: the aligned body; less: packs of one element).
   uintptr_t differ = 16;
 #pragma unroll
   for (int s = 0; s < NSrcs; s++) {
