@@ -25,6 +25,38 @@
 #ifndef MCCL_DEVICE_PRIMS_LL128_CUH_
 #define MCCL_DEVICE_PRIMS_LL128_CUH_
 
+// ---- aligned 16-byte packs around a slice that starts off a 16-byte boundary --------------------
+// A slice of `bytes` bytes that starts m bytes past base (16-byte aligned) lies in the aligned packs base + 16j;
+// pack j holds the slice's bytes [16j - m, 16j - m + 16). These load or store one of them: one vector access
+// where the pack lies inside the slice, only the slice's bytes where it does not (the others load as zero),
+// since the bytes around a slice may be another block's, or past the end of the allocation.
+__device__ __forceinline__ mcclU128 mcclLoadSlicePack(const char* base, int64_t j, int m, int64_t bytes) {
+  const int64_t first = 16 * j - m;
+  if (first >= 0 && first + 16 <= bytes) {
+    uint64_t w0, w1;
+    load128((const uint64_t*)(base + 16 * j), w0, w1);
+    return ((mcclU128)w1 << 64) | w0;
+  }
+  const int64_t lo = first > 0 ? first : 0, hi = first + 16 < bytes ? first + 16 : bytes;
+  return lo < hi ? mcclLoadBytes(base + m + lo, (int)(hi - lo)) << (8 * (lo - first)) : 0;
+}
+__device__ __forceinline__ void mcclStoreSlicePack(char* base, int64_t j, int m, int64_t bytes, mcclU128 v) {
+  const int64_t first = 16 * j - m;
+  if (first >= 0 && first + 16 <= bytes) {
+    store128((uint64_t*)(base + 16 * j), (uint64_t)v, (uint64_t)(v >> 64));
+    return;
+  }
+  const int64_t lo = first > 0 ? first : 0, hi = first + 16 < bytes ? first + 16 : bytes;
+  if (lo < hi) mcclStoreBytes(base + m + lo, v >> (8 * (lo - first)), (int)(hi - lo));
+}
+// v as the lane `src` of this warp holds it (every lane of the warp calls it).
+__device__ __forceinline__ mcclU128 mcclShflU128(mcclU128 v, int src) {
+  const uint64_t lo = __shfl_sync(0xffffffffu, (uint64_t)v, src);
+  const uint64_t hi = __shfl_sync(0xffffffffu, (uint64_t)(v >> 64), src);
+  return ((mcclU128)hi << 64) | lo;
+}
+
+
 template <typename T, typename RedOp>
 class Primitives<T, RedOp, ProtoLL128> {
   static constexpr int Aborted = 0x40;

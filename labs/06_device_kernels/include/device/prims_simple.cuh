@@ -84,9 +84,9 @@ class Primitives<T, RedOp, ProtoSimple> {
     int64_t at = (int64_t)slot * stepSize * (int64_t)sizeof(T);  // bytes into the FIFO
     if (isSendNotRecv && (flags & ConnFifoEnabled)) {
       connFifo[slot].size = (int64_t)nelts * (int64_t)sizeof(T);
-      if (dataOffsets) {
+      if (dataOffsets) {  // the offset only where it says something: a receiver reads it under MCCL_MODE_OFFSET
         at += shiftBytes;
-        connFifo[slot].offset = (int)at;
+        if (shiftBytes) connFifo[slot].offset = (int)at;
         connFifo[slot].mode = shiftBytes ? MCCL_MODE_OFFSET : MCCL_MODE_NORMAL;
       }
     }

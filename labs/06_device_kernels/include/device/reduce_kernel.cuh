@@ -324,37 +324,6 @@ __device__ inline void mcclStoreBytes(void* p, mcclU128 v, int n) {
     }
   }
 }
-// ---- aligned 16-byte packs around a slice that starts off a 16-byte boundary --------------------
-// A slice of `bytes` bytes that starts m bytes past base (16-byte aligned) lies in the aligned packs base + 16j;
-// pack j holds the slice's bytes [16j - m, 16j - m + 16). These load or store one of them: one vector access
-// where the pack lies inside the slice, only the slice's bytes where it does not (the others load as zero),
-// since the bytes around a slice may be another block's, or past the end of the allocation.
-__device__ __forceinline__ mcclU128 mcclLoadSlicePack(const char* base, int64_t j, int m, int64_t bytes) {
-  const int64_t first = 16 * j - m;
-  if (first >= 0 && first + 16 <= bytes) {
-    uint64_t w0, w1;
-    load128((const uint64_t*)(base + 16 * j), w0, w1);
-    return ((mcclU128)w1 << 64) | w0;
-  }
-  const int64_t lo = first > 0 ? first : 0, hi = first + 16 < bytes ? first + 16 : bytes;
-  return lo < hi ? mcclLoadBytes(base + m + lo, (int)(hi - lo)) << (8 * (lo - first)) : 0;
-}
-__device__ __forceinline__ void mcclStoreSlicePack(char* base, int64_t j, int m, int64_t bytes, mcclU128 v) {
-  const int64_t first = 16 * j - m;
-  if (first >= 0 && first + 16 <= bytes) {
-    store128((uint64_t*)(base + 16 * j), (uint64_t)v, (uint64_t)(v >> 64));
-    return;
-  }
-  const int64_t lo = first > 0 ? first : 0, hi = first + 16 < bytes ? first + 16 : bytes;
-  if (lo < hi) mcclStoreBytes(base + m + lo, v >> (8 * (lo - first)), (int)(hi - lo));
-}
-// v as the lane `src` of this warp holds it (every lane of the warp calls it).
-__device__ __forceinline__ mcclU128 mcclShflU128(mcclU128 v, int src) {
-  const uint64_t lo = __shfl_sync(0xffffffffu, (uint64_t)v, src);
-  const uint64_t hi = __shfl_sync(0xffffffffu, (uint64_t)(v >> 64), src);
-  return ((mcclU128)hi << 64) | lo;
-}
-
 // A word's first n elements (an LL line's payload): one access when whole and 8-byte aligned, two or three
 // straight-line accesses when whole and only 4- or 2-byte aligned (a float or half buffer one element off, as
 // nccl-tests -u 1 and views into tensors give), else the aligned pieces above.
@@ -452,22 +421,6 @@ __device__ __forceinline__ mcclPack<T> mcclPostPack(const RedOp& op, const mcclP
 // aligned one), no head aligns them all, and the loop takes packs of one element, as NCCL's does. A P2P ring
 // step rarely gets there: its sender starts the slice at the user buffer's offset (prims_simple.cuh).
 
-// One element: every source, the reduction, every destination.
-template <typename T, typename RedOp, int NSrcs, int NDsts, int PreOpMask>
-__device__ __forceinline__ void mcclReduceCopyElt(const RedOp& op, bool postOp, const T* const* srcs, T* const* dsts,
-                                                  int64_t i) {
-  T x = mcclLoadElt(srcs[0] + i);
-  if (PreOpMask & 1) x = op.pre(x);
-#pragma unroll
-  for (int s = 1; s < NSrcs; s++) {
-    T y = mcclLoadElt(srcs[s] + i);
-    x = op.apply(x, (PreOpMask >> s & 1) ? op.pre(y) : y);
-  }
-  if (postOp) x = op.post(x);
-#pragma unroll
-  for (int d = 0; d < NDsts; d++) mcclStoreElt(dsts[d] + i, x);
-}
-
 // The aligned body: npacks packs from element `from` on, every pointer 16-byte aligned there.
 template <int Unroll, typename T, typename RedOp, int NSrcs, int NDsts, int PreOpMask>
 __device__ __forceinline__ void mcclReduceCopyPacks(int tid, int nworkers, const RedOp& op, bool postOp,
@@ -515,20 +468,21 @@ __device__ __forceinline__ void mcclReduceCopyPacks(int tid, int nworkers, const
   }
 }
 
-// Packs of one element, where some pointer is off the first source's 16-byte grid (NCCL's reduceCopy falls back
-// to the same): EltUnroll elements a thread and trip, every load issued before the first store, a warp's lanes on
-// consecutive elements. Timed alone, this moves more than 16-byte packs whose bytes the lanes trade with shuffles
+// Packs of one element, elements [from, to): where some pointer is off the first source's 16-byte grid (NCCL's
+// reduceCopy falls back to the same), and for the head and the tail around the aligned body. EltUnroll elements
+// a thread and trip, every load issued before the first store, a warp's lanes on consecutive elements. Timed
+// alone, this moves more than 16-byte packs whose bytes the lanes trade with shuffles
 // (docs/lab06-device-kernels.md), and each thread touches only its own elements.
 template <int EltUnroll, typename T, typename RedOp, int NSrcs, int NDsts, int PreOpMask>
 __device__ __forceinline__ void mcclReduceCopyElts(int tid, int nworkers, const RedOp& op, bool postOp,
-                                                   const T* const* srcs, T* const* dsts, int64_t nelem) {
+                                                   const T* const* srcs, T* const* dsts, int64_t from, int64_t to) {
   const int64_t perTrip = (int64_t)nworkers * EltUnroll;
-  for (int64_t base = 0; base < nelem; base += perTrip) {
-    T acc[EltUnroll];
+  for (int64_t base = from; base < to; base += perTrip) {
+    T acc[EltUnroll] = {};  // only the elements below `to` are read (g++ cannot prove it once inlined)
 #pragma unroll
     for (int u = 0; u < EltUnroll; u++) {
       const int64_t i = base + (int64_t)u * nworkers + tid;
-      if (i < nelem) {
+      if (i < to) {
         acc[u] = mcclLoadElt(srcs[0] + i);
         if (PreOpMask & 1) acc[u] = op.pre(acc[u]);
       }
@@ -538,7 +492,7 @@ __device__ __forceinline__ void mcclReduceCopyElts(int tid, int nworkers, const 
 #pragma unroll
       for (int u = 0; u < EltUnroll; u++) {
         const int64_t i = base + (int64_t)u * nworkers + tid;
-        if (i < nelem) {
+        if (i < to) {
           const T y = mcclLoadElt(srcs[s] + i);
           acc[u] = op.apply(acc[u], (PreOpMask >> s & 1) ? op.pre(y) : y);
         }
@@ -547,14 +501,14 @@ __device__ __forceinline__ void mcclReduceCopyElts(int tid, int nworkers, const 
     if (postOp) {
 #pragma unroll
       for (int u = 0; u < EltUnroll; u++)
-        if (base + (int64_t)u * nworkers + tid < nelem) acc[u] = op.post(acc[u]);
+        if (base + (int64_t)u * nworkers + tid < to) acc[u] = op.post(acc[u]);
     }
 #pragma unroll
     for (int d = 0; d < NDsts; d++) {
 #pragma unroll
       for (int u = 0; u < EltUnroll; u++) {
         const int64_t i = base + (int64_t)u * nworkers + tid;
-        if (i < nelem) mcclStoreElt(dsts[d] + i, acc[u]);
+        if (i < to) mcclStoreElt(dsts[d] + i, acc[u]);
       }
     }
   }
@@ -568,18 +522,17 @@ __device__ __forceinline__ void mcclReduceCopyBody(int tid, int nworkers, const 
   constexpr int EltPerPack = 16 / (int)sizeof(T);
   if (packBytes != 16) {
     mcclReduceCopyElts<Unroll * EltPerPack / 2, T, RedOp, NSrcs, NDsts, PreOpMask>(tid, nworkers, op, postOp, srcs,
-                                                                                   dsts, nelem);
+                                                                                   dsts, 0, nelem);
     return;
   }
   const int headBytes = (int)((16 - ((uintptr_t)srcs[0] & 15)) & 15);
   const int64_t head = headBytes / (int64_t)sizeof(T) < nelem ? headBytes / (int64_t)sizeof(T) : nelem;
   const int64_t npacks = (nelem - head) / EltPerPack;
   mcclReduceCopyPacks<Unroll, T, RedOp, NSrcs, NDsts, PreOpMask>(tid, nworkers, op, postOp, srcs, dsts, head, npacks);
-  // The head and the tail together, one element per thread (fewer than two packs' worth).
-  const int64_t tailFrom = head + npacks * EltPerPack;
-  const int64_t nEdge = head + (nelem - tailFrom);
-  for (int64_t k = tid; k < nEdge; k += nworkers)
-    mcclReduceCopyElt<T, RedOp, NSrcs, NDsts, PreOpMask>(op, postOp, srcs, dsts, k < head ? k : tailFrom + (k - head));
+  // The head and the tail, one element a thread (fewer than a pack each).
+  mcclReduceCopyElts<1, T, RedOp, NSrcs, NDsts, PreOpMask>(tid, nworkers, op, postOp, srcs, dsts, 0, head);
+  mcclReduceCopyElts<1, T, RedOp, NSrcs, NDsts, PreOpMask>(tid, nworkers, op, postOp, srcs, dsts,
+                                                           head + npacks * EltPerPack, nelem);
 }
 
 template <int Unroll, typename T, typename RedOp, int NSrcs, int NDsts, int PreOpMask = 0>
