@@ -149,6 +149,23 @@ static void shmRing(void) {
   enqTearDown(&s);
 }
 
+// The set's buffers moved off their 16-byte boundaries for call k (the set itself stays as it was): each rank's
+// send and recv buffers by 1..15 bytes, whole elements of es bytes, a different amount per rank and side, or
+// (same) one amount for every rank and both sides.
+static struct enqSet offsetSet(const struct enqSet* s, int n, int k, size_t es, int same) {
+  struct enqSet moved = *s;
+  moved.bytes = s->bytes - 16;
+  for (int r = 0; r < n; r++) {
+    size_t so = same ? 2 + (size_t)k % 14 : 1 + (size_t)(k * 5 + r * 3) % 15;
+    size_t ro = same ? so : 1 + (size_t)(k * 7 + r * 11 + 4) % 15;
+    so = so < es ? es : so / es * es;
+    ro = ro < es ? es : ro / es * es;
+    moved.send[r] = (char*)s->send[r] + so;
+    moved.recv[r] = (char*)s->recv[r] + ro;
+  }
+  return moved;
+}
+
 // Buffers that start anywhere, as a view into a tensor passes them: every ring collective (AllReduce forced
 // onto the ring, and through one-shot), each protocol, in and out of place, each rank's send and recv
 // buffers off a 16-byte boundary by 1..15 bytes, a different amount per rank and side (whole elements of
@@ -172,17 +189,7 @@ static void unalignedBuffers(void) {
       for (int inPlace = 0; inPlace < 2 && !mcclTestStopped(); inPlace++, k++) {
         if (calls[f].algo && strcmp(calls[f].algo, "oneshot") == 0 && (p == 2 || (p == 0 && n > 2))) continue;
         const mcclDataType_t t = types[k % 5];
-        const size_t es = mcclTypeSize(t);
-        // The set's buffers moved off their 16-byte boundaries for this call, then put back.
-        struct enqSet moved = s;
-        moved.bytes = s.bytes - 16;
-        for (int r = 0; r < n; r++) {
-          size_t so = 1 + (size_t)(k * 5 + r * 3) % 15, ro = 1 + (size_t)(k * 7 + r * 11 + 4) % 15;
-          so = so < es ? es : so / es * es;
-          ro = ro < es ? es : ro / es * es;
-          moved.send[r] = (char*)s.send[r] + so;
-          moved.recv[r] = (char*)s.recv[r] + ro;
-        }
+        struct enqSet moved = offsetSet(&s, n, k, mcclTypeSize(t), 0);
         arForce(calls[f].algo, protos[p]);
         struct enqCall c = {calls[f].func, t,       k % 3 ? mcclSum : mcclAvg,   0, count,
                             k % n,         inPlace, mcclTestSeed() + (uint64_t)k};
@@ -215,16 +222,7 @@ static void shiftedSlices(void) {
         const mcclDataType_t t = types[k % 4];
         const size_t es = mcclTypeSize(t);
         if (!mcclTestSampled((uint64_t)k, 2)) continue;  // a sanitizer build: a seeded half
-        struct enqSet moved = s;
-        moved.bytes = s.bytes - 16;
-        for (int r = 0; r < n; r++) {
-          size_t so = same ? 2 + (size_t)k % 14 : 1 + (size_t)(k * 5 + r * 3) % 15;
-          size_t ro = same ? so : 1 + (size_t)(k * 7 + r * 11 + 4) % 15;
-          so = so < es ? es : so / es * es;
-          ro = ro < es ? es : ro / es * es;
-          moved.send[r] = (char*)s.send[r] + so;
-          moved.recv[r] = (char*)s.recv[r] + ro;
-        }
+        struct enqSet moved = offsetSet(&s, n, k, es, same);
         struct enqCall c = {funcs[f], t,       k % 3 ? mcclSum : mcclAvg,   0, count / es * 2,
                             k % n,    inPlace, mcclTestSeed() + (uint64_t)k};
         enqSetRun(&moved, &c, 1, moved.bytes, 0, 0);
