@@ -574,8 +574,11 @@ static void llInboxFree(struct llInbox* ib) {
   if (ib->calls) cudaFree(ib->calls);
   memset(ib, 0, sizeof(*ib));
 }
+// The kernel's limits: whole 4-byte words a row, at most LL_ROWS rows, rows that fit the inbox's.
 static cudaError_t launchLL(const struct llInbox* ib, const void* x, const uint16_t* w, uint16_t* y, int rows,
                             int hidden, float eps, int threads, const ncclDevComm& dc) {
+  if (rows < 1 || rows > LL_ROWS || hidden < 2 || hidden % 2 || (size_t)hidden > ib->lineStride * 2)
+    return cudaErrorInvalidValue;
   return launch(allReduceRmsNormLLKernel, rows, threads, stream, (const uint16_t*)x, ib->win, ib->lineStride, ib->calls,
                 w, y, hidden, eps, dc);
 }
