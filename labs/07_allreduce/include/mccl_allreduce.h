@@ -118,7 +118,8 @@ struct mcclLabLaunches {
   uint64_t last;         /**< the last number given (launches captured into a CUDA graph take none) */
   cudaEvent_t* events;   /**< [MCCL_LAUNCH_RING]: the event recorded after the slot's last launch (created at the
                               slot's first launch; NULL before it) */
-  uint64_t* eventLaunch; /**< [MCCL_LAUNCH_RING]: the launch whose end the slot's event marks (0: none) */
+  uint64_t* eventLaunch; /**< [MCCL_LAUNCH_RING]: the launch whose end the slot's event marks (0: none), in the
+                              high bits, and the watchdog's tag of its group's first call in the low ones */
   uint64_t* failed;      /**< [MCCL_LAUNCH_RING]: a numbered launch that was never made, so ended at once */
 };
 

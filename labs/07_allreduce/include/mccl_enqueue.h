@@ -59,12 +59,10 @@ struct mcclLabTask {
   struct mcclLabWindow* sendWin; /**< copy engines: the window holding sendbuff, or NULL */
   struct mcclLabWindow* recvWin; /**< copy engines: the window holding recvbuff */
   struct mcclLabTask* next;      /**< the planner's list, in call order */
-  /* What the watchdog records of the call (set only while it is on, src/watchdog.c): */
-  int wdCall;     /**< 0: not recorded (Send, Recv); 1: the first task of a recorded call; 2: a later one */
-  int wdFunc;     /**< the call's function (AlltoAll, Gather, Scatter: not their tasks' Send / Recv) */
-  int wdOp;       /**< the call's mcclRedOp_t as the user passed it */
-  int wdRoot;     /**< the call's root */
-  size_t wdCount; /**< the call's count */
+  int opHost;                    /**< the call's mcclRedOp_t as the user passed it (NCCL's opHost) */
+  int callFunc;                  /**< AlltoAll, Gather, Scatter: on the first Send or Recv task of the call, its
+                                      enum mcclFunc + 1 (the watchdog records the call from it); 0 on every other task */
+  int callRoot;                  /**< with callFunc: the call's root */
 };
 
 /** @brief A communicator's tasks between a group's start and its end (NCCL's ncclKernelPlanner). */

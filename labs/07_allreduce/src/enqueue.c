@@ -239,22 +239,10 @@ static void appendTask(mcclLabComm* comm, struct mcclLabTask* t) {
   pl->nTasks++;
 }
 
-// What the watchdog records of a call, in its task(s) (only while it is on): AlltoAll, Gather and Scatter
-// are one call each, whose first task carries the record (taskAppend marks it).
-static void watchdogNote(const struct enqueueInfo* info, struct mcclLabTask* t) {
-  if (info->comm->watchdog == NULL || info->func == mcclFuncSend || info->func == mcclFuncRecv) return;
-  t->wdCall = 2;
-  t->wdFunc = info->func;
-  t->wdOp = (int)info->op;
-  t->wdRoot = funcRooted(info->func) ? info->root : 0;
-  t->wdCount = info->count;
-}
-
 // A send or a receive of count elements (NCCL's p2pTaskAppend).
 static mcclResult_t p2pTaskAppend(const struct enqueueInfo* info, int func, void* buff, size_t count, int peer) {
   struct mcclLabTask* t = NULL;
   MCCLCHECK(newTask(info->comm, &t));
-  watchdogNote(info, t);
   t->func = func;
   t->sendbuff = func == mcclFuncSend ? buff : NULL;
   t->recvbuff = func == mcclFuncRecv ? buff : NULL;
@@ -334,7 +322,7 @@ static int ceTaskWanted(const struct enqueueInfo* info, mcclLabWindow** sendWin,
   return 1;
 }
 
-// A collective's task as the call gives it, the first (and only) one of its call for the watchdog; not appended.
+// A collective's task as the call gives it; not appended.
 static mcclResult_t collTaskNew(const struct enqueueInfo* info, struct mcclLabTask** out) {
   struct mcclLabTask* t = NULL;
   MCCLCHECK(newTask(info->comm, &t));
@@ -344,9 +332,8 @@ static mcclResult_t collTaskNew(const struct enqueueInfo* info, struct mcclLabTa
   t->count = info->count;
   t->dtype = (int)info->dtype;
   t->root = info->root;
+  t->opHost = (int)info->op;
   t->stream = info->stream;
-  watchdogNote(info, t);
-  if (t->wdCall) t->wdCall = 1;
   *out = t;
   return mcclSuccess;
 }
@@ -372,8 +359,12 @@ static mcclResult_t taskAppend(const struct enqueueInfo* info) {
   if (info->func == mcclFuncAlltoAll || info->func == mcclFuncGather || info->func == mcclFuncScatter) {
     struct mcclLabTask* mark = comm->planner.tail;
     mcclResult_t res = p2pCollAppend(info);
+    // The first of its tasks stands for the call (the watchdog numbers and records calls, not tasks).
     struct mcclLabTask* first = mark ? mark->next : comm->planner.head;
-    if (res == mcclSuccess && first && first->wdCall) first->wdCall = 1;
+    if (res == mcclSuccess && first) {
+      first->callFunc = info->func + 1;
+      first->callRoot = info->root;
+    }
     return res;
   }
   struct mcclLabTask* t = NULL;

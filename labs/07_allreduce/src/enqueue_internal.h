@@ -69,20 +69,26 @@ mcclResult_t labWindowUnmap(mcclLabComm* comm, mcclLabWindow* win);
 // names, made by every rank whatever MCCL_WATCHDOG_TIMEOUT says); Free stops its thread and unmaps.
 mcclResult_t mcclLabWatchdogInit(mcclLabComm* comm);
 void mcclLabWatchdogFree(mcclLabComm* comm);
-// At a group's end, with comm->watchdog: number the recorded calls of the planner's tasks and write their
-// records (returns the first number); once the group's launches are made (launches.c numbers them), the
-// records get their launches and are published.
+// At a group's end, with comm->watchdog: Number writes the records of the planner's calls under the numbers that
+// follow the last group's (returns how many); each launch of the group carries OpTag, which names the group's first
+// call to the watchdog's thread (0: no watchdog, or no call recorded); once the group's launches are made, Publish
+// advances the numbering past its calls.
 uint64_t mcclLabWatchdogNumber(mcclLabComm* comm);
-void mcclLabWatchdogPublish(mcclLabComm* comm, uint64_t firstSeq, uint64_t launchLo);
+uint64_t mcclLabWatchdogOpTag(const mcclLabComm* comm);
+void mcclLabWatchdogPublish(mcclLabComm* comm, uint64_t nCalls);
 
 // launches.c: the communicator's own launches. Init/Free the ring; Number gives a launch its number (0, none,
 // when captured into a graph); Record marks the launch's end with an event recorded after it on its stream
-// (a kernel's, or the copy engines' last synchronisation); Failed marks a numbered launch that was not made as
-// ended; Ended says whether launch n has ended. mcclLabCommWaitLaunches is in mccl_allreduce.h.
+// (a kernel's, or the copy engines' last synchronisation) and keeps the watchdog's tag beside it, in the same word
+// (its low MCCL_LAUNCH_OP_BITS bits); Failed marks a numbered launch that was not made as ended; Ended says whether
+// launch n has ended; OpTag gives the tag launch n was recorded with (0: none, or not recorded yet).
+// mcclLabCommWaitLaunches is in mccl_allreduce.h.
+#define MCCL_LAUNCH_OP_BITS 28
 mcclResult_t mcclLabLaunchesInit(mcclLabComm* comm);
 void mcclLabLaunchesFree(mcclLabComm* comm);
 uint64_t mcclLabLaunchNumber(mcclLabComm* comm, cudaStream_t stream);
-mcclResult_t mcclLabLaunchRecord(mcclLabComm* comm, cudaStream_t stream, uint64_t n);
+mcclResult_t mcclLabLaunchRecord(mcclLabComm* comm, cudaStream_t stream, uint64_t n, uint64_t opTag);
+uint64_t mcclLabLaunchOpTag(const mcclLabComm* comm, uint64_t n);
 void mcclLabLaunchFailed(mcclLabComm* comm, uint64_t n);
 int mcclLabLaunchEnded(const mcclLabComm* comm, uint64_t n);
 

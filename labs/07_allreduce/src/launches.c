@@ -18,6 +18,22 @@
 #include "mccl_debug.h"
 #include "mccl_utils.h"
 
+// A slot's word (eventLaunch): the number of the launch whose end its event marks, and, while the watchdog is on,
+// the first op of that launch's group, in one store, the one every launch makes anyway. The launch number keeps its
+// low LAUNCH_BITS bits: slots are compared only with launches less than a ring apart (a slot not recorded yet,
+// zero, reads as an earlier launch).
+#define LAUNCH_BITS (64 - MCCL_LAUNCH_OP_BITS)
+#define LAUNCH_MASK ((1ull << LAUNCH_BITS) - 1)
+#define OP_MASK ((1ull << (64 - LAUNCH_BITS)) - 1)
+static uint64_t slotLaunch(uint64_t word) {
+  return word >> (64 - LAUNCH_BITS);
+}
+// Launch n against the launch a slot holds: 0 the same, > 0 the slot's is later, < 0 earlier.
+static int64_t slotCompare(uint64_t word, uint64_t n) {
+  const uint64_t d = (slotLaunch(word) - n) & LAUNCH_MASK;
+  return d == 0 ? 0 : d < (LAUNCH_MASK >> 1) ? 1 : -1;
+}
+
 mcclResult_t mcclLabLaunchesInit(mcclLabComm* comm) {
   struct mcclLabLaunches* l = &comm->launches;
   l->events = (cudaEvent_t*)calloc(MCCL_LAUNCH_RING, sizeof(*l->events));
@@ -63,7 +79,7 @@ void mcclLabLaunchFailed(mcclLabComm* comm, uint64_t n) {
   if (n != 0) __atomic_store_n(&comm->launches.failed[n % MCCL_LAUNCH_RING], n, __ATOMIC_RELEASE);
 }
 
-mcclResult_t mcclLabLaunchRecord(mcclLabComm* comm, cudaStream_t stream, uint64_t n) {
+mcclResult_t mcclLabLaunchRecord(mcclLabComm* comm, cudaStream_t stream, uint64_t n, uint64_t opTag) {
   struct mcclLabLaunches* l = &comm->launches;
   if (n == 0) return mcclSuccess;
   const size_t s = n % MCCL_LAUNCH_RING;
@@ -73,7 +89,7 @@ mcclResult_t mcclLabLaunchRecord(mcclLabComm* comm, cudaStream_t stream, uint64_
     __atomic_store_n(&l->events[s], ev, __ATOMIC_RELEASE);  // the watchdog's thread may look from now on
   }
   CUDACHECK(cudaEventRecord(l->events[s], stream));
-  __atomic_store_n(&l->eventLaunch[s], n, __ATOMIC_RELEASE);
+  __atomic_store_n(&l->eventLaunch[s], (n & LAUNCH_MASK) << (64 - LAUNCH_BITS) | (opTag & OP_MASK), __ATOMIC_RELEASE);
   return mcclSuccess;
 }
 
@@ -84,10 +100,18 @@ int mcclLabLaunchEnded(const mcclLabComm* comm, uint64_t n) {
     return 1;  // its slot went to a later launch: far in the past
   const size_t s = n % MCCL_LAUNCH_RING;
   if (__atomic_load_n(&l->failed[s], __ATOMIC_ACQUIRE) == n) return 1;  // it never started
-  const uint64_t at = __atomic_load_n(&l->eventLaunch[s], __ATOMIC_ACQUIRE);
-  if (at > n) return 1;  // a later launch took the slot
+  const uint64_t word = __atomic_load_n(&l->eventLaunch[s], __ATOMIC_ACQUIRE);
+  const int64_t cmp = slotCompare(word, n);
+  if (cmp > 0) return 1;  // a later launch took the slot
   cudaEvent_t ev = __atomic_load_n(&l->events[s], __ATOMIC_ACQUIRE);
-  return at == n && ev != NULL && cudaEventQuery(ev) == cudaSuccess;
+  return cmp == 0 && ev != NULL && cudaEventQuery(ev) == cudaSuccess;
+}
+
+uint64_t mcclLabLaunchOpTag(const mcclLabComm* comm, uint64_t n) {
+  const struct mcclLabLaunches* l = &comm->launches;
+  if (n == 0 || l->eventLaunch == NULL) return 0;
+  const uint64_t word = __atomic_load_n(&l->eventLaunch[n % MCCL_LAUNCH_RING], __ATOMIC_ACQUIRE);
+  return slotCompare(word, n) == 0 ? word & OP_MASK : 0;
 }
 
 mcclResult_t mcclLabCommWaitLaunches(mcclLabComm* comm) {

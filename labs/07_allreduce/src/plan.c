@@ -201,7 +201,7 @@ static mcclResult_t planFlush(mcclLabComm* comm, struct mcclLabPlan* plan) {
     // Numbered here, outside the launch: teardown and the watchdog learn from the number when it has ended.
     const uint64_t n = mcclLabLaunchNumber(comm, plan->stream);
     res = mcclLabLaunchPlan(comm, plan);
-    if (res == mcclSuccess) res = mcclLabLaunchRecord(comm, plan->stream, n);
+    if (res == mcclSuccess) res = mcclLabLaunchRecord(comm, plan->stream, n, mcclLabWatchdogOpTag(comm));
     if (res != mcclSuccess) mcclLabLaunchFailed(comm, n);  // nothing will end it: never wait for it
   }
   planReset(plan);
@@ -569,7 +569,7 @@ static mcclResult_t ceLaunch(mcclLabComm* comm, const struct mcclLabTask* t) {
   TRACE(MCCL_COLL, "rank %d: function %d runs on the %s: %zu x %zu bytes, launch %llu", comm->rank, t->func,
         comm->ceColl.ops->name, args.nElts, args.eltSize, (unsigned long long)n);
   mcclResult_t res = comm->ceColl.ops->launch(comm, &args, t->stream);
-  if (res == mcclSuccess) res = mcclLabLaunchRecord(comm, t->stream, n);
+  if (res == mcclSuccess) res = mcclLabLaunchRecord(comm, t->stream, n, mcclLabWatchdogOpTag(comm));
   if (res == mcclSuccess) return mcclSuccess;
   mcclLabLaunchFailed(comm, n);  // nothing will mark it: never wait for it
   return res;
@@ -616,8 +616,7 @@ mcclResult_t mcclLabRunTasks(mcclLabComm* comm, float* estimateUs) {
   memset(&plan->args.args, 0, sizeof(plan->args.args));
   // The watchdog's record of the group's calls, numbered in call order before anything is launched.
   const int watched = comm->watchdog != NULL && estimateUs == NULL;
-  const uint64_t firstSeq = watched ? mcclLabWatchdogNumber(comm) : 0;
-  const uint64_t launchLo = watched ? comm->launches.last + 1 : 0;
+  const uint64_t nCalls = watched ? mcclLabWatchdogNumber(comm) : 0;
   if (estimateUs == NULL) MCCLCHECKGOTO(mcclLabConnectP2p(comm), res, out);
   for (const struct mcclLabTask* t = comm->planner.head; t; t = t->next) {
     if (isP2p(t)) continue;
@@ -647,7 +646,7 @@ mcclResult_t mcclLabRunTasks(mcclLabComm* comm, float* estimateUs) {
   if (estimateUs == NULL) MCCLCHECKGOTO(planFlush(comm, plan), res, out);
   if (estimateUs) *estimateUs += (float)est;
 out:
-  if (watched) mcclLabWatchdogPublish(comm, firstSeq, launchLo);
+  if (nCalls) mcclLabWatchdogPublish(comm, nCalls);
   mcclLabTasksDrop(comm);
   return res;
 }

@@ -5,9 +5,10 @@
 // peer's record of that call and logs one line that names what differs, or the rank that has not made the
 // call; then it sets the communicator's async error.
 //
-// The costs it puts on the calls: at a group's end, a record per collective (a few stores into the ring).
-// What completed it learns from the communicator's launch ring (launches.c), which teardown reads too.
-// Nothing when MCCL_WATCHDOG_TIMEOUT is 0.
+// The costs it puts on the calls: at a group's end, one 8-byte store per collective (its record) and one to
+// advance the numbering. What completed it learns from the communicator's launch ring (launches.c), which teardown
+// reads too: each launch's word there carries the number of its group's first call besides its own. Nothing when
+// MCCL_WATCHDOG_TIMEOUT is 0.
 //
 // Sequence numbers count the collectives of a communicator from 1, in call order, AlltoAll, Gather and
 // Scatter included (each is one call, whatever tasks it becomes); Send and Recv are not numbered (their
@@ -32,29 +33,38 @@
 // The longest pause between two looks of the thread.
 #define WD_POLL_MS 100
 
-// One call as every rank can read it. The writer stores seq last (release) and clears it first, so a
-// reader that sees the same seq before and after copying the fields has a whole record (a seqlock).
-struct wdRecord {
-  uint64_t seq;
-  uint64_t count;
-  uint64_t launchLo;   // the numbers of the launches of the call's group (launches.c): [launchLo, launchLo + nLaunches)
-  uint32_t nLaunches;  // 0: launched into a graph capture only (not watched)
-  int32_t func;
-  int32_t dtype;
-  int32_t op;
-  int32_t root;
-  int32_t pad_;
-};
+// A call's record is one 8-byte word, so a reader copies it whole with one load and its owner writes it with one
+// store (no lock, no sequence to bump before and after), from high bits to low:
+//   tag   20  the op's number, modulo 2^20: which op of those that share the slot (a slot is reused every 1024)
+//   func   4  enum mcclFunc + 1 (0: the slot was never written)
+//   type   4  mcclDataType_t
+//   op     3  the built-in mcclRedOp_t, or WD_USER_OP for one from RedOpCreatePreMulSum
+//   long   1  the count is in the slot's long word (below), the low 32 bits hold the root alone
+//   low   32  a rooted function: root << 24 | count (root < 256, count < 2^24); any other: the count (< 2^32)
+// A call whose count or root does not fit writes the long word first, the tag in its high bits and the count below.
+#define WD_TAG_BITS 20
+#define WD_TAG_MASK ((1ull << WD_TAG_BITS) - 1)
+#define WD_USER_OP 7
+#define WD_LONG_COUNT_MASK ((1ull << (64 - WD_TAG_BITS)) - 1)
 
 // The page every rank of the host maps. Only its owner writes it.
 struct wdPage {
   uint64_t magic;
   int32_t rank;
   int32_t pad_;
-  uint64_t published;  // the highest op recorded and launched
-  uint64_t completed;  // every op up to here has completed (the owner's watchdog thread)
-  uint64_t stuck;      // nonzero: the owner's watchdog timed out on this op (its peers report it too)
-  struct wdRecord rec[WD_RECORDS];
+  uint64_t stuck;                // nonzero: the owner's watchdog timed out on this op (its peers report it too)
+  uint64_t rec[WD_RECORDS];      // op s at s % WD_RECORDS
+  uint64_t longRec[WD_RECORDS];  // the count of a record with its long bit set
+};
+
+// A record as the reports read it.
+struct wdRecord {
+  uint64_t seq;
+  uint64_t count;
+  int func;
+  int dtype;
+  int op;
+  int root;
 };
 
 struct mcclLabWatchdog {
@@ -64,7 +74,7 @@ struct mcclLabWatchdog {
   mcclShmHandle_t handle;        // NULL: page is malloc'ed
   struct wdPage** peers;         // [nRanks] every rank's page as mapped here; NULL for a rank whose page cannot be
   mcclShmHandle_t* peerHandles;  // [nRanks] read (another host, its watchdog off, or the attach failed)
-  uint64_t seq;                  // the last op numbered (the enqueue layer's, at a group's end)
+  uint64_t seq;                  // the last op numbered, advanced at a group's end (the enqueue layer's thread)
   pthread_t thread;
   int started;
   pthread_mutex_t lock;  // stop, with cond: the thread's sleep ends at once at destroy
@@ -88,86 +98,115 @@ static const char* funcName(int func) {
 
 // ---- the record, at a group's end (plan.c) ----------------------------------------------------------
 
-// The seqlock without fences (ThreadSanitizer models none): every field is a release store and an acquire
-// load, so a reader that copied a field of the next writer also sees that writer's cleared seq (x86: plain moves).
-#define ST(p, v) __atomic_store_n(&(p), (v), __ATOMIC_RELEASE)
-#define LD(p) __atomic_load_n(&(p), __ATOMIC_ACQUIRE)
+// Op s's record of one call, and its long word (written only when *longWord is nonzero).
+static uint64_t recordWord(uint64_t s, int func, int dtype, int op, int root, size_t count, uint64_t* longWord) {
+  const uint64_t opBits = op >= 0 && op < mcclNumOps ? (uint64_t)op : WD_USER_OP;
+  const uint64_t tag = s & WD_TAG_MASK;
+  uint64_t w = tag << 44 | (uint64_t)(func + 1) << 40 | (uint64_t)dtype << 36 | opBits << 33;
+  const uint64_t r = funcRooted(func) ? (uint64_t)root : 0;
+  *longWord = 0;
+  if (funcRooted(func) ? r < 256 && count < (1u << 24) : count <= UINT32_MAX) return w | r << 24 | count;
+  *longWord = tag << (64 - WD_TAG_BITS) | (count < WD_LONG_COUNT_MASK ? count : WD_LONG_COUNT_MASK);
+  return w | 1ull << 32 | (r & UINT32_MAX);
+}
 
 uint64_t mcclLabWatchdogNumber(mcclLabComm* comm) {
   struct mcclLabWatchdog* wd = comm->watchdog;
-  const uint64_t first = wd->seq + 1;
-  for (struct mcclLabTask* t = comm->planner.head; t; t = t->next) {
-    if (t->wdCall == 0) continue;
-    if (t->wdCall == 1) {
-      struct wdRecord* r = &wd->page->rec[++wd->seq % WD_RECORDS];
-      __atomic_store_n(&r->seq, 0, __ATOMIC_RELAXED);
-      ST(r->count, (uint64_t)t->wdCount);
-      ST(r->func, t->wdFunc);
-      ST(r->dtype, t->dtype);
-      ST(r->op, t->wdOp);
-      ST(r->root, t->wdRoot);
-      ST(r->nLaunches, 0);
+  uint64_t s = wd->seq;  // advanced at the group's end (mcclLabWatchdogPublish), while its launches read it
+  for (const struct mcclLabTask* t = comm->planner.head; t; t = t->next) {
+    int func = t->func, root = t->root;
+    if (t->callFunc) {  // AlltoAll, Gather or Scatter, as sends and receives
+      func = t->callFunc - 1;
+      root = t->callRoot;
+    } else if (func == mcclFuncSend || func == mcclFuncRecv || func == mcclFuncSendRecv) {
+      continue;
     }
+    uint64_t longWord;
+    const uint64_t w = recordWord(++s, func, t->dtype, t->opHost, root, t->count, &longWord);
+    if (longWord) __atomic_store_n(&wd->page->longRec[s % WD_RECORDS], longWord, __ATOMIC_RELEASE);
+    __atomic_store_n(&wd->page->rec[s % WD_RECORDS], w, __ATOMIC_RELEASE);  // the one store of a call
   }
-  return first;
+  return s - wd->seq;
 }
 
-void mcclLabWatchdogPublish(mcclLabComm* comm, uint64_t firstSeq, uint64_t launchLo) {
-  struct mcclLabWatchdog* wd = comm->watchdog;
-  const uint32_t n = (uint32_t)(comm->launches.last + 1 - launchLo);
-  for (uint64_t s = firstSeq; s <= wd->seq; s++) {
-    struct wdRecord* r = &wd->page->rec[s % WD_RECORDS];
-    ST(r->launchLo, launchLo);
-    ST(r->nLaunches, n);
-    __atomic_store_n(&r->seq, s, __ATOMIC_RELEASE);
-  }
-  if (wd->seq >= firstSeq) __atomic_store_n(&wd->page->published, wd->seq, __ATOMIC_RELEASE);
+void mcclLabWatchdogPublish(mcclLabComm* comm, uint64_t nCalls) {
+  comm->watchdog->seq += nCalls;
+}
+
+// The op numbers as a launch carries them (launches.c, MCCL_LAUNCH_OP_BITS): 1 + (op - 1) modulo OP_MOD, never 0
+// and equal to op modulo OP_MOD.
+#define OP_MOD ((1ull << MCCL_LAUNCH_OP_BITS) - 1)
+
+uint64_t mcclLabWatchdogOpTag(const mcclLabComm* comm) {
+  const struct mcclLabWatchdog* wd = comm->watchdog;
+  if (wd == NULL) return 0;
+  const uint64_t first = wd->seq + 1;
+  const uint64_t w = __atomic_load_n(&wd->page->rec[first % WD_RECORDS], __ATOMIC_RELAXED);
+  if (w == 0 || w >> 44 != (first & WD_TAG_MASK)) return 0;  // the group recorded no call
+  return (first - 1) % OP_MOD + 1;
 }
 
 // ---- the thread ------------------------------------------------------------------------------------
 
-// A whole copy of the peer's record of op s, or 0 (not made yet, or overwritten since).
-static int readRecord(const struct wdPage* p, uint64_t s, struct wdRecord* out) {
-  const struct wdRecord* r = &p->rec[s % WD_RECORDS];
-  if (__atomic_load_n(&r->seq, __ATOMIC_ACQUIRE) != s) return 0;
-  out->count = LD(r->count);
-  out->launchLo = LD(r->launchLo);
-  out->nLaunches = LD(r->nLaunches);
-  out->func = LD(r->func);
-  out->dtype = LD(r->dtype);
-  out->op = LD(r->op);
-  out->root = LD(r->root);
-  out->seq = s;
-  return __atomic_load_n(&r->seq, __ATOMIC_RELAXED) == s;
+// The op a slot of p holds, numbered near s (within 2^19 of it), or 0 if the slot was never written.
+static uint64_t slotSeq(const struct wdPage* p, uint64_t s, uint64_t* word) {
+  const uint64_t w = __atomic_load_n(&p->rec[s % WD_RECORDS], __ATOMIC_ACQUIRE);
+  *word = w;
+  if (w == 0) return 0;
+  const uint64_t d = ((w >> 44) - s) & WD_TAG_MASK;  // the slot's op - s, modulo 2^20
+  return d < (1ull << (WD_TAG_BITS - 1)) ? s + d : s - ((1ull << WD_TAG_BITS) - d);
 }
 
-// Whether this rank's op s has completed: every launch of its group has ended.
-static int opDone(const struct mcclLabWatchdog* wd, uint64_t s) {
-  struct wdRecord r;
-  if (!readRecord(wd->page, s, &r)) return 1;  // overwritten: far in the past
-  for (uint32_t i = 0; i < r.nLaunches; i++)
-    if (!mcclLabLaunchEnded(wd->comm, r.launchLo + i)) return 0;
+// Op s's record in p: 1 and *out, or 0 (a slot holding another op, or a long word being rewritten).
+static int readRecord(const struct wdPage* p, uint64_t s, struct wdRecord* out) {
+  uint64_t w;
+  if (slotSeq(p, s, &w) != s) return 0;
+  out->seq = s;
+  out->func = (int)((w >> 40) & 15) - 1;
+  out->dtype = (int)((w >> 36) & 15);
+  out->op = (int)((w >> 33) & 7);
+  const uint32_t low = (uint32_t)w;
+  if (w >> 32 & 1) {
+    const uint64_t l = __atomic_load_n(&p->longRec[s % WD_RECORDS], __ATOMIC_ACQUIRE);
+    if (l >> (64 - WD_TAG_BITS) != (s & WD_TAG_MASK)) return 0;
+    out->count = l & WD_LONG_COUNT_MASK;
+    out->root = (int)low;
+  } else {
+    out->count = funcRooted(out->func) ? low & ((1u << 24) - 1) : low;
+    out->root = funcRooted(out->func) ? (int)(low >> 24) : 0;
+  }
   return 1;
+}
+
+// The highest op p has recorded, from the ops numbered near s (0: none).
+static uint64_t lastRecorded(const struct wdPage* p, uint64_t s) {
+  uint64_t last = 0, w;
+  for (uint64_t i = 0; i < WD_RECORDS; i++) {
+    const uint64_t q = slotSeq(p, s + i, &w);
+    if (q > last) last = q;
+  }
+  return last;
 }
 
 static void describe(const struct wdRecord* r, char* buf, size_t len) {
   int n =
       snprintf(buf, len, "%s count %llu %s", funcName(r->func), (unsigned long long)r->count, mcclTypeName(r->dtype));
   if (n > 0 && (size_t)n < len && funcReduces(r->func)) {
-    if (r->op >= 0 && r->op < mcclNumOps)
-      n += snprintf(buf + n, len - (size_t)n, " %s", mcclOpName(r->op));
+    if (r->op == WD_USER_OP)
+      n += snprintf(buf + n, len - (size_t)n, " premulsum");
     else
-      n += snprintf(buf + n, len - (size_t)n, " premulsum(op %d)", r->op);
+      n += snprintf(buf + n, len - (size_t)n, " %s", mcclOpName(r->op));
   }
   if (n > 0 && (size_t)n < len && funcRooted(r->func)) snprintf(buf + n, len - (size_t)n, " root %d", r->root);
 }
 
-// What differs between two records of one op, or NULL. Operation numbers of PreMulSum are each rank's own.
+// What differs between two records of one op, or NULL. Every PreMulSum operation records alike: their numbers are
+// each rank's own.
 static const char* differs(const struct wdRecord* a, const struct wdRecord* b) {
   if (a->func != b->func) return "function";
   if (a->count != b->count) return "count";
   if (a->dtype != b->dtype) return "type";
-  if (funcReduces(a->func) && a->op != b->op && (a->op < mcclNumOps || b->op < mcclNumOps)) return "operation";
+  if (funcReduces(a->func) && a->op != b->op) return "operation";
   if (funcRooted(a->func) && a->root != b->root) return "root";
   return NULL;
 }
@@ -202,8 +241,10 @@ static mcclResult_t diagnose(struct mcclLabWatchdog* wd, uint64_t s, int64_t pen
   for (int r = 0; r < nRanks; r++) {
     const struct wdPage* p = wd->peers[r];
     if (p == NULL) continue;
-    last[r] = __atomic_load_n(&p->published, __ATOMIC_ACQUIRE);
-    state[r] = last[r] < s ? 2 : readRecord(p, s, &recs[r]) ? 1 : 3;
+    uint64_t w;
+    const uint64_t at = slotSeq(p, s, &w);
+    state[r] = at == s && readRecord(p, s, &recs[r]) ? 1 : at < s ? 2 : 3;
+    if (state[r] != 1) last[r] = lastRecorded(p, s);
     if (state[r] == 1 && ref < 0) ref = r;
   }
   // The first difference found, with which ranks.
@@ -284,6 +325,8 @@ static void* watchdogThread(void* arg) {
   const int64_t poll = wd->timeoutMs / 10 < WD_POLL_MS ? (wd->timeoutMs / 10 > 0 ? wd->timeoutMs / 10 : 1) : WD_POLL_MS;
   uint64_t pending = 0;  // the op waited for, and since when
   int64_t since = 0;
+  uint64_t cursor = 1;  // every launch before it has ended
+  uint64_t known = 0;   // the last op decoded from a launch: launches carry it modulo OP_MOD
   pthread_mutex_lock(&wd->lock);
   while (!wd->stop) {
     struct timespec ts;
@@ -294,15 +337,20 @@ static void* watchdogThread(void* arg) {
     pthread_cond_timedwait(&wd->cond, &wd->lock, &ts);
     if (wd->stop) break;
     if (mcclIsAborted(comm->abortFlag)) continue;
-    // The oldest op not completed.
-    const uint64_t published = __atomic_load_n(&wd->page->published, __ATOMIC_ACQUIRE);
-    uint64_t next = __atomic_load_n(&wd->page->completed, __ATOMIC_RELAXED) + 1;
-    if (published >= WD_RECORDS && next <= published - WD_RECORDS) next = published - WD_RECORDS + 1;
-    while (next <= published && opDone(wd, next)) next++;
-    __atomic_store_n(&wd->page->completed, next - 1, __ATOMIC_RELEASE);
+    // The oldest launch of a recorded call that has not ended; its group's first op is the one waited for.
+    const uint64_t last = __atomic_load_n(&comm->launches.last, __ATOMIC_RELAXED);
+    if (cursor + MCCL_LAUNCH_RING <= last) cursor = last - MCCL_LAUNCH_RING + 1;  // far in the past: ended
+    while (cursor <= last && mcclLabLaunchEnded(comm, cursor)) cursor++;
+    uint64_t next = 0;
+    for (uint64_t n = cursor; n <= last && next == 0; n++) {
+      const uint64_t tag = mcclLabLaunchOpTag(comm, n);  // 0: sends and receives only, or not recorded yet
+      if (tag == 0 || mcclLabLaunchEnded(comm, n)) continue;
+      const uint64_t d = (tag + OP_MOD - known % OP_MOD) % OP_MOD;  // its op - known, modulo OP_MOD (tag = op too)
+      next = known = d <= OP_MOD / 2 ? known + d : known - (OP_MOD - d);
+    }
     const int64_t now = (int64_t)mcclClockMs();
     uint64_t stuck = 0;
-    if (next <= published) {
+    if (next != 0) {
       if (next != pending) {
         pending = next;
         since = now;

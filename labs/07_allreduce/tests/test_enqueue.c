@@ -253,17 +253,17 @@ static void abortStatus(void) {
 }
 
 // The watchdog, with the ranks in one process (mcclLabCommInitAll: every page is read by a thread of the
-// same process): op #1 is an AllReduce of float32 on rank 0 and of float64 on rank 1, so the rings move
-// different bytes and wait. Both ranks report within the timeout + 1 s, with the same line naming the
-// type, and the async result mcclInvalidUsage; abort then ends both kernels.
+// same process): op #1 is a call the two ranks make differently, so the rings move different bytes and wait.
+// Both ranks report within the timeout + 1 s, with the same line, and the async result mcclInvalidUsage; abort
+// then ends both kernels.
 #define WATCHDOG_MS 500
-static void watchdogNamesType(void) {
+static void watchdogReports(void (*call)(struct enqSet* s, int r), size_t bytes, const char* want) {
   int n = enqRanksHere();
   if (n < 2) SKIP("needs 2 devices");
   setenv("MCCL_WATCHDOG_TIMEOUT", "500", 1);
   mcclParamResetAll();
   struct enqSet s;
-  enqSetUp(&s, 2, 1, 1 << 16);
+  enqSetUp(&s, 2, 1, bytes);
   unsetenv("MCCL_WATCHDOG_TIMEOUT");
   mcclParamResetAll();
   CHECK_STOPPED();
@@ -273,9 +273,7 @@ static void watchdogNamesType(void) {
   EXPECT_TRUE(line == NULL);
   arForce("ring", NULL);
   EXPECT_OK(mcclLabGroupStart());
-  for (int r = 0; r < 2; r++)
-    EXPECT_OK(mcclLabAllReduce(s.send[r], s.recv[r], 1024, r == 0 ? mcclFloat32 : mcclFloat64, mcclSum, s.comm[r],
-                               s.stream[r]));
+  for (int r = 0; r < 2; r++) call(&s, r);
   EXPECT_OK(mcclLabGroupEnd());
   arForce(NULL, NULL);
   const double t0 = mcclClockSec();
@@ -290,10 +288,8 @@ static void watchdogNamesType(void) {
   const char* lines[2] = {NULL, NULL};
   for (int r = 0; r < 2; r++) {
     EXPECT_EQ(mcclLabWatchdogResult(s.comm[r], &lines[r]), mcclInvalidUsage);
-    EXPECT_TRUE(lines[r] != NULL &&
-                strstr(lines[r],
-                       "op #1: rank 0 AllReduce count 1024 float32 sum, rank 1 AllReduce count 1024 "
-                       "float64 sum (type differs)") != NULL);
+    if (lines[r] == NULL || strstr(lines[r], want) == NULL)
+      mcclTestFailAt(__FILE__, __LINE__, "rank %d's line lacks \"%s\": %s", r, want, lines[r] ? lines[r] : "(none)");
   }
   if (lines[0]) printf("  both ranks within %.0f ms (timeout %d ms): %s\n", ms, WATCHDOG_MS, lines[0]);
   for (int r = 0; r < 2; r++) EXPECT_OK(mcclLabCommAbort(s.comm[r]));
@@ -301,6 +297,30 @@ static void watchdogNamesType(void) {
   enqTearDown(&s);
 }
 
+// An AllReduce of float32 on rank 0 and of float64 on rank 1.
+static void allReduceTypes(struct enqSet* s, int r) {
+  EXPECT_OK(mcclLabAllReduce(s->send[r], s->recv[r], 1024, r == 0 ? mcclFloat32 : mcclFloat64, mcclSum, s->comm[r],
+                             s->stream[r]));
+}
+static void watchdogNamesType(void) {
+  watchdogReports(allReduceTypes, 1 << 16,
+                  "op #1: rank 0 AllReduce count 1024 float32 sum, rank 1 AllReduce count 1024 float64 sum (type "
+                  "differs)");
+}
+
+// A Broadcast whose count does not fit the record's word with its root (2^24 elements and more), so the count
+// goes to the record's long word; each rank names the other as the root.
+#define LONG_COUNT ((1u << 24) + 5)
+static void broadcastRoots(struct enqSet* s, int r) {
+  EXPECT_OK(mcclLabBroadcast(s->send[r], s->recv[r], LONG_COUNT, mcclUint8, 1 - r, s->comm[r], s->stream[r]));
+}
+static void watchdogNamesRootOfLongCount(void) {
+  watchdogReports(broadcastRoots, LONG_COUNT,
+                  "op #1: rank 0 Broadcast count 16777221 uint8 root 1, rank 1 Broadcast count 16777221 uint8 root 0 "
+                  "(root differs)");
+}
+
 MCCL_TEST_MAIN(MCCL_TEST_CASE(groupIsOneLaunch), MCCL_TEST_CASE(groupOverflowsLaunch), MCCL_TEST_CASE(preMulSumOps),
                MCCL_TEST_CASE(argumentChecks), MCCL_TEST_CASE(destroyInOpenGroup), MCCL_TEST_CASE(simulateEnd),
-               MCCL_TEST_CASE(abortStatus), MCCL_TEST_CASE(watchdogNamesType))
+               MCCL_TEST_CASE(abortStatus), MCCL_TEST_CASE(watchdogNamesType),
+               MCCL_TEST_CASE(watchdogNamesRootOfLongCount))
