@@ -13,6 +13,7 @@
 # MCCL_TORCH_BENCH=1 adds PyTorch's all_reduce timed on the drop-in and on torch's NCCL (see the step).
 # MCCL_NET=1 adds the net path beside NCCL's (allreduce_perf --hosts 2; see the step).
 # MCCL_NT_BARS=1 adds nccl-tests' allreduce, allgather and reduce-scatter on the drop-in and on NCCL, side by side.
+# MCCL_SHARED_GPU=1 adds correctness checks with several ranks on one GPU (see the step).
 # MCCL_CE=1 adds lab 10's copy-engine benchmark beside NCCL's copy engines (see the step); MCCL_CE_AR=1 its
 # copy-engine-assisted allreduce beside two-shot and NCCL.
 # MCCL_PROFILE=1 adds kernel durations under Nsight Compute (one-pass metric, --clock-control none) of
@@ -474,6 +475,32 @@ if [ "${MCCL_NT_BARS:-0}" = 1 ] && [ "$ngpu" -ge 2 ] && [ -n "${MCCL_NCCL_LIB:-}
       nt_compare "$OUT/nt-bars/$tag.minccl.log" "$OUT/nt-bars/$tag.nccl.log" | tee "$OUT/nt-bars/$tag.txt"
     done
   done
+fi
+# MCCL_SHARED_GPU=1: MCCL_NP ranks on the GPUs there are, several on one (P2P within a device): correctness only,
+# never timing, since the ranks' kernels take turns on a GPU. nccl-tests' MCCL_NT_BARS_TESTS on the drop-in with
+# MCCL_SHARED_GPU_ARGS (default: bfloat16, buffers one element off, 1 KiB to 16 MiB, so SIMPLE's shifted slices
+# and the element-by-element fallback run), each with its #wrong; all_reduce_perf again under compute-sanitizer
+# memcheck; then mpi_nccl_devapi's tests (both fused RMSNorm kernels). Logs: $OUT/shared/.
+if [ "${MCCL_SHARED_GPU:-0}" = 1 ]; then
+  step "shared GPU: $np ranks on $ngpu GPU(s): nccl-tests on the drop-in (#wrong), memcheck, mpi_nccl_devapi's tests"
+  mkdir -p "$OUT/shared"
+  make -j16 BACKEND=cuda ${NCCL_INCLUDE:+NCCL_INCLUDE=$NCCL_INCLUDE} build/cuda/lib/libnccl.so > /dev/null 2>&1
+  sa=${MCCL_SHARED_GPU_ARGS:--d bfloat16 -u 1 -n 2 -w 1}
+  for t in ${MCCL_NT_BARS_TESTS:-all_reduce_perf all_gather_perf reduce_scatter_perf}; do
+    MCCL_AB_NT_MIN=1K MCCL_AB_NT_MAX=16M MCCL_AB_NT_ARGS="$sa" nt_run "$PWD/build/cuda/lib" "$t" "$OUT/shared/$t.log"
+    echo "$t $sa: exit $?; $(nt_rows "$OUT/shared/$t.log")"
+  done
+  # shellcheck disable=SC2086 # sa is a list
+  LD_LIBRARY_PATH="$PWD/build/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" timeout 240 $mr -x LD_LIBRARY_PATH \
+    -x NCCL_NVLS_ENABLE compute-sanitizer --tool memcheck --error-exitcode 9 build/cuda/nccl-tests/all_reduce_perf \
+    -b 1K -e 1M -f 8 -g 1 -c 1 $sa > "$OUT/shared/memcheck.log" 2>&1
+  echo "all_reduce_perf under memcheck: exit $?; $(grep -E 'ERROR SUMMARY' "$OUT/shared/memcheck.log" | sort | uniq -c | tr -s ' ')"
+  if [ -x "$nd" ]; then
+    # shellcheck disable=SC2086 # mr is a list
+    LD_LIBRARY_PATH="$PWD/build/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" timeout 240 $mr -x LD_LIBRARY_PATH \
+      -x NCCL_NVLS_ENABLE "$nd" > "$OUT/shared/devapi_test.log" 2>&1
+    echo "mpi_nccl_devapi's tests: exit $?"; grep -E '^(FAIL|SKIP|PASS)|passed,' "$OUT/shared/devapi_test.log" | head -20
+  fi
 fi
 # MCCL_CE=1: lab 10's benchmark on MCCL_NP GPUs: AllGather and AlltoAll on the kernels, on minccl's copy engines
 # and on NCCL's (CTAPolicy ZERO) from 1 MiB to 512 MiB per rank, then --overlap (an FMA kernel on every SM beside
