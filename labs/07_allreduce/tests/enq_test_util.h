@@ -14,6 +14,7 @@
 #ifndef ENQ_TEST_UTIL_H_
 #define ENQ_TEST_UTIL_H_
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -299,8 +300,16 @@ static inline int enqDevices(void) {
   int n = 0;
   return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
 }
+// Ranks per device (MCCL_TEST_RANKS_PER_GPU, default 1): on a host with fewer GPUs than a case's ranks, several
+// ranks share one (P2P within a device) and the case checks data, never time. Rank i is on device i % devices.
+static inline int enqRanksPerDevice(void) {
+  const char* v = getenv("MCCL_TEST_RANKS_PER_GPU");
+  const int k = v ? atoi(v) : 1;
+  return k < 1 ? 1 : k;
+}
 static inline int enqRanksHere(void) {
-  return enqDevices() < ENQ_MAXDEV ? enqDevices() : ENQ_MAXDEV;
+  const int n = enqDevices() * enqRanksPerDevice();
+  return n < ENQ_MAXDEV ? n : ENQ_MAXDEV;
 }
 
 // n ranks of one communicator (a device each), each with a send and a recv buffer of `bytes` and a
@@ -314,11 +323,38 @@ struct enqSet {
   void* host;
 };
 
+struct enqInitArg {
+  mcclLabComm** comm;
+  const mcclUniqueId* id;
+  int n, rank, dev, nChannels;
+  mcclResult_t res;
+};
+static inline void* enqInitOne(void* p) {
+  struct enqInitArg* a = (struct enqInitArg*)p;
+  a->res = cudaSetDevice(a->dev) == cudaSuccess
+               ? mcclLabCommInit(a->comm, a->n, a->id, a->rank, a->dev, a->nChannels, mcclLocalTransports)
+               : mcclUnhandledCudaError;
+  return NULL;
+}
+
 static inline void enqSetUp(struct enqSet* s, int n, int nChannels, size_t bytes) {
   memset(s, 0, sizeof(*s));
   s->n = n;
   s->bytes = bytes;
-  EXPECT_OK(mcclLabCommInitAll(s->comm, n, NULL, nChannels, mcclLocalTransports));
+  if (n <= enqDevices()) {
+    EXPECT_OK(mcclLabCommInitAll(s->comm, n, NULL, nChannels, mcclLocalTransports));
+  } else {  // ranks sharing devices, which CommInitAll refuses (as NCCL's): a thread per rank, as it does
+    mcclUniqueId id;
+    EXPECT_OK(mcclGetUniqueId(&id));
+    struct enqInitArg a[ENQ_MAXDEV];
+    pthread_t th[ENQ_MAXDEV];
+    for (int i = 0; i < n; i++) {
+      a[i] = (struct enqInitArg){&s->comm[i], &id, n, i, i % enqDevices(), nChannels, mcclSuccess};
+      EXPECT_TRUE(pthread_create(&th[i], NULL, enqInitOne, &a[i]) == 0);
+    }
+    for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < n; i++) EXPECT_OK(a[i].res);
+  }
   for (int i = 0; i < n && s->comm[i]; i++) {
     EXPECT_CUDA_OK(cudaSetDevice(s->comm[i]->cudaDev));
     EXPECT_CUDA_OK(cudaMalloc(&s->send[i], bytes));
