@@ -238,6 +238,7 @@ static void shiftedSlices(void) {
 static void ll128NeedsNvlink(void) {
   int n = enqRanksHere();
   if (n < 2) SKIP("needs 2 devices");
+  if (n > enqDevices()) SKIP("ranks share a device (MCCL_TEST_RANKS_PER_GPU): no link between them to pose as PCIe");
   if (!mcclCuMemEnable()) SKIP("cuMem not supported: no P2P");
   int nvlinkPair = 1;
   if (!MCCL_TEST_ON_SIM) {
@@ -278,6 +279,7 @@ static void ll128NeedsNvlink(void) {
 // protocol the table names is test_comm's to check; here, that both rings carry it.
 static void tableLl128Band(void) {
   if (enqRanksHere() < 2) SKIP("needs 2 devices");
+  if (enqDevices() < 2) SKIP("ranks share a device (MCCL_TEST_RANKS_PER_GPU): no link between them to pose as PCIe");
   if (!mcclCuMemEnable()) SKIP("cuMem not supported: no P2P");
   const size_t count = 256 << 10;  // int32 per rank: 2 MiB gathered on 2 ranks
   for (int nvlink = 1; nvlink >= (MCCL_TEST_ON_SIM ? 0 : 1) && !mcclTestStopped(); nvlink--) {
