@@ -61,7 +61,8 @@ struct mcclLabTask {
   struct mcclLabTask* next;      /**< the planner's list, in call order */
   int opHost;                    /**< the call's mcclRedOp_t as the user passed it (NCCL's opHost) */
   int callFunc;                  /**< AlltoAll, Gather, Scatter: on the first Send or Recv task of the call, its
-                                      enum mcclFunc + 1 (the watchdog records the call from it); 0 on every other task */
+                                      enum mcclFunc + 1 (the watchdog records the call from it); 0 on every other
+                                      task */
   int callRoot;                  /**< with callFunc: the call's root */
 };
 
