@@ -476,30 +476,29 @@ if [ "${MCCL_NT_BARS:-0}" = 1 ] && [ "$ngpu" -ge 2 ] && [ -n "${MCCL_NCCL_LIB:-}
     done
   done
 fi
-# MCCL_SHARED_GPU=1: MCCL_NP ranks on the GPUs there are, several on one (P2P within a device): correctness only,
-# never timing, since the ranks' kernels take turns on a GPU. nccl-tests' MCCL_NT_BARS_TESTS on the drop-in with
-# MCCL_SHARED_GPU_ARGS (default: bfloat16, buffers one element off, 1 KiB to 16 MiB, so SIMPLE's shifted slices
-# and the element-by-element fallback run), each with its #wrong; all_reduce_perf again under compute-sanitizer
-# memcheck; then mpi_nccl_devapi's tests (both fused RMSNorm kernels). Logs: $OUT/shared/.
+# MCCL_SHARED_GPU=1: with fewer GPUs than ranks, several ranks on one (P2P within a device): correctness only, never
+# timing, since the ranks' kernels take turns on a GPU (nccl-tests refuses more ranks than GPUs, so it is left out).
+# Lab 07's test_coll and test_enqueue with MCCL_TEST_RANKS_PER_GPU=2 (the unaligned and shifted-slice cases among
+# them), test_coll.shiftedSlices under compute-sanitizer memcheck and racecheck, then mpi_nccl_devapi's tests on the
+# drop-in, MCCL_NP ranks (both fused RMSNorm kernels). Logs: $OUT/shared/.
 if [ "${MCCL_SHARED_GPU:-0}" = 1 ]; then
-  step "shared GPU: $np ranks on $ngpu GPU(s): nccl-tests on the drop-in (#wrong), memcheck, mpi_nccl_devapi's tests"
+  step "shared GPU: ranks sharing $ngpu GPU(s): lab 07's in-process cases, sanitizers, mpi_nccl_devapi's tests"
   mkdir -p "$OUT/shared"
-  make -j16 BACKEND=cuda ${NCCL_INCLUDE:+NCCL_INCLUDE=$NCCL_INCLUDE} build/cuda/lib/libnccl.so > /dev/null 2>&1
-  sa=${MCCL_SHARED_GPU_ARGS:--d bfloat16 -u 1 -n 2 -w 1}
-  for t in ${MCCL_NT_BARS_TESTS:-all_reduce_perf all_gather_perf reduce_scatter_perf}; do
-    MCCL_AB_NT_MIN=1K MCCL_AB_NT_MAX=16M MCCL_AB_NT_ARGS="$sa" nt_run "$PWD/build/cuda/lib" "$t" "$OUT/shared/$t.log"
-    echo "$t $sa: exit $?; $(nt_rows "$OUT/shared/$t.log")"
+  b7=build/cuda/bin/07_allreduce
+  for t in test_coll test_enqueue; do
+    MCCL_TEST_RANKS_PER_GPU=2 timeout 200 "$b7/$t" > "$OUT/shared/$t.log" 2>&1
+    echo "$t (2 ranks per GPU): exit $?"; grep -E '^(FAIL|SKIP)|passed,' "$OUT/shared/$t.log"
   done
-  # shellcheck disable=SC2086 # sa is a list
-  LD_LIBRARY_PATH="$PWD/build/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" timeout 240 $mr -x LD_LIBRARY_PATH \
-    -x NCCL_NVLS_ENABLE compute-sanitizer --tool memcheck --error-exitcode 9 build/cuda/nccl-tests/all_reduce_perf \
-    -b 1K -e 1M -f 8 -g 1 -c 1 $sa > "$OUT/shared/memcheck.log" 2>&1
-  echo "all_reduce_perf under memcheck: exit $?; $(grep -E 'ERROR SUMMARY' "$OUT/shared/memcheck.log" | sort | uniq -c | tr -s ' ')"
+  for tool in memcheck racecheck; do
+    MCCL_TEST_RANKS_PER_GPU=2 MCCL_TEST_FILTER=shiftedSlices timeout 150 compute-sanitizer --tool $tool \
+      --report-api-errors no --error-exitcode 9 "$b7/test_coll" > "$OUT/shared/sanitizer-$tool.log" 2>&1
+    echo "test_coll.shiftedSlices under $tool: exit $? ($(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/shared/sanitizer-$tool.log" | tr -s ' '))"
+  done
   if [ -x "$nd" ]; then
     # shellcheck disable=SC2086 # mr is a list
     LD_LIBRARY_PATH="$PWD/build/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" timeout 240 $mr -x LD_LIBRARY_PATH \
       -x NCCL_NVLS_ENABLE "$nd" > "$OUT/shared/devapi_test.log" 2>&1
-    echo "mpi_nccl_devapi's tests: exit $?"; grep -E '^(FAIL|SKIP|PASS)|passed,' "$OUT/shared/devapi_test.log" | head -20
+    echo "mpi_nccl_devapi's tests: exit $?"; grep -E '^(FAIL|SKIP)|passed,' "$OUT/shared/devapi_test.log"
   fi
 fi
 # MCCL_CE=1: lab 10's benchmark on MCCL_NP GPUs: AllGather and AlltoAll on the kernels, on minccl's copy engines
