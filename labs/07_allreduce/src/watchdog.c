@@ -242,8 +242,7 @@ static mcclResult_t diagnose(struct mcclLabWatchdog* wd, uint64_t s, int64_t pen
     const struct wdPage* p = wd->peers[r];
     if (p == NULL) continue;
     uint64_t w;
-    const uint64_t at = slotSeq(p, s, &w);
-    state[r] = at == s && readRecord(p, s, &recs[r]) ? 1 : at < s ? 2 : 3;
+    state[r] = readRecord(p, s, &recs[r]) ? 1 : slotSeq(p, s, &w) < s ? 2 : 3;
     if (state[r] != 1) last[r] = lastRecorded(p, s);
     if (state[r] == 1 && ref < 0) ref = r;
   }
