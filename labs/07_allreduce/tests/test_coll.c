@@ -72,6 +72,7 @@ static void everyRoot(void) {
 static void awkwardCounts(void) {
   int n = enqRanksHere();
   if (n < 2) SKIP("needs 2 devices");
+  mcclTestWarmUp();  // before the leak baseline: run alone, the case must see what it sees after others
   int fds0 = mcclTestCountFds(), th0 = mcclTestCountThreads(), shm0 = mcclTestCountShm();
   static const size_t counts[] = {0, 1, 7, 131, 1021, 4099};
   static const mcclDataType_t types[] = {mcclInt8, mcclFloat32, mcclFloat64, mcclBfloat16, mcclUint32};
