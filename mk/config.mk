@@ -31,13 +31,17 @@ LIB := $(BUILD)/lib
 OBJ := $(BUILD)/obj
 
 CC := gcc
-# SANITIZE=1 compiles at -O1 (AddressSanitizer's advice for usable speed): with ASan and UBSan, -O2 makes
-# lab 07's kernel files (each every type and op) compile markedly slower, and they are most of CI's
-# sanitizer build.
+# SANITIZE=1 compiles host code at -O1 (AddressSanitizer's advice for usable speed; device code: CU_OPTFLAGS).
 # Sanitizer builds keep line tables only (-g1): a report needs file:line, not variables, and every test
 # binary links lab 07's kernels, so full debug information would take most of a CI machine's disk.
 SANDEBUG := $(if $(filter 1,$(SANITIZE) $(TSAN)),-g1,-g)
 OPTFLAGS := $(if $(filter 1,$(DEBUG)),-O0 -g3,$(if $(filter 1,$(SANITIZE)),-O1 $(SANDEBUG),-O2 $(SANDEBUG)))
+# Device code on the sim under a sanitizer compiles at -O0 (CU_OPTFLAGS): each kernel file instantiates every
+# type, function, operation and protocol, and optimising that instrumented code is most of what a sanitizer build
+# costs, while the tests those kernels run spend their time switching between the sim's threads rather than in
+# the kernels' own instructions. -O0 keeps every access and synchronisation the source makes, so the sanitizers
+# see no fewer. The host code keeps the flags above.
+CU_OPTFLAGS := $(if $(filter 1,$(SANITIZE) $(TSAN)),$(if $(filter 1,$(DEBUG)),$(OPTFLAGS),-O0 $(SANDEBUG)),$(OPTFLAGS))
 comma := ,
 SANFLAGS := $(if $(filter 1,$(SANITIZE)),-fsanitize=address$(comma)undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer) \
             $(if $(filter 1,$(TSAN)),-fsanitize=thread -fno-omit-frame-pointer)
@@ -69,7 +73,7 @@ ifeq ($(BACKEND),cuda)
 else
   # -Wno-unknown-pragmas: device code says `#pragma unroll` (nvcc's), which g++ does not know. sim/include holds
   # the sim's own <cuda/atomic> and <nccl_device.h> (docs/device-contract.md), found before the toolkit's.
-  CU_COMPILE = $(CXX) -std=c++17 -Wall -Wextra -Werror -Wno-unknown-pragmas $(OPTFLAGS) -fPIC -pthread $(SANFLAGS) -Isim/include $(CPPFLAGS) -x c++ $(CU_PREINCLUDE)
+  CU_COMPILE = $(CXX) -std=c++17 -Wall -Wextra -Werror -Wno-unknown-pragmas $(CU_OPTFLAGS) -fPIC -pthread $(SANFLAGS) -Isim/include $(CPPFLAGS) -x c++ $(CU_PREINCLUDE)
 endif
 
 ifeq ($(BACKEND),sim)
