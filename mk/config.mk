@@ -40,8 +40,8 @@ OPTFLAGS := $(if $(filter 1,$(DEBUG)),-O0 -g3,$(if $(filter 1,$(SANITIZE)),-O1 $
 # type, function, operation and protocol, and optimising that instrumented code is most of what a sanitizer build
 # costs, while the tests those kernels run spend their time switching between the sim's threads rather than in
 # the kernels' own instructions. -O0 keeps every access and synchronisation the source makes, so the sanitizers
-# see no fewer. The host code keeps the flags above.
-CU_OPTFLAGS := $(if $(filter 1,$(SANITIZE) $(TSAN)),$(if $(filter 1,$(DEBUG)),$(OPTFLAGS),-O0 $(SANDEBUG)),$(OPTFLAGS))
+# see no fewer. The host code keeps the flags above; the device code keeps their debug information.
+CU_OPTFLAGS = $(if $(filter 1,$(SANITIZE) $(TSAN)),$(patsubst -O%,-O0,$(OPTFLAGS)),$(OPTFLAGS))
 comma := ,
 SANFLAGS := $(if $(filter 1,$(SANITIZE)),-fsanitize=address$(comma)undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer) \
             $(if $(filter 1,$(TSAN)),-fsanitize=thread -fno-omit-frame-pointer)
