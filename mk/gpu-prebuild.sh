@@ -4,12 +4,12 @@
 # minutes on each of them (one generic kernel per element type, every function, operation and protocol in
 # it), which a fresh GPU host would otherwise repeat in every call.
 #   mk/gpu-prebuild.sh                  build (make -j, BACKEND=cuda, those objects only) and pack
-#   mk/gpu-prebuild.sh --stamp [DEPS]   print the stamp a pack is valid for: nvcc's version and a checksum of the
-#                                       make files and of every file of this tree that the objects include, as
-#                                       listed in DEPS (default: what the objects' dependency files here name)
+#   mk/gpu-prebuild.sh --stamp [DEPS]   print the stamp a pack is valid for: nvcc's version, a checksum of every
+#                                       file of this tree that the objects include, as listed in DEPS (default:
+#                                       what the objects' dependency files here name), and one of nvcc's commands
 # The pack holds that list (build/cuda/obj/PREBUILT.deps) beside the stamp (PREBUILT): gpu-run.sh unpacks the
-# objects only where the stamp of that list in its own tree is the pack's, the same nvcc and the same sources, so
-# a change to any other file (a test, another lab's code) keeps the pack valid.
+# objects only where the stamp of that list in its own tree is the pack's, the same nvcc, sources and commands, so
+# a change to any other file (a test, another lab's code, a make file's sim-only flag) keeps the pack valid.
 set -eu
 cd "$(dirname "$0")/.."
 objs=$(find labs/07_allreduce/src -name 'kernel_*.cu' | LC_ALL=C sort | sed 's|^|build/cuda/obj/|; s|$|.o|')
@@ -20,9 +20,17 @@ deps() {
   cat $(echo "$objs" | sed 's|\.o$|.d|') | tr ' ' '\n' | grep -vE '^(|\\|.*:)$' | grep -vE '^(/|build/)' |
     LC_ALL=C sort -u
 }
+# The commands make would run for the objects, with the toolkit's directory as one word: what the make files decide
+# for these objects, so that a change to them that does not reach nvcc's command line (a sim-only flag) keeps a pack.
+commands() {
+  # shellcheck disable=SC2086 # objs is a list
+  make -n -B --no-print-directory BACKEND=cuda $objs 2>/dev/null | grep -E '^[^ ]*/nvcc ' |
+    awk '{ d = $1; sub("/bin/nvcc$", "", d); gsub(d, "CUDA"); print }' | LC_ALL=C sort
+}
 stamp() {  # the list of files on stdin
   echo "nvcc: $("${NVCC:-${CUDA_HOME:-/usr/local/cuda}/bin/nvcc}" --version | tail -1)"
-  echo "sources: $({ cat; echo Makefile; find mk -name '*.mk'; } | LC_ALL=C sort -u | xargs cat | sha256sum | cut -c1-16)"
+  echo "sources: $(LC_ALL=C sort -u | xargs cat | sha256sum | cut -c1-16)"
+  echo "commands: $(commands | sha256sum | cut -c1-16)"
 }
 if [ "${1:-}" = --stamp ]; then
   if [ -n "${2:-}" ]; then stamp <"$2"; else deps | stamp; fi
