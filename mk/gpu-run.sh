@@ -515,8 +515,8 @@ if [ "${MCCL_CE:-0}" = 1 ] && [ -x "$bce" ] && [ "$ngpu" -ge 2 ]; then
   echo "overlap exit $?"; grep -vE 'MCCL INFO|NCCL INFO' "$OUT/ce_overlap.log" | tail -16
 fi
 # MCCL_CE_AR=1: lab 10's copy-engine-assisted allreduce (MCCL_ALGO=ce) beside two-shot and NCCL, allreduce_perf
-# --oop on windows, eager, MCCL_NP ranks, from MCCL_CE_AR_MIN (64M) to 1G, then each chunk of MCCL_CE_AR_CHUNKS
-# (default "4194304 16777216 33554432"; the default chunk is the first run's) at 256 MiB and 1 GiB.
+# --oop on windows, eager, MCCL_NP ranks, from MCCL_CE_AR_MIN (64M) to 1G with the default chunk (four rounds a call),
+# then each chunk of MCCL_CE_AR_CHUNKS (default "16777216 67108864") at 256 MiB and 1 GiB.
 bf=build/cuda/bin/final/allreduce_perf
 if [ "${MCCL_CE_AR:-0}" = 1 ] && [ -x "$bf" ] && [ "$ngpu" -ge 2 ]; then
   step "copy-engine-assisted allreduce: allreduce_perf --oop, MCCL_ALGO=ce / twoshot beside NCCL, $np ranks"
@@ -526,7 +526,7 @@ if [ "${MCCL_CE_AR:-0}" = 1 ] && [ -x "$bf" ] && [ "$ngpu" -ge 2 ]; then
       > "$OUT/ce_ar_$algo.log" 2>&1
     echo "MCCL_ALGO=$algo exit $?"; grep -E '^ *[0-9]+ ' "$OUT/ce_ar_$algo.log" | tail -8
   done
-  for chunk in ${MCCL_CE_AR_CHUNKS:-4194304 16777216 33554432}; do
+  for chunk in ${MCCL_CE_AR_CHUNKS-16777216 67108864}; do
     # shellcheck disable=SC2086 # mr is a list
     MCCL_ALGO=ce MCCL_CE_AR_CHUNK=$chunk $mr -x MCCL_ALGO -x MCCL_CE_AR_CHUNK "$bf" --oop -b 256M -e 1G -f 4 \
       > "$OUT/ce_ar_chunk$chunk.log" 2>&1

@@ -371,13 +371,26 @@ int mcclLabOneShotFits(int nRanks, size_t bytes, int proto);
  * @param[in]  bytes      AllReduce: bytes per rank; the others: bytes of the larger buffer.
  * @param[in]  symmetric  0: no signal area; 1: a signal area; 2: and sendbuff and recvbuff in windows; 3: and the
  *                        copy-engine allreduce can run too (lab 10's ops, out of place, not in a graph capture):
- *                        MCCL_ALGO=ce, or the table from MCCL_TUNE_CE_AR_MIN bytes.
+ *                        MCCL_ALGO=ce, or the table from its MCCL_TUNE_CE_AR_MIN row's bytes.
  * @param[out] algo       enum mcclAlgo.
  * @param[out] proto      MCCL_PROTO_SIMPLE or MCCL_PROTO_LL.
  * @return mcclSuccess; mcclInvalidArgument (bad MCCL_ALGO / MCCL_PROTO value, func or symmetric out of
  *         range, or a symmetric algorithm forced where it cannot run).
  */
 mcclResult_t mcclLabSelectAlgorithm(int func, int nRanks, size_t bytes, int symmetric, int* algo, int* proto);
+
+/**
+ * @brief The ring's protocol for buffers that do not start on a 16-byte boundary (or an AllGather's or
+ * ReduceScatter's per-rank bytes that are not a multiple of 16): the table's LL128 becomes LL up to twice the
+ * function's LL cut-over and SIMPLE above it; any other protocol is kept. The enqueue layer asks it for a ring
+ * whose protocol no MCCL_PROTO forced.
+ * @param[in] func    enum mcclFunc (a collective).
+ * @param[in] nRanks  ranks.
+ * @param[in] bytes   as mcclLabSelectAlgorithm's.
+ * @param[in] proto   the table's protocol for those bytes.
+ * @return MCCL_PROTO_SIMPLE, MCCL_PROTO_LL or MCCL_PROTO_LL128.
+ */
+int mcclLabMisalignedProto(int func, int nRanks, size_t bytes, int proto);
 
 /**
  * @brief The tuning model's estimate of one task's time (what mcclLabGroupSimulateEnd adds up): the

@@ -257,7 +257,8 @@ static mcclResult_t collWork(mcclLabComm* comm, const struct mcclLabTask* t, str
                              double* estUs) {
   const int nRanks = comm->nRanks;
   const size_t bytes = taskBytes(t);
-  const size_t larger = bytes * (t->func == mcclFuncAllGather || t->func == mcclFuncReduceScatter ? (size_t)nRanks : 1);
+  const int gathered = t->func == mcclFuncAllGather || t->func == mcclFuncReduceScatter;
+  const size_t larger = bytes * (gathered ? (size_t)nRanks : 1);
   mcclLabWindow *sw = NULL, *rw = NULL;
   size_t soff = 0, roff = 0;
   if (t->func == mcclFuncAllReduce) {
@@ -273,6 +274,10 @@ static mcclResult_t collWork(mcclLabComm* comm, const struct mcclLabTask* t, str
   int algo, proto;
   MCCLCHECK(
       mcclLabSelectAlgorithm(t->func, nRanks, t->func == mcclFuncAllReduce ? bytes : larger, symmetric, &algo, &proto));
+  // The table's protocols assume 16-byte aligned slices (the windows' and most allocators' buffers).
+  if (algo == MCCL_ALGO_RING && nRanks > 1 && mcclParamProto() == NULL &&
+      (((uintptr_t)t->sendbuff | (uintptr_t)t->recvbuff | (gathered ? bytes : 0)) & 15))
+    proto = mcclLabMisalignedProto(t->func, nRanks, larger, proto);
   if (algo == MCCL_ALGO_RING && nRanks > 1) MCCLCHECK(mcclLabCommProto(comm, larger, proto, &proto));
   if (nRanks == 1) algo = MCCL_ALGO_RING;  // the ring's one-rank path: a copy
   if (estUs) *estUs += mcclLabEstimateTime(t->func, algo, proto, nRanks, larger);

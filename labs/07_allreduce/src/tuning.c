@@ -20,10 +20,20 @@ static const struct {
 #include "tuning_expand.h"
 };
 
-static const size_t ceArMin =
-#define MCCL_TUNE_CE_AR_MIN(bytes) (bytes)
+static const struct {
+  int maxRanks;
+  size_t bytes;
+} ceArTable[] = {
+#define MCCL_TUNE_CE_AR_MIN(maxRanks, bytes) {maxRanks, bytes},
 #include "tuning_expand.h"
-    ;
+};
+
+// Where the table takes the copy-engine allreduce at this rank count: the smallest maxRanks at or above it (0: never).
+static size_t ceArMin(int nRanks) {
+  size_t i = 0;
+  while (nRanks > ceArTable[i].maxRanks) i++;  // the last row covers MCCL_LAB_MAX_RANKS
+  return ceArTable[i].bytes;
+}
 
 static const struct {
   int maxRanks, algo, proto;
@@ -45,15 +55,29 @@ static const struct {
 // above it): LL up to the row's LL cut-over, LL128 up to its LL128 cut-over, SIMPLE above. The
 // ring's edges are not known here: a communicator whose ring cannot carry LL128 turns the table's LL128 into
 // SIMPLE (mcclLabCommProto). One rank has no edge: it copies with LL or SIMPLE, never LL128.
-static int collProto(int func, int nRanks, size_t bytes) {
+static int collRow(int func, int nRanks) {
   int best = -1;
   for (size_t i = 0; i < sizeof(collTable) / sizeof(collTable[0]); i++)
     if (collTable[i].func == func && nRanks <= collTable[i].maxRanks &&
         (best < 0 || collTable[i].maxRanks < collTable[best].maxRanks))
       best = (int)i;
-  if (best < 0) return MCCL_PROTO_SIMPLE;  // no row: tuning.def has one per function up to MCCL_LAB_MAX_RANKS
+  return best;  // -1: no row (tuning.def has one per function up to MCCL_LAB_MAX_RANKS)
+}
+
+static int collProto(int func, int nRanks, size_t bytes) {
+  const int best = collRow(func, nRanks);
+  if (best < 0) return MCCL_PROTO_SIMPLE;
   if (bytes <= collTable[best].llMax) return MCCL_PROTO_LL;
   return bytes <= collTable[best].ll128Max && nRanks > 1 ? MCCL_PROTO_LL128 : MCCL_PROTO_SIMPLE;
+}
+
+// LL128 moves a slice that starts off a 16-byte boundary by trading packs between a warp's lanes (prims_ll128.cuh),
+// where LL reads whole 8-byte words and SIMPLE shifts 16-byte packs in registers: in the table's LL128 band such
+// buffers run LL up to twice the LL cut-over and SIMPLE above (tuning-basis.md: each was faster there than LL128).
+int mcclLabMisalignedProto(int func, int nRanks, size_t bytes, int proto) {
+  if (proto != MCCL_PROTO_LL128) return proto;
+  const int row = collRow(func, nRanks);
+  return row >= 0 && bytes <= 2 * collTable[row].llMax ? MCCL_PROTO_LL : MCCL_PROTO_SIMPLE;
 }
 
 int mcclLabOneShotFits(int nRanks, size_t bytes, int p) {
@@ -128,7 +152,7 @@ mcclResult_t mcclLabSelectAlgorithm(int func, int nRanks, size_t bytes, int symm
       a = MCCL_ALGO_ONESHOT;
     else if (symmetric >= 2 && bytes <= tuneTable[i].twoShotMax)  // two-shot right above one-shot
       a = MCCL_ALGO_TWOSHOT;
-    if (symmetric == 3 && ceArMin > 0 && bytes >= ceArMin) a = MCCL_ALGO_CE;
+    if (symmetric == 3 && ceArMin(nRanks) > 0 && bytes >= ceArMin(nRanks)) a = MCCL_ALGO_CE;
   }
   int forced;
   MCCLCHECK(paramAlgo(&forced));

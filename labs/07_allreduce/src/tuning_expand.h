@@ -8,7 +8,7 @@
 #define MCCL_TUNE_COLL(maxRanks, func, llMax, ll128Max)
 #endif
 #ifndef MCCL_TUNE_CE_AR_MIN
-#define MCCL_TUNE_CE_AR_MIN(bytes)
+#define MCCL_TUNE_CE_AR_MIN(maxRanks, bytes)
 #endif
 #ifndef MCCL_TUNE_MODEL
 #define MCCL_TUNE_MODEL(maxRanks, algo, proto, latencyUs, busGBps)

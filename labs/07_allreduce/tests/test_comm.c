@@ -374,9 +374,14 @@ static void algorithmTable(void) {
   EXPECT_REFUSED(0, 1, 1);
   EXPECT_RES(mcclLabSelectAlgorithm(mcclFuncAllReduce, 2, 1, 1, NULL, &p), mcclInvalidArgument);
   EXPECT_REFUSED(2, 1, 4);
-  // The copy-engine allreduce (lab 10): forced, it needs level 3; the table takes it nowhere (MCCL_TUNE_CE_AR_MIN 0:
-  // where measured it only draws level with the ring), so level 3 chooses as level 2 does.
+  // The copy-engine allreduce (lab 10): forced, it needs level 3; the table takes it on 2 ranks from 256 MiB
+  // (MCCL_TUNE_CE_AR_MIN), and below that, or on more ranks, level 3 chooses as level 2 does.
   EXPECT_CHOICE(2, 64 << 20, 3, MCCL_ALGO_TWOSHOT, -1);
+  EXPECT_CHOICE(2, (256 << 20) - 16, 3, MCCL_ALGO_RING, -1);
+  EXPECT_CHOICE(2, (size_t)256 << 20, 2, MCCL_ALGO_RING, -1);
+  EXPECT_CHOICE(2, (size_t)256 << 20, 3, MCCL_ALGO_CE, -1);
+  EXPECT_CHOICE(3, (size_t)1 << 30, 3, MCCL_ALGO_RING, -1);
+  EXPECT_CHOICE(4, (size_t)1 << 30, 3, MCCL_ALGO_RING, -1);
   setParam("MCCL_ALGO", "ce");
   EXPECT_CHOICE(2, 64 << 20, 3, MCCL_ALGO_CE, -1);
   EXPECT_REFUSED(2, 64 << 20, 2);
@@ -415,6 +420,12 @@ static void algorithmTable(void) {
     EXPECT_EQ(p, rows[i].ll128Max > rows[i].llMax ? MCCL_PROTO_LL128 : MCCL_PROTO_LL);
     EXPECT_OK(mcclLabSelectAlgorithm(f, n, top + 1, sym, &a, &p));
     EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
+    // Buffers off a 16-byte boundary: LL128's band is LL up to twice the LL cut-over, SIMPLE above; the rest kept.
+    for (int q = MCCL_PROTO_LL; q <= MCCL_PROTO_SIMPLE; q++)
+      if (q != MCCL_PROTO_LL128) EXPECT_EQ(mcclLabMisalignedProto(f, n, rows[i].llMax + 1, q), q);
+    EXPECT_EQ(mcclLabMisalignedProto(f, n, rows[i].llMax + 1, MCCL_PROTO_LL128), MCCL_PROTO_LL);
+    EXPECT_EQ(mcclLabMisalignedProto(f, n, 2 * rows[i].llMax, MCCL_PROTO_LL128), MCCL_PROTO_LL);
+    EXPECT_EQ(mcclLabMisalignedProto(f, n, 2 * rows[i].llMax + 1, MCCL_PROTO_LL128), MCCL_PROTO_SIMPLE);
   }
   for (int f = mcclFuncBroadcast; f < mcclFuncAllReduce; f++) {  // one rank copies: LL or SIMPLE, never LL128
     EXPECT_OK(mcclLabSelectAlgorithm(f, 1, 2 << 20, 2, &a, &p));

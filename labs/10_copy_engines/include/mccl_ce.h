@@ -153,10 +153,10 @@ mcclResult_t mcclCeBroadcast(mcclLabComm* comm, const struct mcclLabCeCollArgs* 
  * forked from `stream` and joined back) put every rank's chunk p into rank p's output at the sender's own chunk
  * position, with a flag per chunk; a kernel of a block per 4 SMs (at most MCCL_CE_AR_MAX_BLOCKS) on `stream`
  * waits for each round's flags, reduces the chunks with the rank's own input into its chunk position and
- * signals it; the engines then carry the reduced chunk to every
- * peer's same position, once that peer's kernel has read what was there. Chunks are MCCL_CE_AR_CHUNK bytes; the
- * last round's are shorter; fewer than nRanks elements at the end are reduced by the kernel from every rank's
- * input through the send window. Lab 07 runs it for MCCL_ALGO=ce, or where its tuning table says.
+ * signals it; the engines then carry the reduced chunk to every peer's same position, once that peer's kernel
+ * has read what was there. Chunks are MCCL_CE_AR_CHUNK bytes (by default a quarter of each rank's share: four
+ * rounds); the last round's are shorter; fewer than nRanks elements at the end are reduced by the kernel from
+ * every rank's input through the send window. Lab 07 runs it for MCCL_ALGO=ce, or where its tuning table says.
  * @param[in] comm    the communicator, with a signal area.
  * @param[in] args    func AllReduce: sendBuff and recvBuff in windows (sendWin, recvWin), apart, at least 16
  *                    bytes per rank; dtype, redOp (enum mcclDevRedOp) and an immediate redOpArg.

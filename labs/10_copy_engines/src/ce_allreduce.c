@@ -60,11 +60,15 @@ static const ceKernelSym kernels[mcclNumTypes] = {
     mcclCeReduceKernel_f64, mcclCeReduceKernel_bf16, mcclCeReduceKernel_f8e4m3, mcclCeReduceKernel_f8e5m2};
 _Static_assert(mcclInt8 == 0 && mcclFloat8e5m2 == 11 && mcclNumTypes == 12, "kernels follows mcclDataType_t");
 
+#define MCCL_CE_AR_ROUNDS 4  // a call's rounds where MCCL_CE_AR_CHUNK is 0 (the default)
+
 // The rounds of a call of `bytes` per rank: full rounds of nRanks chunks of `chunk` bytes, one last round of
-// shorter chunks (whole elements), and a tail of fewer than nRanks elements.
+// shorter chunks (whole elements), and a tail of fewer than nRanks elements. By default a call is four rounds: each
+// round costs flag round trips and a batch of copies, so more rounds lose more to them than a shorter pipeline
+// fill gains, and fewer leave the engines idle while the kernel reduces the first round (tuning-basis.md).
 static void ceArRounds(const mcclLabComm* comm, size_t bytes, size_t esize, struct mcclCeArArgs* a) {
   const size_t n = (size_t)comm->nRanks;
-  int64_t c = mcclParamCeArChunk();
+  const int64_t asked = mcclParamCeArChunk(), c = asked > 0 ? asked : (int64_t)(bytes / (n * MCCL_CE_AR_ROUNDS));
   size_t chunk = c < 16 ? 16 : (size_t)c - (size_t)c % 16;  // a multiple of every element size
   a->chunk = chunk;
   a->nFull = (int32_t)(bytes / (n * chunk));
