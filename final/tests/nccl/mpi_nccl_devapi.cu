@@ -43,6 +43,7 @@
 #define BENCH_BLOCKS 32       // the allreduce benchmark's most blocks (and its barriers)
 #define BENCH_THREADS 512     // its threads per block, as NCCL's device API example
 #define RMS_THREADS 1024      // threads per row of the RMSNorm
+#define RMS_SLICE_PIECES 512  // the benchmark's fused kernel: most 16-byte pieces of a row a block takes
 #define ITERS 1000            // barrier sessions of the acq_rel loop
 
 static ncclComm_t comm;
@@ -216,9 +217,12 @@ __device__ __forceinline__ uint4 pack8(const float* f) {
   return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
-// RMSNorm's block sum: one block a row.
+// RMSNorm's block sum: each warp adds its lanes' values by shuffles, then the first warp adds the warps' sums (at
+// most 32) and every thread reads the total. Two block syncs, where a tree over shared memory takes one a level.
+// Also the row's total when a row is cut into slices (RowSync, below).
 struct RmsShmem {
-  float red[RMS_THREADS];
+  float warp[32];
+  float total;
 };
 #ifdef MCCL_SHMEM_DEFINE
 MCCL_SHMEM_DEFINE(struct RmsShmem, rmsShmem);
@@ -226,37 +230,44 @@ MCCL_SHMEM_DEFINE(struct RmsShmem, rmsShmem);
 static __shared__ struct RmsShmem rmsShmem;
 #endif
 
-__device__ float blockSum(float v) {
-  float* red = rmsShmem.red;
-  red[threadIdx.x] = v;
-  __syncthreads();
-  for (unsigned half = 1; half < blockDim.x; half *= 2) {
-    unsigned i = threadIdx.x * 2 * half;
-    if (i + half < blockDim.x) red[i] += red[i + half];
-    __syncthreads();
-  }
-  float s = red[0];
-  __syncthreads();  // red is reused by the next call
-  return s;
+__device__ float warpSum(float v) {
+  for (int o = 16; o > 0; o /= 2) v += __shfl_sync(0xffffffffu, v, (int)(threadIdx.x & 31) ^ o);
+  return v;
 }
 
-// The RMSNorm both versions run, one block a row: y[i] = x[i] * w[i] / sqrt(mean(x^2) + eps), x and y bf16
-// (y may be x). 16 bytes at a time when the row allows.
-__device__ void rmsNormRow(const uint16_t* x, const uint16_t* w, uint16_t* y, int hidden, float eps) {
-  const bool vec = hidden % 8 == 0 && ((uintptr_t)x | (uintptr_t)y | (uintptr_t)w) % 16 == 0;
+__device__ float blockSum(float v) {
+  v = warpSum(v);
+  if (threadIdx.x % 32 == 0) rmsShmem.warp[threadIdx.x / 32] = v;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    v = warpSum(threadIdx.x < (blockDim.x + 31) / 32 ? rmsShmem.warp[threadIdx.x] : 0.0f);
+    if (threadIdx.x == 0) rmsShmem.total = v;
+  }
+  __syncthreads();
+  const float total = rmsShmem.total;
+  __syncthreads();  // the next call writes warp[] and total again
+  return total;
+}
+
+// The part [lo, hi) of a row of bf16 (y[i] = x[i] * w[i] * rstd): its sum of squares, and its scaling. With vec, 16
+// bytes at a time (lo and hi whole 8-element pieces, the pointers 16-byte aligned). y may be x.
+__device__ float sumSquares(const uint16_t* x, int lo, int hi, bool vec) {
   float ss = 0;
   if (vec) {
-    for (int v = threadIdx.x; v < hidden / 8; v += blockDim.x) {
+    for (int v = lo / 8 + (int)threadIdx.x; v < hi / 8; v += blockDim.x) {
       float f[8];
       unpack8(((const uint4*)x)[v], f);
       for (int j = 0; j < 8; j++) ss += f[j] * f[j];
     }
   } else {
-    for (int i = threadIdx.x; i < hidden; i += blockDim.x) ss += bf16ToFloat(x[i]) * bf16ToFloat(x[i]);
+    for (int i = lo + (int)threadIdx.x; i < hi; i += blockDim.x) ss += bf16ToFloat(x[i]) * bf16ToFloat(x[i]);
   }
-  const float rstd = 1.0f / sqrtf(blockSum(ss) / (float)hidden + eps);
+  return ss;
+}
+
+__device__ void scaleRow(const uint16_t* x, const uint16_t* w, uint16_t* y, int lo, int hi, float rstd, bool vec) {
   if (vec) {
-    for (int v = threadIdx.x; v < hidden / 8; v += blockDim.x) {
+    for (int v = lo / 8 + (int)threadIdx.x; v < hi / 8; v += blockDim.x) {
       float f[8], g[8];
       unpack8(((const uint4*)x)[v], f);
       unpack8(((const uint4*)w)[v], g);
@@ -264,26 +275,86 @@ __device__ void rmsNormRow(const uint16_t* x, const uint16_t* w, uint16_t* y, in
       ((uint4*)y)[v] = pack8(f);
     }
   } else {
-    for (int i = threadIdx.x; i < hidden; i += blockDim.x)
+    for (int i = lo + (int)threadIdx.x; i < hi; i += blockDim.x)
       y[i] = (uint16_t)floatToBf16(bf16ToFloat(x[i]) * rstd * bf16ToFloat(w[i]));
   }
 }
 
-// Fused: each block sums its rows from every LSA peer's x (window) into out, then normalizes them in place, in
-// one launch. The peers' 16-byte pieces are all loaded before they are added (at most 8 peers at a time). The
-// closing barrier is split: the block arrives as soon as it has read the peers' x (all that barrier protects),
-// normalizes while the peers arrive, and waits only at the end, so its round trip hides behind the RMSNorm.
-__global__ void __launch_bounds__(RMS_THREADS) allReduceRmsNormKernel(ncclWindow_t xwin, size_t xoff, const uint16_t* w, uint16_t* out, int rows,
-                                       int hidden, float eps, ncclDevComm dc) {
+// The RMSNorm both versions run, one block a row: y[i] = x[i] * w[i] / sqrt(mean(x^2) + eps), x and y bf16
+// (y may be x). 16 bytes at a time when the row allows.
+__device__ void rmsNormRow(const uint16_t* x, const uint16_t* w, uint16_t* y, int hidden, float eps) {
+  const bool vec = hidden % 8 == 0 && ((uintptr_t)x | (uintptr_t)y | (uintptr_t)w) % 16 == 0;
+  const float rstd = 1.0f / sqrtf(blockSum(sumSquares(x, 0, hidden, vec)) / (float)hidden + eps);
+  scaleRow(x, w, y, 0, hidden, rstd, vec);
+}
+
+// A row cut into slices, one block each: the slices' partial sums of squares meet here (device memory, zeroed
+// once). Each block posts its part and counts itself in; the last one resets the count and moves the generation
+// on, which the others wait for; then each adds the parts in slice order, so every block of the row scales by
+// the same rstd. The blocks of a row are all resident at once: the grid is one block a slice, far fewer than SMs.
+#define RMS_MAX_SLICES 32
+struct RowSync {
+  unsigned count, gen;
+  uint32_t part[RMS_MAX_SLICES];  // a float's bits (atomics of 4-byte words on both backends)
+};
+
+__device__ float rowSum(struct RowSync* rs, int slice, int slices, float part) {
+  if (threadIdx.x == 0) {
+    cuda::atomic_ref<unsigned, cuda::thread_scope_device> count(rs->count), gen(rs->gen);
+    const unsigned g = gen.load(cuda::memory_order_relaxed);  // before this block counts itself in
+    uint32_t bits;
+    memcpy(&bits, &part, 4);
+    cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(rs->part[slice]).store(bits, cuda::memory_order_relaxed);
+    if (count.fetch_add(1u, cuda::memory_order_acq_rel) == (unsigned)slices - 1) {
+      count.store(0u, cuda::memory_order_relaxed);  // the next call's blocks start after this kernel ends
+      gen.store(g + 1, cuda::memory_order_release);
+    } else {
+      while (gen.load(cuda::memory_order_acquire) == g) {
+      }
+    }
+    float t = 0;
+    for (int k = 0; k < slices; k++) {
+      const uint32_t b = cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(rs->part[k]).load(cuda::memory_order_relaxed);
+      float f;
+      memcpy(&f, &b, 4);
+      t += f;
+    }
+    rmsShmem.total = t;
+  }
+  __syncthreads();
+  const float t = rmsShmem.total;
+  __syncthreads();
+  return t;
+}
+
+// Where slice s of `slices` of a row of `hidden` elements starts: whole 16-byte pieces with vec.
+__device__ int sliceAt(int hidden, int s, int slices, bool vec) {
+  const int unit = vec ? 8 : 1, units = hidden / unit;
+  return (int)((long long)units * s / slices) * unit;
+}
+
+// Fused: each block sums its part of the rows from every LSA peer's x (window) into out, then normalizes it in
+// place, in one launch. The peers' 16-byte pieces are all loaded before they are added (at most 8 peers at a time).
+// slices 1: the blocks take whole rows in turn. slices > 1: a block a slice of a row (the grid is rows x slices),
+// so that a long row's loads from the peers spread over as many SMs; the slices' sums of squares meet in
+// rowSync[row]. The closing barrier is split: the block arrives as soon as it has read the peers' x (all that
+// barrier protects), normalizes while the peers arrive, and waits only at the end, so its round trip hides behind
+// the RMSNorm.
+__global__ void __launch_bounds__(RMS_THREADS)
+    allReduceRmsNormKernel(ncclWindow_t xwin, size_t xoff, const uint16_t* w, uint16_t* out, int rows, int hidden,
+                           float eps, int slices, struct RowSync* rowSync, ncclDevComm dc) {
   ncclCoopCta cta;
   ncclLsaBarrierSession<ncclCoopCta> bar(cta, dc, ncclTeamLsa(dc), dc.lsaBarrier, blockIdx.x);
   bar.sync(cta, cuda::memory_order_acquire);
   const int n = dc.lsaSize;
-  for (int r = blockIdx.x; r < rows; r += gridDim.x) {
+  const bool vec = hidden % 8 == 0 && (xoff | (uintptr_t)out | (uintptr_t)w) % 16 == 0;
+  for (int u = blockIdx.x; u < rows * slices; u += gridDim.x) {
+    const int r = u / slices, lo = sliceAt(hidden, u % slices, slices, vec),
+              hi = sliceAt(hidden, u % slices + 1, slices, vec);
     uint16_t* y = out + (size_t)r * hidden;
     const size_t rowOff = xoff + (size_t)r * hidden * sizeof(uint16_t);
-    if (hidden % 8 == 0 && (rowOff | (uintptr_t)y) % 16 == 0) {
-      for (int v = threadIdx.x; v < hidden / 8; v += blockDim.x) {
+    if (vec) {
+      for (int v = lo / 8 + (int)threadIdx.x; v < hi / 8; v += blockDim.x) {
         float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
         for (int p0 = 0; p0 < n; p0 += 8) {
           uint4 q[8];
@@ -298,7 +369,7 @@ __global__ void __launch_bounds__(RMS_THREADS) allReduceRmsNormKernel(ncclWindow
         ((uint4*)y)[v] = pack8(acc);
       }
     } else {
-      for (int i = threadIdx.x; i < hidden; i += blockDim.x) {
+      for (int i = lo + (int)threadIdx.x; i < hi; i += blockDim.x) {
         float acc = 0;
         for (int p = 0; p < n; p++) acc += bf16ToFloat(((const uint16_t*)ncclGetLsaPointer(xwin, rowOff, p))[i]);
         y[i] = (uint16_t)floatToBf16(acc);
@@ -306,8 +377,16 @@ __global__ void __launch_bounds__(RMS_THREADS) allReduceRmsNormKernel(ncclWindow
     }
   }
   bar.arrive(cta, cuda::memory_order_release);  // this block is done with the peers' x (arrive syncs the block)
-  for (int r = blockIdx.x; r < rows; r += gridDim.x)
-    rmsNormRow(out + (size_t)r * hidden, w, out + (size_t)r * hidden, hidden, eps);
+  if (slices == 1) {
+    for (int r = blockIdx.x; r < rows; r += gridDim.x)
+      rmsNormRow(out + (size_t)r * hidden, w, out + (size_t)r * hidden, hidden, eps);
+  } else {  // one slice a block; its own sums are in out, written by its own threads before arrive's block sync
+    const int r = blockIdx.x / slices, s = blockIdx.x % slices;
+    const int lo = sliceAt(hidden, s, slices, vec), hi = sliceAt(hidden, s + 1, slices, vec);
+    uint16_t* y = out + (size_t)r * hidden;
+    const float ss = rowSum(&rowSync[r], s, slices, blockSum(sumSquares(y, lo, hi, vec)));
+    scaleRow(y, w, y, lo, hi, 1.0f / sqrtf(ss / (float)hidden + eps), vec);
+  }
   bar.wait(cta, cuda::memory_order_relaxed);  // the peers may change x only once every rank has read it
 }
 MCCL_KERNEL_REGISTER(allReduceRmsNormKernel);
@@ -586,7 +665,7 @@ static cudaError_t launchLL(const struct llInbox* ib, const void* x, const uint1
 // The fused kernels and ncclAllReduce + the RMSNorm kernel, each against the host's RMSNorm of the exact sums.
 // The LL kernel (even hidden sizes) runs twice, on other data first: a word of the first call read in the
 // second, or the second's parity confused with the first's, shows as a wrong sum.
-static void fusedRmsNorm(int rows, int hidden, struct llInbox* ib) {
+static void fusedRmsNorm(int rows, int hidden, int slices, struct llInbox* ib) {
   const size_t n = (size_t)rows * hidden;
   const float eps = 1e-6f;
   uint16_t *x = (uint16_t*)malloc(n * 2), *w = (uint16_t*)malloc(hidden * 2), *got = (uint16_t*)malloc(n * 2);
@@ -606,6 +685,9 @@ static void fusedRmsNorm(int rows, int hidden, struct llInbox* ib) {
   }
   const int ll = hidden % 2 == 0 && rows <= LL_ROWS && (size_t)hidden <= ib->lineStride * 2;
   uint16_t *dw = NULL, *dres[3] = {NULL, NULL, NULL};
+  struct RowSync* rs = NULL;
+  CHECK_CUDA(cudaMalloc((void**)&rs, rows * sizeof(*rs)));
+  CHECK_CUDA(cudaMemset(rs, 0, rows * sizeof(*rs)));
   CHECK_CUDA(cudaMalloc((void**)&dw, hidden * 2));
   for (int v = 0; v < 3; v++) CHECK_CUDA(cudaMalloc((void**)&dres[v], n * 2));
   CHECK_CUDA(cudaMemcpyAsync(dw, w, hidden * 2, cudaMemcpyHostToDevice, stream));
@@ -616,7 +698,11 @@ static void fusedRmsNorm(int rows, int hidden, struct llInbox* ib) {
     CHECK_CUDA(cudaStreamSynchronize(stream));  // got is reused below
   }
   CHECK_CUDA(cudaMemcpyAsync(buf, x, n * 2, cudaMemcpyHostToDevice, stream));
-  CHECK_CUDA(launch(allReduceRmsNormKernel, 2, THREADS, stream, win, 0, dw, dres[0], rows, hidden, eps, devComm));
+  // Whole rows: two blocks take them in turn; sliced: a block a slice (every barrier of devComm at most).
+  const int blocks = slices == 1 ? 2 : rows * slices;
+  if (blocks > NB) FAILF("fused RMSNorm: %d rows x %d slices need more barriers than %d", rows, slices, NB);
+  CHECK_CUDA(launch(allReduceRmsNormKernel, blocks, THREADS, stream, win, 0, dw, dres[0], rows, hidden, eps, slices,
+                    rs, devComm));
   CHECK_NCCL(ncclAllReduce(buf, out, n, ncclBfloat16, ncclSum, comm, stream));
   CHECK_CUDA(launch(rmsNormKernel, rows, THREADS, stream, (const uint16_t*)out, dw, dres[1], rows, hidden, eps));
   if (ll) CHECK_CUDA(launchLL(ib, buf, dw, dres[2], rows, hidden, eps, THREADS, devComm));
@@ -630,6 +716,7 @@ static void fusedRmsNorm(int rows, int hidden, struct llInbox* ib) {
               want[i]);
   }
   cudaFree(dw);
+  cudaFree(rs);
   for (int v = 0; v < 3; v++) cudaFree(dres[v]);
   free(x);
   free(w);
@@ -642,11 +729,15 @@ static void test_fused_rmsnorm(void) {
   NEED_DEVCOMM();
   struct llInbox ib;
   if (llInboxCreate(&ib, 4096)) FAILF("the LL kernel's inbox: %s", ncclGetLastError(comm));
-  if (status != 1) fusedRmsNorm(3, 517, &ib);
-  if (status != 1) fusedRmsNorm(2, 1024, &ib);
-  if (status != 1) fusedRmsNorm(5, 4096, &ib);  // two rows or three a block, two pieces a thread
-  if (status != 1) fusedRmsNorm(1, 1024, &ib);  // a block without a row
-  if (status != 1) fusedRmsNorm(2, 1022, &ib);  // LL: rows of whole words that are not whole 16-byte pieces
+  if (status != 1) fusedRmsNorm(3, 517, 1, &ib);
+  if (status != 1) fusedRmsNorm(2, 1024, 1, &ib);
+  if (status != 1) fusedRmsNorm(5, 4096, 1, &ib);  // two rows or three a block, two pieces a thread
+  if (status != 1) fusedRmsNorm(1, 1024, 1, &ib);  // a block without a row
+  if (status != 1) fusedRmsNorm(2, 1022, 1, &ib);  // LL: rows of whole words that are not whole 16-byte pieces
+  if (status != 1) fusedRmsNorm(1, 4096, 8, &ib);  // a row in slices of 64 pieces, one per block
+  if (status != 1) fusedRmsNorm(2, 1000, 3, &ib);  // 125 pieces in slices of 41 or 42
+  if (status != 1) fusedRmsNorm(1, 517, 5, &ib);   // odd rows: slices of single elements
+  if (status != 1) fusedRmsNorm(4, 2048, 2, &ib);  // rows x slices: every barrier of devComm
   llInboxFree(&ib);
 }
 
@@ -828,6 +919,7 @@ static int benchRmsNorm(const struct benchRun* b) {
   void *x = NULL, *y = NULL;
   ncclWindow_t xw = NULL, yw = NULL;
   uint16_t *w = NULL, *fused = NULL, *fusedLL = NULL, *unfused = NULL;
+  struct RowSync* rs = NULL;
   struct llInbox ib;
   memset(&ib, 0, sizeof(ib));
   if (ncclMemAlloc(&x, maxBytes) != ncclSuccess || ncclMemAlloc(&y, maxBytes) != ncclSuccess ||
@@ -835,7 +927,8 @@ static int benchRmsNorm(const struct benchRun* b) {
       ncclCommWindowRegister(comm, y, maxBytes, &yw, NCCL_WIN_COLL_SYMMETRIC) != ncclSuccess ||
       cudaMalloc((void**)&w, maxHidden * 2) != cudaSuccess || cudaMalloc((void**)&fused, maxBytes) != cudaSuccess ||
       cudaMalloc((void**)&unfused, maxBytes) != cudaSuccess || cudaMalloc((void**)&fusedLL, maxBytes) != cudaSuccess ||
-      llInboxCreate(&ib, maxHidden)) {
+      cudaMalloc((void**)&rs, maxRows * sizeof(*rs)) != cudaSuccess ||
+      cudaMemset(rs, 0, maxRows * sizeof(*rs)) != cudaSuccess || llInboxCreate(&ib, maxHidden)) {
     fprintf(stderr, "rank %d: RMSNorm benchmark: buffers or windows: %s\n", rank, ncclGetLastError(comm));
     return 1;
   }
@@ -865,9 +958,16 @@ static int benchRmsNorm(const struct benchRun* b) {
       const size_t n = (size_t)rows * hidden;
       // One thread per 16-byte piece of a row, whole warps, at most RMS_THREADS: both kernels alike.
       const int threads = hidden / 8 < RMS_THREADS ? (hidden / 8 + 31) / 32 * 32 : RMS_THREADS;
+      // The fused kernel cuts a row of more than RMS_SLICE_PIECES pieces into slices, a block each, as far as
+      // the barriers go (one a block): a row's loads from the peers then come from as many SMs.
+      int slices = (hidden / 8 + RMS_SLICE_PIECES - 1) / RMS_SLICE_PIECES;
+      if (slices > BENCH_BLOCKS / rows) slices = BENCH_BLOCKS / rows;
+      if (slices < 1 || hidden % 8) slices = 1;
+      const int sliceThreads = (hidden / 8 / slices + 31) / 32 * 32 < RMS_THREADS ? (hidden / 8 / slices + 31) / 32 * 32
+                                                                                  : RMS_THREADS;
       auto fusedCall = [&]() {
-        return launch(allReduceRmsNormKernel, rows, threads, stream, xw, (size_t)0, (const uint16_t*)w, fused, rows,
-                      hidden, eps, dc) == cudaSuccess;
+        return launch(allReduceRmsNormKernel, rows * slices, sliceThreads, stream, xw, (size_t)0, (const uint16_t*)w,
+                      fused, rows, hidden, eps, slices, rs, dc) == cudaSuccess;
       };
       auto fusedLLCall = [&]() {
         return launchLL(&ib, x, (const uint16_t*)w, fusedLL, rows, hidden, eps, threads, dc) == cudaSuccess;
@@ -908,6 +1008,7 @@ static int benchRmsNorm(const struct benchRun* b) {
   cudaFree(fused);
   cudaFree(unfused);
   cudaFree(fusedLL);
+  cudaFree(rs);
   llInboxFree(&ib);
   free(h);
   free(h2);
