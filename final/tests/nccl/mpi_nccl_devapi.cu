@@ -314,7 +314,8 @@ __device__ float rowSum(struct RowSync* rs, int slice, int slices, float part) {
     }
     float t = 0;
     for (int k = 0; k < slices; k++) {
-      const uint32_t b = cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(rs->part[k]).load(cuda::memory_order_relaxed);
+      const uint32_t b =
+          cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(rs->part[k]).load(cuda::memory_order_relaxed);
       float f;
       memcpy(&f, &b, 4);
       t += f;
@@ -701,8 +702,8 @@ static void fusedRmsNorm(int rows, int hidden, int slices, struct llInbox* ib) {
   // Whole rows: two blocks take them in turn; sliced: a block a slice (every barrier of devComm at most).
   const int blocks = slices == 1 ? 2 : rows * slices;
   if (blocks > NB) FAILF("fused RMSNorm: %d rows x %d slices need more barriers than %d", rows, slices, NB);
-  CHECK_CUDA(launch(allReduceRmsNormKernel, blocks, THREADS, stream, win, 0, dw, dres[0], rows, hidden, eps, slices,
-                    rs, devComm));
+  CHECK_CUDA(launch(allReduceRmsNormKernel, blocks, THREADS, stream, win, 0, dw, dres[0], rows, hidden, eps, slices, rs,
+                    devComm));
   CHECK_NCCL(ncclAllReduce(buf, out, n, ncclBfloat16, ncclSum, comm, stream));
   CHECK_CUDA(launch(rmsNormKernel, rows, THREADS, stream, (const uint16_t*)out, dw, dres[1], rows, hidden, eps));
   if (ll) CHECK_CUDA(launchLL(ib, buf, dw, dres[2], rows, hidden, eps, THREADS, devComm));
@@ -963,8 +964,8 @@ static int benchRmsNorm(const struct benchRun* b) {
       int slices = (hidden / 8 + RMS_SLICE_PIECES - 1) / RMS_SLICE_PIECES;
       if (slices > BENCH_BLOCKS / rows) slices = BENCH_BLOCKS / rows;
       if (slices < 1 || hidden % 8) slices = 1;
-      const int sliceThreads = (hidden / 8 / slices + 31) / 32 * 32 < RMS_THREADS ? (hidden / 8 / slices + 31) / 32 * 32
-                                                                                  : RMS_THREADS;
+      const int sliceThreads =
+          (hidden / 8 / slices + 31) / 32 * 32 < RMS_THREADS ? (hidden / 8 / slices + 31) / 32 * 32 : RMS_THREADS;
       auto fusedCall = [&]() {
         return launch(allReduceRmsNormKernel, rows * slices, sliceThreads, stream, xw, (size_t)0, (const uint16_t*)w,
                       fused, rows, hidden, eps, slices, rs, dc) == cudaSuccess;

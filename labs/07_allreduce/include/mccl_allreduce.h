@@ -162,6 +162,7 @@ typedef struct mcclLabComm {
   struct mcclLabPlanner planner;     /**< tasks of this thread's open group (mccl_enqueue.h) */
   uint64_t nLaunches;                /**< kernel launches so far (a test reads it: a group of K calls is one) */
   int lastBlocks;                    /**< blocks of the last kernel launch (a test reads it) */
+  int lastKernel;                    /**< enum mcclLabKernel of the last kernel launch (a test reads it) */
   int64_t threadThresholds[3];       /**< per protocol (MCCL_PROTO_*): ring bytes per thread below which a call
                                           gives up channels (MCCL_THREAD_THRESHOLDS; 0: every channel) */
   struct mcclLabLaunches launches;   /**< which of them have ended (teardown and the watchdog wait on it) */

@@ -79,7 +79,8 @@ struct mcclLabPlanner {
 /** @brief The kernels a plan can launch (NCCL's generic kernel and its symmetric ones). */
 enum mcclLabKernel {
   MCCL_KERNEL_GENERIC = 0,        /**< mcclGenericKernel_<type>: ring, two-shot, one rank, point-to-point works */
-  MCCL_KERNEL_ONESHOT_LL = 1,     /**< mcclOneShotLLKernel_<type>: one-shot AllReduce works, LL lines */
+  MCCL_KERNEL_ONESHOT_LL = 1,     /**< mcclOneShotLLKernel_<type>: one-shot AllReduce, AllGather (a 1-byte type's
+                                       kernel) or ReduceScatter works, LL lines */
   MCCL_KERNEL_ONESHOT_SIMPLE = 2, /**< mcclOneShotSimpleKernel_<type>: one-shot AllReduce works, SIMPLE (2 ranks) */
   MCCL_NUM_KERNELS = 3            /**< number of kernels per type */
 };

@@ -1,10 +1,11 @@
-// Lab 07 device code: the one-shot AllReduce kernels (NCCL 2.28.9 src/device/symmetric/all_reduce.cuh,
-// its AGxLL_R kernel for LL), kernels of their own as NCCL's symmetric kernels are apart from its
+// Lab 07 device code: the one-shot kernels (NCCL 2.28.9 src/device/symmetric/all_reduce.cuh, its AGxLL_R
+// kernel for LL; all_gather.cuh and reduce_scatter.cuh's LL kernels for the other two): AllReduce with LL or
+// SIMPLE, AllGather and ReduceScatter with LL, kernels of their own as NCCL's symmetric kernels are apart from its
 // generic one: a small body, without the ring's registers and stack, for launches whose whole cost is
 // latency. Everything they read of the launch comes straight from the kernel's parameter (constant
 // memory on the GPU), with no copy into shared memory and no barrier before the first store to a peer.
 //
-// A launch carries one or more one-shot works of one type and operation (a group's, planned together),
+// A launch carries one or more one-shot works of one function, type and operation (a group's, planned together),
 // laid out one after the other in the launch's scratch (firstLine); the blocks cut that concatenation
 // evenly, so eight small allreduces cost about what one of their total size costs. One sequence number
 // serves the whole launch.
@@ -54,9 +55,11 @@ __device__ __forceinline__ int mcclOneShotWorkOf(const struct mcclDevWorkColl* w
 
 // ---- one-shot (LL push) ---------------------------------------------------------------------------
 // Each rank writes its input, through the operation's pre step (PreMulSum's own scalar), 8 bytes per
-// 16-byte line with the call's flag in both halves, into every peer's scratch at [parity][its rank];
-// then each rank waits for every peer's lines in its own scratch and reduces all inputs in rank order
-// (so every rank gets the same bits). No fence and no barrier: data and its ready flag travel together. Two parities:
+// 16-byte line with the call's flag in both halves, into every peer's scratch at [parity][its rank]
+// (ReduceScatter: block p of its input into rank p's); then each rank waits for every peer's lines in its own
+// scratch and reduces all inputs in rank order (so every rank gets the same bits), or, for AllGather, stores each
+// rank's lines into that rank's block of its output. No fence and no barrier: data and its ready flag travel
+// together. Two parities:
 // a rank can start launch k+1 only after every peer has started launch k (it needed their lines), so
 // no line of launch k-1 is still being read when launch k+1 overwrites its parity.
 __device__ __forceinline__ uint32_t mcclSymFlag(uint64_t seq) {
@@ -77,11 +80,77 @@ __device__ __forceinline__ int mcclOneShotLineElts(const struct mcclDevWorkColl&
   return left < EltPerLine ? left : EltPerLine;
 }
 
-// One-shot's pull: each trip reads lines base + u * nthreads (u < U) of R ranks at a time (a peer's
-// from this rank's scratch, its own from the input), all loads issued before any is waited on, so a
-// trip waits about one latency per R ranks (waiting on each peer before loading the next would cost one
-// latency per peer). Lines whose flags are not the launch's yet are
-// re-read together, then the ranks are reduced in rank order.
+// Where this rank's own input of line g's work starts: AllReduce's and AllGather's whole sendbuff, ReduceScatter's
+// block `dest` (the block it sends to rank dest, or reduces itself when dest is this rank).
+template <typename T>
+__device__ __forceinline__ const T* mcclOneShotInput(const struct mcclDevWorkColl& w, int dest) {
+  return (const T*)w.sendbuff + (w.func == mcclFuncReduceScatter ? (int64_t)dest * (int64_t)w.count : 0);
+}
+
+// One trip's lines from R ranks at a time (ranks p0 .. p0 + R - 1): lines base + u * nthreads (u < U), a peer's
+// from this rank's scratch, this rank's own from its input; all loads issued before any is waited on, so a trip
+// waits about one latency per R ranks (waiting on each peer before loading the next would cost one latency per
+// peer). Lines whose flags are not the launch's yet are re-read together. On return v0/v1 hold every line (v0 the
+// whole word of this rank's own), unless the abort was seen.
+template <typename T, int R, int U>
+__device__ __forceinline__ void mcclOneShotLoadLines(const struct mcclDevKernelArgsStorage& p, uint32_t flag,
+                                                     int parity, int p0, int base, int hi, int nthreads,
+                                                     const int (&wOf)[U], uint64_t (&v0)[R][U], uint64_t (&v1)[R][U],
+                                                     int& flags) {
+  constexpr int EltPerLine = 8 / sizeof(T);
+  const struct mcclDevKernelArgs& a = p.args;
+  const struct mcclDevWorkColl* works = (const struct mcclDevWorkColl*)p.works;
+  uint32_t pending = 0;  // bit i * U + u: line u of rank p0 + i has not shown the launch's flag yet
+#pragma unroll
+  for (int i = 0; i < R; i++) {
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+      const int r = p0 + i, g = base + u * nthreads;
+      v0[i][u] = v1[i][u] = 0;
+      if (r >= a.nRanks || g >= hi) continue;
+      if (r == a.rank) {
+        int l;
+        const int n = mcclOneShotLineElts<T>(works[wOf[u]], g, &l);
+        v0[i][u] = mcclLoadWord(mcclOneShotInput<T>(works[wOf[u]], a.rank) + l * EltPerLine, n);
+      } else {
+        load128((const uint64_t*)(mcclOneShotLines(a.signalPeers[a.rank], parity, r) + g), v0[i][u], v1[i][u]);
+        pending |= 1u << (i * U + u);
+      }
+    }
+  }
+  // Check every pending line, then re-read all that are still pending at once: a round waits one latency however
+  // many peers are late.
+  struct mcclSpin spins;
+  while (pending) {
+#pragma unroll
+    for (int i = 0; i < R; i++) {
+#pragma unroll
+      for (int u = 0; u < U; u++) {
+        if ((pending >> (i * U + u) & 1) && (uint32_t)(v0[i][u] >> 32) == flag && (uint32_t)(v1[i][u] >> 32) == flag)
+          pending &= ~(1u << (i * U + u));
+      }
+    }
+    if (!pending || mcclCheckAbortAt(flags, 1, spins, a.abortFlag)) break;
+#pragma unroll
+    for (int i = 0; i < R; i++) {
+#pragma unroll
+      for (int u = 0; u < U; u++) {
+        if (pending >> (i * U + u) & 1)
+          load128((const uint64_t*)(mcclOneShotLines(a.signalPeers[a.rank], parity, p0 + i) + base + u * nthreads),
+                  v0[i][u], v1[i][u]);
+      }
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < R; i++) {  // a peer's line to its data word (this rank's own is one already)
+#pragma unroll
+    for (int u = 0; u < U; u++)
+      if (p0 + i != a.rank) v0[i][u] = (v0[i][u] & 0xffffffffull) | (v1[i][u] << 32);
+  }
+}
+
+// One-shot's pull for AllReduce and ReduceScatter: U lines per thread per trip from R ranks at a time
+// (mcclOneShotLoadLines), reduced in rank order (so every rank gets the same bits), the result written.
 template <typename T, typename RedOp, int R, int U>
 __device__ __forceinline__ void mcclOneShotPull(const struct mcclDevKernelArgsStorage& p, uint32_t flag, int parity,
                                                 int lo, int hi, int tid, int nthreads, int& flags) {
@@ -97,48 +166,7 @@ __device__ __forceinline__ void mcclOneShotPull(const struct mcclDevKernelArgsSt
     uint64_t acc[U] = {};
     for (int p0 = 0; p0 < nranks; p0 += R) {
       uint64_t v0[R][U], v1[R][U];
-      uint32_t pending = 0;  // bit i * U + u: line u of rank p0 + i has not shown the launch's flag yet
-#pragma unroll
-      for (int i = 0; i < R; i++) {
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-          const int r = p0 + i, g = base + u * nthreads;
-          v0[i][u] = v1[i][u] = 0;
-          if (r >= nranks || g >= hi) continue;
-          if (r == a.rank) {
-            int l;
-            const int n = mcclOneShotLineElts<T>(works[wOf[u]], g, &l);
-            v0[i][u] = mcclLoadWord((const T*)works[wOf[u]].sendbuff + l * EltPerLine, n);
-          } else {
-            load128((const uint64_t*)(mcclOneShotLines(a.signalPeers[a.rank], parity, r) + g), v0[i][u], v1[i][u]);
-            pending |= 1u << (i * U + u);
-          }
-        }
-      }
-      // Check every pending line, then re-read all that are still pending at once: a round waits one
-      // latency however many peers are late.
-      struct mcclSpin spins;
-      while (pending) {
-#pragma unroll
-        for (int i = 0; i < R; i++) {
-#pragma unroll
-          for (int u = 0; u < U; u++) {
-            if ((pending >> (i * U + u) & 1) && (uint32_t)(v0[i][u] >> 32) == flag &&
-                (uint32_t)(v1[i][u] >> 32) == flag)
-              pending &= ~(1u << (i * U + u));
-          }
-        }
-        if (!pending || mcclCheckAbortAt(flags, 1, spins, a.abortFlag)) break;
-#pragma unroll
-        for (int i = 0; i < R; i++) {
-#pragma unroll
-          for (int u = 0; u < U; u++) {
-            if (pending >> (i * U + u) & 1)
-              load128((const uint64_t*)(mcclOneShotLines(a.signalPeers[a.rank], parity, p0 + i) + base + u * nthreads),
-                      v0[i][u], v1[i][u]);
-          }
-        }
-      }
+      mcclOneShotLoadLines<T, R, U>(p, flag, parity, p0, base, hi, nthreads, wOf, v0, v1, flags);
 #pragma unroll
       for (int i = 0; i < R; i++) {
         const int r = p0 + i;
@@ -148,8 +176,7 @@ __device__ __forceinline__ void mcclOneShotPull(const struct mcclDevKernelArgsSt
           if (base + u * nthreads >= hi) continue;
           // The peers' lines arrive scaled by their owners; this rank's own input is scaled here.
           const RedOp op = mcclOneShotOp<T, RedOp>(works[wOf[u]]);
-          const uint64_t w =
-              r == a.rank ? mcclPreWord<T, RedOp>(op, v0[i][u]) : (v0[i][u] & 0xffffffffull) | (v1[i][u] << 32);
+          const uint64_t w = r == a.rank ? mcclPreWord<T, RedOp>(op, v0[i][u]) : v0[i][u];
           acc[u] = r == 0 ? w : mcclReduceWord<T, RedOp>(op, acc[u], w);
         }
       }
@@ -166,16 +193,55 @@ __device__ __forceinline__ void mcclOneShotPull(const struct mcclDevKernelArgsSt
   }
 }
 
-template <typename T, typename RedOp>
+// One-shot's pull for AllGather (bytes: a 1-byte T): every rank's lines, its own from its input, each stored into
+// the rank's block of recvbuff. Nothing is reduced, so no operation.
+template <typename T, int R, int U>
+__device__ __forceinline__ void mcclOneShotGather(const struct mcclDevKernelArgsStorage& p, uint32_t flag, int parity,
+                                                  int lo, int hi, int tid, int nthreads, int& flags) {
+  constexpr int EltPerLine = 8 / sizeof(T);
+  const struct mcclDevKernelArgs& a = p.args;
+  const struct mcclDevWorkColl* works = (const struct mcclDevWorkColl*)p.works;
+  int wCursor = 0;
+  for (int base = lo + tid; base < hi && !flags; base += nthreads * U) {
+    int wOf[U];
+#pragma unroll
+    for (int u = 0; u < U; u++) wOf[u] = wCursor = mcclOneShotWorkOf(works, a.nColl, base + u * nthreads, 1, wCursor);
+    for (int p0 = 0; p0 < a.nRanks && !flags; p0 += R) {
+      uint64_t v0[R][U], v1[R][U];
+      mcclOneShotLoadLines<T, R, U>(p, flag, parity, p0, base, hi, nthreads, wOf, v0, v1, flags);
+#pragma unroll
+      for (int i = 0; i < R; i++) {
+        const int r = p0 + i;
+        if (r >= a.nRanks) break;
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+          const int g = base + u * nthreads;
+          if (g >= hi) continue;
+          const struct mcclDevWorkColl& w = works[wOf[u]];
+          int l;
+          const int n = mcclOneShotLineElts<T>(w, g, &l);
+          mcclStoreWord((T*)w.recvbuff + (int64_t)r * (int64_t)w.count + l * EltPerLine, v0[i][u], n);
+        }
+      }
+    }
+  }
+}
+
+// One-shot with LL lines: AllReduce, ReduceScatter, or AllGather (Gather: a 1-byte T; its works move bytes).
+// Each rank pushes its lines to every peer (ReduceScatter: block r of its input to rank r), then pulls what
+// its peers pushed here.
+template <typename T, typename RedOp, bool Gather>
 __device__ __forceinline__ bool mcclRunOneShotLL(const struct mcclDevKernelArgsStorage& p, int tid, int nthreads) {
   constexpr int EltPerLine = 8 / sizeof(T);
   const struct mcclDevKernelArgs& a = p.args;
   const struct mcclDevWorkColl* works = (const struct mcclDevWorkColl*)p.works;
   const struct mcclDevWorkColl& last = works[a.nColl - 1];
+  // The launch's works are all of one function (the planner groups them so).
+  const bool scatter = works[0].func == mcclFuncReduceScatter;
   // Lines per thread per trip of the push: their loads are all issued before the first is used, so a
   // thread waits for one memory latency per trip, not one per line (the accesses are volatile asm, which
   // the compiler keeps in program order: a load after a store waits for nothing but is issued late).
-  // The pull takes its own lines and ranks per trip (mcclOneShotPull).
+  // The pull takes its own lines and ranks per trip (mcclOneShotLoadLines).
   constexpr int U = 4;
   // At most MCCL_ONESHOT_MAX_BYTES of the launch's works together: 32-bit index math.
   const int nlines = (int)last.firstLine + mcclDivUp((int)last.count, EltPerLine);
@@ -187,23 +253,31 @@ __device__ __forceinline__ bool mcclRunOneShotLL(const struct mcclDevKernelArgsS
   const uint32_t flag = mcclSymFlag(seq);
   const int parity = (int)(seq & 1);
   int flags = 0;
-  // Push: U lines per thread per trip, to every peer.
+  // Push: U lines per thread per trip, to every peer, starting with the next rank (the peers' scratch fills
+  // evenly); ReduceScatter loads each peer's own block, the others load once for all.
   int wCursor = 0;
   for (int base = lo + tid; base < hi; base += (int)nthreads * U) {
-    uint64_t w[U] = {};
+    int wOf[U];
 #pragma unroll
-    for (int u = 0; u < U; u++) {
-      const int g = base + (int)u * nthreads;
-      if (g >= hi) continue;
-      wCursor = mcclOneShotWorkOf(works, a.nColl, g, 1, wCursor);
-      int l;
-      const int n = mcclOneShotLineElts<T>(works[wCursor], g, &l);
-      // Scaled here, by the rank that owns the input: a PreMulSum scalar may differ between ranks.
-      w[u] = mcclPreWord<T, RedOp>(mcclOneShotOp<T, RedOp>(works[wCursor]),
-                                   mcclLoadWord((const T*)works[wCursor].sendbuff + l * EltPerLine, n));
-    }
-    for (int r = 0; r < a.nRanks; r++) {
-      if (r == a.rank) continue;
+    for (int u = 0; u < U; u++) wOf[u] = wCursor = mcclOneShotWorkOf(works, a.nColl, base + u * nthreads, 1, wCursor);
+    uint64_t w[U] = {};
+    for (int k = 1; k < a.nRanks; k++) {
+      const int r = a.rank + k < a.nRanks ? a.rank + k : a.rank + k - a.nRanks;
+      if (k == 1 || scatter) {
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+          const int g = base + (int)u * nthreads;
+          if (g >= hi) continue;
+          int l;
+          const int n = mcclOneShotLineElts<T>(works[wOf[u]], g, &l);
+          const uint64_t word = mcclLoadWord(mcclOneShotInput<T>(works[wOf[u]], r) + l * EltPerLine, n);
+          // Scaled here, by the rank that owns the input: a PreMulSum scalar may differ between ranks.
+          if constexpr (Gather)
+            w[u] = word;
+          else
+            w[u] = mcclPreWord<T, RedOp>(mcclOneShotOp<T, RedOp>(works[wOf[u]]), word);
+        }
+      }
       union mcclLLFifoLine* dst = mcclOneShotLines(a.signalPeers[r], parity, a.rank);
 #pragma unroll
       for (int u = 0; u < U; u++) {
@@ -214,13 +288,20 @@ __device__ __forceinline__ bool mcclRunOneShotLL(const struct mcclDevKernelArgsS
       }
     }
   }
-  // Pull what the peers pushed here, reduce in rank order, write the result: 2 ranks take both ranks'
-  // lines, two each, per trip; more ranks four ranks' lines, one each (eight ranks' at once made ptxas
-  // spill under the 640-thread launch bound for 8-byte and 1-byte types).
-  if (a.nRanks <= 2)
-    mcclOneShotPull<T, RedOp, 2, 2>(p, flag, parity, lo, hi, tid, nthreads, flags);
-  else
-    mcclOneShotPull<T, RedOp, 4, 1>(p, flag, parity, lo, hi, tid, nthreads, flags);
+  // Pull what the peers pushed here: 2 ranks take both ranks' lines, two each, per trip; more ranks four ranks'
+  // lines, one each (eight ranks' at once made ptxas spill under the 640-thread launch bound for 8-byte and
+  // 1-byte types).
+  if constexpr (Gather) {
+    if (a.nRanks <= 2)
+      mcclOneShotGather<T, 2, 2>(p, flag, parity, lo, hi, tid, nthreads, flags);
+    else
+      mcclOneShotGather<T, 4, 1>(p, flag, parity, lo, hi, tid, nthreads, flags);
+  } else {
+    if (a.nRanks <= 2)
+      mcclOneShotPull<T, RedOp, 2, 2>(p, flag, parity, lo, hi, tid, nthreads, flags);
+    else
+      mcclOneShotPull<T, RedOp, 4, 1>(p, flag, parity, lo, hi, tid, nthreads, flags);
+  }
   // One barrier ends the launch: after it every thread has read the counter (so it may advance, as
   // mcclSymSeqEnd) and the block agrees on an abort.
   const bool aborted = __syncthreads_or(flags) != 0;
@@ -301,11 +382,21 @@ __device__ __forceinline__ bool mcclRunOneShotSimple(const struct mcclDevKernelA
 template <typename T, bool Simple>
 __device__ __forceinline__ void mcclOneShotMain(const struct mcclDevKernelArgsStorage& p, int tid, int nthreads) {
   mcclDependentGridBegin();
-  const bool aborted = mcclWithDevRedOp<T>(((const struct mcclDevWorkColl*)p.works)[0].redOp, [&](auto redOp) {
+  const struct mcclDevWorkColl& w0 = ((const struct mcclDevWorkColl*)p.works)[0];
+  bool aborted;
+  // AllGather moves bytes: the planner launches it on a 1-byte type's kernel, and it reduces nothing.
+  if constexpr (!Simple && sizeof(T) == 1) {
+    if (w0.func == mcclFuncAllGather) {
+      aborted = mcclRunOneShotLL<T, FuncSum<T>, true>(p, tid, nthreads);
+      mcclReportAbort(p.args.status, aborted, tid);
+      return;
+    }
+  }
+  aborted = mcclWithDevRedOp<T>(w0.redOp, [&](auto redOp) {
     if constexpr (Simple)
       return mcclRunOneShotSimple<T, decltype(redOp)>(p, tid, nthreads);
     else
-      return mcclRunOneShotLL<T, decltype(redOp)>(p, tid, nthreads);
+      return mcclRunOneShotLL<T, decltype(redOp), false>(p, tid, nthreads);
   });
   mcclReportAbort(p.args.status, aborted, tid);
 }

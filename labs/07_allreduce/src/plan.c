@@ -3,8 +3,8 @@
 // addP2pToPlan, ncclLaunchPrepare, ncclLaunchKernel; src/transport.cc ncclTransportP2pSetup for the
 // connections point-to-point needs). The collectives are planned in call order, then the sends and
 // receives, as NCCL orders a plan. A task joins the plan being built when the plan's kernel can run it
-// (the generic kernel: its type, or any type for work that moves bytes; a one-shot kernel: the same type
-// and operation, while their bytes together fit its scratch), on the same stream, with room in the
+// (the generic kernel: its type, or any type for work that moves bytes; a one-shot kernel: the same function,
+// type and operation, while their bytes per rank together fit its scratch), on the same stream, with room in the
 // launch's argument; otherwise that plan is launched and a new one starts.
 #include <stdint.h>
 #include <stdio.h>
@@ -63,6 +63,10 @@ static int movesBytes(int func) {
 static size_t taskBytes(const struct mcclLabTask* t) {
   return t->count * mcclTypeSize(t->dtype);
 }
+// The element type a one-shot kernel runs the task with: AllGather's work moves bytes (a 1-byte type's kernel).
+static int oneShotType(const struct mcclLabTask* t) {
+  return movesBytes(t->func) ? (int)mcclUint8 : (int)t->dtype;
+}
 
 // ---- the launch (NCCL's ncclLaunchKernel) ------------------------------------------------------------
 // Never inlined nor cloned: lab.gdb stops here with `plan` intact (at -O2 GCC folds it into planFlush
@@ -107,6 +111,7 @@ MCCL_GDB_STOP static mcclResult_t mcclLabLaunchPlan(mcclLabComm* comm, struct mc
   MCCLCHECK(mcclDevLaunchDependent(fn, nBlocks, plan->nThreads, plan->stream, &plan->args, argsBytes));
   comm->nLaunches++;
   comm->lastBlocks = nBlocks;
+  comm->lastKernel = plan->kernel;
   return mcclSuccess;
   // END EXERCISE(07.launch)
 }
@@ -317,11 +322,11 @@ static int planTakes(const mcclLabComm* comm, const struct mcclLabPlan* plan, co
     return plan->args.args.nColl < comm->nChannels &&
            (movesBytes(w->func) || plan->dtype < 0 || plan->dtype == t->dtype);
   const struct mcclDevWorkColl* first = (const struct mcclDevWorkColl*)plan->args.works;
-  if (plan->dtype != t->dtype || first->redOp != w->redOp) return 0;
+  if (plan->dtype != oneShotType(t) || first->func != w->func || first->redOp != w->redOp) return 0;
   const size_t unit = kernel == MCCL_KERNEL_ONESHOT_LL ? 8 : 16;
   const size_t cap = kernel == MCCL_KERNEL_ONESHOT_LL ? MCCL_ONESHOT_MAX_BYTES : MCCL_ONESHOT_SIMPLE_MAX_BYTES;
   const struct mcclDevWorkColl* last = first + plan->args.args.nColl - 1;
-  const size_t esize = mcclTypeSize(t->dtype);
+  const size_t esize = mcclTypeSize(oneShotType(t));
   const size_t end = (size_t)last->firstLine * unit + last->count * esize;  // bytes of scratch used
   return ((end + unit - 1) / unit) * unit + taskBytes(t) <= cap;
 }
@@ -332,10 +337,13 @@ static void planAddColl(mcclLabComm* comm, struct mcclLabPlan* plan, const struc
     plan->kernel = kernel;
     plan->stream = t->stream;
   }
-  if (kernel != MCCL_KERNEL_GENERIC || !movesBytes(w->func)) plan->dtype = t->dtype;
+  if (kernel != MCCL_KERNEL_GENERIC)
+    plan->dtype = oneShotType(t);
+  else if (!movesBytes(w->func))
+    plan->dtype = t->dtype;
   struct mcclDevWorkColl* works = (struct mcclDevWorkColl*)plan->args.works;
-  if (kernel != MCCL_KERNEL_GENERIC) {  // where the work starts in the launch's scratch
-    const size_t unit = kernel == MCCL_KERNEL_ONESHOT_LL ? 8 : 16, esize = mcclTypeSize(t->dtype);
+  if (kernel != MCCL_KERNEL_GENERIC) {  // where the work starts in the launch's scratch (a rank's part of it)
+    const size_t unit = kernel == MCCL_KERNEL_ONESHOT_LL ? 8 : 16, esize = mcclTypeSize(oneShotType(t));
     if (plan->args.args.nColl > 0) {
       const struct mcclDevWorkColl* last = &works[plan->args.args.nColl - 1];
       w->firstLine = (uint32_t)((last->firstLine * unit + last->count * esize + unit - 1) / unit);

@@ -45,9 +45,9 @@ static const struct {
 
 static const struct {
   int maxRanks, func;
-  size_t llMax, ll128Max;
+  size_t oneShotMax, llMax, ll128Max;
 } collTable[] = {
-#define MCCL_TUNE_COLL(maxRanks, func, llMax, ll128Max) {maxRanks, func, llMax, ll128Max},
+#define MCCL_TUNE_COLL(maxRanks, func, oneShotMax, llMax, ll128Max) {maxRanks, func, oneShotMax, llMax, ll128Max},
 #include "tuning_expand.h"
 };
 
@@ -78,6 +78,13 @@ int mcclLabMisalignedProto(int func, int nRanks, size_t bytes, int proto) {
   if (proto != MCCL_PROTO_LL128) return proto;
   const int row = collRow(func, nRanks);
   return row >= 0 && bytes <= 2 * collTable[row].llMax ? MCCL_PROTO_LL : MCCL_PROTO_SIMPLE;
+}
+
+// Whether one-shot can run an AllGather or ReduceScatter whose larger buffer is `bytes` (with LL only): the signal
+// area's ranks, and each rank's part within its scratch.
+static int collOneShotFits(int func, int nRanks, size_t bytes) {
+  return (func == mcclFuncAllGather || func == mcclFuncReduceScatter) && nRanks > 1 && nRanks <= MCCL_SYM_MAX_RANKS &&
+         bytes / (size_t)nRanks <= MCCL_ONESHOT_MAX_BYTES;
 }
 
 int mcclLabOneShotFits(int nRanks, size_t bytes, int p) {
@@ -129,6 +136,32 @@ static size_t tuneRow(int nRanks) {
   return i;
 }
 
+// AllGather and ReduceScatter: one-shot with LL up to the row's one-shot size where it can run (a signal area),
+// else the ring with the row's protocol. MCCL_ALGO=oneshot forces one-shot, refused where it cannot run; =ring the
+// ring; the allreduce's other algorithms do not apply. A protocol other than LL forced: the ring.
+static mcclResult_t collSelect(int func, int nRanks, size_t bytes, int symmetric, int envProto, int* algo, int* proto) {
+  int forced;
+  MCCLCHECK(paramAlgo(&forced));
+  const int row = collRow(func, nRanks);
+  const int fits = symmetric > 0 && collOneShotFits(func, nRanks, bytes);
+  int a = fits && row >= 0 && bytes <= collTable[row].oneShotMax ? MCCL_ALGO_ONESHOT : MCCL_ALGO_RING;
+  if (func == mcclFuncAllGather || func == mcclFuncReduceScatter) {
+    if (forced == MCCL_ALGO_ONESHOT && (!fits || (envProto >= 0 && envProto != MCCL_PROTO_LL))) {
+      WARN(
+          "Invalid argument: MCCL_ALGO=oneshot for %s needs a signal area (at most %d ranks, cuMem on), LL and at most "
+          "%d bytes per rank (%d ranks, %zu bytes asked)",
+          func == mcclFuncAllGather ? "AllGather" : "ReduceScatter", MCCL_SYM_MAX_RANKS, MCCL_ONESHOT_MAX_BYTES, nRanks,
+          bytes);
+      return mcclInvalidArgument;
+    }
+    if (forced == MCCL_ALGO_ONESHOT || forced == MCCL_ALGO_RING) a = forced;
+  }
+  if (a == MCCL_ALGO_ONESHOT && envProto >= 0 && envProto != MCCL_PROTO_LL) a = MCCL_ALGO_RING;
+  *algo = a;
+  *proto = a == MCCL_ALGO_ONESHOT ? MCCL_PROTO_LL : envProto >= 0 ? envProto : collProto(func, nRanks, bytes);
+  return mcclSuccess;
+}
+
 mcclResult_t mcclLabSelectAlgorithm(int func, int nRanks, size_t bytes, int symmetric, int* algo, int* proto) {
   MCCL_ARGCHECK(algo != NULL && proto != NULL, "algo %p / proto %p is NULL", (void*)algo, (void*)proto);
   MCCL_ARGCHECK(func >= mcclFuncBroadcast && func <= mcclFuncAllReduce, "func %d (a collective: %d .. %d)", func,
@@ -137,11 +170,7 @@ mcclResult_t mcclLabSelectAlgorithm(int func, int nRanks, size_t bytes, int symm
   MCCL_ARGCHECK(symmetric >= 0 && symmetric <= 3, "symmetric %d (0 .. 3)", symmetric);
   int envProto;
   MCCLCHECK(mcclLabParamProto(&envProto));
-  if (func != mcclFuncAllReduce) {
-    *algo = MCCL_ALGO_RING;
-    *proto = envProto >= 0 ? envProto : collProto(func, nRanks, bytes);
-    return mcclSuccess;
-  }
+  if (func != mcclFuncAllReduce) return collSelect(func, nRanks, bytes, symmetric, envProto, algo, proto);
   const size_t i = tuneRow(nRanks);
   // One-shot with LL gives way to two-shot where both can run, and goes on against the ring where two-shot cannot.
   const size_t oneShotLlMax = symmetric >= 2 ? tuneTable[i].oneShotMax : tuneTable[i].oneShotBareMax;

@@ -5,7 +5,7 @@
 #define MCCL_TUNE_ROW(maxRanks, oneShotMax, oneShotSimpleMax, twoShotMax, oneShotBareMax)
 #endif
 #ifndef MCCL_TUNE_COLL
-#define MCCL_TUNE_COLL(maxRanks, func, llMax, ll128Max)
+#define MCCL_TUNE_COLL(maxRanks, func, oneShotMax, llMax, ll128Max)
 #endif
 #ifndef MCCL_TUNE_CE_AR_MIN
 #define MCCL_TUNE_CE_AR_MIN(maxRanks, bytes)

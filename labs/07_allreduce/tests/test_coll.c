@@ -168,7 +168,8 @@ static struct enqSet offsetSet(const struct enqSet* s, int n, int k, size_t es, 
 }
 
 // Buffers that start anywhere, as a view into a tensor passes them: every ring collective (AllReduce forced
-// onto the ring, and through one-shot), each protocol, in and out of place, each rank's send and recv
+// onto the ring, and through one-shot; AllGather and ReduceScatter through one-shot with LL, and the ring's LL
+// forced), each protocol, in and out of place, each rank's send and recv
 // buffers off a 16-byte boundary by 1..15 bytes, a different amount per rank and side (whole elements of
 // the wider types), on a count that ends mid-pack and mid-line. Small FIFOs: many slices, each split anew.
 static void unalignedBuffers(void) {
@@ -182,13 +183,16 @@ static void unalignedBuffers(void) {
   static const struct {
     int func;
     const char* algo;
-  } calls[] = {{mcclFuncBroadcast, NULL},     {mcclFuncReduce, NULL},      {mcclFuncAllGather, NULL},
-               {mcclFuncReduceScatter, NULL}, {mcclFuncAllReduce, "ring"}, {mcclFuncAllReduce, "oneshot"}};
+  } calls[] = {{mcclFuncBroadcast, NULL},     {mcclFuncReduce, NULL},         {mcclFuncAllGather, NULL},
+               {mcclFuncReduceScatter, NULL}, {mcclFuncAllReduce, "ring"},    {mcclFuncAllReduce, "oneshot"},
+               {mcclFuncAllGather, "ring"},   {mcclFuncReduceScatter, "ring"}};
   int k = 0;
   for (size_t f = 0; f < sizeof(calls) / sizeof(calls[0]) && !mcclTestStopped(); f++)
     for (int p = 0; p < 3 && !mcclTestStopped(); p++)
       for (int inPlace = 0; inPlace < 2 && !mcclTestStopped(); inPlace++, k++) {
         if (calls[f].algo && strcmp(calls[f].algo, "oneshot") == 0 && (p == 2 || (p == 0 && n > 2))) continue;
+        // AllGather and ReduceScatter: with LL the table takes one-shot, so the ring's LL is forced apart.
+        if (calls[f].algo && calls[f].func != mcclFuncAllReduce && p != 1) continue;
         const mcclDataType_t t = types[k % 5];
         struct enqSet moved = offsetSet(&s, n, k, mcclTypeSize(t), 0);
         arForce(calls[f].algo, protos[p]);
@@ -445,7 +449,70 @@ static void argumentChecks(void) {
   enqTearDown(&s);
 }
 
+// One-shot AllGather and ReduceScatter (oneshot.cuh): on 2, 3 and 4 ranks, ReduceScatter of every type with every
+// built-in operation (mpi_enqueue's everyFunctionTypeOp adds PreMulSum) and AllGather of types of every width, on
+// counts of one element, of lines that end mid-word, and of a rank's part that fills the scratch (256 KiB); in and
+// out of place. With no algorithm forced the table sends them to the one-shot LL kernel, a byte more than the
+// scratch holds (2 ranks) to the ring; a group of three AllGathers shares one launch, an AllGather and a
+// ReduceScatter in one group take two (a launch's works are of one function); MCCL_ALGO=oneshot forces it on the
+// scratch's last line, and MCCL_ALGO=ring keeps the ring.
+static void oneShotGathers(void) {
+  const int maxN = enqRanksHere() < 4 ? enqRanksHere() : 4;
+  if (maxN < 2) SKIP("needs 2 devices");
+  if (!mcclCuMemEnable()) SKIP("cuMem not supported: no signal area");
+  static const size_t counts[] = {1, 7, 1021};
+  const size_t cap = MCCL_ONESHOT_MAX_BYTES;
+  int k = 0;
+  for (int n = 2; n <= maxN && !mcclTestStopped(); n++) {
+    struct enqSet s;
+    enqSetUp(&s, n, 2, (cap + 16) * (size_t)n * 3);
+    if (s.comm[0] == NULL || s.comm[0]->signalWin == NULL) {
+      enqTearDown(&s);
+      SKIP("no signal area");
+    }
+    for (int f = mcclFuncAllGather; f <= mcclFuncReduceScatter && !mcclTestStopped(); f++)
+      for (int t = 0; t < mcclNumTypes && !mcclTestStopped(); t++)
+        for (int op = 0; op < (f == mcclFuncAllGather ? 1 : mcclNumOps) && !mcclTestStopped(); op++, k++) {
+          if (f == mcclFuncAllGather && t != mcclInt8 && t != mcclFloat16 && t != mcclFloat32 && t != mcclFloat64)
+            continue;
+          if (!mcclTestSampled((uint64_t)k, 3)) continue;
+          const size_t es = mcclTypeSize((mcclDataType_t)t);
+          const int full = k % 4 == 3;  // a rank's part fills the scratch
+          const size_t count = full ? cap / es : counts[k % 3];
+          arForce(NULL, NULL);
+          struct enqCall c = {
+              f, (mcclDataType_t)t, (mcclRedOp_t)op, k & 1, count, 0, (k >> 1) & 1, mcclTestSeed() + (uint64_t)k};
+          runOne(&s, &c);
+          for (int i = 0; i < n; i++) EXPECT_EQ(s.comm[i]->lastKernel, MCCL_KERNEL_ONESHOT_LL);
+        }
+    for (int f = mcclFuncAllGather; f <= mcclFuncReduceScatter && n == 2 && !mcclTestStopped(); f++) {
+      // A byte more than the scratch holds: the ring (on 2 ranks only: the sim's ring is slow at this size).
+      struct enqCall c = {f, mcclUint8, mcclSum, 0, cap + 1, 0, f == mcclFuncAllGather, mcclTestSeed() + (uint64_t)f};
+      runOne(&s, &c);
+      for (int i = 0; i < n; i++) EXPECT_EQ(s.comm[i]->lastKernel, MCCL_KERNEL_GENERIC);
+    }
+    struct enqCall g[3] = {{mcclFuncAllGather, mcclFloat32, mcclSum, 0, 1000, 0, 0, mcclTestSeed()},
+                           {mcclFuncAllGather, mcclBfloat16, mcclSum, 0, 3, 0, 1, mcclTestSeed() + 1},
+                           {mcclFuncAllGather, mcclInt8, mcclSum, 0, 4097, 0, 0, mcclTestSeed() + 2}};
+    enqSetRun(&s, g, 3, 64 << 10, 1, 1);
+    for (int i = 0; i < n; i++) EXPECT_EQ(s.comm[i]->lastKernel, MCCL_KERNEL_ONESHOT_LL);
+    g[1] = (struct enqCall){mcclFuncReduceScatter, mcclBfloat16, mcclMax, 0, 333, 0, 0, mcclTestSeed() + 3};
+    enqSetRun(&s, g, 2, 64 << 10, 1, 2);
+    // Forced both ways on the same inputs: one-shot on the scratch's last line, the ring on a small count.
+    arForce("oneshot", NULL);
+    struct enqCall c = {mcclFuncReduceScatter, mcclFloat32, mcclSum, 0, cap / 4, 0, 1, mcclTestSeed() + 4};
+    runOne(&s, &c);
+    for (int i = 0; i < n; i++) EXPECT_EQ(s.comm[i]->lastKernel, MCCL_KERNEL_ONESHOT_LL);
+    arForce("ring", NULL);
+    c.count = 1021;
+    runOne(&s, &c);
+    for (int i = 0; i < n; i++) EXPECT_EQ(s.comm[i]->lastKernel, MCCL_KERNEL_GENERIC);
+    arForce(NULL, NULL);
+    enqTearDown(&s);
+  }
+}
+
 MCCL_TEST_MAIN(MCCL_TEST_CASE(everyTypeAndOp), MCCL_TEST_CASE(everyRoot), MCCL_TEST_CASE(awkwardCounts),
                MCCL_TEST_CASE(shmRing), MCCL_TEST_CASE(unalignedBuffers), MCCL_TEST_CASE(shiftedSlices),
                MCCL_TEST_CASE(ll128NeedsNvlink), MCCL_TEST_CASE(tableLl128Band), MCCL_TEST_CASE(threadThresholds),
-               MCCL_TEST_CASE(oneRank), MCCL_TEST_CASE(argumentChecks))
+               MCCL_TEST_CASE(oneShotGathers), MCCL_TEST_CASE(oneRank), MCCL_TEST_CASE(argumentChecks))

@@ -390,9 +390,10 @@ static void algorithmTable(void) {
   EXPECT_RES(mcclLabSelectAlgorithm(-1, 2, 1024, 1, &a, &p), mcclInvalidArgument);
   EXPECT_RES(mcclLabSelectAlgorithm(mcclFuncSendRecv, 2, 1024, 1, &a, &p), mcclInvalidArgument);
   EXPECT_RES(mcclLabSelectAlgorithm(mcclNumFuncs, 2, 1024, 1, &a, &p), mcclInvalidArgument);
-  // The other collectives run the ring whatever the signal area, with their function's row of tuning.def (bytes
-  // of the larger buffer): LL, then LL128, then SIMPLE; 3 ranks take the 4-rank rows; beyond 4 ranks LL up to
-  // 256 KiB and no LL128. AllReduce's ring takes its own row where the table gives it the ring (no signal area).
+  // The other collectives' ring, with their function's row of tuning.def (bytes of the larger buffer): LL, then
+  // LL128, then SIMPLE; 3 ranks take the 4-rank rows; beyond 4 ranks LL up to 256 KiB and no LL128. Broadcast and
+  // Reduce run it whatever the signal area; AllGather and ReduceScatter where there is none (one-shot below);
+  // AllReduce's ring takes its own row where the table gives it the ring (no signal area).
   const struct {
     int func, nRanks;
     size_t llMax, ll128Max;
@@ -407,7 +408,8 @@ static void algorithmTable(void) {
   };
   for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
     const int f = rows[i].func, n = rows[i].nRanks;
-    const int sym = f == mcclFuncAllReduce ? 0 : 2;  // AllReduce: no signal area, so the ring at every size
+    // No signal area (AllReduce, AllGather, ReduceScatter): the ring at every size.
+    const int sym = f == mcclFuncBroadcast || f == mcclFuncReduce ? 2 : 0;
     const size_t top = rows[i].ll128Max > rows[i].llMax ? rows[i].ll128Max : rows[i].llMax;
     a = p = -1;
     EXPECT_OK(mcclLabSelectAlgorithm(f, n, rows[i].llMax, sym, &a, &p));
@@ -427,6 +429,55 @@ static void algorithmTable(void) {
     EXPECT_EQ(mcclLabMisalignedProto(f, n, 2 * rows[i].llMax, MCCL_PROTO_LL128), MCCL_PROTO_LL);
     EXPECT_EQ(mcclLabMisalignedProto(f, n, 2 * rows[i].llMax + 1, MCCL_PROTO_LL128), MCCL_PROTO_SIMPLE);
   }
+  // AllGather and ReduceScatter with a signal area: one-shot with LL up to their row's one-shot size (2 ranks 512
+  // KiB, 3 and 4 ranks 1 MiB, at most 256 KiB per rank; beyond 4 ranks none), then the ring as above.
+  // MCCL_ALGO=oneshot forces it where it fits and is refused elsewhere, as is a protocol other than LL with it;
+  // =ring forces the ring; a protocol other than LL asked alone gives the ring.
+  for (int f = mcclFuncAllGather; f <= mcclFuncReduceScatter; f++) {
+    static const struct {
+      int nRanks;
+      size_t top;  // the largest one-shot size
+    } bands[] = {{2, 512 << 10}, {3, 768 << 10}, {4, 1 << 20}};
+    for (size_t i = 0; i < sizeof(bands) / sizeof(bands[0]); i++) {
+      const int n = bands[i].nRanks;
+      const size_t top = bands[i].top;
+      EXPECT_OK(mcclLabSelectAlgorithm(f, n, (size_t)n, 1, &a, &p));
+      EXPECT_EQ(a, MCCL_ALGO_ONESHOT);
+      EXPECT_EQ(p, MCCL_PROTO_LL);
+      EXPECT_OK(mcclLabSelectAlgorithm(f, n, top, 2, &a, &p));
+      EXPECT_EQ(a, MCCL_ALGO_ONESHOT);
+      EXPECT_OK(mcclLabSelectAlgorithm(f, n, top + (size_t)n, 1, &a, &p));
+      EXPECT_EQ(a, MCCL_ALGO_RING);
+      EXPECT_OK(mcclLabSelectAlgorithm(f, n, top, 0, &a, &p));  // no signal area
+      EXPECT_EQ(a, MCCL_ALGO_RING);
+      setParam("MCCL_ALGO", "ring");
+      EXPECT_OK(mcclLabSelectAlgorithm(f, n, 1024, 1, &a, &p));
+      EXPECT_EQ(a, MCCL_ALGO_RING);
+      EXPECT_EQ(p, MCCL_PROTO_LL);
+      setParam("MCCL_ALGO", "oneshot");
+      EXPECT_OK(mcclLabSelectAlgorithm(f, n, top, 1, &a, &p));
+      EXPECT_EQ(a, MCCL_ALGO_ONESHOT);
+      EXPECT_RES(mcclLabSelectAlgorithm(f, n, top + (size_t)n, 1, &a, &p), mcclInvalidArgument);
+      EXPECT_RES(mcclLabSelectAlgorithm(f, n, 1024, 0, &a, &p), mcclInvalidArgument);
+      setParam("MCCL_PROTO", "simple");
+      EXPECT_RES(mcclLabSelectAlgorithm(f, n, 1024, 1, &a, &p), mcclInvalidArgument);
+      setParam("MCCL_ALGO", NULL);
+      EXPECT_OK(mcclLabSelectAlgorithm(f, n, 1024, 1, &a, &p));
+      EXPECT_EQ(a, MCCL_ALGO_RING);
+      EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
+      setParam("MCCL_PROTO", "ll");
+      EXPECT_OK(mcclLabSelectAlgorithm(f, n, 1024, 1, &a, &p));
+      EXPECT_EQ(a, MCCL_ALGO_ONESHOT);
+      setParam("MCCL_PROTO", NULL);
+    }
+    EXPECT_OK(mcclLabSelectAlgorithm(f, 5, 5, 1, &a, &p));  // beyond 4 ranks: the ring
+    EXPECT_EQ(a, MCCL_ALGO_RING);
+  }
+  // Broadcast and Reduce have no one-shot: MCCL_ALGO is the others' business.
+  setParam("MCCL_ALGO", "oneshot");
+  EXPECT_OK(mcclLabSelectAlgorithm(mcclFuncBroadcast, 2, 1024, 1, &a, &p));
+  EXPECT_EQ(a, MCCL_ALGO_RING);
+  setParam("MCCL_ALGO", NULL);
   for (int f = mcclFuncBroadcast; f < mcclFuncAllReduce; f++) {  // one rank copies: LL or SIMPLE, never LL128
     EXPECT_OK(mcclLabSelectAlgorithm(f, 1, 2 << 20, 2, &a, &p));
     EXPECT_EQ(p, MCCL_PROTO_SIMPLE);
