@@ -393,7 +393,8 @@ __global__ void __launch_bounds__(RMS_THREADS)
 MCCL_KERNEL_REGISTER(allReduceRmsNormKernel);
 
 // Unfused, second step: each row of the allreduce's output, normalized into out.
-__global__ void __launch_bounds__(RMS_THREADS) rmsNormKernel(const uint16_t* in, const uint16_t* w, uint16_t* out, int rows, int hidden, float eps) {
+__global__ void __launch_bounds__(RMS_THREADS)
+    rmsNormKernel(const uint16_t* in, const uint16_t* w, uint16_t* out, int rows, int hidden, float eps) {
   for (int r = blockIdx.x; r < rows; r += gridDim.x)
     rmsNormRow(in + (size_t)r * hidden, w, out + (size_t)r * hidden, hidden, eps);
 }
@@ -411,43 +412,89 @@ MCCL_KERNEL_REGISTER(rmsNormKernel);
 //   plus one, its parity the flag's low bit. A sender writes a parity's words again two calls later, by which
 //   time every receiver has read them: it began that call only after the peers' previous call, which needed
 //   this rank's words of the same row, and a receiver's calls run in order on its stream.
-#define LL_ROWS 16  // rows an inbox holds
+#define LL_ROWS 16      // rows an inbox holds
+#define LL_REG_WORDS 8  // words of a row a thread keeps in registers (the rest goes through memory)
+
+// Word i of this rank's row, with the call's flag, into every peer's inbox at [row, parity][this rank] (one relaxed
+// 8-byte store each: the flag and the data land together).
+__device__ void llPushWord(ncclWindow_t inbox, size_t slab, size_t lineStride, int i, uint32_t xi, uint32_t flag, int n,
+                           int me) {
+  const uint64_t word = (uint64_t)xi | ((uint64_t)flag << 32);
+  for (int p = 0; p < n; p++)
+    if (p != me) {
+      uint64_t* to = (uint64_t*)ncclGetLsaPointer(inbox, ((slab + me) * lineStride + i) * 8, p);
+      cuda::atomic_ref<uint64_t, cuda::thread_scope_system>(*to).store(word, cuda::memory_order_relaxed);
+    }
+}
+
+// Word i of row x's sum over the LSA ranks, in rank order (as the barrier version): this rank's own word xi, the
+// peers' from this rank's inbox, each polled until its flag is the call's.
+__device__ uint32_t llSumWord(uint64_t* mine, size_t slab, size_t lineStride, int i, uint32_t xi, uint32_t flag, int n,
+                              int me) {
+  float lo = 0, hi = 0;
+  for (int p = 0; p < n; p++) {
+    uint32_t v = xi;
+    if (p != me) {
+      cuda::atomic_ref<uint64_t, cuda::thread_scope_system> at(mine[(slab + p) * lineStride + i]);
+      uint64_t word;
+      do word = at.load(cuda::memory_order_relaxed);
+      while ((uint32_t)(word >> 32) != flag);
+      v = (uint32_t)word;
+    }
+    lo += bf16ToFloat(v & 0xffffu);
+    hi += bf16ToFloat(v >> 16);
+  }
+  return floatToBf16(lo) | (floatToBf16(hi) << 16);
+}
+
+__device__ float wordSquares(uint32_t v) {
+  const float lo = bf16ToFloat(v & 0xffffu), hi = bf16ToFloat(v >> 16);
+  return lo * lo + hi * hi;
+}
+__device__ uint32_t wordScaled(uint32_t v, uint32_t wv, float rstd) {
+  return floatToBf16(bf16ToFloat(v & 0xffffu) * rstd * bf16ToFloat(wv & 0xffffu)) |
+         (floatToBf16(bf16ToFloat(v >> 16) * rstd * bf16ToFloat(wv >> 16)) << 16);
+}
+
 __global__ void __launch_bounds__(RMS_THREADS)
     allReduceRmsNormLLKernel(const uint16_t* x, ncclWindow_t inbox, size_t lineStride, uint32_t* calls,
                              const uint16_t* w, uint16_t* out, int hidden, float eps, ncclDevComm dc) {
   const int n = dc.lsaSize, me = dc.lsaRank, r = blockIdx.x, words = hidden / 2;  // 2 bf16 a word
+  const int tid = threadIdx.x, nt = blockDim.x;
   const uint32_t flag = calls[r] + 1;
   const size_t slab = ((size_t)r * 2 + (flag & 1)) * (size_t)n;  // this row and parity, sender 0
   const uint32_t* xr = (const uint32_t*)(x + (size_t)r * hidden);
-  for (int i = threadIdx.x; i < words; i += blockDim.x) {
-    const uint64_t word = (uint64_t)xr[i] | ((uint64_t)flag << 32);
-    for (int p = 0; p < n; p++)
-      if (p != me) {
-        uint64_t* to = (uint64_t*)ncclGetLsaPointer(inbox, ((slab + me) * lineStride + i) * 8, p);
-        cuda::atomic_ref<uint64_t, cuda::thread_scope_system>(*to).store(word, cuda::memory_order_relaxed);
-      }
-  }
+  const uint32_t* wr = (const uint32_t*)w;
   uint32_t* y = (uint32_t*)(out + (size_t)r * hidden);
   uint64_t* mine = (uint64_t*)ncclGetLocalPointer(inbox, 0);
-  for (int i = threadIdx.x; i < words; i += blockDim.x) {
-    float lo = 0, hi = 0;
-    for (int p = 0; p < n; p++) {  // in rank order, as the barrier version
-      uint32_t v = xr[i];
-      if (p != me) {
-        cuda::atomic_ref<uint64_t, cuda::thread_scope_system> at(mine[(slab + p) * lineStride + i]);
-        uint64_t word;
-        do word = at.load(cuda::memory_order_relaxed);
-        while ((uint32_t)(word >> 32) != flag);
-        v = (uint32_t)word;
-      }
-      lo += bf16ToFloat(v & 0xffffu);
-      hi += bf16ToFloat(v >> 16);
+  // The thread's first LL_REG_WORDS words (tid, tid + nt, ...) stay in registers from load to store, and their
+  // loads are all issued before the first store to a peer: one latency, not one a word. Words past them (a block
+  // smaller than the row needs, as on the sim) go the same way one at a time, through y.
+  uint32_t reg[LL_REG_WORDS];
+#pragma unroll
+  for (int k = 0; k < LL_REG_WORDS; k++) reg[k] = tid + k * nt < words ? xr[tid + k * nt] : 0;
+#pragma unroll
+  for (int k = 0; k < LL_REG_WORDS; k++)
+    if (tid + k * nt < words) llPushWord(inbox, slab, lineStride, tid + k * nt, reg[k], flag, n, me);
+  for (int i = tid + LL_REG_WORDS * nt; i < words; i += nt) llPushWord(inbox, slab, lineStride, i, xr[i], flag, n, me);
+  // The sums (rounded to bf16, as the unfused allreduce leaves them) and their squares.
+  float ss = 0;
+#pragma unroll
+  for (int k = 0; k < LL_REG_WORDS; k++)
+    if (tid + k * nt < words) {
+      reg[k] = llSumWord(mine, slab, lineStride, tid + k * nt, reg[k], flag, n, me);
+      ss += wordSquares(reg[k]);
     }
-    y[i] = floatToBf16(lo) | (floatToBf16(hi) << 16);
+  for (int i = tid + LL_REG_WORDS * nt; i < words; i += nt) {
+    y[i] = llSumWord(mine, slab, lineStride, i, xr[i], flag, n, me);
+    ss += wordSquares(y[i]);  // this thread's own store: read back by the thread that wrote it
   }
-  __syncthreads();
-  rmsNormRow((const uint16_t*)y, w, (uint16_t*)y, hidden, eps);
-  if (threadIdx.x == 0) calls[r] = flag;
+  const float rstd = 1.0f / sqrtf(blockSum(ss) / (float)hidden + eps);
+#pragma unroll
+  for (int k = 0; k < LL_REG_WORDS; k++)
+    if (tid + k * nt < words) y[tid + k * nt] = wordScaled(reg[k], wr[tid + k * nt], rstd);
+  for (int i = tid + LL_REG_WORDS * nt; i < words; i += nt) y[i] = wordScaled(y[i], wr[i], rstd);
+  if (tid == 0) calls[r] = flag;
 }
 MCCL_KERNEL_REGISTER(allReduceRmsNormLLKernel);
 
