@@ -150,8 +150,13 @@ static double timed(int path, int func, size_t bytes, cudaStream_t stream) {
   return m;
 }
 
-static double busbw(size_t bytes, double us) {  // bytes per rank of the output's blocks
-  return us > 0 ? (double)bytes * B.nranks / (us * 1e3) * (B.nranks - 1) / B.nranks : 0;
+// A rank's output at `bytes` of the sweep: AllGather's n blocks of its input's bytes; AlltoAll's send buffer is
+// `bytes`, n blocks of bytes / n, and so is its output.
+static size_t outputBytes(int func, size_t bytes) {
+  return func == kAllGather ? bytes * (size_t)B.nranks : bytes;
+}
+static double busbw(int func, size_t bytes, double us) {  // nccl-tests': the output's bytes / time x (n-1)/n
+  return us > 0 ? (double)outputBytes(func, bytes) / (us * 1e3) * (B.nranks - 1) / B.nranks : 0;
 }
 
 static void sweep(size_t minBytes) {
@@ -177,9 +182,9 @@ static void sweep(size_t minBytes) {
       MPI_Allreduce(MPI_IN_PLACE, wrong, kNumPaths, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
       MPI_Allreduce(MPI_IN_PLACE, t, kNumPaths, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       if (B.rank != 0) continue;
-      printf("  %-9s %12zu", kFuncName[f], bytes * (size_t)B.nranks);
+      printf("  %-9s %12zu", kFuncName[f], outputBytes(f, bytes));
       for (int p = 0; p < kNumPaths; p++)
-        if (p != kNcclZero || B.haveNccl) printf("  %24.2f %6.1f %6ld", t[p], busbw(bytes, t[p]), wrong[p]);
+        if (p != kNcclZero || B.haveNccl) printf("  %24.2f %6.1f %6ld", t[p], busbw(f, bytes, t[p]), wrong[p]);
       if (B.haveNccl) printf("  %5.2f", t[kCopyEngines] > 0 ? t[kNcclZero] / t[kCopyEngines] : 0);
       printf("\n");
     }
