@@ -50,8 +50,16 @@ struct mcclCeBatch {
   void* dsts[MCCL_CE_MAX_COPIES];       /**< destinations: this rank's memory or a peer's window as mapped here */
   const void* srcs[MCCL_CE_MAX_COPIES]; /**< sources */
   size_t sizes[MCCL_CE_MAX_COPIES];     /**< bytes of each copy */
+  uint8_t local[MCCL_CE_MAX_COPIES];    /**< 1: the copy stays in this rank's memory (its own block) */
   size_t n;                             /**< copies */
 };
+
+/**
+ * @brief The communicator's side streams and events, made at first use on the communicator's device: the
+ * stream the collectives' own-block copies run on, and the assisted allreduce's streams.
+ * @return mcclSuccess; mcclUnhandledCudaError.
+ */
+mcclResult_t mcclCeSideStreams(mcclLabComm* comm);
 
 /**
  * @brief Synchronise the ranks from the stream, with no kernel and no host wait (NCCL's ncclMemOpSync with
@@ -94,7 +102,9 @@ mcclResult_t mcclCeLaunchBatch(mcclLabComm* comm, const struct mcclCeBatch* batc
  * @name The collectives (NCCL's ncclCeAllGather, ncclCeAlltoAll, ncclCeGather, ncclCeScatter)
  * Each is a sync (every peer's stream has reached the call: its recvbuff may be written), one batch of this
  * rank's copies, and a sync (every peer's copies into this rank have landed). Every copy is a push: its source
- * is this rank's memory, its destination this rank's own buffer or a peer's window. Every rank passes its
+ * is this rank's memory, its destination this rank's own buffer or a peer's window. A copy within this rank's
+ * own memory waits for no sync: outside a graph capture it runs on the communicator's side stream beside the
+ * batch, where another copy engine can move it while the batch's copies cross the link. Every rank passes its
  * recvbuff at the same offset of its window (a symmetric call); args->recvWin is that window. In-place forms are
  * NCCL's: nothing is copied onto itself. The arguments are the enqueue layer's (checked there). Each returns
  * mcclSuccess; mcclInvalidUsage (a destination outside its window, more than MCCL_CE_MAX_COPIES ranks, no signal

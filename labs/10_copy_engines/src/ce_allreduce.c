@@ -86,17 +86,6 @@ static size_t roundLen(const struct mcclCeArArgs* a, int r) {
   return r < a->nFull ? a->chunk : a->lastChunk;
 }
 
-static mcclResult_t sideStream(mcclLabComm* comm) {
-  struct mcclLabCeColl* ce = &comm->ceColl;
-  if (ce->stream == NULL) CUDACHECK(cudaStreamCreateWithFlags(&ce->stream, cudaStreamNonBlocking));
-  if (ce->agStream == NULL) CUDACHECK(cudaStreamCreateWithFlags(&ce->agStream, cudaStreamNonBlocking));
-  if (ce->fork == NULL) CUDACHECK(cudaEventCreateWithFlags(&ce->fork, cudaEventDisableTiming));
-  if (ce->agDone == NULL) CUDACHECK(cudaEventCreateWithFlags(&ce->agDone, cudaEventDisableTiming));
-  if (ce->rsRound == NULL) CUDACHECK(cudaEventCreateWithFlags(&ce->rsRound, cudaEventDisableTiming));
-  if (ce->join == NULL) CUDACHECK(cudaEventCreateWithFlags(&ce->join, cudaEventDisableTiming));
-  return mcclSuccess;
-}
-
 mcclResult_t mcclCeAllReduce(mcclLabComm* comm, const struct mcclLabCeCollArgs* args, cudaStream_t stream) {
   const int n = comm->nRanks, me = comm->rank;
   const size_t bytes = args->nElts * args->eltSize;
@@ -112,7 +101,7 @@ mcclResult_t mcclCeAllReduce(mcclLabComm* comm, const struct mcclLabCeCollArgs* 
   }
   // EXERCISE(10.assisted_allreduce)
   struct mcclLabCeColl* ce = &comm->ceColl;
-  MCCLCHECK(sideStream(comm));
+  MCCLCHECK(mcclCeSideStreams(comm));
   struct mcclCeArArgs a;
   memset(&a, 0, sizeof(a));
   ceArRounds(comm, bytes, args->eltSize, &a);

@@ -164,12 +164,25 @@ mcclResult_t mcclCeLaunchBatch(mcclLabComm* comm, const struct mcclCeBatch* b, c
 
 // ---- the collectives ---------------------------------------------------------------------------------
 
-static void batchAdd(struct mcclCeBatch* b, void* dst, const void* src, size_t bytes) {
+// A copy into the batch; local: it stays in this rank's memory (its own block).
+static void batchAdd(struct mcclCeBatch* b, int local, void* dst, const void* src, size_t bytes) {
   if (bytes == 0 || dst == src) return;  // in place: nothing to move
   b->dsts[b->n] = dst;
   b->srcs[b->n] = src;
   b->sizes[b->n] = bytes;
+  b->local[b->n] = (uint8_t)local;
   b->n++;
+}
+
+mcclResult_t mcclCeSideStreams(mcclLabComm* comm) {
+  struct mcclLabCeColl* ce = &comm->ceColl;
+  if (ce->stream == NULL) CUDACHECK(cudaStreamCreateWithFlags(&ce->stream, cudaStreamNonBlocking));
+  if (ce->agStream == NULL) CUDACHECK(cudaStreamCreateWithFlags(&ce->agStream, cudaStreamNonBlocking));
+  if (ce->fork == NULL) CUDACHECK(cudaEventCreateWithFlags(&ce->fork, cudaEventDisableTiming));
+  if (ce->agDone == NULL) CUDACHECK(cudaEventCreateWithFlags(&ce->agDone, cudaEventDisableTiming));
+  if (ce->rsRound == NULL) CUDACHECK(cudaEventCreateWithFlags(&ce->rsRound, cudaEventDisableTiming));
+  if (ce->join == NULL) CUDACHECK(cudaEventCreateWithFlags(&ce->join, cudaEventDisableTiming));
+  return mcclSuccess;
 }
 
 // Where rank `peer`'s copy of [ptr, ptr + bytes) is mapped here: the same offset in its buffer of window w. A
@@ -187,11 +200,28 @@ mcclResult_t mcclCePeerAddr(const mcclLabComm* comm, const char* call, const mcc
   return mcclSuccess;
 }
 
-// Sync, this rank's copies, sync: every collective's shape.
+// Sync, this rank's copies, sync: every collective's shape. A copy within this rank's memory needs neither sync:
+// outside a graph capture it goes to the side stream, forked from the caller's at the start and joined after the
+// closing sync, so that one engine moves it while another carries the copies to the peers.
 static mcclResult_t runSynced(mcclLabComm* comm, const struct mcclCeBatch* b, cudaStream_t stream) {
+  struct mcclCeBatch peers, own;
+  peers.n = own.n = 0;
+  for (size_t i = 0; i < b->n; i++)
+    batchAdd(b->local[i] ? &own : &peers, b->local[i], b->dsts[i], b->srcs[i], b->sizes[i]);
+  const int side = own.n > 0 && peers.n > 0 && !isCapturing(stream);
+  struct mcclLabCeColl* ce = &comm->ceColl;
+  if (side) {
+    MCCLCHECK(mcclCeSideStreams(comm));
+    CUDACHECK(cudaEventRecord(ce->fork, stream));
+    CUDACHECK(cudaStreamWaitEvent(ce->stream, ce->fork, 0));
+    MCCLCHECK(mcclCeLaunchBatch(comm, &own, ce->stream));
+    CUDACHECK(cudaEventRecord(ce->join, ce->stream));
+  }
   MCCLCHECK(mcclCeMemOpSync(comm, stream));
-  MCCLCHECK(mcclCeLaunchBatch(comm, b, stream));
-  return mcclCeMemOpSync(comm, stream);
+  MCCLCHECK(mcclCeLaunchBatch(comm, side ? &peers : b, stream));
+  MCCLCHECK(mcclCeMemOpSync(comm, stream));
+  if (side) CUDACHECK(cudaStreamWaitEvent(stream, ce->join, 0));
+  return mcclSuccess;
 }
 
 static mcclResult_t checkRanks(const mcclLabComm* comm, const char* call) {
@@ -215,7 +245,7 @@ mcclResult_t mcclCeAllGather(mcclLabComm* comm, const struct mcclLabCeCollArgs* 
     const int peer = (me + k) % n;
     void* dst;
     MCCLCHECK(mcclCePeerAddr(comm, "AllGather", args->recvWin, mine, bytes, peer, &dst));
-    batchAdd(&b, dst, args->sendBuff, bytes);
+    batchAdd(&b, peer == me, dst, args->sendBuff, bytes);
   }
   return runSynced(comm, &b, stream);
   // END EXERCISE(10.allgather)
@@ -233,7 +263,7 @@ mcclResult_t mcclCeAlltoAll(mcclLabComm* comm, const struct mcclLabCeCollArgs* a
     const int peer = (me + k) % n;
     void* dst;
     MCCLCHECK(mcclCePeerAddr(comm, "AlltoAll", args->recvWin, mine, bytes, peer, &dst));
-    batchAdd(&b, dst, (const char*)args->sendBuff + (size_t)peer * bytes, bytes);
+    batchAdd(&b, peer == me, dst, (const char*)args->sendBuff + (size_t)peer * bytes, bytes);
   }
   return runSynced(comm, &b, stream);
   // END EXERCISE(10.alltoall)
@@ -248,7 +278,7 @@ mcclResult_t mcclCeGather(mcclLabComm* comm, const struct mcclLabCeCollArgs* arg
   void* dst;
   MCCLCHECK(mcclCePeerAddr(comm, "Gather", args->recvWin, (char*)args->recvBuff + (size_t)comm->rank * bytes, bytes,
                            args->root, &dst));
-  batchAdd(&b, dst, args->sendBuff, bytes);  // the root's own block is a local copy, or nothing in place
+  batchAdd(&b, args->root == comm->rank, dst, args->sendBuff, bytes);  // the root's own block: a local copy
   return runSynced(comm, &b, stream);
   // END EXERCISE(10.gather)
 }
@@ -271,7 +301,7 @@ mcclResult_t mcclCeScatter(mcclLabComm* comm, const struct mcclLabCeCollArgs* ar
       const void* src = send + (size_t)peer * bytes;
       void* dst = args->recvBuff;
       if (peer != me) MCCLCHECK(mcclCePeerAddr(comm, "Scatter", w, inPlace ? src : args->recvBuff, bytes, peer, &dst));
-      batchAdd(&b, dst, src, bytes);
+      batchAdd(&b, peer == me, dst, src, bytes);
     }
   }
   return runSynced(comm, &b, stream);  // the other ranks only synchronise
@@ -289,7 +319,7 @@ mcclResult_t mcclCeBroadcast(mcclLabComm* comm, const struct mcclLabCeCollArgs* 
     const int peer = (me + k) % n;
     void* dst;
     MCCLCHECK(mcclCePeerAddr(comm, "Broadcast", args->recvWin, args->recvBuff, bytes, peer, &dst));
-    batchAdd(&b, dst, args->sendBuff, bytes);
+    batchAdd(&b, peer == me, dst, args->sendBuff, bytes);
   }
   return runSynced(comm, &b, stream);
   // END EXERCISE(10.broadcast)
