@@ -735,7 +735,7 @@ static void fusedRmsNorm(int rows, int hidden, int slices, struct llInbox* ib) {
   uint16_t *dw = NULL, *dres[3] = {NULL, NULL, NULL};
   struct RowSync* rs = NULL;
   CHECK_CUDA(cudaMalloc((void**)&rs, rows * sizeof(*rs)));
-  CHECK_CUDA(cudaMemset(rs, 0, rows * sizeof(*rs)));
+  CHECK_CUDA(cudaMemsetAsync(rs, 0, rows * sizeof(*rs), stream));  // before the kernel on the same stream
   CHECK_CUDA(cudaMalloc((void**)&dw, hidden * 2));
   for (int v = 0; v < 3; v++) CHECK_CUDA(cudaMalloc((void**)&dres[v], n * 2));
   CHECK_CUDA(cudaMemcpyAsync(dw, w, hidden * 2, cudaMemcpyHostToDevice, stream));
