@@ -4,6 +4,7 @@
 # minutes on each of them (one generic kernel per element type, every function, operation and protocol in
 # it), which a fresh GPU host would otherwise repeat in every call.
 #   mk/gpu-prebuild.sh                  build (make -j, BACKEND=cuda, those objects only) and pack
+#   mk/gpu-prebuild.sh --built          pack those already built and up to date, building nothing
 #   mk/gpu-prebuild.sh --stamp [DEPS]   print the stamp a pack is valid for: nvcc's version, a checksum of every
 #                                       file of this tree that the objects include, as listed in DEPS (default:
 #                                       what the objects' dependency files here name), and one of nvcc's commands
@@ -40,12 +41,16 @@ fi
 # (xz gains nothing), and what a call carries is limited (64 MiB with the tree): the largest, which are also
 # the slowest to compile (8-bit and 16-bit types), go first, up to MCCL_PREBUILT_MB (default 40) in all; the
 # host compiles the rest.
-echo "building $(echo "$objs" | wc -w) device objects of lab 07 (BACKEND=cuda, -j$(nproc)): minutes each"
-# shellcheck disable=SC2086 # objs is a list
-make -j"$(nproc)" BACKEND=cuda $objs
+# --built: pack only the objects already up to date (a build cut short: the host compiles the others).
+if [ "${1:-}" != --built ]; then
+  echo "building $(echo "$objs" | wc -w) device objects of lab 07 (BACKEND=cuda, -j$(nproc)): minutes each"
+  # shellcheck disable=SC2086 # objs is a list
+  make -j"$(nproc)" BACKEND=cuda $objs
+fi
 budget=$(( ${MCCL_PREBUILT_MB:-40} * 1024 * 1024 )) total=0 packed=""
 # shellcheck disable=SC2086,SC2045 # objs is a list of plain paths
 for o in $(ls -S $objs); do
+  make -q BACKEND=cuda "$o" 2>/dev/null || continue  # not up to date with its sources
   size=$(stat -c %s "$o")
   [ $(( total + size )) -le "$budget" ] && total=$(( total + size )) && packed="$packed $o"
 done
