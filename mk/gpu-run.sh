@@ -478,21 +478,24 @@ if [ "${MCCL_NT_BARS:-0}" = 1 ] && [ "$ngpu" -ge 2 ] && [ -n "${MCCL_NCCL_LIB:-}
 fi
 # MCCL_SHARED_GPU=1: with fewer GPUs than ranks, several ranks on one (P2P within a device): correctness only, never
 # timing, since the ranks' kernels take turns on a GPU (nccl-tests refuses more ranks than GPUs, so it is left out).
-# Lab 07's test_coll and test_enqueue with MCCL_TEST_RANKS_PER_GPU=2 (the unaligned and shifted-slice cases among
-# them), test_coll.shiftedSlices under compute-sanitizer memcheck and racecheck, then mpi_nccl_devapi's tests on the
-# drop-in, MCCL_NP ranks (both fused RMSNorm kernels). Logs: $OUT/shared/.
+# Lab 07's test_coll and test_enqueue and lab 10's test_ce with MCCL_TEST_RANKS_PER_GPU=2 (the unaligned,
+# shifted-slice and one-shot AllGather / ReduceScatter cases among them), the test_coll cases of
+# MCCL_SHARED_SANITIZE (default "shiftedSlices oneShotGathers") under compute-sanitizer memcheck and racecheck, then
+# mpi_nccl_devapi's tests on the drop-in, MCCL_NP ranks (both fused RMSNorm kernels). Logs: $OUT/shared/.
 if [ "${MCCL_SHARED_GPU:-0}" = 1 ]; then
   step "shared GPU: ranks sharing $ngpu GPU(s): lab 07's in-process cases, sanitizers, mpi_nccl_devapi's tests"
   mkdir -p "$OUT/shared"
   b7=build/cuda/bin/07_allreduce
-  for t in test_coll test_enqueue; do
-    MCCL_TEST_RANKS_PER_GPU=2 timeout 200 "$b7/$t" > "$OUT/shared/$t.log" 2>&1
-    echo "$t (2 ranks per GPU): exit $?"; grep -E '^(FAIL|SKIP)|passed,' "$OUT/shared/$t.log"
+  for t in 07_allreduce/test_coll 07_allreduce/test_enqueue 10_copy_engines/test_ce; do
+    MCCL_TEST_RANKS_PER_GPU=2 timeout 200 "build/cuda/bin/$t" > "$OUT/shared/${t##*/}.log" 2>&1
+    echo "$t (2 ranks per GPU): exit $?"; grep -E '^(FAIL|SKIP)|passed,' "$OUT/shared/${t##*/}.log"
   done
-  for tool in memcheck racecheck; do
-    MCCL_TEST_RANKS_PER_GPU=2 MCCL_TEST_FILTER=shiftedSlices timeout 150 compute-sanitizer --tool $tool \
-      --report-api-errors no --error-exitcode 9 "$b7/test_coll" > "$OUT/shared/sanitizer-$tool.log" 2>&1
-    echo "test_coll.shiftedSlices under $tool: exit $? ($(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/shared/sanitizer-$tool.log" | tr -s ' '))"
+  for c in ${MCCL_SHARED_SANITIZE:-shiftedSlices oneShotGathers}; do
+    for tool in memcheck racecheck; do
+      MCCL_TEST_RANKS_PER_GPU=2 MCCL_TEST_FILTER=$c timeout 150 compute-sanitizer --tool $tool \
+        --report-api-errors no --error-exitcode 9 "$b7/test_coll" > "$OUT/shared/sanitizer-$c-$tool.log" 2>&1
+      echo "test_coll.$c under $tool: exit $? ($(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/shared/sanitizer-$c-$tool.log" | tr -s ' '))"
+    done
   done
   if [ -x "$nd" ]; then
     # shellcheck disable=SC2086 # mr is a list
