@@ -57,6 +57,7 @@ struct mcclCeBatch {
 /**
  * @brief The communicator's side streams and events, made at first use on the communicator's device: the
  * stream the collectives' own-block copies run on, and the assisted allreduce's streams.
+ * @param[in,out] comm  the communicator (comm->ceColl's streams and events).
  * @return mcclSuccess; mcclUnhandledCudaError.
  */
 mcclResult_t mcclCeSideStreams(mcclLabComm* comm);
