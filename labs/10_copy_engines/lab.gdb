@@ -32,11 +32,12 @@ commands
   end
 end
 
-# The batch of rank 0's copies between the two syncs (first one only): where each goes.
-break mcclCeLaunchBatch if comm->rank == 0 && b->n > 0
+# The batch of rank 0's copies to its peers, between the two syncs (first one only; its own block's copy is a
+# batch of its own, on the side stream): where each goes.
+break mcclCeLaunchBatch if comm->rank == 0 && b->n > 0 && !b->local[0]
 set $mccl_bp_batch = $bpnum
 commands
-  printf "rank 0 queues %zu copies of %zu bytes; the second goes to %p (a peer's window as mapped here)\n", b->n, b->sizes[0], b->dsts[1]
+  printf "rank 0 queues %zu copies of %zu bytes; the first goes to %p (a peer's window as mapped here)\n", b->n, b->sizes[0], b->dsts[0]
   disable $mccl_bp_batch
   if $mccl_autorun
     continue
